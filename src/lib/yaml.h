@@ -1,0 +1,34 @@
+/*
+ * yaml.h — manifests in, manifests out: a YAML 1.2 (or JSON) stream decoded
+ * into jansson documents, and a JSON value emitted as YAML.
+ *
+ * Decoding follows the YAML 1.2 core schema: plain scalars null/~/empty →
+ * null, true/false (any case form the schema allows) → boolean, decimal,
+ * 0o octal and 0x hex integers → integer, floats (.inf/.nan too) → real,
+ * everything else and every quoted scalar → string.  Anchors and aliases are
+ * resolved, with a bound on the expanded size (no "billion laughs").
+ * Mapping keys must be scalars; duplicate keys are an error.  Empty
+ * documents (e.g. between two "---") are skipped.
+ *
+ * Ownership: yaml_decode_stream fills *docs with a malloc'd array of new
+ * references; free with yaml_docs_free.  yaml_emit returns a malloc'd string.
+ */
+#ifndef WEFT_YAML_H
+#define WEFT_YAML_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#define YAML_MAX_DOCS 10000
+#define YAML_MAX_EXPANDED_NODES 1000000
+
+/* 0, or -EINVAL with "line L, column C: what" in err. */
+int yaml_decode_stream(const char *buf, size_t len, json_t ***docs, size_t *ndocs,
+		       char *err, size_t errlen) __attribute__((warn_unused_result));
+void yaml_docs_free(json_t **docs, size_t ndocs);
+
+/* A JSON value as a block-style YAML document (no leading "---").
+ * Strings that would read back as another type are quoted. */
+char *yaml_emit(const json_t *value);
+
+#endif

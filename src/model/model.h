@@ -1,0 +1,135 @@
+/*
+ * model.h — weft's object model: the kinds it knows, how each is named on
+ * the API and in manifests, and the validation every write goes through.
+ *
+ * Objects are Kubernetes-style JSON (apiVersion, kind, metadata, spec,
+ * status) held as jansson values.  OpenShift network kinds keep their
+ * top-level fields (HostSubnet: host, hostIP, subnet, nodeID; NetNamespace:
+ * netname, netid; ClusterNetwork: clusterNetworks, serviceNetwork, ...).
+ *
+ * Validation is structural and needs no cluster state: required fields,
+ * syntax (names, CIDRs, IPs, ports), enums, and relations inside one object
+ * (an ipBlock's except inside its cidr, cluster networks that overlap).
+ * Checks that need the cluster (a cluster IP inside the service network, a
+ * taken NodePort) belong to the controller's allocators.
+ *
+ * Errors are written to a caller-owned buffer, one per line, each
+ * "<field path>: <what is wrong>", e.g.
+ *     spec.rules[0].host: 'My_Host' is not a valid DNS name
+ * so that a caller can prefix "ingress.yaml doc 2: " to each line.
+ */
+#ifndef WEFT_MODEL_H
+#define WEFT_MODEL_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lib/cidr.h"
+
+enum kind_id {
+	KIND_CLUSTERNETWORK,
+	KIND_NODE,
+	KIND_HOSTSUBNET,
+	KIND_NAMESPACE,
+	KIND_NETNAMESPACE,
+	KIND_POD,
+	KIND_SERVICE,
+	KIND_ENDPOINTS,
+	KIND_NETWORKPOLICY,
+	KIND_INGRESS,
+	KIND_ROUTE,
+	KIND_SECRET,
+	KIND_COUNT
+};
+
+struct kind_info {
+	enum kind_id id;
+	const char *kind;		/* "NetworkPolicy" */
+	const char *singular;		/* "networkpolicy" */
+	const char *plural;		/* "networkpolicies" */
+	const char *shortnames[3];	/* "netpol"; NULL-terminated */
+	const char *group;		/* "" for the core group */
+	const char *version;		/* "v1" */
+	const char *api_version;	/* "networking.k8s.io/v1" or "v1" */
+	bool namespaced;
+	bool controller_owned;		/* written by the controller only (HostSubnet, NetNamespace) */
+};
+
+const struct kind_info *kind_get(enum kind_id id);
+/* By Kind exactly as in a manifest ("Pod"); NULL if unknown. */
+const struct kind_info *kind_by_kind(const char *kind);
+/* As a user types it: singular, plural, short name or Kind, any case. */
+const struct kind_info *kind_lookup(const char *name);
+/* By API group ("" = core) and plural, as in a URL path. */
+const struct kind_info *kind_by_resource(const char *group, const char *plural);
+
+/* Validate one object: apiVersion, kind, metadata and the kind's own
+ * fields.  Returns 0, or -EINVAL with every error found (one a line, at
+ * most errlen bytes) in err.  Unknown kinds are an error. */
+int model_validate(const json_t *obj, char *err, size_t errlen) __attribute__((warn_unused_result));
+
+/* Fill in the defaults a user may leave out (Service type ClusterIP, port
+ * protocol TCP, sessionAffinity None, Secret type Opaque, ...).  The object
+ * must have validated. */
+void model_default(json_t *obj);
+
+/* Decode a manifest stream (YAML or JSON, several documents; a document of
+ * kind List contributes its items) into objects.  Does not validate.
+ * 0 or -EINVAL with "doc N: ..." / "line L, column C: ..." in err.
+ * *docs is a malloc'd array of new references: free with yaml_docs_free. */
+int model_decode_manifest(const char *buf, size_t len, json_t ***docs, size_t *ndocs,
+			  char *err, size_t errlen) __attribute__((warn_unused_result));
+
+/* Names: Kubernetes' rules. */
+bool model_dns1123_label(const char *s);	/* <= 63, [a-z0-9]([-a-z0-9]*[a-z0-9])? */
+bool model_dns1123_subdomain(const char *s);	/* <= 253, labels joined by '.' */
+bool model_dns1035_label(const char *s);	/* label starting with a letter (Service names) */
+
+/* Accessors that tolerate missing fields (return NULL / "" / fallback). */
+const char *obj_kind(const json_t *obj);
+const char *obj_name(const json_t *obj);
+const char *obj_namespace(const json_t *obj);	/* "" when absent */
+const char *obj_str(const json_t *obj, const char *dotted_path);	/* "spec.clusterIP" */
+json_int_t obj_int(const json_t *obj, const char *dotted_path, json_int_t fallback);
+
+/*
+ * The REST path of a kind's collection or object:
+ *   core:  /api/v1[/namespaces/NS]/PLURAL[/NAME]
+ *   group: /apis/GROUP/VERSION[/namespaces/NS]/PLURAL[/NAME]
+ * ns NULL or "" for cluster-scoped kinds and for "all namespaces";
+ * name NULL for the collection.  Returns the length, or -ENAMETOOLONG.
+ */
+int model_api_path(const struct kind_info *k, const char *ns, const char *name,
+		   char *buf, size_t len);
+
+/* The cluster's network configuration: the ClusterNetwork object "default". */
+enum cluster_mode { MODE_FLAT, MODE_MULTITENANT, MODE_NETWORKPOLICY };
+#define CLUSTER_MAX_NETWORKS 16
+
+struct cluster_config {
+	struct {
+		struct cidr cidr;
+		uint8_t host_subnet_length;	/* host bits: 9 → /23 subnets */
+	} networks[CLUSTER_MAX_NETWORKS];
+	size_t nnetworks;
+	struct cidr service_network;
+	enum cluster_mode mode;
+	uint16_t vxlan_port;
+	uint32_t mtu;				/* 0 = detect */
+	struct cidr vip_networks[CLUSTER_MAX_NETWORKS];	/* LoadBalancer VIP pools */
+	size_t nvip_networks;
+};
+
+/* Defaults: 10.128.0.0/14 with hostSubnetLength 9, 172.30.0.0/16,
+ * multitenant, 4789, mtu 0, no VIP pool. */
+void cluster_config_default(struct cluster_config *c);
+/* From a validated ClusterNetwork object (fields absent take defaults). */
+int cluster_config_from_json(const json_t *obj, struct cluster_config *c, char *err, size_t errlen)
+	__attribute__((warn_unused_result));
+/* A ClusterNetwork object (new reference) describing c. */
+json_t *cluster_config_to_json(const struct cluster_config *c);
+const char *cluster_mode_name(enum cluster_mode m);
+
+#endif

@@ -1,0 +1,189 @@
+/*
+ * store.h — weft's revisioned key-value store, with the semantics of etcd v3.
+ *
+ * Everything the controller keeps lives here: objects as JSON values under
+ * keys such as "/weft/pods/red/web-1".  The interface is etcd's, so that an
+ * etcd back-end implements it call for call; the SQLite back-end
+ * (store_sqlite.c) is the embedded default.  No SQL exists outside it.
+ *
+ * Invariants
+ *  1. There is one global revision.  Every successful write transaction
+ *     (that changes at least one key) increases it by exactly one; all puts
+ *     and deletes of that transaction carry that revision as their mod_rev.
+ *     A transaction whose success ops are empty, or a failed transaction,
+ *     does not increase it.
+ *  2. A transaction is atomic and durable before store_txn() returns: after
+ *     a crash at any point either all of its operations are visible or none.
+ *  3. Every key has create_rev (revision that created it, since its last
+ *     delete), mod_rev (revision of its last change) and version (number of
+ *     changes since creation, 1 after the create).  A key that does not exist
+ *     compares as create_rev = mod_rev = version = 0.
+ *  4. History: every change is kept as an event until compacted.  Events
+ *     after the compaction revision can be read in revision order
+ *     (store_events); asking for older ones fails with -ESTORE_COMPACTED.
+ *  5. Several processes may open the same store; transactions serialise and
+ *     compare-and-swap makes allocation safe across them.
+ *
+ * Ownership: a struct store is created by store_open and freed by
+ * store_close.  Results (struct store_kv, lists, events) are owned by the
+ * caller and freed with the matching *_free function.  Keys and values given
+ * to the store are borrowed for the duration of the call only.
+ *
+ * Threads: one struct store may be used by one thread at a time.
+ */
+#ifndef WEFT_STORE_H
+#define WEFT_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define WEFT_WUR __attribute__((warn_unused_result))
+
+/* Returned (negated) when a revision older than the compaction is asked for. */
+#define ESTORE_COMPACTED 1000
+
+struct store;
+
+struct store_kv {
+	char *key;
+	char *value;		/* NUL-terminated; value_len excludes the NUL */
+	size_t value_len;
+	int64_t create_rev;
+	int64_t mod_rev;
+	int64_t version;
+};
+
+struct store_kv_list {
+	struct store_kv *kvs;
+	size_t n;
+	int64_t revision;	/* store revision the list was read at */
+	bool more;		/* limit cut the list */
+};
+
+enum store_cmp_target { STORE_CMP_MOD_REV, STORE_CMP_CREATE_REV, STORE_CMP_VERSION };
+enum store_cmp_op { STORE_CMP_EQ, STORE_CMP_NE, STORE_CMP_LT, STORE_CMP_GT };
+
+/* "key does not exist" is {key, STORE_CMP_CREATE_REV, STORE_CMP_EQ, 0}. */
+struct store_cmp {
+	const char *key;
+	enum store_cmp_target target;
+	enum store_cmp_op op;
+	int64_t value;
+};
+
+enum store_op_type {
+	STORE_OP_PUT,
+	STORE_OP_DELETE,	/* one key; deleting a missing key is no change */
+	STORE_OP_DELETE_PREFIX,	/* every key starting with key */
+};
+
+struct store_op {
+	enum store_op_type type;
+	const char *key;
+	const char *value;	/* PUT only */
+	size_t value_len;
+};
+
+struct store_txn {
+	const struct store_cmp *cmps;	/* all must hold ... */
+	size_t ncmps;
+	const struct store_op *success;	/* ... then these are applied */
+	size_t nsuccess;
+	const struct store_op *failure;	/* ... else these */
+	size_t nfailure;
+};
+
+struct store_txn_result {
+	bool succeeded;		/* the comparisons held */
+	int64_t revision;	/* store revision after the transaction */
+};
+
+enum store_event_type { STORE_EVENT_PUT, STORE_EVENT_DELETE };
+
+struct store_event {
+	enum store_event_type type;
+	struct store_kv kv;	/* DELETE: key, mod_rev = the delete's revision, value empty */
+	struct store_kv prev;	/* the value before this event; key NULL if none */
+};
+
+struct store_event_list {
+	struct store_event *events;
+	size_t n;
+	int64_t revision;	/* store revision when read */
+	bool more;		/* limit cut the list: ask again after the last event */
+};
+
+/*
+ * Open the store named by url:
+ *   "sqlite:/path/to/file.db"  (or a bare path) — the SQLite back-end.
+ *   "etcd:http://host:2379"    — reserved for the etcd back-end.
+ * Returns NULL with errno set, and a message in err.
+ */
+struct store *store_open(const char *url, char *err, size_t errlen);
+void store_close(struct store *s);
+
+/* Current revision (0 for an empty store). */
+int store_revision(struct store *s, int64_t *rev) WEFT_WUR;
+
+/* One key.  Returns 0, -ENOENT when missing, or another negative errno.
+ * rev (may be NULL) receives the store revision it was read at. */
+int store_get(struct store *s, const char *key, struct store_kv *out, int64_t *rev) WEFT_WUR;
+
+/* Every key starting with prefix, in key order, at most limit (0 = all),
+ * starting at start_after (exclusive; NULL = from the start of the prefix). */
+int store_range(struct store *s, const char *prefix, const char *start_after,
+		size_t limit, struct store_kv_list *out) WEFT_WUR;
+
+/* Count keys under a prefix. */
+int store_count(struct store *s, const char *prefix, size_t *n) WEFT_WUR;
+
+/* Compare-and-swap transaction.  Returns 0 (check res->succeeded) or a
+ * negative errno when the store failed (nothing applied). */
+int store_txn(struct store *s, const struct store_txn *txn, struct store_txn_result *res) WEFT_WUR;
+
+/* Conveniences built on store_txn. */
+int store_put(struct store *s, const char *key, const char *value, size_t len, int64_t *rev) WEFT_WUR;
+int store_delete(struct store *s, const char *key, int64_t *rev) WEFT_WUR;
+
+/* Events with revision > after_rev on keys starting with prefix, in
+ * revision order (then in the order of the ops in the transaction), at most
+ * limit (0 = all).  -ESTORE_COMPACTED if after_rev < the compaction
+ * revision. */
+int store_events(struct store *s, const char *prefix, int64_t after_rev, size_t limit,
+		 struct store_event_list *out) WEFT_WUR;
+
+/* Drop the history of revisions <= rev (the current values stay). */
+int store_compact(struct store *s, int64_t rev) WEFT_WUR;
+/* The compaction revision (0 if never compacted). */
+int store_compacted(struct store *s, int64_t *rev) WEFT_WUR;
+
+void store_kv_free(struct store_kv *kv);		/* frees the members, not kv */
+void store_kv_list_free(struct store_kv_list *l);
+void store_event_list_free(struct store_event_list *l);
+
+/* Back-end table: one per back-end, chosen once in store_open. */
+struct store_backend {
+	const char *scheme;
+	struct store *(*open)(const char *path, char *err, size_t errlen);
+	void (*close)(struct store *s);
+	int (*revision)(struct store *s, int64_t *rev);
+	int (*get)(struct store *s, const char *key, struct store_kv *out, int64_t *rev);
+	int (*range)(struct store *s, const char *prefix, const char *start_after, size_t limit,
+		     struct store_kv_list *out);
+	int (*count)(struct store *s, const char *prefix, size_t *n);
+	int (*txn)(struct store *s, const struct store_txn *txn, struct store_txn_result *res);
+	int (*events)(struct store *s, const char *prefix, int64_t after_rev, size_t limit,
+		      struct store_event_list *out);
+	int (*compact)(struct store *s, int64_t rev);
+	int (*compacted)(struct store *s, int64_t *rev);
+};
+
+/* Every back-end's struct store begins with this. */
+struct store {
+	const struct store_backend *backend;
+};
+
+extern const struct store_backend store_backend_sqlite;
+
+#endif
