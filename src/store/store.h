@@ -147,9 +147,11 @@ int store_put(struct store *s, const char *key, const char *value, size_t len, i
 int store_delete(struct store *s, const char *key, int64_t *rev) WEFT_WUR;
 
 /* Events with revision > after_rev on keys starting with prefix, in
- * revision order (then in the order of the ops in the transaction), at most
- * limit (0 = all).  -ESTORE_COMPACTED if after_rev < the compaction
- * revision. */
+ * revision order (then in the order of the ops in the transaction), about
+ * limit (0 = all): a list never ends inside a transaction, so it may exceed
+ * limit by the rest of one transaction's events and "ask again after the
+ * last event's revision" never skips anything.  -ESTORE_COMPACTED if
+ * after_rev < the compaction revision. */
 int store_events(struct store *s, const char *prefix, int64_t after_rev, size_t limit,
 		 struct store_event_list *out) WEFT_WUR;
 
