@@ -26,7 +26,9 @@ struct cidr {
 int ip4_parse(const char *s, uint32_t *out);
 void ip4_format(uint32_t addr, char buf[IP4_STRLEN]);
 
-/* "a.b.c.d/len".  0, -EINVAL (syntax) or -EDOM (host bits set). */
+/* "a.b.c.d/len", the prefix in decimal without leading zeros.
+ * 0, -EINVAL (syntax) or -EDOM (host bits set; *out then holds the block
+ * with them cleared, for a "did you mean" message). */
 int cidr_parse(const char *s, struct cidr *out);
 void cidr_format(const struct cidr *c, char buf[CIDR_STRLEN]);
 

@@ -8,7 +8,8 @@
  * everything else and every quoted scalar → string.  Anchors and aliases are
  * resolved, with a bound on the expanded size (no "billion laughs").
  * Mapping keys must be scalars; duplicate keys are an error.  Empty
- * documents (e.g. between two "---") are skipped.
+ * documents (e.g. between two "---"), and documents that are just null, are
+ * skipped.
  *
  * Ownership: yaml_decode_stream fills *docs with a malloc'd array of new
  * references; free with yaml_docs_free.  yaml_emit returns a malloc'd string.
@@ -20,9 +21,13 @@
 #include <stddef.h>
 
 #define YAML_MAX_DOCS 10000
-#define YAML_MAX_EXPANDED_NODES 1000000
+#define YAML_MAX_EXPANDED_NODES 1000000	/* JSON values made, per stream */
+#define YAML_MAX_DEPTH 256		/* nesting, counting alias expansion */
 
-/* 0, or -EINVAL with "line L, column C: what" in err. */
+/* 0, or -EINVAL with "line L, column C: what" in err (-ENOMEM when out of
+ * memory).  The input must be UTF-8 without NUL bytes.  YAML can say what
+ * JSON cannot: .inf/.nan and integers outside int64 are errors, and a key
+ * is its scalar's text (so `1: x` gives the key "1"). */
 int yaml_decode_stream(const char *buf, size_t len, json_t ***docs, size_t *ndocs,
 		       char *err, size_t errlen) __attribute__((warn_unused_result));
 void yaml_docs_free(json_t **docs, size_t ndocs);

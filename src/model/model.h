@@ -76,7 +76,9 @@ int model_validate(const json_t *obj, char *err, size_t errlen) __attribute__((w
 void model_default(json_t *obj);
 
 /* Decode a manifest stream (YAML or JSON, several documents; a document of
- * kind List contributes its items) into objects.  Does not validate.
+ * kind List contributes its items, and so does a typed list such as PodList,
+ * whose items get its kind and apiVersion when they lack them) into objects.
+ * At most YAML_MAX_DOCS objects.  Does not validate.
  * 0 or -EINVAL with "doc N: ..." / "line L, column C: ..." in err.
  * *docs is a malloc'd array of new references: free with yaml_docs_free. */
 int model_decode_manifest(const char *buf, size_t len, json_t ***docs, size_t *ndocs,
@@ -86,6 +88,13 @@ int model_decode_manifest(const char *buf, size_t len, json_t ***docs, size_t *n
 bool model_dns1123_label(const char *s);	/* <= 63, [a-z0-9]([-a-z0-9]*[a-z0-9])? */
 bool model_dns1123_subdomain(const char *s);	/* <= 253, labels joined by '.' */
 bool model_dns1035_label(const char *s);	/* label starting with a letter (Service names) */
+/* Label keys: [DNS-1123 subdomain '/'] name, name <= 63 of [A-Za-z0-9._-]
+ * starting and ending alphanumeric.  Values: "" or such a name. */
+bool model_label_key(const char *s);
+bool model_label_value(const char *s);
+/* IANA_SVC_NAME (named ports): <= 15 of [a-z0-9-], at least one letter, no
+ * '-' at either end and no "--". */
+bool model_iana_svc_name(const char *s);
 
 /* Accessors that tolerate missing fields (return NULL / "" / fallback). */
 const char *obj_kind(const json_t *obj);

@@ -1,0 +1,230 @@
+/*
+ * controller.h — the controller's private interface (not for other
+ * components): the registry that validates and stores objects, the
+ * allocators it calls inside a write, the watch hub, metrics and the API.
+ *
+ * How a write works
+ *   api.c parses the request → registry_create/replace/delete builds one
+ *   store transaction: the object itself plus whatever the kind's admission
+ *   hook adds (node ID, subnet, VNID, cluster IP, NodePorts ...), each
+ *   guarded by compare-and-swap conditions (the key is still free, the
+ *   object still has the mod_rev we read).  If another writer got there
+ *   first the transaction fails and the whole write is planned again from a
+ *   fresh read (at most REGISTRY_RETRIES times).  So two controllers on one
+ *   store never hand out the same thing, and a crash at any point leaves
+ *   either the whole write or none of it.
+ *
+ * Store keys
+ *   /weft/obj/<plural>/<name>              cluster-scoped objects
+ *   /weft/obj/<plural>/<namespace>/<name>  namespaced objects
+ *   /weft/alloc/nodeid/<%08u>              → node name
+ *   /weft/alloc/nodeip/<ip>                → node name
+ *   /weft/alloc/vnid/<%08u>                → number of namespaces using it
+ *   /weft/alloc/clusterip/<ip>             → "namespace/name" of the service
+ *   /weft/alloc/nodeport/<port>            → "namespace/name" of the service
+ *
+ * Objects are stored without metadata.resourceVersion; it is the key's
+ * mod_rev and is added on every read (obj_from_kv).
+ */
+#ifndef WEFT_CONTROLLER_H
+#define WEFT_CONTROLLER_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "model/model.h"
+#include "store/store.h"
+
+#define WUR __attribute__((warn_unused_result))
+
+#define OBJ_PREFIX "/weft/obj/"
+#define ALLOC_NODEID "/weft/alloc/nodeid/"
+#define ALLOC_NODEIP "/weft/alloc/nodeip/"
+#define ALLOC_VNID "/weft/alloc/vnid/"
+#define ALLOC_CLUSTERIP "/weft/alloc/clusterip/"
+#define ALLOC_NODEPORT "/weft/alloc/nodeport/"
+
+#define REGISTRY_RETRIES 16
+#define VNID_MIN 10
+#define VNID_MAX 16777215
+#define NODEPORT_MIN 30000
+#define NODEPORT_MAX 32767
+
+/* A failed request: HTTP code, Kubernetes reason and a message for people. */
+struct status {
+	int code;		/* 0 = success */
+	const char *reason;	/* "Invalid", "Conflict", ... (static) */
+	char message[1024];
+};
+void status_set(struct status *st, int code, const char *reason, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+/* Metrics counters, updated by the registry and the API. */
+enum alloc_pool { POOL_HOSTSUBNET, POOL_VNID, POOL_CLUSTERIP, POOL_NODEPORT, POOL_COUNT };
+struct metrics {
+	uint64_t requests_by_class[6];		/* 1xx..5xx by code/100 */
+	uint64_t alloc_failures[POOL_COUNT];
+	uint64_t latency_buckets[16];		/* request duration histogram */
+	double latency_sum;
+	uint64_t latency_count;
+	uint64_t watch_events_sent;
+	uint64_t watchers_dropped_slow;
+};
+
+/* ---------------------------------------------------------------- txn builder */
+
+/* Accumulates compares and operations for one store transaction; owns the
+ * strings it is given copies of. */
+struct txnb {
+	struct store_cmp *cmps;
+	size_t ncmps, capcmps;
+	struct store_op *ops;
+	size_t nops, capops;
+	char **strings;		/* every key/value copied in, freed by txnb_free */
+	size_t nstrings, capstrings;
+	int error;		/* first allocation failure (-ENOMEM), checked at commit */
+};
+void txnb_init(struct txnb *b);
+void txnb_free(struct txnb *b);
+void txnb_cmp(struct txnb *b, const char *key, enum store_cmp_target t, enum store_cmp_op op, int64_t v);
+void txnb_absent(struct txnb *b, const char *key);			/* create_rev == 0 */
+void txnb_unchanged(struct txnb *b, const char *key, int64_t mod_rev);	/* mod_rev == v (0 = absent) */
+void txnb_put(struct txnb *b, const char *key, const char *value);
+void txnb_put_json(struct txnb *b, const char *key, const json_t *obj);
+void txnb_del(struct txnb *b, const char *key);
+void txnb_del_prefix(struct txnb *b, const char *prefix);
+/* 0 committed, -EAGAIN a compare failed (plan again), other -errno. */
+int txnb_commit(struct txnb *b, struct store *s, int64_t *rev) WUR;
+
+/* ---------------------------------------------------------------- registry */
+
+struct registry {
+	struct store *store;
+	struct metrics *metrics;
+	struct cluster_config config;	/* cached; config_rev guards its use */
+	int64_t config_rev;		/* mod_rev of the ClusterNetwork key */
+	uint64_t rand_state;
+};
+
+int obj_key(const struct kind_info *k, const char *ns, const char *name, char *buf, size_t len);
+/* The object stored in kv, with metadata.resourceVersion added (new ref). */
+json_t *obj_from_kv(const struct store_kv *kv);
+
+/* Open: loads or creates the cluster config (config_obj may be NULL: the
+ * stored one, or defaults on first start) and the default namespace. */
+int registry_init(struct registry *r, struct store *s, struct metrics *m,
+		  const json_t *config_obj, struct status *st) WUR;
+int registry_reload_config(struct registry *r) WUR;
+
+/* What every write does to a request body before planning: the body's
+ * namespace and name agree with the path (the namespace is set from it),
+ * it validates, defaults are filled in.  0, or -1 with st set (400/422). */
+int registry_prepare(const struct kind_info *k, const char *ns, const char *name, json_t *obj,
+		     struct status *st) WUR;
+
+/* Each returns 0 and the stored object (new ref, *out) or -1 with st set. */
+int registry_get(struct registry *r, const struct kind_info *k, const char *ns, const char *name,
+		 json_t **out, struct status *st) WUR;
+/* items: a new JSON array; *rev the store revision of the list. */
+int registry_list(struct registry *r, const struct kind_info *k, const char *ns,
+		  json_t **items, int64_t *rev, struct status *st) WUR;
+int registry_create(struct registry *r, const struct kind_info *k, const char *ns, json_t *obj,
+		    json_t **out, struct status *st) WUR;
+/* create_ok: PUT of a missing object creates it. */
+int registry_replace(struct registry *r, const struct kind_info *k, const char *ns, const char *name,
+		     json_t *obj, json_t **out, struct status *st) WUR;
+int registry_delete(struct registry *r, const struct kind_info *k, const char *ns, const char *name,
+		    json_t **out, struct status *st) WUR;
+
+/* pod-network verbs; *out = array of the changed NetNamespaces. */
+enum podnet_action { PODNET_JOIN, PODNET_ISOLATE, PODNET_GLOBAL };
+int registry_podnetwork(struct registry *r, enum podnet_action a, const char *to,
+			const char *const *projects, size_t n, json_t **out, int64_t *rev,
+			struct status *st) WUR;
+
+/* Consistency check of the whole store (weft-controller --fsck): every
+ * allocation belongs to an object and every object's allocation exists,
+ * no duplicates.  Problems are appended to report (one a line). */
+int registry_fsck(struct registry *r, char *report, size_t len, size_t *problems) WUR;
+
+/* allocation figures for /metrics */
+struct alloc_usage { uint64_t used[POOL_COUNT], total[POOL_COUNT]; };
+int registry_usage(struct registry *r, struct alloc_usage *u) WUR;
+
+/* Admission hooks per kind (alloc_*.c): add to the transaction whatever the
+ * kind's write needs; old is the stored object (NULL on create), obj the
+ * new one (may be modified: allocated fields filled in). */
+int node_admit(struct registry *r, struct txnb *b, const json_t *old, json_t *obj, struct status *st) WUR;
+int node_release(struct registry *r, struct txnb *b, const json_t *old, struct status *st) WUR;
+int namespace_admit(struct registry *r, struct txnb *b, json_t *obj, struct status *st) WUR;
+int namespace_release(struct registry *r, struct txnb *b, const json_t *old, struct status *st) WUR;
+int service_admit(struct registry *r, struct txnb *b, const json_t *old, json_t *obj, struct status *st) WUR;
+int service_release(struct registry *r, struct txnb *b, const json_t *old, struct status *st) WUR;
+int config_admit(struct registry *r, struct txnb *b, const json_t *old, json_t *obj, struct status *st) WUR;
+
+/* subnet of node ID id under the config: 0, or -ERANGE when exhausted */
+int subnet_for_node_id(const struct cluster_config *c, uint32_t id, struct cidr *out);
+/* "10.128.0.0/14" or "10.128.0.0/14, 10.132.0.0/14" */
+void config_networks_string(const struct cluster_config *c, char *buf, size_t len);
+
+/* ---------------------------------------------------------------- watch hub */
+
+struct watch_hub;
+struct watch_hub *watch_hub_new(struct store *s, size_t ring_events);
+void watch_hub_free(struct watch_hub *h);
+/* Pull new events from the store into the ring and wake watchers.  Called
+ * after every local write and periodically (other writers). */
+int watch_hub_sync(struct watch_hub *h);
+size_t watch_hub_watchers(struct watch_hub *h);
+int64_t watch_hub_revision(struct watch_hub *h);
+
+/* A watcher follows the keys under prefix from after_rev (exclusive).
+ * after_rev < 0: first an ADDED event for every current object, then the
+ * changes.  Events come as newline-terminated JSON lines, a transaction's
+ * events never split across a disconnect point.  wake(arg) is called (from
+ * watch_hub_sync) when a watcher that read 0 has data again. */
+struct watcher;
+typedef void (*watcher_wake_fn)(void *arg);
+struct watcher *watcher_open(struct watch_hub *h, const char *prefix, int64_t after_rev,
+			     watcher_wake_fn wake, void *arg, struct status *st);
+/* >0 bytes copied; 0 nothing now (wake will be called); -1 the stream ends
+ * (fell too far behind: the client resumes from its last revision). */
+ssize_t watcher_read(struct watcher *w, char *buf, size_t max);
+void watcher_close(struct watcher *w);
+
+/* ---------------------------------------------------------------- api */
+
+struct api_config {
+	const char *listen;		/* "127.0.0.1:8080" */
+	const char *token;		/* admin token (borrowed) */
+	size_t max_body;		/* bytes */
+	unsigned max_connections;
+};
+struct api;
+
+/* A request path: /api/v1[/namespaces/NS]/PLURAL[/NAME] or /apis/G/v1/... */
+struct route {
+	const struct kind_info *kind;
+	char ns[256];
+	char name[256];
+	bool has_name;
+	bool podnetwork;
+};
+/* 0 with r filled, or 404 when the path names nothing. */
+int api_parse_route(const char *url, struct route *r);
+
+struct api *api_start(const struct api_config *cfg, struct registry *r, struct watch_hub *h,
+		      struct metrics *m, char *err, size_t errlen);
+void api_stop(struct api *a);
+/* One turn of the event loop: wait up to timeout_ms for the network. */
+int api_run(struct api *a, int timeout_ms) WUR;
+
+/* ---------------------------------------------------------------- token */
+
+/* Read DIR/admin.token, or create it (0600, 32 random bytes as hex). */
+int token_load_or_create(const char *dir, char *token, size_t len, char *err, size_t errlen) WUR;
+bool token_equal(const char *a, const char *b);	/* constant time in the length of b */
+
+#endif

@@ -1,0 +1,236 @@
+/*
+ * weft-controller — the cluster's source of truth: object registry,
+ * allocators and REST API with watch, on a revisioned store.
+ *
+ *   weft-controller --data-dir DIR [--listen HOST:PORT] [--config CLUSTER.yaml]
+ *                   [--store URL] [--max-body BYTES] [--history REVISIONS]
+ *   weft-controller --data-dir DIR --fsck
+ */
+#include "controller/controller.h"
+#include "lib/yaml.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static volatile sig_atomic_t stopping;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stopping = 1;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: weft-controller --data-dir DIR [--listen HOST:PORT] [--config CLUSTER.yaml]\n"
+		"                       [--store URL] [--max-body BYTES] [--history REVISIONS]\n"
+		"                       [--compact-interval SECONDS]\n"
+		"       weft-controller --data-dir DIR --fsck\n"
+		"\n"
+		"  --data-dir DIR     state: the store (DIR/weft.db) and the admin token (DIR/admin.token)\n"
+		"  --listen HOST:PORT address of the REST API (default 127.0.0.1:8080)\n"
+		"  --config FILE      the ClusterNetwork manifest; applied at start (refused if it would\n"
+		"                     orphan allocated subnets or cluster IPs)\n"
+		"  --store URL        sqlite:PATH (default sqlite:DIR/weft.db)\n"
+		"  --max-body BYTES   largest request body (default 3145728)\n"
+		"  --history N        revisions of history kept for watches (default 100000)\n"
+		"  --compact-interval SECONDS  how often old history is compacted (default 60)\n"
+		"  --fsck             check the store's allocations and exit (0 = consistent)\n");
+}
+
+static json_t *load_config(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf = NULL, err[512];
+	size_t len = 0, cap = 0, n;
+	json_t **docs = NULL, *obj = NULL;
+	size_t ndocs = 0;
+
+	if (!f) {
+		fprintf(stderr, "weft-controller: %s: %s\n", path, strerror(errno));
+		return NULL;
+	}
+	do {
+		if (len + 65536 > cap) {
+			char *p = realloc(buf, cap = len + 65536);
+			if (!p) {
+				free(buf);
+				fclose(f);
+				return NULL;
+			}
+			buf = p;
+		}
+		n = fread(buf + len, 1, cap - len, f);
+		len += n;
+	} while (n > 0 && len < (16u << 20));
+	fclose(f);
+	if (model_decode_manifest(buf ? buf : "", len, &docs, &ndocs, err, sizeof(err))) {
+		fprintf(stderr, "weft-controller: %s: %s\n", path, err);
+	} else if (ndocs != 1 || !obj_kind(docs[0]) || strcmp(obj_kind(docs[0]), "ClusterNetwork") != 0) {
+		fprintf(stderr, "weft-controller: %s: want exactly one ClusterNetwork document\n", path);
+	} else if (model_validate(docs[0], err, sizeof(err))) {
+		char *line = strtok(err, "\n");
+		while (line) {
+			fprintf(stderr, "weft-controller: %s: %s\n", path, line);
+			line = strtok(NULL, "\n");
+		}
+	} else {
+		obj = json_incref(docs[0]);
+	}
+	yaml_docs_free(docs, ndocs);
+	free(buf);
+	return obj;
+}
+
+static void raise_fd_limit(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		(void)setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "data-dir", required_argument, NULL, 'd' }, { "listen", required_argument, NULL, 'l' },
+		{ "config", required_argument, NULL, 'c' },   { "store", required_argument, NULL, 's' },
+		{ "max-body", required_argument, NULL, 'b' }, { "history", required_argument, NULL, 'H' },
+		{ "fsck", no_argument, NULL, 'f' },           { "compact-interval", required_argument, NULL, 'C' },           { "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *data_dir = NULL, *listen_addr = "127.0.0.1:8080", *config_path = NULL, *store_url = NULL;
+	size_t max_body = 3u << 20;
+	int64_t history = 100000;
+	long compact_interval = 60;
+	bool fsck = false;
+	char err[1024], token[256] = "", url[4200];
+	struct store *store = NULL;
+	struct registry reg;
+	struct metrics metrics = { 0 };
+	struct status st = { 0 };
+	struct watch_hub *hub = NULL;
+	struct api *api = NULL;
+	json_t *config = NULL;
+	int opt, rc = 1;
+	time_t last_compact = time(NULL);
+
+	while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (opt) {
+		case 'd': data_dir = optarg; break;
+		case 'l': listen_addr = optarg; break;
+		case 'c': config_path = optarg; break;
+		case 's': store_url = optarg; break;
+		case 'b': max_body = strtoull(optarg, NULL, 10); break;
+		case 'H': history = strtoll(optarg, NULL, 10); break;
+		case 'f': fsck = true; break;
+		case 'C': compact_interval = strtol(optarg, NULL, 10); break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (!data_dir || optind != argc) {
+		usage(stderr);
+		return 2;
+	}
+	if (mkdir(data_dir, 0700) && errno != EEXIST) {
+		fprintf(stderr, "weft-controller: --data-dir %s: %s\n", data_dir, strerror(errno));
+		return 1;
+	}
+	if (config_path && !(config = load_config(config_path)))
+		return 1;
+	if (!store_url) {
+		snprintf(url, sizeof(url), "sqlite:%s/weft.db", data_dir);
+		store_url = url;
+	}
+	store = store_open(store_url, err, sizeof(err));
+	if (!store) {
+		fprintf(stderr, "weft-controller: %s\n", err);
+		goto out;
+	}
+	if (registry_init(&reg, store, &metrics, config, &st)) {
+		fprintf(stderr, "weft-controller: %s%s\n", config_path ? config_path : "cluster config",
+			st.message[0] ? ": " : "");
+		fprintf(stderr, "  %s\n", st.message);
+		goto out;
+	}
+	if (fsck) {
+		static char report[1 << 20];
+		size_t problems = 0;
+		if (registry_fsck(&reg, report, sizeof(report), &problems)) {
+			fprintf(stderr, "weft-controller: fsck: cannot read the store\n");
+			goto out;
+		}
+		fputs(report, stdout);
+		printf("fsck: %zu problem%s\n", problems, problems == 1 ? "" : "s");
+		rc = problems ? 1 : 0;
+		goto out;
+	}
+	if (token_load_or_create(data_dir, token, sizeof(token), err, sizeof(err))) {
+		fprintf(stderr, "weft-controller: %s\n", err);
+		goto out;
+	}
+	hub = watch_hub_new(store, 65536);
+	if (!hub) {
+		fprintf(stderr, "weft-controller: cannot start the watch hub\n");
+		goto out;
+	}
+	raise_fd_limit();
+	signal(SIGPIPE, SIG_IGN);
+	{
+		struct sigaction sa = { .sa_handler = on_signal };
+		sigaction(SIGTERM, &sa, NULL);
+		sigaction(SIGINT, &sa, NULL);
+	}
+	api = api_start(&(struct api_config){ .listen = listen_addr, .token = token, .max_body = max_body,
+					      .max_connections = 60000 },
+			&reg, hub, &metrics, err, sizeof(err));
+	if (!api) {
+		fprintf(stderr, "weft-controller: %s\n", err);
+		goto out;
+	}
+	{
+		char nets[256], svc[CIDR_STRLEN];
+		config_networks_string(&reg.config, nets, sizeof(nets));
+		cidr_format(&reg.config.service_network, svc);
+		fprintf(stderr, "weft-controller: listening on http://%s (data %s, revision %" PRId64
+				", cluster networks %s, service network %s, mode %s)\n",
+			listen_addr, data_dir, watch_hub_revision(hub), nets, svc,
+			cluster_mode_name(reg.config.mode));
+	}
+	while (!stopping) {
+		int e = api_run(api, 200);
+		if (e) {
+			fprintf(stderr, "weft-controller: event loop: %s\n", strerror(-e));
+			goto out;
+		}
+		if (history > 0 && time(NULL) - last_compact >= compact_interval) {
+			int64_t rev = 0, done = 0;
+			last_compact = time(NULL);
+			if (store_revision(store, &rev) == 0 && store_compacted(store, &done) == 0 &&
+			    rev - history > done && store_compact(store, rev - history))
+				fprintf(stderr, "weft-controller: compaction failed (history kept)\n");
+		}
+	}
+	fprintf(stderr, "weft-controller: stopping\n");
+	rc = 0;
+out:
+	api_stop(api);
+	watch_hub_free(hub);
+	store_close(store);
+	json_decref(config);
+	explicit_bzero(token, sizeof(token));
+	return rc;
+}

@@ -1,0 +1,583 @@
+/*
+ * registry.c — validated, allocated, atomic reads and writes of objects.
+ *
+ * Every write is planned from a fresh read and committed as one store
+ * transaction guarded by compare-and-swap (see controller.h).  The state
+ * machine of one write:
+ *
+ *     plan ──commit──► done
+ *      ▲        │
+ *      └─EAGAIN─┘   (someone else wrote first: reload, plan again;
+ *                    after REGISTRY_RETRIES, 409 Conflict)
+ *
+ * Invariants
+ *  1. Nothing is written unless the object validated and every admission
+ *     hook succeeded; a failed write changes nothing.
+ *  2. An object's key exists iff the object does; allocation keys exist iff
+ *     the object holding the allocation does (checked by registry_fsck).
+ */
+#include "controller/controller.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#define CONFIG_KEY OBJ_PREFIX "clusternetworks/default"
+
+void status_set(struct status *st, int code, const char *reason, const char *fmt, ...)
+{
+	va_list ap;
+
+	st->code = code;
+	st->reason = reason;
+	va_start(ap, fmt);
+	vsnprintf(st->message, sizeof(st->message), fmt, ap);
+	va_end(ap);
+}
+
+static int store_failed(struct status *st, int err)
+{
+	status_set(st, 500, "InternalError", "store: %s", strerror(err < 0 ? -err : err));
+	return -1;
+}
+
+int obj_key(const struct kind_info *k, const char *ns, const char *name, char *buf, size_t len)
+{
+	int n;
+
+	if (k->namespaced)
+		n = snprintf(buf, len, OBJ_PREFIX "%s/%s/%s", k->plural, ns ? ns : "", name ? name : "");
+	else
+		n = snprintf(buf, len, OBJ_PREFIX "%s/%s", k->plural, name ? name : "");
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+static void collection_prefix(const struct kind_info *k, const char *ns, char *buf, size_t len)
+{
+	if (k->namespaced && ns && *ns)
+		snprintf(buf, len, OBJ_PREFIX "%s/%s/", k->plural, ns);
+	else
+		snprintf(buf, len, OBJ_PREFIX "%s/", k->plural);
+}
+
+json_t *obj_from_kv(const struct store_kv *kv)
+{
+	json_t *obj = json_loadb(kv->value, kv->value_len, 0, NULL);
+	json_t *meta;
+	char rv[24];
+
+	if (!obj)
+		return NULL;
+	meta = json_object_get(obj, "metadata");
+	if (json_is_object(meta)) {
+		snprintf(rv, sizeof(rv), "%" PRId64, kv->mod_rev);
+		json_object_set_new(meta, "resourceVersion", json_string(rv));
+	}
+	return obj;
+}
+
+/* Read one key as an object: 0, -ENOENT, or another -errno. */
+static int load(struct registry *r, const char *key, json_t **obj, int64_t *mod_rev)
+{
+	struct store_kv kv = { 0 };
+	int err = store_get(r->store, key, &kv, NULL);
+
+	if (err)
+		return err;
+	*obj = obj_from_kv(&kv);
+	if (mod_rev)
+		*mod_rev = kv.mod_rev;
+	store_kv_free(&kv);
+	return *obj ? 0 : -EIO;
+}
+
+static void now_rfc3339(char buf[32])
+{
+	time_t t = time(NULL);
+	struct tm tm;
+
+	gmtime_r(&t, &tm);
+	strftime(buf, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static uint64_t next_random(struct registry *r)
+{
+	/* xorshift64*, seeded from getrandom in registry_init */
+	uint64_t x = r->rand_state;
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	r->rand_state = x;
+	return x * 0x2545F4914F6CDD1DULL;
+}
+
+uint64_t registry_random(struct registry *r);
+uint64_t registry_random(struct registry *r) { return next_random(r); }
+
+static void set_identity(struct registry *r, json_t *obj, const json_t *old)
+{
+	json_t *meta = json_object_get(obj, "metadata");
+	const json_t *old_meta = old ? json_object_get(old, "metadata") : NULL;
+	json_t *v;
+	char buf[40];
+
+	json_object_del(meta, "resourceVersion");
+	if (old_meta && (v = json_object_get(old_meta, "uid"))) {
+		json_object_set(meta, "uid", v);
+	} else {
+		uint64_t a = next_random(r), b = next_random(r);
+		snprintf(buf, sizeof(buf), "%08x-%04x-4%03x-%04x-%012" PRIx64,
+			 (unsigned)(a >> 32), (unsigned)(a >> 16) & 0xffff, (unsigned)a & 0xfff,
+			 (unsigned)((b >> 48) & 0x3fff) | 0x8000, (uint64_t)(b & 0xffffffffffffULL));
+		json_object_set_new(meta, "uid", json_string(buf));
+	}
+	if (old_meta && (v = json_object_get(old_meta, "creationTimestamp"))) {
+		json_object_set(meta, "creationTimestamp", v);
+	} else {
+		now_rfc3339(buf);
+		json_object_set_new(meta, "creationTimestamp", json_string(buf));
+	}
+}
+
+/* The namespace and name in the body must agree with the path. */
+static int check_identity(const struct kind_info *k, const char *ns, const char *name, json_t *obj,
+			  struct status *st)
+{
+	json_t *meta = json_object_get(obj, "metadata");
+	const char *bns;
+
+	if (!json_is_object(obj)) {
+		status_set(st, 400, "BadRequest", "the body must be a JSON object");
+		return -1;
+	}
+	if (!json_is_object(meta)) {
+		status_set(st, 422, "Invalid", "metadata: required");
+		return -1;
+	}
+	bns = obj_namespace(obj);
+	if (k->namespaced) {
+		if (*bns && strcmp(bns, ns) != 0) {
+			status_set(st, 400, "BadRequest",
+				   "metadata.namespace: '%s' does not match the namespace in the path ('%s')",
+				   bns, ns);
+			return -1;
+		}
+		json_object_set_new(meta, "namespace", json_string(ns));
+	} else if (*bns) {
+		status_set(st, 400, "BadRequest", "metadata.namespace: %s is not namespaced", k->kind);
+		return -1;
+	}
+	if (name && obj_name(obj) && strcmp(obj_name(obj), name) != 0) {
+		status_set(st, 400, "BadRequest",
+			   "metadata.name: '%s' does not match the name in the path ('%s')", obj_name(obj),
+			   name);
+		return -1;
+	}
+	return 0;
+}
+
+static int validate(json_t *obj, struct status *st)
+{
+	char err[sizeof(st->message)];
+
+	if (model_validate(obj, err, sizeof(err))) {
+		size_t n = strlen(err);
+		while (n && err[n - 1] == '\n')
+			err[--n] = 0;
+		status_set(st, 422, "Invalid", "%s", err);
+		return -1;
+	}
+	model_default(obj);
+	return 0;
+}
+
+int registry_prepare(const struct kind_info *k, const char *ns, const char *name, json_t *obj,
+		     struct status *st)
+{
+	if (check_identity(k, ns, name, obj, st) || validate(obj, st))
+		return -1;
+	return 0;
+}
+
+static void ensure_namespace_label(json_t *obj)
+{
+	json_t *meta = json_object_get(obj, "metadata");
+	json_t *labels = json_object_get(meta, "labels");
+
+	if (!json_is_object(labels)) {
+		labels = json_object();
+		json_object_set_new(meta, "labels", labels);
+	}
+	json_object_set_new(labels, "kubernetes.io/metadata.name", json_string(obj_name(obj)));
+}
+
+int registry_reload_config(struct registry *r)
+{
+	json_t *obj = NULL;
+	int64_t rev = 0;
+	char err[256];
+	int e = load(r, CONFIG_KEY, &obj, &rev);
+
+	if (e)
+		return e;
+	e = cluster_config_from_json(obj, &r->config, err, sizeof(err));
+	json_decref(obj);
+	if (e)
+		return e;
+	r->config_rev = rev;
+	return 0;
+}
+
+/* A write's outcome after the last attempt. */
+static int retry_exhausted(struct status *st, const char *what)
+{
+	status_set(st, 409, "Conflict",
+		   "%s: the object kept changing under this write; try again", what);
+	return -1;
+}
+
+static int run_hooks_admit(struct registry *r, const struct kind_info *k, struct txnb *b,
+			   const json_t *old, json_t *obj, struct status *st)
+{
+	switch (k->id) {
+	case KIND_NODE:
+		return node_admit(r, b, old, obj, st);
+	case KIND_NAMESPACE:
+		ensure_namespace_label(obj);
+		return old ? 0 : namespace_admit(r, b, obj, st);
+	case KIND_SERVICE:
+		return service_admit(r, b, old, obj, st);
+	case KIND_CLUSTERNETWORK:
+		return config_admit(r, b, old, obj, st);
+	default:
+		return 0;
+	}
+}
+
+static int namespace_exists(struct registry *r, const char *ns, int64_t *mod_rev, struct status *st)
+{
+	char key[512];
+	struct store_kv kv = { 0 };
+	int err;
+
+	obj_key(kind_get(KIND_NAMESPACE), NULL, ns, key, sizeof(key));
+	err = store_get(r->store, key, &kv, NULL);
+	if (err == -ENOENT) {
+		status_set(st, 404, "NotFound", "namespaces \"%s\" not found", ns);
+		return -1;
+	}
+	if (err)
+		return store_failed(st, err);
+	*mod_rev = kv.mod_rev;
+	store_kv_free(&kv);
+	return 0;
+}
+
+static int write_object(struct registry *r, const struct kind_info *k, const char *ns, const char *name,
+			json_t *obj, bool create_only, json_t **out, struct status *st)
+{
+	char key[1024];
+	const char *user_rv;
+	char rvbuf[32] = "";
+	int err;
+
+	if (k->controller_owned) {
+		status_set(st, 405, "MethodNotAllowed",
+			   "%s objects are written by the controller (a %s creates them)", k->kind,
+			   k->id == KIND_HOSTSUBNET ? "Node registration" : "Namespace");
+		return -1;
+	}
+	if (registry_prepare(k, ns, name, obj, st))
+		return -1;
+	name = obj_name(obj);
+	if (k->id == KIND_CLUSTERNETWORK && strcmp(name, "default") != 0) {
+		status_set(st, 422, "Invalid", "metadata.name: the ClusterNetwork must be named 'default'");
+		return -1;
+	}
+	if (obj_key(k, ns, name, key, sizeof(key))) {
+		status_set(st, 422, "Invalid", "metadata.name: too long");
+		return -1;
+	}
+	user_rv = obj_str(obj, "metadata.resourceVersion");
+	if (user_rv)
+		snprintf(rvbuf, sizeof(rvbuf), "%s", user_rv);
+
+	for (int attempt = 0; attempt < REGISTRY_RETRIES; attempt++) {
+		json_t *old = NULL, *work = NULL;
+		int64_t old_rev = 0, ns_rev = 0, rev = 0;
+		struct txnb b;
+
+		err = load(r, key, &old, &old_rev);
+		if (err && err != -ENOENT)
+			return store_failed(st, err);
+		if (old && create_only) {
+			json_decref(old);
+			status_set(st, 409, "AlreadyExists", "%s \"%s\" already exists", k->plural, name);
+			return -1;
+		}
+		if (!old && k->id == KIND_CLUSTERNETWORK) {
+			status_set(st, 404, "NotFound", "clusternetworks \"%s\" not found", name);
+			return -1;
+		}
+		if (old && rvbuf[0] && strtoll(rvbuf, NULL, 10) != old_rev) {
+			status_set(st, 409, "Conflict",
+				   "%s \"%s\": the object has been modified (resourceVersion %s, stored %" PRId64
+				   "); read it again and apply your changes to the latest version",
+				   k->plural, name, rvbuf, old_rev);
+			json_decref(old);
+			return -1;
+		}
+		if (!old && rvbuf[0]) {
+			status_set(st, 404, "NotFound", "%s \"%s\" not found", k->plural, name);
+			return -1;
+		}
+		if (k->namespaced && namespace_exists(r, ns, &ns_rev, st)) {
+			json_decref(old);
+			return -1;
+		}
+
+		work = json_deep_copy(obj);
+		set_identity(r, work, old);
+		if (old && !json_object_get(work, "status") && json_object_get(old, "status"))
+			json_object_set(work, "status", json_object_get(old, "status"));
+
+		txnb_init(&b);
+		if (old)
+			txnb_unchanged(&b, key, old_rev);
+		else
+			txnb_absent(&b, key);
+		if (k->namespaced) {
+			char nskey[512];
+			obj_key(kind_get(KIND_NAMESPACE), NULL, ns, nskey, sizeof(nskey));
+			txnb_unchanged(&b, nskey, ns_rev);
+		}
+		if (run_hooks_admit(r, k, &b, old, work, st)) {
+			txnb_free(&b);
+			json_decref(old);
+			json_decref(work);
+			return -1;
+		}
+		txnb_put_json(&b, key, work);
+		err = txnb_commit(&b, r->store, &rev);
+		txnb_free(&b);
+		json_decref(old);
+		if (err == 0) {
+			char rv[24];
+			snprintf(rv, sizeof(rv), "%" PRId64, rev);
+			json_object_set_new(json_object_get(work, "metadata"), "resourceVersion", json_string(rv));
+			if (k->id == KIND_CLUSTERNETWORK && registry_reload_config(r)) {
+				json_decref(work);
+				return store_failed(st, -EIO);
+			}
+			*out = work;
+			return 0;
+		}
+		json_decref(work);
+		if (err != -EAGAIN)
+			return store_failed(st, err);
+		err = registry_reload_config(r);
+		if (err)
+			return store_failed(st, err);
+	}
+	return retry_exhausted(st, name);
+}
+
+int registry_create(struct registry *r, const struct kind_info *k, const char *ns, json_t *obj,
+		    json_t **out, struct status *st)
+{
+	if (k->id == KIND_CLUSTERNETWORK) {
+		status_set(st, 409, "AlreadyExists",
+			   "clusternetworks \"default\" already exists: change it with a replace (apply)");
+		return -1;
+	}
+	return write_object(r, k, ns, NULL, obj, true, out, st);
+}
+
+int registry_replace(struct registry *r, const struct kind_info *k, const char *ns, const char *name,
+		     json_t *obj, json_t **out, struct status *st)
+{
+	return write_object(r, k, ns, name, obj, false, out, st);
+}
+
+int registry_get(struct registry *r, const struct kind_info *k, const char *ns, const char *name,
+		 json_t **out, struct status *st)
+{
+	char key[1024];
+	int err;
+
+	if (obj_key(k, ns, name, key, sizeof(key))) {
+		status_set(st, 404, "NotFound", "%s \"%s\" not found", k->plural, name);
+		return -1;
+	}
+	err = load(r, key, out, NULL);
+	if (err == -ENOENT) {
+		status_set(st, 404, "NotFound", "%s \"%s\" not found", k->plural, name);
+		return -1;
+	}
+	return err ? store_failed(st, err) : 0;
+}
+
+int registry_list(struct registry *r, const struct kind_info *k, const char *ns, json_t **items,
+		  int64_t *rev, struct status *st)
+{
+	char prefix[512];
+	struct store_kv_list l = { 0 };
+	int err;
+
+	collection_prefix(k, ns, prefix, sizeof(prefix));
+	err = store_range(r->store, prefix, NULL, 0, &l);
+	if (err)
+		return store_failed(st, err);
+	*items = json_array();
+	for (size_t i = 0; i < l.n; i++) {
+		json_t *o = obj_from_kv(&l.kvs[i]);
+		if (o)
+			json_array_append_new(*items, o);
+	}
+	*rev = l.revision;
+	store_kv_list_free(&l);
+	return 0;
+}
+
+int registry_delete(struct registry *r, const struct kind_info *k, const char *ns, const char *name,
+		    json_t **out, struct status *st)
+{
+	char key[1024];
+	int err;
+
+	if (k->controller_owned || k->id == KIND_CLUSTERNETWORK) {
+		status_set(st, 405, "MethodNotAllowed", "%s objects cannot be deleted through the API%s",
+			   k->kind,
+			   k->id == KIND_HOSTSUBNET ? " (delete the Node)"
+			   : k->id == KIND_NETNAMESPACE ? " (delete the Namespace)" : "");
+		return -1;
+	}
+	if (k->id == KIND_NAMESPACE && name && strcmp(name, "default") == 0) {
+		status_set(st, 403, "Forbidden", "namespaces \"default\" may not be deleted");
+		return -1;
+	}
+	if (obj_key(k, ns, name, key, sizeof(key))) {
+		status_set(st, 404, "NotFound", "%s \"%s\" not found", k->plural, name);
+		return -1;
+	}
+	for (int attempt = 0; attempt < REGISTRY_RETRIES; attempt++) {
+		json_t *old = NULL;
+		int64_t old_rev = 0;
+		struct txnb b;
+		int hook = 0;
+
+		err = load(r, key, &old, &old_rev);
+		if (err == -ENOENT) {
+			status_set(st, 404, "NotFound", "%s \"%s\" not found", k->plural, name);
+			return -1;
+		}
+		if (err)
+			return store_failed(st, err);
+		txnb_init(&b);
+		txnb_unchanged(&b, key, old_rev);
+		txnb_del(&b, key);
+		if (k->id == KIND_NODE)
+			hook = node_release(r, &b, old, st);
+		else if (k->id == KIND_NAMESPACE)
+			hook = namespace_release(r, &b, old, st);
+		else if (k->id == KIND_SERVICE)
+			hook = service_release(r, &b, old, st);
+		if (hook) {
+			txnb_free(&b);
+			json_decref(old);
+			return -1;
+		}
+		err = txnb_commit(&b, r->store, NULL);
+		txnb_free(&b);
+		if (err == 0) {
+			*out = old;
+			return 0;
+		}
+		json_decref(old);
+		if (err != -EAGAIN)
+			return store_failed(st, err);
+	}
+	return retry_exhausted(st, name);
+}
+
+static int bootstrap_config(struct registry *r, const json_t *given, struct status *st)
+{
+	json_t *stored = NULL, *out = NULL, *obj;
+	int err = load(r, CONFIG_KEY, &stored, NULL);
+
+	if (err && err != -ENOENT)
+		return store_failed(st, err);
+	if (stored) {
+		json_decref(stored);
+		if (registry_reload_config(r))
+			return store_failed(st, -EIO);
+		if (!given)
+			return 0;
+		obj = json_deep_copy(given);
+		err = registry_replace(r, kind_get(KIND_CLUSTERNETWORK), NULL, "default", obj, &out, st);
+		json_decref(obj);
+		json_decref(out);
+		return err;
+	}
+	if (given) {
+		obj = json_deep_copy(given);
+	} else {
+		struct cluster_config def;
+		cluster_config_default(&def);
+		obj = cluster_config_to_json(&def);
+	}
+	if (check_identity(kind_get(KIND_CLUSTERNETWORK), NULL, "default", obj, st) || validate(obj, st)) {
+		json_decref(obj);
+		return -1;
+	}
+	set_identity(r, obj, NULL);
+	{
+		struct txnb b;
+		txnb_init(&b);
+		txnb_absent(&b, CONFIG_KEY);
+		txnb_put_json(&b, CONFIG_KEY, obj);
+		err = txnb_commit(&b, r->store, NULL);
+		txnb_free(&b);
+	}
+	json_decref(obj);
+	if (err && err != -EAGAIN) /* EAGAIN: another controller bootstrapped first */
+		return store_failed(st, err);
+	if (registry_reload_config(r))
+		return store_failed(st, -EIO);
+	return 0;
+}
+
+int registry_init(struct registry *r, struct store *s, struct metrics *m, const json_t *config_obj,
+		  struct status *st)
+{
+	json_t *ns = NULL, *out = NULL;
+	int err;
+
+	memset(r, 0, sizeof(*r));
+	r->store = s;
+	r->metrics = m;
+	if (getrandom(&r->rand_state, sizeof(r->rand_state), 0) != sizeof(r->rand_state) || !r->rand_state)
+		r->rand_state = (uint64_t)time(NULL) | 1;
+	if (bootstrap_config(r, config_obj, st))
+		return -1;
+	err = registry_get(r, kind_get(KIND_NAMESPACE), NULL, "default", &out, st);
+	json_decref(out);
+	if (err == 0)
+		return 0;
+	if (st->code != 404)
+		return -1;
+	ns = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "v1", "kind", "Namespace", "metadata", "name",
+		       "default");
+	out = NULL;
+	err = registry_create(r, kind_get(KIND_NAMESPACE), NULL, ns, &out, st);
+	json_decref(ns);
+	json_decref(out);
+	if (err && st->code == 409)
+		return 0;
+	return err;
+}

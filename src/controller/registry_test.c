@@ -1,0 +1,582 @@
+/*
+ * registry_test.c — the registry and its allocators on a real SQLite store:
+ * node IDs and subnets, VNIDs and the pod-network verbs, cluster IPs and
+ * NodePorts, config changes, namespace deletion; randomized runs checked
+ * against naive references; two processes racing on one store.
+ */
+#include "controller/controller.h"
+#include "test.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+struct fixture {
+	struct store *store;
+	struct registry reg;
+	struct metrics metrics;
+	char path[512];
+};
+
+static int fx_open(struct fixture *fx, const char *config_yaml_json)
+{
+	char err[256];
+	struct status st = { 0 };
+	json_t *cfg = NULL;
+
+	memset(fx, 0, sizeof(*fx));
+	snprintf(fx->path, sizeof(fx->path), "sqlite:%s/weft.db", test_tmpdir());
+	fx->store = store_open(fx->path, err, sizeof(err));
+	if (!fx->store)
+		return -1;
+	if (config_yaml_json) {
+		cfg = json_loads(config_yaml_json, 0, NULL);
+		if (!cfg)
+			return -1;
+	}
+	int e = registry_init(&fx->reg, fx->store, &fx->metrics, cfg, &st);
+	if (e)
+		fprintf(stderr, "registry_init: %s\n", st.message);
+	json_decref(cfg);
+	return e;
+}
+
+static void fx_close(struct fixture *fx) { store_close(fx->store); }
+
+static json_t *node_obj(const char *name, const char *ip)
+{
+	return json_pack("{s:s, s:s, s:{s:s}, s:{s:[{s:s, s:s}]}}", "apiVersion", "v1", "kind", "Node",
+			 "metadata", "name", name, "status", "addresses", "type", "InternalIP", "address", ip);
+}
+
+static int add_node(struct fixture *fx, const char *name, const char *ip, json_t **out, struct status *st)
+{
+	json_t *n = node_obj(name, ip), *o = NULL;
+	int e = registry_create(&fx->reg, kind_get(KIND_NODE), "", n, &o, st);
+
+	json_decref(n);
+	if (out)
+		*out = o;
+	else
+		json_decref(o);
+	return e;
+}
+
+static int del(struct fixture *fx, enum kind_id k, const char *ns, const char *name)
+{
+	struct status st = { 0 };
+	json_t *o = NULL;
+	int e = registry_delete(&fx->reg, kind_get(k), ns, name, &o, &st);
+
+	json_decref(o);
+	return e;
+}
+
+static json_t *get(struct fixture *fx, enum kind_id k, const char *ns, const char *name)
+{
+	struct status st = { 0 };
+	json_t *o = NULL;
+
+	if (registry_get(&fx->reg, kind_get(k), ns, name, &o, &st))
+		return NULL;
+	return o;
+}
+
+static int add_ns(struct fixture *fx, const char *name)
+{
+	struct status st = { 0 };
+	json_t *n = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "v1", "kind", "Namespace", "metadata", "name",
+			      name), *o = NULL;
+	int e = registry_create(&fx->reg, kind_get(KIND_NAMESPACE), "", n, &o, &st);
+
+	json_decref(n);
+	json_decref(o);
+	return e;
+}
+
+static json_int_t netid(struct fixture *fx, const char *ns)
+{
+	json_t *nn = get(fx, KIND_NETNAMESPACE, "", ns);
+	json_int_t v = nn ? json_integer_value(json_object_get(nn, "netid")) : -1;
+
+	json_decref(nn);
+	return v;
+}
+
+static int fsck_clean(struct fixture *fx)
+{
+	static char report[65536];
+	size_t problems = 0;
+
+	if (registry_fsck(&fx->reg, report, sizeof(report), &problems))
+		return 0;
+	if (problems)
+		fprintf(stderr, "fsck:\n%s", report);
+	return problems == 0;
+}
+
+TEST(node_ids_and_subnets_follow_the_formula)
+{
+	struct fixture fx;
+	struct status st = { 0 };
+	json_t *hs;
+
+	CHECK(fx_open(&fx, NULL) == 0);
+	CHECK(add_node(&fx, "node-1", "192.168.0.1", NULL, &st) == 0);
+	CHECK(add_node(&fx, "node-2", "192.168.0.2", NULL, &st) == 0);
+	CHECK(add_node(&fx, "node-3", "192.168.0.3", NULL, &st) == 0);
+	hs = get(&fx, KIND_HOSTSUBNET, "", "node-3");
+	CHECK(hs);
+	CHECK_STR(json_string_value(json_object_get(hs, "subnet")), "10.128.4.0/23");
+	CHECK_EQ(json_integer_value(json_object_get(hs, "nodeID")), 3);
+	CHECK_STR(json_string_value(json_object_get(hs, "hostIP")), "192.168.0.3");
+	CHECK_STR(json_string_value(json_object_get(hs, "host")), "node-3");
+	json_decref(hs);
+	hs = get(&fx, KIND_HOSTSUBNET, "", "node-1");
+	CHECK_STR(json_string_value(json_object_get(hs, "subnet")), "10.128.0.0/23");
+	json_decref(hs);
+
+	/* freed ID 2 is reused, with its subnet */
+	CHECK(del(&fx, KIND_NODE, "", "node-2") == 0);
+	CHECK(get(&fx, KIND_HOSTSUBNET, "", "node-2") == NULL);
+	CHECK(add_node(&fx, "node-9", "192.168.0.9", NULL, &st) == 0);
+	hs = get(&fx, KIND_HOSTSUBNET, "", "node-9");
+	CHECK_EQ(json_integer_value(json_object_get(hs, "nodeID")), 2);
+	CHECK_STR(json_string_value(json_object_get(hs, "subnet")), "10.128.2.0/23");
+	json_decref(hs);
+	CHECK(fsck_clean(&fx));
+	fx_close(&fx);
+}
+
+TEST(node_reregistration_keeps_its_subnet)
+{
+	struct fixture fx;
+	struct status st = { 0 };
+	json_t *n, *out = NULL, *hs;
+
+	CHECK(fx_open(&fx, NULL) == 0);
+	CHECK(add_node(&fx, "a", "10.0.0.1", NULL, &st) == 0);
+	CHECK(add_node(&fx, "b", "10.0.0.2", NULL, &st) == 0);
+	/* create again: AlreadyExists */
+	CHECK(add_node(&fx, "b", "10.0.0.2", NULL, &st) == -1);
+	CHECK_EQ(st.code, 409);
+	/* PUT (how an agent registers): same subnet */
+	n = node_obj("b", "10.0.0.2");
+	CHECK(registry_replace(&fx.reg, kind_get(KIND_NODE), "", "b", n, &out, &st) == 0);
+	json_decref(n);
+	CHECK_STR(obj_str(out, "spec.podCIDR"), "10.128.2.0/23");
+	json_decref(out);
+	/* PUT with a new IP moves the IP, keeps the subnet */
+	n = node_obj("b", "10.0.0.22");
+	CHECK(registry_replace(&fx.reg, kind_get(KIND_NODE), "", "b", n, &out, &st) == 0);
+	json_decref(n);
+	json_decref(out);
+	hs = get(&fx, KIND_HOSTSUBNET, "", "b");
+	CHECK_STR(json_string_value(json_object_get(hs, "hostIP")), "10.0.0.22");
+	CHECK_STR(json_string_value(json_object_get(hs, "subnet")), "10.128.2.0/23");
+	json_decref(hs);
+	/* the old IP is free again, the new one is taken */
+	CHECK(add_node(&fx, "c", "10.0.0.2", NULL, &st) == 0);
+	CHECK(add_node(&fx, "d", "10.0.0.22", NULL, &st) == -1);
+	CHECK_EQ(st.code, 409);
+	CHECK_CONTAINS(st.message, "already used by node b");
+	CHECK(fsck_clean(&fx));
+	fx_close(&fx);
+}
+
+TEST(node_subnet_exhaustion_is_a_clear_error_storing_nothing)
+{
+	struct fixture fx;
+	struct status st = { 0 };
+	json_t *n, *out = NULL;
+	size_t count = 0;
+
+	CHECK(fx_open(&fx, "{\"apiVersion\":\"network.openshift.io/v1\",\"kind\":\"ClusterNetwork\","
+			   "\"metadata\":{\"name\":\"default\"},\"clusterNetworks\":[{\"cidr\":\"10.128.0.0/22\","
+			   "\"hostSubnetLength\":8}],\"serviceNetwork\":\"172.30.0.0/16\"}") == 0);
+	for (int i = 1; i <= 4; i++) {
+		char name[16], ip[32];
+		snprintf(name, sizeof(name), "n%d", i);
+		snprintf(ip, sizeof(ip), "10.9.0.%d", i);
+		CHECK(add_node(&fx, name, ip, NULL, &st) == 0);
+	}
+	CHECK(add_node(&fx, "n5", "10.9.0.5", NULL, &st) == -1);
+	CHECK_EQ(st.code, 409);
+	CHECK_STR(st.reason, "Exhausted");
+	CHECK_CONTAINS(st.message, "no subnets available in 10.128.0.0/22");
+	CHECK_EQ(fx.metrics.alloc_failures[POOL_HOSTSUBNET], 1);
+	CHECK(get(&fx, KIND_NODE, "", "n5") == NULL);
+	CHECK(store_count(fx.store, ALLOC_NODEIP, &count) == 0);
+	CHECK_EQ(count, 4);
+	/* a node without an InternalIP is refused by validation */
+	n = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "v1", "kind", "Node", "metadata", "name", "x");
+	CHECK(registry_create(&fx.reg, kind_get(KIND_NODE), "", n, &out, &st) == -1);
+	CHECK_EQ(st.code, 422);
+	json_decref(n);
+	CHECK(fsck_clean(&fx));
+	fx_close(&fx);
+}
+
+TEST(node_ids_randomized_against_reference)
+{
+	struct fixture fx;
+	struct status st = { 0 };
+	bool present[64] = { 0 };	/* reference: which node names exist */
+	uint32_t id_of[64] = { 0 };
+	bool used[80] = { 0 };		/* reference: which IDs are used */
+	uint64_t x = test_seed() | 1;
+
+	CHECK(fx_open(&fx, NULL) == 0);
+	for (int step = 0; step < 400; step++) {
+		int i;
+		char name[16], ip[20];
+
+		x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+		i = (int)(x % 64);
+		snprintf(name, sizeof(name), "node-%d", i);
+		snprintf(ip, sizeof(ip), "192.168.1.%d", i + 1);
+		if (present[i]) {
+			CHECK(del(&fx, KIND_NODE, "", name) == 0);
+			present[i] = false;
+			used[id_of[i]] = false;
+		} else {
+			json_t *hs;
+			uint32_t want = 1;
+			while (used[want])
+				want++;
+			CHECK(add_node(&fx, name, ip, NULL, &st) == 0);
+			hs = get(&fx, KIND_HOSTSUBNET, "", name);
+			CHECK(hs);
+			CHECK_EQ(json_integer_value(json_object_get(hs, "nodeID")), want);
+			json_decref(hs);
+			present[i] = true;
+			id_of[i] = want;
+			used[want] = true;
+		}
+	}
+	CHECK(fsck_clean(&fx));
+	fx_close(&fx);
+}
+
+TEST(vnids_lowest_free_and_released)
+{
+	struct fixture fx;
+
+	CHECK(fx_open(&fx, NULL) == 0);
+	CHECK_EQ(netid(&fx, "default"), 0);
+	CHECK(add_ns(&fx, "red") == 0);
+	CHECK(add_ns(&fx, "blue") == 0);
+	CHECK(add_ns(&fx, "green") == 0);
+	CHECK_EQ(netid(&fx, "red"), 10);
+	CHECK_EQ(netid(&fx, "blue"), 11);
+	CHECK_EQ(netid(&fx, "green"), 12);
+	CHECK(del(&fx, KIND_NAMESPACE, "", "blue") == 0);
+	CHECK_EQ(netid(&fx, "blue"), -1);
+	CHECK(add_ns(&fx, "pink") == 0);
+	CHECK_EQ(netid(&fx, "pink"), 11);
+	CHECK(del(&fx, KIND_NAMESPACE, "", "default") == -1);
+	CHECK(fsck_clean(&fx));
+	fx_close(&fx);
+}
+
+static int podnet(struct fixture *fx, enum podnet_action a, const char *to, const char *p, struct status *st)
+{
+	const char *projects[] = { p };
+	json_t *out = NULL;
+	int64_t rev;
+	int e = registry_podnetwork(&fx->reg, a, to, projects, 1, &out, &rev, st);
+
+	json_decref(out);
+	return e;
+}
+
+TEST(podnetwork_join_isolate_global)
+{
+	struct fixture fx;
+	struct status st = { 0 };
+
+	CHECK(fx_open(&fx, NULL) == 0);
+	CHECK(add_ns(&fx, "red") == 0);
+	CHECK(add_ns(&fx, "blue") == 0);
+	CHECK(add_ns(&fx, "green") == 0);
+	CHECK(podnet(&fx, PODNET_JOIN, "red", "blue", &st) == 0);
+	CHECK_EQ(netid(&fx, "blue"), 10);
+	/* blue's old VNID 11 is free: a new project takes it */
+	CHECK(add_ns(&fx, "pink") == 0);
+	CHECK_EQ(netid(&fx, "pink"), 11);
+	CHECK(podnet(&fx, PODNET_ISOLATE, NULL, "blue", &st) == 0);
+	CHECK_EQ(netid(&fx, "blue"), 13);
+	CHECK_EQ(netid(&fx, "red"), 10);
+	/* isolating a project already alone keeps its VNID */
+	CHECK(podnet(&fx, PODNET_ISOLATE, NULL, "blue", &st) == 0);
+	CHECK_EQ(netid(&fx, "blue"), 13);
+	CHECK(podnet(&fx, PODNET_GLOBAL, NULL, "green", &st) == 0);
+	CHECK_EQ(netid(&fx, "green"), 0);
+	CHECK(podnet(&fx, PODNET_ISOLATE, NULL, "default", &st) == -1);
+	CHECK_EQ(st.code, 422);
+	CHECK(podnet(&fx, PODNET_JOIN, "red", "nosuch", &st) == -1);
+	CHECK_EQ(st.code, 404);
+	CHECK(podnet(&fx, PODNET_JOIN, "nosuch", "red", &st) == -1);
+	CHECK_EQ(st.code, 404);
+	/* deleting a joined project keeps the VNID for the other */
+	CHECK(podnet(&fx, PODNET_JOIN, "red", "pink", &st) == 0);
+	CHECK(del(&fx, KIND_NAMESPACE, "", "red") == 0);
+	CHECK(add_ns(&fx, "new") == 0);
+	CHECK(netid(&fx, "new") != 10);
+	CHECK(fsck_clean(&fx));
+	fx_close(&fx);
+}
+
+TEST(flat_mode_all_vnid_zero_and_verbs_refused)
+{
+	struct fixture fx;
+	struct status st = { 0 };
+
+	CHECK(fx_open(&fx, "{\"apiVersion\":\"network.openshift.io/v1\",\"kind\":\"ClusterNetwork\","
+			   "\"metadata\":{\"name\":\"default\"},\"clusterNetworks\":[{\"cidr\":\"10.128.0.0/14\","
+			   "\"hostSubnetLength\":9}],\"serviceNetwork\":\"172.30.0.0/16\",\"mode\":\"flat\"}") == 0);
+	CHECK(add_ns(&fx, "red") == 0);
+	CHECK_EQ(netid(&fx, "red"), 0);
+	CHECK(podnet(&fx, PODNET_JOIN, "default", "red", &st) == -1);
+	CHECK_EQ(st.code, 409);
+	CHECK_CONTAINS(st.message, "flat");
+	CHECK(fsck_clean(&fx));
+	fx_close(&fx);
+}
+
+static json_t *svc_obj(const char *name, const char *type, const char *ip, int port, int node_port)
+{
+	json_t *s = json_pack("{s:s, s:s, s:{s:s, s:s}, s:{s:s, s:[{s:s, s:i}]}}", "apiVersion", "v1", "kind",
+			      "Service", "metadata", "name", name, "namespace", "red", "spec", "type", type,
+			      "ports", "protocol", "TCP", "port", port);
+	if (ip)
+		json_object_set_new(json_object_get(s, "spec"), "clusterIP", json_string(ip));
+	if (node_port)
+		json_object_set_new(json_array_get(json_object_get(json_object_get(s, "spec"), "ports"), 0),
+				    "nodePort", json_integer(node_port));
+	return s;
+}
+
+static int add_svc(struct fixture *fx, json_t *s, json_t **out, struct status *st)
+{
+	json_t *o = NULL;
+	int e = registry_create(&fx->reg, kind_get(KIND_SERVICE), "red", s, &o, st);
+
+	json_decref(s);
+	if (out)
+		*out = o;
+	else
+		json_decref(o);
+	return e;
+}
+
+TEST(cluster_ips_and_node_ports)
+{
+	struct fixture fx;
+	struct status st = { 0 };
+	json_t *out = NULL, *s;
+	json_int_t np;
+
+	CHECK(fx_open(&fx, NULL) == 0);
+	CHECK(add_ns(&fx, "red") == 0);
+	CHECK(add_svc(&fx, svc_obj("a", "ClusterIP", "172.30.0.10", 80, 0), &out, &st) == 0);
+	CHECK_STR(obj_str(out, "spec.clusterIP"), "172.30.0.10");
+	json_decref(out);
+	CHECK(add_svc(&fx, svc_obj("b", "ClusterIP", "172.30.0.10", 80, 0), NULL, &st) == -1);
+	CHECK_EQ(st.code, 422);
+	CHECK_CONTAINS(st.message, "172.30.0.10 is already allocated (to service red/a)");
+	CHECK(add_svc(&fx, svc_obj("b", "ClusterIP", "10.0.0.1", 80, 0), NULL, &st) == -1);
+	CHECK_EQ(st.code, 422);
+	CHECK_CONTAINS(st.message, "not a usable address in the service network 172.30.0.0/16");
+	CHECK(add_svc(&fx, svc_obj("b", "NodePort", NULL, 80, 30080), &out, &st) == 0);
+	CHECK_EQ(json_integer_value(json_object_get(
+		 json_array_get(json_object_get(json_object_get(out, "spec"), "ports"), 0), "nodePort")), 30080);
+	json_decref(out);
+	CHECK(add_svc(&fx, svc_obj("c", "NodePort", NULL, 80, 30080), NULL, &st) == -1);
+	CHECK_CONTAINS(st.message, "spec.ports[0].nodePort: 30080 is already allocated (to service red/b)");
+	CHECK(add_svc(&fx, svc_obj("c", "NodePort", NULL, 80, 80), NULL, &st) == -1);
+	CHECK_EQ(st.code, 422);
+	CHECK(add_svc(&fx, svc_obj("c", "NodePort", NULL, 80, 0), &out, &st) == 0);
+	np = json_integer_value(json_object_get(
+		json_array_get(json_object_get(json_object_get(out, "spec"), "ports"), 0), "nodePort"));
+	CHECK(np >= 30000 && np <= 32767 && np != 30080);
+	json_decref(out);
+
+	/* replace keeps the cluster IP and the NodePort; a new cluster IP is refused */
+	s = svc_obj("c", "NodePort", NULL, 80, 0);
+	CHECK(registry_replace(&fx.reg, kind_get(KIND_SERVICE), "red", "c", s, &out, &st) == 0);
+	CHECK_EQ(json_integer_value(json_object_get(
+		 json_array_get(json_object_get(json_object_get(out, "spec"), "ports"), 0), "nodePort")), np);
+	json_decref(out);
+	json_decref(s);
+	s = svc_obj("c", "NodePort", "172.30.9.9", 80, 0);
+	CHECK(registry_replace(&fx.reg, kind_get(KIND_SERVICE), "red", "c", s, &out, &st) == -1);
+	CHECK_CONTAINS(st.message, "immutable");
+	json_decref(s);
+	/* switching to ClusterIP releases the NodePort */
+	s = svc_obj("c", "ClusterIP", NULL, 80, 0);
+	CHECK(registry_replace(&fx.reg, kind_get(KIND_SERVICE), "red", "c", s, &out, &st) == 0);
+	json_decref(out);
+	json_decref(s);
+	CHECK(fsck_clean(&fx));
+	/* deleting the namespace releases everything */
+	CHECK(del(&fx, KIND_NAMESPACE, "", "red") == 0);
+	{
+		size_t n = 1;
+		CHECK(store_count(fx.store, ALLOC_CLUSTERIP, &n) == 0);
+		CHECK_EQ(n, 0);
+		CHECK(store_count(fx.store, ALLOC_NODEPORT, &n) == 0);
+		CHECK_EQ(n, 0);
+		CHECK(store_count(fx.store, OBJ_PREFIX "services/", &n) == 0);
+		CHECK_EQ(n, 0);
+	}
+	CHECK(fsck_clean(&fx));
+	fx_close(&fx);
+}
+
+TEST(cluster_ips_randomized_no_duplicates_and_exhaustion)
+{
+	struct fixture fx;
+	struct status st = { 0 };
+	bool present[40] = { 0 };
+	char ips[40][16];
+	uint64_t x = test_seed() | 1;
+
+	/* a /27 service network: 30 usable addresses */
+	CHECK(fx_open(&fx, "{\"apiVersion\":\"network.openshift.io/v1\",\"kind\":\"ClusterNetwork\","
+			   "\"metadata\":{\"name\":\"default\"},\"clusterNetworks\":[{\"cidr\":\"10.128.0.0/14\","
+			   "\"hostSubnetLength\":9}],\"serviceNetwork\":\"172.30.0.0/27\"}") == 0);
+	CHECK(add_ns(&fx, "red") == 0);
+	for (int step = 0; step < 300; step++) {
+		int i;
+		char name[16];
+		size_t live = 0;
+
+		x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+		i = (int)(x % 40);
+		snprintf(name, sizeof(name), "s%d", i);
+		for (int j = 0; j < 40; j++)
+			live += present[j];
+		if (present[i]) {
+			CHECK(del(&fx, KIND_SERVICE, "red", name) == 0);
+			present[i] = false;
+		} else {
+			json_t *out = NULL;
+			int e = add_svc(&fx, svc_obj(name, "ClusterIP", NULL, 80, 0), &out, &st);
+			if (live == 30) {
+				CHECK(e == -1);
+				CHECK_STR(st.reason, "Exhausted");
+				CHECK_CONTAINS(st.message, "no cluster IPs available in 172.30.0.0/27");
+				continue;
+			}
+			CHECK(e == 0);
+			snprintf(ips[i], sizeof(ips[i]), "%s", obj_str(out, "spec.clusterIP"));
+			json_decref(out);
+			CHECK(strcmp(ips[i], "172.30.0.0") != 0 && strcmp(ips[i], "172.30.0.31") != 0);
+			for (int j = 0; j < 40; j++)
+				CHECK(!present[j] || strcmp(ips[j], ips[i]) != 0);
+			present[i] = true;
+		}
+	}
+	CHECK(fsck_clean(&fx));
+	fx_close(&fx);
+}
+
+TEST(config_change_that_orphans_subnets_is_refused)
+{
+	struct fixture fx;
+	struct status st = { 0 };
+	json_t *cfg, *out = NULL;
+
+	CHECK(fx_open(&fx, NULL) == 0);
+	CHECK(add_node(&fx, "n1", "10.1.0.1", NULL, &st) == 0);
+	cfg = json_loads("{\"apiVersion\":\"network.openshift.io/v1\",\"kind\":\"ClusterNetwork\","
+			 "\"metadata\":{\"name\":\"default\"},\"clusterNetworks\":[{\"cidr\":\"10.200.0.0/14\","
+			 "\"hostSubnetLength\":9}],\"serviceNetwork\":\"172.30.0.0/16\"}", 0, NULL);
+	CHECK(registry_replace(&fx.reg, kind_get(KIND_CLUSTERNETWORK), "", "default", cfg, &out, &st) == -1);
+	CHECK_EQ(st.code, 409);
+	CHECK_CONTAINS(st.message, "orphan HostSubnet n1 (10.128.0.0/23");
+	json_decref(cfg);
+	/* appending a second network is fine */
+	cfg = json_loads("{\"apiVersion\":\"network.openshift.io/v1\",\"kind\":\"ClusterNetwork\","
+			 "\"metadata\":{\"name\":\"default\"},\"clusterNetworks\":[{\"cidr\":\"10.128.0.0/14\","
+			 "\"hostSubnetLength\":9},{\"cidr\":\"10.200.0.0/16\",\"hostSubnetLength\":8}],"
+			 "\"serviceNetwork\":\"172.30.0.0/16\"}", 0, NULL);
+	CHECK(registry_replace(&fx.reg, kind_get(KIND_CLUSTERNETWORK), "", "default", cfg, &out, &st) == 0);
+	json_decref(cfg);
+	json_decref(out);
+	CHECK_EQ(fx.reg.config.nnetworks, 2);
+	CHECK(fsck_clean(&fx));
+	fx_close(&fx);
+}
+
+TEST(pods_need_their_namespace)
+{
+	struct fixture fx;
+	struct status st = { 0 };
+	json_t *p = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "v1", "kind", "Pod", "metadata", "name", "p1"),
+	       *out = NULL;
+
+	CHECK(fx_open(&fx, NULL) == 0);
+	CHECK(registry_create(&fx.reg, kind_get(KIND_POD), "nosuch", p, &out, &st) == -1);
+	CHECK_EQ(st.code, 404);
+	CHECK_CONTAINS(st.message, "namespaces \"nosuch\" not found");
+	json_decref(p);	/* the registry stamped the namespace of the path on it */
+	p = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "v1", "kind", "Pod", "metadata", "name", "p1");
+	CHECK(registry_create(&fx.reg, kind_get(KIND_POD), "default", p, &out, &st) == 0);
+	CHECK_STR(obj_namespace(out), "default");
+	CHECK(obj_str(out, "metadata.uid") != NULL);
+	CHECK(obj_str(out, "metadata.resourceVersion") != NULL);
+	json_decref(out);
+	json_decref(p);
+	fx_close(&fx);
+}
+
+/* Two processes register nodes and create namespaces on one store at once. */
+TEST(two_controllers_racing_never_share_an_allocation)
+{
+	struct fixture fx;
+	pid_t kids[2];
+	const int per = 30;
+
+	CHECK(fx_open(&fx, NULL) == 0);
+	fx_close(&fx);
+	for (int k = 0; k < 2; k++) {
+		kids[k] = fork();
+		if (kids[k] == 0) {
+			struct fixture mine;
+			struct status st = { 0 };
+			int bad = 0;
+			if (fx_open(&mine, NULL))
+				_exit(2);
+			for (int i = 0; i < per; i++) {
+				char name[32], ip[32];
+				snprintf(name, sizeof(name), "k%d-n%d", k, i);
+				snprintf(ip, sizeof(ip), "10.%d.0.%d", k + 1, i + 1);
+				bad |= add_node(&mine, name, ip, NULL, &st) != 0;
+				snprintf(name, sizeof(name), "k%d-ns%d", k, i);
+				bad |= add_ns(&mine, name) != 0;
+			}
+			fx_close(&mine);
+			_exit(bad);
+		}
+	}
+	for (int k = 0; k < 2; k++) {
+		int status = 0;
+		waitpid(kids[k], &status, 0);
+		CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	}
+	CHECK(fx_open(&fx, NULL) == 0);
+	{
+		size_t n = 0;
+		CHECK(store_count(fx.store, ALLOC_NODEID, &n) == 0);
+		CHECK_EQ(n, 2 * per);
+		CHECK(store_count(fx.store, ALLOC_VNID, &n) == 0);
+		CHECK_EQ(n, 2 * per);
+	}
+	CHECK(fsck_clean(&fx));
+	fx_close(&fx);
+}

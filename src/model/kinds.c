@@ -1,0 +1,69 @@
+/*
+ * kinds.c — the kinds weft knows, as docs/api.md's resource table lists
+ * them, and their lookup by Kind, by what a user types, and by URL.
+ *
+ * Invariant: kinds[i].id == i, so kind_get is an index.
+ */
+#include "model/model.h"
+
+#include <strings.h>
+#include <string.h>
+
+static const struct kind_info kinds[KIND_COUNT] = {
+	{ KIND_CLUSTERNETWORK, "ClusterNetwork", "clusternetwork", "clusternetworks", { "cn" },
+	  "network.openshift.io", "v1", "network.openshift.io/v1", false, false },
+	{ KIND_NODE, "Node", "node", "nodes", { "no" }, "", "v1", "v1", false, false },
+	{ KIND_HOSTSUBNET, "HostSubnet", "hostsubnet", "hostsubnets", { "hs" },
+	  "network.openshift.io", "v1", "network.openshift.io/v1", false, true },
+	{ KIND_NAMESPACE, "Namespace", "namespace", "namespaces", { "ns" }, "", "v1", "v1",
+	  false, false },
+	{ KIND_NETNAMESPACE, "NetNamespace", "netnamespace", "netnamespaces", { "netns" },
+	  "network.openshift.io", "v1", "network.openshift.io/v1", false, true },
+	{ KIND_POD, "Pod", "pod", "pods", { "po" }, "", "v1", "v1", true, false },
+	{ KIND_SERVICE, "Service", "service", "services", { "svc" }, "", "v1", "v1", true, false },
+	{ KIND_ENDPOINTS, "Endpoints", "endpoints", "endpoints", { "ep" }, "", "v1", "v1", true,
+	  false },
+	{ KIND_NETWORKPOLICY, "NetworkPolicy", "networkpolicy", "networkpolicies", { "netpol" },
+	  "networking.k8s.io", "v1", "networking.k8s.io/v1", true, false },
+	{ KIND_INGRESS, "Ingress", "ingress", "ingresses", { "ing" }, "networking.k8s.io", "v1",
+	  "networking.k8s.io/v1", true, false },
+	{ KIND_ROUTE, "Route", "route", "routes", { NULL }, "route.openshift.io", "v1",
+	  "route.openshift.io/v1", true, false },
+	{ KIND_SECRET, "Secret", "secret", "secrets", { NULL }, "", "v1", "v1", true, false },
+};
+
+const struct kind_info *kind_get(enum kind_id id)
+{
+	return (unsigned)id < KIND_COUNT ? &kinds[id] : NULL;
+}
+
+const struct kind_info *kind_by_kind(const char *kind)
+{
+	for (int i = 0; kind && i < KIND_COUNT; i++)
+		if (strcmp(kinds[i].kind, kind) == 0)
+			return &kinds[i];
+	return NULL;
+}
+
+const struct kind_info *kind_lookup(const char *name)
+{
+	for (int i = 0; name && i < KIND_COUNT; i++) {
+		const struct kind_info *k = &kinds[i];
+
+		if (!strcasecmp(name, k->kind) || !strcasecmp(name, k->singular) ||
+		    !strcasecmp(name, k->plural))
+			return k;
+		for (int j = 0; j < 3 && k->shortnames[j]; j++)
+			if (!strcasecmp(name, k->shortnames[j]))
+				return k;
+	}
+	return NULL;
+}
+
+const struct kind_info *kind_by_resource(const char *group, const char *plural)
+{
+	for (int i = 0; group && plural && i < KIND_COUNT; i++)
+		if (!strcmp(kinds[i].group, group) && !strcmp(kinds[i].plural, plural))
+			return &kinds[i];
+	return NULL;
+}

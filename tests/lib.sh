@@ -1,0 +1,114 @@
+# tests/lib.sh — shared helpers for weft's shell tests (sourced).
+#
+# A test script sources this, defines its checks with `check NAME CMD...`
+# (or `pass NAME` / `fail NAME WHY`), and ends with `finish`, which prints
+# "<script>: N passed, N failed" for tests/run to add up.  Helpers start a
+# controller on a private directory and port, and a cleanup trap stops
+# exactly the processes and removes exactly the files the script made.
+
+set -u
+T_NAME=$(basename "$0" .sh)
+T_PASSED=0
+T_FAILED=0
+T_PIDS=()
+T_DIRS=()
+BUILD=${BUILD:-build/san}
+WEFTCTL=${WEFTCTL:-$BUILD/bin/weftctl}
+CONTROLLER=${CONTROLLER:-$BUILD/bin/weft-controller}
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+
+pass() { T_PASSED=$((T_PASSED + 1)); echo "  ok   $1"; }
+fail() { T_FAILED=$((T_FAILED + 1)); echo "  FAIL $1${2:+: $2}"; }
+
+# check NAME CMD...: passes when CMD exits 0.
+check() {
+	local name=$1; shift
+	local out
+	if out=$("$@" 2>&1); then pass "$name"; else fail "$name" "$(echo "$out" | tail -n 5)"; fi
+}
+
+# check_fails NAME CMD...: passes when CMD exits non-zero.
+check_fails() {
+	local name=$1; shift
+	if "$@" >/dev/null 2>&1; then fail "$name" "succeeded but should have failed"; else pass "$name"; fi
+}
+
+# wait_for SECONDS CMD...: poll until CMD succeeds (every 50 ms).
+wait_for() {
+	local deadline=$(( $(date +%s%N) / 1000000 + $1 * 1000 )); shift
+	until "$@" >/dev/null 2>&1; do
+		[ $(( $(date +%s%N) / 1000000 )) -lt $deadline ] || return 1
+		sleep 0.05
+	done
+}
+
+tmpdir() { local d; d=$(mktemp -d /tmp/weft-test.XXXXXX); T_DIRS+=("$d"); echo "$d"; }
+
+free_port() {
+	python3 - <<'PY'
+import socket
+s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()
+PY
+}
+
+# start_controller DIR [ARGS...]: sets CTRL_PID, CTRL_URL, CTRL_TOKEN_FILE.
+start_controller() {
+	local dir=$1; shift
+	local port; port=$(free_port)
+	CTRL_URL="http://127.0.0.1:$port"
+	CTRL_TOKEN_FILE="$dir/admin.token"
+	CTRL_LOG="$dir/controller.log"
+	"$CONTROLLER" --data-dir "$dir" --listen "127.0.0.1:$port" "$@" >>"$dir/controller.log" 2>&1 &
+	CTRL_PID=$!
+	T_PIDS+=("$CTRL_PID")
+	if ! wait_for 20 curl -sf "$CTRL_URL/healthz"; then
+		echo "controller did not start; log:" >&2; tail -n 20 "$dir/controller.log" >&2
+		return 1
+	fi
+	export WEFT_SERVER=$CTRL_URL WEFT_TOKEN_FILE=$CTRL_TOKEN_FILE
+}
+
+# stop_controller: SIGTERM and wait; fails if it exited with an error
+# (a sanitizer report makes the exit status non-zero).
+stop_controller() {
+	[ -n "${CTRL_PID:-}" ] || return 0
+	kill -TERM "$CTRL_PID" 2>/dev/null || true
+	local rc=0
+	wait "$CTRL_PID" || rc=$?
+	CTRL_PID=
+	if [ $rc -ne 0 ]; then
+		echo "controller exited $rc; its log:"
+		grep -E -A14 'ERROR|runtime error|Direct leak' "$CTRL_LOG" | head -n 60
+	fi
+	return $rc
+}
+
+# check_stop NAME: stop the controller (in this shell, so it can be reaped)
+# and pass when it exited cleanly.
+check_stop() {
+	local report rc=0
+	report=$(mktemp /tmp/weft-test.XXXXXX)
+	stop_controller >"$report" 2>&1 || rc=$?
+	if [ $rc -eq 0 ]; then pass "$1"; else fail "$1" "$(cat "$report")"; fi
+	rm -f "$report"
+}
+
+api() { # api METHOD PATH [curl args...]: prints body, then HTTP code on the last line
+	local m=$1 p=$2; shift 2
+	curl -s -X "$m" -H "Authorization: Bearer $(cat "$CTRL_TOKEN_FILE")" \
+		-H 'Content-Type: application/json' -w '\n%{http_code}\n' "$@" "$CTRL_URL$p"
+}
+
+t_cleanup() {
+	local p
+	for p in "${T_PIDS[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
+	for p in "${T_PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+	for p in "${T_DIRS[@]}"; do rm -rf "$p"; done
+}
+trap t_cleanup EXIT
+
+finish() {
+	echo "$T_NAME: $T_PASSED passed, $T_FAILED failed"
+	[ "$T_FAILED" -eq 0 ]
+}

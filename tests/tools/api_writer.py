@@ -1,0 +1,41 @@
+#!/usr/bin/env python3
+"""api_writer.py — a stream of node registrations and pod creates against
+weft-controller, one keep-alive connection, each acknowledged write's
+object appended (and flushed) to ACKS as "node NAME" / "pod NAME".  Stops
+at COUNT writes or at the first connection error (the controller died).
+
+usage: api_writer.py URL TOKEN_FILE COUNT ACKS [START]
+"""
+import http.client, json, sys, urllib.parse
+
+url, token_file, count, acks = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+start = int(sys.argv[5]) if len(sys.argv) > 5 else 0
+u = urllib.parse.urlparse(url)
+token = open(token_file).read().strip()
+hdr = {"Authorization": "Bearer " + token, "Content-Type": "application/json"}
+conn = http.client.HTTPConnection(u.hostname, u.port, timeout=10)
+with open(acks, "a") as out:
+    for i in range(start, start + count):
+        if i % 4 == 0:   # one node registration for three pod creates
+            n = i // 4
+            name = "crash-node-%d" % n
+            body = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
+                    "status": {"addresses": [{"type": "InternalIP",
+                                              "address": "10.%d.%d.%d" % (n // 65536 % 256 + 50, n // 256 % 256, n % 256)}]}}
+            path, what = "/api/v1/nodes", "node"
+        else:
+            name = "crash-pod-%d" % i
+            body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+                    "spec": {"nodeName": "crash-node-0"}, "status": {"podIP": "10.128.0.%d" % (i % 250 + 2)}}
+            path, what = "/api/v1/namespaces/default/pods", "pod"
+        try:
+            conn.request("POST", path, json.dumps(body), hdr)
+            r = conn.getresponse()
+            r.read()
+        except Exception:
+            sys.exit(0)
+        if r.status != 201:
+            print("write %s %s: HTTP %d" % (what, name, r.status), file=sys.stderr)
+            sys.exit(1)
+        out.write("%s %s\n" % (what, name))
+        out.flush()
