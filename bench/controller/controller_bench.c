@@ -1,0 +1,1649 @@
+/*
+ * controller_bench.c — how fast weft-controller writes and fans out, as
+ * ratios against references measured in the same run (the machine is shared
+ * and noisy; absolute figures are printed too, the goals are ratios).
+ *
+ *   build/release/bench/controller/controller_bench
+ *
+ * Phases, each on a fresh temporary directory:
+ *
+ *   1. store ceiling   store_open("sqlite:DIR/bench.db") (the controller's
+ *                      code and settings) and N create transactions shaped
+ *                      like a pod create: compare "key absent", put a
+ *                      600-byte pod under /weft/obj/pods/default/p-<i>.
+ *                      Measured before and after phase 2; the reference is
+ *                      the mean of the two, and their spread shows the noise.
+ *   2. API             a real weft-controller; over one keep-alive HTTP/1.1
+ *                      connection: node registrations/s, then pod creates/s
+ *                      (the same 600-byte pods), each as a ratio of 1.
+ *   3. watch fan-out   for W = 1 and W = BENCH_WATCHERS, a fresh controller,
+ *                      W watch streams on raw sockets in one epoll thread
+ *                      (from the pod list's resourceVersion), then C pod
+ *                      creates from the main thread on one keep-alive
+ *                      connection.  Latency of one delivery = arrival at a
+ *                      watcher − CLOCK_MONOTONIC just before the create was
+ *                      sent.  Every watcher must see every pod exactly once.
+ *   4. controller RSS  VmHWM of the W = BENCH_WATCHERS controller.
+ *
+ * Output: a table, then one "GOAL name: value (goal X) PASS|FAIL" line per
+ * goal.  Exit 0 when the measurement completed (goals may fail), 1 when the
+ * benchmark broke (controller did not start or died, a request failed, an
+ * event was missing or duplicated), 2 on a bad environment variable.
+ *
+ * Environment: BENCH_TXNS (phase 1 and 2 pod count, 5000), BENCH_NODES (500,
+ * at most 510: the default cluster network has 512 subnets), BENCH_WATCHERS
+ * (1000), BENCH_CHURN (10000), WEFT_CONTROLLER (build/release/bin/
+ * weft-controller), TMPDIR (/tmp).
+ *
+ * The watch client, per connection:
+ *
+ *   HEADERS ──(status 200, chunked)──► CHUNK_SIZE ──► CHUNK_DATA ──► CHUNK_CRLF ─┐
+ *      │                                   ▲  └─(size 0)──► END                 │
+ *      └─(other status)──► failed           └────────────────────────────────────┘
+ *
+ * CHUNK_DATA bytes go to a line splitter (lines may span chunks and reads);
+ * a blank line is a heartbeat.  A stream that ends before the watcher has
+ * every pod is reopened from the last resourceVersion it saw (the API lets
+ * the controller drop a slow watcher); such resumes are counted and shown.
+ *
+ * Invariants
+ *  1. Only the controllers this program forked are signalled, by PID, and
+ *     only the directories it made are removed.
+ *  2. t0[i] is written (release) before create i is sent; a watcher reads
+ *     it (acquire) after the event arrived, so it never reads a stale 0.
+ */
+#include "store/store.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/epoll.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define POD_BYTES		600
+#define MAX_NODES		510
+#define HEALTH_TIMEOUT_S	20
+#define READY_TIMEOUT_S		60
+#define DRAIN_IDLE_S		10	/* churn done and no event for this long: stop waiting */
+#define IO_TIMEOUT_S		30	/* one HTTP request on the main connection */
+#define MAX_RESUMES		50	/* per watcher */
+#define LINE_MAX_BYTES		(1u << 20)
+#define BODY_MAX_BYTES		(64u << 20)
+#define HEADER_MAX_BYTES	8192
+
+/* ------------------------------------------------------------------ time */
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static double seconds_since(uint64_t start)
+{
+	return (double)(now_ns() - start) / 1e9;
+}
+
+/* ------------------------------------------------------------------ cleanup */
+
+static char *tmp_dirs[8];
+static size_t ntmp_dirs;
+static volatile sig_atomic_t interrupted;
+static volatile pid_t running_controller;	/* killed by the signal handler (invariant 1) */
+
+static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb; (void)flag; (void)ftw;
+	return remove(path);
+}
+
+static char *tmpdir_new(void)
+{
+	const char *base = getenv("TMPDIR");
+	char path[4096], *d;
+
+	if (ntmp_dirs == sizeof(tmp_dirs) / sizeof(tmp_dirs[0]))
+		return NULL;
+	snprintf(path, sizeof(path), "%s/weft-bench.XXXXXX", base && *base ? base : "/tmp");
+	if (!mkdtemp(path)) {
+		fprintf(stderr, "bench: mkdtemp %s: %s\n", path, strerror(errno));
+		return NULL;
+	}
+	d = strdup(path);
+	if (!d) {
+		rmdir(path);
+		return NULL;
+	}
+	tmp_dirs[ntmp_dirs++] = d;
+	return d;
+}
+
+static void tmpdirs_remove(void)
+{
+	for (size_t i = 0; i < ntmp_dirs; i++) {
+		(void)nftw(tmp_dirs[i], remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+		free(tmp_dirs[i]);
+	}
+	ntmp_dirs = 0;
+}
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	interrupted = 1;
+	if (running_controller > 0)
+		kill(running_controller, SIGKILL);	/* every blocked request then fails */
+}
+
+/* ------------------------------------------------------------------ bodies */
+
+/* A pod of exactly POD_BYTES bytes (padded by an annotation); its name
+ * appears once, as metadata.name "p-<i>". */
+#define POD_HEAD								\
+	"{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"p-%u\","	\
+	"\"namespace\":\"default\",\"labels\":{\"app\":\"bench\",\"tier\":\"web\","		\
+	"\"release\":\"stable\"},\"annotations\":{\"bench.weft.io/pad\":\""
+#define POD_TAIL								\
+	"\"}},\"spec\":{\"nodeName\":\"node-1\",\"containers\":[{\"name\":\"app\","		\
+	"\"image\":\"registry.example.com/bench/web:1.2.3\",\"ports\":["		\
+	"{\"name\":\"http\",\"containerPort\":8080,\"protocol\":\"TCP\"},"		\
+	"{\"name\":\"metrics\",\"containerPort\":9090,\"protocol\":\"TCP\"}]}]},"	\
+	"\"status\":{\"podIP\":\"10.%u.%u.%u\"}}"
+
+static int pod_json(char *buf, size_t len, unsigned i)
+{
+	char h[512], t[512];
+	int hn, tn, pad;
+
+	hn = snprintf(h, sizeof(h), POD_HEAD, i);
+	tn = snprintf(t, sizeof(t), POD_TAIL, 128 + (i >> 16) % 4, (i >> 8) & 255, i & 255);
+	pad = POD_BYTES - hn - tn;
+	if (pad < 0 || (size_t)POD_BYTES + 1 > len)
+		return -1;
+	memcpy(buf, h, (size_t)hn);
+	memset(buf + hn, 'x', (size_t)pad);
+	memcpy(buf + hn + pad, t, (size_t)tn + 1);
+	return POD_BYTES;
+}
+
+static int node_json(char *buf, size_t len, unsigned i)
+{
+	return snprintf(buf, len,
+			"{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"node-%u\"},"
+			"\"status\":{\"addresses\":[{\"type\":\"InternalIP\",\"address\":\"192.168.%u.%u\"}]}}",
+			i, i / 250, i % 250 + 1);
+}
+
+/* ------------------------------------------------------------------ 1. store */
+
+static int bench_store(const char *dir, const char *file, unsigned n, double *secs)
+{
+	char url[4200], key[128], value[POD_BYTES + 1], err[512];
+	struct store *s;
+	uint64_t start;
+	int rc = 0;
+
+	snprintf(url, sizeof(url), "sqlite:%s/%s", dir, file);
+	s = store_open(url, err, sizeof(err));
+	if (!s) {
+		fprintf(stderr, "bench: store_open %s: %s\n", url, err);
+		return -1;
+	}
+	start = now_ns();
+	for (unsigned i = 0; i < n && !interrupted; i++) {
+		struct store_cmp cmp = { key, STORE_CMP_CREATE_REV, STORE_CMP_EQ, 0 };
+		struct store_op op = { STORE_OP_PUT, key, value, 0 };
+		struct store_txn txn = { &cmp, 1, &op, 1, NULL, 0 };
+		struct store_txn_result res;
+		int e;
+
+		snprintf(key, sizeof(key), "/weft/obj/pods/default/p-%u", i);
+		op.value_len = (size_t)pod_json(value, sizeof(value), i);
+		e = store_txn(s, &txn, &res);
+		if (e || !res.succeeded) {
+			fprintf(stderr, "bench: store txn %u (%s): %s\n", i, key,
+				e ? strerror(-e) : "compare failed on a fresh store");
+			rc = -1;
+			break;
+		}
+	}
+	*secs = seconds_since(start);
+	store_close(s);
+	return interrupted ? -1 : rc;
+}
+
+/* ------------------------------------------------------------------ HTTP client */
+
+struct dbuf {
+	char *data;
+	size_t len, cap;
+};
+
+static int dbuf_add(struct dbuf *b, const char *s, size_t n, size_t max)
+{
+	if (b->len + n + 1 > max)
+		return -E2BIG;
+	if (b->len + n + 1 > b->cap) {
+		size_t cap = b->cap ? b->cap : 4096;
+		char *p;
+		while (cap < b->len + n + 1)
+			cap *= 2;
+		p = realloc(b->data, cap);
+		if (!p)
+			return -ENOMEM;
+		b->data = p;
+		b->cap = cap;
+	}
+	memcpy(b->data + b->len, s, n);
+	b->len += n;
+	b->data[b->len] = 0;
+	return 0;
+}
+
+static int tcp_connect(int port, bool blocking_timeouts)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
+
+	if (fd < 0)
+		return -errno;
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		int e = errno;
+		close(fd);
+		return -e;
+	}
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (blocking_timeouts) {
+		struct timeval tv = { .tv_sec = IO_TIMEOUT_S };
+		(void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		(void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	}
+	return fd;
+}
+
+static int write_all(int fd, const char *p, size_t n)
+{
+	while (n) {
+		ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+		if (w < 0) {
+			if (errno == EINTR && !interrupted)
+				continue;
+			return -errno;
+		}
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/* Chunked transfer decoding (RFC 9112 §7.1), fed any slice of the stream. */
+enum chunk_state { CK_SIZE, CK_EXT, CK_SIZE_LF, CK_DATA, CK_DATA_CR, CK_DATA_LF, CK_TRAILER, CK_END };
+
+struct chunked {
+	enum chunk_state state;
+	uint64_t remain;	/* CK_DATA: bytes left in this chunk */
+	unsigned digits;
+	bool trailer_empty;	/* CK_TRAILER: the current trailer line is empty so far */
+};
+
+typedef int (*chunk_sink)(void *arg, const char *data, size_t n);
+
+/* 0: consumed all of in; 1: the last chunk and trailers ended (*used bytes
+ * consumed); -EPROTO: malformed; or the sink's error. */
+static int chunked_feed(struct chunked *c, const char *in, size_t n, size_t *used, chunk_sink sink, void *arg)
+{
+	size_t i = 0;
+
+	while (i < n) {
+		char ch = in[i];
+
+		switch (c->state) {
+		case CK_SIZE:
+			if ((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f') || (ch >= 'A' && ch <= 'F')) {
+				int v = ch <= '9' ? ch - '0' : (ch | 0x20) - 'a' + 10;
+				if (++c->digits > 15)
+					return -EPROTO;
+				c->remain = c->remain * 16 + (uint64_t)v;
+			} else if (c->digits && (ch == ';' || ch == ' ' || ch == '\t')) {
+				c->state = CK_EXT;
+			} else if (c->digits && ch == '\r') {
+				c->state = CK_SIZE_LF;
+			} else {
+				return -EPROTO;
+			}
+			i++;
+			break;
+		case CK_EXT:
+			if (ch == '\r')
+				c->state = CK_SIZE_LF;
+			i++;
+			break;
+		case CK_SIZE_LF:
+			if (ch != '\n')
+				return -EPROTO;
+			i++;
+			c->digits = 0;
+			if (c->remain == 0) {
+				c->state = CK_TRAILER;
+				c->trailer_empty = true;
+			} else {
+				c->state = CK_DATA;
+			}
+			break;
+		case CK_DATA: {
+			size_t take = n - i < c->remain ? n - i : (size_t)c->remain;
+			int e = sink(arg, in + i, take);
+			if (e)
+				return e;
+			i += take;
+			c->remain -= take;
+			if (c->remain == 0)
+				c->state = CK_DATA_CR;
+			break;
+		}
+		case CK_DATA_CR:
+			if (ch != '\r')
+				return -EPROTO;
+			c->state = CK_DATA_LF;
+			i++;
+			break;
+		case CK_DATA_LF:
+			if (ch != '\n')
+				return -EPROTO;
+			c->state = CK_SIZE;
+			i++;
+			break;
+		case CK_TRAILER:
+			i++;
+			if (ch == '\n') {
+				if (c->trailer_empty) {
+					c->state = CK_END;
+					*used = i;
+					return 1;
+				}
+				c->trailer_empty = true;
+			} else if (ch != '\r') {
+				c->trailer_empty = false;
+			}
+			break;
+		case CK_END:
+			*used = i;
+			return 1;
+		}
+	}
+	*used = i;
+	return 0;
+}
+
+/* Parsed response head. */
+struct head {
+	int status;
+	bool chunked;
+	bool close;
+	long long content_length;	/* -1: none */
+};
+
+/* Parse "HTTP/1.x NNN ...\r\n(headers)\r\n\r\n" of length n. */
+static int head_parse(const char *h, size_t n, struct head *out)
+{
+	const char *p = h, *end = h + n, *eol;
+
+	memset(out, 0, sizeof(*out));
+	out->content_length = -1;
+	if (n < 12 || strncmp(h, "HTTP/1.", 7) != 0)
+		return -EPROTO;
+	out->status = atoi(h + 9);
+	if (out->status < 100 || out->status > 599)
+		return -EPROTO;
+	if (h[7] == '0')
+		out->close = true;
+	while ((eol = memmem(p, (size_t)(end - p), "\r\n", 2)) && eol != p) {
+		size_t len = (size_t)(eol - p);
+		if (len > 15 && strncasecmp(p, "content-length:", 15) == 0)
+			out->content_length = strtoll(p + 15, NULL, 10);
+		else if (len > 18 && strncasecmp(p, "transfer-encoding:", 18) == 0 &&
+			 memmem(p, len, "chunked", 7))
+			out->chunked = true;
+		else if (len > 11 && strncasecmp(p, "connection:", 11) == 0 && memmem(p, len, "close", 5))
+			out->close = true;
+		p = eol + 2;
+	}
+	return 0;
+}
+
+/* One keep-alive connection for plain requests. */
+struct http {
+	int fd;
+	int port;
+	const char *token;
+	struct dbuf in;		/* bytes read past the last response */
+	unsigned connects;	/* 1 when keep-alive held throughout */
+};
+
+static int body_sink(void *arg, const char *data, size_t n)
+{
+	return dbuf_add(arg, data, n, BODY_MAX_BYTES);
+}
+
+/* Fill h->in until it holds more than have bytes.  0, or -errno / -EPIPE at EOF. */
+static int http_fill(struct http *h, size_t have)
+{
+	char tmp[65536];
+
+	while (h->in.len <= have) {
+		ssize_t r = recv(h->fd, tmp, sizeof(tmp), 0);
+		if (r == 0)
+			return -EPIPE;
+		if (r < 0) {
+			if (errno == EINTR && !interrupted)
+				continue;
+			return -errno;
+		}
+		if (dbuf_add(&h->in, tmp, (size_t)r, BODY_MAX_BYTES + HEADER_MAX_BYTES))
+			return -E2BIG;
+	}
+	return 0;
+}
+
+static void http_consume(struct http *h, size_t n)
+{
+	memmove(h->in.data, h->in.data + n, h->in.len - n);
+	h->in.len -= n;
+}
+
+static void http_drop(struct http *h)
+{
+	if (h->fd >= 0)
+		close(h->fd);
+	h->fd = -1;
+	h->in.len = 0;
+}
+
+/* One request; resp receives the body (NUL-terminated).  Returns 0 and
+ * *status, or -errno when the exchange failed. */
+static int http_do(struct http *h, const char *method, const char *path, const char *body, size_t len,
+		   int *status, struct dbuf *resp)
+{
+	char req[8192];
+	struct dbuf out = { 0 };
+	struct head hd;
+	char *eoh;
+	size_t hlen;
+	int n, e;
+
+	resp->len = 0;
+	if (h->fd < 0) {
+		h->fd = tcp_connect(h->port, true);
+		if (h->fd < 0) {
+			e = h->fd;
+			h->fd = -1;
+			return e;
+		}
+		h->connects++;
+	}
+	n = snprintf(req, sizeof(req),
+		     "%s %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n%s%s%s"
+		     "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n",
+		     method, path, h->port, h->token ? "Authorization: Bearer " : "", h->token ? h->token : "",
+		     h->token ? "\r\n" : "", body ? len : 0);
+	if (n < 0 || (size_t)n >= sizeof(req))
+		return -E2BIG;
+	/* one send of head and body: no Nagle/delayed-ACK stall between them */
+	if ((e = dbuf_add(&out, req, (size_t)n, BODY_MAX_BYTES)) || (body && (e = dbuf_add(&out, body, len, BODY_MAX_BYTES))))
+		goto out;
+	if ((e = write_all(h->fd, out.data, out.len)))
+		goto fail;
+	while (!(eoh = h->in.len ? memmem(h->in.data, h->in.len, "\r\n\r\n", 4) : NULL)) {
+		if (h->in.len > HEADER_MAX_BYTES) {
+			e = -EPROTO;
+			goto fail;
+		}
+		if ((e = http_fill(h, h->in.len)))
+			goto fail;
+	}
+	hlen = (size_t)(eoh - h->in.data) + 4;
+	if ((e = head_parse(h->in.data, hlen, &hd)))
+		goto fail;
+	http_consume(h, hlen);
+	if (hd.chunked) {
+		struct chunked ck = { 0 };
+		for (;;) {
+			size_t used = 0;
+			if (h->in.len) {
+				e = chunked_feed(&ck, h->in.data, h->in.len, &used, body_sink, resp);
+				http_consume(h, used);
+				if (e == 1)
+					break;
+				if (e)
+					goto fail;
+			}
+			if ((e = http_fill(h, 0)))
+				goto fail;
+		}
+	} else if (hd.content_length >= 0) {
+		if ((unsigned long long)hd.content_length > BODY_MAX_BYTES) {
+			e = -E2BIG;
+			goto fail;
+		}
+		if (hd.content_length > 0 && (e = http_fill(h, (size_t)hd.content_length - 1)))
+			goto fail;
+		e = dbuf_add(resp, h->in.data ? h->in.data : "", (size_t)hd.content_length, BODY_MAX_BYTES);
+		if (e)
+			goto fail;
+		http_consume(h, (size_t)hd.content_length);
+	} else {
+		/* delimited by close */
+		while ((e = http_fill(h, h->in.len)) == 0)
+			;
+		if ((e = dbuf_add(resp, h->in.data ? h->in.data : "", h->in.len, BODY_MAX_BYTES)))
+			goto fail;
+		hd.close = true;
+	}
+	if (!resp->data && (e = dbuf_add(resp, "", 0, 1)))
+		goto fail;
+	*status = hd.status;
+	if (hd.close)
+		http_drop(h);
+	e = 0;
+	goto out;
+fail:
+	http_drop(h);
+out:
+	free(out.data);
+	return e;
+}
+
+/* http_do with a diagnostic for anything but want; 0 when answered want. */
+static int http_expect(struct http *h, const char *method, const char *path, const char *body, size_t len,
+		       int want, struct dbuf *resp)
+{
+	int status = 0, e = http_do(h, method, path, body, len, &status, resp);
+
+	if (e) {
+		fprintf(stderr, "bench: %s %s: %s\n", method, path, strerror(-e));
+		return -1;
+	}
+	if (status != want) {
+		fprintf(stderr, "bench: %s %s: HTTP %d (want %d): %.300s\n", method, path, status, want,
+			resp->data ? resp->data : "");
+		return -1;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------ controller process */
+
+struct controller {
+	pid_t pid;
+	int port;
+	char dir[4096];
+	char token[256];
+	int exit_status;	/* from waitpid, once reaped */
+	bool reaped;
+};
+
+static int free_port(void)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t len = sizeof(sa);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), port = -1;
+
+	if (fd < 0)
+		return -1;
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
+	    getsockname(fd, (struct sockaddr *)&sa, &len) == 0)
+		port = ntohs(sa.sin_port);
+	close(fd);
+	return port;
+}
+
+static void controller_log_tail(const struct controller *c)
+{
+	char path[4200], line[1024];
+	char *lines[20] = { 0 };
+	size_t n = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/controller.log", c->dir);
+	f = fopen(path, "r");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		free(lines[n % 20]);
+		lines[n % 20] = strdup(line);
+		n++;
+	}
+	fclose(f);
+	fprintf(stderr, "bench: last lines of %s:\n", path);
+	for (size_t i = n > 20 ? n - 20 : 0; i < n; i++)
+		fprintf(stderr, "  %s", lines[i % 20] ? lines[i % 20] : "\n");
+	for (size_t i = 0; i < 20; i++)
+		free(lines[i]);
+}
+
+/* Is it still running?  Reaps it if not. */
+static bool controller_alive(struct controller *c)
+{
+	int ws;
+
+	if (c->pid <= 0 || c->reaped)
+		return false;
+	if (waitpid(c->pid, &ws, WNOHANG) == c->pid) {
+		c->reaped = true;
+		c->exit_status = ws;
+		running_controller = 0;
+		return false;
+	}
+	return true;
+}
+
+static void describe_exit(int ws, char *buf, size_t len)
+{
+	if (WIFSIGNALED(ws))
+		snprintf(buf, len, "killed by signal %d (%s)", WTERMSIG(ws), strsignal(WTERMSIG(ws)));
+	else
+		snprintf(buf, len, "exit status %d", WEXITSTATUS(ws));
+}
+
+static int controller_start(struct controller *c, const char *path, const char *dir)
+{
+	char listen_addr[64], tok_path[4200];
+	uint64_t deadline;
+	struct dbuf resp = { 0 };
+	FILE *f;
+	int log;
+
+	memset(c, 0, sizeof(*c));
+	c->pid = -1;
+	snprintf(c->dir, sizeof(c->dir), "%s", dir);
+	c->port = free_port();
+	if (c->port < 0) {
+		fprintf(stderr, "bench: no free port: %s\n", strerror(errno));
+		return -1;
+	}
+	snprintf(listen_addr, sizeof(listen_addr), "127.0.0.1:%d", c->port);
+	snprintf(tok_path, sizeof(tok_path), "%s/controller.log", dir);
+	log = open(tok_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	if (log < 0) {
+		fprintf(stderr, "bench: %s: %s\n", tok_path, strerror(errno));
+		return -1;
+	}
+	c->pid = fork();
+	if (c->pid < 0) {
+		fprintf(stderr, "bench: fork: %s\n", strerror(errno));
+		close(log);
+		return -1;
+	}
+	if (c->pid == 0) {
+		char *argv[] = { (char *)path, "--data-dir", (char *)dir, "--listen", listen_addr, NULL };
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		dup2(log, 1);
+		dup2(log, 2);
+		signal(SIGINT, SIG_IGN);	/* ^C reaches the bench, which stops its controller */
+		execv(path, argv);
+		fprintf(stderr, "exec %s: %s\n", path, strerror(errno));
+		_exit(127);
+	}
+	close(log);
+	running_controller = c->pid;
+
+	deadline = now_ns() + (uint64_t)HEALTH_TIMEOUT_S * 1000000000u;
+	for (;;) {
+		struct http h = { .fd = -1, .port = c->port };
+		int status = 0, e = http_do(&h, "GET", "/healthz", NULL, 0, &status, &resp);
+		http_drop(&h);
+		free(h.in.data);
+		if (!e && status == 200)
+			break;
+		if (!controller_alive(c) || interrupted || now_ns() > deadline) {
+			char why[128] = "did not answer GET /healthz within 20 s";
+			if (c->reaped)
+				describe_exit(c->exit_status, why, sizeof(why));
+			fprintf(stderr, "bench: %s --data-dir %s --listen %s: %s\n", path, dir, listen_addr, why);
+			controller_log_tail(c);
+			free(resp.data);
+			return -1;
+		}
+		usleep(50000);
+	}
+	free(resp.data);
+	snprintf(tok_path, sizeof(tok_path), "%s/admin.token", dir);
+	f = fopen(tok_path, "r");
+	if (!f || !fgets(c->token, sizeof(c->token), f)) {
+		fprintf(stderr, "bench: cannot read %s\n", tok_path);
+		if (f)
+			fclose(f);
+		return -1;
+	}
+	fclose(f);
+	c->token[strcspn(c->token, "\r\n")] = 0;
+	return 0;
+}
+
+/* SIGTERM, wait up to 10 s, then SIGKILL.  A controller that does not stop
+ * cleanly (exit status 0) is reported, but the figures taken before stand. */
+static void controller_stop(struct controller *c)
+{
+	char why[128];
+
+	if (c->pid <= 0)
+		return;
+	if (controller_alive(c)) {
+		uint64_t deadline = now_ns() + 10ull * 1000000000u;
+		kill(c->pid, SIGTERM);
+		while (controller_alive(c) && now_ns() < deadline)
+			usleep(20000);
+	}
+	if (!c->reaped) {
+		fprintf(stderr, "bench: WARNING controller %d ignored SIGTERM for 10 s; killing it\n", (int)c->pid);
+		kill(c->pid, SIGKILL);
+		waitpid(c->pid, &c->exit_status, 0);
+	} else if (!interrupted && (!WIFEXITED(c->exit_status) || WEXITSTATUS(c->exit_status) != 0)) {
+		describe_exit(c->exit_status, why, sizeof(why));
+		fprintf(stderr, "bench: WARNING controller %d (data %s) did not stop cleanly: %s\n", (int)c->pid,
+			c->dir, why);
+		controller_log_tail(c);
+	}
+	running_controller = 0;
+	c->pid = -1;
+	explicit_bzero(c->token, sizeof(c->token));
+}
+
+/* VmHWM and VmRSS in KiB from /proc/PID/status. */
+static int controller_memory(pid_t pid, long *hwm_kib, long *rss_kib)
+{
+	char path[64], line[256];
+	FILE *f;
+
+	*hwm_kib = *rss_kib = -1;
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		if (strncmp(line, "VmHWM:", 6) == 0)
+			*hwm_kib = strtol(line + 6, NULL, 10);
+		else if (strncmp(line, "VmRSS:", 6) == 0)
+			*rss_kib = strtol(line + 6, NULL, 10);
+	}
+	fclose(f);
+	return *hwm_kib < 0 ? -1 : 0;
+}
+
+/* CPU seconds (user + system) the process has used, from /proc/PID/stat. */
+static int process_cpu(pid_t pid, double *user_s, double *sys_s)
+{
+	char path[64], buf[2048], *p;
+	unsigned long long utime, stime;
+	double tick = (double)sysconf(_SC_CLK_TCK);
+	size_t n;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	p = strrchr(buf, ')');	/* the command name may hold spaces */
+	/* after ") ": state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime */
+	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime, &stime) != 2)
+		return -1;
+	*user_s = (double)utime / tick;
+	*sys_s = (double)stime / tick;
+	return 0;
+}
+
+static double thread_cpu(pthread_t t)
+{
+	clockid_t clock;
+	struct timespec ts;
+
+	if (pthread_getcpuclockid(t, &clock) || clock_gettime(clock, &ts))
+		return -1;
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* ------------------------------------------------------------------ 2. API rates */
+
+static int bench_nodes(struct http *h, unsigned n, double *secs)
+{
+	char body[512];
+	struct dbuf resp = { 0 };
+	uint64_t start = now_ns();
+	int rc = 0;
+
+	for (unsigned i = 0; i < n && rc == 0; i++) {
+		int len = node_json(body, sizeof(body), i);
+		rc = http_expect(h, "POST", "/api/v1/nodes", body, (size_t)len, 201, &resp);
+	}
+	*secs = seconds_since(start);
+	free(resp.data);
+	return rc;
+}
+
+static int bench_pods(struct http *h, unsigned n, double *secs)
+{
+	char body[POD_BYTES + 1];
+	struct dbuf resp = { 0 };
+	uint64_t start = now_ns();
+	int rc = 0;
+
+	for (unsigned i = 0; i < n && rc == 0; i++) {
+		int len = pod_json(body, sizeof(body), i);
+		rc = http_expect(h, "POST", "/api/v1/namespaces/default/pods", body, (size_t)len, 201, &resp);
+	}
+	*secs = seconds_since(start);
+	free(resp.data);
+	return rc;
+}
+
+/* ------------------------------------------------------------------ latency histogram */
+
+/* Log-linear buckets of microseconds: exact below 1024 µs, then 512 per
+ * power of two (relative error < 0.2 %), up to 2^41 µs. */
+#define HIST_BUCKETS (1024 + 32 * 512)
+
+static unsigned hist_bucket(uint64_t us)
+{
+	unsigned e;
+
+	if (us < 1024)
+		return (unsigned)us;
+	e = 63u - (unsigned)__builtin_clzll(us);	/* >= 10 */
+	if (e > 41)
+		return HIST_BUCKETS - 1;
+	return 1024 + (e - 10) * 512 + (unsigned)((us >> (e - 9)) - 512);
+}
+
+static double hist_value_ms(unsigned b)
+{
+	unsigned k, e, m;
+
+	if (b < 1024)
+		return b / 1000.0;
+	k = b - 1024;
+	e = k / 512 + 10;
+	m = k % 512 + 512;
+	/* middle of the bucket */
+	return ((double)((uint64_t)m << (e - 9)) + (double)(1ull << (e - 9)) / 2) / 1000.0;
+}
+
+static double hist_quantile_ms(const uint64_t *h, uint64_t total, double q)
+{
+	uint64_t rank, seen = 0;
+
+	if (!total)
+		return 0;
+	rank = (uint64_t)(q * (double)total);
+	if (rank >= total)
+		rank = total - 1;
+	for (unsigned b = 0; b < HIST_BUCKETS; b++) {
+		seen += h[b];
+		if (seen > rank)
+			return hist_value_ms(b);
+	}
+	return hist_value_ms(HIST_BUCKETS - 1);
+}
+
+/* ------------------------------------------------------------------ 3. watch fan-out */
+
+enum wstate { W_HEADERS, W_CHUNKED, W_IDENTITY, W_DONE, W_FAILED };
+
+struct fanout;
+
+struct watch_conn {
+	struct fanout *f;
+	int fd;
+	enum wstate state;
+	char head[HEADER_MAX_BYTES];
+	size_t head_len;
+	struct chunked ck;
+	struct dbuf line;	/* a line split across reads or chunks */
+	uint64_t received;	/* distinct pods */
+	uint64_t last_index;	/* +1; 0 = none yet */
+	int64_t last_rv;
+	unsigned resumes;
+	bool got_headers;
+};
+
+struct fanout {
+	int port;
+	const char *token;
+	unsigned watchers;
+	unsigned churn;
+	int64_t list_rv;
+	struct watch_conn *conns;
+	uint8_t *seen;			/* watchers × churn bits */
+	uint64_t *t0;			/* per pod, ns (invariant 2) */
+	uint64_t hist[HIST_BUCKETS];
+	uint64_t samples;
+	/* problems */
+	uint64_t duplicates, out_of_order, unknown_lines, not_added, before_send, heartbeats, resumes;
+	unsigned failed_watchers;
+	char first_error[512];
+	/* shared with the main thread */
+	unsigned connected;		/* atomic */
+	uint64_t events_total;		/* atomic: distinct deliveries so far */
+	uint64_t last_event_ns;		/* atomic: arrival of the newest new event */
+	int stop;			/* atomic: main says stop */
+	int setup_failed;		/* atomic */
+	unsigned complete;		/* atomic: watchers holding every pod */
+	uint64_t batch_now;		/* arrival time of the bytes being parsed */
+	double cpu_at_exit;		/* the thread's CPU seconds when it ended */
+};
+
+static void fanout_error(struct fanout *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void fanout_error(struct fanout *f, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (f->first_error[0])
+		return;
+	va_start(ap, fmt);
+	vsnprintf(f->first_error, sizeof(f->first_error), fmt, ap);
+	va_end(ap);
+}
+
+static void watch_event(struct watch_conn *w, const char *line, size_t len)
+{
+	static const char name_key[] = "\"name\":\"p-", rv_key[] = "\"resourceVersion\":\"";
+	struct fanout *f = w->f;
+	const char *p;
+	char num[24];
+	size_t k = 0;
+	uint64_t idx, bit, t0, lat;
+
+	p = memmem(line, len, name_key, sizeof(name_key) - 1);
+	if (!p) {
+		f->unknown_lines++;
+		fanout_error(f, "watch line without a pod name: %.200s", line);
+		return;
+	}
+	p += sizeof(name_key) - 1;
+	while (p < line + len && *p >= '0' && *p <= '9' && k < sizeof(num) - 1)
+		num[k++] = *p++;
+	num[k] = 0;
+	idx = strtoull(num, NULL, 10);
+	if (!k || idx >= f->churn) {
+		f->unknown_lines++;
+		fanout_error(f, "watch event for an unknown pod: %.200s", line);
+		return;
+	}
+	if (len < 20 || memcmp(line, "{\"type\":\"ADDED\"", 15) != 0)
+		f->not_added++;
+	p = memmem(line, len, rv_key, sizeof(rv_key) - 1);
+	if (p)
+		w->last_rv = strtoll(p + sizeof(rv_key) - 1, NULL, 10);
+	bit = (uint64_t)(w - f->conns) * f->churn + idx;
+	if (f->seen[bit / 8] & (1u << (bit % 8))) {
+		f->duplicates++;
+		return;
+	}
+	f->seen[bit / 8] |= (uint8_t)(1u << (bit % 8));
+	if (idx + 1 < w->last_index)
+		f->out_of_order++;
+	w->last_index = idx + 1;
+	t0 = __atomic_load_n(&f->t0[idx], __ATOMIC_ACQUIRE);
+	if (!t0 || t0 > f->batch_now) {
+		f->before_send++;
+	} else {
+		lat = (f->batch_now - t0) / 1000;
+		f->hist[hist_bucket(lat)]++;
+		f->samples++;
+	}
+	__atomic_add_fetch(&f->events_total, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&f->last_event_ns, f->batch_now, __ATOMIC_RELAXED);
+	if (++w->received == f->churn)
+		__atomic_add_fetch(&f->complete, 1, __ATOMIC_RELEASE);
+}
+
+static int watch_data(void *arg, const char *data, size_t n)
+{
+	struct watch_conn *w = arg;
+
+	while (n) {
+		const char *nl = memchr(data, '\n', n);
+		size_t take = nl ? (size_t)(nl - data) + 1 : n;
+
+		if (!nl) {
+			if (w->line.len + n > LINE_MAX_BYTES)
+				return -E2BIG;
+			return dbuf_add(&w->line, data, n, LINE_MAX_BYTES + 1);
+		}
+		if (w->line.len) {
+			int e = dbuf_add(&w->line, data, take, LINE_MAX_BYTES + 1);
+			if (e)
+				return e;
+			if (w->line.len == 1)
+				w->f->heartbeats++;
+			else
+				watch_event(w, w->line.data, w->line.len - 1);
+			w->line.len = 0;
+		} else if (take == 1) {
+			w->f->heartbeats++;
+		} else {
+			watch_event(w, data, take - 1);
+		}
+		data += take;
+		n -= take;
+	}
+	return 0;
+}
+
+static int watch_send_request(struct watch_conn *w, int64_t rv)
+{
+	char req[1024];
+	int n = snprintf(req, sizeof(req),
+			 "GET /api/v1/namespaces/default/pods?watch=1&resourceVersion=%" PRId64 " HTTP/1.1\r\n"
+			 "Host: 127.0.0.1:%d\r\nAuthorization: Bearer %s\r\nAccept: application/json\r\n\r\n",
+			 rv, w->f->port, w->f->token);
+
+	if (n < 0 || (size_t)n >= sizeof(req))
+		return -E2BIG;
+	return write_all(w->fd, req, (size_t)n);
+}
+
+/* Connect and send the watch request; the socket is then non-blocking. */
+static int watch_open(struct watch_conn *w, int epfd, int64_t rv)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	int e;
+
+	w->fd = tcp_connect(w->f->port, false);
+	if (w->fd < 0) {
+		e = w->fd;
+		w->fd = -1;
+		return e;
+	}
+	if ((e = watch_send_request(w, rv)))
+		return e;
+	if (fcntl(w->fd, F_SETFL, fcntl(w->fd, F_GETFL) | O_NONBLOCK))
+		return -errno;
+	ev.data.ptr = w;
+	if (epoll_ctl(epfd, EPOLL_CTL_ADD, w->fd, &ev))
+		return -errno;
+	w->state = W_HEADERS;
+	w->head_len = 0;
+	w->line.len = 0;
+	memset(&w->ck, 0, sizeof(w->ck));
+	return 0;
+}
+
+static void watch_close(struct watch_conn *w)
+{
+	if (w->fd >= 0)
+		close(w->fd);	/* also leaves the epoll set */
+	w->fd = -1;
+}
+
+static void watch_fail(struct watch_conn *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void watch_fail(struct watch_conn *w, const char *fmt, ...)
+{
+	char msg[400];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	fanout_error(w->f, "watcher %zu: %s", (size_t)(w - w->f->conns), msg);
+	watch_close(w);
+	w->state = W_FAILED;
+	__atomic_add_fetch(&w->f->failed_watchers, 1, __ATOMIC_RELEASE);
+}
+
+/* The stream ended (EOF, reset or the last chunk). */
+static void watch_ended(struct watch_conn *w, int epfd, const char *why)
+{
+	int e;
+
+	if (w->received == w->f->churn) {
+		watch_close(w);
+		w->state = W_DONE;
+		return;
+	}
+	if (__atomic_load_n(&w->f->stop, __ATOMIC_RELAXED))
+		return watch_fail(w, "stream ended (%s) with %" PRIu64 " of %u pods", why, w->received, w->f->churn);
+	if (!w->got_headers || w->resumes >= MAX_RESUMES)
+		return watch_fail(w, "stream ended (%s) %s", why, w->got_headers ? "too often" : "before a response");
+	watch_close(w);
+	w->resumes++;
+	w->f->resumes++;
+	e = watch_open(w, epfd, w->last_rv ? w->last_rv : w->f->list_rv);
+	if (e)
+		watch_fail(w, "resume after %s: %s", why, strerror(-e));
+}
+
+static void watch_input(struct watch_conn *w, int epfd, const char *data, size_t n)
+{
+	size_t used;
+	int e;
+
+	if (w->state == W_HEADERS) {
+		size_t prev = w->head_len, room = sizeof(w->head) - prev - 1, take = n < room ? n : room, hlen;
+		struct head hd;
+		char *eoh;
+
+		memcpy(w->head + prev, data, take);
+		w->head_len += take;
+		w->head[w->head_len] = 0;
+		eoh = memmem(w->head, w->head_len, "\r\n\r\n", 4);
+		if (!eoh) {
+			if (w->head_len >= sizeof(w->head) - 1)
+				watch_fail(w, "response head over %d bytes", HEADER_MAX_BYTES);
+			return;
+		}
+		hlen = (size_t)(eoh - w->head) + 4;	/* > prev: the end was not there before */
+		if (head_parse(w->head, hlen, &hd))
+			return watch_fail(w, "malformed response head: %.100s", w->head);
+		if (hd.status != 200)
+			return watch_fail(w, "watch answered HTTP %d: %.300s", hd.status, w->head + hlen);
+		w->got_headers = true;
+		w->state = hd.chunked ? W_CHUNKED : W_IDENTITY;
+		data += hlen - prev;	/* the rest of this read is stream */
+		n -= hlen - prev;
+	}
+	if (w->state == W_IDENTITY) {
+		if ((e = watch_data(w, data, n)))
+			watch_fail(w, "stream: %s", strerror(-e));
+		return;
+	}
+	if (w->state != W_CHUNKED)
+		return;
+	e = chunked_feed(&w->ck, data, n, &used, watch_data, w);
+	if (e == 1)
+		return watch_ended(w, epfd, "last chunk");
+	if (e)
+		watch_fail(w, "chunked stream: %s", e == -EPROTO ? "malformed chunk framing" : strerror(-e));
+}
+
+static void *fanout_thread(void *arg)
+{
+	struct fanout *f = arg;
+	struct epoll_event evs[256];
+	static char buf[256 * 1024];
+	int epfd = epoll_create1(EPOLL_CLOEXEC);
+
+	if (epfd < 0) {
+		fanout_error(f, "epoll_create1: %s", strerror(errno));
+		__atomic_store_n(&f->setup_failed, 1, __ATOMIC_RELEASE);
+		return NULL;
+	}
+	for (unsigned i = 0; i < f->watchers; i++) {
+		struct watch_conn *w = &f->conns[i];
+		int e;
+
+		w->f = f;
+		e = watch_open(w, epfd, f->list_rv);
+		if (e) {
+			fanout_error(f, "watcher %u: connect/request: %s", i, strerror(-e));
+			__atomic_store_n(&f->setup_failed, 1, __ATOMIC_RELEASE);
+			break;
+		}
+		__atomic_add_fetch(&f->connected, 1, __ATOMIC_RELEASE);
+	}
+	while (!__atomic_load_n(&f->stop, __ATOMIC_ACQUIRE) && !__atomic_load_n(&f->setup_failed, __ATOMIC_ACQUIRE) &&
+	       __atomic_load_n(&f->complete, __ATOMIC_ACQUIRE) + __atomic_load_n(&f->failed_watchers, __ATOMIC_ACQUIRE) <
+		       f->watchers) {
+		int n = epoll_wait(epfd, evs, 256, 100);
+
+		if (n < 0 && errno != EINTR) {
+			fanout_error(f, "epoll_wait: %s", strerror(errno));
+			break;
+		}
+		for (int i = 0; i < n; i++) {
+			struct watch_conn *w = evs[i].data.ptr;
+
+			/* a few reads per wake-up: level-triggered, fair across sockets */
+			for (int r = 0; r < 4 && w->fd >= 0 && (w->state == W_HEADERS || w->state == W_CHUNKED ||
+								   w->state == W_IDENTITY); r++) {
+				ssize_t got = recv(w->fd, buf, sizeof(buf), 0);
+
+				if (got < 0 && (errno == EAGAIN || errno == EINTR))
+					break;
+				if (got <= 0) {
+					watch_ended(w, epfd, got == 0 ? "EOF" : strerror(errno));
+					break;
+				}
+				f->batch_now = now_ns();
+				watch_input(w, epfd, buf, (size_t)got);
+				if ((size_t)got < sizeof(buf))
+					break;
+			}
+		}
+	}
+	{
+		struct timespec ts;
+		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+		f->cpu_at_exit = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	}
+	for (unsigned i = 0; i < f->watchers; i++)
+		watch_close(&f->conns[i]);
+	close(epfd);
+	return NULL;
+}
+
+struct fanout_result {
+	unsigned watchers, churn;
+	uint64_t expected, delivered;
+	double p50_ms, p99_ms, max_ms;
+	double churn_secs;		/* the C creates */
+	double drain_ms;		/* last create answered → last event delivered */
+	uint64_t duplicates, out_of_order, unknown_lines, not_added, before_send, heartbeats, resumes;
+	unsigned failed_watchers;
+	double ctl_user_s, ctl_sys_s;	/* controller CPU from the first create to the drain */
+	double client_s;		/* CPU of the watch thread over the same span */
+	double wall_s;			/* the same span */
+	unsigned incomplete;		/* watchers missing at least one pod */
+	uint64_t fewest;		/* pods the worst watcher got */
+	long hwm_kib, rss_kib;
+	bool ok;
+};
+
+static int metrics_watchers(struct http *h, long *n)
+{
+	struct dbuf resp = { 0 };
+	const char *p;
+	int rc = -1;
+
+	if (http_expect(h, "GET", "/metrics", NULL, 0, 200, &resp) == 0) {
+		p = strstr(resp.data, "\nweft_watchers ");
+		if (p) {
+			*n = strtol(p + 15, NULL, 10);
+			rc = 0;
+		} else {
+			fprintf(stderr, "bench: GET /metrics has no weft_watchers line\n");
+		}
+	}
+	free(resp.data);
+	return rc;
+}
+
+static int list_revision(struct http *h, int64_t *rv)
+{
+	struct dbuf resp = { 0 };
+	json_t *list = NULL;
+	const char *s;
+	int rc = -1;
+
+	if (http_expect(h, "GET", "/api/v1/namespaces/default/pods", NULL, 0, 200, &resp) == 0) {
+		list = json_loadb(resp.data, resp.len, 0, NULL);
+		s = json_string_value(json_object_get(json_object_get(list, "metadata"), "resourceVersion"));
+		if (s && (*rv = strtoll(s, NULL, 10)) >= 0)
+			rc = 0;
+		else
+			fprintf(stderr, "bench: pod list without metadata.resourceVersion: %.200s\n", resp.data);
+	}
+	json_decref(list);
+	free(resp.data);
+	return rc;
+}
+
+static int bench_fanout(const char *controller_path, unsigned watchers, unsigned churn, struct fanout_result *res)
+{
+	struct controller c = { .pid = -1 };
+	struct http h = { .fd = -1 };
+	struct fanout *f = NULL;
+	struct dbuf resp = { 0 };
+	pthread_t thread;
+	bool thread_started = false;
+	char body[POD_BYTES + 1];
+	uint64_t start, deadline, churn_end, last_progress_count = 0, last_progress_at;
+	long now_watchers = 0;
+	double cpu_user0 = -1, cpu_sys0 = -1, client0 = 0;
+	char *dir;
+	int rc = -1;
+
+	memset(res, 0, sizeof(*res));
+	res->watchers = watchers;
+	res->churn = churn;
+	res->hwm_kib = res->rss_kib = -1;
+	dir = tmpdir_new();
+	if (!dir || controller_start(&c, controller_path, dir))
+		goto out;
+	h.port = c.port;
+	h.token = c.token;
+	f = calloc(1, sizeof(*f));
+	if (!f || !(f->conns = calloc(watchers, sizeof(*f->conns))) ||
+	    !(f->seen = calloc(((size_t)watchers * churn + 7) / 8, 1)) || !(f->t0 = calloc(churn, sizeof(*f->t0)))) {
+		fprintf(stderr, "bench: out of memory for %u watchers × %u pods\n", watchers, churn);
+		goto out;
+	}
+	for (unsigned i = 0; i < watchers; i++)
+		f->conns[i].fd = -1;
+	f->port = c.port;
+	f->token = c.token;
+	f->watchers = watchers;
+	f->churn = churn;
+	if (list_revision(&h, &f->list_rv))
+		goto out;
+	if (pthread_create(&thread, NULL, fanout_thread, f)) {
+		fprintf(stderr, "bench: pthread_create failed\n");
+		goto out;
+	}
+	thread_started = true;
+
+	/* every stream open on the controller before the first create */
+	deadline = now_ns() + (uint64_t)READY_TIMEOUT_S * 1000000000u;
+	for (;;) {
+		if (__atomic_load_n(&f->setup_failed, __ATOMIC_ACQUIRE)) {
+			fprintf(stderr, "bench: W=%u: %s\n", watchers, f->first_error);
+			goto out;
+		}
+		if (__atomic_load_n(&f->connected, __ATOMIC_ACQUIRE) == watchers) {
+			if (metrics_watchers(&h, &now_watchers))
+				goto out;
+			if (now_watchers >= (long)watchers)
+				break;
+		}
+		if (now_ns() > deadline || interrupted || !controller_alive(&c)) {
+			fprintf(stderr, "bench: W=%u: only %ld watch streams open after %d s (%u connected)%s\n",
+				watchers, now_watchers, READY_TIMEOUT_S, __atomic_load_n(&f->connected, __ATOMIC_ACQUIRE),
+				c.reaped ? "; the controller exited" : "");
+			goto out;
+		}
+		usleep(20000);
+	}
+
+	/* churn: C creates, sequential, one keep-alive connection */
+	if (process_cpu(c.pid, &cpu_user0, &cpu_sys0))
+		cpu_user0 = cpu_sys0 = -1;
+	client0 = thread_cpu(thread);
+	start = now_ns();
+	for (unsigned i = 0; i < churn; i++) {
+		int len = pod_json(body, sizeof(body), i);
+		__atomic_store_n(&f->t0[i], now_ns(), __ATOMIC_RELEASE);
+		if (http_expect(&h, "POST", "/api/v1/namespaces/default/pods", body, (size_t)len, 201, &resp)) {
+			fprintf(stderr, "bench: W=%u: create %u of %u failed%s\n", watchers, i, churn,
+				controller_alive(&c) ? "" : " (the controller exited)");
+			goto out;
+		}
+	}
+	churn_end = now_ns();
+	res->churn_secs = (double)(churn_end - start) / 1e9;
+
+	/* wait for the streams to drain: all complete, or no progress for DRAIN_IDLE_S */
+	last_progress_at = now_ns();
+	while (__atomic_load_n(&f->complete, __ATOMIC_ACQUIRE) + __atomic_load_n(&f->failed_watchers, __ATOMIC_RELAXED) <
+	       watchers) {
+		uint64_t n = __atomic_load_n(&f->events_total, __ATOMIC_RELAXED);
+		if (n != last_progress_count) {
+			last_progress_count = n;
+			last_progress_at = now_ns();
+		} else if (now_ns() - last_progress_at > (uint64_t)DRAIN_IDLE_S * 1000000000u || interrupted) {
+			break;
+		}
+		usleep(10000);
+	}
+	res->wall_s = seconds_since(start);
+	if (cpu_user0 >= 0 && process_cpu(c.pid, &res->ctl_user_s, &res->ctl_sys_s) == 0) {
+		res->ctl_user_s -= cpu_user0;
+		res->ctl_sys_s -= cpu_sys0;
+	}
+	__atomic_store_n(&f->stop, 1, __ATOMIC_RELEASE);
+	pthread_join(thread, NULL);
+	thread_started = false;
+	res->client_s = f->cpu_at_exit - client0;	/* it may have ended on its own */
+
+	{
+		uint64_t last = __atomic_load_n(&f->last_event_ns, __ATOMIC_RELAXED);
+		res->drain_ms = last > churn_end ? (double)(last - churn_end) / 1e6 : 0;
+	}
+	res->expected = (uint64_t)watchers * churn;
+	res->delivered = f->events_total;
+	res->p50_ms = hist_quantile_ms(f->hist, f->samples, 0.50);
+	res->p99_ms = hist_quantile_ms(f->hist, f->samples, 0.99);
+	res->max_ms = hist_quantile_ms(f->hist, f->samples, 1.0);
+	res->duplicates = f->duplicates;
+	res->out_of_order = f->out_of_order;
+	res->unknown_lines = f->unknown_lines;
+	res->not_added = f->not_added;
+	res->before_send = f->before_send;
+	res->heartbeats = f->heartbeats;
+	res->resumes = f->resumes;
+	res->failed_watchers = f->failed_watchers;
+	res->fewest = churn;
+	for (unsigned i = 0; i < watchers; i++) {
+		if (f->conns[i].received < churn)
+			res->incomplete++;
+		if (f->conns[i].received < res->fewest)
+			res->fewest = f->conns[i].received;
+	}
+	if (f->first_error[0])
+		fprintf(stderr, "bench: W=%u: first problem: %s\n", watchers, f->first_error);
+	if (!controller_alive(&c)) {
+		fprintf(stderr, "bench: W=%u: the controller exited during the run\n", watchers);
+		goto out;
+	}
+	if (controller_memory(c.pid, &res->hwm_kib, &res->rss_kib))
+		fprintf(stderr, "bench: cannot read /proc/%d/status\n", (int)c.pid);
+	res->ok = res->delivered == res->expected && !res->duplicates && !res->unknown_lines && !res->not_added &&
+		  !res->failed_watchers && !res->before_send;
+	rc = 0;
+out:
+	if (thread_started) {
+		__atomic_store_n(&f->stop, 1, __ATOMIC_RELEASE);
+		pthread_join(thread, NULL);
+	}
+	http_drop(&h);
+	free(h.in.data);
+	free(resp.data);
+	controller_stop(&c);
+	if (f) {
+		for (unsigned i = 0; f->conns && i < watchers; i++)
+			free(f->conns[i].line.data);
+		free(f->conns);
+		free(f->seen);
+		free(f->t0);
+		free(f);
+	}
+	return rc;
+}
+
+/* ------------------------------------------------------------------ main */
+
+static int env_unsigned(const char *name, unsigned def, unsigned min, unsigned max, unsigned *out)
+{
+	const char *s = getenv(name);
+	char *end;
+	unsigned long v;
+
+	*out = def;
+	if (!s || !*s)
+		return 0;
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || *end || v < min || v > max) {
+		fprintf(stderr, "bench: %s=%s: want a whole number in %u..%u\n", name, s, min, max);
+		return -1;
+	}
+	*out = (unsigned)v;
+	return 0;
+}
+
+static int raise_fd_limit(unsigned need)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl))
+		return -1;
+	if (rl.rlim_cur < need) {
+		rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > need ? need : rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl))
+			return -1;
+	}
+	return rl.rlim_cur >= need ? 0 : -1;
+}
+
+static const char *pass(bool ok)
+{
+	return ok ? "PASS" : "FAIL";
+}
+
+int main(void)
+{
+	const char *controller_path = getenv("WEFT_CONTROLLER");
+	unsigned txns, nodes, watchers, churn;
+	double store_before = 0, store_after = 0, node_secs = 0, pod_secs = 0;
+	double store_rate, node_rate, pod_rate;
+	struct controller c = { .pid = -1 };
+	struct http h = { .fd = -1 };
+	struct fanout_result one, many;
+	unsigned keepalive_connects;
+	char *dir;
+	int rc = 1;
+
+	if (!controller_path || !*controller_path)
+		controller_path = "build/release/bin/weft-controller";
+	if (env_unsigned("BENCH_TXNS", 5000, 1, 10000000, &txns) ||
+	    env_unsigned("BENCH_NODES", 500, 1, MAX_NODES, &nodes) ||
+	    env_unsigned("BENCH_WATCHERS", 1000, 1, 100000, &watchers) ||
+	    env_unsigned("BENCH_CHURN", 10000, 1, 10000000, &churn))
+		return 2;
+	if (access(controller_path, X_OK)) {
+		fprintf(stderr, "bench: %s: %s (build it with make, or set WEFT_CONTROLLER)\n", controller_path,
+			strerror(errno));
+		return 1;
+	}
+	if (raise_fd_limit(watchers + 256)) {
+		fprintf(stderr, "bench: BENCH_WATCHERS=%u needs %u open files; RLIMIT_NOFILE allows fewer\n", watchers,
+			watchers + 256);
+		return 1;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	{
+		struct sigaction sa = { .sa_handler = on_signal };
+		sigaction(SIGINT, &sa, NULL);
+		sigaction(SIGTERM, &sa, NULL);
+	}
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	printf("weft controller benchmark: %ld CPUs online, temp %s, controller %s\n", sysconf(_SC_NPROCESSORS_ONLN),
+	       getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", controller_path);
+	printf("  pods %u B, store/API creates %u, nodes %u, watchers %u, churn %u\n\n", POD_BYTES, txns, nodes,
+	       watchers, churn);
+
+	/* 1 (before) */
+	if (!(dir = tmpdir_new()) || bench_store(dir, "bench.db", txns, &store_before))
+		goto out;
+	/* 2 */
+	if (!(dir = tmpdir_new()) || controller_start(&c, controller_path, dir))
+		goto out;
+	h.port = c.port;
+	h.token = c.token;
+	if (bench_nodes(&h, nodes, &node_secs) || bench_pods(&h, txns, &pod_secs))
+		goto out;
+	keepalive_connects = h.connects;
+	http_drop(&h);
+	controller_stop(&c);
+	/* 1 (after) */
+	if (!(dir = tmpdir_new()) || bench_store(dir, "bench.db", txns, &store_after))
+		goto out;
+
+	store_rate = (txns / store_before + txns / store_after) / 2;
+	node_rate = nodes / node_secs;
+	pod_rate = txns / pod_secs;
+	printf("%-44s %9s %9s %11s %8s\n", "throughput", "count", "seconds", "per second", "ratio");
+	printf("%-44s %9u %9.3f %11.1f %8s\n", "store txn, pod-shaped create (before)", txns, store_before,
+	       txns / store_before, "");
+	printf("%-44s %9u %9.3f %11.1f %8s\n", "store txn, pod-shaped create (after)", txns, store_after,
+	       txns / store_after, "");
+	printf("%-44s %9s %9s %11.1f %8.2f\n", "store reference (mean of the two)", "", "", store_rate, 1.0);
+	printf("%-44s %9u %9.3f %11.1f %8.2f\n", "API node registrations (POST /api/v1/nodes)", nodes, node_secs,
+	       node_rate, node_rate / store_rate);
+	printf("%-44s %9u %9.3f %11.1f %8.2f\n", "API pod creates (POST .../default/pods)", txns, pod_secs, pod_rate,
+	       pod_rate / store_rate);
+	printf("  (API over %u TCP connection%s: %s)\n\n", keepalive_connects, keepalive_connects == 1 ? "" : "s",
+	       keepalive_connects == 1 ? "keep-alive held" : "the server closed keep-alive connections");
+
+	/* 3 */
+	if (bench_fanout(controller_path, 1, churn, &one))
+		goto out;
+	if (bench_fanout(controller_path, watchers, churn, &many))
+		goto out;
+
+	printf("%-9s %7s %11s %11s %8s %5s %5s %7s %8s %8s %8s %9s %9s\n", "watch", "churn", "expected", "delivered",
+	       "missing", "dup", "ooo", "resumes", "p50 ms", "p99 ms", "max ms", "creates/s", "drain ms");
+	for (int k = 0; k < 2; k++) {
+		struct fanout_result *r = k ? &many : &one;
+		char label[32];
+		snprintf(label, sizeof(label), "W=%u", r->watchers);
+		printf("%-9s %7u %11" PRIu64 " %11" PRIu64 " %8" PRIu64 " %5" PRIu64 " %5" PRIu64 " %7" PRIu64
+		       " %8.2f %8.2f %8.2f %9.1f %9.1f\n",
+		       label, r->churn, r->expected, r->delivered, r->expected - r->delivered, r->duplicates,
+		       r->out_of_order, r->resumes, r->p50_ms, r->p99_ms, r->max_ms, r->churn / r->churn_secs,
+		       r->drain_ms);
+		if (r->unknown_lines || r->not_added || r->before_send || r->failed_watchers || r->incomplete)
+			printf("  W=%u: %u watchers incomplete (the worst got %" PRIu64 " of %u), %u streams failed, %" PRIu64
+			       " unparsable lines, %" PRIu64 " non-ADDED events, %" PRIu64
+			       " events before their create was sent\n",
+			       r->watchers, r->incomplete, r->fewest, r->churn, r->failed_watchers, r->unknown_lines,
+			       r->not_added, r->before_send);
+	}
+	printf("  (latency = arrival at the watcher - just before the create was sent; %" PRIu64 "/%" PRIu64
+	       " heartbeat lines)\n",
+	       one.heartbeats, many.heartbeats);
+	for (int k = 0; k < 2; k++) {
+		struct fanout_result *r = k ? &many : &one;
+		printf("  W=%u, churn and drain: %.1f s wall; CPU: controller %.1f s (user %.1f, sys %.1f), "
+		       "watch client thread %.1f s\n",
+		       r->watchers, r->wall_s, r->ctl_user_s + r->ctl_sys_s, r->ctl_user_s, r->ctl_sys_s, r->client_s);
+	}
+	printf("%-44s VmHWM %.1f MiB, VmRSS %.1f MiB\n", "controller memory after W=1:", one.hwm_kib / 1024.0,
+	       one.rss_kib / 1024.0);
+	{
+		char label[64];
+		snprintf(label, sizeof(label), "controller memory after W=%u:", watchers);
+		printf("%-44s VmHWM %.1f MiB, VmRSS %.1f MiB\n\n", label, many.hwm_kib / 1024.0, many.rss_kib / 1024.0);
+	}
+
+	{
+		double pod_ratio = pod_rate / store_rate;
+		double fan_ratio = one.p99_ms > 0 ? many.p99_ms / one.p99_ms : 0;
+		double hwm_mib = many.hwm_kib / 1024.0;
+		bool delivered = one.ok && many.ok;
+
+		printf("GOAL pod_create_rate: %.2fx the raw store rate (%.1f/s vs %.1f/s) (goal >= 0.5x) %s\n", pod_ratio,
+		       pod_rate, store_rate, pass(pod_ratio >= 0.5));
+		printf("GOAL watch_p99_fanout: %.2fx (p99 %.2f ms at W=%u vs %.2f ms at W=1) (goal <= 5x) %s\n", fan_ratio,
+		       many.p99_ms, watchers, one.p99_ms, pass(one.p99_ms > 0 && fan_ratio <= 5));
+		printf("GOAL controller_rss: VmHWM %.1f MiB after W=%u (goal <= 256 MiB) %s\n", hwm_mib, watchers,
+		       pass(many.hwm_kib >= 0 && hwm_mib <= 256));
+		printf("GOAL watch_delivery: %" PRIu64 "/%" PRIu64 " at W=1, %" PRIu64 "/%" PRIu64
+		       " at W=%u, %" PRIu64 " duplicates (goal every event exactly once) %s\n",
+		       one.delivered, one.expected, many.delivered, many.expected, watchers,
+		       one.duplicates + many.duplicates, pass(delivered));
+		rc = delivered ? 0 : 1;
+	}
+out:
+	http_drop(&h);
+	free(h.in.data);
+	controller_stop(&c);
+	tmpdirs_remove();
+	if (rc)
+		fprintf(stderr, "bench: controller benchmark %s\n", interrupted ? "interrupted" : "broke (see above)");
+	return rc;
+}
