@@ -1413,6 +1413,16 @@ static int bench_fanout(const char *controller_path, unsigned watchers, unsigned
 		uint64_t last = __atomic_load_n(&f->last_event_ns, __ATOMIC_RELAXED);
 		res->drain_ms = last > churn_end ? (double)(last - churn_end) / 1e6 : 0;
 	}
+	if (getenv("BENCH_DEBUG")) {
+		/* the controller's own view of the fan-out */
+		struct dbuf mresp = { 0 };
+		if (http_expect(&h, "GET", "/metrics", NULL, 0, 200, &mresp) == 0) {
+			for (char *line = strtok(mresp.data, "\n"); line; line = strtok(NULL, "\n"))
+				if (strncmp(line, "weft_watch", 10) == 0)
+					fprintf(stderr, "bench: W=%u: %s\n", watchers, line);
+		}
+		free(mresp.data);
+	}
 	res->expected = (uint64_t)watchers * churn;
 	res->delivered = f->events_total;
 	res->p50_ms = hist_quantile_ms(f->hist, f->samples, 0.50);

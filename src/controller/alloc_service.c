@@ -21,8 +21,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-uint64_t registry_random(struct registry *r);
-
 static void owner_of(const json_t *svc, char *buf, size_t len)
 {
 	snprintf(buf, len, "%s/%s", obj_namespace(svc), obj_name(svc));

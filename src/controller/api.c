@@ -9,6 +9,13 @@
  * (no busy loop, no thread per watcher) and the hub's wake resumes it — so
  * thousands of watchers cost a socket and a cursor each.
  *
+ * Fan-out is sliced: the hub's wake-ups mark watchers pending, and each
+ * turn of the loop resumes at most FLUSH_SLICE of them, round-robin, then
+ * serves whatever requests arrived.  So a burst to thousands of watchers
+ * never holds writes back for long, and a watcher reached later in the
+ * round sends every event since in one write (batching without waiting).
+ * With few watchers every pending one is resumed at once.
+ *
  * Request life:  headers ─► (auth, Content-Length) ─► body chunks (bounded)
  *                 ─► route ─► registry ─► hub sync ─► response
  * A request that fails auth or declares a body over the limit is answered
@@ -39,6 +46,8 @@ struct api {
 	size_t max_body;
 	time_t last_heartbeat;
 	time_t last_tick;
+	size_t npending;		/* watchers woken and not yet resumed */
+	struct watch_ctx *cursor;	/* where the next slice starts */
 	struct watch_ctx *watches;	/* every open watch, for heartbeats */
 };
 
@@ -56,6 +65,7 @@ struct watch_ctx {
 	struct watcher *watcher;
 	struct watch_ctx *prev, *next;
 	bool suspended;
+	bool wake_pending;	/* resume at the next flush */
 	bool heartbeat;		/* send one "\n" on the next read */
 	time_t deadline;	/* 0 = none */
 };
@@ -230,13 +240,26 @@ int api_parse_route(const char *url, struct route *r)
 
 /* ------------------------------------------------------------------ watch */
 
+static void watch_resume(struct watch_ctx *w)
+{
+	if (w->wake_pending) {
+		w->wake_pending = false;
+		w->api->npending--;
+	}
+	if (w->suspended) {
+		w->suspended = false;
+		MHD_resume_connection(w->conn);
+	}
+}
+
+/* The hub's wake-up: resumed by a later slice (see the top of this file). */
 static void watch_wake(void *arg)
 {
 	struct watch_ctx *w = arg;
 
-	if (w->suspended) {
-		w->suspended = false;
-		MHD_resume_connection(w->conn);
+	if (!w->wake_pending) {
+		w->wake_pending = true;
+		w->api->npending++;
 	}
 }
 
@@ -250,7 +273,7 @@ static ssize_t watch_reader(void *cls, uint64_t pos, char *buf, size_t max)
 		return MHD_CONTENT_READER_END_OF_STREAM;
 	n = watcher_read(w->watcher, buf, max);
 	if (n > 0) {
-		w->api->metrics->watch_events_sent++;
+		w->api->metrics->watch_writes++;
 		return n;
 	}
 	if (n < 0) {
@@ -278,6 +301,10 @@ static void watch_free(void *cls)
 		a->watches = w->next;
 	if (w->next)
 		w->next->prev = w->prev;
+	if (w->wake_pending)
+		a->npending--;
+	if (a->cursor == w)
+		a->cursor = w->next;
 	watcher_close(w->watcher);
 	free(w);
 }
@@ -436,6 +463,15 @@ static enum MHD_Result handle_metrics(struct api *a, struct MHD_Connection *c, s
 			m->alloc_failures[p]);
 	fprintf(f, "# HELP weft_watchers Open watch streams.\n# TYPE weft_watchers gauge\nweft_watchers %zu\n",
 		watch_hub_watchers(a->hub));
+	fprintf(f, "# HELP weft_watch_flushes_total Batched fan-outs to watchers.\n"
+		   "# TYPE weft_watch_flushes_total counter\nweft_watch_flushes_total %" PRIu64 "\n",
+		m->watch_flushes);
+	fprintf(f, "# HELP weft_watch_resumes_total Watchers woken by fan-outs.\n"
+		   "# TYPE weft_watch_resumes_total counter\nweft_watch_resumes_total %" PRIu64 "\n",
+		m->watch_resumes);
+	fprintf(f, "# HELP weft_watch_writes_total Writes of event data to watch streams.\n"
+		   "# TYPE weft_watch_writes_total counter\nweft_watch_writes_total %" PRIu64 "\n",
+		m->watch_writes);
 	fprintf(f, "# HELP weft_watchers_dropped_total Watch streams ended because they fell behind.\n"
 		   "# TYPE weft_watchers_dropped_total counter\nweft_watchers_dropped_total %" PRIu64 "\n",
 		m->watchers_dropped_slow);
@@ -693,10 +729,34 @@ void api_stop(struct api *a)
 		return;
 	/* resume every watch so MHD can close it */
 	for (struct watch_ctx *w = a->watches; w; w = w->next)
-		watch_wake(w);
+		watch_resume(w);
 	MHD_stop_daemon(a->mhd);
 	explicit_bzero(a->token, sizeof(a->token));
 	free(a);
+}
+
+#define FLUSH_SLICE 1024
+
+/* Resume up to FLUSH_SLICE pending watchers, continuing where the last
+ * slice stopped. */
+static void flush_slice(struct api *a)
+{
+	struct watch_ctx *w = a->cursor ? a->cursor : a->watches;
+	size_t resumed = 0, visited = 0, n = 0;
+
+	for (struct watch_ctx *x = a->watches; x; x = x->next)
+		n++;
+	a->metrics->watch_flushes++;
+	while (w && visited < n && resumed < FLUSH_SLICE && a->npending) {
+		if (w->wake_pending) {
+			watch_resume(w);
+			resumed++;
+		}
+		visited++;
+		w = w->next ? w->next : a->watches;
+	}
+	a->metrics->watch_resumes += resumed;
+	a->cursor = w;
 }
 
 int api_run(struct api *a, int timeout_ms)
@@ -708,27 +768,32 @@ int api_run(struct api *a, int timeout_ms)
 
 	if (MHD_get_timeout(a->mhd, &mhd_timeout) == MHD_YES && mhd_timeout < (MHD_UNSIGNED_LONG_LONG)timeout_ms)
 		timeout_ms = (int)mhd_timeout;
+	if (a->npending)
+		timeout_ms = 0;
 	if (poll(&pfd, 1, timeout_ms) < 0 && errno != EINTR)
 		return -errno;
 	if (MHD_run(a->mhd) != MHD_YES)
 		return -EIO;
-	/* writes by other controllers on the same store, and the watchers' wake-ups */
-	if (watch_hub_sync(a->hub) == 0)
+	/* writes by other controllers on the same store wake watchers too */
+	(void)watch_hub_sync(a->hub);
+	if (a->npending) {
+		flush_slice(a);
 		(void)MHD_run(a->mhd);
+	}
 	now = time(NULL);
 	if (now != a->last_tick) {
 		/* watches past their timeoutSeconds end even when idle */
 		a->last_tick = now;
 		for (struct watch_ctx *w = a->watches; w; w = w->next)
 			if (w->deadline && now >= w->deadline)
-				watch_wake(w);
+				watch_resume(w);
 	}
 	if (now - a->last_heartbeat >= HEARTBEAT_SECONDS) {
 		/* an idle stream sends a blank line now and then: dead clients are found and closed */
 		a->last_heartbeat = now;
 		for (struct watch_ctx *w = a->watches; w; w = w->next) {
 			w->heartbeat = true;
-			watch_wake(w);
+			watch_resume(w);
 		}
 		(void)MHD_run(a->mhd);
 	}

@@ -69,7 +69,9 @@ struct metrics {
 	uint64_t latency_buckets[16];		/* request duration histogram */
 	double latency_sum;
 	uint64_t latency_count;
-	uint64_t watch_events_sent;
+	uint64_t watch_writes;			/* reader calls that sent data */
+	uint64_t watch_flushes;			/* batched fan-outs */
+	uint64_t watch_resumes;			/* watchers resumed by flushes */
 	uint64_t watchers_dropped_slow;
 };
 
@@ -117,6 +119,9 @@ json_t *obj_from_kv(const struct store_kv *kv);
 int registry_init(struct registry *r, struct store *s, struct metrics *m,
 		  const json_t *config_obj, struct status *st) WUR;
 int registry_reload_config(struct registry *r) WUR;
+/* A pseudo-random number (xorshift, seeded from getrandom at init) for
+ * allocation start points; not for secrets. */
+uint64_t registry_random(struct registry *r);
 
 /* What every write does to a request body before planning: the body's
  * namespace and name agree with the path (the namespace is set from it),

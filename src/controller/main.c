@@ -92,6 +92,22 @@ static json_t *load_config(const char *path)
 	return obj;
 }
 
+/* A whole number within [min, max] for flag name, or exit 2 naming it. */
+static long long number_flag(const char *name, const char *s, long long min, long long max)
+{
+	char *end;
+	long long v;
+
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (errno || end == s || *end || v < min || v > max) {
+		fprintf(stderr, "weft-controller: --%s %s: want a whole number from %lld to %lld\n", name, s, min,
+			max);
+		exit(2);
+	}
+	return v;
+}
+
 static void raise_fd_limit(void)
 {
 	struct rlimit rl;
@@ -105,10 +121,15 @@ static void raise_fd_limit(void)
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "data-dir", required_argument, NULL, 'd' }, { "listen", required_argument, NULL, 'l' },
-		{ "config", required_argument, NULL, 'c' },   { "store", required_argument, NULL, 's' },
-		{ "max-body", required_argument, NULL, 'b' }, { "history", required_argument, NULL, 'H' },
-		{ "fsck", no_argument, NULL, 'f' },           { "compact-interval", required_argument, NULL, 'C' },           { "help", no_argument, NULL, 'h' },
+		{ "data-dir", required_argument, NULL, 'd' },
+		{ "listen", required_argument, NULL, 'l' },
+		{ "config", required_argument, NULL, 'c' },
+		{ "store", required_argument, NULL, 's' },
+		{ "max-body", required_argument, NULL, 'b' },
+		{ "history", required_argument, NULL, 'H' },
+		{ "compact-interval", required_argument, NULL, 'C' },
+		{ "fsck", no_argument, NULL, 'f' },
+		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *data_dir = NULL, *listen_addr = "127.0.0.1:8080", *config_path = NULL, *store_url = NULL;
@@ -133,10 +154,10 @@ int main(int argc, char **argv)
 		case 'l': listen_addr = optarg; break;
 		case 'c': config_path = optarg; break;
 		case 's': store_url = optarg; break;
-		case 'b': max_body = strtoull(optarg, NULL, 10); break;
-		case 'H': history = strtoll(optarg, NULL, 10); break;
+		case 'b': max_body = (size_t)number_flag("max-body", optarg, 1024, 1LL << 30); break;
+		case 'H': history = number_flag("history", optarg, 0, INT64_MAX); break;
 		case 'f': fsck = true; break;
-		case 'C': compact_interval = strtol(optarg, NULL, 10); break;
+		case 'C': compact_interval = (long)number_flag("compact-interval", optarg, 1, 86400); break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}

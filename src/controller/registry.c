@@ -116,7 +116,6 @@ static uint64_t next_random(struct registry *r)
 	return x * 0x2545F4914F6CDD1DULL;
 }
 
-uint64_t registry_random(struct registry *r);
 uint64_t registry_random(struct registry *r) { return next_random(r); }
 
 static void set_identity(struct registry *r, json_t *obj, const json_t *old)
@@ -311,8 +310,12 @@ static int write_object(struct registry *r, const struct kind_info *k, const cha
 		json_t *old = NULL, *work = NULL;
 		int64_t old_rev = 0, ns_rev = 0, rev = 0;
 		struct txnb b;
+		/* A create first tries without reading: the transaction's
+		 * compares (name free, namespace present) decide, and only a
+		 * failed attempt reads to find out why. */
+		bool optimistic = create_only && attempt == 0;
 
-		err = load(r, key, &old, &old_rev);
+		err = optimistic ? -ENOENT : load(r, key, &old, &old_rev);
 		if (err && err != -ENOENT)
 			return store_failed(st, err);
 		if (old && create_only) {
@@ -336,7 +339,7 @@ static int write_object(struct registry *r, const struct kind_info *k, const cha
 			status_set(st, 404, "NotFound", "%s \"%s\" not found", k->plural, name);
 			return -1;
 		}
-		if (k->namespaced && namespace_exists(r, ns, &ns_rev, st)) {
+		if (k->namespaced && !optimistic && namespace_exists(r, ns, &ns_rev, st)) {
 			json_decref(old);
 			return -1;
 		}
@@ -354,7 +357,7 @@ static int write_object(struct registry *r, const struct kind_info *k, const cha
 		if (k->namespaced) {
 			char nskey[512];
 			obj_key(kind_get(KIND_NAMESPACE), NULL, ns, nskey, sizeof(nskey));
-			txnb_unchanged(&b, nskey, ns_rev);
+			txnb_cmp(&b, nskey, STORE_CMP_CREATE_REV, STORE_CMP_GT, 0);
 		}
 		if (run_hooks_admit(r, k, &b, old, work, st)) {
 			txnb_free(&b);

@@ -194,7 +194,8 @@ static void ring_push(struct watch_hub *h, int64_t rev, char *key, char *line, s
 {
 	if (h->next_seq - h->first_seq == h->cap) {
 		struct ring_event *old = &h->ring[h->first_seq % h->cap];
-		h->floor_rev = old->rev;
+		if (old->rev > h->floor_rev)
+			h->floor_rev = old->rev;
 		for (struct watcher *w = h->watchers; w; w = w->next)
 			if (w->in_ring && w->seq <= h->first_seq)
 				w->behind = true;
@@ -224,6 +225,18 @@ int watch_hub_sync(struct watch_hub *h)
 {
 	uint64_t before = h->next_seq;
 	bool more = true;
+
+	if (h->nwatchers == 0) {
+		/* nobody to serve: move the floor instead of serialising events;
+		 * a later watcher from an older revision reads the store's history */
+		int64_t rev;
+		if (store_revision(h->store, &rev))
+			return -EIO;
+		for (; h->first_seq < h->next_seq; h->first_seq++)
+			ring_slot_free(&h->ring[h->first_seq % h->cap]);
+		h->rev = h->floor_rev = rev;
+		return 0;
+	}
 
 	while (more) {
 		struct store_event_list l = { 0 };
