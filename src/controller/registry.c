@@ -258,6 +258,12 @@ static int run_hooks_admit(struct registry *r, const struct kind_info *k, struct
 	}
 }
 
+static bool has_admission(const struct kind_info *k)
+{
+	return k->id == KIND_NODE || k->id == KIND_NAMESPACE || k->id == KIND_SERVICE ||
+	       k->id == KIND_CLUSTERNETWORK;
+}
+
 static int namespace_exists(struct registry *r, const char *ns, int64_t *mod_rev, struct status *st)
 {
 	char key[512];
@@ -310,10 +316,12 @@ static int write_object(struct registry *r, const struct kind_info *k, const cha
 		json_t *old = NULL, *work = NULL;
 		int64_t old_rev = 0, ns_rev = 0, rev = 0;
 		struct txnb b;
-		/* A create first tries without reading: the transaction's
-		 * compares (name free, namespace present) decide, and only a
-		 * failed attempt reads to find out why. */
-		bool optimistic = create_only && attempt == 0;
+		/* A create of a kind without admission hooks first tries
+		 * without reading: the transaction's compares (name free,
+		 * namespace present) decide, and only a failed attempt reads to
+		 * find out why.  Kinds with hooks read first, so that a taken
+		 * name is reported before what a hook would find. */
+		bool optimistic = create_only && attempt == 0 && !has_admission(k);
 
 		err = optimistic ? -ENOENT : load(r, key, &old, &old_rev);
 		if (err && err != -ENOENT)
