@@ -92,6 +92,9 @@
 
 /* ------------------------------------------------------------------ time */
 
+/* creates/s of the churn; 0 = closed loop (next create when the last is answered) */
+static unsigned churn_rate;
+
 static uint64_t now_ns(void)
 {
 	struct timespec ts;
@@ -1376,7 +1379,22 @@ static int bench_fanout(const char *controller_path, unsigned watchers, unsigned
 	start = now_ns();
 	for (unsigned i = 0; i < churn; i++) {
 		int len = pod_json(body, sizeof(body), i);
-		__atomic_store_n(&f->t0[i], now_ns(), __ATOMIC_RELEASE);
+		uint64_t sent = now_ns();
+
+		if (churn_rate) {
+			/* open loop: create i is due at start + i/rate; latency counts
+			 * from when it was due, so a slow server is not excused by a
+			 * client that waited for it (no coordinated omission) */
+			uint64_t due = start + (uint64_t)i * 1000000000ull / churn_rate;
+			if (sent < due) {
+				struct timespec ts = { .tv_sec = (time_t)((due - sent) / 1000000000ull),
+						       .tv_nsec = (long)((due - sent) % 1000000000ull) };
+				while (nanosleep(&ts, &ts) && errno == EINTR)
+					;
+			}
+			sent = due;
+		}
+		__atomic_store_n(&f->t0[i], sent, __ATOMIC_RELEASE);
 		if (http_expect(&h, "POST", "/api/v1/namespaces/default/pods", body, (size_t)len, 201, &resp)) {
 			fprintf(stderr, "bench: W=%u: create %u of %u failed%s\n", watchers, i, churn,
 				controller_alive(&c) ? "" : " (the controller exited)");
@@ -1532,7 +1550,8 @@ int main(void)
 	if (env_unsigned("BENCH_TXNS", 5000, 1, 10000000, &txns) ||
 	    env_unsigned("BENCH_NODES", 500, 1, MAX_NODES, &nodes) ||
 	    env_unsigned("BENCH_WATCHERS", 1000, 1, 100000, &watchers) ||
-	    env_unsigned("BENCH_CHURN", 10000, 1, 10000000, &churn))
+	    env_unsigned("BENCH_CHURN", 10000, 1, 10000000, &churn) ||
+	    env_unsigned("BENCH_RATE", 50, 0, 1000000, &churn_rate))
 		return 2;
 	if (access(controller_path, X_OK)) {
 		fprintf(stderr, "bench: %s: %s (build it with make, or set WEFT_CONTROLLER)\n", controller_path,
@@ -1553,8 +1572,13 @@ int main(void)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	printf("weft controller benchmark: %ld CPUs online, temp %s, controller %s\n", sysconf(_SC_NPROCESSORS_ONLN),
 	       getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", controller_path);
-	printf("  pods %u B, store/API creates %u, nodes %u, watchers %u, churn %u\n\n", POD_BYTES, txns, nodes,
+	printf("  pods %u B, store/API creates %u, nodes %u, watchers %u, churn %u\n", POD_BYTES, txns, nodes,
 	       watchers, churn);
+	if (churn_rate)
+		printf("  churn: open loop at %u creates/s (BENCH_RATE); latency counts from each create's due time\n\n",
+		       churn_rate);
+	else
+		printf("  churn: closed loop (BENCH_RATE=0: each create as soon as the last is answered)\n\n");
 
 	/* 1 (before) */
 	if (!(dir = tmpdir_new()) || bench_store(dir, "bench.db", txns, &store_before))

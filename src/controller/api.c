@@ -1,20 +1,18 @@
 /*
  * api.c — the REST API (docs/api.md) on libmicrohttpd.
  *
- * One thread runs everything: MHD in external-epoll mode, the registry's
- * store transactions, and the watch hub.  api_run polls MHD's epoll fd;
- * after each turn the hub pulls new events and wakes the watchers that
- * have something to send.  A watch is a chunked response whose reader pulls
- * lines from its watcher; when there are none it suspends the connection
- * (no busy loop, no thread per watcher) and the hub's wake resumes it — so
- * thousands of watchers cost a socket and a cursor each.
- *
- * Fan-out is sliced: the hub's wake-ups mark watchers pending, and each
- * turn of the loop resumes at most FLUSH_SLICE of them, round-robin, then
- * serves whatever requests arrived.  So a burst to thousands of watchers
- * never holds writes back for long, and a watcher reached later in the
- * round sends every event since in one write (batching without waiting).
- * With few watchers every pending one is resumed at once.
+ * MHD runs a pool of API_THREADS epoll threads; everything of ours they
+ * touch (registry, store, watch hub, metrics, the watch list) is guarded by
+ * one mutex, held only inside our callbacks.  The expensive part of a watch,
+ * the kernel's send to each watcher, happens in MHD after a callback
+ * returns, so the threads send in parallel and alongside commits.  A watch
+ * is a chunked response whose reader pulls lines from its watcher; when
+ * there are none it suspends the connection (no busy loop, no thread per
+ * watcher) and the hub's wake, after the next write, resumes it — so
+ * thousands of watchers cost a socket and a cursor each, and a watcher
+ * resumed late sends every event since in one write.  The main thread runs
+ * the timers (api_run): events written by other controllers, heartbeats,
+ * watch deadlines.
  *
  * Request life:  headers ─► (auth, Content-Length) ─► body chunks (bounded)
  *                 ─► route ─► registry ─► hub sync ─► response
@@ -29,6 +27,7 @@
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,8 +35,10 @@
 #include <time.h>
 
 #define HEARTBEAT_SECONDS 30
+#define API_THREADS 2
 
 struct api {
+	pthread_mutex_t lock;		/* everything below but mhd */
 	struct MHD_Daemon *mhd;
 	struct registry *reg;
 	struct watch_hub *hub;
@@ -46,8 +47,6 @@ struct api {
 	size_t max_body;
 	time_t last_heartbeat;
 	time_t last_tick;
-	size_t npending;		/* watchers woken and not yet resumed */
-	struct watch_ctx *cursor;	/* where the next slice starts */
 	struct watch_ctx *watches;	/* every open watch, for heartbeats */
 };
 
@@ -65,7 +64,6 @@ struct watch_ctx {
 	struct watcher *watcher;
 	struct watch_ctx *prev, *next;
 	bool suspended;
-	bool wake_pending;	/* resume at the next flush */
 	bool heartbeat;		/* send one "\n" on the next read */
 	time_t deadline;	/* 0 = none */
 };
@@ -240,54 +238,49 @@ int api_parse_route(const char *url, struct route *r)
 
 /* ------------------------------------------------------------------ watch */
 
+/* Called with the lock held.  suspended is set, under the lock, in the
+ * same critical section that suspends, so a resume never meets a
+ * connection that is not suspended. */
 static void watch_resume(struct watch_ctx *w)
 {
-	if (w->wake_pending) {
-		w->wake_pending = false;
-		w->api->npending--;
-	}
 	if (w->suspended) {
 		w->suspended = false;
+		w->api->metrics->watch_resumes++;
 		MHD_resume_connection(w->conn);
 	}
 }
 
-/* The hub's wake-up: resumed by a later slice (see the top of this file). */
+/* The hub's wake-up (lock held, from the thread that synced the hub). */
 static void watch_wake(void *arg)
 {
-	struct watch_ctx *w = arg;
-
-	if (!w->wake_pending) {
-		w->wake_pending = true;
-		w->api->npending++;
-	}
+	watch_resume(arg);
 }
 
 static ssize_t watch_reader(void *cls, uint64_t pos, char *buf, size_t max)
 {
 	struct watch_ctx *w = cls;
+	struct api *a = w->api;
 	ssize_t n;
 
 	(void)pos;
-	if (w->deadline && time(NULL) >= w->deadline)
-		return MHD_CONTENT_READER_END_OF_STREAM;
-	n = watcher_read(w->watcher, buf, max);
-	if (n > 0) {
-		w->api->metrics->watch_writes++;
-		return n;
-	}
-	if (n < 0) {
-		w->api->metrics->watchers_dropped_slow++;
-		return MHD_CONTENT_READER_END_OF_STREAM;
-	}
-	if (w->heartbeat) {
+	pthread_mutex_lock(&a->lock);
+	if (w->deadline && time(NULL) >= w->deadline) {
+		n = MHD_CONTENT_READER_END_OF_STREAM;
+	} else if ((n = watcher_read(w->watcher, buf, max)) > 0) {
+		a->metrics->watch_writes++;
+	} else if (n < 0) {
+		a->metrics->watchers_dropped_slow++;
+		n = MHD_CONTENT_READER_END_OF_STREAM;
+	} else if (w->heartbeat) {
 		w->heartbeat = false;
 		buf[0] = '\n';
-		return 1;
+		n = 1;
+	} else {
+		w->suspended = true;
+		MHD_suspend_connection(w->conn);
 	}
-	w->suspended = true;
-	MHD_suspend_connection(w->conn);
-	return 0;
+	pthread_mutex_unlock(&a->lock);
+	return n;
 }
 
 static void watch_free(void *cls)
@@ -295,17 +288,15 @@ static void watch_free(void *cls)
 	struct watch_ctx *w = cls;
 	struct api *a = w->api;
 
+	pthread_mutex_lock(&a->lock);
 	if (w->prev)
 		w->prev->next = w->next;
 	else
 		a->watches = w->next;
 	if (w->next)
 		w->next->prev = w->prev;
-	if (w->wake_pending)
-		a->npending--;
-	if (a->cursor == w)
-		a->cursor = w->next;
 	watcher_close(w->watcher);
+	pthread_mutex_unlock(&a->lock);
 	free(w);
 }
 
@@ -585,13 +576,27 @@ static bool authorized(struct api *a, struct MHD_Connection *c)
 	return token_equal(h + 7, a->token);
 }
 
+static enum MHD_Result handle_request(struct api *a, struct MHD_Connection *c, const char *url,
+				      const char *method, const char *upload, size_t *upload_size, void **ctx);
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
 				  const char *version, const char *upload, size_t *upload_size, void **ctx)
 {
 	struct api *a = cls;
-	struct request *rq = *ctx;
+	enum MHD_Result ret;
 
 	(void)version;
+	pthread_mutex_lock(&a->lock);
+	ret = handle_request(a, c, url, method, upload, upload_size, ctx);
+	pthread_mutex_unlock(&a->lock);
+	return ret;
+}
+
+static enum MHD_Result handle_request(struct api *a, struct MHD_Connection *c, const char *url,
+				      const char *method, const char *upload, size_t *upload_size, void **ctx)
+{
+	struct request *rq = *ctx;
+
 	if (!rq) {
 		const char *cl;
 
@@ -703,83 +708,56 @@ struct api *api_start(const struct api_config *cfg, struct registry *r, struct w
 		return NULL;
 	}
 	sa.sin_port = htons((uint16_t)port);
+	pthread_mutex_init(&a->lock, NULL);
 	snprintf(a->token, sizeof(a->token), "%s", cfg->token);
 	a->reg = r;
 	a->hub = h;
 	a->metrics = m;
 	a->max_body = cfg->max_body;
 	a->last_heartbeat = time(NULL);
-	a->mhd = MHD_start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, 0, NULL, NULL,
-				  on_request, a, MHD_OPTION_SOCK_ADDR, &sa, MHD_OPTION_CONNECTION_LIMIT,
+	a->mhd = MHD_start_daemon(MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG,
+				  0, NULL, NULL, on_request, a, MHD_OPTION_SOCK_ADDR, &sa,
+				  MHD_OPTION_THREAD_POOL_SIZE, (unsigned)API_THREADS, MHD_OPTION_CONNECTION_LIMIT,
 				  cfg->max_connections, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
 				  MHD_OPTION_NOTIFY_COMPLETED, on_completed, a, MHD_OPTION_EXTERNAL_LOGGER,
 				  mhd_log, NULL, MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)4096, MHD_OPTION_END);
 	if (!a->mhd) {
 		snprintf(err, errlen, "cannot listen on %s: %s", cfg->listen, strerror(errno ? errno : EADDRINUSE));
 		explicit_bzero(a->token, sizeof(a->token));
+		pthread_mutex_destroy(&a->lock);
 		free(a);
 		return NULL;
 	}
 	return a;
 }
 
+void api_lock(struct api *a) { pthread_mutex_lock(&a->lock); }
+void api_unlock(struct api *a) { pthread_mutex_unlock(&a->lock); }
+
 void api_stop(struct api *a)
 {
 	if (!a)
 		return;
-	/* resume every watch so MHD can close it */
+	/* resume every watch so MHD can close it; its threads need the lock */
+	pthread_mutex_lock(&a->lock);
 	for (struct watch_ctx *w = a->watches; w; w = w->next)
 		watch_resume(w);
+	pthread_mutex_unlock(&a->lock);
 	MHD_stop_daemon(a->mhd);
 	explicit_bzero(a->token, sizeof(a->token));
+	pthread_mutex_destroy(&a->lock);
 	free(a);
-}
-
-#define FLUSH_SLICE 1024
-
-/* Resume up to FLUSH_SLICE pending watchers, continuing where the last
- * slice stopped. */
-static void flush_slice(struct api *a)
-{
-	struct watch_ctx *w = a->cursor ? a->cursor : a->watches;
-	size_t resumed = 0, visited = 0, n = 0;
-
-	for (struct watch_ctx *x = a->watches; x; x = x->next)
-		n++;
-	a->metrics->watch_flushes++;
-	while (w && visited < n && resumed < FLUSH_SLICE && a->npending) {
-		if (w->wake_pending) {
-			watch_resume(w);
-			resumed++;
-		}
-		visited++;
-		w = w->next ? w->next : a->watches;
-	}
-	a->metrics->watch_resumes += resumed;
-	a->cursor = w;
 }
 
 int api_run(struct api *a, int timeout_ms)
 {
-	const union MHD_DaemonInfo *info = MHD_get_daemon_info(a->mhd, MHD_DAEMON_INFO_EPOLL_FD);
-	MHD_UNSIGNED_LONG_LONG mhd_timeout;
-	struct pollfd pfd = { .fd = info ? info->epoll_fd : -1, .events = POLLIN };
 	time_t now;
 
-	if (MHD_get_timeout(a->mhd, &mhd_timeout) == MHD_YES && mhd_timeout < (MHD_UNSIGNED_LONG_LONG)timeout_ms)
-		timeout_ms = (int)mhd_timeout;
-	if (a->npending)
-		timeout_ms = 0;
-	if (poll(&pfd, 1, timeout_ms) < 0 && errno != EINTR)
+	if (poll(NULL, 0, timeout_ms) < 0 && errno != EINTR)
 		return -errno;
-	if (MHD_run(a->mhd) != MHD_YES)
-		return -EIO;
+	pthread_mutex_lock(&a->lock);
 	/* writes by other controllers on the same store wake watchers too */
 	(void)watch_hub_sync(a->hub);
-	if (a->npending) {
-		flush_slice(a);
-		(void)MHD_run(a->mhd);
-	}
 	now = time(NULL);
 	if (now != a->last_tick) {
 		/* watches past their timeoutSeconds end even when idle */
@@ -795,7 +773,7 @@ int api_run(struct api *a, int timeout_ms)
 			w->heartbeat = true;
 			watch_resume(w);
 		}
-		(void)MHD_run(a->mhd);
 	}
+	pthread_mutex_unlock(&a->lock);
 	return 0;
 }

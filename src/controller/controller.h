@@ -223,8 +223,13 @@ int api_parse_route(const char *url, struct route *r);
 struct api *api_start(const struct api_config *cfg, struct registry *r, struct watch_hub *h,
 		      struct metrics *m, char *err, size_t errlen);
 void api_stop(struct api *a);
-/* One turn of the event loop: wait up to timeout_ms for the network. */
+/* The main thread's timers: wait timeout_ms, then pull events written by
+ * other controllers, end expired watches, send heartbeats. */
 int api_run(struct api *a, int timeout_ms) WUR;
+/* The API's threads share the registry, store and hub: any other thread
+ * that uses them (compaction in main) holds this lock. */
+void api_lock(struct api *a);
+void api_unlock(struct api *a);
 
 /* ---------------------------------------------------------------- token */
 

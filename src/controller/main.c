@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -215,9 +216,16 @@ int main(int argc, char **argv)
 		sigaction(SIGTERM, &sa, NULL);
 		sigaction(SIGINT, &sa, NULL);
 	}
+	/* the API's threads inherit a mask without the stop signals: main gets them */
+	sigset_t stop_signals;
+	sigemptyset(&stop_signals);
+	sigaddset(&stop_signals, SIGTERM);
+	sigaddset(&stop_signals, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
 	api = api_start(&(struct api_config){ .listen = listen_addr, .token = token, .max_body = max_body,
 					      .max_connections = 60000 },
 			&reg, hub, &metrics, err, sizeof(err));
+	pthread_sigmask(SIG_UNBLOCK, &stop_signals, NULL);
 	if (!api) {
 		fprintf(stderr, "weft-controller: %s\n", err);
 		goto out;
@@ -240,9 +248,11 @@ int main(int argc, char **argv)
 		if (history > 0 && time(NULL) - last_compact >= compact_interval) {
 			int64_t rev = 0, done = 0;
 			last_compact = time(NULL);
+			api_lock(api);
 			if (store_revision(store, &rev) == 0 && store_compacted(store, &done) == 0 &&
 			    rev - history > done && store_compact(store, rev - history))
 				fprintf(stderr, "weft-controller: compaction failed (history kept)\n");
+			api_unlock(api);
 		}
 	}
 	fprintf(stderr, "weft-controller: stopping\n");

@@ -1,0 +1,210 @@
+/*
+ * ctl.c — the connection, calls and error reporting every weftctl verb
+ * shares (see ctl.h).
+ */
+#include "ctl/ctl.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define REQUEST_TIMEOUT_MS 120000L
+
+struct httpc *ctl_http(struct ctl *ctl)
+{
+	struct httpc_options opt = {
+		.server = ctl->server,
+		.token_file = ctl->token_file,
+		.timeout_ms = REQUEST_TIMEOUT_MS,
+		.user_agent = "weftctl/" CTL_VERSION,
+	};
+	char err[512];
+
+	if (ctl->http)
+		return ctl->http;
+	if (!ctl->token_file || !ctl->token_file[0]) {
+		fprintf(stderr, "error: no token: pass --token-file FILE or set WEFT_TOKEN_FILE "
+				"(weft-controller writes its admin token to <data-dir>/admin.token)\n");
+		return NULL;
+	}
+	ctl->http = httpc_create(&opt, err, sizeof(err));
+	if (!ctl->http)
+		fprintf(stderr, "error: %s\n", err);
+	return ctl->http;
+}
+
+int ctl_call(struct ctl *ctl, const char *method, const char *path, const json_t *body, struct ctl_reply *r)
+{
+	struct httpc *h = ctl_http(ctl);
+	struct httpc_response resp = { 0 };
+	char err[1024];
+	char *text = NULL;
+	int rc;
+
+	memset(r, 0, sizeof(*r));
+	if (!h)
+		return -EINVAL;
+	if (body) {
+		text = json_dumps(body, JSON_COMPACT);
+		if (!text) {
+			fprintf(stderr, "error: out of memory\n");
+			return -ENOMEM;
+		}
+	}
+	rc = httpc_request(h, method, path, text, text ? strlen(text) : 0, &resp, err, sizeof(err));
+	free(text);
+	if (rc < 0) {
+		fprintf(stderr, "error: %s\n", err);
+		return rc;
+	}
+	r->status = resp.status;
+	r->body = resp.body;
+	r->len = resp.len;
+	if (r->len)
+		r->json = json_loadb(r->body, r->len, 0, NULL);
+	return 0;
+}
+
+void ctl_reply_free(struct ctl_reply *r)
+{
+	if (!r)
+		return;
+	json_decref(r->json);
+	free(r->body);
+	memset(r, 0, sizeof(*r));
+}
+
+static const char *reason_for(long code)
+{
+	switch (code) {
+	case 400: return "BadRequest";
+	case 401: return "Unauthorized";
+	case 403: return "Forbidden";
+	case 404: return "NotFound";
+	case 405: return "MethodNotAllowed";
+	case 409: return "Conflict";
+	case 410: return "Expired";
+	case 413: return "RequestEntityTooLarge";
+	case 422: return "Invalid";
+	case 429: return "TooManyRequests";
+	case 500: return "InternalError";
+	case 503: return "ServiceUnavailable";
+	case 504: return "Timeout";
+	default: return NULL;
+	}
+}
+
+const char *ctl_reason(const struct ctl_reply *r, char *buf, size_t len)
+{
+	const char *s = r->json ? json_string_value(json_object_get(r->json, "reason")) : NULL;
+
+	if (!s || !s[0])
+		s = reason_for(r->status);
+	if (s)
+		snprintf(buf, len, "%s", s);
+	else
+		snprintf(buf, len, "HTTP %ld", r->status);
+	return buf;
+}
+
+const char *ctl_message(const struct ctl_reply *r, char *buf, size_t len)
+{
+	const char *s = r->json ? json_string_value(json_object_get(r->json, "message")) : NULL;
+	size_t n = 0;
+
+	if (s) {
+		snprintf(buf, len, "%s", s);
+		n = strlen(buf);
+	} else if (r->body) {
+		/* not a Status: the first line of the body, bounded */
+		const char *p = r->body;
+
+		while (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')
+			p++;
+		while (p[n] && p[n] != '\n' && n < 200 && n + 1 < len)
+			n++;
+		snprintf(buf, len, "%.*s", (int)n, p);
+	} else if (len) {
+		buf[0] = 0;
+	}
+	/* never end with a newline: callers add their own */
+	while (n && buf[n - 1] == '\n')
+		buf[--n] = 0;
+	if (!buf[0])
+		snprintf(buf, len, "the server answered HTTP %ld", r->status);
+	return buf;
+}
+
+void ctl_print_server_error(const struct ctl_reply *r)
+{
+	char reason[64], message[CTL_ERR_MAX];
+
+	fprintf(stderr, "Error from server (%s): %s\n", ctl_reason(r, reason, sizeof(reason)),
+		ctl_message(r, message, sizeof(message)));
+}
+
+void ctl_print_not_found(const struct kind_info *k, const char *name)
+{
+	fprintf(stderr, "Error from server (NotFound): %s \"%s\" not found\n", k->plural, name);
+}
+
+const struct kind_info *ctl_kind(const char *arg)
+{
+	const struct kind_info *k = kind_lookup(arg);
+
+	if (!k)
+		fprintf(stderr, "error: the server doesn't have a resource type \"%s\"\n", arg);
+	return k;
+}
+
+bool ctl_name_ok(const char *what, const char *name)
+{
+	size_t n = strlen(name);
+	bool ok = n > 0 && n <= 253 && strcmp(name, ".") && strcmp(name, "..");
+
+	for (size_t i = 0; ok && i < n; i++) {
+		char c = name[i];
+
+		ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		     c == '-' || c == '.' || c == '_';
+	}
+	if (!ok)
+		fprintf(stderr, "error: invalid %s \"%s\"\n", what, name);
+	return ok;
+}
+
+const char *ctl_ref(const struct kind_info *k, const char *ns, const char *name, char *buf, size_t len)
+{
+	if (k->namespaced && ns && ns[0])
+		snprintf(buf, len, "%s/%s/%s", k->singular, ns, name);
+	else
+		snprintf(buf, len, "%s/%s", k->singular, name);
+	return buf;
+}
+
+const char *ctl_path(const struct kind_info *k, const char *ns, const char *name, char *buf, size_t len)
+{
+	if (model_api_path(k, k->namespaced ? ns : NULL, name, buf, len) < 0)
+		snprintf(buf, len, "/");
+	return buf;
+}
+
+void ctl_bad_flag(int c, char **argv)
+{
+	const char *arg = optind > 0 ? argv[optind - 1] : "?";
+
+	if (c == ':')
+		fprintf(stderr, "error: flag %s needs a value\n", arg);
+	else if (optopt && optopt != '?')
+		fprintf(stderr, "error: unknown flag -%c\n", optopt);
+	else
+		fprintf(stderr, "error: unknown flag %s\n", arg);
+}
+
+int ctl_usage(const struct ctl *ctl, const char *verb, const char *args)
+{
+	fprintf(stderr, "usage: %s %s %s\n", ctl->prog, verb, args);
+	return CTL_EXIT_USAGE;
+}

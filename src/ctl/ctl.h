@@ -1,0 +1,109 @@
+/*
+ * ctl.h — what every weftctl verb shares: the connection to weft-controller,
+ * calls that parse JSON replies, the way server errors are printed, kinds and
+ * names as users type them, and the exit codes.
+ *
+ * weftctl is a command, not a library: the functions here print to stderr
+ * where their comment says so, so that every verb reports the same failure
+ * the same way:
+ *   - connection / transport failure:  "error: cannot reach URL: why"
+ *   - an HTTP error status:            "Error from server (Reason): message"
+ *   - a bad argument:                  "error: ..." (+ usage, exit 2)
+ *
+ * Ownership: struct ctl is main's; ctl_http creates ctl->http on first use
+ * and main destroys it.  A struct ctl_reply is filled by ctl_call and freed
+ * by the caller with ctl_reply_free.
+ */
+#ifndef WEFT_CTL_H
+#define WEFT_CTL_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "lib/httpc.h"
+#include "model/model.h"
+
+#define CTL_VERSION "0.1.0"
+#define CTL_DEFAULT_SERVER "http://127.0.0.1:8080"
+#define CTL_DEFAULT_NAMESPACE "default"
+#define CTL_PATH_MAX 1024
+#define CTL_REF_MAX 512
+#define CTL_ERR_MAX 16384
+
+enum { CTL_EXIT_OK = 0, CTL_EXIT_FAIL = 1, CTL_EXIT_USAGE = 2 };
+
+struct ctl {
+	const char *prog;		/* "weftctl", for messages */
+	const char *server;		/* --server, $WEFT_SERVER or CTL_DEFAULT_SERVER */
+	const char *token_file;		/* --token-file, $WEFT_TOKEN_FILE or NULL */
+	struct httpc *http;		/* made by ctl_http on first use; main destroys it */
+};
+
+/* A verb: argv[0] is the verb's name; returns the process exit code. */
+typedef int (*ctl_verb_fn)(struct ctl *ctl, int argc, char **argv);
+
+struct ctl_verb {
+	const char *name;
+	ctl_verb_fn run;
+	const char *usage;		/* arguments after the name */
+	const char *summary;
+};
+
+int ctl_apply(struct ctl *ctl, int argc, char **argv);
+int ctl_get(struct ctl *ctl, int argc, char **argv);
+int ctl_delete(struct ctl *ctl, int argc, char **argv);
+int ctl_describe(struct ctl *ctl, int argc, char **argv);
+int ctl_podnetwork(struct ctl *ctl, int argc, char **argv);
+
+/* The connection, made on first use.  NULL after printing why (no token,
+ * unreadable token file, bad server URL). */
+struct httpc *ctl_http(struct ctl *ctl);
+
+struct ctl_reply {
+	long status;
+	json_t *json;		/* the body parsed, or NULL when it is not JSON */
+	char *body;		/* the raw body, NUL-terminated */
+	size_t len;
+};
+
+/*
+ * METHOD path with body (serialised compactly; NULL for none).  0 with *r
+ * filled whatever the HTTP status; or a negative errno after printing the
+ * transport failure ("error: cannot reach ...") — the caller just stops.
+ */
+int ctl_call(struct ctl *ctl, const char *method, const char *path, const json_t *body, struct ctl_reply *r)
+	__attribute__((warn_unused_result));
+void ctl_reply_free(struct ctl_reply *r);
+
+static inline bool ctl_ok(const struct ctl_reply *r) { return r->status >= 200 && r->status < 300; }
+
+/* The Status reason of an error reply ("Conflict"), from the body or else
+ * from the code; "HTTP 418" for codes without a name.  buf: >= 32 bytes. */
+const char *ctl_reason(const struct ctl_reply *r, char *buf, size_t len);
+/* The Status message, or the start of a non-JSON body, or "" . */
+const char *ctl_message(const struct ctl_reply *r, char *buf, size_t len);
+/* "Error from server (Reason): message" on stderr. */
+void ctl_print_server_error(const struct ctl_reply *r);
+/* "Error from server (NotFound): pods \"x\" not found" on stderr. */
+void ctl_print_not_found(const struct kind_info *k, const char *name);
+
+/* A kind as the user typed it (kind_lookup); NULL after printing
+ * `error: the server doesn't have a resource type "x"`. */
+const struct kind_info *ctl_kind(const char *arg);
+/* A name or namespace from the command line: true if it can be put in a
+ * path; else prints `error: invalid WHAT "x"` and returns false. */
+bool ctl_name_ok(const char *what, const char *name);
+/* "service/red/x", or "node/x" for a cluster-scoped kind (or ns NULL/""). */
+const char *ctl_ref(const struct kind_info *k, const char *ns, const char *name, char *buf, size_t len);
+/* model_api_path that cannot fail for names that passed ctl_name_ok
+ * (a too-long path gives "/" which the server refuses). */
+const char *ctl_path(const struct kind_info *k, const char *ns, const char *name, char *buf, size_t len);
+
+/* Flag parsing: prints "error: unknown flag ..." or "... needs a value"
+ * for getopt's '?' / ':' (optstring must start with ':'). */
+void ctl_bad_flag(int c, char **argv);
+/* "usage: weftctl VERB ARGS" on stderr; returns CTL_EXIT_USAGE. */
+int ctl_usage(const struct ctl *ctl, const char *verb, const char *args);
+
+#endif

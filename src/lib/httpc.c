@@ -1,0 +1,585 @@
+/*
+ * httpc.c — the HTTP client of httpc.h over one libcurl easy handle.
+ *
+ * A call goes:
+ *
+ *   httpc_request / httpc_stream
+ *        |  check method and path, build SERVER+path
+ *        v
+ *   setup()            curl_easy_reset + every option, each call
+ *        |
+ *        v
+ *   curl_easy_perform  --on_data-->  gather into x.body (bounded)
+ *        |                       or  split into lines -> user's fn (stream, 2xx)
+ *        |             --on_progress--> h->cancelled ? abort
+ *        v
+ *   finish()           status + body into resp, or fail() -> errno + message
+ *
+ * Invariants
+ *  1. x.body and x.line never exceed h->max_body bytes (plus the NUL).
+ *  2. In stream mode the decision "stream or gather" is taken at the first
+ *     byte of the body, when the final status is known, and never changes.
+ *  3. The token exists only inside h->headers and h->headers_body; both are
+ *     wiped in httpc_destroy before curl frees them.
+ */
+#include "lib/httpc.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define SERVER_MAX 2048
+#define DEFAULT_CONNECT_TIMEOUT_MS 10000L
+
+struct httpc {
+	CURL *curl;
+	char *server;
+	struct curl_slist *headers;		/* Accept, Authorization, Expect */
+	struct curl_slist *headers_body;	/* the same + Content-Type */
+	long connect_timeout_ms;
+	long timeout_ms;
+	size_t max_body;
+	char *user_agent;
+	atomic_int cancelled;
+	char curl_err[CURL_ERROR_SIZE];
+};
+
+struct buf {
+	char *data;
+	size_t len;
+	size_t cap;
+};
+
+struct xfer {
+	struct httpc *h;
+	struct buf body;
+	struct buf line;
+	httpc_line_fn fn;	/* NULL: gather the body */
+	void *arg;
+	bool decided;		/* stream mode: status seen */
+	bool streaming;		/* stream mode and 2xx: lines go to fn */
+	int err;		/* our own failure (-EMSGSIZE, -ENOMEM) */
+	int stop;		/* fn's non-zero return */
+};
+
+static pthread_once_t global_once = PTHREAD_ONCE_INIT;
+static CURLcode global_rc;
+
+static void global_init(void) { global_rc = curl_global_init(CURL_GLOBAL_DEFAULT); }
+
+static void msg(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void msg(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err || !errlen)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+static void wipe_list(struct curl_slist *l)
+{
+	for (; l; l = l->next)
+		explicit_bzero(l->data, strlen(l->data));
+}
+
+static int buf_append(struct buf *b, const char *p, size_t n, size_t max)
+{
+	if (n > max || b->len > max - n)
+		return -EMSGSIZE;
+	if (b->len + n + 1 > b->cap) {
+		size_t cap = b->cap ? b->cap : 4096;
+		char *d;
+
+		while (cap < b->len + n + 1)
+			cap *= 2;
+		if (cap > max + 1)
+			cap = max + 1;
+		d = realloc(b->data, cap);
+		if (!d)
+			return -ENOMEM;
+		b->data = d;
+		b->cap = cap;
+	}
+	memcpy(b->data + b->len, p, n);
+	b->len += n;
+	b->data[b->len] = 0;
+	return 0;
+}
+
+/* Read the token: at most HTTPC_MAX_TOKEN bytes, trailing blanks stripped,
+ * no control characters (a newline inside would forge a header). */
+static int read_token(const char *path, char **out, char *err, size_t errlen)
+{
+	char *tok = NULL;
+	size_t n = 0;
+	int fd = -1, rc;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		rc = -errno;
+		msg(err, errlen, "cannot read token file %s: %s", path, strerror(errno));
+		goto out;
+	}
+	tok = malloc(HTTPC_MAX_TOKEN + 2);
+	if (!tok) {
+		rc = -ENOMEM;
+		msg(err, errlen, "out of memory");
+		goto out;
+	}
+	for (;;) {
+		ssize_t r = read(fd, tok + n, HTTPC_MAX_TOKEN + 1 - n);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			rc = -errno;
+			msg(err, errlen, "cannot read token file %s: %s", path, strerror(errno));
+			goto out;
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+		if (n > HTTPC_MAX_TOKEN) {
+			rc = -EFBIG;
+			msg(err, errlen, "token file %s is larger than %d bytes", path, HTTPC_MAX_TOKEN);
+			goto out;
+		}
+	}
+	while (n && (tok[n - 1] == '\n' || tok[n - 1] == '\r' || tok[n - 1] == ' ' || tok[n - 1] == '\t'))
+		n--;
+	tok[n] = 0;
+	if (!n) {
+		rc = -EINVAL;
+		msg(err, errlen, "token file %s is empty", path);
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)tok[i];
+
+		if (c < 0x20 || c == 0x7f) {
+			rc = -EINVAL;
+			msg(err, errlen, "token file %s: the token contains a control character", path);
+			goto out;
+		}
+	}
+	*out = tok;
+	tok = NULL;
+	rc = 0;
+out:
+	if (tok) {
+		explicit_bzero(tok, HTTPC_MAX_TOKEN + 2);
+		free(tok);
+	}
+	if (fd >= 0)
+		close(fd);
+	return rc;
+}
+
+static int build_headers(struct httpc *h, const char *token)
+{
+	static const char *common[] = { "Accept: application/json", "Expect:" };
+	char *auth = NULL;
+	size_t authlen = 0;
+	int rc = -ENOMEM;
+
+	for (size_t i = 0; i < sizeof(common) / sizeof(common[0]); i++) {
+		struct curl_slist *a = curl_slist_append(h->headers, common[i]);
+
+		if (!a)
+			goto out;
+		h->headers = a;
+		a = curl_slist_append(h->headers_body, common[i]);
+		if (!a)
+			goto out;
+		h->headers_body = a;
+	}
+	{
+		struct curl_slist *a = curl_slist_append(h->headers_body, "Content-Type: application/json");
+
+		if (!a)
+			goto out;
+		h->headers_body = a;
+	}
+	if (token) {
+		struct curl_slist *a;
+
+		authlen = strlen(token) + sizeof("Authorization: Bearer ");
+		auth = malloc(authlen);
+		if (!auth)
+			goto out;
+		snprintf(auth, authlen, "Authorization: Bearer %s", token);
+		a = curl_slist_append(h->headers, auth);
+		if (!a)
+			goto out;
+		h->headers = a;
+		a = curl_slist_append(h->headers_body, auth);
+		if (!a)
+			goto out;
+		h->headers_body = a;
+	}
+	rc = 0;
+out:
+	if (auth) {
+		explicit_bzero(auth, authlen);
+		free(auth);
+	}
+	return rc;
+}
+
+struct httpc *httpc_create(const struct httpc_options *opt, char *err, size_t errlen)
+{
+	struct httpc *h = NULL;
+	char *token = NULL;
+	size_t slen;
+	int rc;
+
+	if (!opt || !opt->server) {
+		rc = -EINVAL;
+		msg(err, errlen, "no server URL");
+		goto fail;
+	}
+	slen = strlen(opt->server);
+	if (slen > SERVER_MAX || (strncmp(opt->server, "http://", 7) && strncmp(opt->server, "https://", 8)) ||
+	    !opt->server[strncmp(opt->server, "http://", 7) ? 8 : 7] || strpbrk(opt->server, " \t\r\n")) {
+		rc = -EINVAL;
+		msg(err, errlen, "invalid server URL '%.*s': want http://HOST[:PORT] or https://...",
+		    SERVER_MAX, opt->server);
+		goto fail;
+	}
+	pthread_once(&global_once, global_init);
+	if (global_rc != CURLE_OK) {
+		rc = -ENOMEM;
+		msg(err, errlen, "libcurl initialisation failed: %s", curl_easy_strerror(global_rc));
+		goto fail;
+	}
+	h = calloc(1, sizeof(*h));
+	if (!h) {
+		rc = -ENOMEM;
+		msg(err, errlen, "out of memory");
+		goto fail;
+	}
+	h->server = strdup(opt->server);
+	h->user_agent = strdup(opt->user_agent ? opt->user_agent : "weft-httpc");
+	h->curl = curl_easy_init();
+	if (!h->server || !h->user_agent || !h->curl) {
+		rc = -ENOMEM;
+		msg(err, errlen, "out of memory");
+		goto fail;
+	}
+	while (slen > 0 && h->server[slen - 1] == '/')
+		h->server[--slen] = 0;
+	h->connect_timeout_ms = opt->connect_timeout_ms > 0 ? opt->connect_timeout_ms : DEFAULT_CONNECT_TIMEOUT_MS;
+	h->timeout_ms = opt->timeout_ms > 0 ? opt->timeout_ms : 0;
+	h->max_body = opt->max_body ? opt->max_body : HTTPC_MAX_BODY;
+	atomic_init(&h->cancelled, 0);
+	if (opt->token_file) {
+		rc = read_token(opt->token_file, &token, err, errlen);
+		if (rc < 0)
+			goto fail;
+	}
+	rc = build_headers(h, token);
+	if (rc < 0) {
+		msg(err, errlen, "out of memory");
+		goto fail;
+	}
+	goto out;
+fail:
+	httpc_destroy(h);
+	h = NULL;
+	errno = -rc;
+out:
+	if (token) {
+		explicit_bzero(token, strlen(token));
+		free(token);
+	}
+	return h;
+}
+
+void httpc_destroy(struct httpc *h)
+{
+	if (!h)
+		return;
+	wipe_list(h->headers);
+	wipe_list(h->headers_body);
+	curl_slist_free_all(h->headers);
+	curl_slist_free_all(h->headers_body);
+	if (h->curl)
+		curl_easy_cleanup(h->curl);
+	free(h->server);
+	free(h->user_agent);
+	free(h);
+}
+
+const char *httpc_server(const struct httpc *h) { return h->server; }
+
+void httpc_cancel(struct httpc *h) { atomic_store(&h->cancelled, 1); }
+
+void httpc_response_free(struct httpc_response *resp)
+{
+	if (!resp)
+		return;
+	free(resp->body);
+	memset(resp, 0, sizeof(*resp));
+}
+
+static int feed_lines(struct xfer *x, const char *p, size_t n)
+{
+	while (n) {
+		const char *nl = memchr(p, '\n', n);
+		size_t take = nl ? (size_t)(nl - p) : n;
+		int rc = buf_append(&x->line, p, take, x->h->max_body);
+
+		if (rc < 0)
+			return rc;
+		p += take;
+		n -= take;
+		if (!nl)
+			break;
+		p++;
+		n--;
+		if (x->line.len && x->line.data[x->line.len - 1] == '\r')
+			x->line.data[--x->line.len] = 0;
+		if (x->line.len) {
+			rc = x->fn(x->line.data, x->line.len, x->arg);
+			x->line.len = 0;
+			if (rc) {
+				x->stop = rc;
+				return rc;
+			}
+		}
+	}
+	return 0;
+}
+
+static size_t on_data(char *ptr, size_t size, size_t nmemb, void *arg)
+{
+	struct xfer *x = arg;
+	size_t n = size * nmemb;
+	int rc;
+
+	if (x->fn && !x->decided) {
+		long status = 0;
+
+		curl_easy_getinfo(x->h->curl, CURLINFO_RESPONSE_CODE, &status);
+		x->streaming = status >= 200 && status < 300;
+		x->decided = true;
+	}
+	if (x->streaming) {
+		rc = feed_lines(x, ptr, n);
+		if (rc && !x->stop)
+			x->err = rc;
+		return rc ? 0 : n;
+	}
+	rc = buf_append(&x->body, ptr, n, x->h->max_body);
+	if (rc < 0) {
+		x->err = rc;
+		return 0;
+	}
+	return n;
+}
+
+static int on_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow)
+{
+	struct httpc *h = arg;
+
+	return atomic_load(&h->cancelled) ? 1 : 0;
+}
+
+static int check_request(const char *method, const char *path)
+{
+	size_t n = method ? strlen(method) : 0;
+
+	if (!n || n > 16 || !path || path[0] != '/')
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++)
+		if (method[i] < 'A' || method[i] > 'Z')
+			return -EINVAL;
+	for (const char *p = path; *p; p++)
+		if ((unsigned char)*p <= 0x20 || *p == 0x7f)
+			return -EINVAL;
+	return 0;
+}
+
+static CURLcode setup(struct httpc *h, const char *method, const char *url, const char *body, size_t len,
+		      bool stream, struct xfer *x)
+{
+	CURL *c = h->curl;
+	CURLcode rc = CURLE_OK;
+
+	curl_easy_reset(c);
+	h->curl_err[0] = 0;
+#define SET(opt, val) do { if (rc == CURLE_OK) rc = curl_easy_setopt(c, opt, val); } while (0)
+	SET(CURLOPT_URL, url);
+	SET(CURLOPT_PROTOCOLS_STR, "http,https");
+	SET(CURLOPT_NOSIGNAL, 1L);
+	SET(CURLOPT_ERRORBUFFER, h->curl_err);
+	SET(CURLOPT_USERAGENT, h->user_agent);
+	SET(CURLOPT_CONNECTTIMEOUT_MS, h->connect_timeout_ms);
+	SET(CURLOPT_TIMEOUT_MS, stream ? 0L : h->timeout_ms);
+	SET(CURLOPT_TCP_KEEPALIVE, 1L);
+	SET(CURLOPT_HTTPHEADER, body ? h->headers_body : h->headers);
+	SET(CURLOPT_WRITEFUNCTION, on_data);
+	SET(CURLOPT_WRITEDATA, x);
+	SET(CURLOPT_NOPROGRESS, 0L);
+	SET(CURLOPT_XFERINFOFUNCTION, on_progress);
+	SET(CURLOPT_XFERINFODATA, h);
+	if (strcmp(method, "GET"))
+		SET(CURLOPT_CUSTOMREQUEST, method);
+	if (body || !strcmp(method, "POST") || !strcmp(method, "PUT") || !strcmp(method, "PATCH")) {
+		SET(CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(body ? len : 0));
+		SET(CURLOPT_POSTFIELDS, body ? body : "");
+	}
+#undef SET
+	return rc;
+}
+
+static bool connect_failure(CURLcode rc)
+{
+	return rc == CURLE_COULDNT_CONNECT || rc == CURLE_COULDNT_RESOLVE_HOST ||
+	       rc == CURLE_COULDNT_RESOLVE_PROXY || rc == CURLE_SSL_CONNECT_ERROR;
+}
+
+static int fail(struct httpc *h, CURLcode rc, const struct xfer *x, const char *method, const char *path,
+		char *err, size_t errlen)
+{
+	long os_errno = 0;
+	const char *detail = h->curl_err[0] ? h->curl_err : curl_easy_strerror(rc);
+
+	curl_easy_getinfo(h->curl, CURLINFO_OS_ERRNO, &os_errno);
+	if (x->err == -EMSGSIZE) {
+		msg(err, errlen, "%s %s%s: the response is larger than %zu bytes", method, h->server, path,
+		    h->max_body);
+		return -EMSGSIZE;
+	}
+	if (x->err) {
+		msg(err, errlen, "%s %s%s: %s", method, h->server, path, strerror(-x->err));
+		return x->err;
+	}
+	if (x->stop < 0) {
+		msg(err, errlen, "%s %s%s: stopped: %s", method, h->server, path, strerror(-x->stop));
+		return x->stop;
+	}
+	if (rc == CURLE_ABORTED_BY_CALLBACK) {
+		msg(err, errlen, "%s %s%s: cancelled", method, h->server, path);
+		return -ECANCELED;
+	}
+	if (connect_failure(rc)) {
+		if (rc == CURLE_COULDNT_CONNECT && os_errno > 0)
+			detail = strerror((int)os_errno);
+		msg(err, errlen, "cannot reach %s: %s", h->server, detail);
+		if (rc == CURLE_COULDNT_CONNECT)
+			return os_errno > 0 ? -(int)os_errno : -ECONNREFUSED;
+		return rc == CURLE_SSL_CONNECT_ERROR ? -EPROTO : -EHOSTUNREACH;
+	}
+	msg(err, errlen, "%s %s%s: %s", method, h->server, path, detail);
+	switch (rc) {
+	case CURLE_OPERATION_TIMEDOUT:
+		return -ETIMEDOUT;
+	case CURLE_OUT_OF_MEMORY:
+		return -ENOMEM;
+	case CURLE_URL_MALFORMAT:
+	case CURLE_UNSUPPORTED_PROTOCOL:
+		return -EINVAL;
+	default:
+		return os_errno > 0 ? -(int)os_errno : -EIO;
+	}
+}
+
+static int perform(struct httpc *h, const char *method, const char *path, const char *body, size_t len,
+		   httpc_line_fn fn, void *arg, struct httpc_response *resp, char *err, size_t errlen)
+{
+	struct xfer x = { .h = h, .fn = fn, .arg = arg };
+	char *url = NULL;
+	CURLcode crc;
+	long status = 0;
+	int rc;
+
+	memset(resp, 0, sizeof(*resp));
+	rc = check_request(method, path);
+	if (rc < 0) {
+		msg(err, errlen, "%s: invalid request '%.16s %.200s'", h->server, method ? method : "",
+		    path ? path : "");
+		goto out;
+	}
+	if (atomic_load(&h->cancelled)) {
+		rc = -ECANCELED;
+		msg(err, errlen, "%s %s%s: cancelled", method, h->server, path);
+		goto out;
+	}
+	if (asprintf(&url, "%s%s", h->server, path) < 0) {
+		url = NULL;
+		rc = -ENOMEM;
+		msg(err, errlen, "out of memory");
+		goto out;
+	}
+	crc = setup(h, method, url, body, len, fn != NULL, &x);
+	if (crc != CURLE_OK) {
+		rc = -EINVAL;
+		msg(err, errlen, "%s: %s", h->server, curl_easy_strerror(crc));
+		goto out;
+	}
+	crc = curl_easy_perform(h->curl);
+	curl_easy_getinfo(h->curl, CURLINFO_RESPONSE_CODE, &status);
+	if (crc == CURLE_WRITE_ERROR && x.stop > 0 && !x.err)
+		crc = CURLE_OK;		/* fn stopped the stream cleanly */
+	else if (crc == CURLE_OK && x.streaming && x.line.len) {
+		if (x.line.data[x.line.len - 1] == '\r')
+			x.line.data[--x.line.len] = 0;
+		if (x.line.len) {
+			int r = fn(x.line.data, x.line.len, arg);
+
+			if (r < 0) {
+				rc = r;
+				msg(err, errlen, "GET %s%s: stopped: %s", h->server, path, strerror(-r));
+				goto out;
+			}
+		}
+	}
+	if (crc != CURLE_OK) {
+		rc = fail(h, crc, &x, method, path, err, errlen);
+		goto out;
+	}
+	if (!x.body.data && buf_append(&x.body, "", 0, h->max_body) < 0) {
+		rc = -ENOMEM;
+		msg(err, errlen, "out of memory");
+		goto out;
+	}
+	resp->status = status;
+	resp->body = x.body.data;
+	resp->len = x.body.len;
+	x.body.data = NULL;
+	rc = 0;
+out:
+	free(x.body.data);
+	free(x.line.data);
+	free(url);
+	return rc;
+}
+
+int httpc_request(struct httpc *h, const char *method, const char *path, const char *body, size_t len,
+		  struct httpc_response *resp, char *err, size_t errlen)
+{
+	return perform(h, method, path, body, len, NULL, NULL, resp, err, errlen);
+}
+
+int httpc_stream(struct httpc *h, const char *path, httpc_line_fn fn, void *arg, struct httpc_response *resp,
+		 char *err, size_t errlen)
+{
+	if (!fn) {
+		memset(resp, 0, sizeof(*resp));
+		msg(err, errlen, "%s: httpc_stream without a line callback", h->server);
+		return -EINVAL;
+	}
+	return perform(h, "GET", path, NULL, 0, fn, arg, resp, err, errlen);
+}

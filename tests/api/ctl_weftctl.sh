@@ -1,0 +1,306 @@
+#!/usr/bin/env bash
+# tests/api/ctl_weftctl.sh — weftctl against a real weft-controller.
+#
+#   weftctl ──HTTP+token──> weft-controller --data-dir $DIR (127.0.0.1:free port)
+#
+# 1. apply: a multi-document manifest creates, re-applies unchanged, and a
+#    modified one configures; stdin and directories work.
+# 2. get: tables (columns, aliases), -o json/yaml/name, empty lists, not found.
+# 3. refusals: malformed YAML, unknown kind, missing name, invalid CIDR, a bad
+#    host in doc 2, a wrong token — each names what is wrong, exits non-zero,
+#    and stores nothing (the snapshot of every object is unchanged).
+# 4. describe, delete, delete -f, and the pod-network verbs.
+cd "$(dirname "$0")/../.."
+. tests/lib.sh
+
+W() { "$WEFTCTL" "$@"; }
+
+# expect RC PATTERN CMD...: CMD exits RC ("!0" = any failure) and its output
+# (stdout and stderr) matches the extended regex PATTERN.
+expect() {
+	local want=$1 pat=$2; shift 2
+	local out rc=0
+	out=$("$@" 2>&1) || rc=$?
+	if [ "$want" = '!0' ]; then
+		[ "$rc" -ne 0 ] || { echo "exit 0, wanted a failure; output: $out"; return 1; }
+	elif [ "$rc" -ne "$want" ]; then
+		echo "exit $rc, wanted $want; output: $out"; return 1
+	fi
+	grep -qE -- "$pat" <<<"$out" || { echo "output lacks /$pat/: $out"; return 1; }
+}
+
+# stdout_is WANT CMD...: CMD exits 0 and prints exactly WANT on stdout.
+stdout_is() {
+	local want=$1; shift
+	local out
+	out=$("$@") || { echo "exit $?"; return 1; }
+	[ "$out" = "$want" ] || { printf 'got:\n%s\nwant:\n%s\n' "$out" "$want"; return 1; }
+}
+
+# Every object of every kind, one "kind/name" (with namespace) a line.
+snapshot() {
+	local k out
+	for k in namespaces nodes netnamespaces hostsubnets services endpoints pods ingresses routes \
+		networkpolicies secrets; do
+		out=$(W get "$k" -A -o json 2>&1) || { echo "get $k failed: $out"; continue; }
+		python3 -c '
+import json, sys
+for o in json.load(sys.stdin).get("items", []):
+    m = o["metadata"]
+    print(o["kind"], m.get("namespace", ""), m["name"], m.get("resourceVersion"))' <<<"$out"
+	done
+}
+
+unchanged_since() { # unchanged_since SNAPSHOT: nothing was stored or changed
+	local now; now=$(snapshot)
+	[ "$now" = "$1" ] || { diff <(echo "$1") <(echo "$now"); return 1; }
+}
+
+netid() { W get netnamespaces "$1" -o json | python3 -c 'import json,sys; print(json.load(sys.stdin)["netid"])'; }
+
+DIR=$(tmpdir)
+start_controller "$DIR" || { fail "controller starts"; finish; exit 1; }
+M=$DIR/red.yaml
+cat >"$M" <<'EOF'
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: red
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: avisvc-1b
+  namespace: red
+spec:
+  type: NodePort
+  selector: {app: web}
+  ports:
+  - {name: http, port: 80, targetPort: 8080}
+  - {name: dns, port: 53, protocol: UDP}
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: web, namespace: red}
+spec:
+  rules:
+  - host: web.example.com
+    http:
+      paths:
+      - path: /
+        pathType: Prefix
+        backend: {service: {name: avisvc-1b, port: {number: 80}}}
+---
+apiVersion: route.openshift.io/v1
+kind: Route
+metadata: {name: web, namespace: red}
+spec:
+  host: www.example.com
+  to: {kind: Service, name: avisvc-1b}
+  tls: {termination: edge}
+---
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: allow-web, namespace: red}
+spec:
+  podSelector:
+    matchLabels: {app: web}
+  ingress:
+  - from:
+    - podSelector: {}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: creds}
+type: Opaque
+stringData: {user: admin}
+EOF
+
+echo "== apply"
+check "apply creates every document" stdout_is "namespace/red created
+service/red/avisvc-1b created
+ingress/red/web created
+route/red/web created
+networkpolicy/red/allow-web created
+secret/default/creds created" W apply -f "$M"
+check "apply again: all unchanged" stdout_is "namespace/red unchanged
+service/red/avisvc-1b unchanged
+ingress/red/web unchanged
+route/red/web unchanged
+networkpolicy/red/allow-web unchanged
+secret/default/creds unchanged" W apply -f "$M"
+check "apply keeps the allocated nodePorts" \
+	expect 0 '80:3[0-9]{4}/TCP,53:3[0-9]{4}/UDP' W get svc avisvc-1b -n red
+sed -e 's/targetPort: 8080/targetPort: 9090/' -e 's/host: www.example.com/host: www2.example.com/' "$M" >"$DIR/red2.yaml"
+check "modified manifest: configured" stdout_is "namespace/red unchanged
+service/red/avisvc-1b configured
+ingress/red/web unchanged
+route/red/web configured
+networkpolicy/red/allow-web unchanged
+secret/default/creds unchanged" W apply -f "$DIR/red2.yaml"
+check "the change is stored" expect 0 'targetPort.*9090' W get svc avisvc-1b -n red -o json
+check "the same change again: unchanged" expect 0 'service/red/avisvc-1b unchanged' W apply -f "$DIR/red2.yaml"
+check "apply -n puts documents in that namespace" \
+	expect 0 '^secret/red/creds created$' W apply -f "$DIR/red2.yaml" -n red
+check "apply -f - reads stdin" bash -c "'$WEFTCTL' apply -f - <'$DIR/red2.yaml' | grep -qx 'route/red/web unchanged'"
+mkdir -p "$DIR/nodes"
+for i in 1 2; do
+	cat >"$DIR/nodes/node-$i.yaml" <<EOF
+apiVersion: v1
+kind: Node
+metadata: {name: node-$i}
+status:
+  addresses: [{type: InternalIP, address: 10.0.0.$i}]
+EOF
+done
+check "apply a directory" stdout_is "node/node-1 created
+node/node-2 created" W apply -f "$DIR/nodes"
+check "re-applied nodes are unchanged" stdout_is "node/node-1 unchanged
+node/node-2 unchanged" W apply -f "$DIR/nodes"
+
+echo "== get"
+check "hostsubnets header" expect 0 '^NAME {3,}HOST {3,}HOST IP {3,}SUBNET {3,}NODE ID$' W get hostsubnets
+check "hostsubnets row" expect 0 '^node-1 +node-1 +10\.0\.0\.1 +10\.128\.0\.0/23 +1$' W get hostsubnets
+check "hostsubnets -o json fields" bash -c "'$WEFTCTL' get hs -o json | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+assert d[\"kind\"] == \"HostSubnetList\", d
+for i in d[\"items\"]:
+    assert all(k in i for k in (\"host\", \"hostIP\", \"subnet\", \"nodeID\")), i'"
+check "hostsubnet -o json of one" expect 0 '"hostIP": "10.0.0.2"' W get hostsubnet node-2 -o json
+check "hostsubnet -o yaml" expect 0 '^subnet: 10\.128\.2\.0/23$' W get hs node-2 -o yaml
+check "-o name" stdout_is "hostsubnet/node-1
+hostsubnet/node-2" W get hs -o name
+check "netnamespaces NETID" expect 0 '^NAME {3,}NETID$' W get netnamespaces
+check "default is global" expect 0 '^default +0$' W get netns
+check "red has its own netid" expect 0 '^red +[1-9][0-9]+$' W get netns
+for k in node nodes no NODE Nodes; do
+	check "kind alias $k" expect 0 '^node-2 +10\.0\.0\.2 ' W get "$k"
+done
+for k in hostsubnet hostsubnets hs HostSubnet; do
+	check "kind alias $k" expect 0 '^node-1 +node-1 ' W get "$k"
+done
+check "kind alias svc" expect 0 '^NAME +TYPE +CLUSTER-IP +EXTERNAL-IP +PORT\(S\) +AGE$' W get svc -n red
+check "kind alias svc/NAME" expect 0 '^avisvc-1b +NodePort +172\.30\.' W get svc/avisvc-1b -n red
+check "services -A has NAMESPACE" expect 0 '^NAMESPACE +NAME +TYPE' W get services -A
+check "ingress table" expect 0 '^web +web\.example\.com +80 +[0-9]+s$' W get ing -n red
+check "route table" expect 0 '^web +www2\.example\.com +avisvc-1b +<all> +edge$' W get routes -n red
+check "networkpolicy table" expect 0 '^allow-web +app=web +' W get netpol -n red
+check "secret table" expect 0 '^creds +Opaque +1 +' W get secrets -n red
+check "namespaces table" expect 0 '^red +Active +[0-9]+[smh]' W get ns
+check "clusternetwork table" expect 0 '^default +10\.128\.0\.0/14 +172\.30\.0\.0/16 +multitenant$' W get cn
+check "nodes -o wide" expect 0 '^NAME +INTERNAL-IP +AGE' W get nodes -o wide
+check "empty list" expect 0 '^No resources found in red namespace\.$' W get pods -n red
+check "empty list prints nothing on stdout" stdout_is "" W get pods -n red
+check "not found" expect 1 'pods "nope" not found' W get pod nope -n red
+check "unknown kind" expect 1 "doesn't have a resource type \"gizmo\"" W get gizmo
+check "bad output format is a usage error" expect 2 'unknown output format' W get pods -o xml
+
+echo "== refusals"
+S=$(snapshot)
+[ -n "$S" ] || fail "snapshot is empty"
+printf 'apiVersion: v1\nkind: Namespace\nmetadata:\n  name: [oops\n' >"$DIR/bad.yaml"
+check "malformed YAML names file and line" expect '!0' "^$DIR/bad.yaml: line [0-9]+, column [0-9]+: " W apply -f "$DIR/bad.yaml"
+check "malformed YAML stores nothing" unchanged_since "$S"
+printf 'apiVersion: v1\nkind: Namespace\nmetadata: {name: fresh1}\n---\napiVersion: v1\nkind: Gizmo\nmetadata: {name: g}\n' >"$DIR/unknown.yaml"
+check "unknown kind in doc 2" expect '!0' "^$DIR/unknown.yaml doc 2: kind: " W apply -f "$DIR/unknown.yaml"
+check "unknown kind: doc 1 not applied either" unchanged_since "$S"
+printf 'apiVersion: v1\nkind: Namespace\nmetadata:\n  labels: {a: b}\n' >"$DIR/noname.yaml"
+check "missing name" expect '!0' "^$DIR/noname.yaml doc 1: metadata\.name: " W apply -f "$DIR/noname.yaml"
+check "missing name stores nothing" unchanged_since "$S"
+cat >"$DIR/cidr.yaml" <<'EOF'
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: wide-open, namespace: red}
+spec:
+  podSelector: {}
+  ingress:
+  - from:
+    - ipBlock: {cidr: 10.0.0.0/33}
+EOF
+check "invalid CIDR" expect '!0' "^$DIR/cidr.yaml doc 1: spec\.ingress\[0\]\.from\[0\]\.ipBlock\.cidr: " W apply -f "$DIR/cidr.yaml"
+check "invalid CIDR stores nothing" unchanged_since "$S"
+cat >"$DIR/ingress.yaml" <<'EOF'
+apiVersion: v1
+kind: Namespace
+metadata: {name: fresh2}
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: bad, namespace: fresh2}
+spec:
+  rules:
+  - host: My_Host
+    http:
+      paths:
+      - path: /
+        pathType: Prefix
+        backend: {service: {name: s, port: {number: 80}}}
+EOF
+check "bad host names doc 2 and the field" \
+	expect 1 "^$DIR/ingress.yaml doc 2: spec\.rules\[0\]\.host: 'My_Host'" W apply -f "$DIR/ingress.yaml"
+check "bad host: the namespace of doc 1 is not created" unchanged_since "$S"
+check "namespace differing from -n" expect '!0' 'does not match the namespace "blue"' W apply -f "$M" -n blue
+check "namespace mismatch stores nothing" unchanged_since "$S"
+echo "not-the-token" >"$DIR/wrong.token"
+sed 's/My_Host/good.example.com/' "$DIR/ingress.yaml" >"$DIR/ingress-ok.yaml"
+check "wrong token: apply fails" expect '!0' 'Error from server \(Unauthorized\)' W --token-file "$DIR/wrong.token" apply -f "$DIR/ingress-ok.yaml"
+check "wrong token stores nothing" unchanged_since "$S"
+check "wrong token: get fails" expect 1 'Unauthorized' W get ns --token-file="$DIR/wrong.token"
+check "no token: clear error" expect 1 'no token' env WEFT_TOKEN_FILE= "$WEFTCTL" get ns
+check "unreachable server named" expect 1 'cannot reach http://127\.0\.0\.1:1: Connection refused' W --server http://127.0.0.1:1 get ns
+check "a controller-owned kind is refused" expect 1 'MethodNotAllowed|written by the controller' W delete hs node-1
+check "apply without -f is a usage error" expect 2 'usage: weftctl apply' W apply
+check "unknown verb is a usage error" expect 2 'unknown verb' W frobnicate
+check "refusals stored nothing" unchanged_since "$S"
+check "the fixed manifest applies" stdout_is "namespace/fresh2 created
+ingress/fresh2/bad created" W apply -f "$DIR/ingress-ok.yaml"
+
+echo "== describe"
+check "describe node shows its HostSubnet" expect 0 'Subnet: +10\.128\.0\.0/23' W describe node node-1
+check "describe namespace shows its NetID" expect 0 '^NetID: +[1-9][0-9]*$' W describe ns red
+check "describe service" expect 0 'clusterIP: +172\.30\.' W describe svc avisvc-1b -n red
+check "describe secret hides values" bash -c "out=\$('$WEFTCTL' describe secret creds -n red) && grep -q 'user: *5 bytes' <<<\"\$out\" && ! grep -q admin <<<\"\$out\""
+check "describe missing" expect 1 'routes "nope" not found' W describe route nope -n red
+
+echo "== pod-network"
+printf 'apiVersion: v1\nkind: Namespace\nmetadata: {name: blue}\n---\napiVersion: v1\nkind: Namespace\nmetadata: {name: green}\n' >"$DIR/bg.yaml"
+check "projects blue and green" stdout_is "namespace/blue created
+namespace/green created" W apply -f "$DIR/bg.yaml"
+check "blue and green differ" test "$(netid blue)" != "$(netid green)"
+check "join-projects prints the netids" expect 0 "^netnamespace/blue netid $(netid red)$" W pod-network join-projects --to=red blue green
+check "join: blue has red's netid" test "$(netid blue)" = "$(netid red)"
+check "join: green has red's netid" test "$(netid green)" = "$(netid red)"
+check "isolate-projects" expect 0 '^netnamespace/blue netid [1-9][0-9]*$' W pod-network isolate-projects blue
+check "isolate: blue has a new netid" test "$(netid blue)" != "$(netid red)"
+check "isolate: green still joined to red" test "$(netid green)" = "$(netid red)"
+check "make-projects-global" stdout_is "netnamespace/green netid 0" W pod-network make-projects-global green
+check "global: green is 0" test "$(netid green)" = 0
+check "isolating default is refused" expect 1 'default' W pod-network isolate-projects default
+check "default stays 0" test "$(netid default)" = 0
+check "unknown project" expect 1 'NotFound' W pod-network isolate-projects nope
+check "join without --to is a usage error" expect 2 'needs --to' W pod-network join-projects blue
+check "no projects is a usage error" expect 2 'at least one PROJECT' W pod-network isolate-projects
+check "unknown action is a usage error" expect 2 'unknown pod-network action' W pod-network split-projects blue
+
+echo "== delete"
+check "delete by name" stdout_is "secret/creds deleted" W delete secret creds -n red
+check "delete again: not found" expect 1 'secrets "creds" not found' W delete secret creds -n red
+check "delete missing with --ignore-not-found" W delete secret creds -n red --ignore-not-found
+check "delete -f: the missing one is reported" expect 1 'secrets "creds" not found' W delete -f "$DIR/red2.yaml" -n red
+check "delete -f: the others are gone" expect 0 'No resources found in red namespace' W get routes -n red
+check "delete -f: the namespace is gone" expect 1 'namespaces "red" not found' W get ns red
+check "delete -f of a malformed file deletes nothing" expect '!0' "$DIR/bad.yaml: line" W delete -f "$DIR/bad.yaml"
+
+echo "== misc"
+check "version" expect 0 '^weftctl [0-9]+\.[0-9]+' W version
+check "help lists every verb" bash -c "out=\$('$WEFTCTL' --help) && for v in apply get describe delete pod-network version help; do grep -q \"^  \$v \" <<<\"\$out\" || exit 1; done"
+# not through check: stop_controller must wait in this shell, not a subshell
+rc=0
+stop_controller || rc=$?
+if [ "$rc" -eq 0 ]; then
+	pass "controller exits cleanly"
+else
+	fail "controller exits cleanly" "exit $rc: $(grep -E 'ERROR|Sanitizer|leak|runtime error' "$DIR/controller.log" | head -n 3)"
+fi
+finish
