@@ -47,6 +47,7 @@ struct api {
 	size_t max_body;
 	time_t last_heartbeat;
 	time_t last_tick;
+	bool stopping;			/* watch streams end at their next read */
 	struct watch_ctx *watches;	/* every open watch, for heartbeats */
 };
 
@@ -264,7 +265,7 @@ static ssize_t watch_reader(void *cls, uint64_t pos, char *buf, size_t max)
 
 	(void)pos;
 	pthread_mutex_lock(&a->lock);
-	if (w->deadline && time(NULL) >= w->deadline) {
+	if (a->stopping || (w->deadline && time(NULL) >= w->deadline)) {
 		n = MHD_CONTENT_READER_END_OF_STREAM;
 	} else if ((n = watcher_read(w->watcher, buf, max)) > 0) {
 		a->metrics->watch_writes++;
@@ -738,11 +739,23 @@ void api_stop(struct api *a)
 {
 	if (!a)
 		return;
-	/* resume every watch so MHD can close it; its threads need the lock */
+	/* MHD may not stop with suspended connections, and resuming is
+	 * asynchronous: end every stream, resume them all, and wait (bounded)
+	 * until MHD has closed them.  Its threads need the lock meanwhile. */
 	pthread_mutex_lock(&a->lock);
+	a->stopping = true;
 	for (struct watch_ctx *w = a->watches; w; w = w->next)
 		watch_resume(w);
 	pthread_mutex_unlock(&a->lock);
+	for (int i = 0; i < 500; i++) {
+		bool empty;
+		pthread_mutex_lock(&a->lock);
+		empty = a->watches == NULL;
+		pthread_mutex_unlock(&a->lock);
+		if (empty)
+			break;
+		poll(NULL, 0, 10);
+	}
 	MHD_stop_daemon(a->mhd);
 	explicit_bzero(a->token, sizeof(a->token));
 	pthread_mutex_destroy(&a->lock);

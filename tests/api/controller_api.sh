@@ -128,8 +128,14 @@ check "metrics: watchers" grep -q '^weft_watchers ' <<<"$m"
 check "metrics: request latency histogram" grep -q 'weft_http_request_duration_seconds_count' <<<"$m"
 check "metrics need the token" test "$(curl -s -o /dev/null -w '%{http_code}' "$CTRL_URL/metrics")" = 401
 
+# --- stopping with idle watches whose clients left, and one still open
+for i in 1 2 3; do curl -s -m 1 -o /dev/null -H "Authorization: Bearer $TOKEN" "$CTRL_URL/api/v1/pods?watch=1&resourceVersion=$rv" || true; done
+curl -sN -H "Authorization: Bearer $TOKEN" "$CTRL_URL/api/v1/nodes?watch=1" > /dev/null &
+T_PIDS+=("$!")
+sleep 0.3
+
 # --- restart on the same directory: same state, same token
-check_stop "controller stops cleanly (no sanitizer report)"
+check_stop "controller stops cleanly with watches open (no sanitizer report)"
 start_controller "$dir" || fail restart
 check "after restart the token is the same" test "$(cat "$CTRL_TOKEN_FILE")" = "$TOKEN"
 out=$(api GET /apis/network.openshift.io/v1/hostsubnets/node-3)
