@@ -455,10 +455,7 @@ static enum MHD_Result handle_metrics(struct api *a, struct MHD_Connection *c, s
 			m->alloc_failures[p]);
 	fprintf(f, "# HELP weft_watchers Open watch streams.\n# TYPE weft_watchers gauge\nweft_watchers %zu\n",
 		watch_hub_watchers(a->hub));
-	fprintf(f, "# HELP weft_watch_flushes_total Batched fan-outs to watchers.\n"
-		   "# TYPE weft_watch_flushes_total counter\nweft_watch_flushes_total %" PRIu64 "\n",
-		m->watch_flushes);
-	fprintf(f, "# HELP weft_watch_resumes_total Watchers woken by fan-outs.\n"
+	fprintf(f, "# HELP weft_watch_resumes_total Watch streams resumed because events arrived.\n"
 		   "# TYPE weft_watch_resumes_total counter\nweft_watch_resumes_total %" PRIu64 "\n",
 		m->watch_resumes);
 	fprintf(f, "# HELP weft_watch_writes_total Writes of event data to watch streams.\n"

@@ -70,8 +70,7 @@ struct metrics {
 	double latency_sum;
 	uint64_t latency_count;
 	uint64_t watch_writes;			/* reader calls that sent data */
-	uint64_t watch_flushes;			/* batched fan-outs */
-	uint64_t watch_resumes;			/* watchers resumed by flushes */
+	uint64_t watch_resumes;			/* watch streams resumed by new events */
 	uint64_t watchers_dropped_slow;
 };
 
