@@ -11,7 +11,7 @@ T_NAME=$(basename "$0" .sh)
 T_PASSED=0
 T_FAILED=0
 T_PIDS=()
-T_DIRS=()
+T_ROOT=$(mktemp -d /tmp/weft-test.XXXXXX)	# every directory a test makes is inside
 BUILD=${BUILD:-build/san}
 WEFTCTL=${WEFTCTL:-$BUILD/bin/weftctl}
 CONTROLLER=${CONTROLLER:-$BUILD/bin/weft-controller}
@@ -43,7 +43,8 @@ wait_for() {
 	done
 }
 
-tmpdir() { local d; d=$(mktemp -d /tmp/weft-test.XXXXXX); T_DIRS+=("$d"); echo "$d"; }
+# tmpdir: a fresh directory under T_ROOT (safe in $(...): cleanup removes the root).
+tmpdir() { mktemp -d "$T_ROOT/d.XXXXXX"; }
 
 free_port() {
 	python3 - <<'PY'
@@ -104,7 +105,7 @@ t_cleanup() {
 	local p
 	for p in "${T_PIDS[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
 	for p in "${T_PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
-	for p in "${T_DIRS[@]}"; do rm -rf "$p"; done
+	rm -rf "$T_ROOT"
 }
 trap t_cleanup EXIT
 
