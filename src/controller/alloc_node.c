@@ -52,7 +52,7 @@ void config_networks_string(const struct cluster_config *c, char *buf, size_t le
 	}
 }
 
-static const char *internal_ip(const json_t *node)
+const char *node_internal_ip(const json_t *node)
 {
 	json_t *addrs = json_object_get(json_object_get(node, "status"), "addresses");
 	size_t i;
@@ -131,7 +131,7 @@ static void hostsubnet_key(const char *name, char *buf, size_t len)
 int node_admit(struct registry *r, struct txnb *b, const json_t *old, json_t *obj, struct status *st)
 {
 	const char *name = obj_name(obj);
-	const char *ip = internal_ip(obj);
+	const char *ip = node_internal_ip(obj);
 	char ipkey[128], idkey[64], hskey[512], who[512];
 	struct cidr subnet;
 	char subnet_s[CIDR_STRLEN];
@@ -143,7 +143,7 @@ int node_admit(struct registry *r, struct txnb *b, const json_t *old, json_t *ob
 
 	if (old) {
 		/* a node keeps its ID and subnet for life; only its IP may move */
-		const char *old_ip = internal_ip(old);
+		const char *old_ip = node_internal_ip(old);
 		const char *pod_cidr = obj_str(old, "spec.podCIDR");
 		json_t *hs = NULL;
 		struct store_kv kv = { 0 };
@@ -238,7 +238,7 @@ int node_admit(struct registry *r, struct txnb *b, const json_t *old, json_t *ob
 int node_release(struct registry *r, struct txnb *b, const json_t *old, struct status *st)
 {
 	const char *name = obj_name(old);
-	const char *ip = internal_ip(old);
+	const char *ip = node_internal_ip(old);
 	char key[512], hskey[512];
 	struct store_kv kv = { 0 };
 	int err;

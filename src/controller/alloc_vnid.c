@@ -369,6 +369,7 @@ int registry_podnetwork(struct registry *r, enum podnet_action a, const char *to
 		err = txnb_commit(&b, r->store, rev);
 		txnb_free(&b);
 		if (err == 0) {
+			r->last_write_rev = *rev;
 			*out = changed;
 			return 0;
 		}

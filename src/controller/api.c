@@ -411,7 +411,7 @@ static enum MHD_Result handle_podnetwork(struct api *a, struct MHD_Connection *c
 	}
 	if (registry_podnetwork(a->reg, act, to, names, n, &out, &rev, &st))
 		return send_status(a, c, rq, &st);
-	(void)watch_hub_sync(a->hub);
+	(void)watch_hub_written(a->hub, rev);
 	return send_json(a, c, rq, 200,
 			 json_pack("{s:s, s:s, s:I, s:o}", "apiVersion", "network.openshift.io/v1", "kind",
 				   "PodNetworkResult", "revision", (json_int_t)rev, "items", out));
@@ -561,7 +561,7 @@ static enum MHD_Result dispatch(struct api *a, struct MHD_Connection *c, struct 
 	if (err)
 		return send_status(a, c, rq, &st);
 	if (!is_get)
-		(void)watch_hub_sync(a->hub);
+		(void)watch_hub_written(a->hub, a->reg->last_write_rev);
 	return send_json(a, c, rq, code, out);
 }
 

@@ -106,6 +106,7 @@ struct registry {
 	struct metrics *metrics;
 	struct cluster_config config;	/* cached; config_rev guards its use */
 	int64_t config_rev;		/* mod_rev of the ClusterNetwork key */
+	int64_t last_write_rev;		/* revision of this registry's last commit */
 	uint64_t rand_state;
 };
 
@@ -168,6 +169,9 @@ int service_admit(struct registry *r, struct txnb *b, const json_t *old, json_t 
 int service_release(struct registry *r, struct txnb *b, const json_t *old, struct status *st) WUR;
 int config_admit(struct registry *r, struct txnb *b, const json_t *old, json_t *obj, struct status *st) WUR;
 
+/* A Node's status.addresses InternalIP (borrowed from node), or NULL. */
+const char *node_internal_ip(const json_t *node);
+
 /* subnet of node ID id under the config: 0, or -ERANGE when exhausted */
 int subnet_for_node_id(const struct cluster_config *c, uint32_t id, struct cidr *out);
 /* "10.128.0.0/14" or "10.128.0.0/14, 10.132.0.0/14" */
@@ -181,6 +185,9 @@ void watch_hub_free(struct watch_hub *h);
 /* Pull new events from the store into the ring and wake watchers.  Called
  * after every local write and periodically (other writers). */
 int watch_hub_sync(struct watch_hub *h);
+/* After a local write that committed at revision rev: the same as
+ * watch_hub_sync, but with no watchers it needs no store read at all. */
+int watch_hub_written(struct watch_hub *h, int64_t rev);
 size_t watch_hub_watchers(struct watch_hub *h);
 int64_t watch_hub_revision(struct watch_hub *h);
 

@@ -79,19 +79,6 @@ static bool exists(struct store *s, const char *key)
 	return true;
 }
 
-static const char *node_ip(const json_t *node)
-{
-	json_t *addrs = json_object_get(json_object_get(node, "status"), "addresses");
-	size_t i;
-	json_t *a;
-
-	json_array_foreach(addrs, i, a)
-		if (json_string_value(json_object_get(a, "type")) &&
-		    strcmp(json_string_value(json_object_get(a, "type")), "InternalIP") == 0)
-			return json_string_value(json_object_get(a, "address"));
-	return NULL;
-}
-
 static int check_nodes(struct registry *r, struct report *rp)
 {
 	struct store *s = r->store;
@@ -103,7 +90,7 @@ static int check_nodes(struct registry *r, struct report *rp)
 		return err;
 	for (size_t i = 0; i < l.n; i++) {
 		json_t *node = json_loadb(l.kvs[i].value, l.kvs[i].value_len, 0, NULL);
-		const char *name = obj_name(node), *ip = node_ip(node);
+		const char *name = obj_name(node), *ip = node_internal_ip(node);
 		json_t *hs;
 
 		snprintf(key, sizeof(key), OBJ_PREFIX "hostsubnets/%s", name);

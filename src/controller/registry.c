@@ -378,6 +378,7 @@ static int write_object(struct registry *r, const struct kind_info *k, const cha
 		txnb_free(&b);
 		json_decref(old);
 		if (err == 0) {
+			r->last_write_rev = rev;
 			char rv[24];
 			snprintf(rv, sizeof(rv), "%" PRId64, rev);
 			json_object_set_new(json_object_get(work, "metadata"), "resourceVersion", json_string(rv));
@@ -503,7 +504,7 @@ int registry_delete(struct registry *r, const struct kind_info *k, const char *n
 			json_decref(old);
 			return -1;
 		}
-		err = txnb_commit(&b, r->store, NULL);
+		err = txnb_commit(&b, r->store, &r->last_write_rev);
 		txnb_free(&b);
 		if (err == 0) {
 			*out = old;

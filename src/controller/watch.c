@@ -292,6 +292,17 @@ int watch_hub_sync(struct watch_hub *h)
 	return 0;
 }
 
+int watch_hub_written(struct watch_hub *h, int64_t rev)
+{
+	if (h->nwatchers == 0 && rev > h->rev) {
+		for (; h->first_seq < h->next_seq; h->first_seq++)
+			ring_slot_free(&h->ring[h->first_seq % h->cap]);
+		h->rev = h->floor_rev = rev;
+		return 0;
+	}
+	return watch_hub_sync(h);
+}
+
 struct watcher *watcher_open(struct watch_hub *h, const char *prefix, int64_t after_rev,
 			     watcher_wake_fn wake, void *arg, struct status *st)
 {
