@@ -1590,6 +1590,22 @@ int main(void)
 	h.token = c.token;
 	if (bench_nodes(&h, nodes, &node_secs) || bench_pods(&h, txns, &pod_secs))
 		goto out;
+	if (getenv("BENCH_DEBUG")) {
+		/* the controller's own time per request, to split client-seen time */
+		struct dbuf mresp = { 0 };
+		if (http_expect(&h, "GET", "/metrics", NULL, 0, 200, &mresp) == 0) {
+			const char *sum = strstr(mresp.data, "\nweft_http_request_duration_seconds_sum ");
+			const char *cnt = strstr(mresp.data, "\nweft_http_request_duration_seconds_count ");
+			if (sum && cnt) {
+				double s = strtod(strchr(sum + 1, ' ') + 1, NULL);
+				double n = strtod(strchr(cnt + 1, ' ') + 1, NULL);
+				fprintf(stderr, "bench: API: %.0f requests, %.1f us each inside the controller "
+						"(client saw %.1f us per pod create)\n",
+					n, n > 0 ? s / n * 1e6 : 0, pod_secs / txns * 1e6);
+			}
+		}
+		free(mresp.data);
+	}
 	keepalive_connects = h.connects;
 	http_drop(&h);
 	controller_stop(&c);
