@@ -580,3 +580,129 @@ TEST(two_controllers_racing_never_share_an_allocation)
 	CHECK(fsck_clean(&fx));
 	fx_close(&fx);
 }
+
+/* VNIDs under random creates, deletes, joins and isolations, checked
+ * against a reference that keeps who uses which VNID: every namespace's
+ * VNID is the reference's, a new namespace takes the lowest unused VNID
+ * >= 10, and a VNID is reused only once no namespace holds it. */
+TEST(vnids_randomized_against_reference)
+{
+	struct fixture fx;
+	struct status st = { 0 };
+	enum { N = 24 };
+	int64_t vnid[N];	/* -1 = namespace absent */
+	uint64_t x = test_seed() | 1;
+
+	CHECK(fx_open(&fx, NULL) == 0);
+	for (int i = 0; i < N; i++)
+		vnid[i] = -1;
+	for (int step = 0; step < 300; step++) {
+		int i, j, op;
+		char name[16], other[16];
+
+		x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+		i = (int)(x % N);
+		j = (int)((x >> 16) % N);
+		op = (int)((x >> 32) % 4);
+		snprintf(name, sizeof(name), "ns-%d", i);
+		snprintf(other, sizeof(other), "ns-%d", j);
+		if (vnid[i] < 0) {
+			int64_t want = VNID_MIN;
+			for (bool taken = true; taken; ) {
+				taken = false;
+				for (int k = 0; k < N; k++)
+					taken |= vnid[k] == want;
+				if (taken)
+					want++;
+			}
+			CHECK(add_ns(&fx, name) == 0);
+			vnid[i] = want;
+		} else if (op == 0) {
+			CHECK(del(&fx, KIND_NAMESPACE, "", name) == 0);
+			vnid[i] = -1;
+		} else if (op == 1 && vnid[j] >= 0 && i != j) {
+			CHECK(podnet(&fx, PODNET_JOIN, other, name, &st) == 0);
+			vnid[i] = vnid[j];
+		} else if (op == 2) {
+			int shared = 0;
+			for (int k = 0; k < N; k++)
+				shared += vnid[k] == vnid[i];
+			CHECK(podnet(&fx, PODNET_ISOLATE, NULL, name, &st) == 0);
+			if (shared > 1 || vnid[i] == 0) {
+				int64_t want = VNID_MIN;
+				for (bool taken = true; taken; ) {
+					taken = false;
+					for (int k = 0; k < N; k++)
+						taken |= vnid[k] == want;
+					if (taken)
+						want++;
+				}
+				vnid[i] = want;
+			}
+		} else if (op == 3) {
+			CHECK(podnet(&fx, PODNET_GLOBAL, NULL, name, &st) == 0);
+			vnid[i] = 0;
+		}
+		for (int k = 0; k < N; k++) {
+			char n2[16];
+			snprintf(n2, sizeof(n2), "ns-%d", k);
+			CHECK_EQ(netid(&fx, n2), vnid[k]);
+		}
+	}
+	CHECK(fsck_clean(&fx));
+	fx_close(&fx);
+}
+
+/* NodePorts under random creates, deletes and type changes: never two
+ * services on one port, requested ports honoured when free and refused
+ * when taken, released ports free again. */
+TEST(node_ports_randomized_no_duplicates)
+{
+	struct fixture fx;
+	struct status st = { 0 };
+	enum { N = 40 };
+	int port[N];		/* 0 = no service or no NodePort */
+	bool present[N] = { 0 };
+	uint64_t x = test_seed() | 1;
+
+	CHECK(fx_open(&fx, NULL) == 0);
+	CHECK(add_ns(&fx, "red") == 0);
+	memset(port, 0, sizeof(port));
+	for (int step = 0; step < 300; step++) {
+		int i, want;
+		char name[16];
+		json_t *out = NULL;
+
+		x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+		i = (int)(x % N);
+		/* requests come from a small range so they collide */
+		want = (x >> 20) % 3 == 0 ? 30000 + (int)((x >> 24) % 20) : 0;
+		snprintf(name, sizeof(name), "s%d", i);
+		if (present[i]) {
+			CHECK(del(&fx, KIND_SERVICE, "red", name) == 0);
+			present[i] = false;
+			port[i] = 0;
+			continue;
+		}
+		bool taken = false;
+		for (int k = 0; k < N; k++)
+			taken |= want && port[k] == want;
+		int e = add_svc(&fx, svc_obj(name, "NodePort", NULL, 80, want), &out, &st);
+		if (taken) {
+			CHECK(e == -1);
+			CHECK_CONTAINS(st.message, "is already allocated");
+			continue;
+		}
+		CHECK(e == 0);
+		port[i] = (int)json_integer_value(json_object_get(
+			json_array_get(json_object_get(json_object_get(out, "spec"), "ports"), 0), "nodePort"));
+		json_decref(out);
+		CHECK(port[i] >= NODEPORT_MIN && port[i] <= NODEPORT_MAX);
+		CHECK(!want || port[i] == want);
+		for (int k = 0; k < N; k++)
+			CHECK(k == i || port[k] != port[i]);
+		present[i] = true;
+	}
+	CHECK(fsck_clean(&fx));
+	fx_close(&fx);
+}
