@@ -1715,8 +1715,8 @@ int main(void)
 			       r->watchers, r->incomplete, r->fewest, r->churn, r->failed_watchers, r->unknown_lines,
 			       r->not_added, r->before_send);
 	}
-	printf("  (latency = arrival at the watcher - just before the create was sent; %" PRIu64 "/%" PRIu64
-	       " heartbeat lines)\n",
+	printf("  (latency = arrival at the watcher - %s; %" PRIu64 "/%" PRIu64 " heartbeat lines)\n",
+	       churn_rate ? "the create's due time (open loop)" : "just before the create was sent (closed loop)",
 	       one.heartbeats, many.heartbeats);
 	for (int k = 0; k < 2; k++) {
 		struct fanout_result *r = k ? &many : &one;
