@@ -233,6 +233,18 @@ int registry_reload_config(struct registry *r)
 }
 
 /* A write's outcome after the last attempt. */
+/* work (about to be stored) equals old (as read, with its resourceVersion) */
+static bool same_as_stored(const json_t *work, const json_t *old)
+{
+	json_t *o = json_deep_copy(old);
+	bool same;
+
+	json_object_del(json_object_get(o, "metadata"), "resourceVersion");
+	same = json_equal(work, o);
+	json_decref(o);
+	return same;
+}
+
 static int retry_exhausted(struct status *st, const char *what)
 {
 	status_set(st, 409, "Conflict",
@@ -372,6 +384,14 @@ static int write_object(struct registry *r, const struct kind_info *k, const cha
 			json_decref(old);
 			json_decref(work);
 			return -1;
+		}
+		if (old && same_as_stored(work, old)) {
+			/* a replace that changes nothing writes nothing: the
+			 * revision stays, watchers see no event (as Kubernetes) */
+			txnb_free(&b);
+			json_decref(work);
+			*out = old;
+			return 0;
 		}
 		txnb_put_json(&b, key, work);
 		err = txnb_commit(&b, r->store, &rev);

@@ -41,144 +41,9 @@
 
 static const char usage[] = "-f FILE|DIR|- [-f ...] [-n NAMESPACE]";
 
-static bool empty(const json_t *v)
+static const char *resource_version(const json_t *obj)
 {
-	if (!v || json_is_null(v))
-		return true;
-	if (json_is_string(v))
-		return !json_string_value(v)[0];
-	if (json_is_integer(v))
-		return json_integer_value(v) == 0;
-	if (json_is_object(v))
-		return json_object_size(v) == 0;
-	if (json_is_array(v))
-		return json_array_size(v) == 0;
-	return false;
-}
-
-static void keep(json_t *want, const json_t *stored, const char *key)
-{
-	json_t *v = json_object_get(stored, key);
-
-	if (empty(json_object_get(want, key)) && !empty(v))
-		json_object_set_new(want, key, json_deep_copy(v));
-}
-
-/* The stored port a port takes its NodePort from: the same name, or the
- * same port and protocol (as the controller matches them). */
-static const json_t *matching_port(const json_t *port, const json_t *stored_ports)
-{
-	const char *name = json_string_value(json_object_get(port, "name"));
-	size_t i;
-	json_t *p;
-
-	json_array_foreach(stored_ports, i, p) {
-		const char *pname = json_string_value(json_object_get(p, "name"));
-
-		if ((name && pname && !strcmp(name, pname)) ||
-		    (json_equal(json_object_get(port, "port"), json_object_get(p, "port")) &&
-		     json_equal(json_object_get(port, "protocol"), json_object_get(p, "protocol"))))
-			return p;
-	}
-	return NULL;
-}
-
-/* A Namespace carries the label kubernetes.io/metadata.name=NAME, set by
- * the server as Kubernetes does. */
-static void namespace_label(json_t *want)
-{
-	json_t *meta = json_object_get(want, "metadata");
-	json_t *labels = json_object_get(meta, "labels");
-	json_t *name = json_object_get(meta, "name");
-
-	if (!json_is_object(meta) || !json_is_string(name))
-		return;
-	if (!json_is_object(labels)) {
-		labels = json_object();
-		json_object_set_new(meta, "labels", labels);
-	}
-	json_object_set(labels, "kubernetes.io/metadata.name", name);
-}
-
-/* What the server adds to a replace: the label of a Namespace, and the
- * fields a replace keeps when the body leaves them empty (docs/api.md). */
-static void as_stored(json_t *want, const json_t *stored)
-{
-	const char *kind = json_string_value(json_object_get(want, "kind")) ?: "";
-	json_t *wspec = json_object_get(want, "spec");
-	const json_t *sspec = json_object_get(stored, "spec");
-	json_t *ports = json_object_get(wspec, "ports");
-	size_t i;
-	json_t *p;
-
-	if (!strcmp(kind, "Namespace"))
-		namespace_label(want);
-	if (!strcmp(kind, "Node")) {
-		/* a node keeps its ID and subnet for life */
-		json_t *wmeta = json_object_get(want, "metadata");
-		const json_t *id = json_object_get(json_object_get(json_object_get(stored, "metadata"), "annotations"),
-						   "weft.io/node-id");
-
-		if (!json_is_object(wspec) && json_is_object(sspec) && json_object_get(sspec, "podCIDR")) {
-			wspec = json_object();
-			json_object_set_new(want, "spec", wspec);
-		}
-		keep(wspec, sspec, "podCIDR");
-		keep(wspec, sspec, "podCIDRs");
-		if (id && json_is_object(wmeta)) {
-			json_t *ann = json_object_get(wmeta, "annotations");
-
-			if (!json_is_object(ann)) {
-				ann = json_object();
-				json_object_set_new(wmeta, "annotations", ann);
-			}
-			json_object_set(ann, "weft.io/node-id", (json_t *)id);
-		}
-		return;
-	}
-	if (strcmp(kind, "Service") || !json_is_object(wspec))
-		return;
-	keep(wspec, sspec, "clusterIP");
-	keep(wspec, sspec, "clusterIPs");
-	keep(wspec, sspec, "healthCheckNodePort");
-	json_array_foreach(ports, i, p) {
-		const json_t *sp = matching_port(p, json_object_get(sspec, "ports"));
-
-		if (json_is_object(p) && sp)
-			keep(p, sp, "nodePort");
-	}
-}
-
-static bool same(const json_t *a, const json_t *b)
-{
-	if (empty(a) && empty(b))
-		return true;
-	return a && b && json_equal(a, b);
-}
-
-static bool skipped_key(const char *key)
-{
-	return !strcmp(key, "apiVersion") || !strcmp(key, "kind") || !strcmp(key, "metadata") || !strcmp(key, "status");
-}
-
-static bool unchanged(const json_t *want, const json_t *stored)
-{
-	const json_t *wmeta = json_object_get(want, "metadata"), *smeta = json_object_get(stored, "metadata");
-	const char *key;
-	json_t *v;
-
-	if (!same(json_object_get(wmeta, "labels"), json_object_get(smeta, "labels")) ||
-	    !same(json_object_get(wmeta, "annotations"), json_object_get(smeta, "annotations")))
-		return false;
-	if (json_object_get(want, "status") && !same(json_object_get(want, "status"), json_object_get(stored, "status")))
-		return false;
-	json_object_foreach((json_t *)want, key, v)
-		if (!skipped_key(key) && !same(v, json_object_get(stored, key)))
-			return false;
-	json_object_foreach((json_t *)stored, key, v)
-		if (!skipped_key(key) && !json_object_get(want, key) && !empty(v))
-			return false;
-	return true;
+	return json_string_value(json_object_get(json_object_get(obj, "metadata"), "resourceVersion"));
 }
 
 /* The body to send: the user's object without what the server owns. */
@@ -218,7 +83,8 @@ static int apply_one(struct ctl *ctl, const struct ctl_doc *d)
 	const char *ns = json_string_value(json_object_get(json_object_get(d->obj, "metadata"), "namespace"));
 	char path[CTL_PATH_MAX], ref[CTL_REF_MAX];
 	struct ctl_reply r = { 0 };
-	json_t *body = NULL, *want = NULL;
+	json_t *body = NULL;
+	char before[32] = "";
 	const char *done;
 	int rc;
 
@@ -239,24 +105,16 @@ static int apply_one(struct ctl *ctl, const struct ctl_doc *d)
 			goto out;
 		done = "created";
 	} else if (ctl_ok(&r)) {
-		want = json_deep_copy(body);
-		if (!want || !json_is_object(r.json)) {
-			rc = -ENOMEM;
-			fprintf(stderr, "error: %s: %s\n", ref, want ? "the server's answer is not an object" : "out of memory");
-			goto out;
-		}
-		model_default(want);
-		as_stored(want, r.json);
-		if (unchanged(want, r.json)) {
-			printf("%s unchanged\n", ref);
-			rc = 0;
-			goto out;
-		}
+		/* the server writes nothing for a replace that changes nothing
+		 * (its resourceVersion stays): that is "unchanged" */
+		snprintf(before, sizeof(before), "%s", resource_version(r.json) ?: "");
 		ctl_reply_free(&r);
 		rc = ctl_call(ctl, "PUT", path, body, &r);
 		if (rc < 0)
 			goto out;
-		done = "configured";
+		done = ctl_ok(&r) && before[0] && resource_version(r.json) &&
+			       strcmp(before, resource_version(r.json)) == 0
+			       ? "unchanged" : "configured";
 	} else {
 		done = NULL;
 	}
@@ -273,7 +131,6 @@ static int apply_one(struct ctl *ctl, const struct ctl_doc *d)
 out:
 	ctl_reply_free(&r);
 	json_decref(body);
-	json_decref(want);
 	return rc;
 }
 

@@ -120,6 +120,20 @@ check "watch without a revision starts with the current objects" test "$(grep -c
 curl -sN -m 5 -H "Authorization: Bearer $TOKEN" "$CTRL_URL/api/v1/pods?watch=1&resourceVersion=$rv&timeoutSeconds=1" > "$dir/watch4" || true
 check "timeoutSeconds ends the watch; all namespaces are watched" test "$(grep -c . "$dir/watch4")" = 6
 
+# --- a replace that changes nothing writes nothing
+cur=$(api GET /api/v1/namespaces/default/pods/p2 | body_of)
+rv1=$(echo "$cur" | jq_py 'd["metadata"]["resourceVersion"]')
+srv=$(api GET /api/v1/pods | body_of | jq_py 'd["metadata"]["resourceVersion"]')
+curl -sN -m 2 -H "Authorization: Bearer $TOKEN" "$CTRL_URL/api/v1/pods?watch=1&resourceVersion=$srv" > "$dir/watch5" &
+w5=$!; T_PIDS+=("$w5")
+sleep 0.3
+out=$(api PUT /api/v1/namespaces/default/pods/p2 -d '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p2","labels":{"a":"b"}}}')
+check "no-op replace: 200 with the same resourceVersion" test "$(echo "$out" | code_of) $(echo "$out" | body_of | jq_py 'd["metadata"]["resourceVersion"]')" = "200 $rv1"
+wait "$w5" 2>/dev/null
+check "no-op replace: no watch event" test "$(grep -c . "$dir/watch5")" = 0
+out=$(api PUT /api/v1/namespaces/default/pods/p2 -d '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p2","labels":{"a":"c"}}}')
+check "a real change gets a new resourceVersion" test "$(echo "$out" | body_of | jq_py 'd["metadata"]["resourceVersion"]')" != "$rv1"
+
 # --- metrics
 m=$(api GET /metrics | body_of)
 check "metrics: objects by kind" grep -q 'weft_objects{kind="Node"} 3' <<<"$m"
