@@ -137,7 +137,9 @@ int registry_list(struct registry *r, const struct kind_info *k, const char *ns,
 		  json_t **items, int64_t *rev, struct status *st) WUR;
 int registry_create(struct registry *r, const struct kind_info *k, const char *ns, json_t *obj,
 		    json_t **out, struct status *st) WUR;
-/* create_ok: PUT of a missing object creates it. */
+/* A PUT of a missing object creates it (how an agent registers its node);
+ * a replace that would store what is stored writes nothing and returns the
+ * stored object with its resourceVersion. */
 int registry_replace(struct registry *r, const struct kind_info *k, const char *ns, const char *name,
 		     json_t *obj, json_t **out, struct status *st) WUR;
 int registry_delete(struct registry *r, const struct kind_info *k, const char *ns, const char *name,
