@@ -24,30 +24,60 @@ CFLAGS   += -std=gnu11 $(OPT) $(CFLAGS_W) $(SANFLAGS) -D_GNU_SOURCE -MMD -MP \
             -Isrc $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LDFLAGS  += $(SANFLAGS)
 LDLIBS   += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread -lm
+# the agent (and the tests that link it) also need libbpf and libmnl
+AGENTLIBS:= $(shell pkg-config --libs libbpf libmnl 2>/dev/null) -lelf -lz
+CFLAGS   += -I. -I$(BPFOUT)
 
 # modules: every .c is a library object except main.c, *_test.c, *_fuzz.c
 srcs      = $(filter-out %/main.c %_test.c %_fuzz.c,$(wildcard src/$(1)/*.c))
 objs      = $(patsubst src/%.c,$(BUILD)/obj/%.o,$(call srcs,$(1)))
-MODULES  := lib model store controller ctl
+MODULES  := lib model store controller ctl agent cni
 LIBOBJS  := $(foreach m,$(MODULES),$(call objs,$(m)))
 
 # archive order = link order (a module before what it uses)
 ARCHIVES := $(BUILD)/libweft_controller.a $(BUILD)/libweft_ctl.a \
+            $(BUILD)/libweft_agent.a $(BUILD)/libweft_cni.a \
             $(BUILD)/libweft_store.a $(BUILD)/libweft_model.a $(BUILD)/libweft_lib.a
 
-BINS     := weft-controller weftctl
+# eBPF: one .bpf.c per attach point -> object -> libbpf skeleton header.
+# BPF objects do not depend on SAN, so both builds share build/bpf.
+BPFOUT   := build/bpf
+BPFSRC   := $(wildcard bpf/*.bpf.c)
+BPFOBJS  := $(patsubst bpf/%.bpf.c,$(BPFOUT)/%.bpf.o,$(BPFSRC))
+BPFSKELS := $(patsubst bpf/%.bpf.c,$(BPFOUT)/%.skel.h,$(BPFSRC))
+BPFHDRS  := $(wildcard bpf/*.h bpf/lib/*.h)
+BPFCFLAGS:= -O2 -g -target bpf -D__TARGET_ARCH_x86 -I/usr/include/$(shell uname -m)-linux-gnu \
+            -I. -Wall -Wextra -Werror -Wno-unused-parameter
+
+BINS     := weft-controller weftctl weft-agent weft-cni
+SCRIPTS  := weft-lab
 BINPATHS := $(addprefix $(BUILD)/bin/,$(BINS))
 TESTSRC  := $(wildcard src/*/*_test.c)
 TESTBINS := $(patsubst src/%_test.c,$(BUILD)/tests/%_test,$(TESTSRC))
 BENCHSRC := $(wildcard bench/*/*.c)
 BENCHBINS:= $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCHSRC))
 
-.PHONY: all deps test unit api e2e fuzz demo bench clean
+.PHONY: all deps bpf test unit api e2e fuzz demo bench clean
 all: deps $(BINPATHS)
 	$(Q)mkdir -p bin && for b in $(BINS); do ln -sf ../$(BUILD)/bin/$$b bin/$$b; done
+	$(Q)for s in $(SCRIPTS); do ln -sf ../src/lab/$$s bin/$$s; done
 
 deps:
 	$(Q)bash scripts/deps.sh
+
+$(BPFOUT)/%.bpf.o: bpf/%.bpf.c $(BPFHDRS)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  BPF     $<")
+	$(Q)$(CLANG) $(BPFCFLAGS) -c $< -o $@
+
+$(BPFOUT)/%.skel.h: $(BPFOUT)/%.bpf.o
+	@$(if $(Q),echo "  SKEL    $@")
+	$(Q)bpftool gen skeleton $< name $(subst -,_,$*) > $@.tmp && mv $@.tmp $@
+
+bpf: $(BPFSKELS)
+
+# agent objects include the skeletons
+$(BUILD)/obj/agent/%.o: | $(BPFSKELS)
 
 $(BUILD)/obj/%.o: src/%.c
 	@mkdir -p $(dir $@)
@@ -71,6 +101,18 @@ $(BUILD)/bin/weftctl: $(BUILD)/obj/ctl/main.o $(ARCHIVES)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(ARCHIVES) $(LDLIBS)
 
+$(BUILD)/bin/weft-agent: $(BUILD)/obj/agent/main.o $(ARCHIVES)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(ARCHIVES) $(LDLIBS) $(AGENTLIBS)
+
+# the CNI plugin runs once per pod start: it links only lib and jansson
+$(BUILD)/bin/weft-cni: $(BUILD)/obj/cni/main.o $(BUILD)/libweft_cni.a $(BUILD)/libweft_lib.a
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS) -Wl,--as-needed -o $@ $< $(BUILD)/libweft_cni.a $(BUILD)/libweft_lib.a \
+	  $(shell pkg-config --libs jansson)
+
 $(BUILD)/obj/test.o: tests/unit/test.c tests/unit/test.h
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(CFLAGS) -Itests/unit -c $< -o $@
@@ -78,12 +120,12 @@ $(BUILD)/obj/test.o: tests/unit/test.c tests/unit/test.h
 $(BUILD)/tests/%_test: src/%_test.c $(BUILD)/obj/test.o $(ARCHIVES)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  TEST-LD $@")
-	$(Q)$(CC) $(CFLAGS) -Itests/unit $(LDFLAGS) -o $@ $< $(BUILD)/obj/test.o $(ARCHIVES) $(LDLIBS)
+	$(Q)$(CC) $(CFLAGS) -Itests/unit $(LDFLAGS) -o $@ $< $(BUILD)/obj/test.o $(ARCHIVES) $(LDLIBS) $(AGENTLIBS)
 
 $(BUILD)/bench/%: bench/%.c $(ARCHIVES)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  BENCH   $@")
-	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(ARCHIVES) $(LDLIBS)
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(ARCHIVES) $(LDLIBS) $(AGENTLIBS)
 
 # fuzzers: clang libFuzzer, short runs in `make test`
 FUZZSRC  := $(wildcard src/*/*_fuzz.c)
@@ -99,11 +141,11 @@ fuzz: deps $(FUZZBINS)
 
 unit-bins: deps
 	$(Q)$(MAKE) --no-print-directory SAN=1 $(patsubst src/%_test.c,build/san/tests/%_test,$(TESTSRC)) \
-	  build/san/bin/weft-controller build/san/bin/weftctl
+	  $(addprefix build/san/bin/,$(BINS))
 
 test: deps
 	$(Q)$(MAKE) --no-print-directory SAN=1 $(patsubst src/%_test.c,build/san/tests/%_test,$(TESTSRC)) \
-	  build/san/bin/weft-controller build/san/bin/weftctl
+	  $(addprefix build/san/bin/,$(BINS))
 	$(Q)$(MAKE) --no-print-directory $(FUZZBINS)
 	$(Q)bash tests/run
 

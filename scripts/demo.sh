@@ -1,113 +1,120 @@
 #!/usr/bin/env bash
-# demo.sh — what `make demo` runs: a controller on a temporary directory,
-# three nodes registering, projects getting VNIDs, the pod-network verbs.
-# (The data plane, weft-lab and pods talking across nodes come with the
-# agent; this demo grows with it.)
+# demo.sh — what `make demo` runs: a three-node weft cluster in network
+# namespaces (weft-lab), four pods in two projects across the nodes through
+# the real CNI plugin, and a connectivity matrix measured with ping — every
+# cell is a ping that was sent, not a claim.  The lab is left running to
+# explore; `bin/weft-lab down` removes it.
 #
-# KEEP=1 make demo leaves the controller running and prints how to use it.
-set -euo pipefail
-cd "$(dirname "$0")/.."
+#   MODE=multitenant make demo     projects isolated from each other (VNIDs)
+#   MODE=flat make demo            (default) every pod reaches every pod
+#
+#           blue/a  red/d      blue/b        red/c
+#              \    /             |             |
+#             node-1           node-2        node-3        ctrl    outside
+#               |                 |             |            |        |
+#   ============================ underlay bridge 192.168.200.0/24 ==========
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 1
 
-bin=build/release/bin
-dir=$(mktemp -d /tmp/weft-demo.XXXXXX)
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-pid=
-cleanup() {
-	if [ -z "${KEEP:-}" ]; then
-		[ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null || true
-		rm -rf "$dir"
-	fi
-}
-trap cleanup EXIT
+lab=bin/weft-lab
+[ -x "$lab" ] || lab=src/lab/weft-lab
+name=${WEFT_LAB:-weft}
+mode=${MODE:-flat}
+pods=(blue/a blue/b red/c red/d)
+nodes=(node-1 node-2 node-3 node-1)
+outside=192.168.200.254
 
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 run() { printf '$ %s\n' "$*"; "$@"; }
 
-step "start weft-controller on $dir (listening on 127.0.0.1:$port)"
-"$bin/weft-controller" --data-dir "$dir" --listen "127.0.0.1:$port" 2>"$dir/controller.log" &
-pid=$!
-for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/healthz" >/dev/null && break; sleep 0.05; done
-export WEFT_SERVER=http://127.0.0.1:$port WEFT_TOKEN_FILE=$dir/admin.token
-alias weftctl="$bin/weftctl"
-weftctl() { "$bin/weftctl" "$@"; }
-
-step "three nodes register (as their agents will)"
-cat > "$dir/nodes.yaml" <<'YAML'
-apiVersion: v1
-kind: Node
-metadata: {name: node-1}
-status: {addresses: [{type: InternalIP, address: 192.168.50.11}]}
----
-apiVersion: v1
-kind: Node
-metadata: {name: node-2}
-status: {addresses: [{type: InternalIP, address: 192.168.50.12}]}
----
-apiVersion: v1
-kind: Node
-metadata: {name: node-3}
-status: {addresses: [{type: InternalIP, address: 192.168.50.13}]}
-YAML
-run weftctl apply -f "$dir/nodes.yaml"
-run weftctl get hostsubnets
-
-step "projects get VNIDs (default is global: 0)"
-cat > "$dir/projects.yaml" <<'YAML'
-apiVersion: v1
-kind: Namespace
-metadata: {name: red}
----
-apiVersion: v1
-kind: Namespace
-metadata: {name: blue}
----
-apiVersion: v1
-kind: Namespace
-metadata: {name: green}
----
-apiVersion: v1
-kind: Service
-metadata: {name: web, namespace: red}
-spec:
-  type: NodePort
-  selector: {app: web}
-  ports: [{name: http, port: 80, targetPort: 8080}]
-YAML
-run weftctl apply -f "$dir/projects.yaml"
-run weftctl get netnamespaces
-run weftctl get services -n red
-
-step "the pod-network verbs"
-run weftctl pod-network join-projects --to=red blue
-run weftctl pod-network make-projects-global green
-run weftctl get netnamespaces
-
-step "a bad manifest is refused, naming the file, document and field"
-cat > "$dir/bad.yaml" <<'YAML'
-apiVersion: v1
-kind: Namespace
-metadata: {name: fine}
----
-apiVersion: networking.k8s.io/v1
-kind: Ingress
-metadata: {name: shop, namespace: red}
-spec:
-  rules:
-  - host: My_Host
-    http:
-      paths: [{path: /, pathType: Prefix, backend: {service: {name: web, port: {number: 80}}}}]
-YAML
-printf '$ weftctl apply -f bad.yaml\n'
-(cd "$dir" && "$OLDPWD/$bin/weftctl" apply -f bad.yaml) || echo "(exit $? — nothing applied)"
-
-if [ -n "${KEEP:-}" ]; then
-	step "the controller keeps running (pid $pid)"
-	cat <<EOT
-  export WEFT_SERVER=$WEFT_SERVER WEFT_TOKEN_FILE=$WEFT_TOKEN_FILE
-  $bin/weftctl get nodes
-  curl -s -H "Authorization: Bearer \$(cat $WEFT_TOKEN_FILE)" $WEFT_SERVER/metrics
-stop it with:  kill $pid && rm -rf $dir
-EOT
-else
-	step "done (KEEP=1 make demo leaves the controller running to explore)"
+if [ -e "/run/weft-lab/$name" ]; then
+	echo "A demo lab '$name' is already up:"
+	"$lab" status 2>&1 | sed 's/^/  /'
+	if [ -t 0 ] && [ -t 1 ]; then
+		printf 'Remove it (weft-lab down) and build a new one? [y/N] '
+		read -r answer
+		case $answer in
+		y | Y | yes) run "$lab" down || exit 1 ;;
+		*) echo "Left as it is.  Remove it yourself with: $lab down"; exit 1 ;;
+		esac
+	else
+		echo "Remove it with: $lab down   (then run make demo again)"
+		exit 1
+	fi
 fi
+
+step "build the lab: underlay bridge, controller, 3 nodes with their agents (mode $mode)"
+run "$lab" up --nodes 3 --mode "$mode" || exit 1
+
+step "create 4 pods in 2 projects through each node's CNI chain (weft, portmap)"
+for i in "${!pods[@]}"; do
+	run "$lab" pod add "${nodes[$i]}" "${pods[$i]%/*}" "${pods[$i]#*/}" || {
+		echo "pod add failed; the lab is left up to look at (bin/weft-lab status; logs in /run/weft-lab/$name)"
+		exit 1
+	}
+done
+
+step "what the lab is made of"
+run "$lab" status
+
+# ip of each pod, from the lab's status
+declare -A ip
+while read -r p addr; do ip[$p]=$addr; done < <("$lab" status -o json | jq -r '.pods[] | "\(.namespace)/\(.name) \(.ip)"')
+
+step "connectivity, measured: ping -c1 -W1 from each pod (rows) to each pod and to outside (columns)"
+results=$(mktemp -d /tmp/weft-demo.XXXXXX)
+trap 'rm -rf "$results"' EXIT
+targets=("${pods[@]}" outside)
+for src in "${pods[@]}"; do
+	for dst in "${targets[@]}"; do
+		[ "$src" = "$dst" ] && continue
+		if [ "$dst" = outside ]; then addr=$outside; else addr=${ip[$dst]}; fi
+		( if "$lab" exec "$src" -- ping -c1 -W1 -q "$addr" >/dev/null 2>&1; then echo ok; else echo no; fi \
+			>"$results/${src/\//_}.${dst/\//_}" ) &
+	done
+done
+wait
+printf '%-10s' 'from\to'
+for dst in "${targets[@]}"; do printf '%-10s' "$dst"; done
+printf '\n'
+for src in "${pods[@]}"; do
+	printf '%-10s' "$src"
+	for dst in "${targets[@]}"; do
+		if [ "$src" = "$dst" ]; then printf '%-10s' '.'; else printf '%-10s' "$(cat "$results/${src/\//_}.${dst/\//_}")"; fi
+	done
+	printf '\n'
+done
+list=""
+for p in "${pods[@]}"; do list+="$p ${ip[$p]}, "; done
+echo "(pod IPs: ${list%, }; outside $outside, reachable only through the nodes' masquerade)"
+
+# what the mode promises, against what was measured
+mismatch=()
+for src in "${pods[@]}"; do
+	for dst in "${targets[@]}"; do
+		[ "$src" = "$dst" ] && continue
+		want=ok
+		[ "$mode" = multitenant ] && [ "$dst" != outside ] && [ "${src%/*}" != "${dst%/*}" ] && want=no
+		got=$(cat "$results/${src/\//_}.${dst/\//_}")
+		[ "$got" = "$want" ] || mismatch+=("$src -> $dst: expected $want, measured $got")
+	done
+done
+if [ ${#mismatch[@]} -eq 0 ]; then
+	case $mode in
+	multitenant) echo "As $mode mode promises: pods reach pods of their own project on any node, not the other project's; all reach outside." ;;
+	*) echo "As $mode mode promises: every pod reaches every pod on any node, and the outside." ;;
+	esac
+else
+	echo "Differs from what $mode mode promises:"
+	printf '  %s\n' "${mismatch[@]}"
+fi
+
+step "the lab keeps running: explore it"
+explore() { printf '  %-50s %s\n' "$1" "$2"; }
+explore "$lab status" "nodes, subnets, pods (-o json for scripts)"
+explore "$lab exec blue/a -- ping -c3 ${ip[red/c]:-IP}" "run anything inside a pod"
+explore "$lab exec node-1 -- ip route" "... or inside a node (or ctrl, outside)"
+explore "$lab weftctl get pods -A" "the controller's view"
+explore "$lab weftctl get netnamespaces" "projects and their VNIDs"
+explore "$lab pod add node-2 green e" "one more pod"
+explore "$lab down" "remove the lab (everything it made)"

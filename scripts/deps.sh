@@ -11,6 +11,12 @@ packages=(
   libmicrohttpd-dev
   libcurl4-openssl-dev curl
   iproute2 procps python3
+  # agent and data plane: libbpf skeletons, netlink, masquerade
+  libbpf-dev bpftool libelf-dev zlib1g-dev libmnl-dev nftables
+  # lab, end-to-end tests and benchmarks
+  containernetworking-plugins iptables iperf3 sockperf tcpdump socat jq iputils-ping
+  # the reference CNI client (cnitool, built from Debian's libcni sources)
+  golang-go golang-github-appc-cni-dev
 )
 
 missing=()

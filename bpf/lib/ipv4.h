@@ -1,0 +1,58 @@
+/*
+ * ipv4.h — the IPv4 header: validation and the forwarding TTL decrement.
+ *
+ * Routers check what they rely on (RFC 1812 5.2.2): version, header length
+ * and that the total length fits the frame.  The header checksum is not
+ * verified: the receiving host does that, and a forwarder only keeps it
+ * consistent (incrementally, RFC 1624) when it changes the TTL.
+ */
+#ifndef WEFT_BPF_LIB_IPV4_H
+#define WEFT_BPF_LIB_IPV4_H
+
+#include "common.h"
+
+#define IPV4_FRAME_MIN	(ETH_HLEN + sizeof(struct iphdr))	/* 34 */
+
+/* The IPv4 header after the Ethernet header, or NULL when malformed.  Call
+ * skb_linearize_head(skb, IPV4_FRAME_MIN) first.  Options, if any, stay
+ * unread (nothing here needs them). */
+static __always_inline struct iphdr *ipv4_header(struct __sk_buff *skb)
+{
+	void *data = (void *)(long)skb->data;
+	void *data_end = (void *)(long)skb->data_end;
+	struct iphdr *ip = data + ETH_HLEN;
+	__u32 total;
+
+	if ((void *)(ip + 1) > data_end)
+		return NULL;
+	if (ip->version != 4 || ip->ihl < 5)
+		return NULL;
+	total = bpf_ntohs(ip->tot_len);
+	if (total < (__u32)ip->ihl * 4 || total > skb->len - ETH_HLEN)
+		return NULL;
+	return ip;
+}
+
+/* The 16-bit header word holding TTL and protocol, as the checksum sees it. */
+static __always_inline __be16 ipv4_ttl_word(__u8 ttl, __u8 protocol)
+{
+	return bpf_htons((__u16)((__u16)ttl << 8 | protocol));
+}
+
+/* Decrement the TTL of a packet being forwarded and patch the checksum.
+ * The caller has checked ttl > 1 (a TTL that would reach 0 is a drop).
+ * Invalidates every packet pointer (bpf_l3_csum_replace may move data).
+ * 0 or -1. */
+static __always_inline int ipv4_ttl_decrement(struct __sk_buff *skb, struct iphdr *ip)
+{
+	__be16 before = ipv4_ttl_word(ip->ttl, ip->protocol);
+	__be16 after = ipv4_ttl_word(ip->ttl - 1, ip->protocol);
+
+	ip->ttl--;
+	if (bpf_l3_csum_replace(skb, ETH_HLEN + __builtin_offsetof(struct iphdr, check),
+				before, after, sizeof(__u16)) < 0)
+		return -1;
+	return 0;
+}
+
+#endif

@@ -1,0 +1,94 @@
+/*
+ * maps.h — the weft maps, defined once for every program.
+ *
+ * Each map is pinned by name (LIBBPF_PIN_BY_NAME): user space opens every
+ * program with the same pin_root_path, so the first load creates and pins
+ * a map and every later load (the other program, or the agent after a
+ * restart) reuses the pinned one.  Two programs therefore share one set of
+ * maps, and that only works while both are built from these definitions:
+ * libbpf refuses to reuse a pin whose type, key size, value size, capacity
+ * or flags differ.  Layouts and capacities are in bpf/weft_bpf.h.
+ *
+ * Invariant: the programs write only weft_drops and weft_trace; the other
+ * maps belong to the agent (weft_bpf.h invariant 3).
+ */
+#ifndef WEFT_BPF_LIB_MAPS_H
+#define WEFT_BPF_LIB_MAPS_H
+
+#include "common.h"
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct weft_config);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} weft_config SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, WEFT_MAX_ENDPOINTS);
+	__type(key, __be32);
+	__type(value, struct weft_endpoint);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} weft_endpoints SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, WEFT_MAX_IPCACHE);
+	__type(key, __be32);
+	__type(value, struct weft_ipcache_entry);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} weft_ipcache SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, WEFT_MAX_NODES);
+	__uint(map_flags, BPF_F_NO_PREALLOC);	/* required for LPM tries */
+	__type(key, struct weft_lpm_key);
+	__type(value, struct weft_node_entry);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} weft_nodes SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, WEFT_DROP_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} weft_drops SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct weft_trace);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} weft_trace SEC(".maps");
+
+/* The node config when it is complete (weft_bpf.h invariant 1), else NULL:
+ * a half-written state must not steer packets. */
+static __always_inline const struct weft_config *config_ready(void)
+{
+	__u32 key = 0;
+	const struct weft_config *cfg = bpf_map_lookup_elem(&weft_config, &key);
+
+	if (!cfg || cfg->version != WEFT_CONFIG_VERSION || cfg->ready != 1)
+		return NULL;
+	return cfg;
+}
+
+static __always_inline const struct weft_endpoint *endpoint_lookup(__be32 ip)
+{
+	return bpf_map_lookup_elem(&weft_endpoints, &ip);
+}
+
+/* Longest-prefix match of ip among the node subnets. */
+static __always_inline const struct weft_node_entry *node_lookup(__be32 ip)
+{
+	struct weft_lpm_key key = { .prefixlen = 32, .addr = ip };
+
+	return bpf_map_lookup_elem(&weft_nodes, &key);
+}
+
+#endif

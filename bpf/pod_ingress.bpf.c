@@ -1,0 +1,148 @@
+/*
+ * pod_ingress.bpf.c — tc ingress on the host end of a pod's veth, i.e.
+ * every packet the pod sends.  The pod's only neighbour is this program:
+ * it answers all of the pod's ARP and routes its IPv4 packets.
+ *
+ *	packet from the pod
+ *	  │
+ *	  ├─ config not complete ─────────────────────────── TC_ACT_OK (stack)
+ *	  ├─ ARP request ── answer "<asked IP> is at gw_mac" ─ bpf_redirect(back to pod)
+ *	  │   (reply, probe, gratuitous, unknown sender) ──── drop ARP
+ *	  ├─ IPv4
+ *	  │   ├─ malformed ───────────────────────────────── drop MALFORMED
+ *	  │   ├─ destination a pod here (weft_endpoints) ─── bpf_redirect_peer(pod)
+ *	  │   ├─ destination in another node's subnet
+ *	  │   │  (weft_nodes, node_ip != ours) ── tunnel key ─ bpf_redirect(VXLAN device)
+ *	  │   └─ anything else (own subnet without pod, this
+ *	  │      node, outside the cluster) ───────────────── TC_ACT_OK (stack:
+ *	  │                                                    routes, masquerade)
+ *	  └─ anything else (IPv6 included) ─────────────────── drop UNSUPPORTED_L3
+ *
+ * ARP: the answer for any address is the pod's gateway MAC, taken from the
+ * weft_endpoints entry of the ARP sender (the host end of the pod's veth,
+ * which is also the device this program runs on).  A request whose sender
+ * is no pod here is not answered: there is no MAC to answer with, and the
+ * pod retries once the agent has written its endpoint.  Probes (sender
+ * 0.0.0.0, RFC 5227) and gratuitous requests (sender == target) are not
+ * answered either: a reply would tell the pod its own address is taken.
+ * No ARP leaves the pod, so no broadcast does.
+ *
+ * Invariants:
+ *  1. A packet is forwarded only while the config is complete (version and
+ *     ready): a half-written state goes to the kernel stack, which has
+ *     routes to every pod and node subnet.
+ *  2. A forwarded packet has its TTL decremented and its checksum patched;
+ *     a TTL that would reach 0 is dropped (the stack would send ICMP time
+ *     exceeded; we only count).
+ *  3. Every drop increments weft_drops[reason].
+ *
+ * Not yet here (later issues, in this order before forwarding): anti-
+ * spoofing (source IP and MAC must be the sending pod's), service
+ * translation, egress policy.  The tunnel id is the source endpoint's VNID;
+ * a source that is no endpoint gets VNID 0 until anti-spoofing drops it.
+ */
+#include "lib/common.h"
+
+const volatile __u32 trace_enabled = 0;
+
+#include "lib/arp.h"
+#include "lib/eth.h"
+#include "lib/forward.h"
+#include "lib/ipv4.h"
+#include "lib/maps.h"
+#include "lib/trace.h"
+
+static __always_inline int answer_arp(struct __sk_buff *skb)
+{
+	const struct weft_endpoint *sender;
+	struct arp_ipv4 *arp;
+	struct ethhdr *eth;
+
+	if (skb_linearize_head(skb, ARP_FRAME_LEN) < 0)
+		return drop(WEFT_DROP_MALFORMED);
+	eth = eth_header(skb);
+	arp = arp_header(skb);
+	if (!eth || !arp)
+		return drop(WEFT_DROP_MALFORMED);
+	if (arp->op != bpf_htons(ARP_OP_REQUEST))
+		return drop(WEFT_DROP_ARP);
+	if (arp->spa == 0 || arp->spa == arp->tpa)
+		return drop(WEFT_DROP_ARP);
+	sender = endpoint_lookup(arp->spa);
+	if (!sender)
+		return drop(WEFT_DROP_ARP);
+	arp_reply_in_place(eth, arp, sender->gw_mac);
+	trace_verdict(WEFT_ACT_ARP_REPLY, WEFT_DROP_NONE, skb->ifindex, 0, 0);
+	return bpf_redirect(skb->ifindex, 0);
+}
+
+/* To the pod's node over VXLAN: the VXLAN device (collect-metadata mode)
+ * encapsulates with the key set here. */
+static __always_inline int tunnel_to_node(struct __sk_buff *skb, struct iphdr *ip,
+					  const struct weft_config *cfg,
+					  const struct weft_node_entry *node)
+{
+	const struct weft_endpoint *src = endpoint_lookup(ip->saddr);
+	struct bpf_tunnel_key key = {};
+	__u32 ifindex = cfg->vxlan_ifindex;
+
+	key.remote_ipv4 = bpf_ntohl(node->node_ip);
+	key.tunnel_id = src ? src->vnid : 0;
+	key.tunnel_ttl = cfg->tunnel_ttl ? cfg->tunnel_ttl : WEFT_TUNNEL_TTL_DEFAULT;
+	if (ip->ttl <= 1)
+		return drop_tunnel(WEFT_DROP_TTL, key.tunnel_id, key.remote_ipv4);
+	if (ipv4_ttl_decrement(skb, ip) < 0)
+		return drop_tunnel(WEFT_DROP_MALFORMED, key.tunnel_id, key.remote_ipv4);
+	if (bpf_skb_set_tunnel_key(skb, &key, sizeof(key), 0) < 0)
+		return drop_tunnel(WEFT_DROP_TUNNEL_KEY, key.tunnel_id, key.remote_ipv4);
+	trace_verdict(WEFT_ACT_TUNNEL, WEFT_DROP_NONE, ifindex, key.tunnel_id, key.remote_ipv4);
+	return bpf_redirect(ifindex, 0);
+}
+
+static __always_inline int route_ipv4(struct __sk_buff *skb, const struct weft_config *cfg)
+{
+	const struct weft_endpoint *ep;
+	const struct weft_node_entry *node;
+	struct ethhdr *eth;
+	struct iphdr *ip;
+
+	if (skb_linearize_head(skb, IPV4_FRAME_MIN) < 0)
+		return drop(WEFT_DROP_MALFORMED);
+	eth = eth_header(skb);
+	ip = ipv4_header(skb);
+	if (!eth || !ip)
+		return drop(WEFT_DROP_MALFORMED);
+
+	ep = endpoint_lookup(ip->daddr);
+	if (ep)
+		return deliver_to_pod(skb, eth, ip, ep, 0, 0);
+
+	node = node_lookup(ip->daddr);
+	if (node && node->node_ip != cfg->node_ip)
+		return tunnel_to_node(skb, ip, cfg, node);
+
+	return pass(0, 0);
+}
+
+SEC("tc")
+int pod_ingress(struct __sk_buff *skb)
+{
+	const struct weft_config *cfg = config_ready();
+	struct ethhdr *eth;
+
+	if (!cfg)
+		return pass(0, 0);
+	eth = eth_header(skb);
+	if (!eth)
+		return drop(WEFT_DROP_MALFORMED);
+	switch (eth->h_proto) {
+	case bpf_htons(ETH_P_ARP):
+		return answer_arp(skb);
+	case bpf_htons(ETH_P_IP):
+		return route_ipv4(skb, cfg);
+	default:
+		return drop(WEFT_DROP_UNSUPPORTED_L3);
+	}
+}
+
+char LICENSE[] SEC("license") = "GPL";

@@ -1,0 +1,149 @@
+/*
+ * agent.h — weft-agent's private state, shared by its parts (not by other
+ * components):
+ *
+ *   main.c     flags, signals, start-up order, shutdown
+ *   node.c     registration with the controller, node.json, devices
+ *              (VXLAN, gateway address, routes), masquerade, MTU
+ *   sync.c     list+watch of Nodes and Pods; routes and maps kept equal
+ *              to the desired state
+ *   pod.c      the CNI operations (ADD, DEL, CHECK, GC, STATUS)
+ *   report.c   Pod records in the controller kept equal to the leases
+ *
+ * Locking: agent.lock guards the node and pod caches and the ready flags;
+ * the maps and the leases have their own (single syscalls / ipam's mutex).
+ * Netlink handles are per thread.  No lock is held across an HTTP call.
+ *
+ * Start-up order (main.c), each step finishing before the next:
+ *   1. node identity: register (PUT Node) or, with the controller down,
+ *      node.json from the last registration;
+ *   2. data plane: open the pinned maps; keep them when their config entry
+ *      is complete and belongs to this namespace, else clear them;
+ *   3. devices, masquerade, leases (ipam) and the start-up GC against the
+ *      interfaces present;
+ *   4. the CNI socket (STATUS answers "not ready" until step 5);
+ *   5. watches; after the first full sync the config entry is written,
+ *      version last, and the agent is ready.
+ */
+#ifndef WEFT_AGENT_AGENT_H
+#define WEFT_AGENT_AGENT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <netinet/in.h>
+#include <jansson.h>
+
+#include "lib/cidr.h"
+#include "lib/httpc.h"
+#include "model/model.h"
+#include "agent/cni_server.h"
+#include "agent/datapath.h"
+#include "agent/ipam.h"
+
+#define AGENT_VXLAN_NAME "weft_vxlan"
+#define AGENT_VETH_PREFIX "weft"
+#define AGENT_ANN_CONTAINER "weft.io/container-id"
+
+struct agent_opts {
+	const char *controller;
+	const char *token_file;
+	const char *node;
+	const char *node_ip_str;
+	const char *state_dir;
+	const char *pin_dir;
+	const char *cni_socket;
+	int mtu;			/* 0: detect */
+};
+
+/* a Node as the agent follows it */
+struct agent_node {
+	char name[256];
+	in_addr_t ip;			/* InternalIP, network order */
+	struct cidr subnet;		/* host order (lib/cidr) */
+	uint32_t id;
+	bool seen;			/* mark for relist reconcile */
+};
+
+/* a Pod as the controller has it */
+struct agent_pod {
+	char ns[256];
+	char name[256];
+	char node[256];
+	char container_id[IPAM_ID_MAX];
+	in_addr_t ip;			/* 0 when none */
+	bool seen;
+};
+
+struct agent {
+	struct agent_opts o;
+	in_addr_t node_ip;		/* network order */
+	uint32_t node_id;
+	struct cidr subnet;		/* this node's, host order */
+	in_addr_t gateway;		/* network order */
+	struct cluster_config cc;
+	int mtu;			/* pod MTU */
+	int underlay_mtu;
+	int vxlan_ifindex;
+	uint64_t netns_cookie;
+
+	struct datapath *dp;
+	struct ipam *ipam;
+	struct cni_server *cni;
+
+	pthread_mutex_t lock;
+	pthread_cond_t kick;		/* wakes the reporter */
+	struct agent_node *nodes;	/* under lock */
+	size_t nnodes, cap_nodes;
+	struct agent_pod *pods;		/* under lock */
+	size_t npods, cap_pods;
+	bool nodes_synced, pods_synced;	/* first full list applied */
+	bool controller_up;
+	unsigned kicks;
+
+	atomic_bool ready;		/* data plane complete: STATUS ok */
+	atomic_bool stopping;
+	struct httpc *http_nodes, *http_pods, *http_report;	/* one per thread */
+	pthread_t t_nodes, t_pods, t_report;
+};
+
+/* logging (stderr, one line, with time and level) */
+void agent_log(const char *level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#define LOG_INFO(...) agent_log("info", __VA_ARGS__)
+#define LOG_WARN(...) agent_log("warn", __VA_ARGS__)
+#define LOG_ERR(...) agent_log("error", __VA_ARGS__)
+
+/* node.c */
+int node_register(struct agent *a);		/* controller, or node.json */
+int node_setup_devices(struct agent *a);
+int node_setup_masquerade(struct agent *a);
+int node_route_remote(struct agent *a, const struct agent_node *n);	/* replace */
+int node_route_remote_del(struct agent *a, const struct cidr *subnet);
+/* Delete routes through the VXLAN device to subnets no node owns. */
+int node_routes_prune(struct agent *a);
+struct httpc *agent_http(struct agent *a);	/* a new handle on the controller */
+void format_ip(in_addr_t ip, char buf[INET_ADDRSTRLEN]);
+
+/* pod.c */
+extern const struct cni_ops pod_cni_ops;
+/* Start-up: keep leases whose veth exists (refreshing their map entries
+ * and programs), release the others, delete weft veths without a lease. */
+int pod_startup_gc(struct agent *a);
+/* Host veth name for (container ID, ifname). */
+void pod_host_ifname(const char *container_id, const char *ifname, char out[16]);
+void pod_mac_from_ip(in_addr_t ip, uint8_t mac[6]);
+
+/* sync.c */
+int sync_start(struct agent *a);
+void sync_stop(struct agent *a);
+/* Write the config entry (version last); called once both lists applied. */
+int sync_mark_ready(struct agent *a);
+in_addr_t sync_node_ip_for(struct agent *a, in_addr_t pod_ip);	/* 0: unknown */
+
+/* report.c */
+int report_start(struct agent *a);
+void report_stop(struct agent *a);
+void report_kick(struct agent *a);
+
+#endif

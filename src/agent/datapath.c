@@ -1,0 +1,723 @@
+/*
+ * datapath.c — loads weft's eBPF programs, keeps their maps pinned, attaches
+ * them with tc, and reads and writes the maps for the agent.
+ *
+ * Two skeletons (pod_ingress, vxlan_ingress; bpf/NAME.bpf.c is built into
+ * build/bpf/NAME.skel.h) define the same six maps, all pinned by name
+ * (bpf/lib/maps.h).  Both objects are opened with pin_root_path = the pin
+ * directory, so the first load creates and pins the maps and the second,
+ * like every load after an agent restart, reuses them.  The map fds kept
+ * here are the pod skeleton's; the vxlan skeleton's refer to the same maps.
+ *
+ * Opening, with the function for each step:
+ *
+ *	check_pin_dir()      the directory is (or will be) on bpffs; mkdir -p
+ *	open_skeletons()     open both objects, set the trace knob in .rodata
+ *	inspect_pins()       for every map: pinned?  pinned with our layout?
+ *	   │ none pinned ─────────────── rebuilt (libbpf creates and pins them)
+ *	   │ any stale, or some missing ─ unpin_weft() all of them: rebuilt
+ *	load both ──────────── ok: done
+ *	   │ -EINVAL while reusing pins, first attempt
+ *	   └─ close, unpin_weft(), open again, load again: rebuilt
+ *
+ * inspect_pins() compares what libbpf compares (type, key and value size,
+ * max_entries, flags), so the retry only covers what it cannot see; it is
+ * limited to -EINVAL, the error libbpf gives for a pin it cannot reuse, so
+ * a program the verifier rejects (usually -EACCES) does not cost the maps.
+ *
+ * Invariants:
+ *  1. Only entries named weft_* are ever unpinned; the directory is removed
+ *     only when empty.
+ *  2. A rebuild replaces every map, never some (a half-kept set could pair
+ *     a complete config with empty tables): a fresh weft_config has
+ *     version 0, so the programs treat the whole state as incomplete until
+ *     the agent has synced it (weft_bpf.h invariant 1).
+ *  3. The tc filter is always (handle WEFT_TC_HANDLE, priority
+ *     WEFT_TC_PRIORITY) at clsact ingress and is replaced in place.
+ */
+#include "agent/datapath.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+#include <linux/magic.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "pod_ingress.skel.h"
+#include "vxlan_ingress.skel.h"
+
+#define WEFT_TC_HANDLE		0x77656674u	/* "weft" */
+#define WEFT_TC_PRIORITY	1
+#define WEFT_PIN_PREFIX		"weft_"
+
+_Static_assert(sizeof((const char *[])WEFT_DROP_NAMES) == WEFT_DROP_MAX * sizeof(const char *),
+	       "WEFT_DROP_NAMES must name every enum weft_drop_reason");
+const char *const datapath_drop_names[WEFT_DROP_MAX] = WEFT_DROP_NAMES;
+
+struct datapath {
+	struct pod_ingress *pod;
+	struct vxlan_ingress *vxlan;
+	int config_fd;
+	int endpoints_fd;
+	int ipcache_fd;
+	int nodes_fd;
+	int drops_fd;
+	int trace_fd;
+};
+
+static void errmsg(char *errbuf, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void errmsg(char *errbuf, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!errbuf || errlen == 0)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(errbuf, errlen, fmt, ap);
+	va_end(ap);
+}
+
+/* ---- pin directory ---- */
+
+static bool is_bpffs(const char *path)
+{
+	struct statfs st;
+
+	return statfs(path, &st) == 0 && st.f_type == BPF_FS_MAGIC;
+}
+
+/* mkdir -p, one component at a time. */
+static int mkdir_parents(const char *dir)
+{
+	char path[PATH_MAX];
+	size_t len = strlen(dir);
+
+	if (len == 0 || len >= sizeof(path))
+		return -ENAMETOOLONG;
+	memcpy(path, dir, len + 1);
+	for (char *p = path + 1; ; p++) {
+		if (*p != '/' && *p != '\0')
+			continue;
+		char c = *p;
+
+		*p = '\0';
+		if (mkdir(path, 0700) < 0 && errno != EEXIST)
+			return -errno;
+		*p = c;
+		if (c == '\0')
+			break;
+	}
+	return 0;
+}
+
+/* The pin directory must be on bpffs: check the nearest existing ancestor
+ * before creating anything, so a mistyped path makes no directories on
+ * some other filesystem. */
+static int check_pin_dir(const char *dir, char *errbuf, size_t errlen)
+{
+	char path[PATH_MAX];
+	struct stat st;
+	int err;
+
+	if (!dir || !*dir) {
+		errmsg(errbuf, errlen, "no bpf pin directory given");
+		return -EINVAL;
+	}
+	if (strlen(dir) >= sizeof(path)) {
+		errmsg(errbuf, errlen, "bpf pin directory %.64s...: path too long", dir);
+		return -ENAMETOOLONG;
+	}
+	strcpy(path, dir);
+	while (stat(path, &st) < 0) {
+		char *slash = strrchr(path, '/');
+
+		if (errno != ENOENT || !slash) {
+			err = -errno;
+			errmsg(errbuf, errlen, "bpf pin directory %s: %s", dir, strerror(errno));
+			return err;
+		}
+		if (slash == path)
+			slash[1] = '\0';
+		else
+			*slash = '\0';
+	}
+	if (!is_bpffs(path)) {
+		errmsg(errbuf, errlen,
+		       "bpf pin directory %s: %s is not on a bpf filesystem "
+		       "(mount -t bpf bpf /sys/fs/bpf)", dir, path);
+		return -EINVAL;
+	}
+	err = mkdir_parents(dir);
+	if (err < 0) {
+		errmsg(errbuf, errlen, "bpf pin directory %s: %s", dir, strerror(-err));
+		return err;
+	}
+	return 0;
+}
+
+/* Unlink every weft_* entry of dir (invariant 1).  0 or -errno (the first
+ * failure; the others are still attempted). */
+static int unpin_weft(const char *dir)
+{
+	char path[PATH_MAX];
+	struct dirent *de;
+	DIR *d = opendir(dir);
+	int err = 0;
+
+	if (!d)
+		return errno == ENOENT ? 0 : -errno;
+	while ((de = readdir(d))) {
+		if (strncmp(de->d_name, WEFT_PIN_PREFIX, strlen(WEFT_PIN_PREFIX)) != 0)
+			continue;
+		if (snprintf(path, sizeof(path), "%s/%s", dir, de->d_name) >= (int)sizeof(path)) {
+			if (!err)
+				err = -ENAMETOOLONG;
+			continue;
+		}
+		if (unlink(path) < 0 && errno != ENOENT && !err)
+			err = -errno;
+	}
+	closedir(d);
+	return err;
+}
+
+int datapath_unpin(const char *pin_dir)
+{
+	int err;
+
+	if (!pin_dir || !*pin_dir)
+		return -EINVAL;
+	err = unpin_weft(pin_dir);
+	if (err < 0)
+		return err;
+	if (rmdir(pin_dir) < 0 && errno != ENOTEMPTY && errno != EEXIST && errno != ENOENT)
+		return -errno;
+	return 0;
+}
+
+/* ---- loading ---- */
+
+struct pin_state {
+	bool missing;	/* some map is not pinned yet */
+	bool stale;	/* some pin has another layout */
+	bool any;	/* some map is pinned */
+};
+
+static bool pin_matches(int fd, const struct bpf_map *map)
+{
+	struct bpf_map_info info;
+	__u32 len = sizeof(info);
+
+	memset(&info, 0, sizeof(info));
+	if (bpf_obj_get_info_by_fd(fd, &info, &len) < 0)
+		return false;
+	return info.type == (__u32)bpf_map__type(map) &&
+	       info.key_size == bpf_map__key_size(map) &&
+	       info.value_size == bpf_map__value_size(map) &&
+	       info.max_entries == bpf_map__max_entries(map) &&
+	       info.map_flags == bpf_map__map_flags(map);
+}
+
+static int inspect_pins(struct bpf_object *obj, struct pin_state *ps, char *errbuf, size_t errlen)
+{
+	struct bpf_map *map;
+
+	bpf_object__for_each_map(map, obj) {
+		const char *path = bpf_map__pin_path(map);
+		int fd;
+
+		if (!path)
+			continue;	/* .rodata: per program, not pinned */
+		fd = bpf_obj_get(path);
+		if (fd < 0) {
+			if (fd == -ENOENT) {
+				ps->missing = true;
+				continue;
+			}
+			errmsg(errbuf, errlen, "pinned map %s: %s", path, strerror(-fd));
+			return fd;
+		}
+		ps->any = true;
+		if (!pin_matches(fd, map))
+			ps->stale = true;
+		close(fd);
+	}
+	return 0;
+}
+
+static void close_skeletons(struct datapath *dp)
+{
+	vxlan_ingress__destroy(dp->vxlan);
+	pod_ingress__destroy(dp->pod);
+	dp->vxlan = NULL;
+	dp->pod = NULL;
+}
+
+static int open_skeletons(struct datapath *dp, const struct datapath_opts *opts,
+			  char *errbuf, size_t errlen)
+{
+	LIBBPF_OPTS(bpf_object_open_opts, oo, .pin_root_path = opts->pin_dir);
+
+	dp->pod = pod_ingress__open_opts(&oo);
+	if (!dp->pod) {
+		errmsg(errbuf, errlen, "pod_ingress: open: %s", strerror(errno));
+		return -errno;
+	}
+	dp->vxlan = vxlan_ingress__open_opts(&oo);
+	if (!dp->vxlan) {
+		errmsg(errbuf, errlen, "vxlan_ingress: open: %s", strerror(errno));
+		return -errno;
+	}
+	dp->pod->rodata->trace_enabled = opts->trace ? 1 : 0;
+	dp->vxlan->rodata->trace_enabled = opts->trace ? 1 : 0;
+	return 0;
+}
+
+/* One attempt: open, look at the pins, load.  *retry is set when the
+ * load failed in a way a fresh set of maps may cure. */
+static int load_once(struct datapath *dp, const struct datapath_opts *opts, bool *rebuilt,
+		     bool *retry, char *errbuf, size_t errlen)
+{
+	struct pin_state ps = { 0 };
+	int err;
+
+	*retry = false;
+	err = open_skeletons(dp, opts, errbuf, errlen);
+	if (err < 0)
+		return err;
+	err = inspect_pins(dp->pod->obj, &ps, errbuf, errlen);
+	if (err < 0)
+		return err;
+	err = inspect_pins(dp->vxlan->obj, &ps, errbuf, errlen);
+	if (err < 0)
+		return err;
+	if (ps.stale || (ps.missing && ps.any)) {	/* invariant 2 */
+		err = unpin_weft(opts->pin_dir);
+		if (err < 0) {
+			errmsg(errbuf, errlen, "bpf pin directory %s: removing stale pins: %s",
+			       opts->pin_dir, strerror(-err));
+			return err;
+		}
+		ps.any = false;
+	}
+	if (ps.stale || ps.missing)
+		*rebuilt = true;
+
+	err = pod_ingress__load(dp->pod);
+	if (err < 0) {
+		*retry = err == -EINVAL && ps.any;
+		errmsg(errbuf, errlen, "pod_ingress: load with maps pinned in %s: %s",
+		       opts->pin_dir, strerror(-err));
+		return err;
+	}
+	err = vxlan_ingress__load(dp->vxlan);
+	if (err < 0) {
+		*retry = err == -EINVAL && ps.any;
+		errmsg(errbuf, errlen, "vxlan_ingress: load with maps pinned in %s: %s",
+		       opts->pin_dir, strerror(-err));
+		return err;
+	}
+	return 0;
+}
+
+int datapath_open(const struct datapath_opts *opts, struct datapath **out, bool *rebuilt,
+		  char *errbuf, size_t errlen)
+{
+	struct datapath *dp = NULL;
+	bool fresh = false, retry;
+	int err;
+
+	*out = NULL;
+	if (!opts) {
+		errmsg(errbuf, errlen, "no datapath options");
+		return -EINVAL;
+	}
+	err = check_pin_dir(opts->pin_dir, errbuf, errlen);
+	if (err < 0)
+		goto out;
+	dp = calloc(1, sizeof(*dp));
+	if (!dp) {
+		err = -ENOMEM;
+		errmsg(errbuf, errlen, "datapath: out of memory");
+		goto out;
+	}
+	err = load_once(dp, opts, &fresh, &retry, errbuf, errlen);
+	if (err < 0 && retry) {
+		close_skeletons(dp);
+		err = unpin_weft(opts->pin_dir);
+		if (err < 0) {
+			errmsg(errbuf, errlen, "bpf pin directory %s: removing stale pins: %s",
+			       opts->pin_dir, strerror(-err));
+			goto out;
+		}
+		fresh = true;
+		err = load_once(dp, opts, &fresh, &retry, errbuf, errlen);
+	}
+	if (err < 0)
+		goto out;
+
+	dp->config_fd = bpf_map__fd(dp->pod->maps.weft_config);
+	dp->endpoints_fd = bpf_map__fd(dp->pod->maps.weft_endpoints);
+	dp->ipcache_fd = bpf_map__fd(dp->pod->maps.weft_ipcache);
+	dp->nodes_fd = bpf_map__fd(dp->pod->maps.weft_nodes);
+	dp->drops_fd = bpf_map__fd(dp->pod->maps.weft_drops);
+	dp->trace_fd = bpf_map__fd(dp->pod->maps.weft_trace);
+	if (rebuilt)
+		*rebuilt = fresh;
+	*out = dp;
+	dp = NULL;
+	err = 0;
+out:
+	datapath_close(dp);
+	return err;
+}
+
+void datapath_close(struct datapath *dp)
+{
+	if (!dp)
+		return;
+	close_skeletons(dp);
+	free(dp);
+}
+
+/* ---- tc ---- */
+
+static int tc_attach(int ifindex, int prog_fd)
+{
+	LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = ifindex, .attach_point = BPF_TC_INGRESS);
+	LIBBPF_OPTS(bpf_tc_opts, tc, .handle = WEFT_TC_HANDLE, .priority = WEFT_TC_PRIORITY,
+		    .prog_fd = prog_fd, .flags = BPF_TC_F_REPLACE);
+	int err;
+
+	if (ifindex <= 0)
+		return -EINVAL;
+	err = bpf_tc_hook_create(&hook);	/* the clsact qdisc */
+	if (err < 0 && err != -EEXIST)
+		return err;
+	return bpf_tc_attach(&hook, &tc);
+}
+
+int datapath_attach_pod(struct datapath *dp, int ifindex)
+{
+	return tc_attach(ifindex, bpf_program__fd(dp->pod->progs.pod_ingress));
+}
+
+int datapath_attach_vxlan(struct datapath *dp, int ifindex)
+{
+	return tc_attach(ifindex, bpf_program__fd(dp->vxlan->progs.vxlan_ingress));
+}
+
+int datapath_attached(struct datapath *dp, int ifindex)
+{
+	LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = ifindex, .attach_point = BPF_TC_INGRESS);
+	LIBBPF_OPTS(bpf_tc_opts, tc, .handle = WEFT_TC_HANDLE, .priority = WEFT_TC_PRIORITY);
+	int err;
+
+	(void)dp;
+	if (ifindex <= 0)
+		return -EINVAL;
+	err = bpf_tc_query(&hook, &tc);
+	if (err == 0)
+		return 1;
+	/* no such filter, or no clsact qdisc at all (the kernel says EINVAL) */
+	if (err == -ENOENT || err == -EINVAL)
+		return 0;
+	return err;
+}
+
+/* ---- maps ---- */
+
+int datapath_config_get(struct datapath *dp, struct weft_config *out)
+{
+	__u32 key = 0;
+
+	return bpf_map_lookup_elem(dp->config_fd, &key, out);
+}
+
+int datapath_config_set(struct datapath *dp, const struct weft_config *cfg)
+{
+	__u32 key = 0;
+
+	return bpf_map_update_elem(dp->config_fd, &key, cfg, BPF_ANY);
+}
+
+int datapath_endpoint_put(struct datapath *dp, in_addr_t ip, const struct weft_endpoint *ep)
+{
+	return bpf_map_update_elem(dp->endpoints_fd, &ip, ep, BPF_ANY);
+}
+
+int datapath_endpoint_get(struct datapath *dp, in_addr_t ip, struct weft_endpoint *ep)
+{
+	return bpf_map_lookup_elem(dp->endpoints_fd, &ip, ep);
+}
+
+int datapath_endpoint_del(struct datapath *dp, in_addr_t ip)
+{
+	return bpf_map_delete_elem(dp->endpoints_fd, &ip);
+}
+
+int datapath_ipcache_put(struct datapath *dp, in_addr_t ip, const struct weft_ipcache_entry *e)
+{
+	return bpf_map_update_elem(dp->ipcache_fd, &ip, e, BPF_ANY);
+}
+
+int datapath_ipcache_get(struct datapath *dp, in_addr_t ip, struct weft_ipcache_entry *e)
+{
+	return bpf_map_lookup_elem(dp->ipcache_fd, &ip, e);
+}
+
+int datapath_ipcache_del(struct datapath *dp, in_addr_t ip)
+{
+	return bpf_map_delete_elem(dp->ipcache_fd, &ip);
+}
+
+/* The trie key of subnet/prefixlen, host bits cleared so that the same
+ * subnet always has the same key.  -EINVAL for a prefix beyond 32. */
+static int lpm_key(in_addr_t subnet, int prefixlen, struct weft_lpm_key *key)
+{
+	uint32_t mask;
+
+	if (prefixlen < 0 || prefixlen > 32)
+		return -EINVAL;
+	mask = prefixlen == 0 ? 0 : htonl((uint32_t)(0xffffffffull << (32 - prefixlen)));
+	key->prefixlen = (__u32)prefixlen;
+	key->addr = subnet & mask;
+	return 0;
+}
+
+int datapath_node_put(struct datapath *dp, in_addr_t subnet, int prefixlen,
+		      const struct weft_node_entry *e)
+{
+	struct weft_lpm_key key;
+	int err = lpm_key(subnet, prefixlen, &key);
+
+	if (err < 0)
+		return err;
+	return bpf_map_update_elem(dp->nodes_fd, &key, e, BPF_ANY);
+}
+
+int datapath_node_del(struct datapath *dp, in_addr_t subnet, int prefixlen)
+{
+	struct weft_lpm_key key;
+	int err = lpm_key(subnet, prefixlen, &key);
+
+	if (err < 0)
+		return err;
+	return bpf_map_delete_elem(dp->nodes_fd, &key);
+}
+
+/* The keys of map fd at this moment, at most max (the map's capacity:
+ * a walk that restarts because its key was deleted meanwhile cannot run
+ * away).  *keys is the caller's to free. */
+static int snapshot_keys(int fd, size_t key_size, size_t max, void **keys, size_t *n)
+{
+	unsigned char *buf = NULL, *prev = NULL;
+	size_t count = 0;
+	int err;
+
+	*keys = NULL;
+	*n = 0;
+	buf = calloc(max ? max : 1, key_size);
+	if (!buf)
+		return -ENOMEM;
+	while (count < max) {
+		unsigned char *next = buf + count * key_size;
+
+		err = bpf_map_get_next_key(fd, prev, next);
+		if (err == -ENOENT)
+			break;
+		if (err < 0) {
+			free(buf);
+			return err;
+		}
+		prev = next;
+		count++;
+	}
+	*keys = buf;
+	*n = count;
+	return 0;
+}
+
+int datapath_endpoint_foreach(struct datapath *dp,
+			      int (*fn)(in_addr_t ip, const struct weft_endpoint *ep, void *arg),
+			      void *arg)
+{
+	struct weft_endpoint ep;
+	__be32 *keys = NULL;
+	size_t n;
+	int err;
+
+	err = snapshot_keys(dp->endpoints_fd, sizeof(*keys), WEFT_MAX_ENDPOINTS, (void **)&keys, &n);
+	if (err < 0)
+		return err;
+	for (size_t i = 0; i < n && err == 0; i++) {
+		if (bpf_map_lookup_elem(dp->endpoints_fd, &keys[i], &ep) < 0)
+			continue;	/* deleted since the snapshot */
+		err = fn(keys[i], &ep, arg);
+	}
+	free(keys);
+	return err;
+}
+
+int datapath_ipcache_foreach(struct datapath *dp,
+			     int (*fn)(in_addr_t ip, const struct weft_ipcache_entry *e, void *arg),
+			     void *arg)
+{
+	struct weft_ipcache_entry e;
+	__be32 *keys = NULL;
+	size_t n;
+	int err;
+
+	err = snapshot_keys(dp->ipcache_fd, sizeof(*keys), WEFT_MAX_IPCACHE, (void **)&keys, &n);
+	if (err < 0)
+		return err;
+	for (size_t i = 0; i < n && err == 0; i++) {
+		if (bpf_map_lookup_elem(dp->ipcache_fd, &keys[i], &e) < 0)
+			continue;
+		err = fn(keys[i], &e, arg);
+	}
+	free(keys);
+	return err;
+}
+
+int datapath_node_foreach(struct datapath *dp,
+			  int (*fn)(in_addr_t subnet, int prefixlen, const struct weft_node_entry *e,
+				    void *arg),
+			  void *arg)
+{
+	struct weft_node_entry e;
+	struct weft_lpm_key *keys = NULL;
+	size_t n;
+	int err;
+
+	err = snapshot_keys(dp->nodes_fd, sizeof(*keys), WEFT_MAX_NODES, (void **)&keys, &n);
+	if (err < 0)
+		return err;
+	for (size_t i = 0; i < n && err == 0; i++) {
+		if (bpf_map_lookup_elem(dp->nodes_fd, &keys[i], &e) < 0)
+			continue;
+		err = fn(keys[i].addr, (int)keys[i].prefixlen, &e, arg);
+	}
+	free(keys);
+	return err;
+}
+
+/* ---- counters and trace (per-CPU maps) ---- */
+
+/* A per-CPU lookup returns one value per possible CPU, each padded to 8
+ * bytes.  *values is the caller's to free. */
+static int percpu_lookup(int fd, __u32 key, size_t value_size, void **values, int *ncpus,
+			 size_t *stride)
+{
+	int n = libbpf_num_possible_cpus();
+	void *buf;
+	int err;
+
+	*values = NULL;
+	if (n <= 0)
+		return n < 0 ? n : -EINVAL;
+	*stride = (value_size + 7) & ~(size_t)7;
+	buf = calloc((size_t)n, *stride);
+	if (!buf)
+		return -ENOMEM;
+	err = bpf_map_lookup_elem(fd, &key, buf);
+	if (err < 0) {
+		free(buf);
+		return err;
+	}
+	*values = buf;
+	*ncpus = n;
+	return 0;
+}
+
+int datapath_drops(struct datapath *dp, uint64_t out[WEFT_DROP_MAX])
+{
+	void *values = NULL;
+	size_t stride;
+	int ncpus, err = 0;
+
+	for (__u32 reason = 0; reason < WEFT_DROP_MAX; reason++) {
+		err = percpu_lookup(dp->drops_fd, reason, sizeof(uint64_t), &values, &ncpus, &stride);
+		if (err < 0)
+			return err;
+		out[reason] = 0;
+		for (int cpu = 0; cpu < ncpus; cpu++) {
+			uint64_t v;
+
+			memcpy(&v, (char *)values + (size_t)cpu * stride, sizeof(v));
+			out[reason] += v;
+		}
+		free(values);
+	}
+	return 0;
+}
+
+int datapath_pod_prog_fd(struct datapath *dp)
+{
+	return bpf_program__fd(dp->pod->progs.pod_ingress);
+}
+
+int datapath_vxlan_prog_fd(struct datapath *dp)
+{
+	return bpf_program__fd(dp->vxlan->progs.vxlan_ingress);
+}
+
+/* count is summed over the CPUs; the other fields are those of the CPU
+ * that ran most (after a reset and one run: the one that ran). */
+int datapath_trace_read(struct datapath *dp, struct weft_trace *out)
+{
+	const struct weft_trace *best = NULL;
+	struct weft_trace t;
+	void *values = NULL;
+	size_t stride;
+	uint32_t total = 0, most = 0;
+	int ncpus, err;
+
+	err = percpu_lookup(dp->trace_fd, 0, sizeof(t), &values, &ncpus, &stride);
+	if (err < 0)
+		return err;
+	memset(out, 0, sizeof(*out));
+	for (int cpu = 0; cpu < ncpus; cpu++) {
+		const struct weft_trace *v = (const void *)((char *)values + (size_t)cpu * stride);
+
+		total += v->count;
+		if (v->count > most) {
+			most = v->count;
+			best = v;
+		}
+	}
+	if (best)
+		*out = *best;
+	out->count = total;
+	free(values);
+	return 0;
+}
+
+int datapath_trace_reset(struct datapath *dp)
+{
+	int n = libbpf_num_possible_cpus();
+	size_t stride = (sizeof(struct weft_trace) + 7) & ~(size_t)7;
+	__u32 key = 0;
+	void *zero;
+	int err;
+
+	if (n <= 0)
+		return n < 0 ? n : -EINVAL;
+	zero = calloc((size_t)n, stride);
+	if (!zero)
+		return -ENOMEM;
+	err = bpf_map_update_elem(dp->trace_fd, &key, zero, BPF_ANY);
+	free(zero);
+	return err;
+}

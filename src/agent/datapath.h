@@ -1,0 +1,95 @@
+/*
+ * datapath.h — the agent's handle on the eBPF data plane: loads the
+ * programs (libbpf skeletons of bpf/pod_ingress.bpf.c and
+ * bpf/vxlan_ingress.bpf.c), pins their maps by name under a per-node
+ * directory, attaches them with tc (clsact ingress), and reads and writes
+ * the maps whose layouts bpf/weft_bpf.h defines.
+ *
+ * Restart: datapath_open() on a pin directory that already holds the maps
+ * reuses them (libbpf LIBBPF_PIN_BY_NAME), so entries survive an agent
+ * restart and the programs it attaches again see the same state.  Attaching
+ * replaces the filter in place (same handle and priority), so traffic never
+ * meets a device without a program.  A map whose pinned layout no longer
+ * matches (size, type) is unpinned and created afresh; datapath_open()
+ * reports that through *rebuilt.
+ *
+ * Ownership: the handle owns its program and map fds; datapath_close()
+ * releases them but leaves the pins and the tc filters in place (that is
+ * what keeps traffic flowing while the agent is down).  datapath_unpin()
+ * removes the pins (the maps go when the last filter using them goes).
+ *
+ * Thread-safety: map calls may be made from any thread (they are single
+ * syscalls); open/attach/close from one thread.
+ * Errors: 0 or a negative errno; where words help, errbuf says what.
+ */
+#ifndef WEFT_AGENT_DATAPATH_H
+#define WEFT_AGENT_DATAPATH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <netinet/in.h>
+#include "bpf/weft_bpf.h"
+
+struct datapath;
+
+struct datapath_opts {
+	const char *pin_dir;	/* must be on bpffs; created if missing */
+	bool trace;		/* tests: programs write weft_trace */
+};
+
+/* Load both programs, creating or reusing pinned maps.  *rebuilt (may be
+ * NULL) is set when any map was created rather than reused.  On failure
+ * returns -errno and writes a message naming the pin dir or program. */
+int datapath_open(const struct datapath_opts *opts, struct datapath **out, bool *rebuilt,
+		  char *errbuf, size_t errlen) __attribute__((warn_unused_result));
+void datapath_close(struct datapath *dp);	/* accepts NULL */
+
+/* Remove every weft pin under pin_dir (and the directory if empty). */
+int datapath_unpin(const char *pin_dir);
+
+/* tc clsact ingress, replacing a weft filter already there. */
+int datapath_attach_pod(struct datapath *dp, int ifindex) __attribute__((warn_unused_result));
+int datapath_attach_vxlan(struct datapath *dp, int ifindex) __attribute__((warn_unused_result));
+/* Is a weft filter attached at ingress of ifindex?  1 yes, 0 no, -errno. */
+int datapath_attached(struct datapath *dp, int ifindex);
+
+int datapath_config_get(struct datapath *dp, struct weft_config *out);
+int datapath_config_set(struct datapath *dp, const struct weft_config *cfg);
+
+/* Map updates: put creates or replaces; -E2BIG (or -ENOSPC) when the map is
+ * full; del of a missing key returns -ENOENT. */
+int datapath_endpoint_put(struct datapath *dp, in_addr_t ip, const struct weft_endpoint *ep);
+int datapath_endpoint_get(struct datapath *dp, in_addr_t ip, struct weft_endpoint *ep);
+int datapath_endpoint_del(struct datapath *dp, in_addr_t ip);
+int datapath_ipcache_put(struct datapath *dp, in_addr_t ip, const struct weft_ipcache_entry *e);
+int datapath_ipcache_get(struct datapath *dp, in_addr_t ip, struct weft_ipcache_entry *e);
+int datapath_ipcache_del(struct datapath *dp, in_addr_t ip);
+int datapath_node_put(struct datapath *dp, in_addr_t subnet, int prefixlen,
+		      const struct weft_node_entry *e);
+int datapath_node_del(struct datapath *dp, in_addr_t subnet, int prefixlen);
+
+/* Iterate a map (a snapshot of its keys first, so fn may delete).  fn's
+ * non-zero return stops the walk and is returned. */
+int datapath_endpoint_foreach(struct datapath *dp,
+			      int (*fn)(in_addr_t ip, const struct weft_endpoint *ep, void *arg),
+			      void *arg);
+int datapath_ipcache_foreach(struct datapath *dp,
+			     int (*fn)(in_addr_t ip, const struct weft_ipcache_entry *e, void *arg),
+			     void *arg);
+int datapath_node_foreach(struct datapath *dp,
+			  int (*fn)(in_addr_t subnet, int prefixlen, const struct weft_node_entry *e,
+				    void *arg),
+			  void *arg);
+
+/* Sum of weft_drops over CPUs. */
+int datapath_drops(struct datapath *dp, uint64_t out[WEFT_DROP_MAX]);
+extern const char *const datapath_drop_names[WEFT_DROP_MAX];
+
+/* For tests: program fds (BPF_PROG_TEST_RUN) and the trace entry. */
+int datapath_pod_prog_fd(struct datapath *dp);
+int datapath_vxlan_prog_fd(struct datapath *dp);
+int datapath_trace_read(struct datapath *dp, struct weft_trace *out);	/* summed over CPUs: the one that ran */
+int datapath_trace_reset(struct datapath *dp);
+
+#endif

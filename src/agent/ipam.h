@@ -1,0 +1,129 @@
+/*
+ * ipam.h — node-local pod IP leases from the node's subnet, persisted in a
+ * directory before a caller replies, as the reference host-local plugin
+ * keeps them (one file per leased IP), so an agent restart or a controller
+ * outage loses nothing.
+ *
+ * Allocation is round-robin: the search starts after the last IP handed out
+ * (remembered in the directory), so a released IP is not reused at once.
+ * The network address, the gateway (first host) and the broadcast address
+ * are never handed out: a /29 gives 5 pods.
+ *
+ * Invariants:
+ *  1. A lease file exists iff the IP is leased; it is written completely
+ *     (temporary file, then link(2) to its final name) before ipam_alloc()
+ *     returns, so a crash leaves either no lease or a whole one.
+ *  2. At most one lease per (container ID, ifname).
+ *  3. Every leased IP lies inside the subnet and is none of the excluded.
+ *
+ * Thread-safety: every call takes the handle's mutex, so parallel CNI ADDs
+ * on one node get distinct IPs.  Errors: 0 or -errno, message in errbuf.
+ *
+ * Addresses: every in_addr_t here is in network byte order, as in struct
+ * in_addr (inet_addr(), inet_ntop() and the BPF maps use it as is).
+ *
+ * The directory (ipam.c explains the mechanics):
+ *   <dotted IP>        a lease; JSON {container_id, ifname, pod_namespace,
+ *                      pod_name, host_ifname, netns, created}
+ *   last_reserved_ip   where the next round-robin search starts (a hint:
+ *                      losing it only moves that start)
+ *   <dotted IP>.bad    a quarantined lease file (below)
+ *   .tmp.<pid>.<n>     a file being written; stale ones are removed on open
+ * Other names are left alone.
+ *
+ * Durability: no fsync.  A lease must outlive an agent crash, and the page
+ * cache does that; a machine crash takes every pod down with it, and the
+ * runtime adds them again (a lease lost that way is re-created, one that
+ * survives is found again by its owner with -EEXIST).
+ *
+ * Quarantine: ipam_open() renames a lease file it cannot use (unreadable,
+ * not JSON, missing or oversized fields, or a second lease for an owner
+ * that already has an older one) to <ip>.bad and goes on.  Its IP stays out
+ * of circulation while <ip>.bad exists, since a pod may still be using it:
+ * an operator checks and deletes the file to return the IP.
+ *
+ * Processes: one directory belongs to one agent.  A second handle on it
+ * (another process) never gets an IP the first holds, because link(2)
+ * refuses an existing name, but each handle's index knows only its own
+ * leases and those that existed when it was opened.
+ */
+#ifndef WEFT_AGENT_IPAM_H
+#define WEFT_AGENT_IPAM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+#include <netinet/in.h>
+
+#define IPAM_ID_MAX 256
+
+/* Who holds a lease: everything the agent needs to rebuild a pod after a
+ * restart, stored in the lease file as JSON. */
+struct ipam_owner {
+	char container_id[IPAM_ID_MAX];
+	char ifname[16];
+	char pod_namespace[IPAM_ID_MAX];	/* "" when the runtime gave none */
+	char pod_name[IPAM_ID_MAX];
+	char host_ifname[16];		/* host end of the veth */
+	char netns[4096];		/* CNI_NETNS as given */
+};
+
+struct ipam_lease {
+	in_addr_t ip;
+	struct ipam_owner owner;
+	time_t created;
+};
+
+struct ipam;
+
+/* Open (creating) the lease directory dir for subnet/prefixlen.  Leases
+ * found there that lie outside the subnet are an error (-EINVAL, naming the
+ * file): the node's subnet changed under its state.  prefixlen 8..30.
+ * The same for a lease named by the network, gateway or broadcast address.
+ * On success errbuf is "" or, when this call quarantined lease files, says
+ * which (for the caller to log).  *out is the caller's: ipam_close(). */
+int ipam_open(const char *dir, in_addr_t subnet, int prefixlen, struct ipam **out,
+	      char *errbuf, size_t errlen) __attribute__((warn_unused_result));
+void ipam_close(struct ipam *ipam);		/* accepts NULL */
+
+in_addr_t ipam_gateway(const struct ipam *ipam);	/* first host */
+
+/* Lease an IP for owner; persisted before return.  -EEXIST (and *ip set to
+ * the existing lease) when owner's (container_id, ifname) already holds
+ * one; -ENOSPC when the subnet is full. */
+int ipam_alloc(struct ipam *ipam, const struct ipam_owner *owner, in_addr_t *ip)
+	__attribute__((warn_unused_result));
+/* Update the owner data of an existing lease (e.g. host_ifname once known);
+ * created is kept.  -ENOENT when ip is not leased, -EEXIST when the new
+ * (container_id, ifname) holds another lease. */
+int ipam_update(struct ipam *ipam, in_addr_t ip, const struct ipam_owner *owner);
+/* Release the lease of (container_id, ifname): 0, or -ENOENT when none. */
+int ipam_release(struct ipam *ipam, const char *container_id, const char *ifname);
+int ipam_release_ip(struct ipam *ipam, in_addr_t ip);
+/* Copy a lease into *out: 0, or -ENOENT. */
+int ipam_find(struct ipam *ipam, const char *container_id, const char *ifname,
+	      struct ipam_lease *out);
+int ipam_find_ip(struct ipam *ipam, in_addr_t ip, struct ipam_lease *out);
+/* Call fn for every lease (on a snapshot: fn may release), in IP order; a
+ * non-zero return from fn stops the walk and is returned.  -ENOMEM. */
+int ipam_foreach(struct ipam *ipam, int (*fn)(const struct ipam_lease *l, void *arg), void *arg);
+size_t ipam_used(struct ipam *ipam);
+size_t ipam_capacity(const struct ipam *ipam);	/* hosts minus gateway */
+
+/* IPs held by quarantined lease files (<ip>.bad): not leased, never handed
+ * out, not counted by ipam_used(). */
+size_t ipam_quarantined(struct ipam *ipam);
+
+struct ipam_stats {
+	size_t leases;			/* ipam_used() */
+	size_t quarantined;		/* ipam_quarantined() */
+	size_t stale_tmp_removed;	/* by ipam_open() */
+	/* File operations after a commit that failed without undoing it: a
+	 * last_reserved_ip write, a temporary file's removal.  The calls that
+	 * met them succeeded; the next ipam_open() repairs what they left. */
+	size_t cleanup_errors;
+};
+void ipam_stats(struct ipam *ipam, struct ipam_stats *out);
+
+#endif

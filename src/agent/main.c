@@ -1,0 +1,296 @@
+/*
+ * weft-agent — one per node: registers the node, builds its devices,
+ * loads the eBPF data plane, follows the cluster and serves CNI requests.
+ * The start-up order and the threads are described in agent.h.
+ *
+ * Stopping (SIGTERM/SIGINT) leaves devices, tc programs and pinned maps in
+ * place: pods keep talking while the agent is away, and the next agent
+ * picks the state up.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent/agent.h"
+#include "agent/netlink.h"
+
+static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void agent_log(const char *level, const char *fmt, ...)
+{
+	struct timespec ts;
+	struct tm tm;
+	char when[32];
+	va_list ap;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	strftime(when, sizeof(when), "%H:%M:%S", &tm);
+	pthread_mutex_lock(&log_lock);
+	fprintf(stderr, "%s.%03ld weft-agent %s: ", when, ts.tv_nsec / 1000000, level);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	pthread_mutex_unlock(&log_lock);
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: weft-agent --controller URL --token-file FILE --node NAME --node-ip IP\n"
+		"                  [--state-dir DIR] [--bpf-pin-dir DIR] [--cni-socket PATH] [--mtu N]\n"
+		"\n"
+		"  --controller URL    weft-controller, e.g. http://192.168.200.2:8080\n"
+		"  --token-file FILE   bearer token for the controller\n"
+		"  --node NAME         this node's name\n"
+		"  --node-ip IP        this node's underlay (InternalIP) address\n"
+		"  --state-dir DIR     leases and registration (default /var/lib/weft/NODE)\n"
+		"  --bpf-pin-dir DIR   pinned maps, on bpffs (default /sys/fs/bpf/weft/NODE)\n"
+		"  --cni-socket PATH   CNI socket (default /run/weft/NODE/cni.sock)\n"
+		"  --mtu N             pod MTU (default: underlay MTU - 50)\n");
+}
+
+static int mkdir_p(const char *path)
+{
+	char buf[4096];
+	char *p;
+
+	if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf))
+		return -ENAMETOOLONG;
+	for (p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = 0;
+		if (mkdir(buf, 0700) < 0 && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(buf, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+static int parse_flags(int argc, char **argv, struct agent_opts *o)
+{
+	static const struct option opts[] = {
+		{ "controller", required_argument, NULL, 'c' },
+		{ "token-file", required_argument, NULL, 't' },
+		{ "node", required_argument, NULL, 'n' },
+		{ "node-ip", required_argument, NULL, 'i' },
+		{ "state-dir", required_argument, NULL, 's' },
+		{ "bpf-pin-dir", required_argument, NULL, 'b' },
+		{ "cni-socket", required_argument, NULL, 'k' },
+		{ "mtu", required_argument, NULL, 'm' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
+	static char state[4096], pin[4096], sock[4096];
+	int c;
+
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'c': o->controller = optarg; break;
+		case 't': o->token_file = optarg; break;
+		case 'n': o->node = optarg; break;
+		case 'i': o->node_ip_str = optarg; break;
+		case 's': o->state_dir = optarg; break;
+		case 'b': o->pin_dir = optarg; break;
+		case 'k': o->cni_socket = optarg; break;
+		case 'm': {
+			char *end;
+			long v = strtol(optarg, &end, 10);
+
+			if (*end || v < 576 || v > 65485) {
+				fprintf(stderr, "weft-agent: --mtu %s: not a number in 576..65485\n", optarg);
+				return -1;
+			}
+			o->mtu = (int)v;
+			break;
+		}
+		case 'h': usage(stdout); exit(0);
+		default: usage(stderr); return -1;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "weft-agent: unexpected argument '%s'\n", argv[optind]);
+		return -1;
+	}
+	if (!o->controller || !o->node || !o->node_ip_str) {
+		fprintf(stderr, "weft-agent: --controller, --node and --node-ip are required\n");
+		usage(stderr);
+		return -1;
+	}
+	if (!o->state_dir) {
+		snprintf(state, sizeof(state), "/var/lib/weft/%s", o->node);
+		o->state_dir = state;
+	}
+	if (!o->pin_dir) {
+		snprintf(pin, sizeof(pin), "/sys/fs/bpf/weft/%s", o->node);
+		o->pin_dir = pin;
+	}
+	if (!o->cni_socket) {
+		snprintf(sock, sizeof(sock), "/run/weft/%s/cni.sock", o->node);
+		o->cni_socket = sock;
+	}
+	return 0;
+}
+
+static int wipe_entry(in_addr_t ip, const struct weft_endpoint *ep, void *arg)
+{
+	(void)datapath_endpoint_del(arg, ip);
+	return 0;
+}
+
+static int wipe_ipcache(in_addr_t ip, const struct weft_ipcache_entry *e, void *arg)
+{
+	(void)datapath_ipcache_del(arg, ip);
+	return 0;
+}
+
+static int wipe_node(in_addr_t s, int len, const struct weft_node_entry *e, void *arg)
+{
+	(void)datapath_node_del(arg, s, len);
+	return 0;
+}
+
+/* Keep the pinned state when it is complete and ours; else start over. */
+static bool keep_or_rebuild(struct agent *a, bool rebuilt)
+{
+	struct weft_config c = { 0 };
+	bool keep;
+
+	keep = !rebuilt && datapath_config_get(a->dp, &c) == 0 &&
+	       c.version == WEFT_CONFIG_VERSION && c.ready && c.netns_cookie == a->netns_cookie &&
+	       c.node_ip == a->node_ip && c.subnet == htonl(a->subnet.addr) &&
+	       c.subnet_mask == htonl(cidr_mask(a->subnet.len));
+	if (keep) {
+		LOG_INFO("pinned data-plane state in %s is complete: kept (generation %llu)",
+			 a->o.pin_dir, (unsigned long long)c.generation);
+		return true;
+	}
+	LOG_INFO("pinned data-plane state in %s is %s: rebuilding", a->o.pin_dir,
+		 rebuilt ? "new" : c.version != WEFT_CONFIG_VERSION || !c.ready ? "half-written"
+				 : "from another node or namespace");
+	memset(&c, 0, sizeof(c));
+	(void)datapath_config_set(a->dp, &c);	/* version 0 first */
+	(void)datapath_endpoint_foreach(a->dp, wipe_entry, a->dp);
+	(void)datapath_ipcache_foreach(a->dp, wipe_ipcache, a->dp);
+	(void)datapath_node_foreach(a->dp, wipe_node, a->dp);
+	return false;
+}
+
+int main(int argc, char **argv)
+{
+	static struct agent a;
+	struct datapath_opts dopts = { 0 };
+	char err[512], dir[4200];
+	struct in_addr ia;
+	sigset_t set;
+	bool rebuilt = false, kept;
+	int rc = 1, sig;
+
+	if (parse_flags(argc, argv, &a.o) < 0)
+		return 2;
+	if (inet_pton(AF_INET, a.o.node_ip_str, &ia) != 1) {
+		fprintf(stderr, "weft-agent: --node-ip %s: not an IPv4 address\n", a.o.node_ip_str);
+		return 2;
+	}
+	a.node_ip = ia.s_addr;
+	pthread_mutex_init(&a.lock, NULL);
+	pthread_cond_init(&a.kick, NULL);
+	/* signals go to the main thread's sigwait only */
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	if ((rc = mkdir_p(a.o.state_dir)) < 0) {
+		LOG_ERR("state dir %s: %s", a.o.state_dir, strerror(-rc));
+		return 1;
+	}
+	a.netns_cookie = netns_cookie(-1);
+
+	/* 1. who we are */
+	if (node_register(&a) < 0)
+		return 1;
+
+	/* 2. data plane */
+	dopts.pin_dir = a.o.pin_dir;
+	rc = datapath_open(&dopts, &a.dp, &rebuilt, err, sizeof(err));
+	if (rc < 0) {
+		LOG_ERR("data plane: %s", err);
+		return 1;
+	}
+	kept = keep_or_rebuild(&a, rebuilt);
+	rc = 1;
+
+	/* 3. devices, masquerade, leases, start-up GC */
+	if (node_setup_devices(&a) < 0 || node_setup_masquerade(&a) < 0)
+		goto out;
+	snprintf(dir, sizeof(dir), "%s/leases", a.o.state_dir);
+	rc = ipam_open(dir, htonl(a.subnet.addr), a.subnet.len, &a.ipam, err, sizeof(err));
+	if (rc < 0) {
+		LOG_ERR("leases: %s", err);
+		goto out;
+	}
+	rc = 1;
+	if (pod_startup_gc(&a) < 0)
+		goto out;
+	if (kept)
+		(void)sync_mark_ready(&a);	/* refresh ifindexes; stays complete */
+
+	/* 4. CNI */
+	a.cni = cni_server_start(a.o.cni_socket, &pod_cni_ops, &a, err, sizeof(err));
+	if (!a.cni) {
+		LOG_ERR("CNI socket %s: %s", a.o.cni_socket, err);
+		goto out;
+	}
+	LOG_INFO("serving CNI on %s", a.o.cni_socket);
+
+	/* 5. follow the cluster */
+	if (sync_start(&a) < 0 || report_start(&a) < 0)
+		goto out;
+	/* with the controller away, the local part is all there is: ready
+	 * after a grace period so pods can start */
+	{
+		struct timespec ts = { .tv_sec = 3 };
+
+		for (;;) {
+			siginfo_t si;
+
+			sig = sigtimedwait(&set, &si, &ts);
+			if (sig > 0)
+				goto stop;
+			if (!atomic_load(&a.ready)) {
+				LOG_WARN("controller not reachable yet: ready with local state only");
+				(void)sync_mark_ready(&a);
+			}
+			break;
+		}
+	}
+	while (sigwait(&set, &sig) != 0)
+		;
+stop:
+	LOG_INFO("signal %d: stopping (devices, programs and maps stay)", sig);
+	rc = 0;
+out:
+	atomic_store(&a.stopping, true);
+	cni_server_stop(a.cni);
+	report_stop(&a);
+	sync_stop(&a);
+	ipam_close(a.ipam);
+	datapath_close(a.dp);
+	free(a.nodes);
+	free(a.pods);
+	return rc ? 1 : 0;
+}

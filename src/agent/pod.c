@@ -1,0 +1,575 @@
+/*
+ * pod.c — what CNI ADD, DEL, CHECK, GC and STATUS do to the node.
+ *
+ * ADD, in order; a failure undoes every step before it (pod_undo):
+ *   1. lease an IP (ipam: persisted before we go on)
+ *   2. veth pair: host end weft<hash of container ID and ifname>, pod end
+ *      CNI_IFNAME created directly inside the pod's namespace, pod MTU
+ *   3. pod side: MAC 0a:58:<IP> (derived, so a restart can rebuild the
+ *      endpoint without storing it), up, IP/32, a link route to the
+ *      gateway, default route via it, static neighbour gateway -> host MAC
+ *   4. host side: up, route IP/32 dev host-end src gateway, static
+ *      neighbour IP -> pod MAC (the node reaches its pods by kernel routes)
+ *   5. tc program on the host end; endpoint and ipcache map entries
+ *   6. kick the reporter (the Pod record goes to the controller, now or
+ *      when it is back)
+ * DEL is idempotent and best effort: it removes whatever of the above is
+ * left and frees the lease, whatever else is missing.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <net/if.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent/agent.h"
+#include "agent/netlink.h"
+
+/* weft's own CNI error codes (docs/cni.md) */
+#define ERR_EXHAUSTED	CNI_ERR_EXHAUSTED
+#define ERR_IFACE	CNI_ERR_IF_EXISTS
+#define ERR_NETNS	CNI_ERR_NETNS
+#define ERR_DATAPATH	CNI_ERR_MAP_FULL
+#define ERR_CHECK	CNI_ERR_CHECK
+
+static void seterr(struct cni_err *e, int code, const char *details, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static void seterr(struct cni_err *e, int code, const char *details, const char *fmt, ...)
+{
+	va_list ap;
+
+	e->code = code;
+	va_start(ap, fmt);
+	vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
+	va_end(ap);
+	snprintf(e->details, sizeof(e->details), "%s", details ? details : "");
+}
+
+void pod_host_ifname(const char *container_id, const char *ifname, char out[16])
+{
+	uint64_t h = 0xcbf29ce484222325ull;	/* FNV-1a 64 */
+	const char *p;
+
+	for (p = container_id; *p; p++)
+		h = (h ^ (uint8_t)*p) * 0x100000001b3ull;
+	h = (h ^ '/') * 0x100000001b3ull;
+	for (p = ifname; *p; p++)
+		h = (h ^ (uint8_t)*p) * 0x100000001b3ull;
+	snprintf(out, 16, AGENT_VETH_PREFIX "%011llx", (unsigned long long)(h & 0xfffffffffffull));
+}
+
+void pod_mac_from_ip(in_addr_t ip, uint8_t mac[6])
+{
+	mac[0] = 0x0a;
+	mac[1] = 0x58;
+	memcpy(mac + 2, &ip, 4);
+}
+
+static void owner_from_req(const struct cni_req *req, struct ipam_owner *o)
+{
+	memset(o, 0, sizeof(*o));
+	snprintf(o->container_id, sizeof(o->container_id), "%s", req->container_id);
+	snprintf(o->ifname, sizeof(o->ifname), "%s", req->ifname);
+	snprintf(o->pod_namespace, sizeof(o->pod_namespace), "%s",
+		 req->pod_namespace ? req->pod_namespace : "");
+	snprintf(o->pod_name, sizeof(o->pod_name), "%s", req->pod_name ? req->pod_name : "");
+	pod_host_ifname(req->container_id, req->ifname, o->host_ifname);
+	snprintf(o->netns, sizeof(o->netns), "%s", req->netns ? req->netns : "");
+}
+
+/* Remove what ADD made for (host ifname, ip): maps, route, veth. */
+static void pod_undo(struct agent *a, struct nl *host, const char *host_ifname, in_addr_t ip)
+{
+	struct nl_link l;
+
+	if (ip) {
+		(void)datapath_endpoint_del(a->dp, ip);
+		(void)datapath_ipcache_del(a->dp, ip);
+		(void)nl_route_del(host, ip, 32);
+	}
+	if (nl_link_get(host, host_ifname, &l) == 0)
+		(void)nl_link_del(host, l.ifindex);
+}
+
+static int setup_pod_side(struct agent *a, int podfd, const char *ifname, in_addr_t ip,
+			  const uint8_t host_mac[6], uint8_t pod_mac[6], struct cni_err *e)
+{
+	struct nl *pod = nl_open(podfd);
+	struct nl_link l;
+	struct nl_route gw = { 0 }, def = { 0 };
+	char gws[INET_ADDRSTRLEN];
+	int rc;
+
+	if (!pod) {
+		seterr(e, 5, strerror(errno), "cannot enter the pod's network namespace");
+		return -errno;
+	}
+	pod_mac_from_ip(ip, pod_mac);
+	rc = nl_link_get(pod, ifname, &l);
+	if (rc < 0)
+		goto fail;
+	if ((rc = nl_link_set_mac(pod, l.ifindex, pod_mac)) < 0 ||
+	    (rc = nl_link_set_up(pod, l.ifindex)) < 0 ||
+	    (rc = nl_addr_add(pod, l.ifindex, ip, 32)) < 0)
+		goto fail;
+	gw.dst = a->gateway;
+	gw.prefixlen = 32;
+	gw.ifindex = l.ifindex;
+	if ((rc = nl_route_replace(pod, &gw)) < 0)
+		goto fail;
+	def.ifindex = l.ifindex;
+	def.gateway = a->gateway;
+	if ((rc = nl_route_replace(pod, &def)) < 0 ||
+	    (rc = nl_neigh_replace(pod, l.ifindex, a->gateway, host_mac)) < 0)
+		goto fail;
+	nl_close(pod);
+	return 0;
+fail:
+	format_ip(a->gateway, gws);
+	seterr(e, 5, strerror(-rc), "configuring %s in the pod (address, route via %s)", ifname, gws);
+	nl_close(pod);
+	return rc;
+}
+
+static int pod_add(void *ctx, const struct cni_req *req, struct cni_add_result *res,
+		   struct cni_err *e)
+{
+	struct agent *a = ctx;
+	struct ipam_owner owner;
+	struct nl *host = NULL;
+	struct nl_link hl, pl;
+	struct nl_route hr = { 0 };
+	struct weft_endpoint ep = { 0 };
+	struct weft_ipcache_entry ic = { 0 };
+	char ips[INET_ADDRSTRLEN], sub[CIDR_STRLEN];
+	in_addr_t ip = 0;
+	int podfd = -1, rc;
+	bool own_fd = false, leased = false;
+
+	if (!atomic_load(&a->ready)) {
+		seterr(e, 11, NULL, "try again later: weft-agent on %s is still starting", a->o.node);
+		return -EAGAIN;
+	}
+	owner_from_req(req, &owner);
+	podfd = req->netns_fd;
+	if (podfd < 0) {
+		podfd = netns_open(req->netns);
+		if (podfd < 0) {
+			seterr(e, ERR_NETNS, strerror(-podfd), "cannot open network namespace %s",
+			       req->netns);
+			return podfd;
+		}
+		own_fd = true;
+	}
+	host = nl_open(-1);
+	if (!host) {
+		seterr(e, 5, strerror(errno), "netlink");
+		rc = -errno;
+		goto out;
+	}
+	/* the interface must not exist in the pod yet */
+	{
+		struct nl *pod = nl_open(podfd);
+
+		rc = pod ? nl_link_get(pod, req->ifname, &pl) : -errno;
+		nl_close(pod);
+		if (rc == 0) {
+			seterr(e, ERR_IFACE, NULL, "interface %s already exists in %s", req->ifname,
+			       req->netns ? req->netns : "the pod");
+			rc = -EEXIST;
+			goto out;
+		}
+	}
+	rc = ipam_alloc(a->ipam, &owner, &ip);
+	if (rc == -ENOSPC) {
+		cidr_format(&a->subnet, sub);
+		seterr(e, ERR_EXHAUSTED, NULL, "node %s: subnet %s is exhausted (%zu of %zu addresses leased)",
+		       a->o.node, sub, ipam_used(a->ipam), ipam_capacity(a->ipam));
+		goto out;
+	}
+	if (rc == -EEXIST) {
+		format_ip(ip, ips);
+		seterr(e, ERR_IFACE, NULL, "container %s interface %s already holds %s; DEL it first",
+		       req->container_id, req->ifname, ips);
+		ip = 0;
+		goto out;
+	}
+	if (rc < 0) {
+		seterr(e, 5, strerror(-rc), "leasing an address on node %s", a->o.node);
+		goto out;
+	}
+	leased = true;
+	format_ip(ip, ips);
+	rc = nl_veth_create(host, owner.host_ifname, req->ifname, podfd, a->mtu);
+	if (rc < 0) {
+		seterr(e, rc == -EEXIST ? ERR_IFACE : 5, strerror(-rc), "creating veth %s/%s",
+		       owner.host_ifname, req->ifname);
+		goto out;
+	}
+	rc = nl_link_get(host, owner.host_ifname, &hl);
+	if (rc < 0) {
+		seterr(e, 5, strerror(-rc), "veth %s vanished", owner.host_ifname);
+		goto out;
+	}
+	rc = setup_pod_side(a, podfd, req->ifname, ip, hl.mac, ep.pod_mac, e);
+	if (rc < 0)
+		goto out;
+	hr.dst = ip;
+	hr.prefixlen = 32;
+	hr.ifindex = hl.ifindex;
+	hr.src = a->gateway;
+	if ((rc = nl_link_set_up(host, hl.ifindex)) < 0 ||
+	    (rc = nl_route_replace(host, &hr)) < 0 ||
+	    (rc = nl_neigh_replace(host, hl.ifindex, ip, ep.pod_mac)) < 0) {
+		seterr(e, 5, strerror(-rc), "configuring %s on the node (route to %s)",
+		       owner.host_ifname, ips);
+		goto out;
+	}
+	rc = datapath_attach_pod(a->dp, hl.ifindex);
+	if (rc < 0) {
+		seterr(e, ERR_DATAPATH, strerror(-rc), "attaching the pod program to %s",
+		       owner.host_ifname);
+		goto out;
+	}
+	ep.ifindex = (uint32_t)hl.ifindex;
+	memcpy(ep.gw_mac, hl.mac, 6);
+	ep.flags = WEFT_EP_F_READY;
+	ic.node_ip = a->node_ip;
+	if ((rc = datapath_endpoint_put(a->dp, ip, &ep)) < 0 ||
+	    (rc = datapath_ipcache_put(a->dp, ip, &ic)) < 0) {
+		seterr(e, ERR_DATAPATH, strerror(-rc), "data-plane maps full or failing for %s", ips);
+		goto out;
+	}
+	snprintf(res->host_ifname, sizeof(res->host_ifname), "%s", owner.host_ifname);
+	memcpy(res->host_mac, hl.mac, 6);
+	snprintf(res->pod_ifname, sizeof(res->pod_ifname), "%s", req->ifname);
+	memcpy(res->pod_mac, ep.pod_mac, 6);
+	res->mtu = a->mtu;
+	res->ip = ip;
+	res->gateway = a->gateway;
+	report_kick(a);
+	rc = 0;
+out:
+	if (rc < 0 && leased) {
+		if (host)
+			pod_undo(a, host, owner.host_ifname, ip);
+		(void)ipam_release_ip(a->ipam, ip);
+	}
+	nl_close(host);
+	if (own_fd)
+		close(podfd);
+	return rc < 0 ? rc : 0;
+}
+
+/* Everything DEL frees, for one lease (or for no lease: the veth). */
+static void release(struct agent *a, struct nl *host, const char *container_id,
+		    const char *ifname)
+{
+	struct ipam_lease l;
+	char hname[16];
+
+	pod_host_ifname(container_id, ifname, hname);
+	if (ipam_find(a->ipam, container_id, ifname, &l) == 0) {
+		pod_undo(a, host, l.owner.host_ifname[0] ? l.owner.host_ifname : hname, l.ip);
+		(void)ipam_release_ip(a->ipam, l.ip);
+	} else {
+		pod_undo(a, host, hname, 0);
+	}
+}
+
+static int pod_del(void *ctx, const struct cni_req *req, struct cni_err *e)
+{
+	struct agent *a = ctx;
+	struct nl *host = nl_open(-1);
+
+	if (!host) {
+		seterr(e, 5, strerror(errno), "netlink");
+		return -errno;
+	}
+	release(a, host, req->container_id, req->ifname);
+	nl_close(host);
+	report_kick(a);
+	return 0;
+}
+
+static int check_fail(struct cni_err *e, const char *what, int rc)
+{
+	seterr(e, ERR_CHECK, rc ? strerror(-rc) : NULL, "check failed: %s", what);
+	return rc ? rc : -EINVAL;
+}
+
+static int pod_check(void *ctx, const struct cni_req *req, struct cni_err *e)
+{
+	struct agent *a = ctx;
+	struct ipam_lease l;
+	struct nl *host = NULL, *pod = NULL;
+	struct nl_link hl, pl;
+	struct weft_endpoint ep;
+	char what[512], ips[INET_ADDRSTRLEN];
+	int podfd = req->netns_fd, rc;
+	bool own_fd = false;
+	const json_t *ipl, *it;
+	size_t i;
+
+	if (ipam_find(a->ipam, req->container_id, req->ifname, &l) < 0) {
+		seterr(e, 3, NULL, "container %s interface %s is unknown to weft on %s",
+		       req->container_id, req->ifname, a->o.node);
+		return -ENOENT;
+	}
+	format_ip(l.ip, ips);
+	/* prevResult, when given, must name the leased address */
+	ipl = req->prev_result ? json_object_get(req->prev_result, "ips") : NULL;
+	json_array_foreach(ipl, i, it) {
+		const char *addr = json_string_value(json_object_get(it, "address"));
+		char want[INET_ADDRSTRLEN + 4];
+
+		snprintf(want, sizeof(want), "%s/32", ips);
+		if (addr && strcmp(addr, want) != 0) {
+			snprintf(what, sizeof(what), "prevResult has %s, the lease is %s", addr, want);
+			return check_fail(e, what, 0);
+		}
+	}
+	host = nl_open(-1);
+	if (!host)
+		return check_fail(e, "netlink", -errno);
+	rc = nl_link_get(host, l.owner.host_ifname, &hl);
+	if (rc < 0) {
+		snprintf(what, sizeof(what), "host interface %s is gone", l.owner.host_ifname);
+		check_fail(e, what, rc);
+		goto out;
+	}
+	if ((rc = datapath_attached(a->dp, hl.ifindex)) != 1) {
+		snprintf(what, sizeof(what), "no weft program on %s", l.owner.host_ifname);
+		check_fail(e, what, rc < 0 ? rc : 0);
+		rc = -EINVAL;
+		goto out;
+	}
+	if ((rc = datapath_endpoint_get(a->dp, l.ip, &ep)) < 0 || ep.ifindex != (uint32_t)hl.ifindex) {
+		snprintf(what, sizeof(what), "no data-plane endpoint for %s on %s", ips,
+			 l.owner.host_ifname);
+		check_fail(e, what, rc < 0 ? rc : 0);
+		rc = -EINVAL;
+		goto out;
+	}
+	if (podfd < 0 && req->netns) {
+		podfd = netns_open(req->netns);
+		own_fd = podfd >= 0;
+	}
+	if (podfd < 0) {
+		snprintf(what, sizeof(what), "network namespace %s is gone",
+			 req->netns ? req->netns : "(none)");
+		check_fail(e, what, podfd);
+		rc = -ENOENT;
+		goto out;
+	}
+	pod = nl_open(podfd);
+	if (!pod || nl_link_get(pod, req->ifname, &pl) < 0) {
+		snprintf(what, sizeof(what), "interface %s is gone from the pod", req->ifname);
+		rc = check_fail(e, what, 0);
+		goto out;
+	}
+	if (!(pl.flags & IFF_UP) || pl.mtu != a->mtu || memcmp(pl.mac, ep.pod_mac, 6)) {
+		snprintf(what, sizeof(what), "%s in the pod: down, MTU %d (want %d) or MAC changed",
+			 req->ifname, pl.mtu, a->mtu);
+		rc = check_fail(e, what, 0);
+		goto out;
+	}
+	{
+		int ifx = 0;
+
+		if (nl_addr_find(pod, l.ip, &ifx) < 0 || ifx != pl.ifindex) {
+			snprintf(what, sizeof(what), "%s lost its address %s", req->ifname, ips);
+			rc = check_fail(e, what, 0);
+			goto out;
+		}
+	}
+	rc = 0;
+out:
+	nl_close(pod);
+	nl_close(host);
+	if (own_fd)
+		close(podfd);
+	return rc < 0 ? rc : 0;
+}
+
+struct gc_ctx {
+	struct agent *a;
+	const struct cni_req *req;
+	struct nl *host;
+	unsigned freed;
+};
+
+static int gc_one(const struct ipam_lease *l, void *arg)
+{
+	struct gc_ctx *c = arg;
+	size_t i;
+
+	for (i = 0; i < c->req->n_valid; i++)
+		if (strcmp(c->req->valid[i].container_id, l->owner.container_id) == 0 &&
+		    strcmp(c->req->valid[i].ifname, l->owner.ifname) == 0)
+			return 0;
+	release(c->a, c->host, l->owner.container_id, l->owner.ifname);
+	c->freed++;
+	return 0;
+}
+
+static int pod_gc(void *ctx, const struct cni_req *req, struct cni_err *e)
+{
+	struct gc_ctx c = { .a = ctx, .req = req };
+
+	c.host = nl_open(-1);
+	if (!c.host) {
+		seterr(e, 5, strerror(errno), "netlink");
+		return -errno;
+	}
+	(void)ipam_foreach(c.a->ipam, gc_one, &c);
+	nl_close(c.host);
+	if (c.freed) {
+		LOG_INFO("cni gc: released %u attachment(s) not in the valid list", c.freed);
+		report_kick(c.a);
+	}
+	return 0;
+}
+
+static int pod_status(void *ctx, const struct cni_req *req, struct cni_err *e)
+{
+	struct agent *a = ctx;
+	char sub[CIDR_STRLEN];
+
+	if (!atomic_load(&a->ready)) {
+		seterr(e, 50, NULL, "weft-agent on %s is starting (data plane not synced yet)",
+		       a->o.node);
+		return -EAGAIN;
+	}
+	if (ipam_used(a->ipam) >= ipam_capacity(a->ipam)) {
+		cidr_format(&a->subnet, sub);
+		seterr(e, 50, NULL, "node %s: subnet %s is exhausted", a->o.node, sub);
+		return -ENOSPC;
+	}
+	return 0;
+}
+
+const struct cni_ops pod_cni_ops = {
+	.add = pod_add,
+	.del = pod_del,
+	.check = pod_check,
+	.gc = pod_gc,
+	.status = pod_status,
+};
+
+/* ---- start-up GC ---- */
+
+struct startup_ctx {
+	struct agent *a;
+	struct nl *host;
+	unsigned kept, released;
+};
+
+static int startup_one(const struct ipam_lease *l, void *arg)
+{
+	struct startup_ctx *c = arg;
+	struct agent *a = c->a;
+	struct nl_link hl;
+	struct weft_endpoint ep = { 0 };
+	struct weft_ipcache_entry ic = { .node_ip = a->node_ip };
+	char ips[INET_ADDRSTRLEN];
+	int rc;
+
+	format_ip(l->ip, ips);
+	rc = nl_link_get(c->host, l->owner.host_ifname, &hl);
+	if (rc < 0) {
+		LOG_INFO("pod %s/%s (%s): interface %s is gone; lease released",
+			 l->owner.pod_namespace, l->owner.pod_name, ips, l->owner.host_ifname);
+		(void)datapath_endpoint_del(a->dp, l->ip);
+		(void)datapath_ipcache_del(a->dp, l->ip);
+		(void)ipam_release_ip(a->ipam, l->ip);
+		c->released++;
+		return 0;
+	}
+	ep.ifindex = (uint32_t)hl.ifindex;
+	pod_mac_from_ip(l->ip, ep.pod_mac);
+	memcpy(ep.gw_mac, hl.mac, 6);
+	ep.flags = WEFT_EP_F_READY;
+	if ((rc = datapath_attach_pod(a->dp, hl.ifindex)) < 0 ||
+	    (rc = datapath_endpoint_put(a->dp, l->ip, &ep)) < 0 ||
+	    (rc = datapath_ipcache_put(a->dp, l->ip, &ic)) < 0)
+		LOG_ERR("pod %s/%s (%s): restoring its data-plane state: %s", l->owner.pod_namespace,
+			l->owner.pod_name, ips, strerror(-rc));
+	c->kept++;
+	return 0;
+}
+
+struct orphan_ctx {
+	struct agent *a;
+	int ifindex[1024];
+	char names[1024][IF_NAMESIZE];
+	size_t n;
+};
+
+static int has_lease_for(const struct ipam_lease *l, void *arg)
+{
+	const char *name = arg;
+
+	return strcmp(l->owner.host_ifname, name) == 0 ? 1 : 0;
+}
+
+static int find_orphan(const struct nl_link *l, void *arg)
+{
+	struct orphan_ctx *c = arg;
+
+	if (strncmp(l->name, AGENT_VETH_PREFIX, strlen(AGENT_VETH_PREFIX)) != 0 ||
+	    strcmp(l->kind, "veth") != 0)
+		return 0;
+	if (ipam_foreach(c->a->ipam, has_lease_for, (void *)l->name) == 1)
+		return 0;
+	if (c->n < 1024) {
+		c->ifindex[c->n] = l->ifindex;
+		snprintf(c->names[c->n], IF_NAMESIZE, "%s", l->name);
+		c->n++;
+	}
+	return 0;
+}
+
+/* endpoint entries whose IP has no lease */
+static int stale_endpoint(in_addr_t ip, const struct weft_endpoint *ep, void *arg)
+{
+	struct agent *a = arg;
+	struct ipam_lease l;
+
+	if (ipam_find_ip(a->ipam, ip, &l) < 0) {
+		(void)datapath_endpoint_del(a->dp, ip);
+		(void)datapath_ipcache_del(a->dp, ip);
+	}
+	return 0;
+}
+
+int pod_startup_gc(struct agent *a)
+{
+	struct startup_ctx c = { .a = a };
+	struct orphan_ctx *o = calloc(1, sizeof(*o));
+	size_t i;
+	int rc = 0;
+
+	c.host = nl_open(-1);
+	if (!c.host || !o) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	(void)ipam_foreach(a->ipam, startup_one, &c);
+	o->a = a;
+	(void)nl_link_foreach(c.host, find_orphan, o);
+	for (i = 0; i < o->n; i++) {
+		LOG_INFO("interface %s has no lease; removed", o->names[i]);
+		(void)nl_link_del(c.host, o->ifindex[i]);
+	}
+	(void)datapath_endpoint_foreach(a->dp, stale_endpoint, a);
+	LOG_INFO("start-up: %u pod(s) kept, %u lease(s) released, %zu orphan interface(s) removed",
+		 c.kept, c.released, o->n);
+out:
+	nl_close(c.host);
+	free(o);
+	return rc;
+}

@@ -1,0 +1,231 @@
+/*
+ * report.c — keeps the controller's Pod records of this node equal to the
+ * node's leases, so a pod added while the controller was down appears
+ * once it is back, and a deleted one disappears.
+ *
+ * One thread, woken by report_kick() (after ADD/DEL/GC and after every
+ * Pod event or relist) and every few seconds.  Each round, once the Pod
+ * list has been read at least once:
+ *   lease with a pod name, and no cached Pod with the same IP, node and
+ *   container ID  ->  GET the Pod (to keep what others wrote in it), set
+ *   spec.nodeName, status.podIP/podIPs/hostIP/phase and the annotation
+ *   weft.io/container-id, PUT it (conditional on the resourceVersion read);
+ *   cached Pod on this node carrying a container ID that no lease has
+ *   ->  DELETE it.
+ * Pods that other writers put on this node without a container ID are not
+ * ours and are left alone.  A failed call is retried next round.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "agent/agent.h"
+
+#define REPORT_PERIOD_S 5
+
+void report_kick(struct agent *a)
+{
+	pthread_mutex_lock(&a->lock);
+	a->kicks++;
+	pthread_cond_signal(&a->kick);
+	pthread_mutex_unlock(&a->lock);
+}
+
+struct lease_list {
+	struct ipam_lease *v;
+	size_t n, cap;
+};
+
+static int collect(const struct ipam_lease *l, void *arg)
+{
+	struct lease_list *ll = arg;
+
+	if (ll->n == ll->cap) {
+		size_t cap = ll->cap ? ll->cap * 2 : 64;
+		struct ipam_lease *v = realloc(ll->v, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		ll->v = v;
+		ll->cap = cap;
+	}
+	ll->v[ll->n++] = *l;
+	return 0;
+}
+
+static int upsert(struct agent *a, struct httpc *h, const struct ipam_lease *l)
+{
+	struct httpc_response r = { 0 };
+	char path[1024], err[256], ip[INET_ADDRSTRLEN];
+	json_t *pod = NULL, *md, *ann, *spec;
+	char *body = NULL;
+	int rc;
+
+	format_ip(l->ip, ip);
+	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", l->owner.pod_namespace,
+		 l->owner.pod_name);
+	rc = httpc_request(h, "GET", path, NULL, 0, &r, err, sizeof(err));
+	if (rc < 0)
+		return rc;
+	if (r.status == 200)
+		pod = json_loads(r.body, 0, NULL);
+	httpc_response_free(&r);
+	if (!pod)
+		pod = json_pack("{s:s, s:s, s:{s:s, s:s}}", "apiVersion", "v1", "kind", "Pod",
+				"metadata", "name", l->owner.pod_name, "namespace",
+				l->owner.pod_namespace);
+	md = json_object_get(pod, "metadata");
+	ann = json_object_get(md, "annotations");
+	if (!json_is_object(ann)) {
+		ann = json_object();
+		json_object_set_new(md, "annotations", ann);
+	}
+	json_object_set_new(ann, AGENT_ANN_CONTAINER, json_string(l->owner.container_id));
+	spec = json_object_get(pod, "spec");
+	if (!json_is_object(spec)) {
+		spec = json_object();
+		json_object_set_new(pod, "spec", spec);
+	}
+	json_object_set_new(spec, "nodeName", json_string(a->o.node));
+	json_object_set_new(pod, "status",
+			    json_pack("{s:s, s:s, s:[{s:s}], s:s}", "phase", "Running", "podIP", ip,
+				      "podIPs", "ip", ip, "hostIP", a->o.node_ip_str));
+	body = json_dumps(pod, JSON_COMPACT);
+	rc = httpc_request(h, "PUT", path, body, strlen(body), &r, err, sizeof(err));
+	if (rc < 0)
+		goto out;
+	if (r.status != 200 && r.status != 201) {
+		LOG_WARN("pod %s/%s: the controller refused its record (HTTP %ld): %.300s",
+			 l->owner.pod_namespace, l->owner.pod_name, r.status, r.body);
+		rc = -EPROTO;
+		goto out;
+	}
+	LOG_INFO("pod %s/%s: reported (%s on %s)", l->owner.pod_namespace, l->owner.pod_name, ip,
+		 a->o.node);
+out:
+	free(body);
+	json_decref(pod);
+	httpc_response_free(&r);
+	return rc;
+}
+
+static int remove_record(struct httpc *h, const struct agent_pod *p)
+{
+	struct httpc_response r = { 0 };
+	char path[1024], err[256];
+	int rc;
+
+	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", p->ns, p->name);
+	rc = httpc_request(h, "DELETE", path, NULL, 0, &r, err, sizeof(err));
+	if (rc == 0 && r.status != 200 && r.status != 404)
+		rc = -EPROTO;
+	if (rc == 0)
+		LOG_INFO("pod %s/%s: record removed", p->ns, p->name);
+	httpc_response_free(&r);
+	return rc;
+}
+
+static void round_once(struct agent *a, struct httpc *h)
+{
+	struct lease_list ll = { 0 };
+	struct agent_pod *gone = NULL;
+	size_t i, j, ngone = 0;
+
+	if (ipam_foreach(a->ipam, collect, &ll) < 0)
+		goto out;
+	pthread_mutex_lock(&a->lock);
+	if (!a->pods_synced || !a->controller_up) {
+		pthread_mutex_unlock(&a->lock);
+		goto out;
+	}
+	/* keep in ll only the leases whose record is missing or differs */
+	for (i = 0; i < ll.n;) {
+		const struct ipam_lease *l = &ll.v[i];
+		bool ok = !l->owner.pod_name[0] || !l->owner.pod_namespace[0];
+
+		for (j = 0; !ok && j < a->npods; j++) {
+			const struct agent_pod *p = &a->pods[j];
+
+			ok = strcmp(p->ns, l->owner.pod_namespace) == 0 &&
+			     strcmp(p->name, l->owner.pod_name) == 0 && p->ip == l->ip &&
+			     strcmp(p->node, a->o.node) == 0 &&
+			     strcmp(p->container_id, l->owner.container_id) == 0;
+		}
+		if (ok)
+			ll.v[i] = ll.v[--ll.n];
+		else
+			i++;
+	}
+	gone = calloc(a->npods ? a->npods : 1, sizeof(*gone));
+	for (j = 0; gone && j < a->npods; j++) {
+		const struct agent_pod *p = &a->pods[j];
+		bool leased = false;
+		struct ipam_lease l;
+
+		if (strcmp(p->node, a->o.node) != 0 || !p->container_id[0])
+			continue;
+		if (p->ip && ipam_find_ip(a->ipam, p->ip, &l) == 0 &&
+		    strcmp(l.owner.container_id, p->container_id) == 0)
+			leased = true;
+		if (!leased)
+			gone[ngone++] = *p;
+	}
+	pthread_mutex_unlock(&a->lock);
+	for (i = 0; i < ll.n && !atomic_load(&a->stopping); i++)
+		(void)upsert(a, h, &ll.v[i]);
+	for (i = 0; i < ngone && !atomic_load(&a->stopping); i++)
+		(void)remove_record(h, &gone[i]);
+out:
+	free(gone);
+	free(ll.v);
+}
+
+static void *report_thread(void *arg)
+{
+	struct agent *a = arg;
+	unsigned seen = 0;
+
+	while (!atomic_load(&a->stopping)) {
+		struct timespec ts;
+
+		pthread_mutex_lock(&a->lock);
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += REPORT_PERIOD_S;
+		while (a->kicks == seen && !atomic_load(&a->stopping))
+			if (pthread_cond_timedwait(&a->kick, &a->lock, &ts) == ETIMEDOUT)
+				break;
+		seen = a->kicks;
+		pthread_mutex_unlock(&a->lock);
+		if (atomic_load(&a->stopping))
+			break;
+		round_once(a, a->http_report);
+	}
+	return NULL;
+}
+
+int report_start(struct agent *a)
+{
+	int rc;
+
+	a->http_report = agent_http(a);
+	if (!a->http_report)
+		return -EINVAL;
+	rc = pthread_create(&a->t_report, NULL, report_thread, a);
+	return -rc;
+}
+
+void report_stop(struct agent *a)
+{
+	pthread_mutex_lock(&a->lock);
+	pthread_cond_broadcast(&a->kick);
+	pthread_mutex_unlock(&a->lock);
+	if (a->http_report)
+		httpc_cancel(a->http_report);
+	if (a->t_report)
+		pthread_join(a->t_report, NULL);
+	httpc_destroy(a->http_report);
+	a->http_report = NULL;
+}

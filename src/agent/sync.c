@@ -1,0 +1,526 @@
+/*
+ * sync.c — the agent follows the cluster: list+watch of Nodes and of Pods
+ * from the controller, one thread each, and keeps the node's routes and
+ * maps equal to what they say.
+ *
+ *   Nodes  -> weft_nodes (subnet -> node IP; our own subnet too, so the
+ *             programs know it is local) and, for other nodes, a route
+ *             through the VXLAN device with the tunnel remote
+ *   Pods   -> weft_ipcache (pod IP -> node IP, VNID); entries of this
+ *             node's own pods come from the leases (pod.c) and are never
+ *             removed by an event
+ *
+ * Each thread: list (resourceVersion N) -> apply every item, remove what
+ * the list no longer has -> watch from N, applying events as they come ->
+ * on any break (controller gone, 410 Expired, heartbeat timeout) list again,
+ * with a back-off while the controller is unreachable.  After both lists
+ * have been applied once, the config entry is written (version last) and
+ * the agent is ready.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent/agent.h"
+
+#define BACKOFF_MIN_MS 200
+#define BACKOFF_MAX_MS 3000
+
+static void sleep_ms(struct agent *a, unsigned ms)
+{
+	while (ms && !atomic_load(&a->stopping)) {
+		unsigned step = ms > 100 ? 100 : ms;
+
+		usleep(step * 1000);
+		ms -= step;
+	}
+}
+
+/* ---- nodes ---- */
+
+static int parse_node(const json_t *obj, struct agent_node *n)
+{
+	const json_t *addrs, *ad, *ann;
+	const char *cidr = obj_str(obj, "spec.podCIDR"), *id;
+	size_t i;
+
+	memset(n, 0, sizeof(*n));
+	snprintf(n->name, sizeof(n->name), "%s", obj_name(obj) ? obj_name(obj) : "");
+	if (!cidr || cidr_parse(cidr, &n->subnet) < 0)
+		return -EINVAL;
+	addrs = json_object_get(json_object_get(obj, "status"), "addresses");
+	json_array_foreach(addrs, i, ad) {
+		const char *t = json_string_value(json_object_get(ad, "type"));
+		const char *v = json_string_value(json_object_get(ad, "address"));
+		struct in_addr ia;
+
+		if (t && v && strcmp(t, "InternalIP") == 0 && inet_pton(AF_INET, v, &ia) == 1) {
+			n->ip = ia.s_addr;
+			break;
+		}
+	}
+	if (!n->ip)
+		return -EINVAL;
+	ann = json_object_get(json_object_get(obj, "metadata"), "annotations");
+	id = json_string_value(json_object_get(ann, "weft.io/node-id"));
+	n->id = id ? (uint32_t)strtoul(id, NULL, 10) : 0;
+	return 0;
+}
+
+static struct agent_node *node_find(struct agent *a, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < a->nnodes; i++)
+		if (strcmp(a->nodes[i].name, name) == 0)
+			return &a->nodes[i];
+	return NULL;
+}
+
+static void node_program(struct agent *a, const struct agent_node *n)
+{
+	struct weft_node_entry e = { .node_ip = n->ip, .node_id = n->id };
+	char sub[CIDR_STRLEN];
+	int rc;
+
+	cidr_format(&n->subnet, sub);
+	rc = datapath_node_put(a->dp, htonl(n->subnet.addr), n->subnet.len, &e);
+	if (rc < 0)
+		LOG_ERR("node %s: weft_nodes %s: %s", n->name, sub, strerror(-rc));
+	if (n->ip != a->node_ip) {
+		rc = node_route_remote(a, n);
+		if (rc < 0)
+			LOG_ERR("node %s: route to %s: %s", n->name, sub, strerror(-rc));
+	}
+}
+
+static void node_unprogram(struct agent *a, const struct agent_node *n)
+{
+	(void)datapath_node_del(a->dp, htonl(n->subnet.addr), n->subnet.len);
+	if (n->ip != a->node_ip)
+		(void)node_route_remote_del(a, &n->subnet);
+}
+
+/* Apply one Node (added or modified); caller holds the lock. */
+static void node_apply(struct agent *a, const json_t *obj)
+{
+	struct agent_node n, *old;
+
+	if (parse_node(obj, &n) < 0)
+		return;		/* not registered yet: no subnet or IP */
+	n.seen = true;
+	old = node_find(a, n.name);
+	if (old) {
+		if (old->ip == n.ip && old->subnet.addr == n.subnet.addr &&
+		    old->subnet.len == n.subnet.len) {
+			old->seen = true;
+			return;
+		}
+		node_unprogram(a, old);
+		*old = n;
+	} else {
+		if (a->nnodes == a->cap_nodes) {
+			size_t cap = a->cap_nodes ? a->cap_nodes * 2 : 16;
+			struct agent_node *nn = realloc(a->nodes, cap * sizeof(*nn));
+
+			if (!nn)
+				return;
+			a->nodes = nn;
+			a->cap_nodes = cap;
+		}
+		a->nodes[a->nnodes++] = n;
+	}
+	node_program(a, &n);
+}
+
+static void node_remove(struct agent *a, const char *name)
+{
+	struct agent_node *n = node_find(a, name);
+
+	if (!n)
+		return;
+	node_unprogram(a, n);
+	*n = a->nodes[--a->nnodes];
+}
+
+/* weft_nodes entries no node owns */
+static int stale_node_entry(in_addr_t subnet, int len, const struct weft_node_entry *e, void *arg)
+{
+	struct agent *a = arg;
+	size_t i;
+
+	for (i = 0; i < a->nnodes; i++)
+		if (htonl(a->nodes[i].subnet.addr) == subnet && a->nodes[i].subnet.len == len)
+			return 0;
+	(void)datapath_node_del(a->dp, subnet, len);
+	return 0;
+}
+
+/* ---- pods ---- */
+
+static int parse_pod(const json_t *obj, struct agent_pod *p)
+{
+	const char *ip = obj_str(obj, "status.podIP"), *node = obj_str(obj, "spec.nodeName");
+	const json_t *ann = json_object_get(json_object_get(obj, "metadata"), "annotations");
+	const char *cid = json_string_value(json_object_get(ann, AGENT_ANN_CONTAINER));
+	struct in_addr ia = { 0 };
+
+	memset(p, 0, sizeof(*p));
+	snprintf(p->ns, sizeof(p->ns), "%s", obj_namespace(obj));
+	snprintf(p->name, sizeof(p->name), "%s", obj_name(obj) ? obj_name(obj) : "");
+	snprintf(p->node, sizeof(p->node), "%s", node ? node : "");
+	snprintf(p->container_id, sizeof(p->container_id), "%s", cid ? cid : "");
+	if (ip && inet_pton(AF_INET, ip, &ia) == 1)
+		p->ip = ia.s_addr;
+	return 0;
+}
+
+static struct agent_pod *pod_find(struct agent *a, const char *ns, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < a->npods; i++)
+		if (strcmp(a->pods[i].name, name) == 0 && strcmp(a->pods[i].ns, ns) == 0)
+			return &a->pods[i];
+	return NULL;
+}
+
+in_addr_t sync_node_ip_for(struct agent *a, in_addr_t pod_ip)
+{
+	uint32_t h = ntohl(pod_ip);
+	size_t i;
+
+	for (i = 0; i < a->nnodes; i++)
+		if (cidr_contains_ip(&a->nodes[i].subnet, h))
+			return a->nodes[i].ip;
+	if (cidr_contains_ip(&a->subnet, h))
+		return a->node_ip;
+	return 0;
+}
+
+static bool is_local_lease(struct agent *a, in_addr_t ip)
+{
+	struct ipam_lease l;
+
+	return ipam_find_ip(a->ipam, ip, &l) == 0;
+}
+
+static void pod_program(struct agent *a, const struct agent_pod *p)
+{
+	struct weft_ipcache_entry e = { 0 };
+
+	if (!p->ip)
+		return;
+	e.node_ip = sync_node_ip_for(a, p->ip);
+	if (!e.node_ip || e.node_ip == a->node_ip)
+		return;		/* local pods: from the leases */
+	(void)datapath_ipcache_put(a->dp, p->ip, &e);
+}
+
+static void pod_unprogram(struct agent *a, const struct agent_pod *p)
+{
+	if (p->ip && !is_local_lease(a, p->ip))
+		(void)datapath_ipcache_del(a->dp, p->ip);
+}
+
+static void pod_apply(struct agent *a, const json_t *obj)
+{
+	struct agent_pod p, *old;
+
+	parse_pod(obj, &p);
+	p.seen = true;
+	old = pod_find(a, p.ns, p.name);
+	if (old) {
+		if (old->ip != p.ip)
+			pod_unprogram(a, old);
+		*old = p;
+	} else {
+		if (a->npods == a->cap_pods) {
+			size_t cap = a->cap_pods ? a->cap_pods * 2 : 64;
+			struct agent_pod *np = realloc(a->pods, cap * sizeof(*np));
+
+			if (!np)
+				return;
+			a->pods = np;
+			a->cap_pods = cap;
+		}
+		a->pods[a->npods++] = p;
+	}
+	pod_program(a, &p);
+}
+
+static void pod_remove(struct agent *a, const char *ns, const char *name)
+{
+	struct agent_pod *p = pod_find(a, ns, name);
+
+	if (!p)
+		return;
+	pod_unprogram(a, p);
+	*p = a->pods[--a->npods];
+}
+
+/* ipcache entries for remote IPs no pod has */
+static int stale_ipcache(in_addr_t ip, const struct weft_ipcache_entry *e, void *arg)
+{
+	struct agent *a = arg;
+	size_t i;
+
+	if (e->node_ip == a->node_ip)
+		return 0;
+	for (i = 0; i < a->npods; i++)
+		if (a->pods[i].ip == ip)
+			return 0;
+	(void)datapath_ipcache_del(a->dp, ip);
+	return 0;
+}
+
+/* ---- the watch loop, shared by both kinds ---- */
+
+struct kind_sync {
+	struct agent *a;
+	const char *path;		/* collection path */
+	const char *what;		/* "nodes" / "pods" */
+	struct httpc **http;
+	void (*apply)(struct agent *a, const json_t *obj);
+	void (*remove)(struct agent *a, const json_t *obj);
+	void (*listed)(struct agent *a);	/* after a full list, under lock */
+	bool *synced;
+	char rv[32];
+};
+
+static void node_remove_obj(struct agent *a, const json_t *obj)
+{
+	node_remove(a, obj_name(obj) ? obj_name(obj) : "");
+}
+
+static void pod_remove_obj(struct agent *a, const json_t *obj)
+{
+	pod_remove(a, obj_namespace(obj), obj_name(obj) ? obj_name(obj) : "");
+}
+
+static void nodes_listed(struct agent *a)
+{
+	size_t i = 0;
+
+	while (i < a->nnodes) {
+		if (!a->nodes[i].seen) {
+			node_unprogram(a, &a->nodes[i]);
+			a->nodes[i] = a->nodes[--a->nnodes];
+			continue;
+		}
+		a->nodes[i++].seen = false;
+	}
+	(void)datapath_node_foreach(a->dp, stale_node_entry, a);
+}
+
+static void pods_listed(struct agent *a)
+{
+	size_t i = 0;
+
+	while (i < a->npods) {
+		if (!a->pods[i].seen) {
+			pod_unprogram(a, &a->pods[i]);
+			a->pods[i] = a->pods[--a->npods];
+			continue;
+		}
+		a->pods[i++].seen = false;
+	}
+	/* pods whose node was unknown at their event: program them again */
+	for (i = 0; i < a->npods; i++)
+		pod_program(a, &a->pods[i]);
+	(void)datapath_ipcache_foreach(a->dp, stale_ipcache, a);
+}
+
+static void set_controller_up(struct agent *a, bool up)
+{
+	pthread_mutex_lock(&a->lock);
+	if (a->controller_up != up)
+		LOG_INFO("controller %s %s", a->o.controller, up ? "reachable" : "unreachable");
+	a->controller_up = up;
+	pthread_mutex_unlock(&a->lock);
+}
+
+static void maybe_ready(struct agent *a)
+{
+	bool both;
+
+	pthread_mutex_lock(&a->lock);
+	both = a->nodes_synced && a->pods_synced;
+	pthread_mutex_unlock(&a->lock);
+	if (both)
+		(void)sync_mark_ready(a);
+}
+
+static int list_once(struct kind_sync *k)
+{
+	struct agent *a = k->a;
+	struct httpc_response r = { 0 };
+	char err[256];
+	json_t *j = NULL, *items, *it;
+	const char *rv;
+	size_t i;
+	int rc;
+
+	rc = httpc_request(*k->http, "GET", k->path, NULL, 0, &r, err, sizeof(err));
+	if (rc < 0)
+		return rc;
+	if (r.status != 200 || !(j = json_loads(r.body, 0, NULL))) {
+		LOG_WARN("list %s: HTTP %ld", k->what, r.status);
+		rc = -EPROTO;
+		goto out;
+	}
+	rv = obj_str(j, "metadata.resourceVersion");
+	snprintf(k->rv, sizeof(k->rv), "%s", rv ? rv : "0");
+	items = json_object_get(j, "items");
+	pthread_mutex_lock(&a->lock);
+	json_array_foreach(items, i, it)
+		k->apply(a, it);
+	k->listed(a);
+	*k->synced = true;
+	pthread_mutex_unlock(&a->lock);
+	if (k->listed == nodes_listed)
+		(void)node_routes_prune(a);
+	rc = 0;
+out:
+	json_decref(j);
+	httpc_response_free(&r);
+	return rc;
+}
+
+static int on_event(const char *line, size_t len, void *arg)
+{
+	struct kind_sync *k = arg;
+	struct agent *a = k->a;
+	json_t *ev = json_loadb(line, len, 0, NULL), *obj;
+	const char *type, *rv;
+
+	if (!ev)
+		return -EPROTO;
+	type = json_string_value(json_object_get(ev, "type"));
+	obj = json_object_get(ev, "object");
+	if (type && json_is_object(obj)) {
+		pthread_mutex_lock(&a->lock);
+		if (strcmp(type, "DELETED") == 0)
+			k->remove(a, obj);
+		else if (strcmp(type, "ADDED") == 0 || strcmp(type, "MODIFIED") == 0)
+			k->apply(a, obj);
+		pthread_mutex_unlock(&a->lock);
+		rv = obj_str(obj, "metadata.resourceVersion");
+		if (rv)
+			snprintf(k->rv, sizeof(k->rv), "%s", rv);
+		if (k->listed == pods_listed)
+			report_kick(a);
+	}
+	json_decref(ev);
+	return atomic_load(&a->stopping) ? 1 : 0;
+}
+
+static void *sync_thread(void *arg)
+{
+	struct kind_sync *k = arg;
+	struct agent *a = k->a;
+	unsigned backoff = BACKOFF_MIN_MS;
+	char path[512], err[256];
+
+	while (!atomic_load(&a->stopping)) {
+		struct httpc_response r = { 0 };
+		int rc = list_once(k);
+
+		if (rc < 0) {
+			set_controller_up(a, false);
+			sleep_ms(a, backoff);
+			backoff = backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : backoff * 2;
+			continue;
+		}
+		set_controller_up(a, true);
+		backoff = BACKOFF_MIN_MS;
+		maybe_ready(a);
+		if (k->listed == pods_listed)
+			report_kick(a);
+		/* a watch ends on a break or on its timeout; then list again */
+		snprintf(path, sizeof(path), "%s?watch=1&resourceVersion=%s&timeoutSeconds=300",
+			 k->path, k->rv);
+		rc = httpc_stream(*k->http, path, on_event, k, &r, err, sizeof(err));
+		if (rc < 0 && rc != -ECANCELED)
+			LOG_WARN("watch %s: %s", k->what, err);
+		else if (r.status == 410)
+			LOG_INFO("watch %s: revision %s compacted; listing again", k->what, k->rv);
+		httpc_response_free(&r);
+	}
+	return NULL;
+}
+
+static struct kind_sync ks_nodes, ks_pods;
+
+int sync_start(struct agent *a)
+{
+	int rc;
+
+	a->http_nodes = agent_http(a);
+	a->http_pods = agent_http(a);
+	if (!a->http_nodes || !a->http_pods)
+		return -EINVAL;
+	ks_nodes = (struct kind_sync){ .a = a, .path = "/api/v1/nodes", .what = "nodes",
+				       .http = &a->http_nodes, .apply = node_apply,
+				       .remove = node_remove_obj, .listed = nodes_listed,
+				       .synced = &a->nodes_synced };
+	ks_pods = (struct kind_sync){ .a = a, .path = "/api/v1/pods", .what = "pods",
+				      .http = &a->http_pods, .apply = pod_apply,
+				      .remove = pod_remove_obj, .listed = pods_listed,
+				      .synced = &a->pods_synced };
+	rc = pthread_create(&a->t_nodes, NULL, sync_thread, &ks_nodes);
+	if (rc)
+		return -rc;
+	rc = pthread_create(&a->t_pods, NULL, sync_thread, &ks_pods);
+	if (rc)
+		return -rc;
+	return 0;
+}
+
+void sync_stop(struct agent *a)
+{
+	if (a->http_nodes)
+		httpc_cancel(a->http_nodes);
+	if (a->http_pods)
+		httpc_cancel(a->http_pods);
+	if (a->t_nodes)
+		pthread_join(a->t_nodes, NULL);
+	if (a->t_pods)
+		pthread_join(a->t_pods, NULL);
+	httpc_destroy(a->http_nodes);
+	httpc_destroy(a->http_pods);
+	a->http_nodes = a->http_pods = NULL;
+}
+
+int sync_mark_ready(struct agent *a)
+{
+	struct weft_config c = { 0 };
+	int rc;
+
+	(void)datapath_config_get(a->dp, &c);
+	c.node_ip = a->node_ip;
+	c.gateway_ip = a->gateway;
+	c.subnet = htonl(a->subnet.addr);
+	c.subnet_mask = htonl(cidr_mask(a->subnet.len));
+	if (a->cc.nnetworks) {
+		c.cluster_net = htonl(a->cc.networks[0].cidr.addr);
+		c.cluster_mask = htonl(cidr_mask(a->cc.networks[0].cidr.len));
+	}
+	c.vxlan_ifindex = (uint32_t)a->vxlan_ifindex;
+	c.tunnel_ttl = 64;
+	c.netns_cookie = a->netns_cookie;
+	c.generation++;
+	c.ready = 1;
+	c.version = WEFT_CONFIG_VERSION;	/* the one write makes it complete */
+	rc = datapath_config_set(a->dp, &c);
+	if (rc < 0) {
+		LOG_ERR("writing the data-plane config: %s", strerror(-rc));
+		return rc;
+	}
+	if (!atomic_exchange(&a->ready, true))
+		LOG_INFO("data plane synced: ready");
+	return 0;
+}
