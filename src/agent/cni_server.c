@@ -109,20 +109,7 @@ static const char *cmd_name(enum cni_cmd cmd)
 	return "?";
 }
 
-/* Fills err (msg from fmt, details verbatim) and returns -1. */
-static int fail(struct cni_err *err, int code, const char *details, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-static int fail(struct cni_err *err, int code, const char *details, const char *fmt, ...)
-{
-	va_list ap;
-
-	err->code = code;
-	va_start(ap, fmt);
-	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
-	va_end(ap);
-	snprintf(err->details, sizeof(err->details), "%s", details ? details : "");
-	return -1;
-}
+#define fail cni_err_set
 
 /* A value from the request, fit to quote in a message: at most SHOW_MAX
  * bytes, non-printable bytes as '?', "..." when cut. */
@@ -492,9 +479,8 @@ static char *format_add(const struct cni_req *req, struct cni_add_result *r)
 	const char *v = req->cni_version;
 	char ip[INET_ADDRSTRLEN + 3], gw[INET_ADDRSTRLEN], host_mac[18], pod_mac[18];
 	json_t *o = NULL, *ifs, *pod, *ipc;
-	char *text = NULL, *line = NULL;
+	char *line = NULL;
 	struct in_addr a;
-	size_t n;
 
 	r->host_ifname[sizeof(r->host_ifname) - 1] = '\0';
 	r->pod_ifname[sizeof(r->pod_ifname) - 1] = '\0';
@@ -526,17 +512,8 @@ static char *format_add(const struct cni_req *req, struct cni_add_result *r)
 dump:
 	if (!o)
 		goto out;
-	text = json_dumps(o, JSON_COMPACT);
-	if (!text)
-		goto out;
-	n = strlen(text);
-	line = malloc(n + 2);
-	if (!line)
-		goto out;
-	memcpy(line, text, n);
-	memcpy(line + n, "\n", 2);
+	line = cni_proto_json_line(o);
 out:
-	free(text);
 	json_decref(o);
 	return line;
 }

@@ -70,12 +70,7 @@ struct cni_add_result {
 	in_addr_t gateway;		/* network order */
 };
 
-/* CNI error for the reply: code from the spec table (or weft's >= 100). */
-struct cni_err {
-	int code;
-	char msg[256];
-	char details[1024];
-};
+/* struct cni_err (lib/cni_proto.h) carries an op's failure to the reply. */
 
 /* Each returns 0, or non-zero with err filled (err arrives zeroed; a
  * failure left at code 0 is reported as 5 "I/O failure").  status: 0 =

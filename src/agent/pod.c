@@ -35,18 +35,7 @@
 #define ERR_DATAPATH	CNI_ERR_MAP_FULL
 #define ERR_CHECK	CNI_ERR_CHECK
 
-static void seterr(struct cni_err *e, int code, const char *details, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-static void seterr(struct cni_err *e, int code, const char *details, const char *fmt, ...)
-{
-	va_list ap;
-
-	e->code = code;
-	va_start(ap, fmt);
-	vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
-	va_end(ap);
-	snprintf(e->details, sizeof(e->details), "%s", details ? details : "");
-}
+#define seterr cni_err_set
 
 void pod_host_ifname(const char *container_id, const char *ifname, char out[16])
 {

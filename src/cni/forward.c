@@ -30,22 +30,10 @@
 #define SEND_TIMEOUT_S 10
 #define REPLY_TIMEOUT_S 120	/* an ADD under load takes seconds, not minutes */
 
-static int fail(struct plugin_err *err, int code, const char *details, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-static int fail(struct plugin_err *err, int code, const char *details, const char *fmt, ...)
-{
-	va_list ap;
-
-	err->code = code;
-	va_start(ap, fmt);
-	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
-	va_end(ap);
-	snprintf(err->details, sizeof(err->details), "%s", details ? details : "");
-	return -1;
-}
+#define fail cni_err_set
 
 /* The agent could not be asked, or did not answer. */
-static int unreachable(struct plugin_err *err, const struct plugin_env *env,
+static int unreachable(struct cni_err *err, const struct plugin_env *env,
 		       const char *socket_path, const char *what, int e)
 {
 	if (!strcmp(env->command, "STATUS"))
@@ -56,7 +44,7 @@ static int unreachable(struct plugin_err *err, const struct plugin_env *env,
 }
 
 static int add_env(json_t *req, const char *key, const char *value, const char *var,
-		   struct plugin_err *err)
+		   struct cni_err *err)
 {
 	json_t *s;
 
@@ -69,7 +57,7 @@ static int add_env(json_t *req, const char *key, const char *value, const char *
 }
 
 static int build_request(const struct plugin_env *env, const char *config, size_t config_len,
-			 char **out, struct plugin_err *err)
+			 char **out, struct cni_err *err)
 {
 	json_t *req = json_object(), *conf;
 	int e = -1;
@@ -116,7 +104,7 @@ static void set_timeout(int fd, int opt, int seconds)
 
 /* {"exit":N,"stdout":".."} into reply. */
 static int parse_reply(const char *text, size_t len, struct plugin_reply *reply,
-		       struct plugin_err *err)
+		       struct cni_err *err)
 {
 	json_t *o = json_loadb(text, len, 0, NULL);
 	json_t *code = json_object_get(o, "exit"), *out = json_object_get(o, "stdout");
@@ -143,7 +131,7 @@ out:
 }
 
 int plugin_forward(const struct plugin_env *env, const char *config, size_t config_len,
-		   const char *socket_path, struct plugin_reply *reply, struct plugin_err *err)
+		   const char *socket_path, struct plugin_reply *reply, struct cni_err *err)
 {
 	struct sockaddr_un addr = { .sun_family = AF_UNIX };
 	char *request = NULL, *answer = NULL;

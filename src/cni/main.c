@@ -159,7 +159,7 @@ static int forward(struct plugin *p)
 {
 	const char *socket_path = CNI_DEFAULT_SOCKET;
 	struct plugin_reply reply;
-	struct plugin_err err;
+	struct cni_err err;
 	json_t *s;
 	int status;
 

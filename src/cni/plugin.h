@@ -15,6 +15,8 @@
 
 #include <stddef.h>
 
+#include "lib/cni_proto.h"
+
 /* The CNI_* environment; NULL when unset or empty.  Borrowed. */
 struct plugin_env {
 	const char *command;
@@ -25,12 +27,6 @@ struct plugin_env {
 	const char *path;
 };
 
-/* A CNI error the plugin itself reports (enum cni_code). */
-struct plugin_err {
-	int code;
-	char msg[512];
-	char details[256];
-};
 
 /* What the agent answered: the plugin prints stdout_text verbatim and
  * exits with exit_code.  stdout_text is malloc'ed, the caller frees. */
@@ -46,7 +42,7 @@ struct plugin_reply {
  * is unreachable (50 for STATUS), 5 for a reply that makes no sense, 4/6/7
  * for input that cannot be sent.  Never prints. */
 int plugin_forward(const struct plugin_env *env, const char *config, size_t config_len,
-		   const char *socket_path, struct plugin_reply *reply, struct plugin_err *err)
+		   const char *socket_path, struct plugin_reply *reply, struct cni_err *err)
 	__attribute__((warn_unused_result));
 
 #endif

@@ -21,6 +21,7 @@
 #include "lib/cni_proto.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -265,31 +266,49 @@ static json_t *safe_string(const char *s)
 	return j;
 }
 
+char *cni_proto_json_line(const json_t *o)
+{
+	char *text = json_dumps(o, JSON_COMPACT), *line = NULL;
+	size_t n;
+
+	if (!text)
+		return NULL;
+	n = strlen(text);
+	line = malloc(n + 2);
+	if (line) {
+		memcpy(line, text, n);
+		line[n] = '\n';
+		line[n + 1] = '\0';
+	}
+	free(text);
+	return line;
+}
+
 char *cni_proto_error_json(const char *cni_version, int code, const char *msg,
 			   const char *details)
 {
-	json_t *o = NULL;
-	char *text = NULL, *line = NULL;
-	size_t n;
+	json_t *o;
+	char *line;
 
 	if (!cni_proto_version_supported(cni_version))
 		cni_version = CNI_PROTO_VERSION;
 	o = json_pack("{s:s,s:i,s:o*,s:o*}", "cniVersion", cni_version, "code", code,
 		      "msg", safe_string(msg), "details", safe_string(details));
 	if (!o)
-		goto out;
-	text = json_dumps(o, JSON_COMPACT);
-	if (!text)
-		goto out;
-	n = strlen(text);
-	line = malloc(n + 2);
-	if (!line)
-		goto out;
-	memcpy(line, text, n);
-	line[n] = '\n';
-	line[n + 1] = '\0';
-out:
-	free(text);
+		return NULL;
+	line = cni_proto_json_line(o);
 	json_decref(o);
 	return line;
+}
+
+int cni_err_set(struct cni_err *e, int code, const char *details, const char *fmt, ...)
+{
+	va_list ap;
+
+	e->code = code;
+	va_start(ap, fmt);
+	vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
+	va_end(ap);
+	snprintf(e->details, sizeof(e->details), "%s", details ? details : "");
+	return -1;
 }

@@ -91,4 +91,21 @@ int cni_proto_check_ifname(const char *ifname, const char **why);
 char *cni_proto_error_json(const char *cni_version, int code, const char *msg,
 			   const char *details);
 
+/* A CNI error on its way to a reply: code (enum cni_code, or weft's own
+ * >= 100), a message and details.  Used by the plugin and the agent. */
+struct cni_err {
+	int code;
+	char msg[512];
+	char details[1024];
+};
+
+/* Fill e (msg from fmt, details verbatim, NULL for none); returns -1. */
+int cni_err_set(struct cni_err *e, int code, const char *details, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+/* o as compact JSON plus a newline, as the plugin prints it.  Malloc'ed,
+ * caller frees; NULL when out of memory.  o is borrowed. */
+struct json_t;
+char *cni_proto_json_line(const struct json_t *o);
+
 #endif
