@@ -50,9 +50,9 @@ struct weft_config {
 	__be32 cluster_mask;
 	__u32 vxlan_ifindex;	/* the node's VXLAN device (collect-metadata mode) */
 	__u32 tunnel_ttl;	/* outer TTL, 64 */
-	__u64 netns_cookie;	/* identity of the node's network namespace (st_ino
-				 * of /proc/self/ns/net); a different one means the
-				 * node "rebooted": rebuild */
+	__u64 netns_cookie;	/* identity of the node's network namespace
+				 * (SO_NETNS_COOKIE, never reused); a different
+				 * one means the node "rebooted": rebuild */
 	__u64 generation;	/* bumped by the agent on every full reconcile */
 };
 

@@ -19,6 +19,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <bpf/libbpf.h>
+
 #include "agent/agent.h"
 #include "agent/netlink.h"
 
@@ -41,6 +43,25 @@ void agent_log(const char *level, const char *fmt, ...)
 	va_end(ap);
 	fputc('\n', stderr);
 	pthread_mutex_unlock(&log_lock);
+}
+
+/* libbpf's own messages: warnings into our log, minus the one tc prints
+ * every time it finds the clsact hook it is asked to create (restarts). */
+static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	char line[1024];
+	size_t n;
+
+	if (level == LIBBPF_DEBUG)
+		return 0;
+	vsnprintf(line, sizeof(line), fmt, ap);
+	if (strstr(line, "Exclusivity flag on"))
+		return 0;
+	n = strlen(line);
+	while (n && line[n - 1] == '\n')
+		line[--n] = 0;
+	agent_log(level == LIBBPF_WARN ? "warn" : "info", "libbpf: %s", line);
+	return 0;
 }
 
 static void usage(FILE *f)
@@ -205,6 +226,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	a.node_ip = ia.s_addr;
+	libbpf_set_print(libbpf_log);
 	pthread_mutex_init(&a.lock, NULL);
 	pthread_cond_init(&a.kick, NULL);
 	/* signals go to the main thread's sigwait only */

@@ -137,14 +137,25 @@ int netns_open(const char *path)
 	return fd < 0 ? -errno : fd;
 }
 
+/* SO_NETNS_COOKIE (Linux 5.14): a namespace's cookie is never reused, unlike
+ * the inode number of its nsfs file, which a re-created namespace often
+ * gets again. */
+#ifndef SO_NETNS_COOKIE
+#define SO_NETNS_COOKIE 71
+#endif
+
 uint64_t netns_cookie(int netns_fd)
 {
-	struct stat st;
-	int r;
+	struct nl *nl = nl_open(netns_fd);
+	uint64_t cookie = 0;
+	socklen_t len = sizeof(cookie);
 
-	/* the thread's namespace, not the process's: a thread may have moved */
-	r = netns_fd == -1 ? stat(self_netns, &st) : fstat(netns_fd, &st);
-	return r < 0 ? 0 : (uint64_t)st.st_ino;
+	if (!nl)
+		return 0;
+	if (getsockopt(mnl_socket_get_fd(nl->sock), SOL_SOCKET, SO_NETNS_COOKIE, &cookie, &len) < 0)
+		cookie = 0;
+	nl_close(nl);
+	return cookie;
 }
 
 /* ---- one exchange --------------------------------------------------- */

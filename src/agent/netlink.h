@@ -29,7 +29,8 @@ void nl_close(struct nl *nl);		/* accepts NULL */
 
 /* Open a network namespace by path (e.g. /run/netns/x): fd or -errno. */
 int netns_open(const char *path);
-/* st_ino of a namespace fd (-1: the caller's namespace), 0 on error. */
+/* The kernel's cookie of a namespace (SO_NETNS_COOKIE; never reused, unlike
+ * the nsfs inode number), netns_fd -1: the caller's.  0 on error. */
 uint64_t netns_cookie(int netns_fd);
 
 struct nl_link {

@@ -289,6 +289,8 @@ static void watch_free(void *cls)
 	struct watch_ctx *w = cls;
 	struct api *a = w->api;
 
+	/* may run inside a handler (holding a->lock) when MHD drops the
+	 * response at once, e.g. while the daemon stops: the lock is recursive */
 	pthread_mutex_lock(&a->lock);
 	if (w->prev)
 		w->prev->next = w->next;
@@ -313,6 +315,10 @@ static enum MHD_Result start_watch(struct api *a, struct MHD_Connection *c, stru
 	int64_t rv = -1;
 	enum MHD_Result ret;
 
+	if (a->stopping) {
+		status_set(&st, 503, "ServiceUnavailable", "the controller is stopping");
+		return send_status(a, c, rq, &st);
+	}
 	if (rv_s && *rv_s) {
 		char *end;
 		errno = 0;
@@ -363,8 +369,8 @@ static enum MHD_Result start_watch(struct api *a, struct MHD_Connection *c, stru
 	MHD_add_response_header(resp, "Content-Type", "application/json");
 	MHD_add_response_header(resp, "Cache-Control", "no-cache");
 	ret = MHD_queue_response(c, MHD_HTTP_OK, resp);
-	MHD_destroy_response(resp);
-	observe(a, 200, elapsed(&rq->start));
+	MHD_destroy_response(resp);	/* may run watch_free now (recursive lock) */
+	observe(a, ret == MHD_YES ? 200 : 503, elapsed(&rq->start));
 	return ret;
 }
 
@@ -706,7 +712,14 @@ struct api *api_start(const struct api_config *cfg, struct registry *r, struct w
 		return NULL;
 	}
 	sa.sin_port = htons((uint16_t)port);
-	pthread_mutex_init(&a->lock, NULL);
+	{
+		pthread_mutexattr_t attr;
+
+		pthread_mutexattr_init(&attr);
+		pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
+		pthread_mutex_init(&a->lock, &attr);
+		pthread_mutexattr_destroy(&attr);
+	}
 	snprintf(a->token, sizeof(a->token), "%s", cfg->token);
 	a->reg = r;
 	a->hub = h;

@@ -128,7 +128,7 @@ check "status -o json: exactly the documented keys" jq_status '
 check "status -o json: no pods yet" jq_status '.pods == []'
 check "the conflist is the weft + portmap chain" jq -e --arg s "$STATE_DIR/node-1/cni.sock" '
 	.name == "weft" and (.cniVersion | test("^1\\.[01]\\.0$")) and (.plugins | length) == 2 and
-	.plugins[0] == {type: "weft", agentSocket: $s} and
+	.plugins[0] == {type: "weft-cni", agentSocket: $s} and
 	.plugins[1] == {type: "portmap", capabilities: {portMappings: true}, snat: true}' \
 	"$STATE_DIR/node-1/cni/10-weft.conflist"
 check "plain status lists the nodes" grep -qE "node-2 +$LAB-node-2 +192.168.200.12" <<<"$(lab status)"
