@@ -17,6 +17,8 @@
 #      Pod records unchanged; traffic flows while the agent is away
 #   2. iperf3 a -> b for 8 s; agent restart --kill node-1, then node-2 in
 #      the middle: the transfer completes; new pods e (node-1), f (node-2)
+#  2b. node-1's agent killed and its config entry zeroed (half-written):
+#      the next agent rebuilds the maps from its leases; pods work again
 #   3. controller stop; pod add node-1 g works locally; controller start:
 #      the agent reports g (spec.nodeName, status.podIP)
 #   4. node reboot node-2 while a pings c (node-1): same subnet, b and f
@@ -190,6 +192,23 @@ check "f -> b (same node)" ping1 blue/f "$ip_b"
 check "b -> e (across nodes)" reaches blue/b "$ip_e"
 check "CNI CHECK blue/a still passes" cni_check blue/a
 check "CNI CHECK blue/b still passes" cni_check blue/b
+
+# ---------------------------------------------------------------- 2b. half-written state
+echo "# 2b. agent killed on node-1 and its config entry left half-written (version 0)"
+off=$(log_size "$(agent_log node-1)")
+check "agent stop --kill node-1" lab agent stop node-1 --kill
+# the config entry as an agent leaves it between "version 0" and the full
+# sync: all zero (struct weft_config is 56 bytes)
+check "... weft_config set to version 0" bpftool map update pinned "$LAB_DIR/bpf/node-1/weft_config" \
+	key 0 0 0 0 value $(printf '0 %.0s' $(seq 56))
+check "a -> e while the state is half-written (the kernel routes carry it)" ping1 blue/a "$ip_e"
+check "agent start node-1" lab agent start node-1
+check "the agent saw the half-written state and rebuilt it" log_says "$(agent_log node-1)" "$off" \
+	'is half-written: rebuilding' 'pinned data-plane'
+check "... every lease has its endpoint again" wait_for 10 test "$(endpoints node-1)" = "$(leases node-1)"
+check "e -> f (across nodes) after the rebuild" reaches blue/e "$ip_f"
+check "b -> a (across nodes) after the rebuild" reaches blue/b "$ip_a"
+check "CNI CHECK blue/a passes after the rebuild" cni_check blue/a
 
 # ---------------------------------------------------------------- 3. controller down
 echo "# 3. controller stop; pod add node-1 blue g; controller start"
