@@ -76,8 +76,8 @@ $(BPFOUT)/%.skel.h: $(BPFOUT)/%.bpf.o
 
 bpf: $(BPFSKELS)
 
-# agent objects include the skeletons
-$(BUILD)/obj/agent/%.o: | $(BPFSKELS)
+# agent objects (and their tests) include the skeletons
+$(call objs,agent) $(BUILD)/obj/agent/main.o $(filter $(BUILD)/tests/agent/%,$(TESTBINS)): | $(BPFSKELS)
 
 $(BUILD)/obj/%.o: src/%.c
 	@mkdir -p $(dir $@)

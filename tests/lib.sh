@@ -113,3 +113,19 @@ finish() {
 	echo "$T_NAME: $T_PASSED passed, $T_FAILED failed"
 	[ "$T_FAILED" -eq 0 ]
 }
+
+# need_lab: end the script now (as a failure, so it is never mistaken for
+# a pass) unless it runs as root with the agent and plugin built.
+need_lab() {
+	local why=""
+
+	if [ "$(id -u)" != 0 ]; then
+		why="weft-lab needs root"
+	elif [ ! -x "$WEFT_BIN/weft-agent" ] || [ ! -x "$WEFT_BIN/weft-cni" ]; then
+		why="$WEFT_BIN/weft-agent or weft-cni is missing (make SAN=1 unit-bins)"
+	fi
+	[ -z "$why" ] && return 0
+	fail "prerequisites" "$why"
+	finish
+	exit 1
+}

@@ -34,11 +34,7 @@ PODS=()					# pod netns this script added
 BG=()					# background jobs still running
 ERRF=$T_ROOT/stderr			# weft-cni's stderr of the last call
 
-if [ "$(id -u)" != 0 ]; then
-	echo "  skip: needs root"
-	finish
-	exit
-fi
+need_lab
 
 lab() { src/lab/weft-lab --lab "$LAB" "$@"; }
 small() { src/lab/weft-lab --lab "$SMALL" "$@"; }

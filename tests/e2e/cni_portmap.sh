@@ -36,11 +36,7 @@ server_pid=
 made_cache=0
 [ -d "$CACHE" ] || made_cache=1
 
-if [ "$(id -u)" != 0 ]; then
-	echo "  skip: needs root"
-	finish
-	exit
-fi
+need_lab
 
 lab() { src/lab/weft-lab --lab "$LAB" "$@"; }
 in_ns() { local ns=$1; shift; ip netns exec "$LAB-$ns" "$@"; }	# in_ns node-2 CMD...

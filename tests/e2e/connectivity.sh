@@ -37,16 +37,7 @@ status_json() { lab status -o json; }
 pod_ip() { status_json | jq -r --arg p "$1" '.pods[] | select(.namespace + "/" + .name == $p) | .ip'; }
 node_field() { status_json | jq -r --arg n "$1" --arg f "$2" '.nodes[] | select(.name == $n) | .[$f]'; }
 
-if [ "$(id -u)" != 0 ]; then
-	echo "  skip: weft-lab needs root"
-	finish
-	exit
-fi
-if [ ! -x "$WEFT_BIN/weft-agent" ] || [ ! -x "$WEFT_BIN/weft-cni" ]; then
-	echo "  skip: $WEFT_BIN/weft-agent or weft-cni is missing"
-	finish
-	exit
-fi
+need_lab
 
 # the servers, tcpdump and iperf3 this script started (T_PIDS), then the lab
 stop_started() {

@@ -43,11 +43,7 @@ root_state() { # what the root namespace looks like (lifetimes stripped)
 	sysctl -n net.ipv4.ip_forward
 }
 
-if [ "$(id -u)" != 0 ]; then
-	echo "  skip: weft-lab needs root"
-	finish
-	exit
-fi
+need_lab
 
 lab_cleanup() {
 	src/lab/weft-lab --lab "$LAB" down >/dev/null 2>&1
@@ -56,13 +52,8 @@ lab_cleanup() {
 }
 trap lab_cleanup EXIT
 
-agents=1
-if [ ! -x "$WEFT_BIN/weft-agent" ] || [ ! -x "$WEFT_BIN/weft-cni" ]; then
-	agents=0
-	echo "  note: $WEFT_BIN/weft-agent or weft-cni is missing: lab up --no-agents, agent checks skipped"
-fi
+agents=1	# need_lab: the agent and plugin are built
 up_flags=(--nodes 2)
-[ $agents = 1 ] || up_flags+=(--no-agents)
 
 root_before=$(root_state)
 

@@ -85,18 +85,9 @@ lab_pods() { status_json | jq -c '[.pods[] | [.name, .node, .ip, .containerID]] 
 records_match() { test "$(ctrl_pods)" = "$(lab_pods)"; }
 records_unique() { ctrl_pods | jq -e 'map(.[0]) | length == (unique | length)' >/dev/null; }
 
-if [ "$(id -u)" != 0 ]; then
-	echo "  skip: weft-lab needs root"
-	finish
-	exit
-fi
-if [ ! -x "$WEFT_BIN/weft-agent" ] || [ ! -x "$WEFT_BIN/weft-cni" ]; then
-	echo "  skip: $WEFT_BIN/weft-agent or weft-cni is missing"
-	finish
-	exit
-fi
+need_lab
 for t in iperf3 ping bpftool; do
-	command -v $t >/dev/null || { echo "  skip: $t is not installed"; finish; exit; }
+	command -v $t >/dev/null || { fail "prerequisites" "$t is not installed"; finish; exit 1; }
 done
 
 BG=()	# background commands (iperf3, ping; started without a subshell, so $! is theirs): ended by PID
