@@ -130,7 +130,7 @@ $(BUILD)/bench/%: bench/%.c $(ARCHIVES)
 # fuzzers: clang libFuzzer, short runs in `make test`
 FUZZSRC  := $(wildcard src/*/*_fuzz.c)
 FUZZBINS := $(patsubst src/%_fuzz.c,build/fuzz/%_fuzz,$(FUZZSRC))
-FUZZLIBSRC := $(foreach m,lib model controller store,$(call srcs,$(m)))
+FUZZLIBSRC := $(foreach m,lib model controller store,$(call srcs,$(m))) src/agent/cni_server.c
 build/fuzz/%_fuzz: src/%_fuzz.c $(FUZZLIBSRC)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  FUZZ-LD $@")
