@@ -164,9 +164,10 @@ setup_raw() {
 # and pods, and vxlan0 (VNI 1, port 4789, nolearning, MTU 1450) reaches
 # the other node's pod subnet by an fdb entry, a permanent neighbour for
 # the peer's 10.244.j.0 and a route via it onlink — flannel's vxlan backend.
-ref_conf() { # I -> path of node I's bridge conf
-	local f=$TMP/ref-n$1.json
-	cat >"$f" <<JSON
+# bridge_conf FILE SUBNET ROUTE DATADIR: the reference bridge + host-local
+# network configuration (cni0, gateway, no masquerade, MTU 1450)
+bridge_conf() {
+	cat >"$1" <<JSON
 {
   "cniVersion": "1.0.0",
   "name": "cbr0",
@@ -177,12 +178,17 @@ ref_conf() { # I -> path of node I's bridge conf
   "mtu": 1450,
   "ipam": {
     "type": "host-local",
-    "ranges": [[{ "subnet": "10.244.$1.0/24" }]],
-    "routes": [{ "dst": "10.244.0.0/16" }],
-    "dataDir": "$TMP/ipam-n$1"
+    "ranges": [[{ "subnet": "$2" }]],
+    "routes": [{ "dst": "$3" }],
+    "dataDir": "$4"
   }
 }
 JSON
+}
+
+ref_conf() { # I -> path of node I's bridge conf
+	local f=$TMP/ref-n$1.json
+	bridge_conf "$f" "10.244.$1.0/24" 10.244.0.0/16 "$TMP/ipam-n$1"
 	echo "$f"
 }
 
@@ -342,23 +348,7 @@ run_cni() {
 	fi
 	# reference: one node namespace, its own cni0 and host-local store
 	mkns "$P-cn" || { path_fail cni-reference "cannot create node namespace"; return; }
-	cat >"$TMP/ref-cni.json" <<JSON
-{
-  "cniVersion": "1.0.0",
-  "name": "cbr0",
-  "type": "bridge",
-  "bridge": "cni0",
-  "isGateway": true,
-  "ipMasq": false,
-  "mtu": 1450,
-  "ipam": {
-    "type": "host-local",
-    "ranges": [[{ "subnet": "10.246.0.0/16" }]],
-    "routes": [{ "dst": "10.244.0.0/14" }],
-    "dataDir": "$TMP/ipam-cni"
-  }
-}
-JSON
+	bridge_conf "$TMP/ref-cni.json" 10.246.0.0/16 10.244.0.0/14 "$TMP/ipam-cni"
 	for ((i = 0; i < CNI_PODS; i++)); do names+=("$P-c$i"); done
 	NSS+=("${names[@]}")
 	printf 'netns add %s\n' "${names[@]}" | ip -batch - || { path_fail cni-reference "cannot create pod namespaces"; return; }
