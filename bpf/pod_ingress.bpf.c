@@ -6,26 +6,51 @@
  *	packet from the pod
  *	  │
  *	  ├─ config not complete ─────────────────────────── TC_ACT_OK (stack)
- *	  ├─ ARP request ── answer "<asked IP> is at gw_mac" ─ bpf_redirect(back to pod)
- *	  │   (reply, probe, gratuitous, unknown sender) ──── drop ARP
+ *	  ├─ ARP request
+ *	  │   ├─ reply, probe, gratuitous ────────────────── drop ARP
+ *	  │   ├─ sender IP no endpoint on this ifindex ───── drop SPOOFED_IP
+ *	  │   ├─ sender MAC or Ethernet source not its ───── drop SPOOFED_MAC
+ *	  │   └─ answer "<asked IP> is at gw_mac" ────────── bpf_redirect(back to pod)
  *	  ├─ IPv4
  *	  │   ├─ malformed ───────────────────────────────── drop MALFORMED
- *	  │   ├─ destination a pod here (weft_endpoints) ─── bpf_redirect_peer(pod)
+ *	  │   ├─ source IP no endpoint on this ifindex ───── drop SPOOFED_IP
+ *	  │   ├─ Ethernet source not the endpoint's MAC ──── drop SPOOFED_MAC
+ *	  │   ├─ destination a pod here (weft_endpoints)
+ *	  │   │   ├─ VNID rule refuses ───────────────────── drop ISOLATED
+ *	  │   │   └─ ─────────────────────────────────────── bpf_redirect_peer(pod)
  *	  │   ├─ destination in another node's subnet
- *	  │   │  (weft_nodes, node_ip != ours) ── tunnel key ─ bpf_redirect(VXLAN device)
+ *	  │   │  (weft_nodes, node_ip != ours) ── tunnel key
+ *	  │   │  (id = the sender's VNID) ─────────────────── bpf_redirect(VXLAN device)
  *	  │   └─ anything else (own subnet without pod, this
- *	  │      node, outside the cluster) ───────────────── TC_ACT_OK (stack:
+ *	  │      node, outside the cluster)
+ *	  │       ├─ UDP to the VXLAN port ───────────────── drop TUNNEL_INJECT
+ *	  │       └─ ─────────────────────────────────────── TC_ACT_OK (stack:
  *	  │                                                    routes, masquerade)
  *	  └─ anything else (IPv6 included) ─────────────────── drop UNSUPPORTED_L3
  *
+ * Anti-spoofing: the sender is weft_endpoints[source IP], and it must be
+ * the pod behind this veth: its ifindex is skb->ifindex (the host end this
+ * program runs on) and its pod_mac the Ethernet source.  Everything after
+ * relies on it: the VNID of the sender is the endpoint's, so a pod that
+ * could pick its source IP could pick its tenant.
+ *
  * ARP: the answer for any address is the pod's gateway MAC, taken from the
- * weft_endpoints entry of the ARP sender (the host end of the pod's veth,
- * which is also the device this program runs on).  A request whose sender
- * is no pod here is not answered: there is no MAC to answer with, and the
- * pod retries once the agent has written its endpoint.  Probes (sender
- * 0.0.0.0, RFC 5227) and gratuitous requests (sender == target) are not
- * answered either: a reply would tell the pod its own address is taken.
- * No ARP leaves the pod, so no broadcast does.
+ * weft_endpoints entry of the ARP sender, which must pass the same checks
+ * (sender IP the endpoint on this ifindex, sender MAC and Ethernet source
+ * its pod_mac): a pod's ARP cannot claim another pod's address.  A request
+ * from a pod whose endpoint the agent has not written yet is dropped
+ * (SPOOFED_IP) and retried by the pod.  Probes (sender 0.0.0.0, RFC 5227)
+ * and gratuitous requests (sender == target) are not answered: a reply
+ * would tell the pod its own address is taken.  No ARP leaves the pod, so
+ * no broadcast does.
+ *
+ * Tunnel injection: a pod must not reach the VXLAN socket of any node (its
+ * own through a node IP or the gateway, another through its node IP):
+ * VXLAN it sent there would be decapsulated with a VNI of its choosing.
+ * So UDP to the VXLAN port that leaves for the stack is dropped.  (The
+ * gateway of another node is reached through the tunnel; vxlan_ingress
+ * guards it.)  A later IPv4 fragment carries no ports and is not
+ * inspected: its first fragment is, and without that it never reassembles.
  *
  * Invariants:
  *  1. A packet is forwarded only while the config is complete (version and
@@ -35,11 +60,12 @@
  *     a TTL that would reach 0 is dropped (the stack would send ICMP time
  *     exceeded; we only count).
  *  3. Every drop increments weft_drops[reason].
+ *  4. No packet is forwarded, tunnelled or passed to the stack before its
+ *     sender passed anti-spoofing (once the config is complete).
  *
- * Not yet here (later issues, in this order before forwarding): anti-
- * spoofing (source IP and MAC must be the sending pod's), service
- * translation, egress policy.  The tunnel id is the source endpoint's VNID;
- * a source that is no endpoint gets VNID 0 until anti-spoofing drops it.
+ * Not yet here (later issues, in this order after anti-spoofing): service
+ * translation (the tenant check must then use the translated backend),
+ * egress policy.
  */
 #include "lib/common.h"
 
@@ -50,7 +76,19 @@ const volatile __u32 trace_enabled = 0;
 #include "lib/forward.h"
 #include "lib/ipv4.h"
 #include "lib/maps.h"
+#include "lib/tenant.h"
 #include "lib/trace.h"
+
+/* The endpoint sending from this veth as ip, or NULL when ip is no pod
+ * here or a pod behind another veth. */
+static __always_inline const struct weft_endpoint *sender_lookup(struct __sk_buff *skb, __be32 ip)
+{
+	const struct weft_endpoint *ep = endpoint_lookup(ip);
+
+	if (!ep || ep->ifindex != skb->ifindex)
+		return NULL;
+	return ep;
+}
 
 static __always_inline int answer_arp(struct __sk_buff *skb)
 {
@@ -68,9 +106,11 @@ static __always_inline int answer_arp(struct __sk_buff *skb)
 		return drop(WEFT_DROP_ARP);
 	if (arp->spa == 0 || arp->spa == arp->tpa)
 		return drop(WEFT_DROP_ARP);
-	sender = endpoint_lookup(arp->spa);
+	sender = sender_lookup(skb, arp->spa);
 	if (!sender)
-		return drop(WEFT_DROP_ARP);
+		return drop(WEFT_DROP_SPOOFED_IP);
+	if (!mac_equal(arp->sha, sender->pod_mac) || !mac_equal(eth->h_source, sender->pod_mac))
+		return drop(WEFT_DROP_SPOOFED_MAC);
 	arp_reply_in_place(eth, arp, sender->gw_mac);
 	trace_verdict(WEFT_ACT_ARP_REPLY, WEFT_DROP_NONE, skb->ifindex, 0, 0);
 	return bpf_redirect(skb->ifindex, 0);
@@ -80,14 +120,14 @@ static __always_inline int answer_arp(struct __sk_buff *skb)
  * encapsulates with the key set here. */
 static __always_inline int tunnel_to_node(struct __sk_buff *skb, struct iphdr *ip,
 					  const struct weft_config *cfg,
-					  const struct weft_node_entry *node)
+					  const struct weft_node_entry *node,
+					  const struct weft_endpoint *src)
 {
-	const struct weft_endpoint *src = endpoint_lookup(ip->saddr);
 	struct bpf_tunnel_key key = {};
 	__u32 ifindex = cfg->vxlan_ifindex;
 
 	key.remote_ipv4 = bpf_ntohl(node->node_ip);
-	key.tunnel_id = src ? src->vnid : 0;
+	key.tunnel_id = src->vnid;	/* the receiving node checks it */
 	key.tunnel_ttl = cfg->tunnel_ttl ? cfg->tunnel_ttl : WEFT_TUNNEL_TTL_DEFAULT;
 	if (ip->ttl <= 1)
 		return drop_tunnel(WEFT_DROP_TTL, key.tunnel_id, key.remote_ipv4);
@@ -101,10 +141,11 @@ static __always_inline int tunnel_to_node(struct __sk_buff *skb, struct iphdr *i
 
 static __always_inline int route_ipv4(struct __sk_buff *skb, const struct weft_config *cfg)
 {
-	const struct weft_endpoint *ep;
+	const struct weft_endpoint *src, *ep;
 	const struct weft_node_entry *node;
 	struct ethhdr *eth;
 	struct iphdr *ip;
+	__u32 reason;
 
 	if (skb_linearize_head(skb, IPV4_FRAME_MIN) < 0)
 		return drop(WEFT_DROP_MALFORMED);
@@ -113,14 +154,26 @@ static __always_inline int route_ipv4(struct __sk_buff *skb, const struct weft_c
 	if (!eth || !ip)
 		return drop(WEFT_DROP_MALFORMED);
 
+	src = sender_lookup(skb, ip->saddr);
+	if (!src)
+		return drop(WEFT_DROP_SPOOFED_IP);
+	if (!mac_equal(eth->h_source, src->pod_mac))
+		return drop(WEFT_DROP_SPOOFED_MAC);
+
 	ep = endpoint_lookup(ip->daddr);
-	if (ep)
+	if (ep) {
+		if (!vnid_allowed(src->vnid, ep->vnid))
+			return drop(WEFT_DROP_ISOLATED);
 		return deliver_to_pod(skb, eth, ip, ep, 0, 0);
+	}
 
 	node = node_lookup(ip->daddr);
 	if (node && node->node_ip != cfg->node_ip)
-		return tunnel_to_node(skb, ip, cfg, node);
+		return tunnel_to_node(skb, ip, cfg, node, src);
 
+	reason = tunnel_inject_check(skb, ip, cfg);
+	if (reason != WEFT_DROP_NONE)
+		return drop(reason);
 	return pass(0, 0);
 }
 

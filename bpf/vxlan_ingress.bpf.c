@@ -8,16 +8,24 @@
  *	  │
  *	  ├─ config not complete ──────────────────────── TC_ACT_OK (stack)
  *	  ├─ no tunnel key ────────────────────────────── drop TUNNEL_KEY
- *	  ├─ [later: outer source no known node ───────── drop UNKNOWN_NODE]
+ *	  ├─ outer source not in weft_node_ips ────────── drop UNKNOWN_NODE
  *	  ├─ ARP ──────────────────────────────────────── drop ARP
  *	  ├─ IPv4
  *	  │   ├─ malformed ────────────────────────────── drop MALFORMED
- *	  │   ├─ destination a pod here ── [later: tenant
- *	  │   │  and ingress policy] ──────────────────── bpf_redirect_peer(pod)
+ *	  │   ├─ destination a pod here
+ *	  │   │   ├─ VNID rule (VNI vs the pod's) refuses ─ drop ISOLATED
+ *	  │   │   └─ [later: ingress policy] ──────────── bpf_redirect_peer(pod)
  *	  │   ├─ destination the gateway (a remote pod
- *	  │   │  answering this node) ─────────────────── TC_ACT_OK (stack)
+ *	  │   │  answering this node)
+ *	  │   │   ├─ UDP to the VXLAN port ────────────── drop TUNNEL_INJECT
+ *	  │   │   └─ ──────────────────────────────────── TC_ACT_OK (stack)
  *	  │   └─ anything else ────────────────────────── drop NO_ENDPOINT
  *	  └─ anything else ────────────────────────────── drop UNSUPPORTED_L3
+ *
+ * Trust: the VNI is the sending pod's VNID only if a node's pod_ingress
+ * set it, so the outer source must be a node of the cluster (weft_node_ips,
+ * checked for every VNI, 0 included: VNI 0 is the most privileged).  The
+ * rest of the underlay could otherwise reach any pod with any tenant.
  *
  * Nobody sends ARP over the tunnel (pod_ingress answers every pod's ARP on
  * its own node), so ARP here is noise or an attack.
@@ -38,6 +46,7 @@ const volatile __u32 trace_enabled = 0;
 #include "lib/forward.h"
 #include "lib/ipv4.h"
 #include "lib/maps.h"
+#include "lib/tenant.h"
 #include "lib/trace.h"
 
 static __always_inline int deliver_ipv4(struct __sk_buff *skb, const struct weft_config *cfg,
@@ -46,6 +55,7 @@ static __always_inline int deliver_ipv4(struct __sk_buff *skb, const struct weft
 	const struct weft_endpoint *ep;
 	struct ethhdr *eth;
 	struct iphdr *ip;
+	__u32 reason;
 
 	if (skb_linearize_head(skb, IPV4_FRAME_MIN) < 0)
 		return drop_tunnel(WEFT_DROP_MALFORMED, key->tunnel_id, key->remote_ipv4);
@@ -54,13 +64,19 @@ static __always_inline int deliver_ipv4(struct __sk_buff *skb, const struct weft
 	if (!eth || !ip)
 		return drop_tunnel(WEFT_DROP_MALFORMED, key->tunnel_id, key->remote_ipv4);
 
-	/* Later: source VNID = key->tunnel_id; tenant check and ingress
-	 * policy for the destination pod go here. */
+	/* Later: ingress policy for the destination pod goes after the
+	 * tenant check. */
 	ep = endpoint_lookup(ip->daddr);
-	if (ep)
+	if (ep) {
+		if (!vnid_allowed(key->tunnel_id, ep->vnid))
+			return drop_tunnel(WEFT_DROP_ISOLATED, key->tunnel_id, key->remote_ipv4);
 		return deliver_to_pod(skb, eth, ip, ep, key->tunnel_id, key->remote_ipv4);
+	}
 
 	if (ip->daddr == cfg->gateway_ip) {
+		reason = tunnel_inject_check(skb, ip, cfg);
+		if (reason != WEFT_DROP_NONE)
+			return drop_tunnel(reason, key->tunnel_id, key->remote_ipv4);
 		bpf_skb_change_type(skb, PACKET_HOST);
 		return pass(key->tunnel_id, key->remote_ipv4);
 	}
@@ -79,8 +95,8 @@ int vxlan_ingress(struct __sk_buff *skb)
 	if (bpf_skb_get_tunnel_key(skb, &key, sizeof(key), 0) < 0)
 		return drop(WEFT_DROP_TUNNEL_KEY);
 
-	/* Later: key.remote_ipv4 must be a known node's IP, else
-	 * drop_tunnel(WEFT_DROP_UNKNOWN_NODE, ...). */
+	if (!node_ip_known(bpf_htonl(key.remote_ipv4)))
+		return drop_tunnel(WEFT_DROP_UNKNOWN_NODE, key.tunnel_id, key.remote_ipv4);
 
 	eth = eth_header(skb);
 	if (!eth)

@@ -14,6 +14,9 @@
  *   weft_endpoints  hash        __be32 pod IP  -> struct weft_endpoint  (pods on this node)
  *   weft_ipcache    hash        __be32 pod IP  -> struct weft_ipcache_entry (all pods)
  *   weft_nodes      LPM trie    struct weft_lpm_key (subnet) -> struct weft_node_entry
+ *   weft_node_ips   hash        __be32 node underlay IP -> struct weft_node_ip
+ *                   (every node of the cluster, this one included: the
+ *                   only outer sources vxlan_ingress accepts)
  *   weft_drops      percpu array[WEFT_DROP_MAX] __u64 packets dropped, per reason
  *   weft_trace      percpu array[1] struct weft_trace  (only written when the
  *                   program's trace knob is set, i.e. in BPF_PROG_TEST_RUN tests)
@@ -24,21 +27,40 @@
  *     the whole pinned state as half-written and rebuilds it.
  *  2. Every weft_endpoints entry has a weft_ipcache entry with the same IP
  *     and node_ip == weft_config.node_ip.
- *  3. Programs never write weft_endpoints, weft_ipcache or weft_nodes; only
- *     the agent does.
+ *  3. Programs never write weft_endpoints, weft_ipcache, weft_nodes or
+ *     weft_node_ips; only the agent does.
+ *  4. Every weft_nodes entry's node_ip is a key of weft_node_ips (a node
+ *     whose subnet we tunnel to is a node we accept tunnel traffic from).
+ *
+ * Multitenant isolation (the rule; bpf/lib/tenant.h vnid_allowed() is its
+ * one implementation).  A packet from a pod of VNID src to a pod of VNID
+ * dst is
+ *
+ *	allowed iff src == dst || src == 0 || dst == 0
+ *
+ * VNID 0 is global (the namespace "default", and every namespace in flat
+ * mode, where the rule therefore always allows).  The source VNID is the
+ * sending endpoint's (pod_ingress, which has checked that the source IP
+ * and MAC are the pod's own) or the VXLAN VNI (vxlan_ingress, which has
+ * checked that the outer source is a node of weft_node_ips).  The check is
+ * made where the destination pod is known: pod_ingress for a pod on the
+ * same node, vxlan_ingress (the receiving node) for a pod elsewhere.
  */
 #ifndef WEFT_BPF_H
 #define WEFT_BPF_H
 
 #include <linux/types.h>
 
-#define WEFT_CONFIG_VERSION	1
+#define WEFT_CONFIG_VERSION	2	/* 2: vxlan_port, weft_node_ips, tenant isolation */
 
 #define WEFT_MAX_ENDPOINTS	4096
 #define WEFT_MAX_IPCACHE	65536
-#define WEFT_MAX_NODES		4096
+#define WEFT_MAX_NODES		4096	/* weft_nodes and weft_node_ips */
 
-/* node-wide settings; key 0 of weft_config */
+#define WEFT_VXLAN_PORT_DEFAULT	4789	/* IANA; what vxlan_port 0 means */
+
+/* node-wide settings; key 0 of weft_config.  64 bytes, 8-byte aligned
+ * (version 1 was 56: a pin of that size is stale and rebuilt). */
 struct weft_config {
 	__u32 version;		/* WEFT_CONFIG_VERSION once complete, 0 while (re)building */
 	__u32 ready;		/* 1 after the first full sync */
@@ -54,6 +76,10 @@ struct weft_config {
 				 * (SO_NETNS_COOKIE, never reused); a different
 				 * one means the node "rebooted": rebuild */
 	__u64 generation;	/* bumped by the agent on every full reconcile */
+	__u16 vxlan_port;	/* host order: the cluster's VXLAN UDP port (every
+				 * node's); pods may not send UDP to it. 0 = 4789 */
+	__u16 pad16;		/* 0 */
+	__u32 pad32;		/* 0 */
 };
 
 /* a pod on this node */
@@ -83,6 +109,11 @@ struct weft_node_entry {
 	__u32 node_id;
 };
 
+/* a node's underlay address; the key of weft_node_ips is the __be32 IP */
+struct weft_node_ip {
+	__u32 node_id;
+};
+
 /* why a packet was dropped; index into weft_drops; names in weft_drop_names */
 enum weft_drop_reason {
 	WEFT_DROP_NONE = 0,
@@ -91,11 +122,18 @@ enum weft_drop_reason {
 	WEFT_DROP_NO_ENDPOINT,		/* VXLAN: destination is no local pod */
 	WEFT_DROP_TTL,			/* TTL would reach 0 */
 	WEFT_DROP_TUNNEL_KEY,		/* bpf_skb_get/set_tunnel_key failed */
-	WEFT_DROP_UNKNOWN_NODE,		/* VXLAN: outer source is no known node */
+	WEFT_DROP_UNKNOWN_NODE,		/* VXLAN: outer source not in weft_node_ips */
 	WEFT_DROP_ARP,			/* ARP we do not answer: not a request, a probe or
-				 * gratuitous one, sender no local pod, or ARP
-				 * arriving over the tunnel */
+				 * gratuitous one, or ARP arriving over the
+				 * tunnel (a sender that is not the pod: SPOOFED_*) */
 	WEFT_DROP_UNSUPPORTED_L3,	/* not IPv4 or ARP (IPv6 is not supported yet) */
+	WEFT_DROP_SPOOFED_IP,		/* pod: source IP (or ARP sender IP) is not the
+					 * sending pod's (no endpoint on this ifindex) */
+	WEFT_DROP_SPOOFED_MAC,		/* pod: Ethernet source (or ARP sender MAC) is
+					 * not the sending pod's */
+	WEFT_DROP_ISOLATED,		/* the VNID rule refused it (see above) */
+	WEFT_DROP_TUNNEL_INJECT,	/* UDP to the VXLAN port of a node: a pod
+					 * trying to inject tunnel traffic */
 	WEFT_DROP_MAX
 };
 
@@ -103,7 +141,9 @@ enum weft_drop_reason {
 	"none", "malformed", "not-ready",	\
 	"no-endpoint", "ttl-exceeded",		\
 	"tunnel-key", "unknown-node", "arp",	\
-	"unsupported-l3" }
+	"unsupported-l3", "spoofed-ip",		\
+	"spoofed-mac", "isolated",		\
+	"tunnel-inject" }
 
 /* what a program decided, for tests (written only when trace is on) */
 enum weft_action {

@@ -26,4 +26,12 @@ static __always_inline void eth_rewrite(struct ethhdr *eth, const __u8 *src, con
 	__builtin_memcpy(eth->h_dest, dst, ETH_ALEN);
 }
 
+/* a == b, for two 6-byte MACs (in the packet or a map value: byte loads,
+ * no alignment assumed). */
+static __always_inline int mac_equal(const __u8 *a, const __u8 *b)
+{
+	return ((a[0] ^ b[0]) | (a[1] ^ b[1]) | (a[2] ^ b[2]) |
+		(a[3] ^ b[3]) | (a[4] ^ b[4]) | (a[5] ^ b[5])) == 0;
+}
+
 #endif

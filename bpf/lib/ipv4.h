@@ -55,4 +55,32 @@ static __always_inline int ipv4_ttl_decrement(struct __sk_buff *skb, struct iphd
 	return 0;
 }
 
+#define IPV4_FRAG_OFFSET	0x1fff	/* in frag_off, host order */
+#define UDP_HLEN		8
+
+/* The UDP destination port (host order) of ip into *port.  1 when read;
+ * 0 when there is none to read: not UDP, or a later fragment (offset > 0:
+ * its payload is the middle of a datagram, whose ports only the first
+ * fragment carries, so a later fragment's bytes must not be taken for
+ * them); -1 when a UDP header the packet claims to start with does not
+ * fit in it (malformed).  ipv4_header() has checked tot_len against the
+ * frame, so the load cannot run past it. */
+static __always_inline int ipv4_udp_dport(struct __sk_buff *skb, const struct iphdr *ip,
+					  __u16 *port)
+{
+	__u32 hlen = (__u32)ip->ihl * 4;
+	__be16 dport;
+
+	if (ip->protocol != IPPROTO_UDP)
+		return 0;
+	if (ip->frag_off & bpf_htons(IPV4_FRAG_OFFSET))
+		return 0;
+	if (bpf_ntohs(ip->tot_len) < hlen + UDP_HLEN)
+		return -1;
+	if (bpf_skb_load_bytes(skb, ETH_HLEN + hlen + 2, &dport, sizeof(dport)) < 0)
+		return -1;
+	*port = bpf_ntohs(dport);
+	return 1;
+}
+
 #endif

@@ -51,6 +51,14 @@ struct {
 } weft_nodes SEC(".maps");
 
 struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, WEFT_MAX_NODES);
+	__type(key, __be32);
+	__type(value, struct weft_node_ip);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} weft_node_ips SEC(".maps");
+
+struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, WEFT_DROP_MAX);
 	__type(key, __u32);
@@ -89,6 +97,12 @@ static __always_inline const struct weft_node_entry *node_lookup(__be32 ip)
 	struct weft_lpm_key key = { .prefixlen = 32, .addr = ip };
 
 	return bpf_map_lookup_elem(&weft_nodes, &key);
+}
+
+/* Is ip (network order) the underlay address of a node of the cluster? */
+static __always_inline int node_ip_known(__be32 ip)
+{
+	return bpf_map_lookup_elem(&weft_node_ips, &ip) != NULL;
 }
 
 #endif

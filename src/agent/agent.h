@@ -45,6 +45,11 @@
 #define AGENT_VXLAN_NAME "weft_vxlan"
 #define AGENT_VETH_PREFIX "weft"
 #define AGENT_ANN_CONTAINER "weft.io/container-id"
+#define AGENT_ANN_APPLIED "weft.io/applied-revision"	/* on the Node: NetNamespaces applied up to */
+#define AGENT_ANN_DROPS "weft.io/drops"			/* on the Node: drop counters, JSON */
+/* VNID of a pod whose namespace the agent cannot learn (controller away):
+ * reaches only global pods and pods in the same state until re-tagged */
+#define AGENT_VNID_UNKNOWN 0xffffffu
 
 struct agent_opts {
 	const char *controller;
@@ -76,6 +81,13 @@ struct agent_pod {
 	bool seen;
 };
 
+/* a NetNamespace: namespace name -> VNID */
+struct agent_netns {
+	char name[256];
+	uint32_t vnid;
+	bool seen;
+};
+
 struct agent {
 	struct agent_opts o;
 	in_addr_t node_ip;		/* network order */
@@ -98,14 +110,17 @@ struct agent {
 	size_t nnodes, cap_nodes;
 	struct agent_pod *pods;		/* under lock */
 	size_t npods, cap_pods;
-	bool nodes_synced, pods_synced;	/* first full list applied */
+	struct agent_netns *netns;	/* under lock */
+	size_t nnetns, cap_netns;
+	bool nodes_synced, pods_synced, netns_synced;	/* first full list applied */
+	int64_t applied_rev;		/* NetNamespaces applied up to (under lock) */
 	bool controller_up;
 	unsigned kicks;
 
 	atomic_bool ready;		/* data plane complete: STATUS ok */
 	atomic_bool stopping;
-	struct httpc *http_nodes, *http_pods, *http_report;	/* one per thread */
-	pthread_t t_nodes, t_pods, t_report;
+	struct httpc *http_nodes, *http_pods, *http_netns, *http_report;	/* one per thread */
+	pthread_t t_nodes, t_pods, t_netns, t_report;
 };
 
 /* logging (stderr, one line, with time and level) */
@@ -140,6 +155,9 @@ void sync_stop(struct agent *a);
 /* Write the config entry (version last); called once both lists applied. */
 int sync_mark_ready(struct agent *a);
 in_addr_t sync_node_ip_for(struct agent *a, in_addr_t pod_ip);	/* 0: unknown */
+/* VNID of namespace ns from the cache (caller holds the lock), or
+ * AGENT_VNID_UNKNOWN. */
+uint32_t sync_vnid_of(struct agent *a, const char *ns);
 
 /* report.c */
 int report_start(struct agent *a);

@@ -3,7 +3,7 @@
  * them with tc, and reads and writes the maps for the agent.
  *
  * Two skeletons (pod_ingress, vxlan_ingress; bpf/NAME.bpf.c is built into
- * build/bpf/NAME.skel.h) define the same six maps, all pinned by name
+ * build/bpf/NAME.skel.h) define the same seven maps, all pinned by name
  * (bpf/lib/maps.h).  Both objects are opened with pin_root_path = the pin
  * directory, so the first load creates and pins the maps and the second,
  * like every load after an agent restart, reuses them.  The map fds kept
@@ -62,6 +62,8 @@
 _Static_assert(sizeof((const char *[])WEFT_DROP_NAMES) == WEFT_DROP_MAX * sizeof(const char *),
 	       "WEFT_DROP_NAMES must name every enum weft_drop_reason");
 const char *const datapath_drop_names[WEFT_DROP_MAX] = WEFT_DROP_NAMES;
+_Static_assert(sizeof(struct weft_config) == 64 && sizeof(struct weft_config) % 8 == 0,
+	       "struct weft_config: 64 bytes, 8-byte aligned (bpf/weft_bpf.h)");
 
 struct datapath {
 	struct pod_ingress *pod;
@@ -70,6 +72,7 @@ struct datapath {
 	int endpoints_fd;
 	int ipcache_fd;
 	int nodes_fd;
+	int nodeips_fd;
 	int drops_fd;
 	int trace_fd;
 };
@@ -371,6 +374,7 @@ int datapath_open(const struct datapath_opts *opts, struct datapath **out, bool 
 	dp->endpoints_fd = bpf_map__fd(dp->pod->maps.weft_endpoints);
 	dp->ipcache_fd = bpf_map__fd(dp->pod->maps.weft_ipcache);
 	dp->nodes_fd = bpf_map__fd(dp->pod->maps.weft_nodes);
+	dp->nodeips_fd = bpf_map__fd(dp->pod->maps.weft_node_ips);
 	dp->drops_fd = bpf_map__fd(dp->pod->maps.weft_drops);
 	dp->trace_fd = bpf_map__fd(dp->pod->maps.weft_trace);
 	if (rebuilt)
@@ -517,6 +521,18 @@ int datapath_node_del(struct datapath *dp, in_addr_t subnet, int prefixlen)
 	return bpf_map_delete_elem(dp->nodes_fd, &key);
 }
 
+int datapath_nodeip_put(struct datapath *dp, in_addr_t ip, uint32_t node_id)
+{
+	struct weft_node_ip v = { .node_id = node_id };
+
+	return bpf_map_update_elem(dp->nodeips_fd, &ip, &v, BPF_ANY);
+}
+
+int datapath_nodeip_del(struct datapath *dp, in_addr_t ip)
+{
+	return bpf_map_delete_elem(dp->nodeips_fd, &ip);
+}
+
 /* The keys of map fd at this moment, at most max (the map's capacity:
  * a walk that restarts because its key was deleted meanwhile cannot run
  * away).  *keys is the caller's to free. */
@@ -608,6 +624,26 @@ int datapath_node_foreach(struct datapath *dp,
 		if (bpf_map_lookup_elem(dp->nodes_fd, &keys[i], &e) < 0)
 			continue;
 		err = fn(keys[i].addr, (int)keys[i].prefixlen, &e, arg);
+	}
+	free(keys);
+	return err;
+}
+
+int datapath_nodeip_foreach(struct datapath *dp,
+			    int (*fn)(in_addr_t ip, uint32_t node_id, void *arg), void *arg)
+{
+	struct weft_node_ip v;
+	__be32 *keys = NULL;
+	size_t n;
+	int err;
+
+	err = snapshot_keys(dp->nodeips_fd, sizeof(*keys), WEFT_MAX_NODES, (void **)&keys, &n);
+	if (err < 0)
+		return err;
+	for (size_t i = 0; i < n && err == 0; i++) {
+		if (bpf_map_lookup_elem(dp->nodeips_fd, &keys[i], &v) < 0)
+			continue;
+		err = fn(keys[i], v.node_id, arg);
 	}
 	free(keys);
 	return err;

@@ -68,6 +68,11 @@ int datapath_ipcache_del(struct datapath *dp, in_addr_t ip);
 int datapath_node_put(struct datapath *dp, in_addr_t subnet, int prefixlen,
 		      const struct weft_node_entry *e);
 int datapath_node_del(struct datapath *dp, in_addr_t subnet, int prefixlen);
+/* weft_node_ips: the underlay IPs vxlan_ingress accepts VXLAN from.  The
+ * agent keeps every node's IP there, its own included (weft_bpf.h
+ * invariant 4); a node missing from it cannot reach this node's pods. */
+int datapath_nodeip_put(struct datapath *dp, in_addr_t ip, uint32_t node_id);
+int datapath_nodeip_del(struct datapath *dp, in_addr_t ip);
 
 /* Iterate a map (a snapshot of its keys first, so fn may delete).  fn's
  * non-zero return stops the walk and is returned. */
@@ -81,6 +86,8 @@ int datapath_node_foreach(struct datapath *dp,
 			  int (*fn)(in_addr_t subnet, int prefixlen, const struct weft_node_entry *e,
 				    void *arg),
 			  void *arg);
+int datapath_nodeip_foreach(struct datapath *dp,
+			    int (*fn)(in_addr_t ip, uint32_t node_id, void *arg), void *arg);
 
 /* Sum of weft_drops over CPUs. */
 int datapath_drops(struct datapath *dp, uint64_t out[WEFT_DROP_MAX]);

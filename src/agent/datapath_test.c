@@ -18,8 +18,17 @@
  * VXLAN frames over loopback, so the kernel decapsulates them and sets the
  * key (remote 127.0.0.1) as it would for another node.
  *
- * Randomized: pod_ingress's forwarding against a naive reference (linear
- * longest-prefix match), and the endpoint map against a list.
+ * A tc test run hands the program an skb on the loopback device of the
+ * caller's namespace (the kernel takes ctx ifindex only for a device that
+ * exists), so skb->ifindex is that device's; pod_ingress's anti-spoofing
+ * compares it with the sender's endpoint.  run_ifindex() asks a two-
+ * instruction program what a test run sees, and the pods that send in
+ * these tests sit on that ifindex; pods on any other ifindex can only be
+ * destinations, or spoofed sources.
+ *
+ * Randomized: pod_ingress's forwarding (anti-spoofing, tenants, tunnel)
+ * against a naive reference (linear longest-prefix match), and the
+ * endpoint map against a list.
  */
 #include "agent/datapath.h"
 #include "test.h"
@@ -167,12 +176,54 @@ static void fixture_down(struct fixture *f)
 #define REMOTE_POD_IP	IP(10, 128, 2, 9)
 #define VXLAN_IFINDEX	77
 #define VNID_A		7
+#define VXLAN_PORT	4789
+
+/* tenants on this node: senders on the test-run ifindex, destinations on
+ * their own */
+#define VNID_RED	10
+#define VNID_BLUE	11
+#define RED_SRC_IP	IP(10, 128, 0, 20)
+#define BLUE_SRC_IP	IP(10, 128, 0, 21)
+#define DEF_SRC_IP	IP(10, 128, 0, 22)
+#define RED_DST_IP	IP(10, 128, 0, 30)
+#define BLUE_DST_IP	IP(10, 128, 0, 31)
+#define DEF_DST_IP	IP(10, 128, 0, 32)
 
 static const uint8_t pod_a_mac[6] = { 0x0a, 0x58, 0x0a, 0x80, 0x00, 0x05 };
 static const uint8_t gw_a_mac[6] = { 0xee, 0xee, 0x00, 0x00, 0x00, 0x41 };
 static const uint8_t pod_b_mac[6] = { 0x0a, 0x58, 0x0a, 0x80, 0x00, 0x06 };
 static const uint8_t gw_b_mac[6] = { 0xee, 0xee, 0x00, 0x00, 0x00, 0x42 };
 static const uint8_t broadcast[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
+
+/* skb->ifindex as a tc test run in this namespace sees it (the loopback
+ * device's), 0 when it cannot be found out.  Asked once, of a program that
+ * returns it: r0 = ((struct __sk_buff *)r1)->ifindex; exit. */
+static uint32_t run_ifindex(void)
+{
+	static uint32_t cached;
+	struct bpf_insn insns[2];
+	uint8_t frame[64];
+	int fd;
+
+	if (cached)
+		return cached;
+	memset(insns, 0, sizeof(insns));
+	insns[0].code = BPF_LDX | BPF_MEM | BPF_W;
+	insns[0].dst_reg = BPF_REG_0;
+	insns[0].src_reg = BPF_REG_1;
+	insns[0].off = offsetof(struct __sk_buff, ifindex);
+	insns[1].code = BPF_JMP | BPF_EXIT;
+	fd = bpf_prog_load(BPF_PROG_TYPE_SCHED_CLS, "weft_ifindex", "GPL", insns, 2, NULL);
+	if (fd < 0)
+		return 0;
+	memset(frame, 0, sizeof(frame));
+	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = frame, .data_size_in = sizeof(frame),
+		    .repeat = 1);
+	if (bpf_prog_test_run_opts(fd, &o) == 0)
+		cached = o.retval;
+	close(fd);
+	return cached;
+}
 
 static struct weft_config ready_config(void)
 {
@@ -189,6 +240,7 @@ static struct weft_config ready_config(void)
 	c.cluster_mask = IP(255, 252, 0, 0);
 	c.vxlan_ifindex = VXLAN_IFINDEX;
 	c.tunnel_ttl = 64;
+	c.vxlan_port = VXLAN_PORT;
 	return c;
 }
 
@@ -206,22 +258,53 @@ static struct weft_endpoint endpoint(uint32_t ifindex, uint32_t vnid, const uint
 	return ep;
 }
 
-/* Pods A (ifindex 41) and B (ifindex 42) here in 10.128.0.0/23, node
- * 192.168.1.12 owning 10.128.2.0/23. */
+/* The MAC of a tenant pod: 0a:58 and its IP. */
+static void tenant_mac(in_addr_t ip, uint8_t mac[6])
+{
+	mac[0] = 0x0a;
+	mac[1] = 0x58;
+	memcpy(mac + 2, &ip, 4);
+}
+
+/* Pods A (the sender: the test-run ifindex) and B (ifindex 42) here in
+ * 10.128.0.0/23, both VNID_A; node 192.168.1.12 owning 10.128.2.0/23;
+ * both nodes' IPs in weft_node_ips.  Tenant pods: senders red (10), blue
+ * (11) and default (0) on the test-run ifindex, destinations of the same
+ * VNIDs on ifindexes 51, 52, 53. */
 static int seed_node(struct datapath *dp)
 {
+	static const struct {
+		in_addr_t ip;
+		uint32_t ifindex, vnid;	/* ifindex 0: the test-run one */
+	} tenants[] = {
+		{ RED_SRC_IP, 0, VNID_RED }, { BLUE_SRC_IP, 0, VNID_BLUE }, { DEF_SRC_IP, 0, 0 },
+		{ RED_DST_IP, 51, VNID_RED }, { BLUE_DST_IP, 52, VNID_BLUE }, { DEF_DST_IP, 53, 0 },
+	};
 	struct weft_config cfg = ready_config();
-	struct weft_endpoint a = endpoint(41, VNID_A, pod_a_mac, gw_a_mac);
+	struct weft_endpoint a = endpoint(run_ifindex(), VNID_A, pod_a_mac, gw_a_mac);
 	struct weft_endpoint b = endpoint(42, VNID_A, pod_b_mac, gw_b_mac);
 	struct weft_node_entry self = { .node_ip = NODE_IP, .node_id = 1 };
 	struct weft_node_entry remote = { .node_ip = REMOTE_NODE_IP, .node_id = 2 };
 	int rc;
 
+	if (run_ifindex() == 0)
+		return -ENODEV;
 	if ((rc = datapath_endpoint_put(dp, POD_A_IP, &a)) < 0 ||
 	    (rc = datapath_endpoint_put(dp, POD_B_IP, &b)) < 0 ||
 	    (rc = datapath_node_put(dp, IP(10, 128, 0, 0), 23, &self)) < 0 ||
-	    (rc = datapath_node_put(dp, IP(10, 128, 2, 0), 23, &remote)) < 0)
+	    (rc = datapath_node_put(dp, IP(10, 128, 2, 0), 23, &remote)) < 0 ||
+	    (rc = datapath_nodeip_put(dp, NODE_IP, 1)) < 0 ||
+	    (rc = datapath_nodeip_put(dp, REMOTE_NODE_IP, 2)) < 0)
 		return rc;
+	for (size_t i = 0; i < sizeof(tenants) / sizeof(tenants[0]); i++) {
+		struct weft_endpoint ep = endpoint(tenants[i].ifindex ? tenants[i].ifindex
+								     : run_ifindex(),
+						   tenants[i].vnid, pod_a_mac, gw_b_mac);
+
+		tenant_mac(tenants[i].ip, ep.pod_mac);
+		if ((rc = datapath_endpoint_put(dp, tenants[i].ip, &ep)) < 0)
+			return rc;
+	}
 	return datapath_config_set(dp, &cfg);	/* last, as the agent does */
 }
 
@@ -260,28 +343,60 @@ static void eth_fill(struct pkt *p, const uint8_t *dst, const uint8_t *src, uint
 	memcpy(p->b, &eh, sizeof(eh));
 }
 
-/* Ethernet + IPv4 (valid checksum) + 16 bytes of UDP-ish payload. */
-static void pkt_ipv4(struct pkt *p, const uint8_t *dst_mac, const uint8_t *src_mac,
-		     in_addr_t src, in_addr_t dst, uint8_t ttl)
+/* Ethernet + IPv4 (valid checksum) + 16 bytes of UDP-ish payload (ports
+ * 0x0001 -> 0x0203).  ihl > 5 adds NOPs as options. */
+static void pkt_ipv4_ext(struct pkt *p, const uint8_t *dst_mac, const uint8_t *src_mac,
+			 in_addr_t src, in_addr_t dst, uint8_t ttl, uint8_t protocol,
+			 unsigned ihl, uint16_t frag_off)
 {
-	struct iphdr ip;
+	size_t hlen = ihl * 4;
+	struct iphdr *ip;
+	uint8_t hdr[60];
 
 	memset(p, 0, sizeof(*p));
 	eth_fill(p, dst_mac, src_mac, ETHERTYPE_IP);
-	memset(&ip, 0, sizeof(ip));
-	ip.version = 4;
-	ip.ihl = 5;
-	ip.tot_len = htons(sizeof(ip) + 16);
-	ip.id = htons(0x1234);
-	ip.ttl = ttl;
-	ip.protocol = IPPROTO_UDP;
-	ip.saddr = src;
-	ip.daddr = dst;
-	ip.check = htons(ip_checksum(&ip, sizeof(ip)));
-	memcpy(ip_of(p), &ip, sizeof(ip));
+	memset(hdr, 1, sizeof(hdr));	/* options: NOP */
+	ip = (struct iphdr *)hdr;
+	memset(ip, 0, sizeof(*ip));
+	ip->version = 4;
+	ip->ihl = ihl & 0xf;
+	ip->tot_len = htons((uint16_t)(hlen + 16));
+	ip->id = htons(0x1234);
+	ip->frag_off = htons(frag_off);
+	ip->ttl = ttl;
+	ip->protocol = protocol;
+	ip->saddr = src;
+	ip->daddr = dst;
+	ip->check = htons(ip_checksum(hdr, hlen));
+	memcpy(ip_of(p), hdr, hlen);
 	for (int i = 0; i < 16; i++)
-		p->b[sizeof(struct ether_header) + sizeof(ip) + i] = (uint8_t)i;
-	p->len = sizeof(struct ether_header) + sizeof(ip) + 16;
+		p->b[sizeof(struct ether_header) + hlen + i] = (uint8_t)i;
+	p->len = (uint32_t)(sizeof(struct ether_header) + hlen + 16);
+}
+
+static void pkt_ipv4(struct pkt *p, const uint8_t *dst_mac, const uint8_t *src_mac,
+		     in_addr_t src, in_addr_t dst, uint8_t ttl)
+{
+	pkt_ipv4_ext(p, dst_mac, src_mac, src, dst, ttl, IPPROTO_UDP, 5, 0);
+}
+
+/* Set the UDP destination port of a packet pkt_ipv4*() built (the first
+ * 16-bit words after the IP header are the ports). */
+static void pkt_set_dport(struct pkt *p, uint16_t port)
+{
+	uint8_t *l4 = p->b + sizeof(struct ether_header) + ip_of(p)->ihl * 4;
+
+	l4[2] = (uint8_t)(port >> 8);
+	l4[3] = (uint8_t)port;
+}
+
+/* A tenant pod's packet (from its own MAC) to dst. */
+static void pkt_from_tenant(struct pkt *p, in_addr_t src, in_addr_t dst)
+{
+	uint8_t mac[6];
+
+	tenant_mac(src, mac);
+	pkt_ipv4(p, gw_b_mac, mac, src, dst, 64);
 }
 
 /* A pod's packet to dst: from its MAC to its gateway's. */
@@ -371,7 +486,8 @@ static uint64_t drops_total(struct fixture *f)
 DP_TEST(open_loads_both_programs_and_pins_maps)
 {
 	static const char *names[] = { "weft_config", "weft_endpoints", "weft_ipcache",
-				       "weft_nodes", "weft_drops", "weft_trace" };
+				       "weft_nodes", "weft_node_ips", "weft_drops",
+				       "weft_trace" };
 	char path[PATH_MAX + 32];
 	struct stat st;
 
@@ -493,6 +609,61 @@ DP_TEST(missing_pin_rebuilds_all_maps)
 	CHECK(access(path, F_OK) == 0);
 }
 
+/* A pin directory of weft 1: no weft_node_ips, and a weft_config of the
+ * old size (56 bytes) saying version 1.  All of it is rebuilt: the config
+ * comes back incomplete, the new map is there. */
+DP_TEST(version1_pin_dir_is_rebuilt)
+{
+	struct datapath_opts opts = { .pin_dir = f->pin, .trace = true };
+	struct weft_config cfg;
+	struct weft_endpoint ep;
+	char path[sizeof(f->pin) + 32], err[256] = "";
+	uint8_t old[56];
+	bool rebuilt = false;
+	__u32 key = 0;
+	int fd, rc;
+
+	/* only the new map missing */
+	CHECK_EQ(seed_node(f->dp), 0);
+	datapath_close(f->dp);
+	f->dp = NULL;
+	snprintf(path, sizeof(path), "%s/weft_node_ips", f->pin);
+	CHECK(unlink(path) == 0);
+	CHECK_EQ(datapath_open(&opts, &f->dp, &rebuilt, err, sizeof(err)), 0);
+	CHECK(rebuilt);
+	CHECK(access(path, F_OK) == 0);
+	CHECK_EQ(datapath_config_get(f->dp, &cfg), 0);
+	CHECK_EQ(cfg.version, 0);
+	CHECK_EQ(datapath_endpoint_get(f->dp, POD_A_IP, &ep), -ENOENT);
+
+	/* and the old config layout besides */
+	CHECK_EQ(seed_node(f->dp), 0);
+	datapath_close(f->dp);
+	f->dp = NULL;
+	CHECK(unlink(path) == 0);
+	snprintf(path, sizeof(path), "%s/weft_config", f->pin);
+	CHECK(unlink(path) == 0);
+	fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "weft_config", 4, sizeof(old), 1, NULL);
+	CHECK(fd >= 0);
+	memset(old, 0, sizeof(old));
+	old[0] = 1;	/* version 1 */
+	old[4] = 1;	/* ready */
+	rc = bpf_map_update_elem(fd, &key, old, BPF_ANY);
+	if (rc == 0)
+		rc = bpf_obj_pin(fd, path);
+	close(fd);
+	CHECK_EQ(rc, 0);
+	rebuilt = false;
+	CHECK_EQ(datapath_open(&opts, &f->dp, &rebuilt, err, sizeof(err)), 0);
+	CHECK(rebuilt);
+	CHECK_EQ(datapath_config_get(f->dp, &cfg), 0);
+	CHECK_EQ(cfg.version, 0);
+	CHECK_EQ(datapath_endpoint_get(f->dp, POD_A_IP, &ep), -ENOENT);
+	snprintf(path, sizeof(path), "%s/weft_node_ips", f->pin);
+	CHECK(access(path, F_OK) == 0);
+	CHECK_EQ(datapath_nodeip_put(f->dp, NODE_IP, 1), 0);
+}
+
 TEST(pin_dir_must_be_on_bpffs)
 {
 	struct datapath_opts opts = { .trace = false };
@@ -518,6 +689,11 @@ DP_TEST(drop_names_cover_every_reason)
 		CHECK(datapath_drop_names[i] && datapath_drop_names[i][0]);
 	CHECK_STR(datapath_drop_names[WEFT_DROP_TTL], "ttl-exceeded");
 	CHECK_STR(datapath_drop_names[WEFT_DROP_UNSUPPORTED_L3], "unsupported-l3");
+	CHECK_STR(datapath_drop_names[WEFT_DROP_UNKNOWN_NODE], "unknown-node");
+	CHECK_STR(datapath_drop_names[WEFT_DROP_SPOOFED_IP], "spoofed-ip");
+	CHECK_STR(datapath_drop_names[WEFT_DROP_SPOOFED_MAC], "spoofed-mac");
+	CHECK_STR(datapath_drop_names[WEFT_DROP_ISOLATED], "isolated");
+	CHECK_STR(datapath_drop_names[WEFT_DROP_TUNNEL_INJECT], "tunnel-inject");
 }
 
 /* ---- map operations ---- */
@@ -646,6 +822,49 @@ DP_TEST(foreach_may_delete_and_stops_on_nonzero)
 	CHECK_EQ(c.calls, 0);
 }
 
+static int collect_nodeip(in_addr_t ip, uint32_t node_id, void *arg)
+{
+	struct collect *c = arg;
+
+	if (c->delete && datapath_nodeip_del(c->dp, ip) < 0)
+		return -100;
+	if (ntohl(ip) - 0xc0a80000u != node_id)	/* 192.168.x.y is node x*256+y */
+		return -101;
+	c->ips[c->calls++] = ip;
+	return c->stop_after && c->calls == c->stop_after ? 42 : 0;
+}
+
+DP_TEST(nodeip_put_del_foreach_and_full)
+{
+	static struct collect c;
+	int rc;
+
+	CHECK_EQ(datapath_nodeip_put(f->dp, IP(192, 168, 0, 7), 7), 0);
+	CHECK_EQ(datapath_nodeip_put(f->dp, IP(192, 168, 0, 7), 7), 0);	/* replace */
+	memset(&c, 0, sizeof(c));
+	CHECK_EQ(datapath_nodeip_foreach(f->dp, collect_nodeip, &c), 0);
+	CHECK_EQ(c.calls, 1);
+	CHECK_EQ(c.ips[0], IP(192, 168, 0, 7));
+	CHECK_EQ(datapath_nodeip_del(f->dp, IP(192, 168, 0, 7)), 0);
+	CHECK_EQ(datapath_nodeip_del(f->dp, IP(192, 168, 0, 7)), -ENOENT);
+
+	for (uint32_t i = 0; i < WEFT_MAX_NODES; i++)
+		CHECK_EQ(datapath_nodeip_put(f->dp, htonl(0xc0a80000u + i), i), 0);
+	rc = datapath_nodeip_put(f->dp, htonl(0xc0a80000u + WEFT_MAX_NODES), WEFT_MAX_NODES);
+	CHECK(rc == -E2BIG || rc == -ENOSPC);
+	memset(&c, 0, sizeof(c));
+	c.stop_after = 5;
+	CHECK_EQ(datapath_nodeip_foreach(f->dp, collect_nodeip, &c), 42);
+	memset(&c, 0, sizeof(c));
+	c.delete = true;
+	c.dp = f->dp;
+	CHECK_EQ(datapath_nodeip_foreach(f->dp, collect_nodeip, &c), 0);
+	CHECK_EQ(c.calls, WEFT_MAX_NODES);
+	memset(&c, 0, sizeof(c));
+	CHECK_EQ(datapath_nodeip_foreach(f->dp, collect_nodeip, &c), 0);
+	CHECK_EQ(c.calls, 0);
+}
+
 DP_TEST(endpoints_full_is_an_error)
 {
 	struct weft_endpoint ep = endpoint(1, 0, pod_a_mac, gw_a_mac);
@@ -763,11 +982,13 @@ DP_TEST(pod_arp_not_answered_is_dropped)
 	pkt_arp(&p, ARPOP_REQUEST, pod_a_mac, POD_A_IP, POD_A_IP);
 	CHECK_EQ(run_pod(f, &p, &r), 0);
 	CHECK_EQ(r.verdict, TC_ACT_SHOT);
-	/* sender is no pod of this node */
+	/* sender is no pod of this node: a spoofed sender */
 	pkt_arp(&p, ARPOP_REQUEST, pod_a_mac, IP(10, 128, 0, 99), GATEWAY_IP);
 	CHECK_EQ(run_pod(f, &p, &r), 0);
 	CHECK_EQ(r.verdict, TC_ACT_SHOT);
-	CHECK_EQ(drops_of(f, WEFT_DROP_ARP), 4);
+	CHECK_EQ(r.trace.drop_reason, WEFT_DROP_SPOOFED_IP);
+	CHECK_EQ(drops_of(f, WEFT_DROP_ARP), 3);
+	CHECK_EQ(drops_of(f, WEFT_DROP_SPOOFED_IP), 1);
 	/* not Ethernet/IPv4 ARP, or cut short */
 	pkt_arp(&p, ARPOP_REQUEST, pod_a_mac, POD_A_IP, GATEWAY_IP);
 	p.b[18] = 8;	/* hln */
@@ -821,12 +1042,6 @@ DP_TEST(pod_to_remote_pod_is_tunnelled)
 	CHECK_EQ(ip_of(&r.out)->ttl, 63);
 	CHECK_EQ(ip_checksum(ip_of(&r.out), sizeof(struct iphdr)), 0);
 	CHECK(memcmp(r.out.b, p.b, 12) == 0);	/* the inner MACs stay */
-
-	/* a source that is no endpoint here gets VNID 0 */
-	pkt_ipv4(&p, gw_a_mac, pod_a_mac, IP(10, 128, 0, 99), REMOTE_POD_IP, 64);
-	CHECK_EQ(run_pod(f, &p, &r), 0);
-	CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
-	CHECK_EQ(r.trace.tunnel_id, 0);
 	CHECK_EQ(drops_total(f), 0);
 }
 
@@ -959,6 +1174,272 @@ DP_TEST(pod_incomplete_config_passes_everything_to_the_stack)
 	CHECK_EQ(drops_total(f), 0);
 }
 
+/* ---- pod_ingress: anti-spoofing, tenants, tunnel injection ---- */
+
+/* A source IP that is not the sending pod's: another pod's (behind
+ * another veth), the gateway's, a node's, nobody's. */
+DP_TEST(pod_spoofed_source_ip_is_dropped)
+{
+	static const in_addr_t srcs[] = { POD_B_IP, RED_DST_IP, GATEWAY_IP, NODE_IP,
+					  REMOTE_NODE_IP, REMOTE_POD_IP, IP(10, 128, 0, 99), 0 };
+	static const in_addr_t dsts[] = { POD_B_IP, DEF_DST_IP, REMOTE_POD_IP, NODE_IP,
+					  IP(8, 8, 8, 8) };
+	struct result r;
+	struct pkt p;
+	int n = 0;
+
+	CHECK_EQ(seed_node(f->dp), 0);
+	for (size_t i = 0; i < sizeof(srcs) / sizeof(srcs[0]); i++) {
+		for (size_t j = 0; j < sizeof(dsts) / sizeof(dsts[0]); j++) {
+			pkt_ipv4(&p, gw_a_mac, pod_a_mac, srcs[i], dsts[j], 64);
+			CHECK_EQ(run_pod(f, &p, &r), 0);
+			CHECK_EQ(r.verdict, TC_ACT_SHOT);
+			CHECK_EQ(r.trace.action, WEFT_ACT_DROP);
+			CHECK_EQ(r.trace.drop_reason, WEFT_DROP_SPOOFED_IP);
+			n++;
+		}
+	}
+	/* pod B's own packet, MAC and all, but not from B's veth */
+	pkt_ipv4(&p, gw_b_mac, pod_b_mac, POD_B_IP, POD_A_IP, 64);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.trace.drop_reason, WEFT_DROP_SPOOFED_IP);
+	n++;
+	CHECK_EQ(drops_of(f, WEFT_DROP_SPOOFED_IP), n);
+	CHECK_EQ(drops_total(f), n);
+
+	/* the same packets from the pod's own address pass */
+	pkt_from_a(&p, POD_B_IP, 64);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
+	CHECK_EQ(drops_total(f), n);
+}
+
+DP_TEST(pod_spoofed_source_mac_is_dropped)
+{
+	uint8_t red_mac[6];
+	struct result r;
+	struct pkt p;
+
+	CHECK_EQ(seed_node(f->dp), 0);
+	tenant_mac(RED_SRC_IP, red_mac);
+	/* A's IP with B's MAC, with another sender's (same veth) MAC, with
+	 * one bit off; to a pod, a remote pod and outside */
+	pkt_ipv4(&p, gw_a_mac, pod_b_mac, POD_A_IP, POD_B_IP, 64);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_SHOT);
+	CHECK_EQ(r.trace.drop_reason, WEFT_DROP_SPOOFED_MAC);
+	pkt_ipv4(&p, gw_a_mac, red_mac, POD_A_IP, REMOTE_POD_IP, 64);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.trace.drop_reason, WEFT_DROP_SPOOFED_MAC);
+	pkt_from_a(&p, IP(8, 8, 8, 8), 64);
+	p.b[6] ^= 0x02;		/* the locally administered bit */
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_SHOT);
+	CHECK_EQ(r.trace.drop_reason, WEFT_DROP_SPOOFED_MAC);
+	CHECK_EQ(drops_of(f, WEFT_DROP_SPOOFED_MAC), 3);
+	CHECK_EQ(drops_total(f), 3);
+}
+
+DP_TEST(pod_arp_claiming_another_address_is_dropped)
+{
+	struct result r;
+	struct pkt p;
+
+	CHECK_EQ(seed_node(f->dp), 0);
+	/* another pod's IP (behind another veth), the gateway's, a node's */
+	pkt_arp(&p, ARPOP_REQUEST, pod_a_mac, POD_B_IP, GATEWAY_IP);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_SHOT);
+	CHECK_EQ(r.trace.drop_reason, WEFT_DROP_SPOOFED_IP);
+	pkt_arp(&p, ARPOP_REQUEST, pod_b_mac, POD_B_IP, POD_A_IP);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.trace.drop_reason, WEFT_DROP_SPOOFED_IP);
+	pkt_arp(&p, ARPOP_REQUEST, pod_a_mac, GATEWAY_IP, POD_B_IP);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.trace.drop_reason, WEFT_DROP_SPOOFED_IP);
+	pkt_arp(&p, ARPOP_REQUEST, pod_a_mac, NODE_IP, POD_B_IP);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.trace.drop_reason, WEFT_DROP_SPOOFED_IP);
+	CHECK_EQ(drops_of(f, WEFT_DROP_SPOOFED_IP), 4);
+	/* its own IP, but another MAC as ARP sender or as Ethernet source */
+	pkt_arp(&p, ARPOP_REQUEST, pod_a_mac, POD_A_IP, GATEWAY_IP);
+	memcpy(p.b + 14 + 8, pod_b_mac, 6);	/* sha */
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_SHOT);
+	CHECK_EQ(r.trace.drop_reason, WEFT_DROP_SPOOFED_MAC);
+	pkt_arp(&p, ARPOP_REQUEST, pod_a_mac, POD_A_IP, GATEWAY_IP);
+	memcpy(p.b + 6, pod_b_mac, 6);		/* Ethernet source */
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.trace.drop_reason, WEFT_DROP_SPOOFED_MAC);
+	CHECK_EQ(drops_of(f, WEFT_DROP_SPOOFED_MAC), 2);
+	/* gratuitous ARP for another pod's address: ARP, as before */
+	pkt_arp(&p, ARPOP_REQUEST, pod_a_mac, POD_B_IP, POD_B_IP);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.trace.drop_reason, WEFT_DROP_ARP);
+	CHECK_EQ(drops_total(f), 7);
+	/* and the honest request is still answered */
+	pkt_arp(&p, ARPOP_REQUEST, pod_a_mac, POD_A_IP, GATEWAY_IP);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
+	CHECK_EQ(r.trace.action, WEFT_ACT_ARP_REPLY);
+}
+
+/* Same node: every sender VNID against every destination VNID. */
+DP_TEST(pod_tenants_on_the_same_node)
+{
+	static const struct {
+		in_addr_t src, dst;
+		uint32_t ifindex;	/* 0: ISOLATED */
+	} cases[] = {
+		{ RED_SRC_IP, BLUE_DST_IP, 0 },	 { RED_SRC_IP, RED_DST_IP, 51 },
+		{ RED_SRC_IP, DEF_DST_IP, 53 },	 { DEF_SRC_IP, BLUE_DST_IP, 52 },
+		{ DEF_SRC_IP, RED_DST_IP, 51 },	 { DEF_SRC_IP, DEF_DST_IP, 53 },
+		{ BLUE_SRC_IP, RED_DST_IP, 0 },	 { BLUE_SRC_IP, BLUE_DST_IP, 52 },
+		{ BLUE_SRC_IP, DEF_DST_IP, 53 }, { BLUE_SRC_IP, POD_B_IP, 0 },
+		{ RED_SRC_IP, POD_B_IP, 0 },	 { DEF_SRC_IP, POD_B_IP, 42 },
+		{ POD_A_IP, RED_DST_IP, 0 },	 { POD_A_IP, DEF_DST_IP, 53 },
+		{ RED_SRC_IP, RED_SRC_IP, 1 },	/* to itself: its own VNID */
+	};
+	struct result r;
+	struct pkt p;
+	int isolated = 0;
+
+	CHECK_EQ(seed_node(f->dp), 0);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		pkt_from_tenant(&p, cases[i].src, cases[i].dst);
+		CHECK_EQ(run_pod(f, &p, &r), 0);
+		if (cases[i].ifindex) {
+			CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
+			CHECK_EQ(r.trace.action, WEFT_ACT_LOCAL);
+			CHECK_EQ(r.trace.ifindex, cases[i].src == cases[i].dst ? run_ifindex()
+									     : cases[i].ifindex);
+		} else {
+			CHECK_EQ(r.verdict, TC_ACT_SHOT);
+			CHECK_EQ(r.trace.action, WEFT_ACT_DROP);
+			CHECK_EQ(r.trace.drop_reason, WEFT_DROP_ISOLATED);
+			CHECK(memcmp(r.out.b, p.b, p.len) == 0);	/* untouched */
+			isolated++;
+		}
+	}
+	CHECK_EQ(drops_of(f, WEFT_DROP_ISOLATED), isolated);
+	CHECK_EQ(drops_total(f), isolated);
+}
+
+/* Across nodes the receiver checks: the sender's VNID rides as the VNI,
+ * whatever the destination (pod_ingress does not know a remote pod's). */
+DP_TEST(pod_tunnel_id_is_the_sender_vnid)
+{
+	static const struct {
+		in_addr_t src;
+		uint32_t vnid;
+	} senders[] = {
+		{ RED_SRC_IP, VNID_RED }, { BLUE_SRC_IP, VNID_BLUE }, { DEF_SRC_IP, 0 },
+		{ POD_A_IP, VNID_A },
+	};
+	struct result r;
+	struct pkt p;
+
+	CHECK_EQ(seed_node(f->dp), 0);
+	for (size_t i = 0; i < sizeof(senders) / sizeof(senders[0]); i++) {
+		pkt_from_tenant(&p, senders[i].src, REMOTE_POD_IP);
+		if (senders[i].src == POD_A_IP)
+			pkt_from_a(&p, REMOTE_POD_IP, 64);
+		CHECK_EQ(run_pod(f, &p, &r), 0);
+		CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
+		CHECK_EQ(r.trace.action, WEFT_ACT_TUNNEL);
+		CHECK_EQ(r.trace.tunnel_id, senders[i].vnid);
+		CHECK_EQ(r.trace.tunnel_remote, ntohl(REMOTE_NODE_IP));
+		/* and to the node or outside: the stack, whatever the tenant */
+		pkt_from_tenant(&p, senders[i].src, NODE_IP);
+		if (senders[i].src == POD_A_IP)
+			pkt_from_a(&p, NODE_IP, 64);
+		CHECK_EQ(run_pod(f, &p, &r), 0);
+		CHECK_EQ(r.verdict, TC_ACT_OK);
+	}
+	CHECK_EQ(drops_total(f), 0);
+}
+
+/* UDP to the VXLAN port of any node (ours through its IP or the gateway,
+ * another through its IP), or anywhere the stack would route it. */
+DP_TEST(pod_udp_to_the_vxlan_port_is_dropped)
+{
+	static const in_addr_t dsts[] = { NODE_IP, GATEWAY_IP, REMOTE_NODE_IP,
+					  IP(10, 128, 1, 200), IP(8, 8, 8, 8),
+					  IP(255, 255, 255, 255) };
+	struct weft_config cfg = ready_config();
+	struct result r;
+	struct pkt p;
+	int n = 0;
+
+	CHECK_EQ(seed_node(f->dp), 0);
+	for (size_t i = 0; i < sizeof(dsts) / sizeof(dsts[0]); i++) {
+		pkt_from_a(&p, dsts[i], 64);
+		pkt_set_dport(&p, VXLAN_PORT);
+		CHECK_EQ(run_pod(f, &p, &r), 0);
+		CHECK_EQ(r.verdict, TC_ACT_SHOT);
+		CHECK_EQ(r.trace.drop_reason, WEFT_DROP_TUNNEL_INJECT);
+		n++;
+		/* another port of the same address is the node's business */
+		pkt_set_dport(&p, VXLAN_PORT + 1);
+		CHECK_EQ(run_pod(f, &p, &r), 0);
+		CHECK_EQ(r.verdict, TC_ACT_OK);
+		CHECK(memcmp(r.out.b, p.b, p.len) == 0);
+	}
+	/* the port behind IP options */
+	pkt_ipv4_ext(&p, gw_a_mac, pod_a_mac, POD_A_IP, NODE_IP, 64, IPPROTO_UDP, 7, 0);
+	pkt_set_dport(&p, VXLAN_PORT);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.trace.drop_reason, WEFT_DROP_TUNNEL_INJECT);
+	n++;
+	/* a first fragment carries the ports */
+	pkt_ipv4_ext(&p, gw_a_mac, pod_a_mac, POD_A_IP, NODE_IP, 64, IPPROTO_UDP, 5, IP_MF);
+	pkt_set_dport(&p, VXLAN_PORT);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.trace.drop_reason, WEFT_DROP_TUNNEL_INJECT);
+	n++;
+	CHECK_EQ(drops_of(f, WEFT_DROP_TUNNEL_INJECT), n);
+	/* a later fragment does not: its bytes are not read as ports */
+	pkt_ipv4_ext(&p, gw_a_mac, pod_a_mac, POD_A_IP, NODE_IP, 64, IPPROTO_UDP, 5, 3);
+	pkt_set_dport(&p, VXLAN_PORT);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_OK);
+	/* TCP (or anything not UDP) to that port */
+	pkt_ipv4_ext(&p, gw_a_mac, pod_a_mac, POD_A_IP, NODE_IP, 64, IPPROTO_TCP, 5, 0);
+	pkt_set_dport(&p, VXLAN_PORT);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_OK);
+	/* pod to pod on that port is no injection: no VXLAN socket there */
+	pkt_from_a(&p, POD_B_IP, 64);
+	pkt_set_dport(&p, VXLAN_PORT);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
+	CHECK_EQ(drops_total(f), n);
+	/* a UDP header that does not fit */
+	pkt_from_a(&p, NODE_IP, 64);
+	ip_of(&p)->tot_len = htons(20 + 4);
+	ip_of(&p)->check = 0;
+	ip_of(&p)->check = htons(ip_checksum(ip_of(&p), 20));
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_SHOT);
+	CHECK_EQ(r.trace.drop_reason, WEFT_DROP_MALFORMED);
+
+	/* another cluster port; 0 means the default */
+	cfg.vxlan_port = 8472;
+	CHECK_EQ(datapath_config_set(f->dp, &cfg), 0);
+	pkt_from_a(&p, NODE_IP, 64);
+	pkt_set_dport(&p, 8472);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.trace.drop_reason, WEFT_DROP_TUNNEL_INJECT);
+	pkt_set_dport(&p, VXLAN_PORT);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_OK);
+	cfg.vxlan_port = 0;
+	CHECK_EQ(datapath_config_set(f->dp, &cfg), 0);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.trace.drop_reason, WEFT_DROP_TUNNEL_INJECT);
+	CHECK_EQ(drops_of(f, WEFT_DROP_TUNNEL_INJECT), n + 2);
+}
+
 /* The trace knob off: same verdicts, and the trace code is gone. */
 TEST(trace_off_writes_no_trace)
 {
@@ -1071,6 +1552,7 @@ DP_TEST(pod_forwarding_random_against_reference)
 	struct result r;
 	struct pkt p;
 
+	CHECK(run_ifindex() > 0);
 	for (int i = 0; i < RND_NODES; i++) {
 		struct weft_node_entry e = { .node_ip = rnd_nodes[i].node_ip, .node_id = (uint32_t)i };
 
@@ -1081,8 +1563,9 @@ DP_TEST(pod_forwarding_random_against_reference)
 
 		rnd_eps[i].ip = i < RND_EPS / 2 ? htonl(0x0a800000u + 2 + (uint32_t)i * 7)
 						: htonl(0x0a820580u + (uint32_t)i);
-		rnd_eps[i].ifindex = 100 + (uint32_t)i;
-		rnd_eps[i].vnid = (uint32_t)i % 3;
+		/* every other one can send: it sits where test runs happen */
+		rnd_eps[i].ifindex = i % 2 ? 100 + (uint32_t)i : run_ifindex();
+		rnd_eps[i].vnid = (uint32_t)i % 3 ? 9 + (uint32_t)i % 3 : 0;
 		ep = endpoint(rnd_eps[i].ifindex, rnd_eps[i].vnid, pod_b_mac, gw_b_mac);
 		ep.pod_mac[5] = (uint8_t)i;
 		CHECK_EQ(datapath_endpoint_put(f->dp, rnd_eps[i].ip, &ep), 0);
@@ -1093,7 +1576,8 @@ DP_TEST(pod_forwarding_random_against_reference)
 		uint64_t x = xorshift(&s);
 		in_addr_t dst, src;
 		uint8_t ttl = (uint8_t[]){ 0, 1, 2, 64, 255 }[x % 5];
-		int e, node;
+		int e, node, se;
+		bool wrong_mac;
 
 		switch ((x >> 8) % 4) {
 		case 0:		/* a pod here */
@@ -1115,12 +1599,29 @@ DP_TEST(pod_forwarding_random_against_reference)
 			break;
 		}
 		src = (x >> 40) % 4 ? rnd_eps[(x >> 44) % RND_EPS].ip : IP(10, 128, 1, 250);
-		pkt_ipv4(&p, gw_b_mac, pod_a_mac, src, dst, ttl);
+		se = model_ep(src);
+		wrong_mac = (x >> 50) % 8 == 0;
+		pkt_ipv4(&p, gw_b_mac, pod_b_mac, src, dst, ttl);
+		p.b[6 + 5] = (uint8_t)(se >= 0 ? se : 0);	/* the sender's MAC */
+		if (wrong_mac)
+			p.b[6 + 4] ^= 1;
+		if ((x >> 53) % 4 == 0)
+			pkt_set_dport(&p, VXLAN_PORT);
 		CHECK_EQ(run_pod(f, &p, &r), 0);
 
 		e = model_ep(dst);
 		node = model_node(dst);
-		if (e >= 0 || (node >= 0 && rnd_nodes[node].node_ip != NODE_IP)) {
+		if (se < 0 || rnd_eps[se].ifindex != run_ifindex()) {
+			CHECK_EQ(r.verdict, TC_ACT_SHOT);
+			CHECK_EQ(r.trace.drop_reason, WEFT_DROP_SPOOFED_IP);
+		} else if (wrong_mac) {
+			CHECK_EQ(r.verdict, TC_ACT_SHOT);
+			CHECK_EQ(r.trace.drop_reason, WEFT_DROP_SPOOFED_MAC);
+		} else if (e >= 0 && rnd_eps[se].vnid != rnd_eps[e].vnid && rnd_eps[se].vnid &&
+			   rnd_eps[e].vnid) {
+			CHECK_EQ(r.verdict, TC_ACT_SHOT);
+			CHECK_EQ(r.trace.drop_reason, WEFT_DROP_ISOLATED);
+		} else if (e >= 0 || (node >= 0 && rnd_nodes[node].node_ip != NODE_IP)) {
 			if (ttl <= 1) {
 				CHECK_EQ(r.verdict, TC_ACT_SHOT);
 				CHECK_EQ(r.trace.drop_reason, WEFT_DROP_TTL);
@@ -1134,13 +1635,14 @@ DP_TEST(pod_forwarding_random_against_reference)
 				CHECK_EQ(r.trace.ifindex, rnd_eps[e].ifindex);
 				CHECK_EQ(r.out.b[5], e);
 			} else {
-				int se = model_ep(src);
-
 				CHECK_EQ(r.trace.action, WEFT_ACT_TUNNEL);
 				CHECK_EQ(r.trace.ifindex, VXLAN_IFINDEX);
 				CHECK_EQ(r.trace.tunnel_remote, ntohl(rnd_nodes[node].node_ip));
-				CHECK_EQ(r.trace.tunnel_id, se >= 0 ? rnd_eps[se].vnid : 0);
+				CHECK_EQ(r.trace.tunnel_id, rnd_eps[se].vnid);
 			}
+		} else if ((p.b[14 + 20 + 2] << 8 | p.b[14 + 20 + 3]) == VXLAN_PORT) {
+			CHECK_EQ(r.verdict, TC_ACT_SHOT);
+			CHECK_EQ(r.trace.drop_reason, WEFT_DROP_TUNNEL_INJECT);
 		} else {
 			CHECK_EQ(r.verdict, TC_ACT_OK);
 			CHECK_EQ(r.trace.action, WEFT_ACT_PASS);
@@ -1299,19 +1801,70 @@ static void vxlan_device_body(struct fixture *f)
 	CHECK_EQ(datapath_attach_vxlan(f->dp, ifindex), 0);
 	CHECK_EQ(datapath_attached(f->dp, ifindex), 1);
 
-	/* a remote pod to pod B here */
+	/* the sender, 127.0.0.1, is no node yet: nothing it sends is
+	 * trusted, whatever the VNI */
 	pkt_ipv4(&p, remote_gw_mac, remote_pod_mac, REMOTE_POD_IP, POD_B_IP, 63);
-	CHECK_EQ(vxlan_send(f, 5, &p, &r), 0);
+	CHECK_EQ(vxlan_send(f, VNID_A, &p, &r), 0);
+	CHECK_EQ(r.trace.action, WEFT_ACT_DROP);
+	CHECK_EQ(r.trace.drop_reason, WEFT_DROP_UNKNOWN_NODE);
+	CHECK_EQ(r.trace.tunnel_remote, INADDR_LOOPBACK);
+	CHECK_EQ(vxlan_send(f, 0, &p, &r), 0);
+	CHECK_EQ(r.trace.drop_reason, WEFT_DROP_UNKNOWN_NODE);
+	pkt_ipv4(&p, remote_gw_mac, remote_pod_mac, REMOTE_POD_IP, GATEWAY_IP, 63);
+	CHECK_EQ(vxlan_send(f, 0, &p, &r), 0);
+	CHECK_EQ(r.trace.drop_reason, WEFT_DROP_UNKNOWN_NODE);
+	CHECK_EQ(drops_of(f, WEFT_DROP_UNKNOWN_NODE), 3);
+	CHECK_EQ(datapath_nodeip_put(f->dp, htonl(INADDR_LOOPBACK), 9), 0);
+
+	/* a remote pod to pod B here, same VNID */
+	pkt_ipv4(&p, remote_gw_mac, remote_pod_mac, REMOTE_POD_IP, POD_B_IP, 63);
+	CHECK_EQ(vxlan_send(f, VNID_A, &p, &r), 0);
 	CHECK_EQ(r.trace.action, WEFT_ACT_LOCAL);
 	CHECK_EQ(r.trace.ifindex, 42);
-	CHECK_EQ(r.trace.tunnel_id, 5);
+	CHECK_EQ(r.trace.tunnel_id, VNID_A);
 	CHECK_EQ(r.trace.tunnel_remote, INADDR_LOOPBACK);
+
+	/* tenants: VNI = the remote sender's VNID, against the pod's */
+	static const struct {
+		uint32_t vni;
+		in_addr_t dst;
+		uint32_t ifindex;	/* 0: ISOLATED */
+	} tenants[] = {
+		{ VNID_BLUE, RED_DST_IP, 0 },	{ VNID_RED, RED_DST_IP, 51 },
+		{ 0, RED_DST_IP, 51 },		{ VNID_BLUE, DEF_DST_IP, 53 },
+		{ VNID_RED, BLUE_DST_IP, 0 },	{ VNID_A, BLUE_DST_IP, 0 },
+		{ VNID_BLUE, POD_B_IP, 0 },	{ 0, POD_B_IP, 42 },
+	};
+	for (size_t i = 0; i < sizeof(tenants) / sizeof(tenants[0]); i++) {
+		pkt_ipv4(&p, remote_gw_mac, remote_pod_mac, REMOTE_POD_IP, tenants[i].dst, 63);
+		CHECK_EQ(vxlan_send(f, tenants[i].vni, &p, &r), 0);
+		CHECK_EQ(r.trace.tunnel_id, tenants[i].vni);
+		if (tenants[i].ifindex) {
+			CHECK_EQ(r.trace.action, WEFT_ACT_LOCAL);
+			CHECK_EQ(r.trace.ifindex, tenants[i].ifindex);
+		} else {
+			CHECK_EQ(r.trace.action, WEFT_ACT_DROP);
+			CHECK_EQ(r.trace.drop_reason, WEFT_DROP_ISOLATED);
+		}
+	}
+	CHECK_EQ(drops_of(f, WEFT_DROP_ISOLATED), 4);
 
 	/* a remote pod answering this node */
 	pkt_ipv4(&p, remote_gw_mac, remote_pod_mac, REMOTE_POD_IP, GATEWAY_IP, 63);
 	CHECK_EQ(vxlan_send(f, 5, &p, &r), 0);
 	CHECK_EQ(r.trace.action, WEFT_ACT_PASS);
 	CHECK_EQ(r.trace.tunnel_id, 5);
+
+	/* a remote pod injecting VXLAN into this node's socket via the
+	 * gateway; another UDP port is fine */
+	pkt_ipv4(&p, remote_gw_mac, remote_pod_mac, REMOTE_POD_IP, GATEWAY_IP, 63);
+	pkt_set_dport(&p, VXLAN_PORT);
+	CHECK_EQ(vxlan_send(f, 5, &p, &r), 0);
+	CHECK_EQ(r.trace.action, WEFT_ACT_DROP);
+	CHECK_EQ(r.trace.drop_reason, WEFT_DROP_TUNNEL_INJECT);
+	pkt_set_dport(&p, VXLAN_PORT + 1);
+	CHECK_EQ(vxlan_send(f, 5, &p, &r), 0);
+	CHECK_EQ(r.trace.action, WEFT_ACT_PASS);
 
 	/* nobody here */
 	pkt_ipv4(&p, remote_gw_mac, remote_pod_mac, REMOTE_POD_IP, IP(10, 128, 0, 99), 63);
@@ -1323,7 +1876,7 @@ static void vxlan_device_body(struct fixture *f)
 
 	/* TTL, ARP and IPv6 over the tunnel */
 	pkt_ipv4(&p, remote_gw_mac, remote_pod_mac, REMOTE_POD_IP, POD_B_IP, 1);
-	CHECK_EQ(vxlan_send(f, 5, &p, &r), 0);
+	CHECK_EQ(vxlan_send(f, VNID_A, &p, &r), 0);
 	CHECK_EQ(r.trace.drop_reason, WEFT_DROP_TTL);
 	pkt_arp(&p, ARPOP_REQUEST, remote_pod_mac, REMOTE_POD_IP, POD_B_IP);
 	CHECK_EQ(vxlan_send(f, 5, &p, &r), 0);
@@ -1332,7 +1885,15 @@ static void vxlan_device_body(struct fixture *f)
 	memcpy(p.b + 6, remote_pod_mac, 6);
 	CHECK_EQ(vxlan_send(f, 5, &p, &r), 0);
 	CHECK_EQ(r.trace.drop_reason, WEFT_DROP_UNSUPPORTED_L3);
-	CHECK_EQ(drops_total(f), 4);
+
+	/* a node removed is no longer trusted */
+	CHECK_EQ(datapath_nodeip_del(f->dp, htonl(INADDR_LOOPBACK)), 0);
+	pkt_ipv4(&p, remote_gw_mac, remote_pod_mac, REMOTE_POD_IP, POD_B_IP, 63);
+	CHECK_EQ(vxlan_send(f, VNID_A, &p, &r), 0);
+	CHECK_EQ(r.trace.drop_reason, WEFT_DROP_UNKNOWN_NODE);
+	CHECK_EQ(drops_of(f, WEFT_DROP_UNKNOWN_NODE), 4);
+	CHECK_EQ(drops_of(f, WEFT_DROP_TUNNEL_INJECT), 1);
+	CHECK_EQ(drops_total(f), 4 + 4 + 1 + 4);
 }
 
 DP_TEST(vxlan_device_delivers_by_tunnel_key)

@@ -314,5 +314,6 @@ out:
 	datapath_close(a.dp);
 	free(a.nodes);
 	free(a.pods);
+	free(a.netns);
 	return rc ? 1 : 0;
 }

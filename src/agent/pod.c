@@ -57,6 +57,39 @@ void pod_mac_from_ip(in_addr_t ip, uint8_t mac[6])
 	memcpy(mac + 2, &ip, 4);
 }
 
+/* The VNID of namespace ns: from the cache, else asked of the controller
+ * (a pod may start before its NetNamespace's watch event arrives), else
+ * AGENT_VNID_UNKNOWN until the watch re-tags it. */
+static uint32_t pod_vnid(struct agent *a, const char *ns)
+{
+	struct httpc_response r = { 0 };
+	char path[512], err[256];
+	struct httpc *h;
+	json_t *j;
+	uint32_t vnid;
+
+	pthread_mutex_lock(&a->lock);
+	vnid = sync_vnid_of(a, ns ? ns : "");
+	pthread_mutex_unlock(&a->lock);
+	if (vnid != AGENT_VNID_UNKNOWN || !ns || !*ns)
+		return vnid;
+	h = agent_http(a);
+	if (!h)
+		return vnid;
+	snprintf(path, sizeof(path), "/apis/network.openshift.io/v1/netnamespaces/%s", ns);
+	if (httpc_request(h, "GET", path, NULL, 0, &r, err, sizeof(err)) == 0 && r.status == 200 &&
+	    (j = json_loads(r.body, 0, NULL))) {
+		json_int_t id = obj_int(j, "netid", -1);
+
+		if (id >= 0 && id <= 0xffffff)
+			vnid = (uint32_t)id;
+		json_decref(j);
+	}
+	httpc_response_free(&r);
+	httpc_destroy(h);
+	return vnid;
+}
+
 static void owner_from_req(const struct cni_req *req, struct ipam_owner *o)
 {
 	memset(o, 0, sizeof(*o));
@@ -226,7 +259,9 @@ static int pod_add(void *ctx, const struct cni_req *req, struct cni_add_result *
 	ep.ifindex = (uint32_t)hl.ifindex;
 	memcpy(ep.gw_mac, hl.mac, 6);
 	ep.flags = WEFT_EP_F_READY;
+	ep.vnid = pod_vnid(a, req->pod_namespace);
 	ic.node_ip = a->node_ip;
+	ic.vnid = ep.vnid;
 	if ((rc = datapath_endpoint_put(a->dp, ip, &ep)) < 0 ||
 	    (rc = datapath_ipcache_put(a->dp, ip, &ic)) < 0) {
 		seterr(e, ERR_DATAPATH, strerror(-rc), "data-plane maps full or failing for %s", ips);
@@ -477,6 +512,15 @@ static int startup_one(const struct ipam_lease *l, void *arg)
 		(void)ipam_release_ip(a->ipam, l->ip);
 		c->released++;
 		return 0;
+	}
+	{
+		struct weft_endpoint old;
+
+		/* kept state keeps its VNID; else unknown until the
+		 * NetNamespace list re-tags it (never global by accident) */
+		ep.vnid = datapath_endpoint_get(a->dp, l->ip, &old) == 0 ? old.vnid
+									 : AGENT_VNID_UNKNOWN;
+		ic.vnid = ep.vnid;
 	}
 	ep.ifindex = (uint32_t)hl.ifindex;
 	pod_mac_from_ip(l->ip, ep.pod_mac);

@@ -128,6 +128,95 @@ static int remove_record(struct httpc *h, const struct agent_pod *p)
 	return rc;
 }
 
+/*
+ * The Node's annotations carry what the agent has applied:
+ *   weft.io/applied-revision  NetNamespaces applied up to this revision
+ *                             (weftctl pod-network waits for every node)
+ *   weft.io/drops             {"reason": packets, ...} from weft_drops
+ * written when they change (drops at most every DROPS_PERIOD_S), with a
+ * conditional PUT of the Node as read.
+ */
+#define DROPS_PERIOD_S 5
+
+static int64_t reported_rev = -1;
+static char *reported_drops;
+static time_t drops_at;
+
+static char *drops_json(struct agent *a)
+{
+	uint64_t d[WEFT_DROP_MAX];
+	json_t *o = json_object();
+	char *s;
+	int i;
+
+	if (!o || datapath_drops(a->dp, d) < 0) {
+		json_decref(o);
+		return NULL;
+	}
+	for (i = 1; i < WEFT_DROP_MAX; i++)
+		if (d[i])
+			json_object_set_new(o, datapath_drop_names[i], json_integer((json_int_t)d[i]));
+	s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+	json_decref(o);
+	return s;
+}
+
+static void report_node_status(struct agent *a, struct httpc *h)
+{
+	struct httpc_response r = { 0 };
+	char path[512], err[256], rev[24];
+	json_t *node = NULL, *md, *ann;
+	char *drops = NULL, *body = NULL;
+	int64_t applied;
+	bool send_drops;
+	time_t now = time(NULL);
+
+	pthread_mutex_lock(&a->lock);
+	applied = a->netns_synced ? a->applied_rev : -1;
+	pthread_mutex_unlock(&a->lock);
+	drops = drops_json(a);
+	send_drops = drops && (!reported_drops || strcmp(drops, reported_drops) != 0) &&
+		     now - drops_at >= DROPS_PERIOD_S;
+	if ((applied < 0 || applied == reported_rev) && !send_drops)
+		goto out;
+	snprintf(path, sizeof(path), "/api/v1/nodes/%s", a->o.node);
+	if (httpc_request(h, "GET", path, NULL, 0, &r, err, sizeof(err)) < 0 || r.status != 200 ||
+	    !(node = json_loads(r.body, 0, NULL)))
+		goto out;
+	httpc_response_free(&r);
+	md = json_object_get(node, "metadata");
+	ann = json_object_get(md, "annotations");
+	if (!json_is_object(ann)) {
+		ann = json_object();
+		json_object_set_new(md, "annotations", ann);
+	}
+	if (applied >= 0) {
+		snprintf(rev, sizeof(rev), "%lld", (long long)applied);
+		json_object_set_new(ann, AGENT_ANN_APPLIED, json_string(rev));
+	}
+	if (drops)
+		json_object_set_new(ann, AGENT_ANN_DROPS, json_string(drops));
+	body = json_dumps(node, JSON_COMPACT);	/* carries resourceVersion: conditional */
+	if (!body || httpc_request(h, "PUT", path, body, strlen(body), &r, err, sizeof(err)) < 0)
+		goto out;
+	if (r.status == 200) {
+		reported_rev = applied;
+		if (drops) {
+			free(reported_drops);
+			reported_drops = drops;
+			drops = NULL;
+			drops_at = now;
+		}
+	} else if (r.status == 409) {
+		report_kick(a);		/* someone wrote the Node meanwhile: again */
+	}
+out:
+	free(body);
+	free(drops);
+	json_decref(node);
+	httpc_response_free(&r);
+}
+
 static void round_once(struct agent *a, struct httpc *h)
 {
 	struct lease_list ll = { 0 };
@@ -178,6 +267,7 @@ static void round_once(struct agent *a, struct httpc *h)
 		(void)upsert(a, h, &ll.v[i]);
 	for (i = 0; i < ngone && !atomic_load(&a->stopping); i++)
 		(void)remove_record(h, &gone[i]);
+	report_node_status(a, h);
 out:
 	free(gone);
 	free(ll.v);
@@ -228,4 +318,6 @@ void report_stop(struct agent *a)
 		pthread_join(a->t_report, NULL);
 	httpc_destroy(a->http_report);
 	a->http_report = NULL;
+	free(reported_drops);
+	reported_drops = NULL;
 }

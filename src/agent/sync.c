@@ -90,6 +90,9 @@ static void node_program(struct agent *a, const struct agent_node *n)
 	rc = datapath_node_put(a->dp, htonl(n->subnet.addr), n->subnet.len, &e);
 	if (rc < 0)
 		LOG_ERR("node %s: weft_nodes %s: %s", n->name, sub, strerror(-rc));
+	rc = datapath_nodeip_put(a->dp, n->ip, n->id);	/* the trusted overlay */
+	if (rc < 0)
+		LOG_ERR("node %s: weft_node_ips: %s", n->name, strerror(-rc));
 	if (n->ip != a->node_ip) {
 		rc = node_route_remote(a, n);
 		if (rc < 0)
@@ -100,6 +103,7 @@ static void node_program(struct agent *a, const struct agent_node *n)
 static void node_unprogram(struct agent *a, const struct agent_node *n)
 {
 	(void)datapath_node_del(a->dp, htonl(n->subnet.addr), n->subnet.len);
+	(void)datapath_nodeip_del(a->dp, n->ip);
 	if (n->ip != a->node_ip)
 		(void)node_route_remote_del(a, &n->subnet);
 }
@@ -156,6 +160,19 @@ static int stale_node_entry(in_addr_t subnet, int len, const struct weft_node_en
 		if (htonl(a->nodes[i].subnet.addr) == subnet && a->nodes[i].subnet.len == len)
 			return 0;
 	(void)datapath_node_del(a->dp, subnet, len);
+	return 0;
+}
+
+/* weft_node_ips entries no node has */
+static int stale_node_ip(in_addr_t ip, uint32_t id, void *arg)
+{
+	struct agent *a = arg;
+	size_t i;
+
+	for (i = 0; i < a->nnodes; i++)
+		if (a->nodes[i].ip == ip)
+			return 0;
+	(void)datapath_nodeip_del(a->dp, ip);
 	return 0;
 }
 
@@ -217,6 +234,7 @@ static void pod_program(struct agent *a, const struct agent_pod *p)
 	e.node_ip = sync_node_ip_for(a, p->ip);
 	if (!e.node_ip || e.node_ip == a->node_ip)
 		return;		/* local pods: from the leases */
+	e.vnid = sync_vnid_of(a, p->ns);
 	(void)datapath_ipcache_put(a->dp, p->ip, &e);
 }
 
@@ -277,7 +295,122 @@ static int stale_ipcache(in_addr_t ip, const struct weft_ipcache_entry *e, void 
 	return 0;
 }
 
-/* ---- the watch loop, shared by both kinds ---- */
+/* ---- NetNamespaces: the VNID of every namespace ---- */
+
+uint32_t sync_vnid_of(struct agent *a, const char *ns)
+{
+	size_t i;
+
+	for (i = 0; i < a->nnetns; i++)
+		if (strcmp(a->netns[i].name, ns) == 0)
+			return a->netns[i].vnid;
+	return AGENT_VNID_UNKNOWN;
+}
+
+struct retag_ctx {
+	struct agent *a;
+	const char *ns;		/* NULL: every lease */
+	unsigned n;
+};
+
+/* Give a local pod the VNID its namespace has now (endpoint and ipcache). */
+static int retag_lease(const struct ipam_lease *l, void *arg)
+{
+	struct retag_ctx *c = arg;
+	struct agent *a = c->a;
+	struct weft_endpoint ep;
+	struct weft_ipcache_entry ic = { .node_ip = a->node_ip };
+	uint32_t vnid;
+
+	if (c->ns && strcmp(l->owner.pod_namespace, c->ns) != 0)
+		return 0;
+	vnid = sync_vnid_of(a, l->owner.pod_namespace);
+	if (datapath_endpoint_get(a->dp, l->ip, &ep) < 0 || ep.vnid == vnid)
+		return 0;
+	ep.vnid = vnid;
+	ic.vnid = vnid;
+	if (datapath_endpoint_put(a->dp, l->ip, &ep) == 0 &&
+	    datapath_ipcache_put(a->dp, l->ip, &ic) == 0)
+		c->n++;
+	return 0;
+}
+
+/* Caller holds the lock. */
+static void retag(struct agent *a, const char *ns)
+{
+	struct retag_ctx c = { .a = a, .ns = ns };
+	size_t i;
+
+	(void)ipam_foreach(a->ipam, retag_lease, &c);
+	for (i = 0; i < a->npods; i++)
+		if (!ns || strcmp(a->pods[i].ns, ns) == 0)
+			pod_program(a, &a->pods[i]);
+	if (c.n)
+		LOG_INFO("%u local pod(s)%s%s re-tagged with their namespace's VNID", c.n,
+			 ns ? " of " : "", ns ? ns : "");
+}
+
+static void netns_apply(struct agent *a, const json_t *obj)
+{
+	const char *name = obj_name(obj);
+	json_int_t id = obj_int(obj, "netid", -1);
+	struct agent_netns *n = NULL;
+	size_t i;
+
+	if (!name || id < 0 || id > 0xffffff)
+		return;
+	for (i = 0; i < a->nnetns; i++)
+		if (strcmp(a->netns[i].name, name) == 0)
+			n = &a->netns[i];
+	if (!n) {
+		if (a->nnetns == a->cap_netns) {
+			size_t cap = a->cap_netns ? a->cap_netns * 2 : 32;
+			struct agent_netns *nn = realloc(a->netns, cap * sizeof(*nn));
+
+			if (!nn)
+				return;
+			a->netns = nn;
+			a->cap_netns = cap;
+		}
+		n = &a->netns[a->nnetns++];
+		snprintf(n->name, sizeof(n->name), "%s", name);
+		n->vnid = AGENT_VNID_UNKNOWN;
+	}
+	n->seen = true;
+	if (n->vnid != (uint32_t)id) {
+		n->vnid = (uint32_t)id;
+		if (a->netns_synced)
+			retag(a, name);
+	}
+}
+
+static void netns_remove_obj(struct agent *a, const json_t *obj)
+{
+	const char *name = obj_name(obj);
+	size_t i;
+
+	for (i = 0; name && i < a->nnetns; i++)
+		if (strcmp(a->netns[i].name, name) == 0) {
+			a->netns[i] = a->netns[--a->nnetns];
+			return;
+		}
+}
+
+static void netns_listed(struct agent *a)
+{
+	size_t i = 0;
+
+	while (i < a->nnetns) {
+		if (!a->netns[i].seen) {
+			a->netns[i] = a->netns[--a->nnetns];
+			continue;
+		}
+		a->netns[i++].seen = false;
+	}
+	retag(a, NULL);		/* the whole node, once per list */
+}
+
+/* ---- the watch loop, shared by every kind ---- */
 
 struct kind_sync {
 	struct agent *a;
@@ -314,6 +447,7 @@ static void nodes_listed(struct agent *a)
 		a->nodes[i++].seen = false;
 	}
 	(void)datapath_node_foreach(a->dp, stale_node_entry, a);
+	(void)datapath_nodeip_foreach(a->dp, stale_node_ip, a);
 }
 
 static void pods_listed(struct agent *a)
@@ -348,7 +482,7 @@ static void maybe_ready(struct agent *a)
 	bool both;
 
 	pthread_mutex_lock(&a->lock);
-	both = a->nodes_synced && a->pods_synced;
+	both = a->nodes_synced && a->pods_synced && a->netns_synced;
 	pthread_mutex_unlock(&a->lock);
 	if (both)
 		(void)sync_mark_ready(a);
@@ -380,7 +514,11 @@ static int list_once(struct kind_sync *k)
 		k->apply(a, it);
 	k->listed(a);
 	*k->synced = true;
+	if (k->listed == netns_listed)
+		a->applied_rev = strtoll(k->rv, NULL, 10);
 	pthread_mutex_unlock(&a->lock);
+	if (k->listed == netns_listed)
+		report_kick(a);
 	if (k->listed == nodes_listed)
 		(void)node_routes_prune(a);
 	rc = 0;
@@ -411,7 +549,13 @@ static int on_event(const char *line, size_t len, void *arg)
 		rv = obj_str(obj, "metadata.resourceVersion");
 		if (rv)
 			snprintf(k->rv, sizeof(k->rv), "%s", rv);
-		if (k->listed == pods_listed)
+		if (k->listed == netns_listed && rv) {
+			pthread_mutex_lock(&a->lock);
+			if (strtoll(rv, NULL, 10) > a->applied_rev)
+				a->applied_rev = strtoll(rv, NULL, 10);
+			pthread_mutex_unlock(&a->lock);
+		}
+		if (k->listed == pods_listed || k->listed == netns_listed)
 			report_kick(a);
 	}
 	json_decref(ev);
@@ -453,7 +597,7 @@ static void *sync_thread(void *arg)
 	return NULL;
 }
 
-static struct kind_sync ks_nodes, ks_pods;
+static struct kind_sync ks_nodes, ks_pods, ks_netns;
 
 int sync_start(struct agent *a)
 {
@@ -461,7 +605,8 @@ int sync_start(struct agent *a)
 
 	a->http_nodes = agent_http(a);
 	a->http_pods = agent_http(a);
-	if (!a->http_nodes || !a->http_pods)
+	a->http_netns = agent_http(a);
+	if (!a->http_nodes || !a->http_pods || !a->http_netns)
 		return -EINVAL;
 	ks_nodes = (struct kind_sync){ .a = a, .path = "/api/v1/nodes", .what = "nodes",
 				       .http = &a->http_nodes, .apply = node_apply,
@@ -471,6 +616,14 @@ int sync_start(struct agent *a)
 				      .http = &a->http_pods, .apply = pod_apply,
 				      .remove = pod_remove_obj, .listed = pods_listed,
 				      .synced = &a->pods_synced };
+	ks_netns = (struct kind_sync){ .a = a,
+				       .path = "/apis/network.openshift.io/v1/netnamespaces",
+				       .what = "netnamespaces", .http = &a->http_netns,
+				       .apply = netns_apply, .remove = netns_remove_obj,
+				       .listed = netns_listed, .synced = &a->netns_synced };
+	rc = pthread_create(&a->t_netns, NULL, sync_thread, &ks_netns);
+	if (rc)
+		return -rc;
 	rc = pthread_create(&a->t_nodes, NULL, sync_thread, &ks_nodes);
 	if (rc)
 		return -rc;
@@ -486,13 +639,18 @@ void sync_stop(struct agent *a)
 		httpc_cancel(a->http_nodes);
 	if (a->http_pods)
 		httpc_cancel(a->http_pods);
+	if (a->http_netns)
+		httpc_cancel(a->http_netns);
+	if (a->t_netns)
+		pthread_join(a->t_netns, NULL);
 	if (a->t_nodes)
 		pthread_join(a->t_nodes, NULL);
 	if (a->t_pods)
 		pthread_join(a->t_pods, NULL);
 	httpc_destroy(a->http_nodes);
 	httpc_destroy(a->http_pods);
-	a->http_nodes = a->http_pods = NULL;
+	httpc_destroy(a->http_netns);
+	a->http_nodes = a->http_pods = a->http_netns = NULL;
 }
 
 int sync_mark_ready(struct agent *a)
@@ -511,6 +669,7 @@ int sync_mark_ready(struct agent *a)
 	}
 	c.vxlan_ifindex = (uint32_t)a->vxlan_ifindex;
 	c.tunnel_ttl = 64;
+	c.vxlan_port = a->cc.vxlan_port;
 	c.netns_cookie = a->netns_cookie;
 	c.generation++;
 	c.ready = 1;

@@ -423,6 +423,46 @@ static enum MHD_Result handle_podnetwork(struct api *a, struct MHD_Connection *c
 				   "PodNetworkResult", "revision", (json_int_t)rev, "items", out));
 }
 
+/* What the agents report on their Nodes (annotations weft.io/drops and
+ * weft.io/applied-revision), as metrics per node. */
+static void node_metrics(struct api *a, FILE *f)
+{
+	json_t *items = NULL, *node, *drops;
+	struct status st = { 0 };
+	int64_t rev;
+	size_t i;
+
+	if (registry_list(a->reg, kind_get(KIND_NODE), NULL, &items, &rev, &st) < 0)
+		return;
+	fprintf(f, "# HELP weft_drops_total Packets the data plane dropped, by node and reason "
+		   "(as the node's agent last reported).\n# TYPE weft_drops_total counter\n");
+	json_array_foreach(items, i, node) {
+		const json_t *ann = json_object_get(json_object_get(node, "metadata"), "annotations");
+		const char *d = json_string_value(json_object_get(ann, "weft.io/drops"));
+		const char *name = obj_name(node), *reason;
+		json_t *count;
+
+		if (!d || !name || !(drops = json_loads(d, 0, NULL)))
+			continue;
+		json_object_foreach(drops, reason, count)
+			if (json_is_integer(count) && model_dns1123_label(reason))
+				fprintf(f, "weft_drops_total{node=\"%s\",reason=\"%s\"} %" JSON_INTEGER_FORMAT "\n",
+					name, reason, json_integer_value(count));
+		json_decref(drops);
+	}
+	fprintf(f, "# HELP weft_node_applied_revision Store revision of the NetNamespaces a node's "
+		   "data plane has applied.\n# TYPE weft_node_applied_revision gauge\n");
+	json_array_foreach(items, i, node) {
+		const json_t *ann = json_object_get(json_object_get(node, "metadata"), "annotations");
+		const char *r = json_string_value(json_object_get(ann, "weft.io/applied-revision"));
+
+		if (r && obj_name(node))
+			fprintf(f, "weft_node_applied_revision{node=\"%s\"} %lld\n", obj_name(node),
+				strtoll(r, NULL, 10));
+	}
+	json_decref(items);
+}
+
 static enum MHD_Result handle_metrics(struct api *a, struct MHD_Connection *c, struct request *rq)
 {
 	struct alloc_usage u;
@@ -473,6 +513,7 @@ static enum MHD_Result handle_metrics(struct api *a, struct MHD_Connection *c, s
 	if (store_revision(a->reg->store, &rev) == 0)
 		fprintf(f, "# HELP weft_store_revision The store's revision.\n# TYPE weft_store_revision gauge\n"
 			   "weft_store_revision %" PRId64 "\n", rev);
+	node_metrics(a, f);
 	fprintf(f, "# HELP weft_http_requests_total HTTP requests answered, by status class.\n"
 		   "# TYPE weft_http_requests_total counter\n");
 	for (int k = 1; k < 6; k++)

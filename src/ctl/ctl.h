@@ -55,6 +55,7 @@ int ctl_get(struct ctl *ctl, int argc, char **argv);
 int ctl_delete(struct ctl *ctl, int argc, char **argv);
 int ctl_describe(struct ctl *ctl, int argc, char **argv);
 int ctl_podnetwork(struct ctl *ctl, int argc, char **argv);
+int ctl_drops(struct ctl *ctl, int argc, char **argv);
 
 /* The connection, made on first use.  NULL after printing why (no token,
  * unreadable token file, bad server URL). */

@@ -27,6 +27,8 @@ static const struct ctl_verb verbs[] = {
 	{ "pod-network", ctl_podnetwork,
 	  "join-projects --to=PROJECT PROJECT... | isolate-projects PROJECT... | make-projects-global PROJECT...",
 	  "change which projects' pods can reach each other (multitenant mode)" },
+	{ "drops", ctl_drops, "[NODE...]",
+	  "packets the data plane dropped, per node and reason (as the agents report them)" },
 	{ "version", version, "", "print weftctl's version" },
 	{ "help", help, "[VERB]", "show this help, or a verb's usage" },
 };

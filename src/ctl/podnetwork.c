@@ -7,9 +7,15 @@
  *
  * One POST /apis/network.openshift.io/v1/podnetwork (docs/api.md) applies
  * the change as one transaction; each resulting NetNamespace is printed
- * as "netnamespace/NAME netid N".
+ * as "netnamespace/NAME netid N".  Then the command waits until every
+ * node's agent reports (weft.io/applied-revision on its Node) that its data
+ * plane has applied that revision, or fails after --timeout naming the
+ * nodes that have not.
  */
 #include <getopt.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -17,18 +23,92 @@
 #include "ctl/print.h"
 
 static const char usage[] =
-	"join-projects --to=PROJECT PROJECT... | isolate-projects PROJECT... | make-projects-global PROJECT...";
+	"join-projects --to=PROJECT PROJECT... | isolate-projects PROJECT... | make-projects-global PROJECT...\n"
+	"  [--timeout SECONDS]  wait until every node applied the change (default 30, 0: do not wait)";
 
 static const char *const actions[] = { "join-projects", "isolate-projects", "make-projects-global" };
+
+/*
+ * Wait until every node's agent reports (annotation weft.io/applied-revision
+ * on its Node) that its data plane applied revision rev, polling the Nodes.
+ * A node whose agent never reported is not waited for (said on stderr).
+ * 0 when applied everywhere; else 1 with the nodes that were late named.
+ */
+static int wait_applied(struct ctl *ctl, int64_t rev, double timeout_s)
+{
+	struct timespec t0, now;
+	char late[1024];
+	size_t napplied = 0, nskipped;
+	int rc = 1;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		struct ctl_reply r = { 0 };
+		json_t *items, *node;
+		size_t i, nlate = 0;
+		double dt;
+		int n = 0;
+
+		late[0] = 0;
+		napplied = nskipped = 0;
+		if (ctl_call(ctl, "GET", "/api/v1/nodes", NULL, &r) < 0 || !ctl_ok(&r)) {
+			ctl_print_server_error(&r);
+			ctl_reply_free(&r);
+			return 1;
+		}
+		items = json_object_get(r.json, "items");
+		json_array_foreach(items, i, node) {
+			const char *name = ctl_str_at(node, "metadata.name");
+			const json_t *ann = json_object_get(json_object_get(node, "metadata"), "annotations");
+			const char *at = json_string_value(json_object_get(ann, "weft.io/applied-revision"));
+
+			if (!at) {
+				nskipped++;
+				continue;
+			}
+			if (strtoll(at, NULL, 10) >= rev) {
+				napplied++;
+				continue;
+			}
+			nlate++;
+			if (n >= 0 && (size_t)n < sizeof(late))
+				n += snprintf(late + n, sizeof(late) - (size_t)n, "%s%s (at revision %s)",
+					      nlate > 1 ? ", " : "", name ? name : "?", at);
+		}
+		ctl_reply_free(&r);
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		dt = (double)(now.tv_sec - t0.tv_sec) + (double)(now.tv_nsec - t0.tv_nsec) / 1e9;
+		if (nlate == 0) {
+			if (napplied)
+				printf("applied on %zu node(s) in %.2f s (revision %lld)\n", napplied, dt,
+				       (long long)rev);
+			if (nskipped)
+				fprintf(stderr, "note: %zu node(s) have no agent report and were not waited for\n",
+					nskipped);
+			rc = 0;
+			break;
+		}
+		if (dt >= timeout_s) {
+			fprintf(stderr, "error: the change (revision %lld) is stored but was not applied within "
+					"%.0f s on: %s\n", (long long)rev, timeout_s, late);
+			break;
+		}
+		usleep(50 * 1000);
+	}
+	return rc;
+}
 
 int ctl_podnetwork(struct ctl *ctl, int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "to", required_argument, NULL, 't' },
+		{ "timeout", required_argument, NULL, 'T' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
 	const char *action = NULL, *to = NULL;
+	double timeout_s = 30;
+	json_int_t rev;
 	char path[CTL_PATH_MAX];
 	const struct kind_info *netns = kind_get(KIND_NETNAMESPACE);
 	struct ctl_reply r = { 0 };
@@ -59,6 +139,17 @@ int ctl_podnetwork(struct ctl *ctl, int argc, char **argv)
 		case 't':
 			to = optarg;
 			break;
+		case 'T': {
+			char *end;
+
+			timeout_s = strtod(optarg, &end);
+			if (*end || timeout_s < 0 || timeout_s > 3600) {
+				fprintf(stderr, "error: --timeout %s: seconds from 0 (do not wait) to 3600\n",
+					optarg);
+				return CTL_EXIT_USAGE;
+			}
+			break;
+		}
 		case 'h':
 			printf("usage: %s pod-network %s\n", ctl->prog, usage);
 			return CTL_EXIT_OK;
@@ -114,6 +205,10 @@ int ctl_podnetwork(struct ctl *ctl, int argc, char **argv)
 		ctl_scalar(json_object_get(item, "netid"), netid, sizeof(netid));
 		printf("netnamespace/%s netid %s\n", ctl_str_at(item, "metadata.name") ?: "?", netid[0] ? netid : "?");
 	}
+	fflush(stdout);
+	rev = json_integer_value(json_object_get(r.json, "revision"));
+	if (timeout_s > 0 && rev > 0 && wait_applied(ctl, rev, timeout_s) != 0)
+		goto out;
 	rc = CTL_EXIT_OK;
 	goto out;
 nomem:

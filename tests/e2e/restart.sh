@@ -189,9 +189,9 @@ echo "# 2b. agent killed on node-1 and its config entry left half-written (versi
 off=$(log_size "$(agent_log node-1)")
 check "agent stop --kill node-1" lab agent stop node-1 --kill
 # the config entry as an agent leaves it between "version 0" and the full
-# sync: all zero (struct weft_config is 56 bytes)
+# sync: all zero (struct weft_config is 64 bytes)
 check "... weft_config set to version 0" bpftool map update pinned "$LAB_DIR/bpf/node-1/weft_config" \
-	key 0 0 0 0 value $(printf '0 %.0s' $(seq 56))
+	key 0 0 0 0 value $(printf '0 %.0s' $(seq 64))
 check "a -> e while the state is half-written (the kernel routes carry it)" ping1 blue/a "$ip_e"
 check "agent start node-1" lab agent start node-1
 check "the agent saw the half-written state and rebuilt it" log_says "$(agent_log node-1)" "$off" \
