@@ -282,6 +282,26 @@ check "unknown project" expect 1 'NotFound' W pod-network isolate-projects nope
 check "join without --to is a usage error" expect 2 'needs --to' W pod-network join-projects blue
 check "no projects is a usage error" expect 2 'at least one PROJECT' W pod-network isolate-projects
 check "unknown action is a usage error" expect 2 'unknown pod-network action' W pod-network split-projects blue
+check "a bad --timeout is a usage error" expect 2 'seconds from 0' W pod-network isolate-projects blue --timeout abc
+# a node whose agent reported an old revision and never catches up
+put_node() { # NAME APPLIED DROPS_JSON: PUT it, succeed on 200/201
+	local body
+	body=$(jq -cn --arg n "$1" --arg a "$2" --arg d "$3" '{apiVersion: "v1", kind: "Node",
+		metadata: {name: $n, annotations: {"weft.io/applied-revision": $a, "weft.io/drops": $d}},
+		status: {addresses: [{type: "InternalIP", address: "192.168.77.9"}]}}')
+	api PUT "/api/v1/nodes/$1" -d "$body" | tail -n 1 | grep -qE '^20[01]$'
+}
+metrics_have() { api GET /metrics | grep -qF "$1"; }
+check "register node wn1 with an old applied revision" put_node wn1 1 '{"isolated":3,"spoofed-ip":2}'
+check "pod-network fails after --timeout naming the late node" expect 1 'not applied within 1 s on: wn1 \(at revision 1\)' W pod-network isolate-projects blue --timeout 1
+check "... the change itself is stored" test "$(netid blue)" != "$(netid red)"
+check "node wn1 catches up" put_node wn1 999999 '{"isolated":3,"spoofed-ip":2}'
+check "pod-network waits and reports the nodes" expect 0 '^applied on 1 node\(s\) in [0-9.]+ s \(revision [0-9]+\)$' W pod-network isolate-projects blue
+check "drops lists them per node and reason" expect 0 'wn1 +isolated +3' W drops
+check "drops NODE" expect 0 'wn1 +spoofed-ip +2' W drops wn1
+check "drops of an unknown node" expect 1 'do not exist' W drops nosuch
+check "/metrics has weft_drops_total" metrics_have 'weft_drops_total{node="wn1",reason="isolated"} 3'
+check "/metrics has weft_node_applied_revision" metrics_have 'weft_node_applied_revision{node="wn1"} 999999'
 
 echo "== delete"
 check "delete by name" stdout_is "secret/creds deleted" W delete secret creds -n red
@@ -294,7 +314,7 @@ check "delete -f of a malformed file deletes nothing" expect '!0' "$DIR/bad.yaml
 
 echo "== misc"
 check "version" expect 0 '^weftctl [0-9]+\.[0-9]+' W version
-check "help lists every verb" bash -c "out=\$('$WEFTCTL' --help) && for v in apply get describe delete pod-network version help; do grep -q \"^  \$v \" <<<\"\$out\" || exit 1; done"
+check "help lists every verb" bash -c "out=\$('$WEFTCTL' --help) && for v in apply get describe delete pod-network drops version help; do grep -q \"^  \$v \" <<<\"\$out\" || exit 1; done"
 # not through check: stop_controller must wait in this shell, not a subshell
 rc=0
 stop_controller || rc=$?
