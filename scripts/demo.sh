@@ -1,27 +1,29 @@
 #!/usr/bin/env bash
 # demo.sh — what `make demo` runs: a three-node weft cluster in network
-# namespaces (weft-lab), four pods in two projects across the nodes through
-# the real CNI plugin, and a connectivity matrix measured with ping — every
+# namespaces (weft-lab) in multitenant mode, five pods across the nodes
+# through the real CNI plugin — two isolated projects (blue, red) and the
+# global one (default) — and a connectivity matrix measured with ping: every
 # cell is a ping that was sent, not a claim.  The lab is left running to
 # explore; `bin/weft-lab down` removes it.
 #
-#   MODE=multitenant make demo     projects isolated from each other (VNIDs)
-#   MODE=flat make demo            (default) every pod reaches every pod
+#   make demo                      (multitenant) projects isolated from each
+#                                  other by VNID; default reaches and is reached by all
+#   MODE=flat make demo            every pod reaches every pod
 #
-#           blue/a  red/d      blue/b        red/c
-#              \    /             |             |
-#             node-1           node-2        node-3        ctrl    outside
-#               |                 |             |            |        |
-#   ============================ underlay bridge 192.168.200.0/24 ==========
+#           blue/a  red/d    blue/b  default/e    red/c
+#              \    /           \    /             |
+#             node-1           node-2           node-3        ctrl    outside
+#               |                 |                |            |        |
+#   ============================ underlay bridge 192.168.200.0/24 ============
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 
 lab=bin/weft-lab
 [ -x "$lab" ] || lab=src/lab/weft-lab
 name=${WEFT_LAB:-weft}
-mode=${MODE:-flat}
-pods=(blue/a blue/b red/c red/d)
-nodes=(node-1 node-2 node-3 node-1)
+mode=${MODE:-multitenant}
+pods=(blue/a blue/b red/c red/d default/e)
+nodes=(node-1 node-2 node-3 node-1 node-2)
 outside=192.168.200.254
 
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
@@ -46,7 +48,7 @@ fi
 step "build the lab: underlay bridge, controller, 3 nodes with their agents (mode $mode)"
 run "$lab" up --nodes 3 --mode "$mode" || exit 1
 
-step "create 4 pods in 2 projects through each node's CNI chain (weft, portmap)"
+step "create 5 pods in 3 projects (blue, red, default) through each node's CNI chain (weft, portmap)"
 for i in "${!pods[@]}"; do
 	run "$lab" pod add "${nodes[$i]}" "${pods[$i]%/*}" "${pods[$i]#*/}" || {
 		echo "pod add failed; the lab is left up to look at (bin/weft-lab status; logs in /run/weft-lab/$name)"
@@ -56,6 +58,7 @@ done
 
 step "what the lab is made of"
 run "$lab" status
+run "$lab" weftctl get netnamespaces
 
 # ip of each pod, from the lab's status
 declare -A ip
@@ -74,13 +77,13 @@ for src in "${pods[@]}"; do
 	done
 done
 wait
-printf '%-10s' 'from\to'
-for dst in "${targets[@]}"; do printf '%-10s' "$dst"; done
+printf '%-11s' 'from\to'
+for dst in "${targets[@]}"; do printf '%-11s' "$dst"; done
 printf '\n'
 for src in "${pods[@]}"; do
-	printf '%-10s' "$src"
+	printf '%-11s' "$src"
 	for dst in "${targets[@]}"; do
-		if [ "$src" = "$dst" ]; then printf '%-10s' '.'; else printf '%-10s' "$(cat "$results/${src/\//_}.${dst/\//_}")"; fi
+		if [ "$src" = "$dst" ]; then printf '%-11s' '.'; else printf '%-11s' "$(cat "$results/${src/\//_}.${dst/\//_}")"; fi
 	done
 	printf '\n'
 done
@@ -88,20 +91,25 @@ list=""
 for p in "${pods[@]}"; do list+="$p ${ip[$p]}, "; done
 echo "(pod IPs: ${list%, }; outside $outside, reachable only through the nodes' masquerade)"
 
-# what the mode promises, against what was measured
+# what the mode promises, against what was measured.  Multitenant: a pod of
+# VNID a reaches a pod of VNID b iff a == b or either is 0 (the namespace
+# default is 0: global; every other namespace has its own VNID).
 mismatch=()
 for src in "${pods[@]}"; do
 	for dst in "${targets[@]}"; do
 		[ "$src" = "$dst" ] && continue
 		want=ok
-		[ "$mode" = multitenant ] && [ "$dst" != outside ] && [ "${src%/*}" != "${dst%/*}" ] && want=no
+		[ "$mode" = multitenant ] && [ "$dst" != outside ] && [ "${src%/*}" != "${dst%/*}" ] &&
+			[ "${src%/*}" != default ] && [ "${dst%/*}" != default ] && want=no
 		got=$(cat "$results/${src/\//_}.${dst/\//_}")
 		[ "$got" = "$want" ] || mismatch+=("$src -> $dst: expected $want, measured $got")
 	done
 done
 if [ ${#mismatch[@]} -eq 0 ]; then
 	case $mode in
-	multitenant) echo "As $mode mode promises: pods reach pods of their own project on any node, not the other project's; all reach outside." ;;
+	multitenant) echo "As $mode mode promises: pods reach pods of their own project on any node (blue <-> blue, red <-> red),"
+		echo "not the other project's (blue <-> red refused, both ways, on one node and across nodes);"
+		echo "default is global: it reaches and is reached by every project; all reach outside." ;;
 	*) echo "As $mode mode promises: every pod reaches every pod on any node, and the outside." ;;
 	esac
 else
@@ -110,11 +118,14 @@ else
 fi
 
 step "the lab keeps running: explore it"
-explore() { printf '  %-50s %s\n' "$1" "$2"; }
+explore() { printf '  %-62s %s\n' "$1" "$2"; }
 explore "$lab status" "nodes, subnets, pods (-o json for scripts)"
-explore "$lab exec blue/a -- ping -c3 ${ip[red/c]:-IP}" "run anything inside a pod"
+explore "$lab exec blue/a -- ping -c3 ${ip[blue/b]:-IP}" "run anything inside a pod"
 explore "$lab exec node-1 -- ip route" "... or inside a node (or ctrl, outside)"
 explore "$lab weftctl get pods -A" "the controller's view"
 explore "$lab weftctl get netnamespaces" "projects and their VNIDs"
-explore "$lab pod add node-2 green e" "one more pod"
+explore "$lab weftctl pod-network join-projects --to=blue red" "red takes blue's VNID: ping blue <-> red again"
+explore "$lab weftctl pod-network isolate-projects red" "... and red is on its own again"
+explore "$lab weftctl drops" "packets the data plane refused, per node and reason"
+explore "$lab pod add node-2 green f" "one more pod (a third project)"
 explore "$lab down" "remove the lab (everything it made)"
