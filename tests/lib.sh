@@ -129,3 +129,24 @@ need_lab() {
 	finish
 	exit 1
 }
+
+# --- for scripts that drive a weft-lab (they define lab(): weft-lab --lab L)
+status_json() { lab status -o json; }
+pod_ip() { status_json | jq -r --arg p "$1" '.pods[] | select(.namespace + "/" + .name == $p) | .ip'; }
+node_field() { status_json | jq -r --arg n "$1" --arg f "$2" '.nodes[] | select(.name == $n) | .[$f]'; }
+
+# must CMD...: a step the rest of the test needs; stop here when it fails
+must() {
+	local out
+	out=$("$@" 2>&1) && return 0
+	fail "$*" "$(tail -n 5 <<<"$out")"
+	finish
+	exit 1
+}
+
+# stop_started: stop the processes this script started (T_PIDS), by PID
+stop_started() {
+	local p
+	for p in "${T_PIDS[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+	T_PIDS=()
+}

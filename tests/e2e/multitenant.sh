@@ -48,18 +48,9 @@ lab() { src/lab/weft-lab --lab "$L" "$@"; }
 # ns TARGET CMD...: run CMD in a pod (red/r1), a node (node-1), outside or ctrl
 netns() { local t=$1; [[ $t == */* ]] && t=pod-${t/\//-}; echo "$L-$t"; }
 ns() { local n; n=$(netns "$1"); shift; ip netns exec "$n" "$@"; }
-status_json() { lab status -o json; }
-pod_ip() { status_json | jq -r --arg p "$1" '.pods[] | select(.namespace + "/" + .name == $p) | .ip'; }
-node_field() { status_json | jq -r --arg n "$1" --arg f "$2" '.nodes[] | select(.name == $n) | .[$f]'; }
 
 need_lab
 
-# the servers this script started (T_PIDS, by PID), then both labs
-stop_started() {
-	local p
-	for p in "${T_PIDS[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
-	T_PIDS=()
-}
 cleanup() {
 	stop_started
 	t_cleanup
@@ -68,70 +59,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# must CMD...: a step the rest of the test needs; stop here when it fails
-must() {
-	local out
-	out=$("$@" 2>&1) && return 0
-	fail "$*" "$(tail -n 5 <<<"$out")"
-	finish
-	exit 1
-}
 
-PEER=$T_ROOT/peer.py
-cat >"$PEER" <<'PY'
-# peer.py serve PORT: answer each TCP connection and each UDP datagram on PORT
-#                     with the client's address as seen here, and log it on
-#                     stdout: "tcp ADDR" or "udp ADDR PAYLOAD"
-# peer.py tcp|udp IP PORT [PAYLOAD]: ask the server at IP:PORT, print its answer
-import socket, sys, threading
-mode = sys.argv[1]
-if mode == "serve":
-    port = int(sys.argv[2])
-    lock = threading.Lock()
-    def log(line):
-        with lock:
-            print(line, flush=True)
-    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    u.bind(("0.0.0.0", port))
-    t = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    t.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    t.bind(("0.0.0.0", port))
-    t.listen(64)
-    def udp():
-        while True:
-            data, peer = u.recvfrom(2048)
-            log("udp %s %s" % (peer[0], data.decode(errors="replace").strip()))
-            u.sendto(peer[0].encode() + b"\n", peer)
-    threading.Thread(target=udp, daemon=True).start()
-    while True:
-        c, peer = t.accept()
-        log("tcp %s" % peer[0])
-        with c:
-            c.sendall(peer[0].encode() + b"\n")
-else:
-    ip, port = sys.argv[2], int(sys.argv[3])
-    payload = (sys.argv[4] if len(sys.argv) > 4 else "who").encode() + b"\n"
-    try:
-        if mode == "tcp":
-            s = socket.create_connection((ip, port), timeout=2)
-            print(s.makefile().readline().strip())
-        else:
-            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-            s.settimeout(0.7)
-            s.connect((ip, port))
-            for attempt in range(3):	# a datagram may be lost; three tries
-                s.send(payload)
-                try:
-                    print(s.recv(100).decode().strip())
-                    break
-                except socket.timeout:
-                    pass
-            else:
-                raise OSError("no answer in 3 tries")
-    except OSError as e:
-        print(f"{mode} {ip}:{port}: {e}")
-        sys.exit(1)
-PY
+PEER=$PWD/tests/tools/peer.py
 
 RAW=$T_ROOT/raw.py
 cat >"$RAW" <<'PY'
