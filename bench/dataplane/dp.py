@@ -8,6 +8,12 @@
                           one JSON request per line, execs the plugin the
                           way a container runtime does, answers with the
                           wall time of the exec
+  dp.py tenant-ops SPEC.json OUT.json
+                          times N alternating weftctl pod-network
+                          join-projects / isolate-projects calls (through
+                          weft-lab), each from invocation to return, and
+                          probes with one ping after each; prints a line
+                          per call, writes the samples to OUT
   dp.py report RESULTS    reads the TSV run.sh wrote and prints the table,
                           the ratios and the GOAL lines
 
@@ -16,10 +22,16 @@ SPEC: {"pods": N, "k8sNamespace": "bench",
                   "plugin": "/usr/lib/cni/bridge", "conf": "/path/conf.json",
                   "cniPath": "/usr/lib/cni", "netns": ["/var/run/netns/x-0", ...],
                   "idPrefix": "wdp-ref-"}, ...]}
+
+tenant-ops SPEC: {"lab": ["bin/weft-lab", "--lab", "wbenchmt"], "ops": 10,
+       "to": "bench", "project": "other", "nodes": 2, "timeout": 120,
+       "probe": {"enter": ["ip","netns","exec","POD_NS"], "ip": "10.128.2.2",
+                 "from": "other/x", "to": "bench/c"}}
 """
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import time
@@ -153,6 +165,67 @@ def cni(spec_path):
     print(json.dumps(out))
 
 
+# --------------------------------------------------------------- tenant-ops
+APPLIED = re.compile(r"applied on (\d+) node\(s\) in ([0-9.]+) s \(revision (\d+)\)")
+
+
+def tenant_ops(spec_path, out_path):
+    """Call i (from 0) is a join-projects --to=TO PROJECT when i is even,
+    an isolate-projects PROJECT when odd, so the project starts isolated
+    and every call changes something.  wall_ns: CLOCK_MONOTONIC from just
+    before the exec of weft-lab to its exit (weft-lab's own start-up, the
+    POST and the wait until every node applied the change).  reported_s:
+    the X of weftctl's "applied on N node(s) in X s (revision R)", the wait
+    alone.  Then one ping (-c1 -W1) from the probe pod to the probe IP,
+    which should pass after a join and fail after an isolate.  Stops at
+    the first call that fails or prints no "applied on" line."""
+    with open(spec_path) as f:
+        spec = json.load(f)
+    probe = spec.get("probe")
+    samples, error = [], None
+    for i in range(spec["ops"]):
+        op = "join" if i % 2 == 0 else "isolate"
+        args = (["join-projects", "--to=" + spec["to"], spec["project"]] if op == "join"
+                else ["isolate-projects", spec["project"]])
+        cmd = (["timeout", str(spec.get("timeout", 120))] + spec["lab"]
+               + ["weftctl", "pod-network"] + args)
+        t0 = time.monotonic_ns()
+        p = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE)
+        wall = time.monotonic_ns() - t0
+        out = p.stdout.decode(errors="replace")
+        err = p.stderr.decode(errors="replace")
+        m = APPLIED.search(out)
+        if p.returncode != 0 or not m:
+            error = "weftctl pod-network %s (call %d) %s: %s" % (
+                " ".join(args), i + 1,
+                "exited %d" % p.returncode if p.returncode else "printed no 'applied on' line",
+                " ".join((out.strip().splitlines() + err.strip().splitlines())[-3:]))
+            print("  %-8s FAILED: %s" % (op, error))
+            break
+        s = {"op": op, "wall_ns": wall, "reported_s": float(m.group(2)),
+             "nodes": int(m.group(1)), "revision": int(m.group(3)), "reached": None,
+             "note": err.strip()[-300:]}
+        if probe:
+            r = subprocess.run(probe["enter"] + ["ping", "-c1", "-W1", probe["ip"]],
+                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+            s["reached"] = r.returncode == 0
+        samples.append(s)
+        line = ("  %-8s %7.3f s wall  %6.3f s reported  (%d node(s), revision %d)"
+                % (op, wall / 1e9, s["reported_s"], s["nodes"], s["revision"]))
+        if probe:
+            ok = s["reached"] == (op == "join")
+            line += "  %s %s %s%s" % (probe.get("from", "probe"),
+                                      "reached" if s["reached"] else "did not reach",
+                                      probe.get("to", probe["ip"]), "" if ok else "  (WRONG)")
+        if s["nodes"] != spec.get("nodes", s["nodes"]):
+            line += "  (expected %d nodes: %s)" % (spec["nodes"], s["note"] or "?")
+        print(line, flush=True)
+    with open(out_path, "w") as f:
+        json.dump({"samples": samples, "error": error}, f)
+
+
 # ------------------------------------------------------------------- report
 def report(path):
     """RESULTS is a TSV written by run.sh:
@@ -160,10 +233,12 @@ def report(path):
          tput  PATH  bits_per_second  retransmits  run
          lat   PATH  p50_us  p99_us  run
          cni   SIDE  add|del  ns            (one line per sample)
+         prop  join|isolate  wall_ns  reported_s  nodes  revision  reached(0|1)
          skip  WHAT  reason
          err   PATH  message
     """
     meta, tput, lat, cni_s, skip, err = {}, {}, {}, {}, {}, {}
+    prop = []
     by_run = {}     # (tput|lat, path) -> {run: value}
     with open(path) as f:
         for line in f:
@@ -178,6 +253,10 @@ def report(path):
                 by_run.setdefault(("lat", p[1]), {})[p[4]] = float(p[2])
             elif p[0] == "cni":
                 cni_s.setdefault(p[1], {}).setdefault(p[2], []).append(int(p[3]))
+            elif p[0] == "prop":
+                prop.append({"op": p[1], "wall": int(p[2]) / 1e9, "reported": float(p[3]),
+                             "nodes": int(p[4]), "revision": int(p[5]),
+                             "reached": p[6] == "1"})
             elif p[0] == "skip":
                 skip[p[1]] = p[2]
             elif p[0] == "err":
@@ -187,7 +266,8 @@ def report(path):
              ("ref-same", "reference same-node (cni0 bridge)"),
              ("ref-cross", "reference cross-node (VXLAN, MTU 1450)"),
              ("weft-same", "weft same-node"),
-             ("weft-cross", "weft cross-node")]
+             ("weft-cross", "weft cross-node"),
+             ("weft-mt-cross", "weft cross-node, multitenant lab")]
 
     def gbit(path):
         v = [b for b, _ in tput.get(path, [])]
@@ -225,11 +305,11 @@ def report(path):
     # per-run values, so the noise is visible
     for key, label in paths:
         if key in tput:
-            print("  %-11s Gbit/s per run: %s" % (key, " ".join(
+            print("  %-13s Gbit/s per run: %s" % (key, " ".join(
                 "%.2f" % (b / 1e9) for b, _ in tput[key])))
     for key, label in paths:
         if key in lat:
-            print("  %-11s RTT p50/p99 us per run: %s" % (key, " ".join(
+            print("  %-13s RTT p50/p99 us per run: %s" % (key, " ".join(
                 "%.1f/%.1f" % x for x in lat[key])))
 
     # CNI
@@ -271,14 +351,55 @@ def report(path):
             ("lat", "ref-cross", "raw", "reference cross-node / raw veth, RTT p50"),
             ("tput", "weft-same", "ref-same", "weft same-node / reference same-node, throughput"),
             ("lat", "weft-same", "raw", "weft same-node / raw veth, RTT p50"),
-            ("lat", "weft-same", "ref-same", "weft same-node / reference same-node, RTT p50")):
+            ("lat", "weft-same", "ref-same", "weft same-node / reference same-node, RTT p50"),
+            ("tput", "weft-mt-cross", "ref-cross",
+             "weft multitenant cross-node / reference, throughput"),
+            ("lat", "weft-mt-cross", "ref-cross",
+             "weft multitenant cross-node / reference, RTT p50")):
         r, n = paired(what, a, b)
         if r is not None:
-            print("  %-50s %.3fx" % (lbl, r))
+            print("  %-54s %.3fx" % (lbl, r))
     a, b = latf("weft-cross", 1), latf("ref-cross", 1)
     if a and b:
-        print("  %-50s %.3fx  (not a goal: p99 of a few seconds is noise)"
+        print("  %-54s %.3fx  (not a goal: p99 of a few seconds is noise)"
               % ("weft cross-node / reference, RTT p99 (medians)", a / b))
+    a, b = latf("weft-mt-cross", 1), latf("weft-cross", 1)
+    if a and b:
+        print("  %-54s %.3fx  (not a goal)"
+              % ("weft multitenant / flat cross-node, RTT p99 (medians)", a / b))
+
+    # join/isolate propagation
+    want_nodes = 2
+    if prop or "tenant-ops" in skip or "tenant-ops" in err:
+        print()
+        print("join/isolate propagation (multitenant lab; weft-lab weftctl pod-network "
+              "join-projects --to=bench other / isolate-projects other, alternating, %s calls):"
+              % meta.get("tenant_ops", "?"))
+        if prop:
+            w = [x["wall"] for x in prop]
+            rp = [x["reported"] for x in prop]
+            print("  wall time, invocation to return  p50 %.3f s  max %.3f s  (min %.3f s)"
+                  % (pct(w, 50), max(w), min(w)))
+            print("  CLI-reported wait ('in X s')     p50 %.3f s  max %.3f s  (min %.3f s)"
+                  % (pct(rp, 50), max(rp), min(rp)))
+            for op in ("join", "isolate"):
+                v = [x for x in prop if x["op"] == op]
+                if v:
+                    print("  %-8s wall p50 %.3f s  reported p50 %.3f s  (%d calls)"
+                          % (op, pct([x["wall"] for x in v], 50),
+                             pct([x["reported"] for x in v], 50), len(v)))
+            print("  per call, wall/reported s: %s" % " ".join(
+                "%s %.3f/%.3f" % (x["op"][0], x["wall"], x["reported"]) for x in prop))
+            j = [x for x in prop if x["op"] == "join"]
+            s = [x for x in prop if x["op"] == "isolate"]
+            print("  probe right after return (ping other/x -> bench/c): joins reached %d/%d, "
+                  "isolates blocked %d/%d; applied on %s node(s)"
+                  % (sum(x["reached"] for x in j), len(j), sum(not x["reached"] for x in s),
+                     len(s), "/".join(sorted({str(x["nodes"]) for x in prop}))))
+        if "tenant-ops" in err:
+            print("  ERROR: " + err["tenant-ops"])
+        elif not prop:
+            print("  skipped (%s)" % skip.get("tenant-ops", "no samples"))
 
     def goal(name, r, text, ok, errkeys, skipkeys):
         """ok is judged by the caller on r rounded to the 3 printed decimals."""
@@ -321,6 +442,40 @@ def report(path):
              r is not None and "%.3fx reference (%.2f vs %.2f ms over %d pods) (goal <= 1.0x)"
              % (r, x, y, len(wa)), r is not None and round(r, 3) <= 1.0,
              ("cni-weft", "cni-reference"), ("cni-weft", "cni", "weft"))
+    mt_err = ("weft-mt-cross", "weft-cross")
+    mt_skip = ("weft-mt-cross", "weft-mt", "weft-cross", "weft")
+    wm = gbit("weft-mt-cross")
+    r, n = paired("tput", "weft-mt-cross", "weft-cross")
+    goal("dp_tenant_tput", r,
+         r is not None and "%.3fx flat (multitenant vs flat weft cross-node, same project; "
+         "medians %.2f vs %.2f Gbit/s, %d runs) (goal >= 0.98x)" % (r, wm, wc, n),
+         r is not None and round(r, 3) >= 0.98, mt_err, mt_skip)
+    a, b = latf("weft-mt-cross", 0), latf("weft-cross", 0)
+    r, n = paired("lat", "weft-mt-cross", "weft-cross")
+    goal("dp_tenant_rtt", r,
+         r is not None and "%.3fx flat RTT p50 (multitenant vs flat weft cross-node, same "
+         "project; medians %.1f vs %.1f us, %d runs) (goal <= 1.02x)" % (r, a, b, n),
+         r is not None and round(r, 3) <= 1.02, mt_err, mt_skip)
+    r = None
+    if prop and "tenant-ops" not in err:
+        w = [x["wall"] for x in prop]
+        r = pct(w, 50)
+        bad = [x for x in prop if x["reached"] != (x["op"] == "join")]
+        few = [x for x in prop if x["nodes"] != want_nodes]
+        why = []
+        if bad:
+            why.append("%d probe(s) wrong right after return" % len(bad))
+        if few:
+            why.append("%d call(s) not applied on %d nodes" % (len(few), want_nodes))
+        text = ("join/isolate wall p50 %.3f s, max %.3f s; CLI-reported p50 %.3f s, max %.3f s "
+                "(%d calls)%s (goal: p50 wall <= 2 s, every call applied on %d nodes and "
+                "in effect on return; a loose sanity bound, not from the issue)"
+                % (r, max(w), pct([x["reported"] for x in prop], 50),
+                   max(x["reported"] for x in prop), len(prop),
+                   ": " + ", ".join(why) if why else "", want_nodes))
+        ok = round(r, 3) <= 2.0 and not why
+    goal("dp_tenant_propagation", r, r is not None and text, r is not None and ok,
+         ("tenant-ops",), ("tenant-ops", "weft-mt"))
 
 
 def main():
@@ -328,6 +483,8 @@ def main():
         serve()
     elif len(sys.argv) == 3 and sys.argv[1] == "cni":
         cni(sys.argv[2])
+    elif len(sys.argv) == 4 and sys.argv[1] == "tenant-ops":
+        tenant_ops(sys.argv[2], sys.argv[3])
     elif len(sys.argv) == 3 and sys.argv[1] == "report":
         report(sys.argv[2])
     else:

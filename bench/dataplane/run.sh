@@ -3,15 +3,18 @@
 # weft's pod paths against a raw veth (the ceiling) and a Flannel-style
 # reference (Debian's bridge + host-local CNI plugins, static kernel VXLAN),
 # and CNI ADD latency of weft-cni against bridge + host-local, all measured
-# in ONE run on this machine; prints the figures, the ratios and GOAL lines.
+# in ONE run on this machine; also weft cross-node in multitenant mode
+# against flat mode (a second lab) and how long a join-projects /
+# isolate-projects takes to be applied on every node; prints the figures,
+# the ratios and GOAL lines.
 # Method and goals: bench/README.md, section "dataplane".
 #
 # Every packet stays inside network namespaces this script creates (names
 # wdp<pid>-*, and wbench-cni-<i> for weft's CNI pods) or in the weft-lab
-# lab it brings up (--lab wbench); the root namespace's addresses, routes,
-# firewall and sysctls are never touched.  The EXIT trap stops the servers
-# it started (by PID), brings its lab down and deletes its namespaces, also
-# on failure or ^C.
+# labs it brings up (--lab wbench, flat; --lab wbenchmt, multitenant); the
+# root namespace's addresses, routes, firewall and sysctls are never
+# touched.  The EXIT trap stops the servers it started (by PID), brings its
+# labs down and deletes its namespaces, also on failure or ^C.
 #
 #   BENCH_DP_SECONDS   seconds of each iperf3 / sockperf run      (3)
 #   BENCH_DP_REPS      runs of each figure, interleaved; median   (3)
@@ -23,6 +26,10 @@
 #   BENCH_DP_REQUIRE_WEFT  1: a weft part that cannot be set up is an error,
 #                      not a skip                                 (0)
 #   BENCH_DP_LAB       weft-lab lab name                          (wbench)
+#   BENCH_DP_TENANT    0: skip the multitenant part (second lab)  (1)
+#   BENCH_DP_LAB_MT    the multitenant lab's name      (BENCH_DP_LAB + mt)
+#   BENCH_DP_TENANT_OPS  join/isolate calls of the propagation figure,
+#                      alternating; 0 skips that figure            (10)
 #   WEFT_LAB_BIN, WEFT_CNI_BIN  the binaries (bin/weft-lab, bin/weft-cni,
 #                      else build/release/bin/...)
 #   CNI_BIN            Debian's reference plugins                 (/usr/lib/cni)
@@ -49,6 +56,11 @@ off) LAT_CPU_C='' LAT_CPU_S='' ;;
 esac
 REQUIRE_WEFT=${BENCH_DP_REQUIRE_WEFT:-0}
 LAB=${BENCH_DP_LAB:-wbench}
+TENANT=${BENCH_DP_TENANT:-1}
+LAB_MT=${BENCH_DP_LAB_MT:-${LAB}mt}
+TENANT_OPS=${BENCH_DP_TENANT_OPS:-10}
+[[ $TENANT_OPS =~ ^[0-9]+$ ]] || { echo "dataplane: BENCH_DP_TENANT_OPS is a number of calls (0 skips them)" >&2; exit 1; }
+MT_OTHER=other			# the second project of the multitenant lab
 CNI_BIN=${CNI_BIN:-/usr/lib/cni}
 K8S_NS=bench
 
@@ -72,6 +84,10 @@ PIDS=()				# processes started here
 LAB_UP=0			# 1 once we (not someone else) ran weft-lab up
 WEFT_OK=0
 WEFT_WHY=
+LAB_MT_UP=0			# 1 while the multitenant lab we brought up is up
+TENANT_OK=0
+TENANT_WHY=
+MT_PIDS=()			# the servers in the multitenant lab's pod
 broke=0
 
 cleanup() {
@@ -83,6 +99,10 @@ cleanup() {
 	if [ "$LAB_UP" = 1 ]; then
 		timeout 180 "$LAB_BIN" --lab "$LAB" down >/dev/null 2>&1 ||
 			echo "dataplane: warning: '$LAB_BIN --lab $LAB down' failed" >&2
+	fi
+	if [ "$LAB_MT_UP" = 1 ]; then
+		timeout 180 "$LAB_BIN" --lab "$LAB_MT" down >/dev/null 2>&1 ||
+			echo "dataplane: warning: '$LAB_BIN --lab $LAB_MT down' failed" >&2
 	fi
 	if [ ${#NSS[@]} -gt 0 ]; then
 		printf 'netns del %s\n' "${NSS[@]}" | ip -force -batch - 2>/dev/null
@@ -102,7 +122,8 @@ need=()
 if [ "$(id -u)" -ne 0 ]; then
 	# not an error of weft's: say so in the GOAL summary and let the rest run
 	echo "dataplane: skipped (needs root to create network namespaces)"
-	for g in dp_same_node_tput dp_cross_node_tput dp_cross_node_rtt cni_add_p50 cni_add_p99; do
+	for g in dp_same_node_tput dp_cross_node_tput dp_cross_node_rtt cni_add_p50 cni_add_p99 \
+		dp_tenant_tput dp_tenant_rtt dp_tenant_propagation; do
 		echo "GOAL $g: skipped (not root) SKIP"
 	done
 	exit 0
@@ -278,6 +299,122 @@ setup_weft() {
 	WEFT_OK=1
 }
 
+# ------------------------------------------------ 3b. weft, multitenant
+# A second lab, `up --nodes 2 --mode multitenant`, with bench/a on node-1,
+# bench/c on node-2 (same project: allowed) and other/x on node-1 (another
+# project: isolated from bench until join-projects).  It is up from before
+# the measuring loop (its a->c path is measured right after the flat lab's
+# a->c, interleaved) until after the join/isolate figure, and brought down
+# before the CNI figure.
+tenant_skip() {
+	TENANT_WHY=$(printf '%s' "$1" | oneline)
+	record skip weft-mt "$TENANT_WHY"
+	say "weft multitenant: skipped ($TENANT_WHY)"
+	[ "$REQUIRE_WEFT" = 1 ] && broke=1
+	return 0
+}
+labmt() { timeout "${LAB_TIMEOUT:-300}" "$LAB_BIN" --lab "$LAB_MT" "$@"; }
+
+setup_tenant() {
+	local out pod i st=$TMP/weftmt-status.json reached
+	if [ "$TENANT" = 0 ]; then
+		TENANT_WHY="BENCH_DP_TENANT=0"
+		record skip weft-mt "$TENANT_WHY"
+		say "weft multitenant: skipped ($TENANT_WHY)"
+		return
+	fi
+	if [ ! -x "$LAB_BIN" ]; then tenant_skip "$LAB_BIN is not built"; return; fi
+	if [ "$LAB_MT" = "$LAB" ]; then tenant_skip "BENCH_DP_LAB_MT is the flat lab's name ($LAB)"; return; fi
+	if LAB_TIMEOUT=30 labmt status -o json >/dev/null 2>&1; then
+		tenant_skip "a lab named $LAB_MT already exists; remove it with: $LAB_BIN --lab $LAB_MT down"
+		return
+	fi
+	LAB_MT_UP=1
+	say "weft multitenant: $LAB_BIN --lab $LAB_MT up --nodes 2 --mode multitenant"
+	if ! out=$(labmt up --nodes 2 --mode multitenant 2>&1); then
+		[[ $out == *"already up"* || $out == *"already exists"* ]] && LAB_MT_UP=0
+		tenant_skip "weft-lab up --mode multitenant failed: $(tail -n 3 <<<"$out")"
+		return
+	fi
+	for pod in "node-1 $K8S_NS a" "node-2 $K8S_NS c" "node-1 $MT_OTHER x"; do
+		# shellcheck disable=SC2086
+		out=$(labmt pod add $pod 2>&1) ||
+			{ tenant_skip "weft-lab --lab $LAB_MT pod add ${pod}: $(tail -n 3 <<<"$out")"; return; }
+	done
+	out=$(LAB_TIMEOUT=30 labmt status -o json 2>&1) || { tenant_skip "weft-lab --lab $LAB_MT status: $(tail -n 3 <<<"$out")"; return; }
+	echo "$out" >"$st"
+	mtpod() { jq -r --arg ns "$1" --arg n "$2" --arg f "$3" \
+		'.pods[] | select(.namespace == $ns and .name == $n) | .[$f] // empty' "$st" | head -n1; }
+	if [ "$(jq -r '.mode' "$st")" != multitenant ]; then
+		tenant_skip "lab $LAB_MT reports mode '$(jq -r '.mode' "$st")', not multitenant"; return
+	fi
+	M_A_NS=$(mtpod "$K8S_NS" a netns); M_C_NS=$(mtpod "$K8S_NS" c netns); M_C=$(mtpod "$K8S_NS" c ip)
+	M_X_NS=$(mtpod "$MT_OTHER" x netns)
+	M_N1_IP=$(jq -r '.nodes[] | select(.name == "node-1") | .ip // empty' "$st" | head -n1)
+	M_C=${M_C%/*}
+	if [ -z "$M_A_NS" ] || [ -z "$M_C_NS" ] || [ -z "$M_C" ] || [ -z "$M_X_NS" ] || [ -z "$M_N1_IP" ]; then
+		tenant_skip "weft-lab --lab $LAB_MT status -o json lacks netns/ip of pods $K8S_NS/a, $K8S_NS/c, $MT_OTHER/x or node-1's ip"; return
+	fi
+	in_ns "$M_A_NS" ping -c1 -W2 "$M_C" >/dev/null 2>&1 ||
+		{ tenant_skip "multitenant: pod $K8S_NS/a cannot ping $K8S_NS/c ($M_C) on node-2 (same project)"; return; }
+	# The lab must really isolate, or the ratio compares flat with flat:
+	# other/x is up (reaches its own node) and cannot reach bench/c.
+	in_ns "$M_X_NS" ping -c1 -W2 "$M_N1_IP" >/dev/null 2>&1 ||
+		{ tenant_skip "multitenant: pod $MT_OTHER/x cannot ping its node ($M_N1_IP)"; return; }
+	reached=1
+	for i in 1 2 3 4 5 6 7 8 9 10; do
+		in_ns "$M_X_NS" ping -c1 -W1 "$M_C" >/dev/null 2>&1 || { reached=0; break; }
+		sleep 0.5
+	done
+	[ "$reached" = 0 ] ||
+		{ tenant_skip "multitenant: pod $MT_OTHER/x still reaches $K8S_NS/c ($M_C) after 10 tries: projects are not isolated"; return; }
+	TENANT_OK=1
+}
+
+# join/isolate propagation: BENCH_DP_TENANT_OPS calls, alternating
+# join-projects --to=bench other / isolate-projects other, each timed from
+# invocation to return (dp.py tenant-ops); after each, one ping from
+# other/x to bench/c must succeed after a join and fail after an isolate.
+run_tenant_ops() {
+	local err
+	if [ "$TENANT_OK" != 1 ]; then
+		record skip tenant-ops "${TENANT_WHY:-multitenant lab not set up}"
+		return
+	fi
+	if [ "$TENANT_OPS" -le 0 ]; then record skip tenant-ops "BENCH_DP_TENANT_OPS=0"; return; fi
+	jq -n --arg lab "$LAB_BIN" --arg name "$LAB_MT" --argjson n "$TENANT_OPS" \
+		--arg to "$K8S_NS" --arg proj "$MT_OTHER" --argjson enter "$(enter_json "$M_X_NS")" \
+		--arg ip "$M_C" \
+		'{lab: [$lab, "--lab", $name], ops: $n, to: $to, project: $proj, nodes: 2, timeout: 120,
+		  probe: {enter: $enter, ip: $ip, from: ($proj + "/x"), to: ($to + "/c")}}' >"$TMP/tenant-spec.json"
+	say "join/isolate propagation: $TENANT_OPS calls in lab $LAB_MT, alternating join-projects --to=$K8S_NS $MT_OTHER / isolate-projects $MT_OTHER"
+	if ! timeout $((60 + TENANT_OPS * 150)) "$PY" "$DP" tenant-ops "$TMP/tenant-spec.json" "$TMP/tenant-ops.json"; then
+		path_fail tenant-ops "join/isolate timing helper failed"
+		return
+	fi
+	jq -r '.samples[] | "prop\t\(.op)\t\(.wall_ns)\t\(.reported_s)\t\(.nodes)\t\(.revision)\t\(if .reached then 1 else 0 end)"' \
+		"$TMP/tenant-ops.json" >>"$RES"
+	err=$(jq -r '.error // empty' "$TMP/tenant-ops.json")
+	[ -n "$err" ] && path_fail tenant-ops "$err"
+	return 0
+}
+
+teardown_tenant() { # stop our servers in the multitenant lab, bring it down
+	local pid keep=()
+	[ "$LAB_MT_UP" = 1 ] || return 0
+	for pid in "${MT_PIDS[@]}"; do kill "$pid" 2>/dev/null; done
+	for pid in "${MT_PIDS[@]}"; do wait "$pid" 2>/dev/null; done
+	for pid in "${PIDS[@]}"; do [[ " ${MT_PIDS[*]} " == *" $pid "* ]] || keep+=("$pid"); done
+	PIDS=("${keep[@]}")
+	MT_PIDS=()
+	say "weft multitenant: $LAB_BIN --lab $LAB_MT down"
+	if timeout 180 "$LAB_BIN" --lab "$LAB_MT" down >/dev/null 2>&1; then
+		LAB_MT_UP=0
+	else
+		echo "dataplane: warning: '$LAB_BIN --lab $LAB_MT down' failed (retried on exit)" >&2
+	fi
+}
+
 # -------------------------------------------------------------- measuring
 # PATHS: key src-netns dst-netns dst-ip
 PATHS=()
@@ -318,7 +455,7 @@ run_tput() { # KEY SRC DST_IP RUN
 		return
 	fi
 	record tput "$1" "$bps" "${retr%.*}" "$4"
-	awk -v k="$1" -v b="$bps" -v r="$retr" 'BEGIN { printf "  %-11s %6.2f Gbit/s  retr %d\n", k, b / 1e9, r }'
+	awk -v k="$1" -v b="$bps" -v r="$retr" 'BEGIN { printf "  %-13s %6.2f Gbit/s  retr %d\n", k, b / 1e9, r }'
 }
 
 run_lat() { # KEY SRC DST_IP RUN
@@ -334,7 +471,7 @@ run_lat() { # KEY SRC DST_IP RUN
 		return
 	fi
 	record lat "$1" "$p50" "$p99" "$4"
-	printf '  %-11s RTT p50 %8.1f us  p99 %8.1f us\n' "$1" "$p50" "$p99"
+	printf '  %-13s RTT p50 %8.1f us  p99 %8.1f us\n' "$1" "$p50" "$p99"
 }
 
 # ------------------------------------------------------------- 4. CNI ADD
@@ -419,10 +556,12 @@ record meta secs "$SECS"
 record meta pin "$PIN"
 record meta latpin "$(lat_where)"
 record meta cni_pods "$CNI_PODS"
+record meta tenant_ops "$TENANT_OPS"
 
 setup_raw || { echo "dataplane: cannot build the raw veth pair" >&2; exit 1; }
 setup_ref || { echo "dataplane: cannot build the reference (bridge + host-local + VXLAN)" >&2; exit 1; }
 setup_weft
+setup_tenant
 # The order puts each compared pair next to each other (raw | weft-same,
 # ref-cross | weft-cross), and odd runs go through it backwards, so each
 # pair is measured A B, B A, A B ...: slow drifts of the machine hit both.
@@ -436,10 +575,18 @@ else
 	record skip weft-same "$WEFT_WHY"
 	record skip weft-cross "$WEFT_WHY"
 fi
+# multitenant a->c right after flat a->c: measured flat, mt, mt, flat ...
+if [ "$TENANT_OK" = 1 ]; then
+	PATHS+=("weft-mt-cross $M_A_NS $M_C_NS $M_C")
+else
+	record skip weft-mt-cross "$TENANT_WHY"
+fi
 
 for p in "${PATHS[@]}"; do
 	read -r key src dst ip <<<"$p"
+	n=${#PIDS[@]}
 	start_servers "$dst" "$ip"
+	[ "$key" = weft-mt-cross ] && MT_PIDS=("${PIDS[@]:n}")
 done
 for p in "${PATHS[@]}"; do
 	read -r key src dst ip <<<"$p"
@@ -459,6 +606,9 @@ for what in tput lat; do
 		done < <(in_order "$r")
 	done
 done
+
+run_tenant_ops
+teardown_tenant	# before the CNI figure: one lab fewer on the machine
 
 run_cni
 
