@@ -32,6 +32,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <time.h>
 #include <netinet/in.h>
 #include <jansson.h>
 
@@ -114,6 +115,10 @@ struct agent {
 	size_t nnetns, cap_netns;
 	bool nodes_synced, pods_synced, netns_synced;	/* first full list applied */
 	int64_t applied_rev;		/* NetNamespaces applied up to (under lock) */
+	/* what the reporter last wrote on the Node (report thread only) */
+	int64_t reported_rev;		/* -1: nothing yet */
+	char *reported_drops;		/* JSON, malloc'ed */
+	time_t drops_at;
 	bool controller_up;
 	unsigned kicks;
 

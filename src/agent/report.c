@@ -138,10 +138,6 @@ static int remove_record(struct httpc *h, const struct agent_pod *p)
  */
 #define DROPS_PERIOD_S 5
 
-static int64_t reported_rev = -1;
-static char *reported_drops;
-static time_t drops_at;
-
 static char *drops_json(struct agent *a)
 {
 	uint64_t d[WEFT_DROP_MAX];
@@ -175,9 +171,9 @@ static void report_node_status(struct agent *a, struct httpc *h)
 	applied = a->netns_synced ? a->applied_rev : -1;
 	pthread_mutex_unlock(&a->lock);
 	drops = drops_json(a);
-	send_drops = drops && (!reported_drops || strcmp(drops, reported_drops) != 0) &&
-		     now - drops_at >= DROPS_PERIOD_S;
-	if ((applied < 0 || applied == reported_rev) && !send_drops)
+	send_drops = drops && (!a->reported_drops || strcmp(drops, a->reported_drops) != 0) &&
+		     now - a->drops_at >= DROPS_PERIOD_S;
+	if ((applied < 0 || applied == a->reported_rev) && !send_drops)
 		goto out;
 	snprintf(path, sizeof(path), "/api/v1/nodes/%s", a->o.node);
 	if (httpc_request(h, "GET", path, NULL, 0, &r, err, sizeof(err)) < 0 || r.status != 200 ||
@@ -200,12 +196,12 @@ static void report_node_status(struct agent *a, struct httpc *h)
 	if (!body || httpc_request(h, "PUT", path, body, strlen(body), &r, err, sizeof(err)) < 0)
 		goto out;
 	if (r.status == 200) {
-		reported_rev = applied;
+		a->reported_rev = applied;
 		if (drops) {
-			free(reported_drops);
-			reported_drops = drops;
+			free(a->reported_drops);
+			a->reported_drops = drops;
 			drops = NULL;
-			drops_at = now;
+			a->drops_at = now;
 		}
 	} else if (r.status == 409) {
 		report_kick(a);		/* someone wrote the Node meanwhile: again */
@@ -300,6 +296,7 @@ int report_start(struct agent *a)
 {
 	int rc;
 
+	a->reported_rev = -1;
 	a->http_report = agent_http(a);
 	if (!a->http_report)
 		return -EINVAL;
@@ -318,6 +315,6 @@ void report_stop(struct agent *a)
 		pthread_join(a->t_report, NULL);
 	httpc_destroy(a->http_report);
 	a->http_report = NULL;
-	free(reported_drops);
-	reported_drops = NULL;
+	free(a->reported_drops);
+	a->reported_drops = NULL;
 }

@@ -412,6 +412,29 @@ static void netns_listed(struct agent *a)
 
 /* ---- the watch loop, shared by every kind ---- */
 
+static void nodes_caught_up(struct agent *a, const char *rv, bool listed)
+{
+	if (listed)
+		(void)node_routes_prune(a);
+}
+
+static void pods_caught_up(struct agent *a, const char *rv, bool listed)
+{
+	report_kick(a);		/* the Pod records may differ from the leases */
+}
+
+/* The NetNamespaces are applied up to rv: the reporter tells the controller. */
+static void netns_caught_up(struct agent *a, const char *rv, bool listed)
+{
+	int64_t r = strtoll(rv, NULL, 10);
+
+	pthread_mutex_lock(&a->lock);
+	if (listed || r > a->applied_rev)
+		a->applied_rev = r;
+	pthread_mutex_unlock(&a->lock);
+	report_kick(a);
+}
+
 struct kind_sync {
 	struct agent *a;
 	const char *path;		/* collection path */
@@ -420,6 +443,9 @@ struct kind_sync {
 	void (*apply)(struct agent *a, const json_t *obj);
 	void (*remove)(struct agent *a, const json_t *obj);
 	void (*listed)(struct agent *a);	/* after a full list, under lock */
+	/* after a list (listed true) or an event, without the lock: what the
+	 * kind tells others (routes pruned, reporter woken, revision applied) */
+	void (*caught_up)(struct agent *a, const char *rv, bool listed);
 	bool *synced;
 	char rv[32];
 };
@@ -514,13 +540,8 @@ static int list_once(struct kind_sync *k)
 		k->apply(a, it);
 	k->listed(a);
 	*k->synced = true;
-	if (k->listed == netns_listed)
-		a->applied_rev = strtoll(k->rv, NULL, 10);
 	pthread_mutex_unlock(&a->lock);
-	if (k->listed == netns_listed)
-		report_kick(a);
-	if (k->listed == nodes_listed)
-		(void)node_routes_prune(a);
+	k->caught_up(a, k->rv, true);
 	rc = 0;
 out:
 	json_decref(j);
@@ -549,14 +570,7 @@ static int on_event(const char *line, size_t len, void *arg)
 		rv = obj_str(obj, "metadata.resourceVersion");
 		if (rv)
 			snprintf(k->rv, sizeof(k->rv), "%s", rv);
-		if (k->listed == netns_listed && rv) {
-			pthread_mutex_lock(&a->lock);
-			if (strtoll(rv, NULL, 10) > a->applied_rev)
-				a->applied_rev = strtoll(rv, NULL, 10);
-			pthread_mutex_unlock(&a->lock);
-		}
-		if (k->listed == pods_listed || k->listed == netns_listed)
-			report_kick(a);
+		k->caught_up(a, k->rv, false);
 	}
 	json_decref(ev);
 	return atomic_load(&a->stopping) ? 1 : 0;
@@ -582,8 +596,6 @@ static void *sync_thread(void *arg)
 		set_controller_up(a, true);
 		backoff = BACKOFF_MIN_MS;
 		maybe_ready(a);
-		if (k->listed == pods_listed)
-			report_kick(a);
 		/* a watch ends on a break or on its timeout; then list again */
 		snprintf(path, sizeof(path), "%s?watch=1&resourceVersion=%s&timeoutSeconds=300",
 			 k->path, k->rv);
@@ -611,16 +623,17 @@ int sync_start(struct agent *a)
 	ks_nodes = (struct kind_sync){ .a = a, .path = "/api/v1/nodes", .what = "nodes",
 				       .http = &a->http_nodes, .apply = node_apply,
 				       .remove = node_remove_obj, .listed = nodes_listed,
-				       .synced = &a->nodes_synced };
+				       .caught_up = nodes_caught_up, .synced = &a->nodes_synced };
 	ks_pods = (struct kind_sync){ .a = a, .path = "/api/v1/pods", .what = "pods",
 				      .http = &a->http_pods, .apply = pod_apply,
 				      .remove = pod_remove_obj, .listed = pods_listed,
-				      .synced = &a->pods_synced };
+				      .caught_up = pods_caught_up, .synced = &a->pods_synced };
 	ks_netns = (struct kind_sync){ .a = a,
 				       .path = "/apis/network.openshift.io/v1/netnamespaces",
 				       .what = "netnamespaces", .http = &a->http_netns,
 				       .apply = netns_apply, .remove = netns_remove_obj,
-				       .listed = netns_listed, .synced = &a->netns_synced };
+				       .listed = netns_listed, .caught_up = netns_caught_up,
+				       .synced = &a->netns_synced };
 	rc = pthread_create(&a->t_netns, NULL, sync_thread, &ks_netns);
 	if (rc)
 		return -rc;

@@ -41,6 +41,15 @@ int ctl_drops(struct ctl *ctl, int argc, char **argv)
 		goto out;
 	}
 	items = json_object_get(r.json, "items");
+	json_array_foreach(items, i, node)	/* names first: an error prints no table */
+		if (ctl_str_at(node, "metadata.name") &&
+		    wanted(ctl_str_at(node, "metadata.name"), argc, argv))
+			found++;
+	if (argc >= 2 && found < (size_t)(argc - 1)) {
+		fprintf(stderr, "error: %zu of the %d node(s) named do not exist\n",
+			(size_t)(argc - 1) - found, argc - 1);
+		goto out;
+	}
 	printf("%-24s %-20s %s\n", "NODE", "REASON", "PACKETS");
 	json_array_foreach(items, i, node) {
 		const char *name = ctl_str_at(node, "metadata.name");
@@ -51,7 +60,6 @@ int ctl_drops(struct ctl *ctl, int argc, char **argv)
 
 		if (!name || !wanted(name, argc, argv))
 			continue;
-		found++;
 		if (!d || !(drops = json_loads(d, 0, NULL)))
 			continue;
 		json_object_foreach(drops, reason, count) {
@@ -60,11 +68,6 @@ int ctl_drops(struct ctl *ctl, int argc, char **argv)
 			rows++;
 		}
 		json_decref(drops);
-	}
-	if (argc >= 2 && found < (size_t)(argc - 1)) {
-		fprintf(stderr, "error: %zu of the %d node(s) named do not exist\n",
-			(size_t)(argc - 1) - found, argc - 1);
-		goto out;
 	}
 	if (!rows)
 		printf("(no drops reported)\n");
