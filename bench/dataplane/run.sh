@@ -19,7 +19,8 @@
 #   BENCH_DP_SECONDS   seconds of each iperf3 / sockperf run      (3)
 #   BENCH_DP_REPS      runs of each figure, interleaved; median   (3)
 #   BENCH_CNI_PODS     pods of the CNI ADD figure; 0 skips it     (200)
-#   BENCH_DP_PIN       1: iperf3 -A 0,1 (client CPU 0, server CPU 1)    (0)
+#   BENCH_DP_PIN       1: iperf3 -A 0,1 (client CPU 0, server CPU 1);
+#                      0: unpinned (bench/README.md: why pinned)        (1)
 #   BENCH_DP_LAT_PIN   sockperf placement: same (client and server on the
 #                      last CPU), split (client CPU 0, server on the last),
 #                      off                                        (same)
@@ -45,7 +46,7 @@ TOP=$PWD
 SECS=${BENCH_DP_SECONDS:-3}
 REPS=${BENCH_DP_REPS:-3}
 CNI_PODS=${BENCH_CNI_PODS:-200}
-PIN=${BENCH_DP_PIN:-0}
+PIN=${BENCH_DP_PIN:-1}
 LAT_PIN=${BENCH_DP_LAT_PIN:-same}
 LASTCPU=$(($(nproc) - 1))
 case $LAT_PIN in
