@@ -11,9 +11,10 @@
 #     L-ctrl          L-outside        L-node-1         L-node-2
 #     eth0 .2         eth0 .254        eth0 .11         eth0 .12        192.168.200.0/24
 #     weft-controller (no route to     weft-agent       weft-agent
-#     :8080           10.128.0.0/14)   ip_forward=1     ip_forward=1
+#     :8080           10.128.0.0/14;   ip_forward=1     ip_forward=1
+#                     VIPs 192.168.201.0/24 via .11 and .12, ECMP)
 #                                          |
-#                                      L-pod-blue-a  (only when weft-agent is built)
+#                                      L-pod-blue-a, L-pod-web-w1 (labels, named ports) ...
 #
 # L is t<pid>, so a demo lab left running ("weft") is not touched.  Agent
 # checks run only when $WEFT_BIN/weft-agent exists; otherwise the lab is
@@ -35,6 +36,36 @@ fails_saying() {
 	grep -qF -- "$want" <<<"$out" || { echo "message was: $out"; return 1; }
 }
 lab_netns() { ip netns list | awk '{print $1}' | grep -E "^($LAB|$BAD)-" || true; }
+VIP_NET=192.168.201.0/24
+# vip_hops: the gateways of the outside netns' route to the VIP network, sorted, as JSON
+vip_hops() {
+	ip -n "$LAB-outside" -j route show "$VIP_NET" |
+		jq -ce 'length == 1 and all(.[0] | (.nexthops // [.])[]; .dev == "eth0")' >/dev/null || { echo null; return; }
+	ip -n "$LAB-outside" -j route show "$VIP_NET" | jq -c '[.[0] | (.nexthops // [.])[] | .gateway] | sort'
+}
+# api_code PATH: the controller's HTTP code for GET PATH (200, 404, ...)
+api_code() {
+	ip netns exec "$LAB-ctrl" curl -s -o /dev/null -w '%{http_code}' -m 5 \
+		-H "Authorization: Bearer $(cat "$STATE_DIR/ctrl/admin.token")" "http://192.168.200.2:8080$1"
+}
+pod_code() { api_code "/api/v1/namespaces/$1/pods/$2"; }	# pod_code NS NAME
+pod_obj() { lab weftctl get pod "$2" -n "$1" -o json; }	# pod_obj NS NAME
+# pod_reported NS NAME NODE: the agent's report is in the Pod (podIP = the lab's
+# IP for it, nodeName) and the labels given at pod add are still there
+pod_reported() {
+	local ip; ip=$(pod_ip "$1/$2")
+	[ -n "$ip" ] && pod_obj "$1" "$2" | jq -e --arg ip "$ip" --arg node "$3" \
+		'.status.podIP == $ip and .spec.nodeName == $node and .metadata.labels.app == "web"' >/dev/null
+}
+# refused ARG-WORDS WANT: pod add node-1 bad b1 ARGS fails naming WANT and leaves nothing
+refused() {
+	local want=$1; shift
+	fails_saying "$want" lab pod add node-1 bad b1 "$@" || return 1
+	[ ! -e "/run/netns/$LAB-pod-bad-b1" ] || { echo "netns $LAB-pod-bad-b1 left behind"; return 1; }
+	[ ! -e "$STATE_DIR/pods/bad.b1" ] || { echo "$STATE_DIR/pods/bad.b1 left behind"; return 1; }
+	jq -e '.pods | all(.name != "b1")' "$STATE_DIR/state.json" >/dev/null || { echo "state.json still has bad/b1"; return 1; }
+	[ "$(pod_code bad b1)" = 404 ] || { echo "the controller answers $(pod_code bad b1) for Pod bad/b1"; return 1; }
+}
 
 root_state() { # what the root namespace looks like (lifetimes stripped)
 	ip -br addr
@@ -104,6 +135,18 @@ check "status -o json: name, mode, controller" jq_status --arg l "$LAB" \
 	'.name == $l and .mode == "flat" and .controller.url == "http://192.168.200.2:8080"
 	 and .controller.tokenFile == "/run/weft-lab/\($l)/ctrl/admin.token" and .controller.netns == "\($l)-ctrl"'
 check "status -o json: outside" jq_status --arg l "$LAB" '.outside == {netns: "\($l)-outside", ip: "192.168.200.254"}'
+check "status -o json: vipNetwork $VIP_NET" jq_status --arg v "$VIP_NET" '.vipNetwork == $v'
+check "plain status shows the VIP network" grep -qE "^vips +192\.168\.201\.0/24" <<<"$(lab status)"
+check "outside routes $VIP_NET via eth0 with one next hop per node" \
+	test "$(vip_hops)" = '["192.168.200.11","192.168.200.12"]'
+check "outside hashes ECMP on L4 (fib_multipath_hash_policy=1)" \
+	test "$(in_ns outside sysctl -n net.ipv4.fib_multipath_hash_policy)" = 1
+check "outside picks a node IP for a VIP" grep -qE "via 192\.168\.200\.1[12] dev eth0" <<<"$(in_ns outside ip route get 192.168.201.7)"
+for ns in ctrl node-1 node-2; do
+	check "$ns has no route to $VIP_NET (only outside has)" bash -c "! ip -n $LAB-$ns route show | grep -q '^192\.168\.201\.'"
+done
+check "cluster.yaml lists vipNetworks [$VIP_NET]" grep -qx "vipNetworks: \[$VIP_NET\]" "$STATE_DIR/cluster.yaml"
+check "the controller has vipNetworks [$VIP_NET]" jq -e --arg v "$VIP_NET" '.vipNetworks == [$v]' <<<"$(lab weftctl get clusternetworks default -o json)"
 check "status -o json: nodes" jq_status --arg l "$LAB" '
 	(.nodes | length) == 2 and
 	all(.nodes[]; (.name | test("^node-[12]$")) and .netns == "\($l)-\(.name)"
@@ -114,7 +157,7 @@ check "status -o json: nodes" jq_status --arg l "$LAB" '
 	    and has("subnet") and has("agentPid")) and
 	.nodes[0].ip == "192.168.200.11" and .nodes[1].ip == "192.168.200.12"'
 check "status -o json: exactly the documented keys" jq_status '
-	(keys == ["controller","mode","name","nodes","outside","pods"]) and
+	(keys == ["controller","mode","name","nodes","outside","pods","vipNetwork"]) and
 	all(.nodes[]; keys == ["agentPid","agentSocket","cniConfig","ip","name","netns","pinDir","stateDir","subnet"])'
 check "status -o json: no pods yet" jq_status '.pods == []'
 check "the conflist is the weft + portmap chain" jq -e --arg s "$STATE_DIR/node-1/cni.sock" '
@@ -155,6 +198,73 @@ if [ $agents = 1 ]; then
 	check "pod del blue/a" lab pod del blue/a
 	check "the pod netns is gone" test ! -e "/run/netns/$LAB-pod-blue-a"
 	check "status has no pods" jq_status '.pods == []'
+
+	# ---- labels and named container ports on the Pod object, kept by the agent's report
+	check "pod add with --label and --port" lab pod add node-1 web w1 --label app=web \
+		--label=example.com/tier=front_1.a --label empty= --port http:8080/tcp --port=dns:53/UDP --port metrics:9090
+	obj=$(pod_obj web w1)
+	check "the Pod has exactly the labels given" \
+		jq -e '.metadata.labels == {"app": "web", "example.com/tier": "front_1.a", "empty": ""}' <<<"$obj"
+	check "the Pod has one container, named after the pod" jq -e '[.spec.containers[].name] == ["w1"]' <<<"$obj"
+	check "its ports are exactly the ones given (protocol upper-case, TCP when left out)" jq -e '.spec.containers[0].ports ==
+		[{name: "http", containerPort: 8080, protocol: "TCP"}, {name: "dns", containerPort: 53, protocol: "UDP"},
+		 {name: "metrics", containerPort: 9090, protocol: "TCP"}]' <<<"$obj"
+	check "the agent reported it (podIP, nodeName) and the labels survived" wait_for 10 pod_reported web w1 node-1
+	check "... and the ports too" jq -e '.spec.containers[0].ports | map(.name) == ["http", "dns", "metrics"]' <<<"$(pod_obj web w1)"
+	check "a pod whose name is no container name gets container 'main'" lab pod add node-2 web w.2 --port http:80
+	check "... its Pod: container main, no labels" jq -e '.spec.containers == [{name: "main", ports: [{name: "http", containerPort: 80, protocol: "TCP"}]}]
+		and (.metadata.labels // {}) == {}' <<<"$(pod_obj web w.2)"
+	check "pod del web/w.2" lab pod del web/w.2
+	check "... deleted its Pod object at once" test "$(pod_code web w.2)" = 404
+
+	# bad --label / --port: refused, naming the argument, nothing made (no netns, record, Pod, Namespace)
+	long=$(printf 'v%.0s' {1..64})
+	check "--label without '=' is refused" refused "--label 'app'" --label app
+	check "--label with an empty key is refused" refused "--label '=web'" --label =web
+	check "--label with a space in the key is refused" refused "--label 'a b=x'" --label 'a b=x'
+	check "--label with a bad prefix is refused" refused "--label 'Example.com/app=x'" --label Example.com/app=x
+	check "--label with a value starting with '-' is refused" refused "--label 'app=-web'" --label app=-web
+	check "--label with a 64-character value is refused" refused "--label 'app=$long'" --label "app=$long"
+	check "--label given twice for one key is refused" refused "label key 'app' is given twice" --label app=a --label app=b
+	check "--label without an argument is refused" refused "--label needs KEY=VALUE" --label
+	check "--port without ':' is refused" refused "--port '8080/TCP'" --port 8080/TCP
+	check "--port 0 is refused" refused "--port 'http:0/TCP'" --port http:0/TCP
+	check "--port 65536 is refused" refused "--port 'http:65536/TCP'" --port http:65536/TCP
+	check "--port with a leading zero is refused" refused "--port 'http:080'" --port http:080
+	check "--port SCTP is refused" refused "--port 'http:80/SCTP'" --port http:80/SCTP
+	check "--port with an upper-case name is refused" refused "--port 'HTTP:80/TCP'" --port HTTP:80/TCP
+	check "--port with an all-digit name is refused" refused "--port '1234:80'" --port 1234:80
+	check "--port with a 16-character name is refused" refused "--port 'toolongportname1:80'" --port toolongportname1:80
+	check "--port with a name given twice is refused" refused "port name 'http' is given twice" --port http:80 --port http:81/UDP
+	check "... and none of them created Namespace bad" test "$(api_code /api/v1/namespaces/bad)" = 404
+
+	# the controller has a Pod of that name already: refused, the netns undone, that Pod untouched
+	printf '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"taken","namespace":"web","labels":{"owner":"someone"}}}\n' >"$T_ROOT/taken.json"
+	check "a Pod web/taken written by someone else" lab weftctl apply -f "$T_ROOT/taken.json"
+	check "pod add --label of an existing Pod is refused, naming it" \
+		fails_saying "a Pod web/taken already exists in the controller" lab pod add node-1 web taken --label app=web
+	check "... its netns is removed" test ! -e "/run/netns/$LAB-pod-web-taken"
+	check "... it is not a lab pod" jq -e '.pods | all(.name != "taken")' "$STATE_DIR/state.json"
+	check "... and the Pod is as it was" jq -e '.metadata.labels == {owner: "someone"}' <<<"$(pod_obj web taken)"
+
+	# a failed CNI ADD removes the Pod object it came with
+	check "agent stop node-2" lab agent stop node-2
+	check "pod add --label on node-2 without its agent fails" fails_saying "CNI ADD failed" lab pod add node-2 web w3 --label app=web
+	check "... its netns is removed" test ! -e "/run/netns/$LAB-pod-web-w3"
+	check "... and the Pod object it wrote" test "$(pod_code web w3)" = 404
+	check "agent start node-2" lab agent start node-2
+
+	# a reboot re-adds the pod: labels kept, the new IP reported; the VIP route stays
+	check "pod add node-2 web w4 --label app=web --port http:80" lab pod add node-2 web w4 --label app=web --port http:80
+	check "... reported" wait_for 10 pod_reported web w4 node-2
+	check "node reboot node-2" lab node reboot node-2
+	check "after the reboot the report has w4's IP and its labels" wait_for 15 pod_reported web w4 node-2
+	check "... and its ports" jq -e '.spec.containers[0].ports == [{name: "http", containerPort: 80, protocol: "TCP"}]' <<<"$(pod_obj web w4)"
+	check "after the reboot outside still routes $VIP_NET via both nodes" \
+		test "$(vip_hops)" = '["192.168.200.11","192.168.200.12"]'
+
+	check "pod del web/w1" lab pod del web/w1
+	check "... deleted its Pod object" test "$(pod_code web w1)" = 404
 	check "pod add node-2 red b (left for down to remove)" lab pod add node-2 red b
 else
 	check "pod add on a lab without agents fails, saying why" fails_saying "--no-agents" lab pod add node-1 blue a
