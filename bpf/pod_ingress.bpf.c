@@ -75,7 +75,10 @@ const volatile __u32 trace_enabled = 0;
 #include "lib/eth.h"
 #include "lib/forward.h"
 #include "lib/ipv4.h"
+#include "lib/l4.h"
+#include "lib/lb.h"
 #include "lib/maps.h"
+#include "lib/reject.h"
 #include "lib/tenant.h"
 #include "lib/trace.h"
 
@@ -116,36 +119,16 @@ static __always_inline int answer_arp(struct __sk_buff *skb)
 	return bpf_redirect(skb->ifindex, 0);
 }
 
-/* To the pod's node over VXLAN: the VXLAN device (collect-metadata mode)
- * encapsulates with the key set here. */
-static __always_inline int tunnel_to_node(struct __sk_buff *skb, struct iphdr *ip,
-					  const struct weft_config *cfg,
-					  const struct weft_node_entry *node,
-					  const struct weft_endpoint *src)
-{
-	struct bpf_tunnel_key key = {};
-	__u32 ifindex = cfg->vxlan_ifindex;
-
-	key.remote_ipv4 = bpf_ntohl(node->node_ip);
-	key.tunnel_id = src->vnid;	/* the receiving node checks it */
-	key.tunnel_ttl = cfg->tunnel_ttl ? cfg->tunnel_ttl : WEFT_TUNNEL_TTL_DEFAULT;
-	if (ip->ttl <= 1)
-		return drop_tunnel(WEFT_DROP_TTL, key.tunnel_id, key.remote_ipv4);
-	if (ipv4_ttl_decrement(skb, ip) < 0)
-		return drop_tunnel(WEFT_DROP_MALFORMED, key.tunnel_id, key.remote_ipv4);
-	if (bpf_skb_set_tunnel_key(skb, &key, sizeof(key), 0) < 0)
-		return drop_tunnel(WEFT_DROP_TUNNEL_KEY, key.tunnel_id, key.remote_ipv4);
-	trace_verdict(WEFT_ACT_TUNNEL, WEFT_DROP_NONE, ifindex, key.tunnel_id, key.remote_ipv4);
-	return bpf_redirect(ifindex, 0);
-}
-
 static __always_inline int route_ipv4(struct __sk_buff *skb, const struct weft_config *cfg)
 {
 	const struct weft_endpoint *src, *ep;
 	const struct weft_node_entry *node;
+	struct l4_tuple t;
+	__u16 ct_flags = 0;
 	struct ethhdr *eth;
 	struct iphdr *ip;
 	__u32 reason;
+	int rc;
 
 	if (skb_linearize_head(skb, IPV4_FRAME_MIN) < 0)
 		return drop(WEFT_DROP_MALFORMED);
@@ -160,6 +143,30 @@ static __always_inline int route_ipv4(struct __sk_buff *skb, const struct weft_c
 	if (!mac_equal(eth->h_source, src->pod_mac))
 		return drop(WEFT_DROP_SPOOFED_MAC);
 
+	rc = l4_tuple_read(skb, ip, &t);
+	if (rc < 0)
+		return drop(WEFT_DROP_MALFORMED);
+	if (rc > 0) {
+		rc = lb_reverse(skb, &t, &ct_flags);
+		if (rc == LB_NONE)
+			rc = lb_forward(skb, cfg, &t, 0, &ct_flags);
+		if (rc < 0)
+			return drop(-rc);
+		if (rc == LB_REJECT)
+			return reject_connection(skb, &t);
+		if (rc == LB_DONE) {
+			/* the rewrite may have moved the data */
+			if (skb_linearize_head(skb, IPV4_FRAME_MIN) < 0)
+				return drop(WEFT_DROP_MALFORMED);
+			eth = eth_header(skb);
+			ip = ipv4_header(skb);
+			if (!eth || !ip)
+				return drop(WEFT_DROP_MALFORMED);
+			if (ct_flags & WEFT_CT_F_EXTERNAL)
+				return to_underlay(skb, ip, cfg);
+		}
+	}
+
 	ep = endpoint_lookup(ip->daddr);
 	if (ep) {
 		if (!vnid_allowed(src->vnid, ep->vnid))
@@ -169,7 +176,7 @@ static __always_inline int route_ipv4(struct __sk_buff *skb, const struct weft_c
 
 	node = node_lookup(ip->daddr);
 	if (node && node->node_ip != cfg->node_ip)
-		return tunnel_to_node(skb, ip, cfg, node, src);
+		return tunnel_to(skb, ip, cfg, node->node_ip, src->vnid);
 
 	reason = tunnel_inject_check(skb, ip, cfg);
 	if (reason != WEFT_DROP_NONE)

@@ -45,6 +45,8 @@ const volatile __u32 trace_enabled = 0;
 #include "lib/eth.h"
 #include "lib/forward.h"
 #include "lib/ipv4.h"
+#include "lib/l4.h"
+#include "lib/lb.h"
 #include "lib/maps.h"
 #include "lib/tenant.h"
 #include "lib/trace.h"
@@ -53,9 +55,12 @@ static __always_inline int deliver_ipv4(struct __sk_buff *skb, const struct weft
 					const struct bpf_tunnel_key *key)
 {
 	const struct weft_endpoint *ep;
+	struct l4_tuple t;
+	__u16 ct_flags = 0;
 	struct ethhdr *eth;
 	struct iphdr *ip;
 	__u32 reason;
+	int rc;
 
 	if (skb_linearize_head(skb, IPV4_FRAME_MIN) < 0)
 		return drop_tunnel(WEFT_DROP_MALFORMED, key->tunnel_id, key->remote_ipv4);
@@ -63,6 +68,26 @@ static __always_inline int deliver_ipv4(struct __sk_buff *skb, const struct weft
 	ip = ipv4_header(skb);
 	if (!eth || !ip)
 		return drop_tunnel(WEFT_DROP_MALFORMED, key->tunnel_id, key->remote_ipv4);
+
+	/* an answer to a connection this node translated */
+	rc = l4_tuple_read(skb, ip, &t);
+	if (rc < 0)
+		return drop_tunnel(WEFT_DROP_MALFORMED, key->tunnel_id, key->remote_ipv4);
+	if (rc > 0) {
+		rc = lb_reverse(skb, &t, &ct_flags);
+		if (rc < 0)
+			return drop_tunnel(-rc, key->tunnel_id, key->remote_ipv4);
+		if (rc == LB_DONE) {
+			if (skb_linearize_head(skb, IPV4_FRAME_MIN) < 0)
+				return drop_tunnel(WEFT_DROP_MALFORMED, key->tunnel_id, key->remote_ipv4);
+			eth = eth_header(skb);
+			ip = ipv4_header(skb);
+			if (!eth || !ip)
+				return drop_tunnel(WEFT_DROP_MALFORMED, key->tunnel_id, key->remote_ipv4);
+			if (ct_flags & WEFT_CT_F_EXTERNAL)
+				return to_underlay(skb, ip, cfg);
+		}
+	}
 
 	/* Later: ingress policy for the destination pod goes after the
 	 * tenant check. */

@@ -17,6 +17,13 @@
  *   weft_node_ips   hash        __be32 node underlay IP -> struct weft_node_ip
  *                   (every node of the cluster, this one included: the
  *                   only outer sources vxlan_ingress accepts)
+ *   weft_services   hash        struct weft_svc_key -> struct weft_svc_value
+ *                   (slot 0 of a frontend: the service; slots 1..count: its
+ *                   backends, in scope ALL and LOCAL; see "Services" below)
+ *   weft_backends   hash        __u32 backend ID -> struct weft_backend
+ *   weft_ct         hash        struct weft_ct_key -> struct weft_ct_entry
+ *                   (written by the programs; expired by the agent)
+ *   weft_affinity   LRU hash    struct weft_affinity_key -> struct weft_affinity
  *   weft_drops      percpu array[WEFT_DROP_MAX] __u64 packets dropped, per reason
  *   weft_trace      percpu array[1] struct weft_trace  (only written when the
  *                   program's trace knob is set, i.e. in BPF_PROG_TEST_RUN tests)
@@ -27,8 +34,10 @@
  *     the whole pinned state as half-written and rebuilds it.
  *  2. Every weft_endpoints entry has a weft_ipcache entry with the same IP
  *     and node_ip == weft_config.node_ip.
- *  3. Programs never write weft_endpoints, weft_ipcache, weft_nodes or
- *     weft_node_ips; only the agent does.
+ *  3. Programs never write weft_endpoints, weft_ipcache, weft_nodes,
+ *     weft_node_ips, weft_services or weft_backends; only the agent does.
+ *     Programs create weft_ct and weft_affinity entries; the agent deletes
+ *     expired ones and those of removed backends.
  *  4. Every weft_nodes entry's node_ip is a key of weft_node_ips (a node
  *     whose subnet we tunnel to is a node we accept tunnel traffic from).
  *
@@ -51,13 +60,22 @@
 
 #include <linux/types.h>
 
-#define WEFT_CONFIG_VERSION	2	/* 2: vxlan_port, weft_node_ips, tenant isolation */
+#define WEFT_CONFIG_VERSION	3	/* 2: vxlan_port, weft_node_ips, tenant isolation;
+					 * 3: services (underlay_ifindex, service maps) */
 
 #define WEFT_MAX_ENDPOINTS	4096
 #define WEFT_MAX_IPCACHE	65536
 #define WEFT_MAX_NODES		4096	/* weft_nodes and weft_node_ips */
 
 #define WEFT_VXLAN_PORT_DEFAULT	4789	/* IANA; what vxlan_port 0 means */
+
+/* default capacities of the service maps (the agent's flags change them) */
+#define WEFT_MAX_SERVICES	327680	/* weft_services entries: per frontend 1 + its
+					 * backend slots (65,536 frontends with
+					 * 262,144 slots) */
+#define WEFT_MAX_BACKENDS	262144
+#define WEFT_MAX_CT		524288	/* two entries per connection */
+#define WEFT_MAX_AFFINITY	65536
 
 /* node-wide settings; key 0 of weft_config.  64 bytes, 8-byte aligned
  * (version 1 was 56: a pin of that size is stale and rebuilt). */
@@ -79,7 +97,9 @@ struct weft_config {
 	__u16 vxlan_port;	/* host order: the cluster's VXLAN UDP port (every
 				 * node's); pods may not send UDP to it. 0 = 4789 */
 	__u16 pad16;		/* 0 */
-	__u32 pad32;		/* 0 */
+	__u32 underlay_ifindex;	/* the device holding node_ip: NodePort/VIP
+				 * traffic arrives there, and answers to
+				 * outside clients leave through it */
 };
 
 /* a pod on this node */
@@ -114,6 +134,122 @@ struct weft_node_ip {
 	__u32 node_id;
 };
 
+/*
+ * Services
+ *
+ * A frontend is (address, port, protocol): a cluster IP, a LoadBalancer
+ * VIP, or address 0 for a NodePort (any node's underlay IP).  Its entries in
+ * weft_services are
+ *
+ *	{addr, port, proto, SCOPE_ALL,   slot 0}    the service: svc_id, counts, flags
+ *	{addr, port, proto, SCOPE_ALL,   slot i}    i = 1..count: backend_id
+ *	{addr, port, proto, SCOPE_LOCAL, slot i}    i = 1..local_count: backends
+ *	                                            on this node (traffic policy Local)
+ *
+ * A new connection picks slot 1 + random % count.  The agent keeps each
+ * slot array dense with O(1) writes per change: adding writes slot n+1,
+ * then the count; removing slot i moves slot n into i, writes the count,
+ * then deletes slot n — a reader holding the old count still finds a
+ * backend in every slot it may pick.
+ *
+ * Connection tracking: a translated connection has two weft_ct entries on
+ * the node that translated it:
+ *
+ *	FWD {client, frontend}          -> backend address/port (+ SNAT source)
+ *	REV {backend, client as sent}   -> frontend address/port (+ original client)
+ *
+ * "client as sent" is the client, or the SNAT source: WEFT_HAIRPIN_IP when
+ * a pod reaches itself through its service, or this node's gateway with a
+ * port from the SNAT range when an outside client's connection goes to a
+ * backend on another node (the reply must come back here).  A FWD entry is
+ * used only while weft_backends[backend_id] still is that backend, so a
+ * removed backend's flows choose again at their next packet.
+ */
+#define WEFT_SCOPE_ALL		0
+#define WEFT_SCOPE_LOCAL	1
+
+struct weft_svc_key {
+	__be32 addr;		/* 0 = NodePort: any node IP */
+	__be16 port;
+	__u8 proto;		/* IPPROTO_TCP, IPPROTO_UDP */
+	__u8 scope;		/* WEFT_SCOPE_* */
+	__u16 slot;		/* 0 = the service entry */
+	__u16 pad;		/* 0 */
+};
+
+struct weft_svc_value {
+	__u32 svc_id;		/* slot 0: the service port's ID (affinity key) */
+	__u32 backend_id;	/* slot >= 1 */
+	__u16 count;		/* slot 0: backends in SCOPE_ALL */
+	__u16 local_count;	/* slot 0: backends in SCOPE_LOCAL */
+	__u16 flags;		/* slot 0: WEFT_SVC_F_* */
+	__u16 pad;
+	__u32 affinity_timeout;	/* slot 0: seconds, with WEFT_SVC_F_AFFINITY */
+};
+#define WEFT_SVC_F_CLUSTER_IP	0x01	/* frontend kinds */
+#define WEFT_SVC_F_NODE_PORT	0x02
+#define WEFT_SVC_F_LOAD_BALANCER 0x04
+#define WEFT_SVC_F_AFFINITY	0x08	/* sessionAffinity ClientIP */
+#define WEFT_SVC_F_ETP_LOCAL	0x10	/* externalTrafficPolicy Local */
+#define WEFT_SVC_F_ITP_LOCAL	0x20	/* internalTrafficPolicy Local */
+
+struct weft_backend {
+	__be32 addr;
+	__be16 port;
+	__u8 proto;
+	__u8 flags;		/* WEFT_BE_F_* */
+	__u32 svc_id;		/* the service port it serves */
+};
+#define WEFT_BE_F_LOCAL		0x01	/* a pod on this node */
+
+#define WEFT_CT_FWD		0
+#define WEFT_CT_REV		1
+
+struct weft_ct_key {
+	__be32 saddr;
+	__be32 daddr;
+	__be16 sport;
+	__be16 dport;
+	__u8 proto;
+	__u8 dir;		/* WEFT_CT_FWD / WEFT_CT_REV */
+	__u16 pad;		/* 0 */
+};
+
+struct weft_ct_entry {
+	__be32 nat_addr;	/* FWD: backend (new destination); REV: frontend (new source) */
+	__be32 nat_addr2;	/* FWD: new source (SNAT) or 0; REV: original client (new destination) or 0 */
+	__be16 nat_port;	/* FWD: backend port; REV: frontend port */
+	__be16 nat_port2;	/* FWD: new source port with SNAT; REV: original client port */
+	__u32 backend_id;	/* FWD */
+	__u32 svc_id;
+	__u32 last_seen;	/* WEFT_CT_TICK units of bpf_ktime_get_ns (CLOCK_MONOTONIC) */
+	__u16 flags;		/* WEFT_CT_F_* */
+	__u16 pad;
+};
+#define WEFT_CT_F_SYN		0x01	/* TCP: opened by a SYN, no answer seen yet */
+#define WEFT_CT_F_ESTABLISHED	0x02	/* TCP: both directions seen */
+#define WEFT_CT_F_CLOSING	0x04	/* TCP: FIN or RST seen */
+#define WEFT_CT_F_EXTERNAL	0x08	/* the client is outside the cluster: REV
+					 * answers leave through the underlay */
+#define WEFT_CT_F_SNAT		0x10	/* the source was rewritten (nat_addr2) */
+#define WEFT_CT_TICK_SHIFT	30	/* a tick is 2^30 ns, about 1.07 s */
+
+#define WEFT_HAIRPIN_IP		0xa9fe2a01	/* 169.254.42.1, host order: the
+						 * source a pod sees when it reaches
+						 * itself through a service */
+#define WEFT_SNAT_PORT_MIN	61000	/* outside Linux's ephemeral range */
+#define WEFT_SNAT_PORT_MAX	65535
+
+struct weft_affinity_key {
+	__u32 svc_id;
+	__be32 client;
+};
+
+struct weft_affinity {
+	__u32 backend_id;
+	__u32 last_seen;	/* ticks, as weft_ct_entry */
+};
+
 /* why a packet was dropped; index into weft_drops; names in weft_drop_names */
 enum weft_drop_reason {
 	WEFT_DROP_NONE = 0,
@@ -134,6 +270,12 @@ enum weft_drop_reason {
 	WEFT_DROP_ISOLATED,		/* the VNID rule refused it (see above) */
 	WEFT_DROP_TUNNEL_INJECT,	/* UDP to the VXLAN port of a node: a pod
 					 * trying to inject tunnel traffic */
+	WEFT_DROP_NO_BACKEND,		/* service without (local) endpoints, and the
+					 * refusal could not be sent (or it is
+					 * externalTrafficPolicy Local here) */
+	WEFT_DROP_CT_FULL,		/* no room in weft_ct (or no SNAT port) */
+	WEFT_DROP_SERVICE_MAP,		/* a service entry points at a missing slot
+					 * or backend (the agent is mid-update) */
 	WEFT_DROP_MAX
 };
 
@@ -143,7 +285,8 @@ enum weft_drop_reason {
 	"tunnel-key", "unknown-node", "arp",	\
 	"unsupported-l3", "spoofed-ip",		\
 	"spoofed-mac", "isolated",		\
-	"tunnel-inject" }
+	"tunnel-inject", "no-backend",		\
+	"ct-full", "service-map" }
 
 /* what a program decided, for tests (written only when trace is on) */
 enum weft_action {
@@ -153,6 +296,8 @@ enum weft_action {
 	WEFT_ACT_ARP_REPLY,	/* ARP answered, redirected back out ifindex */
 	WEFT_ACT_LOCAL,		/* redirect_peer to a local pod */
 	WEFT_ACT_TUNNEL,	/* tunnel key set, redirected to the VXLAN device */
+	WEFT_ACT_REJECT,	/* TCP RST / ICMP unreachable sent back out ifindex */
+	WEFT_ACT_UNDERLAY,	/* redirect_neigh out of the underlay device */
 };
 
 struct weft_trace {

@@ -9,8 +9,9 @@
  * libbpf refuses to reuse a pin whose type, key size, value size, capacity
  * or flags differ.  Layouts and capacities are in bpf/weft_bpf.h.
  *
- * Invariant: the programs write only weft_drops and weft_trace; the other
- * maps belong to the agent (weft_bpf.h invariant 3).
+ * Invariant: the programs write only weft_drops, weft_trace, weft_ct and
+ * weft_affinity; the other maps belong to the agent (weft_bpf.h
+ * invariant 3).
  */
 #ifndef WEFT_BPF_LIB_MAPS_H
 #define WEFT_BPF_LIB_MAPS_H
@@ -57,6 +58,43 @@ struct {
 	__type(value, struct weft_node_ip);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } weft_node_ips SEC(".maps");
+
+/* The service maps are allocated as entries come (their capacities are
+ * large and the agent's flags may raise them): no preallocation. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, WEFT_MAX_SERVICES);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct weft_svc_key);
+	__type(value, struct weft_svc_value);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} weft_services SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, WEFT_MAX_BACKENDS);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __u32);
+	__type(value, struct weft_backend);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} weft_backends SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, WEFT_MAX_CT);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct weft_ct_key);
+	__type(value, struct weft_ct_entry);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} weft_ct SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, WEFT_MAX_AFFINITY);
+	__type(key, struct weft_affinity_key);
+	__type(value, struct weft_affinity);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} weft_affinity SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);

@@ -8,6 +8,7 @@
  *   sync.c     list+watch of Nodes and Pods; routes and maps kept equal
  *              to the desired state
  *   pod.c      the CNI operations (ADD, DEL, CHECK, GC, STATUS)
+ *   service.c  Services and Endpoints -> service maps; conntrack GC
  *   report.c   Pod records in the controller kept equal to the leases
  *
  * Locking: agent.lock guards the node and pod caches and the ready flags;
@@ -42,12 +43,20 @@
 #include "agent/cni_server.h"
 #include "agent/datapath.h"
 #include "agent/ipam.h"
+#include "agent/service.h"
 
 #define AGENT_VXLAN_NAME "weft_vxlan"
 #define AGENT_VETH_PREFIX "weft"
 #define AGENT_ANN_CONTAINER "weft.io/container-id"
 #define AGENT_ANN_APPLIED "weft.io/applied-revision"	/* on the Node: NetNamespaces applied up to */
 #define AGENT_ANN_DROPS "weft.io/drops"			/* on the Node: drop counters, JSON */
+/* on the Node: {"netnamespaces": R, "services": R, "endpoints": R}, each
+ * kind applied to the maps up to that revision */
+#define AGENT_ANN_APPLIED_KINDS "weft.io/applied-revisions"
+/* on a Service, one per node that could not program it: the reason */
+#define AGENT_ANN_UNPROGRAMMED "weft.io/unprogrammed."
+/* on the Node: service map writes refused for lack of room, since start */
+#define AGENT_ANN_MAP_FULL "weft.io/service-map-full"
 /* VNID of a pod whose namespace the agent cannot learn (controller away):
  * reaches only global pods and pods in the same state until re-tagged */
 #define AGENT_VNID_UNKNOWN 0xffffffu
@@ -61,6 +70,7 @@ struct agent_opts {
 	const char *pin_dir;
 	const char *cni_socket;
 	int mtu;			/* 0: detect */
+	uint32_t max_services, max_backends, max_ct;	/* 0: bpf/weft_bpf.h defaults */
 };
 
 /* a Node as the agent follows it */
@@ -98,6 +108,7 @@ struct agent {
 	struct cluster_config cc;
 	int mtu;			/* pod MTU */
 	int underlay_mtu;
+	int underlay_ifindex;		/* the device holding node_ip */
 	int vxlan_ifindex;
 	uint64_t netns_cookie;
 
@@ -114,10 +125,14 @@ struct agent {
 	struct agent_netns *netns;	/* under lock */
 	size_t nnetns, cap_netns;
 	bool nodes_synced, pods_synced, netns_synced;	/* first full list applied */
+	bool services_synced, endpoints_synced;
 	int64_t applied_rev;		/* NetNamespaces applied up to (under lock) */
+	int64_t svc_applied_rev, ep_applied_rev;	/* Services, Endpoints (under lock) */
 	/* what the reporter last wrote on the Node (report thread only) */
 	int64_t reported_rev;		/* -1: nothing yet */
 	char *reported_drops;		/* JSON, malloc'ed */
+	char *reported_kinds;		/* AGENT_ANN_APPLIED_KINDS as last written */
+	uint64_t reported_map_full;
 	time_t drops_at;
 	bool controller_up;
 	unsigned kicks;
@@ -125,7 +140,8 @@ struct agent {
 	atomic_bool ready;		/* data plane complete: STATUS ok */
 	atomic_bool stopping;
 	struct httpc *http_nodes, *http_pods, *http_netns, *http_report;	/* one per thread */
-	pthread_t t_nodes, t_pods, t_netns, t_report;
+	struct httpc *http_services, *http_endpoints;
+	pthread_t t_nodes, t_pods, t_netns, t_report, t_services, t_endpoints, t_ct_gc;
 };
 
 /* logging (stderr, one line, with time and level) */

@@ -2,12 +2,14 @@
  * datapath.c — loads weft's eBPF programs, keeps their maps pinned, attaches
  * them with tc, and reads and writes the maps for the agent.
  *
- * Two skeletons (pod_ingress, vxlan_ingress; bpf/NAME.bpf.c is built into
- * build/bpf/NAME.skel.h) define the same seven maps, all pinned by name
- * (bpf/lib/maps.h).  Both objects are opened with pin_root_path = the pin
- * directory, so the first load creates and pins the maps and the second,
- * like every load after an agent restart, reuses them.  The map fds kept
- * here are the pod skeleton's; the vxlan skeleton's refer to the same maps.
+ * Three skeletons (pod_ingress, vxlan_ingress, node_ingress; bpf/NAME.bpf.c
+ * is built into build/bpf/NAME.skel.h) define the same maps, all pinned by
+ * name (bpf/lib/maps.h).  Every object is opened with pin_root_path = the
+ * pin directory, so the first load creates and pins the maps and the
+ * others, like every load after an agent restart, reuse them.  The map fds
+ * kept here are the pod skeleton's; the others refer to the same maps.
+ * The service maps' capacities come from the options and are set on every
+ * object before load (a pin of another capacity is stale: rebuilt).
  *
  * Opening, with the function for each step:
  *
@@ -41,6 +43,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +55,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "node_ingress.skel.h"
 #include "pod_ingress.skel.h"
 #include "vxlan_ingress.skel.h"
 
@@ -68,6 +72,12 @@ _Static_assert(sizeof(struct weft_config) == 64 && sizeof(struct weft_config) % 
 struct datapath {
 	struct pod_ingress *pod;
 	struct vxlan_ingress *vxlan;
+	struct node_ingress *node;
+	int services_fd;
+	int backends_fd;
+	int ct_fd;
+	int affinity_fd;
+	uint32_t max_services, max_backends, max_ct;
 	int config_fd;
 	int endpoints_fd;
 	int ipcache_fd;
@@ -261,10 +271,42 @@ static int inspect_pins(struct bpf_object *obj, struct pin_state *ps, char *errb
 
 static void close_skeletons(struct datapath *dp)
 {
+	node_ingress__destroy(dp->node);
 	vxlan_ingress__destroy(dp->vxlan);
 	pod_ingress__destroy(dp->pod);
+	dp->node = NULL;
 	dp->vxlan = NULL;
 	dp->pod = NULL;
+}
+
+static uint32_t or_default(uint32_t v, uint32_t def)
+{
+	return v ? v : def;
+}
+
+/* The capacities of the service maps, the same on every object. */
+static int set_capacities(struct bpf_object *obj, const struct datapath_opts *opts)
+{
+	static const struct { const char *name; size_t off; uint32_t def; } caps[] = {
+		{ "weft_services", offsetof(struct datapath_opts, max_services), WEFT_MAX_SERVICES },
+		{ "weft_backends", offsetof(struct datapath_opts, max_backends), WEFT_MAX_BACKENDS },
+		{ "weft_ct", offsetof(struct datapath_opts, max_ct), WEFT_MAX_CT },
+		{ "weft_affinity", offsetof(struct datapath_opts, max_affinity), WEFT_MAX_AFFINITY },
+	};
+
+	for (size_t i = 0; i < sizeof(caps) / sizeof(caps[0]); i++) {
+		struct bpf_map *map = bpf_object__find_map_by_name(obj, caps[i].name);
+		uint32_t v;
+		int err;
+
+		if (!map)
+			return -ENOENT;
+		memcpy(&v, (const char *)opts + caps[i].off, sizeof(v));
+		err = bpf_map__set_max_entries(map, or_default(v, caps[i].def));
+		if (err < 0)
+			return err;
+	}
+	return 0;
 }
 
 static int open_skeletons(struct datapath *dp, const struct datapath_opts *opts,
@@ -282,8 +324,19 @@ static int open_skeletons(struct datapath *dp, const struct datapath_opts *opts,
 		errmsg(errbuf, errlen, "vxlan_ingress: open: %s", strerror(errno));
 		return -errno;
 	}
+	dp->node = node_ingress__open_opts(&oo);
+	if (!dp->node) {
+		errmsg(errbuf, errlen, "node_ingress: open: %s", strerror(errno));
+		return -errno;
+	}
 	dp->pod->rodata->trace_enabled = opts->trace ? 1 : 0;
 	dp->vxlan->rodata->trace_enabled = opts->trace ? 1 : 0;
+	dp->node->rodata->trace_enabled = opts->trace ? 1 : 0;
+	if (set_capacities(dp->pod->obj, opts) < 0 || set_capacities(dp->vxlan->obj, opts) < 0 ||
+	    set_capacities(dp->node->obj, opts) < 0) {
+		errmsg(errbuf, errlen, "setting the service maps' capacities failed");
+		return -EINVAL;
+	}
 	return 0;
 }
 
@@ -303,6 +356,9 @@ static int load_once(struct datapath *dp, const struct datapath_opts *opts, bool
 	if (err < 0)
 		return err;
 	err = inspect_pins(dp->vxlan->obj, &ps, errbuf, errlen);
+	if (err < 0)
+		return err;
+	err = inspect_pins(dp->node->obj, &ps, errbuf, errlen);
 	if (err < 0)
 		return err;
 	if (ps.stale || (ps.missing && ps.any)) {	/* invariant 2 */
@@ -328,6 +384,13 @@ static int load_once(struct datapath *dp, const struct datapath_opts *opts, bool
 	if (err < 0) {
 		*retry = err == -EINVAL && ps.any;
 		errmsg(errbuf, errlen, "vxlan_ingress: load with maps pinned in %s: %s",
+		       opts->pin_dir, strerror(-err));
+		return err;
+	}
+	err = node_ingress__load(dp->node);
+	if (err < 0) {
+		*retry = err == -EINVAL && ps.any;
+		errmsg(errbuf, errlen, "node_ingress: load with maps pinned in %s: %s",
 		       opts->pin_dir, strerror(-err));
 		return err;
 	}
@@ -377,6 +440,13 @@ int datapath_open(const struct datapath_opts *opts, struct datapath **out, bool 
 	dp->nodeips_fd = bpf_map__fd(dp->pod->maps.weft_node_ips);
 	dp->drops_fd = bpf_map__fd(dp->pod->maps.weft_drops);
 	dp->trace_fd = bpf_map__fd(dp->pod->maps.weft_trace);
+	dp->services_fd = bpf_map__fd(dp->pod->maps.weft_services);
+	dp->backends_fd = bpf_map__fd(dp->pod->maps.weft_backends);
+	dp->ct_fd = bpf_map__fd(dp->pod->maps.weft_ct);
+	dp->affinity_fd = bpf_map__fd(dp->pod->maps.weft_affinity);
+	dp->max_services = bpf_map__max_entries(dp->pod->maps.weft_services);
+	dp->max_backends = bpf_map__max_entries(dp->pod->maps.weft_backends);
+	dp->max_ct = bpf_map__max_entries(dp->pod->maps.weft_ct);
 	if (rebuilt)
 		*rebuilt = fresh;
 	*out = dp;
@@ -420,6 +490,11 @@ int datapath_attach_pod(struct datapath *dp, int ifindex)
 int datapath_attach_vxlan(struct datapath *dp, int ifindex)
 {
 	return tc_attach(ifindex, bpf_program__fd(dp->vxlan->progs.vxlan_ingress));
+}
+
+int datapath_attach_node(struct datapath *dp, int ifindex)
+{
+	return tc_attach(ifindex, bpf_program__fd(dp->node->progs.node_ingress));
 }
 
 int datapath_attached(struct datapath *dp, int ifindex)
@@ -649,6 +724,130 @@ int datapath_nodeip_foreach(struct datapath *dp,
 	return err;
 }
 
+/* ---- services ---- */
+
+int datapath_service_put(struct datapath *dp, const struct weft_svc_key *k,
+			 const struct weft_svc_value *v)
+{
+	return bpf_map_update_elem(dp->services_fd, k, v, BPF_ANY);
+}
+
+int datapath_service_get(struct datapath *dp, const struct weft_svc_key *k, struct weft_svc_value *v)
+{
+	return bpf_map_lookup_elem(dp->services_fd, k, v);
+}
+
+int datapath_service_del(struct datapath *dp, const struct weft_svc_key *k)
+{
+	return bpf_map_delete_elem(dp->services_fd, k);
+}
+
+int datapath_backend_put(struct datapath *dp, uint32_t id, const struct weft_backend *b)
+{
+	return bpf_map_update_elem(dp->backends_fd, &id, b, BPF_ANY);
+}
+
+int datapath_backend_get(struct datapath *dp, uint32_t id, struct weft_backend *b)
+{
+	return bpf_map_lookup_elem(dp->backends_fd, &id, b);
+}
+
+int datapath_backend_del(struct datapath *dp, uint32_t id)
+{
+	return bpf_map_delete_elem(dp->backends_fd, &id);
+}
+
+int datapath_ct_get(struct datapath *dp, const struct weft_ct_key *k, struct weft_ct_entry *e)
+{
+	return bpf_map_lookup_elem(dp->ct_fd, k, e);
+}
+
+int datapath_ct_put(struct datapath *dp, const struct weft_ct_key *k, const struct weft_ct_entry *e)
+{
+	return bpf_map_update_elem(dp->ct_fd, k, e, BPF_ANY);
+}
+
+int datapath_ct_del(struct datapath *dp, const struct weft_ct_key *k)
+{
+	return bpf_map_delete_elem(dp->ct_fd, k);
+}
+
+int datapath_affinity_del(struct datapath *dp, const struct weft_affinity_key *k)
+{
+	return bpf_map_delete_elem(dp->affinity_fd, k);
+}
+
+void datapath_capacities(struct datapath *dp, uint32_t *services, uint32_t *backends, uint32_t *ct)
+{
+	*services = dp->max_services;
+	*backends = dp->max_backends;
+	*ct = dp->max_ct;
+}
+
+int datapath_service_foreach(struct datapath *dp,
+			     int (*fn)(const struct weft_svc_key *k, const struct weft_svc_value *v,
+				       void *arg),
+			     void *arg)
+{
+	struct weft_svc_value v;
+	struct weft_svc_key *keys = NULL;
+	size_t n;
+	int err;
+
+	err = snapshot_keys(dp->services_fd, sizeof(*keys), dp->max_services, (void **)&keys, &n);
+	if (err < 0)
+		return err;
+	for (size_t i = 0; i < n && err == 0; i++) {
+		if (bpf_map_lookup_elem(dp->services_fd, &keys[i], &v) < 0)
+			continue;
+		err = fn(&keys[i], &v, arg);
+	}
+	free(keys);
+	return err;
+}
+
+int datapath_backend_foreach(struct datapath *dp,
+			     int (*fn)(uint32_t id, const struct weft_backend *b, void *arg),
+			     void *arg)
+{
+	struct weft_backend b;
+	uint32_t *keys = NULL;
+	size_t n;
+	int err;
+
+	err = snapshot_keys(dp->backends_fd, sizeof(*keys), dp->max_backends, (void **)&keys, &n);
+	if (err < 0)
+		return err;
+	for (size_t i = 0; i < n && err == 0; i++) {
+		if (bpf_map_lookup_elem(dp->backends_fd, &keys[i], &b) < 0)
+			continue;
+		err = fn(keys[i], &b, arg);
+	}
+	free(keys);
+	return err;
+}
+
+int datapath_ct_foreach(struct datapath *dp,
+			int (*fn)(const struct weft_ct_key *k, const struct weft_ct_entry *e, void *arg),
+			void *arg)
+{
+	struct weft_ct_entry e;
+	struct weft_ct_key *keys = NULL;
+	size_t n;
+	int err;
+
+	err = snapshot_keys(dp->ct_fd, sizeof(*keys), dp->max_ct, (void **)&keys, &n);
+	if (err < 0)
+		return err;
+	for (size_t i = 0; i < n && err == 0; i++) {
+		if (bpf_map_lookup_elem(dp->ct_fd, &keys[i], &e) < 0)
+			continue;
+		err = fn(&keys[i], &e, arg);
+	}
+	free(keys);
+	return err;
+}
+
 /* ---- counters and trace (per-CPU maps) ---- */
 
 /* A per-CPU lookup returns one value per possible CPU, each padded to 8
@@ -707,6 +906,11 @@ int datapath_pod_prog_fd(struct datapath *dp)
 int datapath_vxlan_prog_fd(struct datapath *dp)
 {
 	return bpf_program__fd(dp->vxlan->progs.vxlan_ingress);
+}
+
+int datapath_node_prog_fd(struct datapath *dp)
+{
+	return bpf_program__fd(dp->node->progs.node_ingress);
 }
 
 /* count is summed over the CPUs; the other fields are those of the CPU

@@ -36,6 +36,12 @@ struct datapath;
 struct datapath_opts {
 	const char *pin_dir;	/* must be on bpffs; created if missing */
 	bool trace;		/* tests: programs write weft_trace */
+	/* capacities of the service maps; 0 = the default of bpf/weft_bpf.h.
+	 * Another value than the pinned maps' rebuilds them. */
+	uint32_t max_services;
+	uint32_t max_backends;
+	uint32_t max_ct;
+	uint32_t max_affinity;
 };
 
 /* Load both programs, creating or reusing pinned maps.  *rebuilt (may be
@@ -51,6 +57,8 @@ int datapath_unpin(const char *pin_dir);
 /* tc clsact ingress, replacing a weft filter already there. */
 int datapath_attach_pod(struct datapath *dp, int ifindex) __attribute__((warn_unused_result));
 int datapath_attach_vxlan(struct datapath *dp, int ifindex) __attribute__((warn_unused_result));
+/* node_ingress at the underlay device (NodePorts and VIPs from outside) */
+int datapath_attach_node(struct datapath *dp, int ifindex) __attribute__((warn_unused_result));
 /* Is a weft filter attached at ingress of ifindex?  1 yes, 0 no, -errno. */
 int datapath_attached(struct datapath *dp, int ifindex);
 
@@ -89,6 +97,31 @@ int datapath_node_foreach(struct datapath *dp,
 int datapath_nodeip_foreach(struct datapath *dp,
 			    int (*fn)(in_addr_t ip, uint32_t node_id, void *arg), void *arg);
 
+/* Services (bpf/weft_bpf.h, "Services").  Same conventions as above. */
+int datapath_service_put(struct datapath *dp, const struct weft_svc_key *k,
+			 const struct weft_svc_value *v);
+int datapath_service_get(struct datapath *dp, const struct weft_svc_key *k, struct weft_svc_value *v);
+int datapath_service_del(struct datapath *dp, const struct weft_svc_key *k);
+int datapath_backend_put(struct datapath *dp, uint32_t id, const struct weft_backend *b);
+int datapath_backend_get(struct datapath *dp, uint32_t id, struct weft_backend *b);
+int datapath_backend_del(struct datapath *dp, uint32_t id);
+int datapath_ct_get(struct datapath *dp, const struct weft_ct_key *k, struct weft_ct_entry *e);
+int datapath_ct_put(struct datapath *dp, const struct weft_ct_key *k, const struct weft_ct_entry *e);
+int datapath_ct_del(struct datapath *dp, const struct weft_ct_key *k);
+int datapath_affinity_del(struct datapath *dp, const struct weft_affinity_key *k);
+/* The capacities the maps were loaded with. */
+void datapath_capacities(struct datapath *dp, uint32_t *services, uint32_t *backends, uint32_t *ct);
+int datapath_service_foreach(struct datapath *dp,
+			     int (*fn)(const struct weft_svc_key *k, const struct weft_svc_value *v,
+				       void *arg),
+			     void *arg);
+int datapath_backend_foreach(struct datapath *dp,
+			     int (*fn)(uint32_t id, const struct weft_backend *b, void *arg),
+			     void *arg);
+int datapath_ct_foreach(struct datapath *dp,
+			int (*fn)(const struct weft_ct_key *k, const struct weft_ct_entry *e, void *arg),
+			void *arg);
+
 /* Sum of weft_drops over CPUs. */
 int datapath_drops(struct datapath *dp, uint64_t out[WEFT_DROP_MAX]);
 extern const char *const datapath_drop_names[WEFT_DROP_MAX];
@@ -96,6 +129,7 @@ extern const char *const datapath_drop_names[WEFT_DROP_MAX];
 /* For tests: program fds (BPF_PROG_TEST_RUN) and the trace entry. */
 int datapath_pod_prog_fd(struct datapath *dp);
 int datapath_vxlan_prog_fd(struct datapath *dp);
+int datapath_node_prog_fd(struct datapath *dp);
 int datapath_trace_read(struct datapath *dp, struct weft_trace *out);	/* summed over CPUs: the one that ran */
 int datapath_trace_reset(struct datapath *dp);
 

@@ -360,7 +360,7 @@ static void pkt_ipv4_ext(struct pkt *p, const uint8_t *dst_mac, const uint8_t *s
 	memset(ip, 0, sizeof(*ip));
 	ip->version = 4;
 	ip->ihl = ihl & 0xf;
-	ip->tot_len = htons((uint16_t)(hlen + 16));
+	ip->tot_len = htons((uint16_t)(hlen + 20));	/* room for a TCP header */
 	ip->id = htons(0x1234);
 	ip->frag_off = htons(frag_off);
 	ip->ttl = ttl;
@@ -369,9 +369,9 @@ static void pkt_ipv4_ext(struct pkt *p, const uint8_t *dst_mac, const uint8_t *s
 	ip->daddr = dst;
 	ip->check = htons(ip_checksum(hdr, hlen));
 	memcpy(ip_of(p), hdr, hlen);
-	for (int i = 0; i < 16; i++)
+	for (int i = 0; i < 20; i++)
 		p->b[sizeof(struct ether_header) + hlen + i] = (uint8_t)i;
-	p->len = (uint32_t)(sizeof(struct ether_header) + hlen + 16);
+	p->len = (uint32_t)(sizeof(struct ether_header) + hlen + 20);
 }
 
 static void pkt_ipv4(struct pkt *p, const uint8_t *dst_mac, const uint8_t *src_mac,

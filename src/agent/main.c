@@ -69,6 +69,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: weft-agent --controller URL --token-file FILE --node NAME --node-ip IP\n"
 		"                  [--state-dir DIR] [--bpf-pin-dir DIR] [--cni-socket PATH] [--mtu N]\n"
+		"                  [--max-services N] [--max-backends N] [--max-conntrack N]\n"
 		"\n"
 		"  --controller URL    weft-controller, e.g. http://192.168.200.2:8080\n"
 		"  --token-file FILE   bearer token for the controller\n"
@@ -77,7 +78,13 @@ static void usage(FILE *f)
 		"  --state-dir DIR     leases and registration (default /var/lib/weft/NODE)\n"
 		"  --bpf-pin-dir DIR   pinned maps, on bpffs (default /sys/fs/bpf/weft/NODE)\n"
 		"  --cni-socket PATH   CNI socket (default /run/weft/NODE/cni.sock)\n"
-		"  --mtu N             pod MTU (default: underlay MTU - 50)\n");
+		"  --mtu N             pod MTU (default: underlay MTU - 50)\n"
+		"  --max-services N    weft_services entries: one per frontend plus one per\n"
+		"                      backend slot (default %u)\n"
+		"  --max-backends N    weft_backends entries (default %u)\n"
+		"  --max-conntrack N   weft_ct entries, two per translated connection (default %u)\n"
+		"                      A capacity other than the pinned maps' rebuilds them.\n",
+		WEFT_MAX_SERVICES, WEFT_MAX_BACKENDS, WEFT_MAX_CT);
 }
 
 static int mkdir_p(const char *path)
@@ -111,6 +118,9 @@ static int parse_flags(int argc, char **argv, struct agent_opts *o)
 		{ "bpf-pin-dir", required_argument, NULL, 'b' },
 		{ "cni-socket", required_argument, NULL, 'k' },
 		{ "mtu", required_argument, NULL, 'm' },
+		{ "max-services", required_argument, NULL, 'S' },
+		{ "max-backends", required_argument, NULL, 'B' },
+		{ "max-conntrack", required_argument, NULL, 'C' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -135,6 +145,26 @@ static int parse_flags(int argc, char **argv, struct agent_opts *o)
 				return -1;
 			}
 			o->mtu = (int)v;
+			break;
+		}
+		case 'S':
+		case 'B':
+		case 'C': {
+			char *end;
+			unsigned long v = strtoul(optarg, &end, 10);
+			const char *name = c == 'S' ? "services" : c == 'B' ? "backends" : "conntrack";
+
+			if (*end || !*optarg || optarg[0] == '-' || v < 16 || v > 16777216) {
+				fprintf(stderr, "weft-agent: --max-%s %s: not a number in 16..16777216\n",
+					name, optarg);
+				return -1;
+			}
+			if (c == 'S')
+				o->max_services = (uint32_t)v;
+			else if (c == 'B')
+				o->max_backends = (uint32_t)v;
+			else
+				o->max_ct = (uint32_t)v;
 			break;
 		}
 		case 'h': usage(stdout); exit(0);
@@ -183,6 +213,27 @@ static int wipe_node(in_addr_t s, int len, const struct weft_node_entry *e, void
 	return 0;
 }
 
+static int wipe_service(const struct weft_svc_key *k, const struct weft_svc_value *v, void *arg)
+{
+	(void)v;
+	(void)datapath_service_del(arg, k);
+	return 0;
+}
+
+static int wipe_backend(uint32_t id, const struct weft_backend *b, void *arg)
+{
+	(void)b;
+	(void)datapath_backend_del(arg, id);
+	return 0;
+}
+
+static int wipe_ct(const struct weft_ct_key *k, const struct weft_ct_entry *e, void *arg)
+{
+	(void)e;
+	(void)datapath_ct_del(arg, k);
+	return 0;
+}
+
 /* Keep the pinned state when it is complete and ours; else start over. */
 static bool keep_or_rebuild(struct agent *a, bool rebuilt)
 {
@@ -206,6 +257,9 @@ static bool keep_or_rebuild(struct agent *a, bool rebuilt)
 	(void)datapath_endpoint_foreach(a->dp, wipe_entry, a->dp);
 	(void)datapath_ipcache_foreach(a->dp, wipe_ipcache, a->dp);
 	(void)datapath_node_foreach(a->dp, wipe_node, a->dp);
+	(void)datapath_service_foreach(a->dp, wipe_service, a->dp);
+	(void)datapath_backend_foreach(a->dp, wipe_backend, a->dp);
+	(void)datapath_ct_foreach(a->dp, wipe_ct, a->dp);
 	return false;
 }
 
@@ -248,12 +302,17 @@ int main(int argc, char **argv)
 
 	/* 2. data plane */
 	dopts.pin_dir = a.o.pin_dir;
+	dopts.max_services = a.o.max_services;
+	dopts.max_backends = a.o.max_backends;
+	dopts.max_ct = a.o.max_ct;
 	rc = datapath_open(&dopts, &a.dp, &rebuilt, err, sizeof(err));
 	if (rc < 0) {
 		LOG_ERR("data plane: %s", err);
 		return 1;
 	}
 	kept = keep_or_rebuild(&a, rebuilt);
+	if (kept && service_recover(&a) < 0)
+		LOG_WARN("services: reading back the pinned IDs failed: connections may re-balance");
 	rc = 1;
 
 	/* 3. devices, masquerade, leases, start-up GC */
@@ -280,7 +339,7 @@ int main(int argc, char **argv)
 	LOG_INFO("serving CNI on %s", a.o.cni_socket);
 
 	/* 5. follow the cluster */
-	if (sync_start(&a) < 0 || report_start(&a) < 0)
+	if (sync_start(&a) < 0 || report_start(&a) < 0 || service_gc_start(&a) < 0)
 		goto out;
 	/* with the controller away, the local part is all there is: ready
 	 * after a grace period so pods can start */
@@ -310,6 +369,8 @@ out:
 	cni_server_stop(a.cni);
 	report_stop(&a);
 	sync_stop(&a);
+	service_gc_stop(&a);
+	service_free_all();
 	ipam_close(a.ipam);
 	datapath_close(a.dp);
 	free(a.nodes);

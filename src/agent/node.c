@@ -314,6 +314,7 @@ static int detect_mtu(struct agent *a, struct nl *nl)
 	if (rc < 0)
 		return rc;
 	a->underlay_mtu = l.mtu;
+	a->underlay_ifindex = ifindex;
 	if (a->o.mtu)
 		a->mtu = a->o.mtu;
 	else if (a->cc.mtu)
@@ -386,8 +387,14 @@ int node_setup_devices(struct agent *a)
 		goto out;
 	}
 	rc = datapath_attach_vxlan(a->dp, l.ifindex);
-	if (rc < 0)
+	if (rc < 0) {
 		LOG_ERR("attach the VXLAN program to %s: %s", AGENT_VXLAN_NAME, strerror(-rc));
+		goto out;
+	}
+	rc = datapath_attach_node(a->dp, a->underlay_ifindex);
+	if (rc < 0)
+		LOG_ERR("attach the NodePort program to the underlay (ifindex %d): %s",
+			a->underlay_ifindex, strerror(-rc));
 out:
 	nl_close(nl);
 	return rc;

@@ -132,11 +132,35 @@ static int remove_record(struct httpc *h, const struct agent_pod *p)
  * The Node's annotations carry what the agent has applied:
  *   weft.io/applied-revision  NetNamespaces applied up to this revision
  *                             (weftctl pod-network waits for every node)
+ *   weft.io/applied-revisions {"netnamespaces": R, "services": R,
+ *                             "endpoints": R}: each kind applied to the
+ *                             maps up to R (a change written at R is in
+ *                             this node's maps once its kind is >= R)
+ *   weft.io/service-map-full  service map writes refused for lack of room
  *   weft.io/drops             {"reason": packets, ...} from weft_drops
  * written when they change (drops at most every DROPS_PERIOD_S), with a
  * conditional PUT of the Node as read.
  */
 #define DROPS_PERIOD_S 5
+
+/* caller holds the lock */
+static char *applied_kinds_json(struct agent *a)
+{
+	json_t *o = json_object();
+	char *s;
+
+	if (!o)
+		return NULL;
+	if (a->netns_synced)
+		json_object_set_new(o, "netnamespaces", json_integer(a->applied_rev));
+	if (a->services_synced)
+		json_object_set_new(o, "services", json_integer(a->svc_applied_rev));
+	if (a->endpoints_synced)
+		json_object_set_new(o, "endpoints", json_integer(a->ep_applied_rev));
+	s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+	json_decref(o);
+	return s;
+}
 
 static char *drops_json(struct agent *a)
 {
@@ -163,17 +187,23 @@ static void report_node_status(struct agent *a, struct httpc *h)
 	char path[512], err[256], rev[24];
 	json_t *node = NULL, *md, *ann;
 	char *drops = NULL, *body = NULL;
+	char *kinds = NULL, full[24];
 	int64_t applied;
-	bool send_drops;
+	uint64_t map_full;
+	bool send_drops, send_kinds;
 	time_t now = time(NULL);
 
 	pthread_mutex_lock(&a->lock);
 	applied = a->netns_synced ? a->applied_rev : -1;
+	kinds = applied_kinds_json(a);
+	map_full = service_map_full_count();
 	pthread_mutex_unlock(&a->lock);
 	drops = drops_json(a);
 	send_drops = drops && (!a->reported_drops || strcmp(drops, a->reported_drops) != 0) &&
 		     now - a->drops_at >= DROPS_PERIOD_S;
-	if ((applied < 0 || applied == a->reported_rev) && !send_drops)
+	send_kinds = kinds && (!a->reported_kinds || strcmp(kinds, a->reported_kinds) != 0);
+	if ((applied < 0 || applied == a->reported_rev) && !send_drops && !send_kinds &&
+	    map_full == a->reported_map_full)
 		goto out;
 	snprintf(path, sizeof(path), "/api/v1/nodes/%s", a->o.node);
 	if (httpc_request(h, "GET", path, NULL, 0, &r, err, sizeof(err)) < 0 || r.status != 200 ||
@@ -192,11 +222,21 @@ static void report_node_status(struct agent *a, struct httpc *h)
 	}
 	if (drops)
 		json_object_set_new(ann, AGENT_ANN_DROPS, json_string(drops));
+	if (kinds)
+		json_object_set_new(ann, AGENT_ANN_APPLIED_KINDS, json_string(kinds));
+	snprintf(full, sizeof(full), "%llu", (unsigned long long)map_full);
+	json_object_set_new(ann, AGENT_ANN_MAP_FULL, json_string(full));
 	body = json_dumps(node, JSON_COMPACT);	/* carries resourceVersion: conditional */
 	if (!body || httpc_request(h, "PUT", path, body, strlen(body), &r, err, sizeof(err)) < 0)
 		goto out;
 	if (r.status == 200) {
 		a->reported_rev = applied;
+		a->reported_map_full = map_full;
+		if (kinds) {
+			free(a->reported_kinds);
+			a->reported_kinds = kinds;
+			kinds = NULL;
+		}
 		if (drops) {
 			free(a->reported_drops);
 			a->reported_drops = drops;
@@ -209,8 +249,78 @@ static void report_node_status(struct agent *a, struct httpc *h)
 out:
 	free(body);
 	free(drops);
+	free(kinds);
 	json_decref(node);
 	httpc_response_free(&r);
+}
+
+/* One Service's annotation weft.io/unprogrammed.NODE set to msg, or
+ * removed when msg is "".  0 done (or the Service is gone), -1 retry. */
+static int report_service(struct agent *a, struct httpc *h, const struct service_report *sr)
+{
+	struct httpc_response r = { 0 };
+	char path[800], err[256], key[320];
+	json_t *svc = NULL, *md, *ann;
+	char *body = NULL;
+	int rc = -1;
+
+	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/services/%s", sr->ns, sr->name);
+	snprintf(key, sizeof(key), "%s%s", AGENT_ANN_UNPROGRAMMED, a->o.node);
+	if (httpc_request(h, "GET", path, NULL, 0, &r, err, sizeof(err)) < 0)
+		goto out;
+	if (r.status == 404) {
+		rc = 0;
+		goto out;
+	}
+	if (r.status != 200 || !(svc = json_loads(r.body, 0, NULL)))
+		goto out;
+	httpc_response_free(&r);
+	md = json_object_get(svc, "metadata");
+	ann = json_object_get(md, "annotations");
+	if (!json_is_object(ann)) {
+		if (!sr->msg[0]) {
+			rc = 0;
+			goto out;
+		}
+		ann = json_object();
+		json_object_set_new(md, "annotations", ann);
+	}
+	if (sr->msg[0])
+		json_object_set_new(ann, key, json_string(sr->msg));
+	else if (json_object_del(ann, key) < 0) {
+		rc = 0;		/* nothing to clear */
+		goto out;
+	}
+	body = json_dumps(svc, JSON_COMPACT);
+	if (!body || httpc_request(h, "PUT", path, body, strlen(body), &r, err, sizeof(err)) < 0)
+		goto out;
+	rc = r.status == 200 || r.status == 404 ? 0 : -1;
+out:
+	if (rc < 0)
+		LOG_WARN("service %s/%s: writing %s: %s", sr->ns, sr->name, key,
+			 r.status ? "HTTP error" : err);
+	free(body);
+	json_decref(svc);
+	httpc_response_free(&r);
+	return rc;
+}
+
+static void report_services(struct agent *a, struct httpc *h)
+{
+	struct service_report *v = NULL;
+	size_t n = 0;
+
+	pthread_mutex_lock(&a->lock);
+	(void)service_reports_take(&v, &n);
+	pthread_mutex_unlock(&a->lock);
+	for (size_t i = 0; i < n && !atomic_load(&a->stopping); i++) {
+		if (report_service(a, h, &v[i]) == 0)
+			continue;
+		pthread_mutex_lock(&a->lock);
+		service_report_failed(&v[i]);
+		pthread_mutex_unlock(&a->lock);
+	}
+	free(v);
 }
 
 static void round_once(struct agent *a, struct httpc *h)
@@ -264,6 +374,7 @@ static void round_once(struct agent *a, struct httpc *h)
 	for (i = 0; i < ngone && !atomic_load(&a->stopping); i++)
 		(void)remove_record(h, &gone[i]);
 	report_node_status(a, h);
+	report_services(a, h);
 out:
 	free(gone);
 	free(ll.v);
@@ -317,4 +428,6 @@ void report_stop(struct agent *a)
 	a->http_report = NULL;
 	free(a->reported_drops);
 	a->reported_drops = NULL;
+	free(a->reported_kinds);
+	a->reported_kinds = NULL;
 }

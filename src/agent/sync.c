@@ -609,7 +609,44 @@ static void *sync_thread(void *arg)
 	return NULL;
 }
 
-static struct kind_sync ks_nodes, ks_pods, ks_netns;
+/* services and endpoints: the sweep of a restart's leftovers waits for
+ * the first list of both */
+static void services_listed(struct agent *a)
+{
+	service_listed(a);
+	if (a->endpoints_synced)
+		service_sweep(a);
+}
+
+static void endpoints_listed_hook(struct agent *a)
+{
+	endpoints_listed(a);
+	if (a->services_synced)
+		service_sweep(a);
+}
+
+static void caught_up_kind(struct agent *a, int64_t *applied, const char *rv, bool listed)
+{
+	int64_t r = strtoll(rv, NULL, 10);
+
+	pthread_mutex_lock(&a->lock);
+	if (listed || r > *applied)
+		*applied = r;
+	pthread_mutex_unlock(&a->lock);
+	report_kick(a);
+}
+
+static void services_caught_up(struct agent *a, const char *rv, bool listed)
+{
+	caught_up_kind(a, &a->svc_applied_rev, rv, listed);
+}
+
+static void endpoints_caught_up(struct agent *a, const char *rv, bool listed)
+{
+	caught_up_kind(a, &a->ep_applied_rev, rv, listed);
+}
+
+static struct kind_sync ks_nodes, ks_pods, ks_netns, ks_services, ks_endpoints;
 
 int sync_start(struct agent *a)
 {
@@ -634,6 +671,26 @@ int sync_start(struct agent *a)
 				       .apply = netns_apply, .remove = netns_remove_obj,
 				       .listed = netns_listed, .caught_up = netns_caught_up,
 				       .synced = &a->netns_synced };
+	a->http_services = agent_http(a);
+	a->http_endpoints = agent_http(a);
+	if (!a->http_services || !a->http_endpoints)
+		return -EINVAL;
+	ks_services = (struct kind_sync){ .a = a, .path = "/api/v1/services", .what = "services",
+					  .http = &a->http_services, .apply = service_apply,
+					  .remove = service_remove, .listed = services_listed,
+					  .caught_up = services_caught_up,
+					  .synced = &a->services_synced };
+	ks_endpoints = (struct kind_sync){ .a = a, .path = "/api/v1/endpoints", .what = "endpoints",
+					   .http = &a->http_endpoints, .apply = endpoints_apply,
+					   .remove = endpoints_remove, .listed = endpoints_listed_hook,
+					   .caught_up = endpoints_caught_up,
+					   .synced = &a->endpoints_synced };
+	rc = pthread_create(&a->t_services, NULL, sync_thread, &ks_services);
+	if (rc)
+		return -rc;
+	rc = pthread_create(&a->t_endpoints, NULL, sync_thread, &ks_endpoints);
+	if (rc)
+		return -rc;
 	rc = pthread_create(&a->t_netns, NULL, sync_thread, &ks_netns);
 	if (rc)
 		return -rc;
@@ -654,6 +711,17 @@ void sync_stop(struct agent *a)
 		httpc_cancel(a->http_pods);
 	if (a->http_netns)
 		httpc_cancel(a->http_netns);
+	if (a->http_services)
+		httpc_cancel(a->http_services);
+	if (a->http_endpoints)
+		httpc_cancel(a->http_endpoints);
+	if (a->t_services)
+		pthread_join(a->t_services, NULL);
+	if (a->t_endpoints)
+		pthread_join(a->t_endpoints, NULL);
+	httpc_destroy(a->http_services);
+	httpc_destroy(a->http_endpoints);
+	a->http_services = a->http_endpoints = NULL;
 	if (a->t_netns)
 		pthread_join(a->t_netns, NULL);
 	if (a->t_nodes)
@@ -681,6 +749,7 @@ int sync_mark_ready(struct agent *a)
 		c.cluster_mask = htonl(cidr_mask(a->cc.networks[0].cidr.len));
 	}
 	c.vxlan_ifindex = (uint32_t)a->vxlan_ifindex;
+	c.underlay_ifindex = (uint32_t)a->underlay_ifindex;
 	c.tunnel_ttl = 64;
 	c.vxlan_port = a->cc.vxlan_port;
 	c.netns_cookie = a->netns_cookie;

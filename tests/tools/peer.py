@@ -1,11 +1,13 @@
-# peer.py serve PORT: answer each TCP connection and each UDP datagram on PORT
-#                     with the client's address as seen here, and log it on
-#                     stdout: "tcp ADDR" or "udp ADDR PAYLOAD"
+# peer.py serve PORT [NAME]: answer each TCP connection and each UDP datagram
+#                     on PORT with the client's address as seen here (after
+#                     "NAME " when a name is given), and log it on stdout:
+#                     "tcp ADDR" or "udp ADDR PAYLOAD"
 # peer.py tcp|udp IP PORT [PAYLOAD]: ask the server at IP:PORT, print its answer
 import socket, sys, threading
 mode = sys.argv[1]
 if mode == "serve":
     port = int(sys.argv[2])
+    prefix = (sys.argv[3] + " ").encode() if len(sys.argv) > 3 else b""
     lock = threading.Lock()
     def log(line):
         with lock:
@@ -20,13 +22,13 @@ if mode == "serve":
         while True:
             data, peer = u.recvfrom(2048)
             log("udp %s %s" % (peer[0], data.decode(errors="replace").strip()))
-            u.sendto(peer[0].encode() + b"\n", peer)
+            u.sendto(prefix + peer[0].encode() + b"\n", peer)
     threading.Thread(target=udp, daemon=True).start()
     while True:
         c, peer = t.accept()
         log("tcp %s" % peer[0])
         with c:
-            c.sendall(peer[0].encode() + b"\n")
+            c.sendall(prefix + peer[0].encode() + b"\n")
 else:
     ip, port = sys.argv[2], int(sys.argv[3])
     payload = (sys.argv[4] if len(sys.argv) > 4 else "who").encode() + b"\n"

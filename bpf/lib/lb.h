@@ -1,0 +1,312 @@
+/*
+ * lb.h — service translation: frontend lookup, backend choice, connection
+ * tracking and the address rewrites (layouts and the slot scheme:
+ * bpf/weft_bpf.h, "Services").
+ *
+ *	lb_reverse()   a packet from a backend (or a hairpinned pod) answering a
+ *	               translated connection: REV entry → source becomes the
+ *	               frontend again (and the destination the original client
+ *	               when it was SNATed)
+ *	lb_forward()   a packet to a frontend: FWD entry still pointing at a
+ *	               live backend → same backend; else choose (affinity, or
+ *	               a random slot of scope ALL or LOCAL), write REV then
+ *	               FWD, rewrite the destination (and the source for a
+ *	               hairpin or an outside client sent to another node)
+ *
+ * Both return LB_NONE (not a translated packet, nothing changed), LB_DONE
+ * (rewritten: *t is the packet as it now is), LB_REJECT (a frontend without
+ * backends: the caller refuses the connection) or a negative drop reason.
+ *
+ * Where translation happens: pod_ingress (the client's node, for pods),
+ * node_ingress (the node an outside client reached).  Replies are
+ * translated back on the client's node: by pod_ingress when the backend
+ * is a pod there, by vxlan_ingress when it is elsewhere.  So a backend's
+ * node needs no state for connections it did not translate.
+ *
+ * Traffic policies: internalTrafficPolicy Local narrows a cluster IP
+ * reached from a pod to the backends on this node, externalTrafficPolicy
+ * Local a NodePort or VIP reached from outside (and then a node without a
+ * local backend drops instead of refusing: a load balancer in front only
+ * sends where a backend is).  A pod reaching a NodePort or VIP uses every
+ * backend, as kube-proxy does for in-cluster clients.
+ *
+ * An outside client's connection to a backend on another node is SNATed
+ * to this node's gateway with a port of WEFT_SNAT_PORT_MIN..MAX (the
+ * backend answers to the gateway, over the tunnel, so the answer comes
+ * back here); one to a backend here keeps the client's address.
+ */
+#ifndef WEFT_BPF_LIB_LB_H
+#define WEFT_BPF_LIB_LB_H
+
+#include "common.h"
+#include "ct.h"
+#include "l4.h"
+#include "maps.h"
+
+#define LB_NONE		0
+#define LB_DONE		1
+#define LB_REJECT	2
+
+#define LB_SNAT_TRIES	4
+
+static __always_inline int lb_rewrite_src(struct __sk_buff *skb, struct l4_tuple *t,
+					  __be32 addr, __be16 port)
+{
+	if (l4_set_addr(skb, t, 1, t->saddr, addr) < 0 || l4_set_port(skb, t, 1, t->sport, port) < 0)
+		return -1;
+	t->saddr = addr;
+	t->sport = port;
+	return 0;
+}
+
+static __always_inline int lb_rewrite_dst(struct __sk_buff *skb, struct l4_tuple *t,
+					  __be32 addr, __be16 port)
+{
+	if (l4_set_addr(skb, t, 0, t->daddr, addr) < 0 || l4_set_port(skb, t, 0, t->dport, port) < 0)
+		return -1;
+	t->daddr = addr;
+	t->dport = port;
+	return 0;
+}
+
+/* A packet answering a translated connection?  *ct_flags gets the REV
+ * entry's flags (WEFT_CT_F_EXTERNAL: the client is outside). */
+static __always_inline int lb_reverse(struct __sk_buff *skb, struct l4_tuple *t, __u16 *ct_flags)
+{
+	struct weft_ct_entry *e = ct_lookup(t, WEFT_CT_REV);
+	__be32 saddr, daddr;
+	__be16 sport, dport;
+	__u16 flags;
+
+	if (!e)
+		return LB_NONE;
+	ct_touch(e, t, 1);
+	flags = e->flags;
+	saddr = e->nat_addr;
+	sport = e->nat_port;
+	daddr = e->nat_addr2;
+	dport = e->nat_port2;
+	*ct_flags = flags;
+	if (lb_rewrite_src(skb, t, saddr, sport) < 0)
+		return -WEFT_DROP_MALFORMED;
+	if ((flags & WEFT_CT_F_SNAT) && lb_rewrite_dst(skb, t, daddr, dport) < 0)
+		return -WEFT_DROP_MALFORMED;
+	return LB_DONE;
+}
+
+/* The frontend t is addressed to, or NULL.  Outside clients reach only
+ * VIPs and NodePorts of this node; pods also reach cluster IPs and the
+ * NodePorts of every node. */
+static __always_inline const struct weft_svc_value *
+lb_frontend(const struct weft_config *cfg, const struct l4_tuple *t, int outside,
+	    struct weft_svc_key *key)
+{
+	const struct weft_svc_value *svc;
+
+	key->addr = t->daddr;
+	key->port = t->dport;
+	key->proto = t->proto;
+	key->scope = WEFT_SCOPE_ALL;
+	key->slot = 0;
+	key->pad = 0;
+	svc = bpf_map_lookup_elem(&weft_services, key);
+	if (svc)
+		return !outside || (svc->flags & WEFT_SVC_F_LOAD_BALANCER) ? svc : NULL;
+	if (t->daddr != cfg->node_ip && (outside || !node_ip_known(t->daddr)))
+		return NULL;
+	key->addr = 0;
+	return bpf_map_lookup_elem(&weft_services, key);
+}
+
+/* affinity timeout check: now - last <= timeout seconds, in ticks */
+static __always_inline int lb_affinity_fresh(__u32 now, __u32 last, __u32 timeout)
+{
+	return ((__u64)(now - last) << WEFT_CT_TICK_SHIFT) <= (__u64)timeout * 1000000000ull;
+}
+
+/* Choose a backend of svc for client.  0, or a negative drop reason. */
+static __always_inline int lb_choose(const struct weft_svc_key *fkey,
+				     const struct weft_svc_value *svc, int local, __u16 n,
+				     __be32 client, __u32 *backend_id,
+				     const struct weft_backend **backend)
+{
+	struct weft_affinity_key ak = { .svc_id = svc->svc_id, .client = client };
+	const struct weft_svc_value *slot;
+	const struct weft_backend *b;
+	struct weft_svc_key key = *fkey;
+	struct weft_affinity *a, na;
+	__u32 id, now = 0;
+
+	if (svc->flags & WEFT_SVC_F_AFFINITY) {
+		now = ct_now();
+		a = bpf_map_lookup_elem(&weft_affinity, &ak);
+		if (a && lb_affinity_fresh(now, a->last_seen, svc->affinity_timeout)) {
+			id = a->backend_id;
+			b = bpf_map_lookup_elem(&weft_backends, &id);
+			if (b && b->svc_id == svc->svc_id && (!local || (b->flags & WEFT_BE_F_LOCAL))) {
+				a->last_seen = now;
+				*backend_id = id;
+				*backend = b;
+				return 0;
+			}
+		}
+	}
+	key.scope = local ? WEFT_SCOPE_LOCAL : WEFT_SCOPE_ALL;
+	key.slot = (__u16)(1 + bpf_get_prandom_u32() % n);
+	slot = bpf_map_lookup_elem(&weft_services, &key);
+	if (!slot)
+		return -WEFT_DROP_SERVICE_MAP;
+	id = slot->backend_id;
+	b = bpf_map_lookup_elem(&weft_backends, &id);
+	if (!b)
+		return -WEFT_DROP_SERVICE_MAP;
+	if (svc->flags & WEFT_SVC_F_AFFINITY) {
+		na.backend_id = id;
+		na.last_seen = now;
+		bpf_map_update_elem(&weft_affinity, &ak, &na, BPF_ANY);	/* LRU: never full */
+	}
+	*backend_id = id;
+	*backend = b;
+	return 0;
+}
+
+/* Write the REV entry of a new connection; with snat_port set, try ports
+ * of the SNAT range until one is free for this backend.  0 or -1. */
+static __always_inline int lb_ct_rev(const struct l4_tuple *t, const struct weft_backend *b,
+				     __be32 src, __be16 *src_port, int snat_port,
+				     const struct weft_ct_entry *rev)
+{
+	struct weft_ct_key k;
+
+	if (!snat_port) {
+		ct_key(&k, b->addr, src, b->port, *src_port, t->proto, WEFT_CT_REV);
+		return bpf_map_update_elem(&weft_ct, &k, rev, BPF_ANY) < 0 ? -1 : 0;
+	}
+	for (int i = 0; i < LB_SNAT_TRIES; i++) {
+		__u16 port = WEFT_SNAT_PORT_MIN +
+			     bpf_get_prandom_u32() % (WEFT_SNAT_PORT_MAX - WEFT_SNAT_PORT_MIN + 1);
+
+		ct_key(&k, b->addr, src, b->port, bpf_htons(port), t->proto, WEFT_CT_REV);
+		if (bpf_map_update_elem(&weft_ct, &k, rev, BPF_NOEXIST) == 0) {
+			*src_port = bpf_htons(port);
+			return 0;
+		}
+	}
+	return -1;
+}
+
+/* Forget a FWD entry whose backend went away, and its REV partner. */
+static __always_inline void lb_ct_forget(const struct l4_tuple *t, const struct weft_ct_entry *e)
+{
+	struct weft_ct_key k;
+	__be32 src = (e->flags & WEFT_CT_F_SNAT) ? e->nat_addr2 : t->saddr;
+	__be16 sport = (e->flags & WEFT_CT_F_SNAT) ? e->nat_port2 : t->sport;
+
+	ct_key(&k, e->nat_addr, src, e->nat_port, sport, t->proto, WEFT_CT_REV);
+	bpf_map_delete_elem(&weft_ct, &k);
+	ct_key(&k, t->saddr, t->daddr, t->sport, t->dport, t->proto, WEFT_CT_FWD);
+	bpf_map_delete_elem(&weft_ct, &k);
+}
+
+/* A packet to a frontend?  outside: it came from outside the cluster
+ * (node_ingress).  *ct_flags gets the connection's flags. */
+static __always_inline int lb_forward(struct __sk_buff *skb, const struct weft_config *cfg,
+				      struct l4_tuple *t, int outside, __u16 *ct_flags)
+{
+	struct weft_ct_entry *e = ct_lookup(t, WEFT_CT_FWD);
+	const struct weft_svc_value *svc;
+	const struct weft_backend *b;
+	struct weft_ct_entry fwd = {}, rev = {};
+	struct weft_svc_key fkey;
+	struct weft_ct_key k;
+	__be32 daddr, saddr;
+	__be16 dport, sport;
+	__u32 backend_id;
+	__u16 n, flags;
+	int local, err;
+
+	if (e) {
+		backend_id = e->backend_id;
+		b = bpf_map_lookup_elem(&weft_backends, &backend_id);
+		if (b && b->addr == e->nat_addr && b->port == e->nat_port) {
+			ct_touch(e, t, 0);
+			flags = e->flags;
+			daddr = e->nat_addr;
+			dport = e->nat_port;
+			saddr = e->nat_addr2;
+			sport = e->nat_port2;
+			*ct_flags = flags;
+			if (lb_rewrite_dst(skb, t, daddr, dport) < 0)
+				return -WEFT_DROP_MALFORMED;
+			if ((flags & WEFT_CT_F_SNAT) && lb_rewrite_src(skb, t, saddr, sport) < 0)
+				return -WEFT_DROP_MALFORMED;
+			return LB_DONE;
+		}
+		lb_ct_forget(t, e);	/* its backend is gone: choose again */
+	}
+
+	svc = lb_frontend(cfg, t, outside, &fkey);
+	if (!svc)
+		return LB_NONE;
+	if (outside)
+		local = (svc->flags & WEFT_SVC_F_ETP_LOCAL) != 0;
+	else
+		local = (svc->flags & (WEFT_SVC_F_ITP_LOCAL | WEFT_SVC_F_CLUSTER_IP)) ==
+			(WEFT_SVC_F_ITP_LOCAL | WEFT_SVC_F_CLUSTER_IP);
+	n = local ? svc->local_count : svc->count;
+	if (n == 0)
+		return outside && local && svc->count ? -WEFT_DROP_NO_BACKEND : LB_REJECT;
+	err = lb_choose(&fkey, svc, local, n, t->saddr, &backend_id, &b);
+	if (err < 0)
+		return err;
+
+	/* the connection's entries: REV first (it may pick the SNAT port) */
+	flags = t->proto == IPPROTO_TCP ? WEFT_CT_F_SYN : 0;
+	saddr = t->saddr;
+	sport = t->sport;
+	if (outside) {
+		flags |= WEFT_CT_F_EXTERNAL;
+		if (!(b->flags & WEFT_BE_F_LOCAL)) {
+			flags |= WEFT_CT_F_SNAT;
+			saddr = cfg->gateway_ip;
+		}
+	} else if (b->addr == t->saddr) {
+		flags |= WEFT_CT_F_SNAT;	/* hairpin: the pod reaches itself */
+		saddr = bpf_htonl(WEFT_HAIRPIN_IP);
+	}
+	rev.nat_addr = t->daddr;
+	rev.nat_port = t->dport;
+	rev.nat_addr2 = t->saddr;
+	rev.nat_port2 = t->sport;
+	rev.backend_id = backend_id;
+	rev.svc_id = svc->svc_id;
+	rev.last_seen = ct_now();
+	rev.flags = flags;
+	if (lb_ct_rev(t, b, saddr, &sport, outside && (flags & WEFT_CT_F_SNAT), &rev) < 0)
+		return -WEFT_DROP_CT_FULL;
+
+	fwd.nat_addr = b->addr;
+	fwd.nat_port = b->port;
+	fwd.nat_addr2 = saddr;
+	fwd.nat_port2 = sport;
+	fwd.backend_id = backend_id;
+	fwd.svc_id = svc->svc_id;
+	fwd.last_seen = rev.last_seen;
+	fwd.flags = flags;
+	daddr = b->addr;
+	dport = b->port;
+	ct_key(&k, t->saddr, t->daddr, t->sport, t->dport, t->proto, WEFT_CT_FWD);
+	if (bpf_map_update_elem(&weft_ct, &k, &fwd, BPF_ANY) < 0) {
+		ct_key(&k, daddr, saddr, dport, sport, t->proto, WEFT_CT_REV);
+		bpf_map_delete_elem(&weft_ct, &k);
+		return -WEFT_DROP_CT_FULL;
+	}
+	*ct_flags = flags;
+	if (lb_rewrite_dst(skb, t, daddr, dport) < 0)
+		return -WEFT_DROP_MALFORMED;
+	if ((flags & WEFT_CT_F_SNAT) && lb_rewrite_src(skb, t, saddr, sport) < 0)
+		return -WEFT_DROP_MALFORMED;
+	return LB_DONE;
+}
+
+#endif

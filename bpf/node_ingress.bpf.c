@@ -1,0 +1,99 @@
+/*
+ * node_ingress.bpf.c — tc ingress on the node's underlay device (the one
+ * holding its node IP): NodePorts and LoadBalancer VIPs for clients
+ * outside the cluster.
+ *
+ *	packet arriving on the underlay
+ *	  │
+ *	  ├─ config not complete, not IPv4 TCP/UDP ─────── TC_ACT_OK (stack)
+ *	  ├─ UDP to the VXLAN port (the overlay) ────────── TC_ACT_OK
+ *	  ├─ no frontend (node IP + NodePort, or a VIP) ─── TC_ACT_OK
+ *	  ├─ frontend without backends
+ *	  │   ├─ externalTrafficPolicy Local, backends
+ *	  │   │  only elsewhere ───────────────────────────── drop NO_BACKEND
+ *	  │   └─ ─────────────────────────────────────────── TCP RST / ICMP unreachable
+ *	  └─ translated (lib/lb.h; conntrack on this node)
+ *	      ├─ backend a pod here ──────────────────────── bpf_redirect_peer(pod),
+ *	      │                                               client IP kept
+ *	      ├─ backend on another node ──── SNAT to this node's gateway,
+ *	      │                               tunnel key (VNI 0) ─ bpf_redirect(VXLAN)
+ *	      └─ backend outside the cluster ─────────────── TC_ACT_OK (stack)
+ *
+ * The answers come back translated by pod_ingress (backend here) or
+ * vxlan_ingress (backend elsewhere, answering the gateway) and leave
+ * through this device with bpf_redirect_neigh, source the frontend.
+ *
+ * Cost for everything else: the overlay's own packets return after the
+ * config lookup and the UDP port; other packets after one or two hash
+ * lookups (a miss).
+ *
+ * Invariants: as pod_ingress.bpf.c 1-3.  Cluster IPs are not reachable
+ * from outside (only frontends flagged LOAD_BALANCER, and NodePorts of
+ * this node's IP); the tenant rule does not apply (a VIP or NodePort is
+ * published to everyone, VNID 0 on the tunnel).
+ */
+#include "lib/common.h"
+
+const volatile __u32 trace_enabled = 0;
+
+#include "lib/eth.h"
+#include "lib/forward.h"
+#include "lib/ipv4.h"
+#include "lib/l4.h"
+#include "lib/lb.h"
+#include "lib/maps.h"
+#include "lib/reject.h"
+#include "lib/tenant.h"
+#include "lib/trace.h"
+
+SEC("tc")
+int node_ingress(struct __sk_buff *skb)
+{
+	const struct weft_config *cfg = config_ready();
+	const struct weft_node_entry *node;
+	const struct weft_endpoint *ep;
+	struct l4_tuple t;
+	__u16 ct_flags = 0;
+	struct ethhdr *eth;
+	struct iphdr *ip;
+	int rc;
+
+	if (!cfg)
+		return TC_ACT_OK;
+	eth = eth_header(skb);
+	if (!eth || eth->h_proto != bpf_htons(ETH_P_IP))
+		return TC_ACT_OK;
+	if (skb_linearize_head(skb, IPV4_FRAME_MIN) < 0)
+		return TC_ACT_OK;
+	ip = ipv4_header(skb);
+	if (!ip)
+		return TC_ACT_OK;	/* the stack judges what is not ours */
+	if (l4_tuple_read(skb, ip, &t) <= 0)
+		return TC_ACT_OK;
+	if (t.proto == IPPROTO_UDP && t.dport == bpf_htons(vxlan_port(cfg)))
+		return TC_ACT_OK;
+
+	rc = lb_forward(skb, cfg, &t, 1, &ct_flags);
+	if (rc == LB_NONE)
+		return TC_ACT_OK;
+	if (rc < 0)
+		return drop(-rc);
+	if (rc == LB_REJECT)
+		return reject_connection(skb, &t);
+
+	if (skb_linearize_head(skb, IPV4_FRAME_MIN) < 0)
+		return drop(WEFT_DROP_MALFORMED);
+	eth = eth_header(skb);
+	ip = ipv4_header(skb);
+	if (!eth || !ip)
+		return drop(WEFT_DROP_MALFORMED);
+	ep = endpoint_lookup(ip->daddr);
+	if (ep)
+		return deliver_to_pod(skb, eth, ip, ep, 0, 0);
+	node = node_lookup(ip->daddr);
+	if (node && node->node_ip != cfg->node_ip)
+		return tunnel_to(skb, ip, cfg, node->node_ip, 0);
+	return pass(0, 0);
+}
+
+char LICENSE[] SEC("license") = "GPL";

@@ -1,0 +1,1219 @@
+/*
+ * service.c — Services and Endpoints in the data plane: the agent's model
+ * of every service port, and the O(change) writes that keep weft_services
+ * and weft_backends equal to it (layouts and the slot scheme:
+ * bpf/weft_bpf.h, "Services"); conntrack expiry and purging.
+ *
+ * Model: one struct svc per Service (namespace/name) holding the last
+ * Service and Endpoints objects seen, and per port (protocol, port):
+ *
+ *	svc_id      the port's ID (affinity key, backends' owner), kept for
+ *	            the port's life
+ *	frontends   cluster IP:port, VIP:port (LoadBalancer), 0:nodePort
+ *	flags       frontend-independent WEFT_SVC_F_* (affinity, policies)
+ *	backends    in slot order: slot i+1 of scope ALL is backends[i]
+ *	local       IDs of the local backends, in LOCAL slot order
+ *
+ * Writes, with the function for each:
+ *
+ *	Endpoints changed  port_set_backends(): removed backends leave their
+ *	                   slots (last moved in, count, last deleted), new ones
+ *	                   are appended (slot, then count); untouched backends
+ *	                   cost nothing
+ *	Service changed    port_sync_frontends(): a new frontend gets its slot
+ *	                   arrays and then slot 0; a gone one loses slot 0 first
+ *	                   (no new connections) and then its slots; changed
+ *	                   flags rewrite slot 0 only
+ *	Service deleted    every frontend removed, every backend deleted, its
+ *	                   conntrack entries purged
+ *
+ * Restart: the maps are pinned and kept, and so are the connections in
+ * weft_ct, which name their backends by ID.  So at start the agent reads
+ * back the IDs in use (service_recover()): a port finds its svc_id by its
+ * frontend's slot 0, a backend its ID by (svc_id, address, port); after the
+ * first full list of both kinds, entries nobody claimed are deleted
+ * (service_sweep()).
+ *
+ * A full map: the write fails, nothing already programmed is touched (a
+ * slot array grows only after its slot is written), the service is marked
+ * with the error (shown in the log and counted for the Node annotation),
+ * and the next change of the service tries again.
+ *
+ * Locking: every entry point runs under agent.lock (the watch threads);
+ * service_ct_purge() and the GC thread take no lock (conntrack is keyed
+ * by the packets, the IDs they purge are a private copy).
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent/agent.h"
+#include "agent/service.h"
+#include "lib/u64map.h"
+
+#define SVC_FRONTENDS 3
+#define AFFINITY_DEFAULT_S 10800
+
+struct svc_backend {
+	in_addr_t ip;
+	uint16_t port;		/* host order */
+	uint32_t id;
+	bool local;
+};
+
+struct svc_frontend {
+	in_addr_t addr;		/* 0 = NodePort */
+	uint16_t port;		/* host order */
+	uint16_t kind;		/* WEFT_SVC_F_CLUSTER_IP / NODE_PORT / LOAD_BALANCER */
+	bool programmed;
+};
+
+struct svc_port {
+	char name[64];
+	uint8_t proto;
+	uint16_t port;
+	uint32_t svc_id;
+	uint16_t flags;			/* WEFT_SVC_F_AFFINITY | ETP_LOCAL | ITP_LOCAL */
+	uint32_t affinity_timeout;
+	struct svc_frontend fe[SVC_FRONTENDS];
+	size_t nfe;
+	struct svc_backend *bk;
+	size_t nbk, capbk;
+	uint32_t *local;		/* backend IDs in LOCAL slot order */
+	size_t nlocal, caplocal;
+};
+
+struct svc {
+	char ns[256];
+	char name[256];
+	json_t *service;		/* last Service seen, or NULL */
+	json_t *endpoints;		/* last Endpoints seen, or NULL */
+	struct svc_port *ports;
+	size_t nports;
+	size_t idx;			/* in T.v */
+	bool seen_service, seen_endpoints;	/* marks for the relist sweep */
+	int error;			/* last map write error, 0 when programmed */
+	char reported[160];		/* the error the Service carries from us ("" none) */
+};
+
+struct service_table {
+	struct svc **v;
+	size_t n, cap;
+	struct u64map by_name;		/* hash of "ns\0name" -> struct svc * */
+	struct u64map svc_ids;		/* service port IDs in use (recovered ones too) */
+	struct u64map backend_ids;	/* backend IDs in use (recovered ones too) */
+	struct u64map rfe_idx;		/* hash of a frontend's slot-0 key -> index in rfe */
+	struct u64map rbe_idx;		/* hash of (svc_id, addr, port, proto) -> index in rbe */
+	uint32_t next_svc_id, next_backend_id;
+	/* read back at start (service_recover), consumed as ports and
+	 * backends claim them */
+	struct recovered_fe { struct weft_svc_key k; uint32_t svc_id; bool claimed; } *rfe;
+	size_t nrfe, caprfe;
+	struct recovered_be { uint32_t id; struct weft_backend b; bool claimed; } *rbe;
+	size_t nrbe, caprbe;
+	bool recovering;
+	/* backends removed since the last purge */
+	uint32_t *purge;
+	size_t npurge, cappurge;
+	uint64_t map_full;		/* writes refused for lack of room */
+};
+
+static struct service_table T;
+
+/* ---- small helpers ---- */
+
+static int grow(void **v, size_t *cap, size_t n, size_t size)
+{
+	void *nv;
+	size_t nc;
+
+	if (n < *cap)
+		return 0;
+	nc = *cap ? *cap * 2 : 8;
+	nv = realloc(*v, nc * size);
+	if (!nv)
+		return -ENOMEM;
+	*v = nv;
+	*cap = nc;
+	return 0;
+}
+
+static bool map_full_error(int err)
+{
+	return err == -E2BIG || err == -ENOSPC || err == -ENOMEM;
+}
+
+static void note_error(struct svc *s, int err, const char *what)
+{
+	if (map_full_error(err))
+		T.map_full++;
+	if (s->error != err)
+		LOG_ERR("service %s/%s: %s: %s%s", s->ns, s->name, what, strerror(-err),
+			map_full_error(err) ? " (map full: raise the agent's capacity flags)" : "");
+	s->error = err;
+}
+
+static void svc_error_text(const struct svc *s, char *buf, size_t len)
+{
+	if (!s->error)
+		buf[0] = 0;
+	else if (map_full_error(s->error))
+		snprintf(buf, len, "not programmed: a service map is full "
+			 "(raise weft-agent's --max-services / --max-backends)");
+	else
+		snprintf(buf, len, "not programmed: %s", strerror(-s->error));
+}
+
+/* After a change: the error stays until every frontend is programmed and
+ * the last backend update went through. */
+static void svc_recheck(struct svc *s, int backends_rc)
+{
+	if (backends_rc < 0)
+		return;
+	for (size_t i = 0; i < s->nports; i++)
+		for (size_t f = 0; f < s->ports[i].nfe; f++)
+			if (!s->ports[i].fe[f].programmed)
+				return;
+	s->error = 0;
+}
+
+static struct weft_svc_key fe_key(const struct svc_port *p, const struct svc_frontend *f,
+				  uint8_t scope, uint16_t slot)
+{
+	struct weft_svc_key k;
+
+	memset(&k, 0, sizeof(k));
+	k.addr = f->addr;
+	k.port = htons(f->port);
+	k.proto = p->proto;
+	k.scope = scope;
+	k.slot = slot;
+	return k;
+}
+
+static struct weft_svc_value slot0(const struct svc_port *p, const struct svc_frontend *f)
+{
+	struct weft_svc_value v;
+
+	memset(&v, 0, sizeof(v));
+	v.svc_id = p->svc_id;
+	v.count = (uint16_t)p->nbk;
+	v.local_count = (uint16_t)p->nlocal;
+	v.flags = (uint16_t)(p->flags | f->kind);
+	v.affinity_timeout = p->affinity_timeout;
+	return v;
+}
+
+static struct weft_svc_value slot_of(uint32_t backend_id)
+{
+	struct weft_svc_value v;
+
+	memset(&v, 0, sizeof(v));
+	v.backend_id = backend_id;
+	return v;
+}
+
+/* ---- IDs ---- */
+
+static uint64_t key_hash(const struct weft_svc_key *k)
+{
+	return u64map_hash_bytes(k, sizeof(*k));
+}
+
+/* what identifies a backend across a restart */
+struct backend_ident {
+	uint32_t svc_id;
+	in_addr_t addr;
+	uint16_t port;		/* network order */
+	uint8_t proto;
+	uint8_t pad;
+};
+
+static uint64_t backend_hash(uint32_t svc_id, in_addr_t addr, uint16_t port_be, uint8_t proto)
+{
+	struct backend_ident b = { .svc_id = svc_id, .addr = addr, .port = port_be, .proto = proto };
+
+	return u64map_hash_bytes(&b, sizeof(b));
+}
+
+static uint32_t recover_svc_id(const struct svc_port *p, const struct svc_frontend *f)
+{
+	struct weft_svc_key k = fe_key(p, f, WEFT_SCOPE_ALL, 0);
+	uint64_t i;
+
+	if (!u64map_get(&T.rfe_idx, key_hash(&k), &i) || memcmp(&T.rfe[i].k, &k, sizeof(k)) != 0)
+		return 0;
+	T.rfe[i].claimed = true;
+	return T.rfe[i].svc_id;
+}
+
+static uint32_t new_svc_id(void)
+{
+	do {
+		if (++T.next_svc_id == 0)
+			T.next_svc_id = 1;
+	} while (u64map_get(&T.svc_ids, T.next_svc_id, NULL));
+	return T.next_svc_id;
+}
+
+static uint32_t new_backend_id(const struct svc_port *p, in_addr_t ip, uint16_t port)
+{
+	uint64_t i;
+
+	if (u64map_get(&T.rbe_idx, backend_hash(p->svc_id, ip, htons(port), p->proto), &i)) {
+		const struct weft_backend *b = &T.rbe[i].b;
+
+		if (!T.rbe[i].claimed && b->svc_id == p->svc_id && b->addr == ip &&
+		    b->port == htons(port) && b->proto == p->proto) {
+			T.rbe[i].claimed = true;
+			return T.rbe[i].id;
+		}
+	}
+	do {
+		if (++T.next_backend_id == 0)
+			T.next_backend_id = 1;
+	} while (u64map_get(&T.backend_ids, T.next_backend_id, NULL));
+	return T.next_backend_id;
+}
+
+static void queue_purge(uint32_t id)
+{
+	if (grow((void **)&T.purge, &T.cappurge, T.npurge, sizeof(*T.purge)) == 0)
+		T.purge[T.npurge++] = id;
+}
+
+/* ---- slot arrays ---- */
+
+/* Write every slot and then slot 0 of frontend f. */
+static int fe_write(struct agent *a, struct svc_port *p, struct svc_frontend *f)
+{
+	struct weft_svc_key k;
+	struct weft_svc_value v;
+	int rc;
+
+	for (size_t i = 0; i < p->nbk; i++) {
+		k = fe_key(p, f, WEFT_SCOPE_ALL, (uint16_t)(i + 1));
+		v = slot_of(p->bk[i].id);
+		if ((rc = datapath_service_put(a->dp, &k, &v)) < 0)
+			return rc;
+	}
+	for (size_t i = 0; i < p->nlocal; i++) {
+		k = fe_key(p, f, WEFT_SCOPE_LOCAL, (uint16_t)(i + 1));
+		v = slot_of(p->local[i]);
+		if ((rc = datapath_service_put(a->dp, &k, &v)) < 0)
+			return rc;
+	}
+	k = fe_key(p, f, WEFT_SCOPE_ALL, 0);
+	v = slot0(p, f);
+	if ((rc = datapath_service_put(a->dp, &k, &v)) < 0)
+		return rc;
+	f->programmed = true;
+	return 0;
+}
+
+/* Slot 0 first (no new connection finds it), then the slots. */
+static void fe_delete(struct agent *a, const struct svc_port *p, struct svc_frontend *f)
+{
+	struct weft_svc_key k = fe_key(p, f, WEFT_SCOPE_ALL, 0);
+
+	(void)datapath_service_del(a->dp, &k);
+	for (size_t i = 0; i < p->nbk; i++) {
+		k = fe_key(p, f, WEFT_SCOPE_ALL, (uint16_t)(i + 1));
+		(void)datapath_service_del(a->dp, &k);
+	}
+	for (size_t i = 0; i < p->nlocal; i++) {
+		k = fe_key(p, f, WEFT_SCOPE_LOCAL, (uint16_t)(i + 1));
+		(void)datapath_service_del(a->dp, &k);
+	}
+	f->programmed = false;
+}
+
+static int fe_write_slot0(struct agent *a, struct svc_port *p)
+{
+	int rc = 0;
+
+	for (size_t j = 0; j < p->nfe; j++) {
+		struct weft_svc_key k = fe_key(p, &p->fe[j], WEFT_SCOPE_ALL, 0);
+		struct weft_svc_value v = slot0(p, &p->fe[j]);
+		int e;
+
+		if (!p->fe[j].programmed)
+			continue;
+		e = datapath_service_put(a->dp, &k, &v);
+		if (e < 0 && !rc)
+			rc = e;
+	}
+	return rc;
+}
+
+/* Append backend b: its weft_backends entry, its slots, then the counts. */
+static int backend_add(struct agent *a, struct svc_port *p, struct svc_backend b)
+{
+	struct weft_backend wb = { .addr = b.ip, .port = htons(b.port), .proto = p->proto,
+				   .flags = b.local ? WEFT_BE_F_LOCAL : 0, .svc_id = p->svc_id };
+	int rc;
+
+	if (p->nbk >= 65535 || (b.local && p->nlocal >= 65535))
+		return -E2BIG;
+	if (grow((void **)&p->bk, &p->capbk, p->nbk, sizeof(*p->bk)) < 0)
+		return -ENOMEM;
+	if (b.local && grow((void **)&p->local, &p->caplocal, p->nlocal, sizeof(*p->local)) < 0)
+		return -ENOMEM;
+	if ((rc = datapath_backend_put(a->dp, b.id, &wb)) < 0)
+		return rc;
+	for (size_t j = 0; j < p->nfe; j++) {
+		struct weft_svc_key k = fe_key(p, &p->fe[j], WEFT_SCOPE_ALL, (uint16_t)(p->nbk + 1));
+		struct weft_svc_value v = slot_of(b.id);
+
+		if (!p->fe[j].programmed)
+			continue;
+		if ((rc = datapath_service_put(a->dp, &k, &v)) < 0)
+			goto undo;
+		if (b.local) {
+			k = fe_key(p, &p->fe[j], WEFT_SCOPE_LOCAL, (uint16_t)(p->nlocal + 1));
+			if ((rc = datapath_service_put(a->dp, &k, &v)) < 0)
+				goto undo;
+		}
+	}
+	if (u64map_put(&T.backend_ids, b.id, 1) < 0) {
+		rc = -ENOMEM;
+		goto undo;
+	}
+	p->bk[p->nbk++] = b;
+	if (b.local)
+		p->local[p->nlocal++] = b.id;
+	return fe_write_slot0(a, p);
+undo:	/* slots past the counts are invisible; the entry must go */
+	(void)datapath_backend_del(a->dp, b.id);
+	return rc;
+}
+
+/* Remove slot index i (0-based) of one scope: move the last in, write
+ * the counts (done by the caller), delete the last. */
+static void scope_move_last(struct agent *a, struct svc_port *p, uint8_t scope, size_t i,
+			    size_t n, uint32_t last_id)
+{
+	for (size_t j = 0; j < p->nfe; j++) {
+		struct weft_svc_key k = fe_key(p, &p->fe[j], scope, (uint16_t)(i + 1));
+		struct weft_svc_value v = slot_of(last_id);
+
+		if (p->fe[j].programmed && i + 1 < n)
+			(void)datapath_service_put(a->dp, &k, &v);
+	}
+}
+
+static void scope_delete_slot(struct agent *a, struct svc_port *p, uint8_t scope, size_t slot)
+{
+	for (size_t j = 0; j < p->nfe; j++) {
+		struct weft_svc_key k = fe_key(p, &p->fe[j], scope, (uint16_t)slot);
+
+		if (p->fe[j].programmed)
+			(void)datapath_service_del(a->dp, &k);
+	}
+}
+
+static void backend_remove(struct agent *a, struct svc_port *p, size_t i)
+{
+	struct svc_backend b = p->bk[i];
+	size_t n = p->nbk, li = p->nlocal, nl = p->nlocal;
+
+	scope_move_last(a, p, WEFT_SCOPE_ALL, i, n, p->bk[n - 1].id);
+	p->bk[i] = p->bk[n - 1];
+	p->nbk--;
+	if (b.local) {
+		for (li = 0; li < nl && p->local[li] != b.id; li++)
+			;
+		if (li < nl) {
+			scope_move_last(a, p, WEFT_SCOPE_LOCAL, li, nl, p->local[nl - 1]);
+			p->local[li] = p->local[nl - 1];
+			p->nlocal--;
+		}
+	}
+	(void)fe_write_slot0(a, p);
+	scope_delete_slot(a, p, WEFT_SCOPE_ALL, n);
+	if (b.local && li < nl)
+		scope_delete_slot(a, p, WEFT_SCOPE_LOCAL, nl);
+	(void)datapath_backend_del(a->dp, b.id);
+	(void)u64map_del(&T.backend_ids, b.id);
+	queue_purge(b.id);
+}
+
+/* ---- from the objects ---- */
+
+static uint8_t proto_of(const char *s)
+{
+	if (!s || strcmp(s, "TCP") == 0)
+		return IPPROTO_TCP;
+	if (strcmp(s, "UDP") == 0)
+		return IPPROTO_UDP;
+	return 0;	/* SCTP and others: not translated */
+}
+
+static in_addr_t ip_of(const char *s)
+{
+	struct in_addr ia;
+
+	return s && inet_pton(AF_INET, s, &ia) == 1 ? ia.s_addr : 0;
+}
+
+static bool is_local(struct agent *a, in_addr_t ip)
+{
+	return cidr_contains_ip(&a->subnet, ntohl(ip));
+}
+
+/* The backends of service port (name, proto) in an Endpoints object. */
+static int desired_backends(struct agent *a, const json_t *ep, const char *name, uint8_t proto,
+			    struct svc_backend **out, size_t *n)
+{
+	const json_t *subsets = json_object_get(ep, "subsets"), *ss, *ports, *pt, *addrs, *ad;
+	struct svc_backend *v = NULL;
+	size_t cap = 0, i, j, k;
+
+	*out = NULL;
+	*n = 0;
+	json_array_foreach(subsets, i, ss) {
+		json_int_t port = 0;
+
+		ports = json_object_get(ss, "ports");
+		json_array_foreach(ports, j, pt) {
+			const char *pn = json_string_value(json_object_get(pt, "name"));
+
+			if (strcmp(pn ? pn : "", name) == 0 &&
+			    proto_of(json_string_value(json_object_get(pt, "protocol"))) == proto) {
+				port = json_integer_value(json_object_get(pt, "port"));
+				break;
+			}
+		}
+		if (port <= 0 || port > 65535)
+			continue;
+		addrs = json_object_get(ss, "addresses");
+		json_array_foreach(addrs, k, ad) {
+			in_addr_t ip = ip_of(json_string_value(json_object_get(ad, "ip")));
+			bool dup = false;
+
+			if (!ip)
+				continue;
+			for (size_t m = 0; m < *n; m++)
+				dup |= v[m].ip == ip && v[m].port == (uint16_t)port;
+			if (dup)
+				continue;
+			if (grow((void **)&v, &cap, *n, sizeof(*v)) < 0) {
+				free(v);
+				return -ENOMEM;
+			}
+			v[(*n)++] = (struct svc_backend){ .ip = ip, .port = (uint16_t)port,
+							  .local = is_local(a, ip) };
+		}
+	}
+	*out = v;
+	return 0;
+}
+
+/* Make p's backends equal to the Endpoints' (ep may be NULL: none). */
+static int port_set_backends(struct agent *a, struct svc *s, struct svc_port *p, const json_t *ep)
+{
+	struct svc_backend *want = NULL;
+	size_t nwant = 0;
+	int rc = 0;
+
+	if (ep && (rc = desired_backends(a, ep, p->name, p->proto, &want, &nwant)) < 0)
+		return rc;
+	for (size_t i = 0; i < p->nbk;) {	/* gone, or moved between local and not */
+		bool keep = false;
+
+		for (size_t j = 0; j < nwant && !keep; j++)
+			keep = want[j].ip == p->bk[i].ip && want[j].port == p->bk[i].port &&
+			       want[j].local == p->bk[i].local;
+		if (keep)
+			i++;
+		else
+			backend_remove(a, p, i);
+	}
+	for (size_t j = 0; j < nwant; j++) {
+		bool have = false;
+
+		for (size_t i = 0; i < p->nbk && !have; i++)
+			have = want[j].ip == p->bk[i].ip && want[j].port == p->bk[i].port;
+		if (have)
+			continue;
+		want[j].id = new_backend_id(p, want[j].ip, want[j].port);
+		rc = backend_add(a, p, want[j]);
+		if (rc < 0) {
+			note_error(s, rc, "adding a backend");
+			break;
+		}
+	}
+	free(want);
+	return rc;
+}
+
+/* The frontends, flags and ports a Service asks for. */
+static int desired_ports(const json_t *svc, struct svc_port **out, size_t *n)
+{
+	const json_t *spec = json_object_get(svc, "spec"), *ports, *pt, *ing;
+	const char *cip = obj_str(svc, "spec.clusterIP");
+	const char *type = obj_str(svc, "spec.type");
+	const char *aff = obj_str(svc, "spec.sessionAffinity");
+	const char *etp = obj_str(svc, "spec.externalTrafficPolicy");
+	const char *itp = obj_str(svc, "spec.internalTrafficPolicy");
+	in_addr_t cluster_ip = ip_of(cip), vip = 0;
+	struct svc_port *v;
+	size_t i;
+	uint16_t flags = 0;
+
+	*out = NULL;
+	*n = 0;
+	if (!cluster_ip)
+		return 0;	/* headless (None) or not allocated yet: untranslated */
+	ing = json_object_get(json_object_get(json_object_get(svc, "status"), "loadBalancer"),
+			      "ingress");
+	if (type && strcmp(type, "LoadBalancer") == 0 && json_array_size(ing))
+		vip = ip_of(json_string_value(json_object_get(json_array_get(ing, 0), "ip")));
+	if (aff && strcmp(aff, "ClientIP") == 0)
+		flags |= WEFT_SVC_F_AFFINITY;
+	if (etp && strcmp(etp, "Local") == 0)
+		flags |= WEFT_SVC_F_ETP_LOCAL;
+	if (itp && strcmp(itp, "Local") == 0)
+		flags |= WEFT_SVC_F_ITP_LOCAL;
+	ports = json_object_get(spec, "ports");
+	v = calloc(json_array_size(ports) ? json_array_size(ports) : 1, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	json_array_foreach(ports, i, pt) {
+		struct svc_port *p = &v[*n];
+		const char *name = json_string_value(json_object_get(pt, "name"));
+		json_int_t port = json_integer_value(json_object_get(pt, "port"));
+		json_int_t np = json_integer_value(json_object_get(pt, "nodePort"));
+		p->proto = proto_of(json_string_value(json_object_get(pt, "protocol")));
+		if (!p->proto || port <= 0 || port > 65535)
+			continue;
+		snprintf(p->name, sizeof(p->name), "%s", name ? name : "");
+		p->port = (uint16_t)port;
+		p->flags = flags;
+		p->affinity_timeout = AFFINITY_DEFAULT_S;
+		if (flags & WEFT_SVC_F_AFFINITY) {
+			json_int_t t = json_integer_value(json_object_get(json_object_get(
+				json_object_get(spec, "sessionAffinityConfig"), "clientIP"),
+				"timeoutSeconds"));
+
+			if (t > 0 && t <= 86400)
+				p->affinity_timeout = (uint32_t)t;
+		}
+		p->fe[p->nfe++] = (struct svc_frontend){ .addr = cluster_ip, .port = p->port,
+							 .kind = WEFT_SVC_F_CLUSTER_IP };
+		if (vip)
+			p->fe[p->nfe++] = (struct svc_frontend){ .addr = vip, .port = p->port,
+								 .kind = WEFT_SVC_F_LOAD_BALANCER };
+		if (np > 0 && np <= 65535 && type &&
+		    (strcmp(type, "NodePort") == 0 || strcmp(type, "LoadBalancer") == 0))
+			p->fe[p->nfe++] = (struct svc_frontend){ .addr = 0, .port = (uint16_t)np,
+								 .kind = WEFT_SVC_F_NODE_PORT };
+		(*n)++;
+	}
+	*out = v;
+	return 0;
+}
+
+static bool fe_equal(const struct svc_frontend *x, const struct svc_frontend *y)
+{
+	return x->addr == y->addr && x->port == y->port && x->kind == y->kind;
+}
+
+static void port_free(struct agent *a, struct svc_port *p)
+{
+	while (p->nbk)
+		backend_remove(a, p, p->nbk - 1);
+	for (size_t j = 0; j < p->nfe; j++)
+		if (p->fe[j].programmed)
+			fe_delete(a, p, &p->fe[j]);
+	(void)u64map_del(&T.svc_ids, p->svc_id);
+	free(p->bk);
+	free(p->local);
+	memset(p, 0, sizeof(*p));
+}
+
+/* Bring s's ports to what its Service and Endpoints say. */
+static void svc_sync(struct agent *a, struct svc *s)
+{
+	struct svc_port *want = NULL;
+	size_t nwant = 0;
+	int rc, backends_rc = 0;
+
+	if (s->service && desired_ports(s->service, &want, &nwant) < 0) {
+		note_error(s, -ENOMEM, "reading the service");
+		return;
+	}
+	/* ports gone */
+	for (size_t i = 0; i < s->nports;) {
+		bool keep = false;
+
+		for (size_t j = 0; j < nwant && !keep; j++)
+			keep = want[j].proto == s->ports[i].proto && want[j].port == s->ports[i].port;
+		if (keep) {
+			i++;
+			continue;
+		}
+		port_free(a, &s->ports[i]);
+		s->ports[i] = s->ports[--s->nports];
+	}
+	for (size_t j = 0; j < nwant; j++) {
+		struct svc_port *p = NULL;
+
+		for (size_t i = 0; i < s->nports && !p; i++)
+			if (s->ports[i].proto == want[j].proto && s->ports[i].port == want[j].port)
+				p = &s->ports[i];
+		if (!p) {
+			struct svc_port *np = realloc(s->ports, (s->nports + 1) * sizeof(*np));
+
+			if (!np) {
+				note_error(s, -ENOMEM, "adding a port");
+				break;
+			}
+			s->ports = np;
+			p = &s->ports[s->nports++];
+			*p = want[j];
+			p->nfe = 0;
+			p->svc_id = 0;
+			for (size_t f = 0; f < want[j].nfe && !p->svc_id; f++)
+				p->svc_id = T.recovering ? recover_svc_id(&want[j], &want[j].fe[f]) : 0;
+			if (!p->svc_id)
+				p->svc_id = new_svc_id();
+			if (u64map_put(&T.svc_ids, p->svc_id, 1) < 0) {
+				note_error(s, -ENOMEM, "adding a port");
+				s->nports--;
+				break;
+			}
+		}
+		snprintf(p->name, sizeof(p->name), "%s", want[j].name);
+		if (p->flags != want[j].flags || p->affinity_timeout != want[j].affinity_timeout) {
+			p->flags = want[j].flags;
+			p->affinity_timeout = want[j].affinity_timeout;
+			if ((rc = fe_write_slot0(a, p)) < 0)
+				note_error(s, rc, "updating the service entry");
+		}
+		/* backends before new frontends: a new frontend starts complete */
+		rc = port_set_backends(a, s, p, s->endpoints);
+		if (rc < 0)
+			backends_rc = rc;
+		/* frontends gone */
+		for (size_t f = 0; f < p->nfe;) {
+			bool keep = false;
+
+			for (size_t g = 0; g < want[j].nfe && !keep; g++)
+				keep = fe_equal(&p->fe[f], &want[j].fe[g]);
+			if (keep) {
+				f++;
+				continue;
+			}
+			if (p->fe[f].programmed)
+				fe_delete(a, p, &p->fe[f]);
+			p->fe[f] = p->fe[--p->nfe];
+		}
+		/* frontends new (or not programmed yet: a full map last time) */
+		for (size_t g = 0; g < want[j].nfe; g++) {
+			struct svc_frontend *f = NULL;
+
+			for (size_t h = 0; h < p->nfe && !f; h++)
+				if (fe_equal(&p->fe[h], &want[j].fe[g]))
+					f = &p->fe[h];
+			if (!f) {
+				f = &p->fe[p->nfe++];
+				*f = want[j].fe[g];
+				f->programmed = false;
+			}
+			if (!f->programmed && (rc = fe_write(a, p, f)) < 0) {
+				note_error(s, rc, "adding a frontend");
+				fe_delete(a, p, f);
+			}
+		}
+	}
+	free(want);
+	svc_recheck(s, backends_rc);
+}
+
+/* ---- the table ---- */
+
+static uint64_t name_hash(const char *ns, const char *name)
+{
+	char buf[520];
+	size_t a = strnlen(ns, 255), b = strnlen(name, 255);
+
+	memcpy(buf, ns, a);
+	buf[a] = 0;
+	memcpy(buf + a + 1, name, b);
+	return u64map_hash_bytes(buf, a + 1 + b);
+}
+
+static bool is_named(const struct svc *s, const char *ns, const char *name)
+{
+	return strcmp(s->ns, ns) == 0 && strcmp(s->name, name) == 0;
+}
+
+/* By the name index; a hash shared by two names (never seen, but
+ * possible) falls back to a scan for the one left out of the index. */
+static struct svc *svc_find(const char *ns, const char *name, bool create)
+{
+	uint64_t h = name_hash(ns, name), v;
+	struct svc *s;
+	bool taken = u64map_get(&T.by_name, h, &v);
+
+	if (taken && is_named((struct svc *)(uintptr_t)v, ns, name))
+		return (struct svc *)(uintptr_t)v;
+	if (taken)
+		for (size_t i = 0; i < T.n; i++)
+			if (is_named(T.v[i], ns, name))
+				return T.v[i];
+	if (!create || grow((void **)&T.v, &T.cap, T.n, sizeof(*T.v)) < 0)
+		return NULL;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	snprintf(s->ns, sizeof(s->ns), "%s", ns);
+	snprintf(s->name, sizeof(s->name), "%s", name);
+	if (!taken && u64map_put(&T.by_name, h, (uintptr_t)s) < 0) {
+		free(s);
+		return NULL;
+	}
+	s->idx = T.n;
+	T.v[T.n++] = s;
+	return s;
+}
+
+static void svc_drop_if_empty(struct agent *a, struct svc *s)
+{
+	if (s->service || s->endpoints)
+		return;
+	for (size_t i = 0; i < s->nports; i++)
+		port_free(a, &s->ports[i]);
+	free(s->ports);
+	{
+		uint64_t h = name_hash(s->ns, s->name), v;
+
+		if (u64map_get(&T.by_name, h, &v) && (struct svc *)(uintptr_t)v == s)
+			(void)u64map_del(&T.by_name, h);
+	}
+	T.v[s->idx] = T.v[--T.n];
+	T.v[s->idx]->idx = s->idx;
+	json_decref(s->service);
+	json_decref(s->endpoints);
+	free(s);
+}
+
+static void set_obj(json_t **slot, const json_t *obj)
+{
+	json_decref(*slot);
+	*slot = obj ? json_deep_copy(obj) : NULL;
+}
+
+void service_apply(struct agent *a, const json_t *obj)
+{
+	struct svc *s = svc_find(obj_namespace(obj), obj_name(obj) ? obj_name(obj) : "", true);
+
+	if (!s)
+		return;
+	s->seen_service = true;
+	set_obj(&s->service, obj);
+	svc_sync(a, s);
+	/* what the object says of this node is what it carries */
+	{
+		char key[320];
+		const char *said;
+
+		snprintf(key, sizeof(key), "%s%s", AGENT_ANN_UNPROGRAMMED, a->o.node);
+		said = json_string_value(json_object_get(
+			json_object_get(json_object_get(obj, "metadata"), "annotations"), key));
+		snprintf(s->reported, sizeof(s->reported), "%s", said ? said : "");
+	}
+}
+
+void service_remove(struct agent *a, const json_t *obj)
+{
+	struct svc *s = svc_find(obj_namespace(obj), obj_name(obj) ? obj_name(obj) : "", false);
+
+	if (!s)
+		return;
+	set_obj(&s->service, NULL);
+	svc_sync(a, s);
+	svc_drop_if_empty(a, s);
+}
+
+void endpoints_apply(struct agent *a, const json_t *obj)
+{
+	struct svc *s = svc_find(obj_namespace(obj), obj_name(obj) ? obj_name(obj) : "", true);
+	int rc, worst = 0;
+
+	if (!s)
+		return;
+	s->seen_endpoints = true;
+	set_obj(&s->endpoints, obj);
+	for (size_t i = 0; i < s->nports; i++)
+		if ((rc = port_set_backends(a, s, &s->ports[i], s->endpoints)) < 0)
+			worst = rc;
+	svc_recheck(s, worst);
+}
+
+void endpoints_remove(struct agent *a, const json_t *obj)
+{
+	struct svc *s = svc_find(obj_namespace(obj), obj_name(obj) ? obj_name(obj) : "", false);
+
+	if (!s)
+		return;
+	set_obj(&s->endpoints, NULL);
+	for (size_t i = 0; i < s->nports; i++)
+		(void)port_set_backends(a, s, &s->ports[i], NULL);
+	svc_drop_if_empty(a, s);
+}
+
+/* After a full list of one kind: what it no longer has is gone. */
+static void listed(struct agent *a, bool services)
+{
+	for (size_t i = 0; i < T.n;) {
+		struct svc *s = T.v[i];
+		bool *seen = services ? &s->seen_service : &s->seen_endpoints;
+		json_t **obj = services ? &s->service : &s->endpoints;
+
+		if (!*seen && *obj) {
+			set_obj(obj, NULL);
+			if (services)
+				svc_sync(a, s);
+			else
+				for (size_t j = 0; j < s->nports; j++)
+					(void)port_set_backends(a, s, &s->ports[j], NULL);
+		}
+		*seen = false;
+		if (!s->service && !s->endpoints) {
+			svc_drop_if_empty(a, s);
+			continue;
+		}
+		i++;
+	}
+}
+
+void service_listed(struct agent *a)
+{
+	listed(a, true);
+}
+
+void endpoints_listed(struct agent *a)
+{
+	listed(a, false);
+}
+
+/* ---- restart: recover IDs, sweep what nobody claimed ---- */
+
+static int recover_fe(const struct weft_svc_key *k, const struct weft_svc_value *v, void *arg)
+{
+	(void)arg;
+	if (k->slot != 0 || k->scope != WEFT_SCOPE_ALL)
+		return 0;
+	if (grow((void **)&T.rfe, &T.caprfe, T.nrfe, sizeof(*T.rfe)) < 0 ||
+	    u64map_put(&T.rfe_idx, key_hash(k), T.nrfe) < 0 ||
+	    u64map_put(&T.svc_ids, v->svc_id, 1) < 0)
+		return -ENOMEM;
+	T.rfe[T.nrfe++] = (struct recovered_fe){ .k = *k, .svc_id = v->svc_id };
+	return 0;
+}
+
+static int recover_be(uint32_t id, const struct weft_backend *b, void *arg)
+{
+	(void)arg;
+	if (grow((void **)&T.rbe, &T.caprbe, T.nrbe, sizeof(*T.rbe)) < 0 ||
+	    u64map_put(&T.rbe_idx, backend_hash(b->svc_id, b->addr, b->port, b->proto), T.nrbe) < 0 ||
+	    u64map_put(&T.backend_ids, id, 1) < 0)
+		return -ENOMEM;
+	T.rbe[T.nrbe++] = (struct recovered_be){ .id = id, .b = *b };
+	return 0;
+}
+
+int service_recover(struct agent *a)
+{
+	int rc;
+
+	T.recovering = true;
+	rc = datapath_service_foreach(a->dp, recover_fe, NULL);
+	if (rc == 0)
+		rc = datapath_backend_foreach(a->dp, recover_be, NULL);
+	if (T.nrfe || T.nrbe)
+		LOG_INFO("services: %zu frontends and %zu backends found pinned: their IDs are kept",
+			 T.nrfe, T.nrbe);
+	return rc;
+}
+
+/* the live frontends by the hash of their slot-0 key, for the sweep */
+static struct u64map live_fe;
+
+static bool fe_live(const struct weft_svc_key *k)
+{
+	struct weft_svc_key k0 = *k;
+	const struct svc_port *p;
+	uint64_t v;
+
+	k0.scope = WEFT_SCOPE_ALL;
+	k0.slot = 0;
+	if (!u64map_get(&live_fe, key_hash(&k0), &v))
+		return false;
+	p = (const struct svc_port *)(uintptr_t)v;
+	for (size_t f = 0; f < p->nfe; f++) {
+		struct weft_svc_key kf = fe_key(p, &p->fe[f], WEFT_SCOPE_ALL, 0);
+
+		if (!p->fe[f].programmed || memcmp(&kf, &k0, sizeof(kf)) != 0)
+			continue;
+		if (k->slot == 0)
+			return k->scope == WEFT_SCOPE_ALL;
+		return k->slot <= (k->scope == WEFT_SCOPE_ALL ? p->nbk : p->nlocal);
+	}
+	return false;
+}
+
+static int sweep_fe(const struct weft_svc_key *k, const struct weft_svc_value *v, void *arg)
+{
+	struct agent *a = arg;
+
+	(void)v;
+	if (!fe_live(k))
+		(void)datapath_service_del(a->dp, k);
+	return 0;
+}
+
+static int sweep_be(uint32_t id, const struct weft_backend *b, void *arg)
+{
+	struct agent *a = arg;
+
+	(void)b;
+	if (!u64map_get(&T.backend_ids, id, NULL)) {
+		(void)datapath_backend_del(a->dp, id);
+		queue_purge(id);
+	}
+	return 0;
+}
+
+void service_sweep(struct agent *a)
+{
+	if (!T.recovering)
+		return;
+	for (size_t i = 0; i < T.nrbe; i++)	/* nobody claimed them: not in use */
+		if (!T.rbe[i].claimed)
+			(void)u64map_del(&T.backend_ids, T.rbe[i].id);
+	for (size_t i = 0; i < T.nrfe; i++)
+		if (!T.rfe[i].claimed)
+			(void)u64map_del(&T.svc_ids, T.rfe[i].svc_id);
+	for (size_t i = 0; i < T.n; i++)
+		for (size_t j = 0; j < T.v[i]->nports; j++) {
+			const struct svc_port *p = &T.v[i]->ports[j];
+
+			for (size_t f = 0; f < p->nfe; f++) {
+				struct weft_svc_key k = fe_key(p, &p->fe[f], WEFT_SCOPE_ALL, 0);
+
+				if (u64map_put(&live_fe, key_hash(&k), (uintptr_t)p) < 0)
+					goto out;	/* no memory: keep everything */
+			}
+		}
+	(void)datapath_service_foreach(a->dp, sweep_fe, a);
+	(void)datapath_backend_foreach(a->dp, sweep_be, a);
+out:
+	u64map_free(&live_fe);
+	free(T.rfe);
+	free(T.rbe);
+	u64map_free(&T.rfe_idx);
+	u64map_free(&T.rbe_idx);
+	T.rfe = NULL;
+	T.rbe = NULL;
+	T.nrfe = T.caprfe = T.nrbe = T.caprbe = 0;
+	T.recovering = false;
+}
+
+/* ---- conntrack ---- */
+
+struct purge_ctx {
+	struct agent *a;
+	uint32_t *ids;
+	size_t n;
+	uint32_t now;
+	size_t deleted;
+};
+
+static int cmp_u32(const void *x, const void *y)
+{
+	uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
+
+	return a < b ? -1 : a > b;
+}
+
+static int purge_one(const struct weft_ct_key *k, const struct weft_ct_entry *e, void *arg)
+{
+	struct purge_ctx *c = arg;
+
+	if (bsearch(&e->backend_id, c->ids, c->n, sizeof(*c->ids), cmp_u32)) {
+		(void)datapath_ct_del(c->a->dp, k);
+		c->deleted++;
+	}
+	return 0;
+}
+
+/* Delete the conntrack entries of the backends removed since the last
+ * call.  Takes the lock only to take the list. */
+void service_ct_purge(struct agent *a)
+{
+	struct purge_ctx c = { .a = a };
+
+	pthread_mutex_lock(&a->lock);
+	c.ids = T.purge;
+	c.n = T.npurge;
+	T.purge = NULL;
+	T.npurge = T.cappurge = 0;
+	pthread_mutex_unlock(&a->lock);
+	if (!c.n) {
+		free(c.ids);
+		return;
+	}
+	qsort(c.ids, c.n, sizeof(*c.ids), cmp_u32);
+	(void)datapath_ct_foreach(a->dp, purge_one, &c);
+	free(c.ids);
+}
+
+static uint32_t ticks_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint32_t)(((uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec) >>
+			  WEFT_CT_TICK_SHIFT);
+}
+
+/* seconds -> ticks, rounded up */
+static uint32_t ticks_of(uint32_t seconds)
+{
+	return (uint32_t)((((uint64_t)seconds * 1000000000ull) >> WEFT_CT_TICK_SHIFT) + 1);
+}
+
+uint32_t service_ct_timeout(const struct weft_ct_key *k, const struct weft_ct_entry *e)
+{
+	if (k->proto != IPPROTO_TCP)
+		return SERVICE_CT_UDP_S;
+	if (e->flags & WEFT_CT_F_CLOSING)
+		return SERVICE_CT_TCP_CLOSING_S;
+	if (e->flags & WEFT_CT_F_ESTABLISHED)
+		return SERVICE_CT_TCP_ESTABLISHED_S;
+	return SERVICE_CT_TCP_SYN_S;
+}
+
+static int gc_one(const struct weft_ct_key *k, const struct weft_ct_entry *e, void *arg)
+{
+	struct purge_ctx *c = arg;
+
+	if ((uint32_t)(c->now - e->last_seen) > ticks_of(service_ct_timeout(k, e))) {
+		(void)datapath_ct_del(c->a->dp, k);
+		c->deleted++;
+	}
+	return 0;
+}
+
+size_t service_ct_gc(struct agent *a)
+{
+	struct purge_ctx c = { .a = a, .now = ticks_now() };
+
+	(void)datapath_ct_foreach(a->dp, gc_one, &c);
+	return c.deleted;
+}
+
+static void *gc_thread(void *arg)
+{
+	struct agent *a = arg;
+	unsigned ms = 0;
+
+	while (!atomic_load(&a->stopping)) {
+		usleep(100 * 1000);
+		service_ct_purge(a);	/* removed backends: at once */
+		ms += 100;
+		if (ms >= SERVICE_CT_GC_PERIOD_S * 1000) {
+			ms = 0;
+			(void)service_ct_gc(a);
+		}
+	}
+	return NULL;
+}
+
+int service_gc_start(struct agent *a)
+{
+	int rc = pthread_create(&a->t_ct_gc, NULL, gc_thread, a);
+
+	return rc ? -rc : 0;
+}
+
+void service_gc_stop(struct agent *a)
+{
+	if (a->t_ct_gc)
+		pthread_join(a->t_ct_gc, NULL);
+	a->t_ct_gc = 0;
+}
+
+int service_reports_take(struct service_report **out, size_t *n)
+{
+	struct service_report *v = NULL;
+	size_t cap = 0;
+	char msg[160];
+
+	*out = NULL;
+	*n = 0;
+	for (size_t i = 0; i < T.n; i++) {
+		struct svc *s = T.v[i];
+
+		svc_error_text(s, msg, sizeof(msg));
+		if (!s->service || strcmp(msg, s->reported) == 0)
+			continue;
+		if (grow((void **)&v, &cap, *n, sizeof(*v)) < 0) {
+			free(v);
+			return -ENOMEM;
+		}
+		snprintf(v[*n].ns, sizeof(v[*n].ns), "%s", s->ns);
+		snprintf(v[*n].name, sizeof(v[*n].name), "%s", s->name);
+		snprintf(v[*n].msg, sizeof(v[*n].msg), "%s", msg);
+		snprintf(s->reported, sizeof(s->reported), "%s", msg);
+		(*n)++;
+	}
+	*out = v;
+	return 0;
+}
+
+void service_report_failed(const struct service_report *r)
+{
+	struct svc *s = svc_find(r->ns, r->name, false);
+
+	if (s)
+		snprintf(s->reported, sizeof(s->reported), "%s", "(retry)");
+}
+
+uint64_t service_map_full_count(void)
+{
+	return T.map_full;
+}
+
+void service_free_all(void)
+{
+	for (size_t i = 0; i < T.n; i++) {
+		struct svc *s = T.v[i];
+
+		for (size_t j = 0; j < s->nports; j++) {
+			free(s->ports[j].bk);
+			free(s->ports[j].local);
+		}
+		free(s->ports);
+		json_decref(s->service);
+		json_decref(s->endpoints);
+		free(s);
+	}
+	free(T.v);
+	free(T.rfe);
+	free(T.rbe);
+	free(T.purge);
+	u64map_free(&T.by_name);
+	u64map_free(&T.svc_ids);
+	u64map_free(&T.backend_ids);
+	u64map_free(&T.rfe_idx);
+	u64map_free(&T.rbe_idx);
+	memset(&T, 0, sizeof(T));
+}

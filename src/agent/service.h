@@ -1,0 +1,66 @@
+/*
+ * service.h — Services and Endpoints in the agent (service.c): the model
+ * of every service port and the O(change) writes that keep the service
+ * maps equal to it; conntrack expiry and purging.
+ *
+ * The apply/remove/listed calls are the watch hooks of the "services" and
+ * "endpoints" kinds (sync.c) and run under agent.lock.  Objects passed
+ * are borrowed (copied where kept).
+ */
+#ifndef WEFT_AGENT_SERVICE_H
+#define WEFT_AGENT_SERVICE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <jansson.h>
+
+#include "bpf/weft_bpf.h"
+
+struct agent;
+
+/* conntrack timeouts (seconds since the entry's last packet) */
+#define SERVICE_CT_TCP_SYN_S		60
+#define SERVICE_CT_TCP_ESTABLISHED_S	21600
+#define SERVICE_CT_TCP_CLOSING_S	10
+#define SERVICE_CT_UDP_S		60
+#define SERVICE_CT_GC_PERIOD_S		10
+
+void service_apply(struct agent *a, const json_t *obj);
+void service_remove(struct agent *a, const json_t *obj);
+void service_listed(struct agent *a);
+void endpoints_apply(struct agent *a, const json_t *obj);
+void endpoints_remove(struct agent *a, const json_t *obj);
+void endpoints_listed(struct agent *a);
+
+/* Start-up with kept maps: read back the IDs in use (before the first
+ * list), and after the first full list of both kinds delete the entries
+ * nobody claimed.  Under the lock. */
+int service_recover(struct agent *a);
+void service_sweep(struct agent *a);
+
+/* Delete conntrack entries of removed backends (no lock held). */
+void service_ct_purge(struct agent *a);
+/* Delete expired conntrack entries; returns how many. */
+size_t service_ct_gc(struct agent *a);
+uint32_t service_ct_timeout(const struct weft_ct_key *k, const struct weft_ct_entry *e);
+/* The thread running both every 100 ms / SERVICE_CT_GC_PERIOD_S. */
+int service_gc_start(struct agent *a);
+void service_gc_stop(struct agent *a);
+
+/* What a Service must be told of this node's programming of it: the
+ * services whose error changed since the last take (msg "" = programmed
+ * again).  Under the lock; *out is the caller's to free.  A report that
+ * could not be written is handed back with service_report_failed(). */
+struct service_report {
+	char ns[256];
+	char name[256];
+	char msg[160];
+};
+int service_reports_take(struct service_report **out, size_t *n);
+void service_report_failed(const struct service_report *r);
+
+/* Map writes refused for lack of room since start. */
+uint64_t service_map_full_count(void);
+void service_free_all(void);
+
+#endif
