@@ -7,6 +7,9 @@
  *	  │
  *	  ├─ config not complete, not IPv4 TCP/UDP ─────── TC_ACT_OK (stack)
  *	  ├─ UDP to the VXLAN port (the overlay) ────────── TC_ACT_OK
+ *	  ├─ the answer of a backend outside the cluster
+ *	  │  to a connection SNATed here (REV) ─── source := frontend,
+ *	  │                                 destination := client ─ redirect_neigh
  *	  ├─ no frontend (node IP + NodePort, or a VIP) ─── TC_ACT_OK
  *	  ├─ frontend without backends
  *	  │   ├─ externalTrafficPolicy Local, backends
@@ -17,7 +20,9 @@
  *	      │                                               client IP kept
  *	      ├─ backend on another node ──── SNAT to this node's gateway,
  *	      │                               tunnel key (VNI 0) ─ bpf_redirect(VXLAN)
- *	      └─ backend outside the cluster ─────────────── TC_ACT_OK (stack)
+ *	      ├─ backend in this node's subnet, no pod ─────── drop NO_ENDPOINT
+ *	      └─ backend outside the pod network ── SNAT to this node's IP
+ *	                                             ─────────── redirect_neigh(underlay)
  *
  * The answers come back translated by pod_ingress (backend here) or
  * vxlan_ingress (backend elsewhere, answering the gateway) and leave
@@ -73,6 +78,19 @@ int node_ingress(struct __sk_buff *skb)
 	if (t.proto == IPPROTO_UDP && t.dport == bpf_htons(vxlan_port(cfg)))
 		return TC_ACT_OK;
 
+	rc = lb_reverse(skb, &t, &ct_flags);
+	if (rc < 0)
+		return drop(-rc);
+	if (rc == LB_DONE) {
+		if (skb_linearize_head(skb, IPV4_FRAME_MIN) < 0)
+			return drop(WEFT_DROP_MALFORMED);
+		eth = eth_header(skb);
+		ip = ipv4_header(skb);
+		if (!eth || !ip)
+			return drop(WEFT_DROP_MALFORMED);
+		return to_underlay(skb, ip, cfg);
+	}
+
 	rc = lb_forward(skb, cfg, &t, 1, &ct_flags);
 	if (rc == LB_NONE)
 		return TC_ACT_OK;
@@ -93,7 +111,9 @@ int node_ingress(struct __sk_buff *skb)
 	node = node_lookup(ip->daddr);
 	if (node && node->node_ip != cfg->node_ip)
 		return tunnel_to(skb, ip, cfg, node->node_ip, 0);
-	return pass(0, 0);
+	if (node)
+		return drop(WEFT_DROP_NO_ENDPOINT);	/* a pod here that is gone */
+	return to_underlay(skb, ip, cfg);
 }
 
 char LICENSE[] SEC("license") = "GPL";

@@ -159,9 +159,10 @@ struct weft_node_ip {
  *	REV {backend, client as sent}   -> frontend address/port (+ original client)
  *
  * "client as sent" is the client, or the SNAT source: WEFT_HAIRPIN_IP when
- * a pod reaches itself through its service, or this node's gateway with a
- * port from the SNAT range when an outside client's connection goes to a
- * backend on another node (the reply must come back here).  A FWD entry is
+ * a pod reaches itself through its service, or, with a port from the SNAT
+ * range, this node's gateway when an outside client's connection goes to a
+ * backend on another node, this node's IP when it goes to a backend
+ * outside the pod network (the reply must come back here).  A FWD entry is
  * used only while weft_backends[backend_id] still is that backend, so a
  * removed backend's flows choose again at their next packet.
  */
@@ -217,7 +218,9 @@ struct weft_ct_key {
 
 struct weft_ct_entry {
 	__be32 nat_addr;	/* FWD: backend (new destination); REV: frontend (new source) */
-	__be32 nat_addr2;	/* FWD: new source (SNAT) or 0; REV: original client (new destination) or 0 */
+	__be32 nat_addr2;	/* FWD: the source to send with (the client's own
+				 * unless WEFT_CT_F_SNAT); REV: the original client
+				 * (the new destination with WEFT_CT_F_SNAT) */
 	__be16 nat_port;	/* FWD: backend port; REV: frontend port */
 	__be16 nat_port2;	/* FWD: new source port with SNAT; REV: original client port */
 	__u32 backend_id;	/* FWD */

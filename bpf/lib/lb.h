@@ -33,7 +33,11 @@
  * An outside client's connection to a backend on another node is SNATed
  * to this node's gateway with a port of WEFT_SNAT_PORT_MIN..MAX (the
  * backend answers to the gateway, over the tunnel, so the answer comes
- * back here); one to a backend here keeps the client's address.
+ * back here); to a backend outside the pod network, to this node's IP
+ * (the answer comes back on the underlay: node_ingress); one to a backend
+ * here keeps the client's address.  A pod's connection to a backend
+ * outside the pod network leaves through the stack (masquerade) and its
+ * answer comes back through it: pod_egress translates that one.
  */
 #ifndef WEFT_BPF_LIB_LB_H
 #define WEFT_BPF_LIB_LB_H
@@ -267,8 +271,10 @@ static __always_inline int lb_forward(struct __sk_buff *skb, const struct weft_c
 	if (outside) {
 		flags |= WEFT_CT_F_EXTERNAL;
 		if (!(b->flags & WEFT_BE_F_LOCAL)) {
+			/* the answer must come back here: to the gateway over
+			 * the tunnel from a pod, to the node IP from outside */
 			flags |= WEFT_CT_F_SNAT;
-			saddr = cfg->gateway_ip;
+			saddr = node_lookup(b->addr) ? cfg->gateway_ip : cfg->node_ip;
 		}
 	} else if (b->addr == t->saddr) {
 		flags |= WEFT_CT_F_SNAT;	/* hairpin: the pod reaches itself */

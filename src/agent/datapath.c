@@ -2,7 +2,7 @@
  * datapath.c — loads weft's eBPF programs, keeps their maps pinned, attaches
  * them with tc, and reads and writes the maps for the agent.
  *
- * Three skeletons (pod_ingress, vxlan_ingress, node_ingress; bpf/NAME.bpf.c
+ * Four skeletons (pod_ingress, pod_egress, vxlan_ingress, node_ingress; bpf/NAME.bpf.c
  * is built into build/bpf/NAME.skel.h) define the same maps, all pinned by
  * name (bpf/lib/maps.h).  Every object is opened with pin_root_path = the
  * pin directory, so the first load creates and pins the maps and the
@@ -56,6 +56,7 @@
 #include <bpf/libbpf.h>
 
 #include "node_ingress.skel.h"
+#include "pod_egress.skel.h"
 #include "pod_ingress.skel.h"
 #include "vxlan_ingress.skel.h"
 
@@ -73,6 +74,9 @@ struct datapath {
 	struct pod_ingress *pod;
 	struct vxlan_ingress *vxlan;
 	struct node_ingress *node;
+	struct pod_egress *pod_out;
+	struct bpf_object *objs[4];	/* the four skeletons' objects, for loops */
+	const char *names[4];
 	int services_fd;
 	int backends_fd;
 	int ct_fd;
@@ -271,6 +275,8 @@ static int inspect_pins(struct bpf_object *obj, struct pin_state *ps, char *errb
 
 static void close_skeletons(struct datapath *dp)
 {
+	pod_egress__destroy(dp->pod_out);
+	dp->pod_out = NULL;
 	node_ingress__destroy(dp->node);
 	vxlan_ingress__destroy(dp->vxlan);
 	pod_ingress__destroy(dp->pod);
@@ -329,14 +335,29 @@ static int open_skeletons(struct datapath *dp, const struct datapath_opts *opts,
 		errmsg(errbuf, errlen, "node_ingress: open: %s", strerror(errno));
 		return -errno;
 	}
+	dp->pod_out = pod_egress__open_opts(&oo);
+	if (!dp->pod_out) {
+		errmsg(errbuf, errlen, "pod_egress: open: %s", strerror(errno));
+		return -errno;
+	}
 	dp->pod->rodata->trace_enabled = opts->trace ? 1 : 0;
 	dp->vxlan->rodata->trace_enabled = opts->trace ? 1 : 0;
 	dp->node->rodata->trace_enabled = opts->trace ? 1 : 0;
-	if (set_capacities(dp->pod->obj, opts) < 0 || set_capacities(dp->vxlan->obj, opts) < 0 ||
-	    set_capacities(dp->node->obj, opts) < 0) {
-		errmsg(errbuf, errlen, "setting the service maps' capacities failed");
-		return -EINVAL;
-	}
+	dp->pod_out->rodata->trace_enabled = opts->trace ? 1 : 0;
+	dp->objs[0] = dp->pod->obj;
+	dp->objs[1] = dp->vxlan->obj;
+	dp->objs[2] = dp->node->obj;
+	dp->objs[3] = dp->pod_out->obj;
+	dp->names[0] = "pod_ingress";
+	dp->names[1] = "vxlan_ingress";
+	dp->names[2] = "node_ingress";
+	dp->names[3] = "pod_egress";
+	for (size_t i = 0; i < 4; i++)
+		if (set_capacities(dp->objs[i], opts) < 0) {
+			errmsg(errbuf, errlen, "%s: setting the service maps' capacities failed",
+			       dp->names[i]);
+			return -EINVAL;
+		}
 	return 0;
 }
 
@@ -352,15 +373,11 @@ static int load_once(struct datapath *dp, const struct datapath_opts *opts, bool
 	err = open_skeletons(dp, opts, errbuf, errlen);
 	if (err < 0)
 		return err;
-	err = inspect_pins(dp->pod->obj, &ps, errbuf, errlen);
-	if (err < 0)
-		return err;
-	err = inspect_pins(dp->vxlan->obj, &ps, errbuf, errlen);
-	if (err < 0)
-		return err;
-	err = inspect_pins(dp->node->obj, &ps, errbuf, errlen);
-	if (err < 0)
-		return err;
+	for (size_t i = 0; i < 4; i++) {
+		err = inspect_pins(dp->objs[i], &ps, errbuf, errlen);
+		if (err < 0)
+			return err;
+	}
 	if (ps.stale || (ps.missing && ps.any)) {	/* invariant 2 */
 		err = unpin_weft(opts->pin_dir);
 		if (err < 0) {
@@ -373,26 +390,14 @@ static int load_once(struct datapath *dp, const struct datapath_opts *opts, bool
 	if (ps.stale || ps.missing)
 		*rebuilt = true;
 
-	err = pod_ingress__load(dp->pod);
-	if (err < 0) {
-		*retry = err == -EINVAL && ps.any;
-		errmsg(errbuf, errlen, "pod_ingress: load with maps pinned in %s: %s",
-		       opts->pin_dir, strerror(-err));
-		return err;
-	}
-	err = vxlan_ingress__load(dp->vxlan);
-	if (err < 0) {
-		*retry = err == -EINVAL && ps.any;
-		errmsg(errbuf, errlen, "vxlan_ingress: load with maps pinned in %s: %s",
-		       opts->pin_dir, strerror(-err));
-		return err;
-	}
-	err = node_ingress__load(dp->node);
-	if (err < 0) {
-		*retry = err == -EINVAL && ps.any;
-		errmsg(errbuf, errlen, "node_ingress: load with maps pinned in %s: %s",
-		       opts->pin_dir, strerror(-err));
-		return err;
+	for (size_t i = 0; i < 4; i++) {
+		err = bpf_object__load(dp->objs[i]);
+		if (err < 0) {
+			*retry = err == -EINVAL && ps.any;
+			errmsg(errbuf, errlen, "%s: load with maps pinned in %s: %s",
+			       dp->names[i], opts->pin_dir, strerror(-err));
+			return err;
+		}
 	}
 	return 0;
 }
@@ -467,9 +472,9 @@ void datapath_close(struct datapath *dp)
 
 /* ---- tc ---- */
 
-static int tc_attach(int ifindex, int prog_fd)
+static int tc_attach_at(int ifindex, int prog_fd, enum bpf_tc_attach_point where)
 {
-	LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = ifindex, .attach_point = BPF_TC_INGRESS);
+	LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = ifindex, .attach_point = where);
 	LIBBPF_OPTS(bpf_tc_opts, tc, .handle = WEFT_TC_HANDLE, .priority = WEFT_TC_PRIORITY,
 		    .prog_fd = prog_fd, .flags = BPF_TC_F_REPLACE);
 	int err;
@@ -482,9 +487,18 @@ static int tc_attach(int ifindex, int prog_fd)
 	return bpf_tc_attach(&hook, &tc);
 }
 
+static int tc_attach(int ifindex, int prog_fd)
+{
+	return tc_attach_at(ifindex, prog_fd, BPF_TC_INGRESS);
+}
+
 int datapath_attach_pod(struct datapath *dp, int ifindex)
 {
-	return tc_attach(ifindex, bpf_program__fd(dp->pod->progs.pod_ingress));
+	int err = tc_attach(ifindex, bpf_program__fd(dp->pod->progs.pod_ingress));
+
+	if (err < 0)
+		return err;
+	return tc_attach_at(ifindex, bpf_program__fd(dp->pod_out->progs.pod_egress), BPF_TC_EGRESS);
 }
 
 int datapath_attach_vxlan(struct datapath *dp, int ifindex)
@@ -906,6 +920,11 @@ int datapath_pod_prog_fd(struct datapath *dp)
 int datapath_vxlan_prog_fd(struct datapath *dp)
 {
 	return bpf_program__fd(dp->vxlan->progs.vxlan_ingress);
+}
+
+int datapath_pod_egress_prog_fd(struct datapath *dp)
+{
+	return bpf_program__fd(dp->pod_out->progs.pod_egress);
 }
 
 int datapath_node_prog_fd(struct datapath *dp)

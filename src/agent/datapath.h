@@ -54,7 +54,9 @@ void datapath_close(struct datapath *dp);	/* accepts NULL */
 /* Remove every weft pin under pin_dir (and the directory if empty). */
 int datapath_unpin(const char *pin_dir);
 
-/* tc clsact ingress, replacing a weft filter already there. */
+/* tc clsact, replacing a weft filter already there: a pod's host veth gets
+ * pod_ingress at ingress and pod_egress at egress, the VXLAN device
+ * vxlan_ingress at ingress. */
 int datapath_attach_pod(struct datapath *dp, int ifindex) __attribute__((warn_unused_result));
 int datapath_attach_vxlan(struct datapath *dp, int ifindex) __attribute__((warn_unused_result));
 /* node_ingress at the underlay device (NodePorts and VIPs from outside) */
@@ -130,6 +132,7 @@ extern const char *const datapath_drop_names[WEFT_DROP_MAX];
 int datapath_pod_prog_fd(struct datapath *dp);
 int datapath_vxlan_prog_fd(struct datapath *dp);
 int datapath_node_prog_fd(struct datapath *dp);
+int datapath_pod_egress_prog_fd(struct datapath *dp);
 int datapath_trace_read(struct datapath *dp, struct weft_trace *out);	/* summed over CPUs: the one that ran */
 int datapath_trace_reset(struct datapath *dp);
 

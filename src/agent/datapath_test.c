@@ -2,8 +2,8 @@
  * datapath_test.c — the eBPF data plane and its user-space handle.
  *
  * Every test mounts a private bpffs under its temporary directory, opens
- * the datapath there (which is also the verifier test: open loads both
- * programs), and unpins and unmounts before it returns, whether it passed
+ * the datapath there (which is also the verifier test: open loads every
+ * program), and unpins and unmounts before it returns, whether it passed
  * or not (DP_TEST runs the body between fixture_up and fixture_down).
  *
  * Programs are run with BPF_PROG_TEST_RUN: a hand-built frame in, the tc
@@ -26,11 +26,19 @@
  * these tests sit on that ifindex; pods on any other ifindex can only be
  * destinations, or spoofed sources.
  *
+ * Services (bpf/lib/lb.h): translation, conntrack and refusals through
+ * test runs of pod_ingress and node_ingress, with every checksum of the
+ * packet out recomputed here; answers over the tunnel through a real VXLAN
+ * device as above, the packets that leave caught by packet sockets in a
+ * second namespace (at the peer of a pod's veth, and of the underlay).
+ *
  * Randomized: pod_ingress's forwarding (anti-spoofing, tenants, tunnel)
- * against a naive reference (linear longest-prefix match), and the
- * endpoint map against a list.
+ * against a naive reference (linear longest-prefix match), the endpoint
+ * map against a list, and the backend each connection's conntrack entry
+ * holds against a model of the agent's slot writes.
  */
 #include "agent/datapath.h"
+#include "agent/netlink.h"
 #include "test.h"
 
 #include <arpa/inet.h>
@@ -41,6 +49,7 @@
 #include <net/if.h>
 #include <netinet/if_ether.h>
 #include <netinet/ip.h>
+#include <netpacket/packet.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -49,6 +58,7 @@
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <linux/pkt_cls.h>
 
@@ -106,9 +116,9 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 	return vfprintf(stderr, fmt, ap);
 }
 
-static int fixture_up(struct fixture *f, bool trace)
+/* opts without pin_dir: the fixture's is filled in */
+static int fixture_up_opts(struct fixture *f, struct datapath_opts opts)
 {
-	struct datapath_opts opts = { .trace = trace };
 	char err[256] = "";
 	int rc;
 
@@ -122,6 +132,13 @@ static int fixture_up(struct fixture *f, bool trace)
 		return -1;
 	}
 	return 0;
+}
+
+static int fixture_up(struct fixture *f, bool trace)
+{
+	struct datapath_opts opts = { .trace = trace };
+
+	return fixture_up_opts(f, opts);
 }
 
 static void fixture_down(struct fixture *f)
@@ -1902,5 +1919,1800 @@ DP_TEST(vxlan_device_delivers_by_tunnel_key)
 
 	CHECK_EQ(netns_enter(&saved), 0);
 	vxlan_device_body(f);
+	netns_leave(saved);
+}
+
+/* ---- services: translation, conntrack, refusals (bpf/lib/lb.h) ----
+ *
+ * The node of seed_node() plus a backend pod here (LOCAL_BE_IP, on the
+ * test-run ifindex so that it can answer) and the underlay device's
+ * ifindex in the config.  Services are written as the agent writes them:
+ * backends, then slots 1..n (and the LOCAL slots), slot 0 last.  Which
+ * backend a new connection gets is the program's random choice; the tests
+ * assert what holds whatever it is (a backend of the right set, the same
+ * one for the same tuple, every one over many tuples). */
+
+#define SVC_IP		IP(10, 96, 0, 10)
+#define SVC_PORT	80
+#define SVC_ID		1
+#define BE_PORT		8080
+#define LOCAL_BE_IP	IP(10, 128, 0, 40)
+#define REMOTE_BE_IP	REMOTE_POD_IP
+#define REMOTE_BE2_IP	IP(10, 128, 2, 10)
+#define NODE_PORT	30080
+#define VIP_IP		IP(192, 168, 1, 250)	/* a LoadBalancer VIP */
+#define OUTSIDE_IP	IP(192, 168, 1, 200)	/* a client outside the cluster */
+#define UNDERLAY_IFINDEX 88
+
+#define BE_LOCAL	101	/* backend IDs of the seeded service */
+#define BE_REMOTE	102
+#define BE_REMOTE2	103
+
+static const uint8_t node_mac[6] = { 0x52, 0x54, 0x00, 0x00, 0x01, 0x0b };
+static const uint8_t outside_mac[6] = { 0x52, 0x54, 0x00, 0x00, 0x01, 0xc8 };
+
+static in_addr_t hairpin_ip(void)
+{
+	return htonl(WEFT_HAIRPIN_IP);
+}
+
+static int seed_services(struct datapath *dp)
+{
+	struct weft_config cfg = ready_config();
+	struct weft_endpoint be = endpoint(run_ifindex(), VNID_A, pod_a_mac, gw_a_mac);
+	int rc;
+
+	if ((rc = seed_node(dp)) < 0)
+		return rc;
+	tenant_mac(LOCAL_BE_IP, be.pod_mac);
+	if ((rc = datapath_endpoint_put(dp, LOCAL_BE_IP, &be)) < 0)
+		return rc;
+	cfg.underlay_ifindex = UNDERLAY_IFINDEX;
+	return datapath_config_set(dp, &cfg);
+}
+
+static int backend_put(struct datapath *dp, uint32_t id, in_addr_t addr, uint16_t port,
+		       uint8_t proto, bool local, uint32_t svc_id)
+{
+	struct weft_backend b;
+
+	memset(&b, 0, sizeof(b));
+	b.addr = addr;
+	b.port = htons(port);
+	b.proto = proto;
+	b.flags = local ? WEFT_BE_F_LOCAL : 0;
+	b.svc_id = svc_id;
+	return datapath_backend_put(dp, id, &b);
+}
+
+/* The seeded service's three backends, for a TCP or UDP service. */
+static int backends_put3(struct datapath *dp, uint8_t proto)
+{
+	int rc;
+
+	if ((rc = backend_put(dp, BE_LOCAL, LOCAL_BE_IP, BE_PORT, proto, true, SVC_ID)) < 0 ||
+	    (rc = backend_put(dp, BE_REMOTE, REMOTE_BE_IP, BE_PORT, proto, false, SVC_ID)) < 0)
+		return rc;
+	return backend_put(dp, BE_REMOTE2, REMOTE_BE2_IP, BE_PORT, proto, false, SVC_ID);
+}
+
+struct svc {
+	in_addr_t addr;		/* 0: NodePort */
+	uint16_t port;		/* host order */
+	uint8_t proto;
+	uint16_t flags;		/* WEFT_SVC_F_* */
+	uint32_t affinity_timeout;
+};
+
+static struct weft_svc_key svc_key(const struct svc *s, uint8_t scope, uint16_t slot)
+{
+	struct weft_svc_key k;
+
+	memset(&k, 0, sizeof(k));
+	k.addr = s->addr;
+	k.port = htons(s->port);
+	k.proto = s->proto;
+	k.scope = scope;
+	k.slot = slot;
+	return k;
+}
+
+static int slot_put(struct datapath *dp, const struct svc *s, uint8_t scope, uint16_t slot,
+		    uint32_t backend_id)
+{
+	struct weft_svc_key k = svc_key(s, scope, slot);
+	struct weft_svc_value v;
+
+	memset(&v, 0, sizeof(v));
+	v.backend_id = backend_id;
+	return datapath_service_put(dp, &k, &v);
+}
+
+static int svc_head_put(struct datapath *dp, const struct svc *s, uint16_t count,
+			uint16_t local_count)
+{
+	struct weft_svc_key k = svc_key(s, WEFT_SCOPE_ALL, 0);
+	struct weft_svc_value v;
+
+	memset(&v, 0, sizeof(v));
+	v.svc_id = SVC_ID;
+	v.count = count;
+	v.local_count = local_count;
+	v.flags = s->flags;
+	v.affinity_timeout = s->affinity_timeout;
+	return datapath_service_put(dp, &k, &v);
+}
+
+/* Frontend s with backends ids[0..n) (already in weft_backends) in slots
+ * 1..n, those flagged LOCAL also in the LOCAL slots; slot 0 last. */
+static int svc_put(struct datapath *dp, const struct svc *s, const uint32_t *ids, int n)
+{
+	uint16_t local = 0;
+	int rc;
+
+	for (int i = 0; i < n; i++) {
+		struct weft_backend b;
+
+		if ((rc = datapath_backend_get(dp, ids[i], &b)) < 0 ||
+		    (rc = slot_put(dp, s, WEFT_SCOPE_ALL, (uint16_t)(i + 1), ids[i])) < 0)
+			return rc;
+		if ((b.flags & WEFT_BE_F_LOCAL) &&
+		    (rc = slot_put(dp, s, WEFT_SCOPE_LOCAL, ++local, ids[i])) < 0)
+			return rc;
+	}
+	return svc_head_put(dp, s, (uint16_t)n, local);
+}
+
+static const struct svc cluster_tcp = { SVC_IP, SVC_PORT, IPPROTO_TCP, WEFT_SVC_F_CLUSTER_IP, 0 };
+static const struct svc cluster_udp = { SVC_IP, 53, IPPROTO_UDP, WEFT_SVC_F_CLUSTER_IP, 0 };
+static const struct svc nodeport_tcp = { 0, NODE_PORT, IPPROTO_TCP, WEFT_SVC_F_NODE_PORT, 0 };
+
+/* ---- service packets: TCP and UDP with real checksums ---- */
+
+static void put16(uint8_t *b, uint16_t v)
+{
+	b[0] = (uint8_t)(v >> 8);
+	b[1] = (uint8_t)v;
+}
+
+static void put32(uint8_t *b, uint32_t v)
+{
+	put16(b, (uint16_t)(v >> 16));
+	put16(b + 2, (uint16_t)v);
+}
+
+static uint16_t get16(const uint8_t *b)
+{
+	return (uint16_t)(b[0] << 8 | b[1]);
+}
+
+static uint32_t get32(const uint8_t *b)
+{
+	return (uint32_t)get16(b) << 16 | get16(b + 2);
+}
+
+static uint8_t *l4_of(struct pkt *p)
+{
+	return p->b + sizeof(struct ether_header) + ip_of(p)->ihl * 4;
+}
+
+static uint16_t sport_of(struct pkt *p)
+{
+	return get16(l4_of(p));
+}
+
+static uint16_t dport_of(struct pkt *p)
+{
+	return get16(l4_of(p) + 2);
+}
+
+/* ones' complement sum of len bytes as 16-bit big-endian words (an odd
+ * last byte padded with 0), added to sum */
+static uint32_t sum16(uint32_t sum, const uint8_t *b, size_t len)
+{
+	for (size_t i = 0; i < len; i += 2)
+		sum += (uint32_t)b[i] << 8 | (i + 1 < len ? b[i + 1] : 0);
+	return sum;
+}
+
+static uint16_t fold(uint32_t sum)
+{
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	return (uint16_t)~sum;
+}
+
+/* The TCP/UDP checksum of p computed over pseudo-header and segment,
+ * checksum field included: 0 when the field is right. */
+static uint16_t l4_checksum(struct pkt *p)
+{
+	struct iphdr *ip = ip_of(p);
+	uint32_t len = ntohs(ip->tot_len) - ip->ihl * 4u;
+	uint8_t ph[12];
+
+	memcpy(ph, &ip->saddr, 4);
+	memcpy(ph + 4, &ip->daddr, 4);
+	ph[8] = 0;
+	ph[9] = ip->protocol;
+	put16(ph + 10, (uint16_t)len);
+	return fold(sum16(sum16(0, ph, sizeof(ph)), l4_of(p), len));
+}
+
+static uint8_t *l4_check_field(struct pkt *p)
+{
+	return l4_of(p) + (ip_of(p)->protocol == IPPROTO_TCP ? 16 : 6);
+}
+
+static void l4_checksum_fill(struct pkt *p)
+{
+	uint16_t c;
+
+	put16(l4_check_field(p), 0);
+	c = l4_checksum(p);
+	if (c == 0 && ip_of(p)->protocol == IPPROTO_UDP)
+		c = 0xffff;	/* 0 would mean "no checksum" */
+	put16(l4_check_field(p), c);
+}
+
+/* Ethernet + IPv4 (TTL 64) + a 20-byte TCP or 8-byte UDP header + payload
+ * bytes 0xa0, 0xa1 ...; every checksum valid. */
+static void pkt_l4(struct pkt *p, const uint8_t *dst_mac, const uint8_t *src_mac, uint8_t proto,
+		   in_addr_t src, uint16_t sport, in_addr_t dst, uint16_t dport, size_t payload)
+{
+	size_t hlen = proto == IPPROTO_TCP ? 20 : 8;
+	struct iphdr *ip;
+	uint8_t *l4;
+
+	pkt_ipv4_ext(p, dst_mac, src_mac, src, dst, 64, proto, 5, 0);
+	ip = ip_of(p);
+	ip->tot_len = htons((uint16_t)(sizeof(struct iphdr) + hlen + payload));
+	ip->check = 0;
+	ip->check = htons(ip_checksum(ip, sizeof(*ip)));
+	l4 = l4_of(p);
+	memset(l4, 0, hlen);
+	put16(l4, sport);
+	put16(l4 + 2, dport);
+	if (proto == IPPROTO_TCP) {
+		l4[12] = 5 << 4;
+		put16(l4 + 14, 64240);
+	} else {
+		put16(l4 + 4, (uint16_t)(hlen + payload));
+	}
+	for (size_t i = 0; i < payload; i++)
+		l4[hlen + i] = (uint8_t)(0xa0 + i);
+	p->len = (uint32_t)(sizeof(struct ether_header) + sizeof(struct iphdr) + hlen + payload);
+	l4_checksum_fill(p);
+}
+
+static void pkt_tcp(struct pkt *p, const uint8_t *dst_mac, const uint8_t *src_mac, in_addr_t src,
+		    uint16_t sport, in_addr_t dst, uint16_t dport, uint8_t flags, uint32_t seq,
+		    uint32_t ack)
+{
+	pkt_l4(p, dst_mac, src_mac, IPPROTO_TCP, src, sport, dst, dport, 0);
+	put32(l4_of(p) + 4, seq);
+	put32(l4_of(p) + 8, ack);
+	l4_of(p)[13] = flags;
+	l4_checksum_fill(p);
+}
+
+/* From pod A, and from the local backend (its MAC is tenant_mac's). */
+static void tcp_from_a(struct pkt *p, uint16_t sport, in_addr_t dst, uint16_t dport, uint8_t flags)
+{
+	pkt_tcp(p, gw_a_mac, pod_a_mac, POD_A_IP, sport, dst, dport, flags, 1000, 0);
+}
+
+static void tcp_from_local_be(struct pkt *p, uint16_t sport, in_addr_t dst, uint16_t dport,
+			      uint8_t flags)
+{
+	uint8_t mac[6];
+
+	tenant_mac(LOCAL_BE_IP, mac);
+	pkt_tcp(p, gw_a_mac, mac, LOCAL_BE_IP, sport, dst, dport, flags, 5000, 1001);
+}
+
+static void tcp_from_outside(struct pkt *p, uint16_t sport, in_addr_t dst, uint16_t dport,
+			     uint8_t flags)
+{
+	pkt_tcp(p, node_mac, outside_mac, OUTSIDE_IP, sport, dst, dport, flags, 3000, 0);
+}
+
+#define TCP_FIN	0x01
+#define TCP_SYN	0x02
+#define TCP_RST	0x04
+#define TCP_ACK	0x10
+
+/* p's addresses and ports (host-order ports) */
+#define CHECK_TUPLE(p, s, sp, d, dp)                                      \
+	do {                                                              \
+		CHECK_EQ(ip_of(p)->saddr, (s));                           \
+		CHECK_EQ(sport_of(p), (sp));                              \
+		CHECK_EQ(ip_of(p)->daddr, (d));                           \
+		CHECK_EQ(dport_of(p), (dp));                              \
+	} while (0)
+
+/* IP and transport checksums of p right */
+#define CHECK_CSUMS(p)                                                    \
+	do {                                                              \
+		CHECK_EQ(ip_checksum(ip_of(p), ip_of(p)->ihl * 4u), 0);   \
+		CHECK_EQ(l4_checksum(p), 0);                              \
+	} while (0)
+
+/* out is in translated and forwarded: same length, TTL one less, the
+ * bytes after the ports unchanged but for the checksum, checksums right */
+#define CHECK_FORWARDED(in, out)                                          \
+	do {                                                              \
+		CHECK_EQ((out)->len, (in)->len);                          \
+		CHECK_EQ(ip_of(out)->ttl, ip_of(in)->ttl - 1);            \
+		CHECK_EQ(ip_of(out)->protocol, ip_of(in)->protocol);      \
+		CHECK_CSUMS(out);                                         \
+		if (ip_of(in)->protocol == IPPROTO_TCP) {                 \
+			CHECK(memcmp(l4_of(out) + 4, l4_of(in) + 4, 12) == 0); \
+			CHECK(memcmp(l4_of(out) + 18, l4_of(in) + 18,     \
+				     (in)->len - 34 - 18) == 0);           \
+		} else {                                                  \
+			CHECK(memcmp(l4_of(out) + 4, l4_of(in) + 4, 2) == 0); \
+			CHECK(memcmp(l4_of(out) + 8, l4_of(in) + 8,       \
+				     (in)->len - 34 - 8) == 0);            \
+		}                                                         \
+	} while (0)
+
+static int run_node(struct fixture *f, const struct pkt *in, struct result *r)
+{
+	return run(f, datapath_node_prog_fd(f->dp), in, r);
+}
+
+static struct weft_ct_key ct_key(in_addr_t saddr, uint16_t sport, in_addr_t daddr, uint16_t dport,
+				 uint8_t proto, uint8_t dir)
+{
+	struct weft_ct_key k;
+
+	memset(&k, 0, sizeof(k));
+	k.saddr = saddr;
+	k.daddr = daddr;
+	k.sport = htons(sport);
+	k.dport = htons(dport);
+	k.proto = proto;
+	k.dir = dir;
+	return k;
+}
+
+static int ct_get(struct fixture *f, in_addr_t saddr, uint16_t sport, in_addr_t daddr,
+		  uint16_t dport, uint8_t proto, uint8_t dir, struct weft_ct_entry *e)
+{
+	struct weft_ct_key k = ct_key(saddr, sport, daddr, dport, proto, dir);
+
+	memset(e, 0, sizeof(*e));
+	return datapath_ct_get(f->dp, &k, e);
+}
+
+/* the TCP connection's FWD and REV entries, keyed as the packets are */
+static int ct_fwd(struct fixture *f, in_addr_t client, uint16_t cport, in_addr_t frontend,
+		  uint16_t fport, struct weft_ct_entry *e)
+{
+	return ct_get(f, client, cport, frontend, fport, IPPROTO_TCP, WEFT_CT_FWD, e);
+}
+
+static int ct_rev(struct fixture *f, in_addr_t backend, uint16_t bport, in_addr_t client,
+		  uint16_t cport, struct weft_ct_entry *e)
+{
+	return ct_get(f, backend, bport, client, cport, IPPROTO_TCP, WEFT_CT_REV, e);
+}
+
+static int count_one(const struct weft_ct_key *k, const struct weft_ct_entry *e, void *arg)
+{
+	(void)k;
+	(void)e;
+	(*(int *)arg)++;
+	return 0;
+}
+
+static int ct_count(struct fixture *f)
+{
+	int n = 0;
+
+	return datapath_ct_foreach(f->dp, count_one, &n) < 0 ? -1 : n;
+}
+
+/* CLOCK_MONOTONIC in conntrack ticks, as the programs' ct_now() */
+static uint32_t now_ticks(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint32_t)(((uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec) >>
+			  WEFT_CT_TICK_SHIFT);
+}
+
+static bool recent(uint32_t ticks)
+{
+	return now_ticks() - ticks <= 2;
+}
+
+/* An entry e as lb_forward writes it: nat fields, IDs, flags, fresh. */
+#define CHECK_CT(e, a1, p1, a2, p2, id, fl)                               \
+	do {                                                              \
+		CHECK_EQ((e).nat_addr, (a1));                             \
+		CHECK_EQ(ntohs((e).nat_port), (p1));                      \
+		CHECK_EQ((e).nat_addr2, (a2));                            \
+		CHECK_EQ(ntohs((e).nat_port2), (p2));                     \
+		CHECK_EQ((e).backend_id, (id));                           \
+		CHECK_EQ((e).svc_id, SVC_ID);                             \
+		CHECK_EQ((e).flags, (fl));                                \
+		CHECK(recent((e).last_seen));                             \
+	} while (0)
+
+/* which of the three seeded backends out goes to (-1: none) */
+static int backend_of(struct pkt *out)
+{
+	static const in_addr_t addrs[] = { LOCAL_BE_IP, REMOTE_BE_IP, REMOTE_BE2_IP };
+
+	for (int i = 0; i < 3; i++)
+		if (ip_of(out)->daddr == addrs[i])
+			return i;
+	return -1;
+}
+
+DP_TEST(svc_tcp_syn_goes_to_a_backend_with_conntrack)
+{
+	static const uint32_t ids[] = { BE_LOCAL, BE_REMOTE, BE_REMOTE2 };
+	bool seen_local = false, seen_remote = false;
+	struct weft_ct_entry fwd, rev;
+	struct result r;
+	struct pkt p;
+
+	CHECK_EQ(seed_services(f->dp), 0);
+	CHECK_EQ(backends_put3(f->dp, IPPROTO_TCP), 0);
+	CHECK_EQ(svc_put(f->dp, &cluster_tcp, ids, 3), 0);
+
+	for (uint16_t sport = 40000; sport < 40064 && !(seen_local && seen_remote); sport++) {
+		int b;
+
+		tcp_from_a(&p, sport, SVC_IP, SVC_PORT, TCP_SYN);
+		CHECK_EQ(run_pod(f, &p, &r), 0);
+		CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
+		b = backend_of(&r.out);
+		CHECK(b >= 0);
+		CHECK_TUPLE(&r.out, POD_A_IP, sport, ip_of(&r.out)->daddr, BE_PORT);
+		CHECK_FORWARDED(&p, &r.out);
+		CHECK_EQ(r.trace.count, 1);
+		if (b == 0) {
+			seen_local = true;
+			CHECK_EQ(r.trace.action, WEFT_ACT_LOCAL);
+			CHECK_EQ(r.trace.ifindex, run_ifindex());
+		} else {
+			seen_remote = true;
+			CHECK_EQ(r.trace.action, WEFT_ACT_TUNNEL);
+			CHECK_EQ(r.trace.ifindex, VXLAN_IFINDEX);
+			CHECK_EQ(r.trace.tunnel_id, VNID_A);
+			CHECK_EQ(r.trace.tunnel_remote, ntohl(REMOTE_NODE_IP));
+		}
+
+		/* FWD {client, frontend} and REV {backend, client} */
+		CHECK_EQ(ct_fwd(f, POD_A_IP, sport, SVC_IP, SVC_PORT, &fwd), 0);
+		CHECK_CT(fwd, ip_of(&r.out)->daddr, BE_PORT, POD_A_IP, sport, ids[b],
+			 WEFT_CT_F_SYN);
+		CHECK_EQ(ct_get(f, ip_of(&r.out)->daddr, BE_PORT, POD_A_IP, sport, IPPROTO_TCP,
+				WEFT_CT_REV, &rev), 0);
+		CHECK_CT(rev, SVC_IP, SVC_PORT, POD_A_IP, sport, ids[b], WEFT_CT_F_SYN);
+		CHECK_EQ(ct_count(f), 2 * (sport - 40000 + 1));
+
+		/* the rest of the connection follows its entry */
+		for (int i = 0; i < 5; i++) {
+			in_addr_t first = ip_of(&r.out)->daddr;
+
+			tcp_from_a(&p, sport, SVC_IP, SVC_PORT, i == 0 ? TCP_SYN : TCP_ACK);
+			CHECK_EQ(run_pod(f, &p, &r), 0);
+			CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
+			CHECK_TUPLE(&r.out, POD_A_IP, sport, first, BE_PORT);
+			CHECK_FORWARDED(&p, &r.out);
+		}
+		CHECK_EQ(ct_fwd(f, POD_A_IP, sport, SVC_IP, SVC_PORT, &fwd), 0);
+		CHECK_EQ(fwd.flags, WEFT_CT_F_ESTABLISHED);
+		CHECK_EQ(ct_count(f), 2 * (sport - 40000 + 1));
+	}
+	CHECK(seen_local && seen_remote);
+	CHECK_EQ(drops_total(f), 0);
+}
+
+DP_TEST(svc_reply_from_a_local_backend_comes_from_the_frontend)
+{
+	static const uint32_t ids[] = { BE_LOCAL };
+	struct weft_ct_entry rev;
+	struct result r;
+	struct pkt p;
+
+	CHECK_EQ(seed_services(f->dp), 0);
+	CHECK_EQ(backends_put3(f->dp, IPPROTO_TCP), 0);
+	CHECK_EQ(svc_put(f->dp, &cluster_tcp, ids, 1), 0);
+
+	tcp_from_a(&p, 40100, SVC_IP, SVC_PORT, TCP_SYN);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
+	CHECK_TUPLE(&r.out, POD_A_IP, 40100, LOCAL_BE_IP, BE_PORT);
+
+	/* the backend answers the client it saw */
+	tcp_from_local_be(&p, BE_PORT, POD_A_IP, 40100, TCP_SYN | TCP_ACK);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
+	CHECK_EQ(r.trace.action, WEFT_ACT_LOCAL);
+	CHECK_EQ(r.trace.ifindex, run_ifindex());
+	CHECK_TUPLE(&r.out, SVC_IP, SVC_PORT, POD_A_IP, 40100);
+	CHECK_FORWARDED(&p, &r.out);
+	CHECK(memcmp(r.out.b, pod_a_mac, 6) == 0);
+	CHECK_EQ(ct_rev(f, LOCAL_BE_IP, BE_PORT, POD_A_IP, 40100, &rev), 0);
+	CHECK_CT(rev, SVC_IP, SVC_PORT, POD_A_IP, 40100, BE_LOCAL, WEFT_CT_F_ESTABLISHED);
+
+	/* a packet of the backend's that answers nothing translated stays as it is */
+	tcp_from_local_be(&p, BE_PORT, POD_A_IP, 40101, TCP_ACK);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
+	CHECK_TUPLE(&r.out, LOCAL_BE_IP, BE_PORT, POD_A_IP, 40101);
+	CHECK_EQ(ct_count(f), 2);
+	CHECK_EQ(drops_total(f), 0);
+}
+
+DP_TEST(svc_udp_is_translated_both_ways_and_checksum_0_stays_0)
+{
+	static const uint32_t ids[] = { BE_LOCAL };
+	struct weft_ct_entry fwd, rev;
+	uint8_t be_mac[6];
+	struct result r;
+	struct pkt p;
+
+	CHECK_EQ(seed_services(f->dp), 0);
+	CHECK_EQ(backends_put3(f->dp, IPPROTO_UDP), 0);
+	CHECK_EQ(svc_put(f->dp, &cluster_udp, ids, 1), 0);
+	tenant_mac(LOCAL_BE_IP, be_mac);
+
+	for (int zero = 0; zero < 2; zero++) {
+		uint16_t sport = (uint16_t)(40200 + zero);
+
+		pkt_l4(&p, gw_a_mac, pod_a_mac, IPPROTO_UDP, POD_A_IP, sport, SVC_IP, 53, 12);
+		if (zero)
+			put16(l4_check_field(&p), 0);
+		CHECK_EQ(run_pod(f, &p, &r), 0);
+		CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
+		CHECK_EQ(r.trace.action, WEFT_ACT_LOCAL);
+		CHECK_TUPLE(&r.out, POD_A_IP, sport, LOCAL_BE_IP, BE_PORT);
+		if (zero) {
+			CHECK_EQ(get16(l4_check_field(&r.out)), 0);
+			l4_checksum_fill(&p);	/* for CHECK_FORWARDED */
+			l4_checksum_fill(&r.out);
+		}
+		CHECK_FORWARDED(&p, &r.out);
+		CHECK_EQ(ct_get(f, POD_A_IP, sport, SVC_IP, 53, IPPROTO_UDP, WEFT_CT_FWD, &fwd), 0);
+		CHECK_CT(fwd, LOCAL_BE_IP, BE_PORT, POD_A_IP, sport, BE_LOCAL, 0);
+		CHECK_EQ(ct_get(f, LOCAL_BE_IP, BE_PORT, POD_A_IP, sport, IPPROTO_UDP, WEFT_CT_REV,
+				&rev), 0);
+		CHECK_CT(rev, SVC_IP, 53, POD_A_IP, sport, BE_LOCAL, 0);
+
+		/* the answer */
+		pkt_l4(&p, gw_a_mac, be_mac, IPPROTO_UDP, LOCAL_BE_IP, BE_PORT, POD_A_IP, sport,
+		       30);
+		if (zero)
+			put16(l4_check_field(&p), 0);
+		CHECK_EQ(run_pod(f, &p, &r), 0);
+		CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
+		CHECK_TUPLE(&r.out, SVC_IP, 53, POD_A_IP, sport);
+		if (zero) {
+			CHECK_EQ(get16(l4_check_field(&r.out)), 0);
+			l4_checksum_fill(&p);
+			l4_checksum_fill(&r.out);
+		}
+		CHECK_FORWARDED(&p, &r.out);
+	}
+	CHECK_EQ(ct_count(f), 4);
+	CHECK_EQ(drops_total(f), 0);
+}
+
+/* Slots beyond the count (left by a removal in progress, or garbage) point
+ * at a trap backend: never chosen. */
+DP_TEST(svc_new_connections_spread_over_all_slots_and_no_further)
+{
+	static const uint32_t ids[] = { BE_LOCAL, BE_REMOTE, BE_REMOTE2 };
+	const in_addr_t trap = IP(10, 128, 2, 99);
+	int seen[3] = { 0, 0, 0 };
+	struct result r;
+	struct pkt p;
+
+	CHECK_EQ(seed_services(f->dp), 0);
+	CHECK_EQ(backends_put3(f->dp, IPPROTO_TCP), 0);
+	CHECK_EQ(backend_put(f->dp, 99, trap, BE_PORT, IPPROTO_TCP, true, SVC_ID), 0);
+	CHECK_EQ(slot_put(f->dp, &cluster_tcp, WEFT_SCOPE_ALL, 4, 99), 0);
+	CHECK_EQ(slot_put(f->dp, &cluster_tcp, WEFT_SCOPE_ALL, 5, 99), 0);
+	CHECK_EQ(slot_put(f->dp, &cluster_tcp, WEFT_SCOPE_ALL, 0xffff, 99), 0);
+	CHECK_EQ(slot_put(f->dp, &cluster_tcp, WEFT_SCOPE_LOCAL, 2, 99), 0);
+	CHECK_EQ(svc_put(f->dp, &cluster_tcp, ids, 3), 0);
+
+	for (int i = 0; i < 300; i++) {
+		int b;
+
+		tcp_from_a(&p, (uint16_t)(20000 + i), SVC_IP, SVC_PORT, TCP_SYN);
+		CHECK_EQ(run_pod(f, &p, &r), 0);
+		CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
+		CHECK(ip_of(&r.out)->daddr != trap);
+		b = backend_of(&r.out);
+		CHECK(b >= 0);
+		seen[b]++;
+	}
+	/* 100 each expected; below 50 is a 1e-8 event for a fair choice */
+	for (int b = 0; b < 3; b++)
+		if (seen[b] < 50)
+			test_fail(__FILE__, __LINE__, "backend %d chosen %d times of 300", b,
+				  seen[b]);
+
+	/* internalTrafficPolicy Local: the LOCAL slots (one), never the trap in slot 2 */
+	struct svc itp = cluster_tcp;
+
+	itp.flags |= WEFT_SVC_F_ITP_LOCAL;
+	CHECK_EQ(svc_put(f->dp, &itp, ids, 3), 0);
+	for (int i = 0; i < 50; i++) {
+		tcp_from_a(&p, (uint16_t)(21000 + i), SVC_IP, SVC_PORT, TCP_SYN);
+		CHECK_EQ(run_pod(f, &p, &r), 0);
+		CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
+		CHECK_TUPLE(&r.out, POD_A_IP, 21000 + i, LOCAL_BE_IP, BE_PORT);
+	}
+	CHECK_EQ(drops_total(f), 0);
+}
+
+/* internalTrafficPolicy narrows cluster IPs only: a pod reaching the same
+ * service's NodePort uses every backend. */
+DP_TEST(svc_internal_policy_local_does_not_narrow_a_nodeport)
+{
+	static const uint32_t ids[] = { BE_LOCAL, BE_REMOTE, BE_REMOTE2 };
+	struct svc np = nodeport_tcp;
+	bool remote = false;
+	struct result r;
+	struct pkt p;
+
+	CHECK_EQ(seed_services(f->dp), 0);
+	CHECK_EQ(backends_put3(f->dp, IPPROTO_TCP), 0);
+	np.flags |= WEFT_SVC_F_ITP_LOCAL;
+	CHECK_EQ(svc_put(f->dp, &np, ids, 3), 0);
+	for (int i = 0; i < 64 && !remote; i++) {
+		tcp_from_a(&p, (uint16_t)(22000 + i), NODE_IP, NODE_PORT, TCP_SYN);
+		CHECK_EQ(run_pod(f, &p, &r), 0);
+		CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
+		CHECK(backend_of(&r.out) >= 0);
+		remote = backend_of(&r.out) > 0;
+	}
+	CHECK(remote);
+}
+
+DP_TEST(svc_stale_backend_is_replaced_with_its_entries)
+{
+	static const uint32_t both[] = { BE_REMOTE, BE_REMOTE2 };
+	const in_addr_t moved = IP(10, 128, 2, 77);
+	struct weft_ct_entry fwd, rev;
+	uint32_t first, other;
+	in_addr_t first_ip, other_ip;
+	struct result r;
+	struct pkt p;
+
+	CHECK_EQ(seed_services(f->dp), 0);
+	CHECK_EQ(backends_put3(f->dp, IPPROTO_TCP), 0);
+	CHECK_EQ(svc_put(f->dp, &cluster_tcp, both, 2), 0);
+
+	tcp_from_a(&p, 40300, SVC_IP, SVC_PORT, TCP_SYN);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
+	first_ip = ip_of(&r.out)->daddr;
+	CHECK(first_ip == REMOTE_BE_IP || first_ip == REMOTE_BE2_IP);
+	first = first_ip == REMOTE_BE_IP ? BE_REMOTE : BE_REMOTE2;
+	other = first == BE_REMOTE ? BE_REMOTE2 : BE_REMOTE;
+	other_ip = first == BE_REMOTE ? REMOTE_BE2_IP : REMOTE_BE_IP;
+
+	/* the agent removes the chosen backend (slots first, then the
+	 * backend) but has not purged conntrack yet */
+	CHECK_EQ(svc_put(f->dp, &cluster_tcp, &other, 1), 0);
+	{
+		struct weft_svc_key k = svc_key(&cluster_tcp, WEFT_SCOPE_ALL, 2);
+
+		CHECK_EQ(datapath_service_del(f->dp, &k), 0);
+	}
+	CHECK_EQ(datapath_backend_del(f->dp, first), 0);
+	CHECK_EQ(ct_count(f), 2);
+
+	tcp_from_a(&p, 40300, SVC_IP, SVC_PORT, TCP_ACK);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
+	CHECK_TUPLE(&r.out, POD_A_IP, 40300, other_ip, BE_PORT);
+	CHECK_FORWARDED(&p, &r.out);
+	CHECK_EQ(ct_fwd(f, POD_A_IP, 40300, SVC_IP, SVC_PORT, &fwd), 0);
+	CHECK_CT(fwd, other_ip, BE_PORT, POD_A_IP, 40300, other, WEFT_CT_F_SYN);
+	CHECK_EQ(ct_rev(f, other_ip, BE_PORT, POD_A_IP, 40300, &rev), 0);
+	CHECK_EQ(ct_rev(f, first_ip, BE_PORT, POD_A_IP, 40300, &rev), -ENOENT);
+	CHECK_EQ(ct_count(f), 2);
+
+	/* the remaining backend's ID now names another address (and port) */
+	CHECK_EQ(backend_put(f->dp, other, moved, BE_PORT + 1, IPPROTO_TCP, false, SVC_ID), 0);
+	tcp_from_a(&p, 40300, SVC_IP, SVC_PORT, TCP_ACK);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
+	CHECK_TUPLE(&r.out, POD_A_IP, 40300, moved, BE_PORT + 1);
+	CHECK_FORWARDED(&p, &r.out);
+	CHECK_EQ(ct_fwd(f, POD_A_IP, 40300, SVC_IP, SVC_PORT, &fwd), 0);
+	CHECK_CT(fwd, moved, BE_PORT + 1, POD_A_IP, 40300, other, WEFT_CT_F_SYN);
+	CHECK_EQ(ct_rev(f, moved, BE_PORT + 1, POD_A_IP, 40300, &rev), 0);
+	CHECK_EQ(ct_rev(f, other_ip, BE_PORT, POD_A_IP, 40300, &rev), -ENOENT);
+	CHECK_EQ(ct_count(f), 2);
+
+	/* and the last one goes: the stale pair goes, the connection is refused */
+	CHECK_EQ(svc_head_put(f->dp, &cluster_tcp, 0, 0), 0);
+	CHECK_EQ(datapath_backend_del(f->dp, other), 0);
+	tcp_from_a(&p, 40300, SVC_IP, SVC_PORT, TCP_ACK);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
+	CHECK_EQ(r.trace.action, WEFT_ACT_REJECT);
+	CHECK_EQ(ct_count(f), 0);
+	CHECK_EQ(drops_total(f), 0);
+}
+
+/* A RST as reject_tcp builds it, to (client, cport) from (src, sport). */
+#define CHECK_RST(out, src, sport, client, cport, fl, sq, ak)             \
+	do {                                                              \
+		CHECK_EQ((out)->len, 54);                                 \
+		CHECK_EQ(ntohs(ip_of(out)->tot_len), 40);                 \
+		CHECK_EQ(ip_of(out)->protocol, IPPROTO_TCP);              \
+		CHECK_TUPLE(out, src, sport, client, cport);              \
+		CHECK_CSUMS(out);                                         \
+		CHECK_EQ(l4_of(out)[12], 5 << 4);                         \
+		CHECK_EQ(l4_of(out)[13], (fl));                           \
+		CHECK_EQ(get32(l4_of(out) + 4), (sq));                    \
+		CHECK_EQ(get32(l4_of(out) + 8), (ak));                    \
+	} while (0)
+
+DP_TEST(svc_without_backends_refuses_tcp_with_rst)
+{
+	struct result r;
+	struct pkt p;
+
+	CHECK_EQ(seed_services(f->dp), 0);
+	CHECK_EQ(svc_head_put(f->dp, &cluster_tcp, 0, 0), 0);
+
+	/* a SYN: RST|ACK, ack = seq + 1 */
+	pkt_tcp(&p, gw_a_mac, pod_a_mac, POD_A_IP, 40400, SVC_IP, SVC_PORT, TCP_SYN,
+		0xfffffff0u, 0);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
+	CHECK_EQ(r.trace.action, WEFT_ACT_REJECT);
+	CHECK_EQ(r.trace.ifindex, run_ifindex());
+	CHECK(memcmp(r.out.b, pod_a_mac, 6) == 0);	/* MACs swapped */
+	CHECK(memcmp(r.out.b + 6, gw_a_mac, 6) == 0);
+	CHECK_RST(&r.out, SVC_IP, SVC_PORT, POD_A_IP, 40400, TCP_RST | TCP_ACK, 0, 0xfffffff1u);
+
+	/* a SYN carrying data: ack covers it too (and wraps) */
+	pkt_l4(&p, gw_a_mac, pod_a_mac, IPPROTO_TCP, POD_A_IP, 40401, SVC_IP, SVC_PORT, 10);
+	put32(l4_of(&p) + 4, 0xfffffffbu);
+	l4_of(&p)[13] = TCP_SYN;
+	l4_checksum_fill(&p);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
+	CHECK_RST(&r.out, SVC_IP, SVC_PORT, POD_A_IP, 40401, TCP_RST | TCP_ACK, 0, 0x6u);
+
+	/* with ACK: RST, seq = its ack */
+	pkt_tcp(&p, gw_a_mac, pod_a_mac, POD_A_IP, 40402, SVC_IP, SVC_PORT, TCP_ACK, 1234,
+		0xdeadbeef);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
+	CHECK_EQ(r.trace.action, WEFT_ACT_REJECT);
+	CHECK_RST(&r.out, SVC_IP, SVC_PORT, POD_A_IP, 40402, TCP_RST, 0xdeadbeef, 0);
+
+	/* a RST is never answered */
+	CHECK_EQ(drops_total(f), 0);
+	pkt_tcp(&p, gw_a_mac, pod_a_mac, POD_A_IP, 40403, SVC_IP, SVC_PORT, TCP_RST | TCP_ACK,
+		1, 2);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_SHOT);
+	CHECK_EQ(r.trace.drop_reason, WEFT_DROP_NO_BACKEND);
+	CHECK_EQ(drops_of(f, WEFT_DROP_NO_BACKEND), 1);
+	CHECK_EQ(ct_count(f), 0);
+}
+
+DP_TEST(svc_without_backends_refuses_udp_with_port_unreachable)
+{
+	struct result r;
+	struct pkt p;
+	uint8_t *icmp;
+
+	CHECK_EQ(seed_services(f->dp), 0);
+	CHECK_EQ(svc_head_put(f->dp, &cluster_udp, 0, 0), 0);
+
+	pkt_l4(&p, gw_a_mac, pod_a_mac, IPPROTO_UDP, POD_A_IP, 40500, SVC_IP, 53, 150);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
+	CHECK_EQ(r.trace.action, WEFT_ACT_REJECT);
+	CHECK_EQ(r.trace.ifindex, run_ifindex());
+	CHECK_EQ(r.out.len, 14 + 20 + 8 + 28);
+	CHECK(memcmp(r.out.b, pod_a_mac, 6) == 0);
+	CHECK(memcmp(r.out.b + 6, gw_a_mac, 6) == 0);
+	CHECK_EQ(ntohs(*(uint16_t *)(r.out.b + 12)), ETHERTYPE_IP);
+	CHECK_EQ(ip_of(&r.out)->protocol, IPPROTO_ICMP);
+	CHECK_EQ(ip_of(&r.out)->saddr, SVC_IP);
+	CHECK_EQ(ip_of(&r.out)->daddr, POD_A_IP);
+	CHECK_EQ(ntohs(ip_of(&r.out)->tot_len), 20 + 8 + 28);
+	CHECK_EQ(ip_checksum(ip_of(&r.out), 20), 0);
+	icmp = l4_of(&r.out);
+	CHECK_EQ(icmp[0], 3);
+	CHECK_EQ(icmp[1], 3);
+	CHECK_EQ(fold(sum16(0, icmp, 8 + 28)), 0);
+	CHECK(memcmp(icmp + 8, p.b + 14, 28) == 0);	/* the client's IP and UDP headers */
+	CHECK_EQ(ct_count(f), 0);
+	CHECK_EQ(drops_total(f), 0);
+}
+
+DP_TEST(svc_hairpin_client_sees_the_hairpin_address)
+{
+	static const uint32_t ids[] = { 7 };
+	struct weft_ct_entry fwd, rev;
+	struct result r;
+	struct pkt p;
+
+	CHECK_EQ(seed_services(f->dp), 0);
+	CHECK_EQ(backend_put(f->dp, 7, POD_A_IP, BE_PORT, IPPROTO_TCP, true, SVC_ID), 0);
+	CHECK_EQ(svc_put(f->dp, &cluster_tcp, ids, 1), 0);
+
+	tcp_from_a(&p, 40600, SVC_IP, SVC_PORT, TCP_SYN);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
+	CHECK_EQ(r.trace.action, WEFT_ACT_LOCAL);
+	CHECK_EQ(r.trace.ifindex, run_ifindex());
+	CHECK_TUPLE(&r.out, hairpin_ip(), 40600, POD_A_IP, BE_PORT);
+	CHECK_FORWARDED(&p, &r.out);
+	CHECK_EQ(ct_fwd(f, POD_A_IP, 40600, SVC_IP, SVC_PORT, &fwd), 0);
+	CHECK_CT(fwd, POD_A_IP, BE_PORT, hairpin_ip(), 40600, 7, WEFT_CT_F_SYN | WEFT_CT_F_SNAT);
+	CHECK_EQ(ct_rev(f, POD_A_IP, BE_PORT, hairpin_ip(), 40600, &rev), 0);
+	CHECK_CT(rev, SVC_IP, SVC_PORT, POD_A_IP, 40600, 7, WEFT_CT_F_SYN | WEFT_CT_F_SNAT);
+	CHECK_EQ(ct_count(f), 2);
+
+	/* the pod answers the hairpin address; it gets back to itself from the frontend */
+	pkt_tcp(&p, gw_a_mac, pod_a_mac, POD_A_IP, BE_PORT, hairpin_ip(), 40600,
+		TCP_SYN | TCP_ACK, 9, 1001);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
+	CHECK_EQ(r.trace.action, WEFT_ACT_LOCAL);
+	CHECK_TUPLE(&r.out, SVC_IP, SVC_PORT, POD_A_IP, 40600);
+	CHECK_FORWARDED(&p, &r.out);
+
+	/* later packets keep the hairpin source */
+	tcp_from_a(&p, 40600, SVC_IP, SVC_PORT, TCP_ACK);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_TUPLE(&r.out, hairpin_ip(), 40600, POD_A_IP, BE_PORT);
+	CHECK_FORWARDED(&p, &r.out);
+	CHECK_EQ(ct_count(f), 2);
+	CHECK_EQ(drops_total(f), 0);
+}
+
+static int affinity_fd(struct fixture *f)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/weft_affinity", f->pin);
+	return bpf_obj_get(path);
+}
+
+/* fd: weft_affinity */
+static void affinity_body(struct fixture *f, int fd)
+{
+	const in_addr_t aside = IP(10, 128, 2, 55);	/* backend 55: in no slot */
+	struct weft_affinity_key ak = { .svc_id = SVC_ID, .client = POD_A_IP };
+	struct weft_affinity a;
+	in_addr_t first = 0;
+	uint32_t want = BE_REMOTE2;
+	struct result r;
+	struct pkt p;
+
+	for (int i = 0; i < 20; i++) {
+		tcp_from_a(&p, (uint16_t)(40700 + i), SVC_IP, SVC_PORT, TCP_SYN);
+		CHECK_EQ(run_pod(f, &p, &r), 0);
+		CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
+		CHECK(backend_of(&r.out) >= 0);
+		if (i == 0)
+			first = ip_of(&r.out)->daddr;
+		CHECK_EQ(ip_of(&r.out)->daddr, first);
+	}
+	if (first == LOCAL_BE_IP)
+		want = BE_LOCAL;
+	else if (first == REMOTE_BE_IP)
+		want = BE_REMOTE;
+	CHECK_EQ(bpf_map_lookup_elem(fd, &ak, &a), 0);
+	CHECK_EQ(a.backend_id, want);
+	CHECK(recent(a.last_seen));
+
+	/* a fresh entry wins over the slots, even for a backend in none */
+	a.backend_id = 55;
+	a.last_seen = now_ticks() - 5;		/* 5.4 s ago, timeout 10 s */
+	CHECK_EQ(bpf_map_update_elem(fd, &ak, &a, BPF_ANY), 0);
+	tcp_from_a(&p, 40750, SVC_IP, SVC_PORT, TCP_SYN);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_TUPLE(&r.out, POD_A_IP, 40750, aside, BE_PORT);
+
+	/* an expired one is not followed, and is replaced */
+	a.backend_id = 55;
+	a.last_seen = now_ticks() - 20;		/* 21 s ago */
+	CHECK_EQ(bpf_map_update_elem(fd, &ak, &a, BPF_ANY), 0);
+	tcp_from_a(&p, 40751, SVC_IP, SVC_PORT, TCP_SYN);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK(backend_of(&r.out) >= 0);
+	CHECK_EQ(bpf_map_lookup_elem(fd, &ak, &a), 0);
+	CHECK(a.backend_id != 55);
+	CHECK(recent(a.last_seen));
+
+	/* an entry naming a backend of another service is not followed */
+	a.backend_id = 56;
+	a.last_seen = now_ticks();
+	CHECK_EQ(bpf_map_update_elem(fd, &ak, &a, BPF_ANY), 0);
+	tcp_from_a(&p, 40752, SVC_IP, SVC_PORT, TCP_SYN);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK(backend_of(&r.out) >= 0);
+	CHECK_EQ(drops_total(f), 0);
+}
+
+DP_TEST(svc_affinity_keeps_a_client_on_its_backend_until_the_timeout)
+{
+	static const uint32_t ids[] = { BE_LOCAL, BE_REMOTE, BE_REMOTE2 };
+	struct svc s = cluster_tcp;
+	int fd;
+
+	CHECK_EQ(seed_services(f->dp), 0);
+	CHECK_EQ(backends_put3(f->dp, IPPROTO_TCP), 0);
+	CHECK_EQ(backend_put(f->dp, 55, IP(10, 128, 2, 55), BE_PORT, IPPROTO_TCP, false, SVC_ID),
+		 0);
+	CHECK_EQ(backend_put(f->dp, 56, IP(10, 128, 2, 56), BE_PORT, IPPROTO_TCP, false,
+			     SVC_ID + 1), 0);
+	s.flags |= WEFT_SVC_F_AFFINITY;
+	s.affinity_timeout = 10;
+	CHECK_EQ(svc_put(f->dp, &s, ids, 3), 0);
+	fd = affinity_fd(f);
+	CHECK(fd >= 0);
+	affinity_body(f, fd);
+	close(fd);
+}
+
+DP_TEST(svc_nodeport_from_a_pod_via_any_node_ip)
+{
+	static const uint32_t ids[] = { BE_REMOTE };
+	static const struct {
+		in_addr_t dst;
+		uint16_t port;
+		bool translated;
+	} cases[] = {
+		{ NODE_IP, NODE_PORT, true },
+		{ REMOTE_NODE_IP, NODE_PORT, true },
+		{ IP(192, 168, 1, 99), NODE_PORT, false },	/* no node */
+		{ GATEWAY_IP, NODE_PORT, false },
+		{ NODE_IP, NODE_PORT + 1, false },		/* no frontend */
+		{ REMOTE_NODE_IP, 22, false },
+	};
+	struct weft_ct_entry rev;
+	struct result r;
+	struct pkt p;
+
+	CHECK_EQ(seed_services(f->dp), 0);
+	CHECK_EQ(backends_put3(f->dp, IPPROTO_TCP), 0);
+	CHECK_EQ(svc_put(f->dp, &nodeport_tcp, ids, 1), 0);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		uint16_t sport = (uint16_t)(40800 + i);
+
+		tcp_from_a(&p, sport, cases[i].dst, cases[i].port, TCP_SYN);
+		CHECK_EQ(run_pod(f, &p, &r), 0);
+		if (!cases[i].translated) {
+			CHECK_EQ(r.verdict, TC_ACT_OK);
+			CHECK_EQ(r.trace.action, WEFT_ACT_PASS);
+			CHECK_EQ(r.out.len, p.len);
+			CHECK(memcmp(r.out.b, p.b, p.len) == 0);
+			continue;
+		}
+		CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
+		CHECK_EQ(r.trace.action, WEFT_ACT_TUNNEL);
+		CHECK_TUPLE(&r.out, POD_A_IP, sport, REMOTE_BE_IP, BE_PORT);
+		CHECK_FORWARDED(&p, &r.out);
+		/* the answer will come from the address the pod dialled */
+		CHECK_EQ(ct_rev(f, REMOTE_BE_IP, BE_PORT, POD_A_IP, sport, &rev), 0);
+		CHECK_CT(rev, cases[i].dst, NODE_PORT, POD_A_IP, sport, BE_REMOTE, WEFT_CT_F_SYN);
+	}
+	CHECK_EQ(ct_count(f), 4);
+	CHECK_EQ(drops_total(f), 0);
+}
+
+/* ---- services from outside: node_ingress ---- */
+
+DP_TEST(node_nodeport_to_a_local_backend_keeps_the_client_address)
+{
+	static const uint32_t ids[] = { BE_LOCAL };
+	const uint16_t flags = WEFT_CT_F_SYN | WEFT_CT_F_EXTERNAL;
+	struct weft_ct_entry fwd, rev;
+	uint8_t be_mac[6];
+	struct result r;
+	struct pkt p;
+
+	CHECK_EQ(seed_services(f->dp), 0);
+	CHECK_EQ(backends_put3(f->dp, IPPROTO_TCP), 0);
+	CHECK_EQ(svc_put(f->dp, &nodeport_tcp, ids, 1), 0);
+	tenant_mac(LOCAL_BE_IP, be_mac);
+
+	tcp_from_outside(&p, 50000, NODE_IP, NODE_PORT, TCP_SYN);
+	CHECK_EQ(run_node(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
+	CHECK_EQ(r.trace.action, WEFT_ACT_LOCAL);
+	CHECK_EQ(r.trace.ifindex, run_ifindex());
+	CHECK_TUPLE(&r.out, OUTSIDE_IP, 50000, LOCAL_BE_IP, BE_PORT);
+	CHECK_FORWARDED(&p, &r.out);
+	CHECK(memcmp(r.out.b, be_mac, 6) == 0);
+	CHECK(memcmp(r.out.b + 6, gw_a_mac, 6) == 0);
+	CHECK_EQ(ct_fwd(f, OUTSIDE_IP, 50000, NODE_IP, NODE_PORT, &fwd), 0);
+	CHECK_CT(fwd, LOCAL_BE_IP, BE_PORT, OUTSIDE_IP, 50000, BE_LOCAL, flags);
+	CHECK_EQ(ct_rev(f, LOCAL_BE_IP, BE_PORT, OUTSIDE_IP, 50000, &rev), 0);
+	CHECK_CT(rev, NODE_IP, NODE_PORT, OUTSIDE_IP, 50000, BE_LOCAL, flags);
+
+	/* the backend's answer leaves through the underlay, from the node port */
+	tcp_from_local_be(&p, BE_PORT, OUTSIDE_IP, 50000, TCP_SYN | TCP_ACK);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
+	CHECK_EQ(r.trace.action, WEFT_ACT_UNDERLAY);
+	CHECK_EQ(r.trace.ifindex, UNDERLAY_IFINDEX);
+	CHECK_TUPLE(&r.out, NODE_IP, NODE_PORT, OUTSIDE_IP, 50000);
+	CHECK_FORWARDED(&p, &r.out);
+	CHECK_EQ(ct_rev(f, LOCAL_BE_IP, BE_PORT, OUTSIDE_IP, 50000, &rev), 0);
+	CHECK_EQ(rev.flags, WEFT_CT_F_ESTABLISHED | WEFT_CT_F_EXTERNAL);
+	CHECK_EQ(drops_total(f), 0);
+}
+
+DP_TEST(node_nodeport_to_a_remote_backend_is_snatted_and_tunnelled)
+{
+	static const uint32_t ids[] = { BE_REMOTE };
+	const uint16_t flags = WEFT_CT_F_SYN | WEFT_CT_F_EXTERNAL | WEFT_CT_F_SNAT;
+	uint16_t ports[40];
+	struct weft_ct_entry fwd, rev;
+	struct result r;
+	struct pkt p;
+
+	CHECK_EQ(seed_services(f->dp), 0);
+	CHECK_EQ(backends_put3(f->dp, IPPROTO_TCP), 0);
+	CHECK_EQ(svc_put(f->dp, &nodeport_tcp, ids, 1), 0);
+
+	for (int i = 0; i < 40; i++) {
+		uint16_t cport = (uint16_t)(50100 + i), snat;
+
+		tcp_from_outside(&p, cport, NODE_IP, NODE_PORT, TCP_SYN);
+		CHECK_EQ(run_node(f, &p, &r), 0);
+		CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
+		CHECK_EQ(r.trace.action, WEFT_ACT_TUNNEL);
+		CHECK_EQ(r.trace.ifindex, VXLAN_IFINDEX);
+		CHECK_EQ(r.trace.tunnel_id, 0);
+		CHECK_EQ(r.trace.tunnel_remote, ntohl(REMOTE_NODE_IP));
+		snat = sport_of(&r.out);
+		CHECK(snat >= WEFT_SNAT_PORT_MIN);	/* and <= 65535, as a __u16 is */
+		CHECK_TUPLE(&r.out, GATEWAY_IP, snat, REMOTE_BE_IP, BE_PORT);
+		CHECK_FORWARDED(&p, &r.out);
+		for (int j = 0; j < i; j++)
+			CHECK(ports[j] != snat);	/* REV keys differ */
+		ports[i] = snat;
+		CHECK_EQ(ct_fwd(f, OUTSIDE_IP, cport, NODE_IP, NODE_PORT, &fwd), 0);
+		CHECK_CT(fwd, REMOTE_BE_IP, BE_PORT, GATEWAY_IP, snat, BE_REMOTE, flags);
+		CHECK_EQ(ct_rev(f, REMOTE_BE_IP, BE_PORT, GATEWAY_IP, snat, &rev), 0);
+		CHECK_CT(rev, NODE_IP, NODE_PORT, OUTSIDE_IP, cport, BE_REMOTE, flags);
+
+		/* a retransmission keeps backend and port */
+		CHECK_EQ(run_node(f, &p, &r), 0);
+		CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
+		CHECK_TUPLE(&r.out, GATEWAY_IP, snat, REMOTE_BE_IP, BE_PORT);
+		CHECK_FORWARDED(&p, &r.out);
+	}
+	CHECK_EQ(ct_count(f), 80);
+	CHECK_EQ(drops_total(f), 0);
+}
+
+DP_TEST(node_external_policy_local_without_local_backend_drops)
+{
+	static const uint32_t remote[] = { BE_REMOTE, BE_REMOTE2 };
+	static const uint32_t mixed[] = { BE_REMOTE, BE_LOCAL, BE_REMOTE2 };
+	struct svc s = nodeport_tcp;
+	struct result r;
+	struct pkt p;
+
+	CHECK_EQ(seed_services(f->dp), 0);
+	CHECK_EQ(backends_put3(f->dp, IPPROTO_TCP), 0);
+	s.flags |= WEFT_SVC_F_ETP_LOCAL;
+	CHECK_EQ(svc_put(f->dp, &s, remote, 2), 0);
+
+	tcp_from_outside(&p, 50200, NODE_IP, NODE_PORT, TCP_SYN);
+	CHECK_EQ(run_node(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_SHOT);
+	CHECK_EQ(r.trace.drop_reason, WEFT_DROP_NO_BACKEND);
+	CHECK_EQ(drops_of(f, WEFT_DROP_NO_BACKEND), 1);
+	CHECK_EQ(ct_count(f), 0);
+
+	/* a pod reaching it uses every backend */
+	tcp_from_a(&p, 50201, NODE_IP, NODE_PORT, TCP_SYN);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
+	CHECK(backend_of(&r.out) > 0);
+
+	/* with a local backend: only that one, client address kept */
+	CHECK_EQ(svc_put(f->dp, &s, mixed, 3), 0);
+	for (int i = 0; i < 30; i++) {
+		tcp_from_outside(&p, (uint16_t)(50210 + i), NODE_IP, NODE_PORT, TCP_SYN);
+		CHECK_EQ(run_node(f, &p, &r), 0);
+		CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
+		CHECK_TUPLE(&r.out, OUTSIDE_IP, 50210 + i, LOCAL_BE_IP, BE_PORT);
+	}
+
+	/* no backend anywhere: refused like a closed port, from the node port */
+	CHECK_EQ(svc_head_put(f->dp, &s, 0, 0), 0);
+	tcp_from_outside(&p, 50250, NODE_IP, NODE_PORT, TCP_SYN);
+	CHECK_EQ(run_node(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
+	CHECK_EQ(r.trace.action, WEFT_ACT_REJECT);
+	CHECK(memcmp(r.out.b, outside_mac, 6) == 0);
+	CHECK_RST(&r.out, NODE_IP, NODE_PORT, OUTSIDE_IP, 50250, TCP_RST | TCP_ACK, 0, 3001);
+	CHECK_EQ(drops_of(f, WEFT_DROP_NO_BACKEND), 1);
+}
+
+DP_TEST(node_only_load_balancer_frontends_and_own_node_ports_are_translated)
+{
+	static const uint32_t ids[] = { BE_LOCAL };
+	struct svc vip = { VIP_IP, 443, IPPROTO_TCP, WEFT_SVC_F_LOAD_BALANCER, 0 };
+	struct svc vxlan_np = { 0, VXLAN_PORT, IPPROTO_UDP, WEFT_SVC_F_NODE_PORT, 0 };
+	static const struct {
+		in_addr_t dst;
+		uint16_t port;
+		uint8_t proto;
+	} untouched[] = {
+		{ SVC_IP, SVC_PORT, IPPROTO_TCP },		/* cluster IP */
+		{ REMOTE_NODE_IP, NODE_PORT, IPPROTO_TCP },	/* another node's */
+		{ NODE_IP, NODE_PORT + 1, IPPROTO_TCP },	/* no frontend */
+		{ NODE_IP, VXLAN_PORT, IPPROTO_UDP },		/* the overlay */
+		{ VIP_IP, 444, IPPROTO_TCP },
+	};
+	struct result r;
+	struct pkt p;
+
+	CHECK_EQ(seed_services(f->dp), 0);
+	CHECK_EQ(backends_put3(f->dp, IPPROTO_TCP), 0);
+	CHECK_EQ(backend_put(f->dp, 9, LOCAL_BE_IP, BE_PORT, IPPROTO_UDP, true, SVC_ID), 0);
+	CHECK_EQ(svc_put(f->dp, &cluster_tcp, ids, 1), 0);
+	CHECK_EQ(svc_put(f->dp, &nodeport_tcp, ids, 1), 0);
+	CHECK_EQ(svc_put(f->dp, &vip, ids, 1), 0);
+	CHECK_EQ(svc_put(f->dp, &vxlan_np, (const uint32_t[]){ 9 }, 1), 0);
+
+	for (size_t i = 0; i < sizeof(untouched) / sizeof(untouched[0]); i++) {
+		pkt_l4(&p, node_mac, outside_mac, untouched[i].proto, OUTSIDE_IP,
+		       (uint16_t)(50300 + i), untouched[i].dst, untouched[i].port, 8);
+		if (untouched[i].proto == IPPROTO_TCP) {
+			l4_of(&p)[13] = TCP_SYN;
+			l4_checksum_fill(&p);
+		}
+		CHECK_EQ(run_node(f, &p, &r), 0);
+		CHECK_EQ(r.verdict, TC_ACT_OK);
+		CHECK_EQ(r.out.len, p.len);
+		CHECK(memcmp(r.out.b, p.b, p.len) == 0);
+	}
+	CHECK_EQ(ct_count(f), 0);
+
+	tcp_from_outside(&p, 50400, VIP_IP, 443, TCP_SYN);
+	CHECK_EQ(run_node(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
+	CHECK_EQ(r.trace.action, WEFT_ACT_LOCAL);
+	CHECK_TUPLE(&r.out, OUTSIDE_IP, 50400, LOCAL_BE_IP, BE_PORT);
+	CHECK_FORWARDED(&p, &r.out);
+	tcp_from_outside(&p, 50401, NODE_IP, NODE_PORT, TCP_SYN);
+	CHECK_EQ(run_node(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
+	CHECK_TUPLE(&r.out, OUTSIDE_IP, 50401, LOCAL_BE_IP, BE_PORT);
+	CHECK_EQ(ct_count(f), 4);
+	CHECK_EQ(drops_total(f), 0);
+}
+
+DP_TEST(svc_map_mid_update_and_non_translatable_packets)
+{
+	static const uint32_t ids[] = { BE_REMOTE, BE_REMOTE2 };
+	int ok = 0;
+	struct result r;
+	struct pkt p;
+
+	CHECK_EQ(seed_services(f->dp), 0);
+	CHECK_EQ(backends_put3(f->dp, IPPROTO_TCP), 0);
+	CHECK_EQ(svc_put(f->dp, &cluster_tcp, ids, 2), 0);
+
+	/* not TCP or UDP, or a later fragment: no ports, not translated */
+	pkt_ipv4_ext(&p, gw_a_mac, pod_a_mac, POD_A_IP, SVC_IP, 64, IPPROTO_ICMP, 5, 0);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_OK);
+	CHECK(memcmp(r.out.b, p.b, p.len) == 0);
+	tcp_from_a(&p, 44000, SVC_IP, SVC_PORT, TCP_SYN);
+	ip_of(&p)->frag_off = htons(100);
+	ip_of(&p)->check = 0;
+	ip_of(&p)->check = htons(ip_checksum(ip_of(&p), 20));
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_OK);
+	CHECK(memcmp(r.out.b, p.b, p.len) == 0);
+	CHECK_EQ(ct_count(f), 0);
+
+	/* the count ahead of the slots, a slot naming a missing backend */
+	CHECK_EQ(svc_head_put(f->dp, &cluster_tcp, 3, 0), 0);
+	CHECK_EQ(datapath_backend_del(f->dp, BE_REMOTE2), 0);
+	for (int i = 0; i < 40 && drops_of(f, WEFT_DROP_SERVICE_MAP) < 10; i++) {
+		tcp_from_a(&p, (uint16_t)(44100 + i), SVC_IP, SVC_PORT, TCP_SYN);
+		CHECK_EQ(run_pod(f, &p, &r), 0);
+		if (r.verdict == TC_ACT_SHOT) {
+			CHECK_EQ(r.trace.drop_reason, WEFT_DROP_SERVICE_MAP);
+		} else {
+			CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
+			CHECK_TUPLE(&r.out, POD_A_IP, 44100 + i, REMOTE_BE_IP, BE_PORT);
+			ok++;
+		}
+	}
+	CHECK_EQ(drops_of(f, WEFT_DROP_SERVICE_MAP), 10);
+	CHECK_EQ(ct_count(f), 2 * ok);
+}
+
+/* The VNID rule applies to the backend the connection was translated to. */
+DP_TEST(svc_tenant_rule_applies_to_the_backend)
+{
+	static const uint32_t ids[] = { 31 };
+	uint8_t mac[6];
+	struct result r;
+	struct pkt p;
+
+	CHECK_EQ(seed_services(f->dp), 0);
+	CHECK_EQ(backend_put(f->dp, 31, BLUE_DST_IP, BE_PORT, IPPROTO_TCP, true, SVC_ID), 0);
+	CHECK_EQ(svc_put(f->dp, &cluster_tcp, ids, 1), 0);
+
+	tenant_mac(RED_SRC_IP, mac);
+	pkt_tcp(&p, gw_b_mac, mac, RED_SRC_IP, 44200, SVC_IP, SVC_PORT, TCP_SYN, 1, 0);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_SHOT);
+	CHECK_EQ(r.trace.drop_reason, WEFT_DROP_ISOLATED);
+	tenant_mac(BLUE_SRC_IP, mac);
+	pkt_tcp(&p, gw_b_mac, mac, BLUE_SRC_IP, 44201, SVC_IP, SVC_PORT, TCP_SYN, 1, 0);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
+	CHECK_EQ(r.trace.action, WEFT_ACT_LOCAL);
+	CHECK_EQ(r.trace.ifindex, 52);
+	CHECK_TUPLE(&r.out, BLUE_SRC_IP, 44201, BLUE_DST_IP, BE_PORT);
+	CHECK_EQ(drops_of(f, WEFT_DROP_ISOLATED), 1);
+}
+
+/* weft_ct of 3 entries: the second connection's REV fits, its FWD does
+ * not; the REV is taken back and the packet dropped as ct-full. */
+static void svc_conntrack_full_body(struct fixture *f)
+{
+	static const uint32_t ids[] = { BE_REMOTE };
+	struct result r;
+	struct pkt p;
+
+	CHECK_EQ(seed_services(f->dp), 0);
+	CHECK_EQ(backends_put3(f->dp, IPPROTO_TCP), 0);
+	CHECK_EQ(svc_put(f->dp, &cluster_tcp, ids, 1), 0);
+	tcp_from_a(&p, 44300, SVC_IP, SVC_PORT, TCP_SYN);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
+	tcp_from_a(&p, 44301, SVC_IP, SVC_PORT, TCP_SYN);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_SHOT);
+	CHECK_EQ(r.trace.drop_reason, WEFT_DROP_CT_FULL);
+	CHECK_EQ(ct_count(f), 2);
+	/* the first connection goes on */
+	tcp_from_a(&p, 44300, SVC_IP, SVC_PORT, TCP_ACK);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
+	CHECK_TUPLE(&r.out, POD_A_IP, 44300, REMOTE_BE_IP, BE_PORT);
+	CHECK_EQ(drops_of(f, WEFT_DROP_CT_FULL), 1);
+}
+
+TEST(svc_conntrack_full_drops_and_leaves_no_half_pair)
+{
+	struct datapath_opts opts = { .trace = true, .max_ct = 3 };
+	struct fixture f;
+
+	if (fixture_up_opts(&f, opts) == 0)
+		svc_conntrack_full_body(&f);
+	fixture_down(&f);
+}
+
+/* ---- randomized: which backend a connection's FWD entry holds ----
+ *
+ * Random sequences of the agent's changes to one service (backends added
+ * at the end, removed by moving the last slot into the gap, an ID given
+ * another address; conntrack never purged) and of TCP packets of a few
+ * tuples, against a naive model: per tuple the backend its FWD entry
+ * holds.  The entry is kept while its backend ID still names the address
+ * it holds, else replaced by a backend of the current slots (the program's
+ * random pick: any of them is right), or removed when there is none.
+ * Checked after every packet: the packet, the FWD entry, its REV partner;
+ * and that conntrack holds exactly two entries per modelled connection. */
+
+#define RND_SVC_CLIENTS	4
+#define RND_SVC_PORTS	3
+#define RND_SVC_MAXBE	5
+#define RND_SVC_IDS	12
+
+static const in_addr_t rnd_svc_clients[RND_SVC_CLIENTS] = { POD_A_IP, RED_SRC_IP, BLUE_SRC_IP,
+							    DEF_SRC_IP };
+
+struct rnd_svc {
+	uint32_t slots[RND_SVC_MAXBE];	/* backend IDs in slots 1..n */
+	int n;
+	struct {
+		bool live;
+		in_addr_t addr;
+		uint16_t port;
+	} be[RND_SVC_IDS + 1];		/* weft_backends, by ID 1.. */
+	struct {
+		bool has;
+		uint32_t id;
+		in_addr_t addr;
+		uint16_t port;
+		uint16_t flags;
+	} conn[RND_SVC_CLIENTS][RND_SVC_PORTS];
+	uint32_t next_addr;
+};
+
+static in_addr_t rnd_svc_addr(struct rnd_svc *m)
+{
+	/* unique, in the remote node's 10.128.2.0/23 */
+	return htonl(0x0a800264u + m->next_addr++);
+}
+
+static int rnd_svc_step(struct fixture *f, struct rnd_svc *m, uint64_t x, int *packets)
+{
+	int op = (int)(x % 10);
+
+	if (op <= 1 && m->n < RND_SVC_MAXBE) {		/* add a backend */
+		uint32_t id = 1 + (uint32_t)((x >> 8) % RND_SVC_IDS);
+
+		while (m->be[id].live)
+			id = id % RND_SVC_IDS + 1;
+		m->be[id].live = true;
+		m->be[id].addr = rnd_svc_addr(m);
+		m->be[id].port = (uint16_t)(8000 + (x >> 16) % 100);
+		m->slots[m->n++] = id;
+		if (backend_put(f->dp, id, m->be[id].addr, m->be[id].port, IPPROTO_TCP, false,
+				SVC_ID) < 0 ||
+		    slot_put(f->dp, &cluster_tcp, WEFT_SCOPE_ALL, (uint16_t)m->n, id) < 0 ||
+		    svc_head_put(f->dp, &cluster_tcp, (uint16_t)m->n, 0) < 0)
+			return -1;
+		return 0;
+	}
+	if (op == 2 && m->n > 0) {			/* remove slot i */
+		int i = (int)((x >> 8) % (uint64_t)m->n);
+		uint32_t id = m->slots[i];
+		struct weft_svc_key k = svc_key(&cluster_tcp, WEFT_SCOPE_ALL, (uint16_t)m->n);
+
+		m->slots[i] = m->slots[m->n - 1];
+		if (slot_put(f->dp, &cluster_tcp, WEFT_SCOPE_ALL, (uint16_t)(i + 1),
+			     m->slots[i]) < 0 ||
+		    svc_head_put(f->dp, &cluster_tcp, (uint16_t)(m->n - 1), 0) < 0 ||
+		    datapath_service_del(f->dp, &k) < 0 || datapath_backend_del(f->dp, id) < 0)
+			return -1;
+		m->n--;
+		m->be[id].live = false;
+		return 0;
+	}
+	if (op == 3 && m->n > 0) {			/* an ID names another address */
+		uint32_t id = m->slots[(x >> 8) % (uint64_t)m->n];
+
+		m->be[id].addr = rnd_svc_addr(m);
+		return backend_put(f->dp, id, m->be[id].addr, m->be[id].port, IPPROTO_TCP, false,
+				   SVC_ID) < 0 ? -1 : 0;
+	}
+
+	/* a packet */
+	static const uint8_t flag_choice[] = { TCP_SYN, TCP_ACK, TCP_ACK, TCP_FIN | TCP_ACK };
+	int c = (int)((x >> 8) % RND_SVC_CLIENTS), k = (int)((x >> 12) % RND_SVC_PORTS);
+	uint8_t fl = flag_choice[(x >> 16) % 4];
+	in_addr_t client = rnd_svc_clients[c];
+	uint16_t sport = (uint16_t)(41000 + k);
+	uint8_t mac[6];
+	struct weft_ct_entry e;
+	struct result r;
+	struct pkt p;
+	bool kept;
+	__typeof__(m->conn[0][0]) *cn = &m->conn[c][k];
+
+	(*packets)++;
+	if (c == 0)
+		memcpy(mac, pod_a_mac, 6);
+	else
+		tenant_mac(client, mac);
+	pkt_tcp(&p, gw_a_mac, mac, client, sport, SVC_IP, SVC_PORT, fl, 100, 200);
+	if (run_pod(f, &p, &r) < 0)
+		return -1;
+
+	kept = cn->has && m->be[cn->id].live && m->be[cn->id].addr == cn->addr &&
+	       m->be[cn->id].port == cn->port;
+	if (!kept && cn->has)
+		cn->has = false;	/* the program forgets it */
+	if (!kept && m->n == 0) {
+		if (r.verdict != TC_ACT_REDIRECT || r.trace.action != WEFT_ACT_REJECT ||
+		    r.out.len != 54 ||
+		    l4_of(&r.out)[13] != (fl & TCP_ACK ? TCP_RST : TCP_RST | TCP_ACK)) {
+			test_fail(__FILE__, __LINE__, "no backend: verdict %u action %u len %u",
+				  r.verdict, r.trace.action, r.out.len);
+			return -1;
+		}
+	} else {
+		if (r.verdict != TC_ACT_REDIRECT || r.trace.action != WEFT_ACT_TUNNEL ||
+		    ip_of(&r.out)->saddr != client || sport_of(&r.out) != sport ||
+		    ip_checksum(ip_of(&r.out), 20) != 0 || l4_checksum(&r.out) != 0) {
+			test_fail(__FILE__, __LINE__, "verdict %u action %u", r.verdict,
+				  r.trace.action);
+			return -1;
+		}
+		if (kept) {
+			if (ip_of(&r.out)->daddr != cn->addr || dport_of(&r.out) != cn->port) {
+				test_fail(__FILE__, __LINE__, "connection left backend %u",
+					  cn->id);
+				return -1;
+			}
+			if ((fl & (TCP_SYN | TCP_ACK)) == TCP_SYN)
+				cn->flags = WEFT_CT_F_SYN;
+			else if (fl & (TCP_FIN | TCP_RST))
+				cn->flags |= WEFT_CT_F_CLOSING;
+			else
+				cn->flags = (uint16_t)((cn->flags & ~WEFT_CT_F_SYN) |
+						       WEFT_CT_F_ESTABLISHED);
+		} else {
+			int i;
+
+			for (i = 0; i < m->n; i++)
+				if (m->be[m->slots[i]].addr == ip_of(&r.out)->daddr &&
+				    m->be[m->slots[i]].port == dport_of(&r.out))
+					break;
+			if (i == m->n) {
+				test_fail(__FILE__, __LINE__, "new connection: backend in no slot");
+				return -1;
+			}
+			cn->has = true;
+			cn->id = m->slots[i];
+			cn->addr = m->be[cn->id].addr;
+			cn->port = m->be[cn->id].port;
+			cn->flags = WEFT_CT_F_SYN;
+		}
+	}
+
+	/* the entries */
+	if (ct_fwd(f, client, sport, SVC_IP, SVC_PORT, &e) == 0) {
+		if (!cn->has || e.backend_id != cn->id || e.nat_addr != cn->addr ||
+		    ntohs(e.nat_port) != cn->port || e.flags != cn->flags) {
+			test_fail(__FILE__, __LINE__,
+				  "FWD entry: backend %u flags %#x, model %s %u flags %#x",
+				  e.backend_id, e.flags, cn->has ? "backend" : "none", cn->id,
+				  cn->flags);
+			return -1;
+		}
+	} else if (cn->has) {
+		test_fail(__FILE__, __LINE__, "FWD entry missing");
+		return -1;
+	}
+	if (cn->has &&
+	    (ct_rev(f, cn->addr, cn->port, client, sport, &e) < 0 ||
+	     e.nat_addr != SVC_IP || ntohs(e.nat_port) != SVC_PORT || e.backend_id != cn->id)) {
+		test_fail(__FILE__, __LINE__, "REV entry missing or wrong");
+		return -1;
+	}
+	return 0;
+}
+
+static int rnd_svc_connections(const struct rnd_svc *m)
+{
+	int n = 0;
+
+	for (int c = 0; c < RND_SVC_CLIENTS; c++)
+		for (int k = 0; k < RND_SVC_PORTS; k++)
+			n += m->conn[c][k].has;
+	return n;
+}
+
+DP_TEST(svc_backend_choice_random_against_model)
+{
+	uint64_t s = test_seed() * 0x9e3779b97f4a7c15ull | 1;
+	struct rnd_svc m;
+	int packets = 0;
+
+	memset(&m, 0, sizeof(m));
+	CHECK_EQ(seed_services(f->dp), 0);
+	CHECK_EQ(svc_head_put(f->dp, &cluster_tcp, 0, 0), 0);
+	for (int step = 0; step < 800; step++) {
+		CHECK_EQ(rnd_svc_step(f, &m, xorshift(&s), &packets), 0);
+		if (step % 20 == 19)
+			CHECK_EQ(ct_count(f), 2 * rnd_svc_connections(&m));
+	}
+	CHECK_EQ(ct_count(f), 2 * rnd_svc_connections(&m));
+	CHECK(packets > 400);
+	CHECK_EQ(drops_total(f), 0);
+}
+
+/* ---- services: answers over the tunnel (vxlan_ingress on a real device) ----
+ *
+ *   this test's namespace (as in vxlan_device_delivers_by_tunnel_key)
+ *     weftvx0  VXLAN, external, port 4789; the "remote node" is 127.0.0.1
+ *     weftpod  veth, host end of pod A ────────── eth0  in a second namespace
+ *     weftul0  veth, the underlay, 192.168.1.11/24 ── ul1 in the second namespace
+ *
+ * The connections are opened by test runs of pod_ingress and node_ingress
+ * (skb->ifindex 1 here too); the answers come in over VXLAN and are caught
+ * by packet sockets on eth0 (redirect_peer to pod A) and ul1 (redirect_neigh
+ * out of the underlay). */
+
+struct svc_netns {
+	int here, other;	/* namespace fds */
+	int pod_sock, ul_sock;	/* packet sockets in the other namespace */
+	struct nl *nl, *nl_other;
+};
+
+/* A packet socket bound to name in the namespace other (then back here). */
+static int packet_socket_in(int other, int here, const char *name)
+{
+	struct timeval tv = { .tv_sec = 2 };
+	struct sockaddr_ll sll;
+	int fd, err = 0;
+
+	if (setns(other, CLONE_NEWNET) < 0)
+		return -errno;
+	memset(&sll, 0, sizeof(sll));
+	sll.sll_family = AF_PACKET;
+	sll.sll_protocol = htons(ETH_P_ALL);
+	sll.sll_ifindex = (int)if_nametoindex(name);
+	fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, htons(ETH_P_ALL));
+	if (fd < 0 || sll.sll_ifindex == 0 || bind(fd, (struct sockaddr *)&sll, sizeof(sll)) < 0 ||
+	    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0)
+		err = errno ? -errno : -ENODEV;
+	if (setns(here, CLONE_NEWNET) < 0 && !err)
+		err = -errno;
+	if (err < 0 && fd >= 0)
+		close(fd);
+	return err < 0 ? err : fd;
+}
+
+static void drain(int fd)
+{
+	uint8_t buf[2048];
+
+	while (recv(fd, buf, sizeof(buf), MSG_DONTWAIT) > 0)
+		;
+}
+
+/* The next IPv4 TCP frame on fd (others, e.g. IPv6 neighbour discovery,
+ * skipped); 0 or -ETIMEDOUT. */
+static int capture_tcp(int fd, struct pkt *p)
+{
+	for (int i = 0; i < 64; i++) {
+		ssize_t n;
+
+		memset(p, 0, sizeof(*p));
+		n = recv(fd, p->b, sizeof(p->b), 0);
+		if (n < 0)
+			return -ETIMEDOUT;
+		if (n >= 54 && get16(p->b + 12) == ETHERTYPE_IP &&
+		    ip_of(p)->protocol == IPPROTO_TCP) {
+			p->len = (uint32_t)n;
+			return 0;
+		}
+	}
+	return -ETIMEDOUT;
+}
+
+static int svc_netns_up(struct svc_netns *n)
+{
+	struct nl_link l;
+	int rc;
+
+	n->here = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (n->here < 0 || unshare(CLONE_NEWNET) < 0)
+		return -errno;
+	n->other = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+	rc = n->other < 0 ? -errno : 0;
+	if (setns(n->here, CLONE_NEWNET) < 0)
+		return -errno;
+	if (rc < 0)
+		return rc;
+	n->nl = nl_open(-1);
+	n->nl_other = nl_open(n->other);
+	if (!n->nl || !n->nl_other)
+		return -errno;
+	if ((rc = nl_veth_create(n->nl, "weftpod", "eth0", n->other, 0)) < 0 ||
+	    (rc = nl_veth_create(n->nl, "weftul0", "ul1", n->other, 0)) < 0)
+		return rc;
+	for (int i = 0; i < 2; i++) {
+		if ((rc = nl_link_get(n->nl, i ? "weftul0" : "weftpod", &l)) < 0 ||
+		    (rc = nl_link_set_up(n->nl, l.ifindex)) < 0 ||
+		    (rc = nl_link_get(n->nl_other, i ? "ul1" : "eth0", &l)) < 0 ||
+		    (rc = nl_link_set_up(n->nl_other, l.ifindex)) < 0)
+			return rc;
+	}
+	if ((rc = nl_link_get(n->nl, "weftul0", &l)) < 0 ||
+	    (rc = nl_addr_add(n->nl, l.ifindex, NODE_IP, 24)) < 0 ||
+	    (rc = nl_neigh_replace(n->nl, l.ifindex, OUTSIDE_IP, outside_mac)) < 0)
+		return rc;
+	n->pod_sock = packet_socket_in(n->other, n->here, "eth0");
+	if (n->pod_sock < 0)
+		return n->pod_sock;
+	n->ul_sock = packet_socket_in(n->other, n->here, "ul1");
+	return n->ul_sock < 0 ? n->ul_sock : 0;
+}
+
+static void svc_netns_down(struct svc_netns *n)
+{
+	nl_close(n->nl);
+	nl_close(n->nl_other);
+	if (n->pod_sock >= 0)
+		close(n->pod_sock);
+	if (n->ul_sock >= 0)
+		close(n->ul_sock);
+	if (n->other >= 0)
+		close(n->other);
+	if (n->here >= 0)
+		close(n->here);
+}
+
+static void svc_vxlan_body(struct fixture *f, struct svc_netns *n)
+{
+	static const uint32_t ids[] = { BE_REMOTE };
+	uint8_t remote_be_mac[6] = { 0x0a, 0x58, 0x0a, 0x80, 0x02, 0x09 };
+	uint8_t remote_gw_mac[6] = { 0xee, 0xee, 0x00, 0x00, 0x02, 0x01 };
+	struct weft_config cfg = ready_config();
+	struct weft_endpoint a = endpoint(run_ifindex(), VNID_A, pod_a_mac, gw_a_mac);
+	struct weft_ct_entry rev;
+	struct nl_link pod, ul;
+	struct result r;
+	struct pkt p, got;
+	uint16_t snat;
+	int vx;
+
+	CHECK_EQ(sh("ip link set lo up && "
+		    "ip link add weftvx0 type vxlan external dstport 4789 && "
+		    "ip link set weftvx0 up"), 0);
+	vx = (int)if_nametoindex("weftvx0");
+	CHECK(vx > 0);
+	CHECK_EQ(svc_netns_up(n), 0);
+	CHECK_EQ(nl_link_get(n->nl, "weftpod", &pod), 0);
+	CHECK_EQ(nl_link_get(n->nl, "weftul0", &ul), 0);
+	CHECK_EQ(seed_services(f->dp), 0);
+	cfg.vxlan_ifindex = (uint32_t)vx;
+	cfg.underlay_ifindex = (uint32_t)ul.ifindex;
+	CHECK_EQ(datapath_config_set(f->dp, &cfg), 0);
+	CHECK_EQ(datapath_nodeip_put(f->dp, htonl(INADDR_LOOPBACK), 9), 0);
+	CHECK_EQ(datapath_attach_vxlan(f->dp, vx), 0);
+	CHECK_EQ(backends_put3(f->dp, IPPROTO_TCP), 0);
+	CHECK_EQ(svc_put(f->dp, &cluster_tcp, ids, 1), 0);
+	CHECK_EQ(svc_put(f->dp, &nodeport_tcp, ids, 1), 0);
+
+	/* pod A opens a connection to the cluster IP: tunnelled to the backend */
+	tcp_from_a(&p, 43000, SVC_IP, SVC_PORT, TCP_SYN);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.trace.action, WEFT_ACT_TUNNEL);
+	CHECK_TUPLE(&r.out, POD_A_IP, 43000, REMOTE_BE_IP, BE_PORT);
+	/* pod A is now the pod behind weftpod, where the answer is caught */
+	a.ifindex = (uint32_t)pod.ifindex;
+	CHECK_EQ(datapath_endpoint_put(f->dp, POD_A_IP, &a), 0);
+
+	/* the backend's node sends the answer back; it reaches A from the cluster IP */
+	pkt_tcp(&p, remote_gw_mac, remote_be_mac, REMOTE_BE_IP, BE_PORT, POD_A_IP, 43000,
+		TCP_SYN | TCP_ACK, 7000, 1001);
+	ip_of(&p)->ttl = 63;
+	ip_of(&p)->check = 0;
+	ip_of(&p)->check = htons(ip_checksum(ip_of(&p), 20));
+	drain(n->pod_sock);
+	CHECK_EQ(vxlan_send(f, VNID_A, &p, &r), 0);
+	CHECK_EQ(r.trace.action, WEFT_ACT_LOCAL);
+	CHECK_EQ(r.trace.ifindex, pod.ifindex);
+	CHECK_EQ(r.trace.tunnel_remote, INADDR_LOOPBACK);
+	CHECK_EQ(capture_tcp(n->pod_sock, &got), 0);
+	CHECK_TUPLE(&got, SVC_IP, SVC_PORT, POD_A_IP, 43000);
+	CHECK_FORWARDED(&p, &got);
+	CHECK(memcmp(got.b, pod_a_mac, 6) == 0);
+	CHECK(memcmp(got.b + 6, gw_a_mac, 6) == 0);
+	CHECK_EQ(ct_rev(f, REMOTE_BE_IP, BE_PORT, POD_A_IP, 43000, &rev), 0);
+	CHECK_EQ(rev.flags, WEFT_CT_F_ESTABLISHED);
+
+	/* an outside client's NodePort connection, SNATed to the gateway */
+	tcp_from_outside(&p, 51000, NODE_IP, NODE_PORT, TCP_SYN);
+	CHECK_EQ(run_node(f, &p, &r), 0);
+	CHECK_EQ(r.trace.action, WEFT_ACT_TUNNEL);
+	snat = sport_of(&r.out);
+	CHECK_TUPLE(&r.out, GATEWAY_IP, snat, REMOTE_BE_IP, BE_PORT);
+
+	/* the answer to the gateway port leaves through the underlay, from
+	 * the node port, to the client */
+	pkt_tcp(&p, remote_gw_mac, remote_be_mac, REMOTE_BE_IP, BE_PORT, GATEWAY_IP, snat,
+		TCP_SYN | TCP_ACK, 8000, 3001);
+	ip_of(&p)->ttl = 63;
+	ip_of(&p)->check = 0;
+	ip_of(&p)->check = htons(ip_checksum(ip_of(&p), 20));
+	drain(n->ul_sock);
+	CHECK_EQ(vxlan_send(f, VNID_A, &p, &r), 0);
+	CHECK_EQ(r.trace.action, WEFT_ACT_UNDERLAY);
+	CHECK_EQ(r.trace.ifindex, ul.ifindex);
+	CHECK_EQ(capture_tcp(n->ul_sock, &got), 0);
+	CHECK_TUPLE(&got, NODE_IP, NODE_PORT, OUTSIDE_IP, 51000);
+	CHECK_FORWARDED(&p, &got);
+	CHECK(memcmp(got.b, outside_mac, 6) == 0);		/* the neighbour's */
+	CHECK(memcmp(got.b + 6, ul.mac, 6) == 0);		/* the underlay's */
+	CHECK_EQ(ct_rev(f, REMOTE_BE_IP, BE_PORT, GATEWAY_IP, snat, &rev), 0);
+	CHECK_EQ(rev.flags, WEFT_CT_F_ESTABLISHED | WEFT_CT_F_EXTERNAL | WEFT_CT_F_SNAT);
+	CHECK_EQ(drops_total(f), 0);
+}
+
+DP_TEST(svc_vxlan_answers_are_translated_back)
+{
+	struct svc_netns n = { -1, -1, -1, -1, NULL, NULL };
+	int saved;
+
+	CHECK_EQ(netns_enter(&saved), 0);
+	svc_vxlan_body(f, &n);
+	svc_netns_down(&n);
+	netns_leave(saved);
+}
+
+/* A backend outside the pod network: a host-network pod on this node (its
+ * Endpoints address is the node IP), as the Endpoints of a host-network
+ * workload or of the API server are.  pod_ingress translates the pod's SYN
+ * to NODE_IP:8080 and hands it to the stack; the node's socket answers
+ * through the route to the pod (IP/32 dev host end), which no weft
+ * program sees.  The answer must still come from the frontend the pod
+ * dialled, or the pod's stack does not know it.
+ *
+ *   this namespace: weftpod (pod_ingress) ── eth0 in the other namespace
+ *   (no address: nothing answers there; the packet socket sends and sees) */
+static void host_backend_body(struct fixture *f, struct svc_netns *n)
+{
+	static const uint32_t ids[] = { 60 };
+	struct sockaddr_in any = { .sin_family = AF_INET, .sin_port = htons(BE_PORT) };
+	struct nl_link pod, eth0;
+	struct weft_endpoint a;
+	struct pkt p, got;
+	int lfd = -1, one = 1, rc;
+
+	CHECK_EQ(sh("ip link set lo up"), 0);
+	CHECK_EQ(svc_netns_up(n), 0);
+	CHECK_EQ(nl_link_get(n->nl, "weftpod", &pod), 0);
+	CHECK_EQ(nl_link_get(n->nl_other, "eth0", &eth0), 0);
+	{
+		struct nl_route hr = { .dst = POD_A_IP, .prefixlen = 32, .ifindex = pod.ifindex };
+
+		CHECK_EQ(nl_route_replace(n->nl, &hr), 0);
+	}
+	CHECK_EQ(nl_neigh_replace(n->nl, pod.ifindex, POD_A_IP, eth0.mac), 0);
+	CHECK_EQ(seed_services(f->dp), 0);
+	a = endpoint((uint32_t)pod.ifindex, VNID_A, eth0.mac, pod.mac);
+	CHECK_EQ(datapath_endpoint_put(f->dp, POD_A_IP, &a), 0);
+	CHECK_EQ(datapath_attach_pod(f->dp, pod.ifindex), 0);
+	CHECK_EQ(backend_put(f->dp, 60, NODE_IP, BE_PORT, IPPROTO_TCP, false, SVC_ID), 0);
+	CHECK_EQ(svc_put(f->dp, &cluster_tcp, ids, 1), 0);
+
+	/* the host-network backend: a listening socket of the node */
+	lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	CHECK(lfd >= 0);
+	rc = setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+	     bind(lfd, (struct sockaddr *)&any, sizeof(any)) < 0 || listen(lfd, 4) < 0 ? -errno : 0;
+	if (rc < 0) {
+		close(lfd);
+		CHECK_EQ(rc, 0);
+	}
+
+	/* the pod's SYN to the cluster IP */
+	pkt_tcp(&p, pod.mac, eth0.mac, POD_A_IP, 45000, SVC_IP, SVC_PORT, TCP_SYN, 1, 0);
+	drain(n->pod_sock);
+	rc = send(n->pod_sock, p.b, p.len, 0) == (ssize_t)p.len ? 0 : -errno;
+	if (rc == 0)
+		rc = capture_tcp(n->pod_sock, &got);	/* its own SYN, outgoing */
+	for (int i = 0; rc == 0 && i < 8 && l4_of(&got)[13] != (TCP_SYN | TCP_ACK); i++)
+		rc = capture_tcp(n->pod_sock, &got);
+	close(lfd);
+	CHECK_EQ(rc, 0);
+	CHECK_EQ(l4_of(&got)[13], TCP_SYN | TCP_ACK);	/* the backend got it and answered */
+	CHECK_TUPLE(&got, SVC_IP, SVC_PORT, POD_A_IP, 45000);
+}
+
+DP_TEST(svc_answer_of_a_backend_outside_the_pod_network_comes_from_the_frontend)
+{
+	struct svc_netns n = { -1, -1, -1, -1, NULL, NULL };
+	int saved;
+
+	CHECK_EQ(netns_enter(&saved), 0);
+	host_backend_body(f, &n);
+	svc_netns_down(&n);
 	netns_leave(saved);
 }
