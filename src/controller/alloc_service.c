@@ -12,6 +12,8 @@
  * random free one.  On replace a port keeps its NodePort unless the user
  * asks for another; NodePorts no longer used are released in the same
  * transaction.  Every allocation key is guarded by "still absent".
+ *
+ * VIPs (type LoadBalancer): alloc_vip.c, called from here.
  */
 #include "controller/controller.h"
 
@@ -260,9 +262,9 @@ int service_admit(struct registry *r, struct txnb *b, const json_t *old, json_t 
 		status_set(st, 422, "Invalid", "spec.clusterIP: field is immutable (the service is headless)");
 		return -1;
 	}
-	if (cluster_ip(r, b, old, obj, owner, st))
+	if (cluster_ip(r, b, old, obj, owner, st) || node_ports(r, b, old, obj, owner, st))
 		return -1;
-	return node_ports(r, b, old, obj, owner, st);
+	return vip_admit(r, b, old, obj, owner, st);
 }
 
 int service_release(struct registry *r, struct txnb *b, const json_t *old, struct status *st)
@@ -282,5 +284,6 @@ int service_release(struct registry *r, struct txnb *b, const json_t *old, struc
 		snprintf(key, sizeof(key), ALLOC_NODEPORT "%d", (int)had[i]);
 		txnb_del(b, key);
 	}
+	vip_release(b, old);
 	return 0;
 }

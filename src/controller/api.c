@@ -11,8 +11,8 @@
  * watcher) and the hub's wake, after the next write, resumes it — so
  * thousands of watchers cost a socket and a cursor each, and a watcher
  * resumed late sends every event since in one write.  The main thread runs
- * the timers (api_run): events written by other controllers, heartbeats,
- * watch deadlines.
+ * the timers (api_run): events written by other controllers (for the
+ * endpoints controller and the watchers), heartbeats, watch deadlines.
  *
  * Request life:  headers ─► (auth, Content-Length) ─► body chunks (bounded)
  *                 ─► route ─► registry ─► hub sync ─► response
@@ -460,13 +460,24 @@ static void node_metrics(struct api *a, FILE *f)
 			fprintf(f, "weft_node_applied_revision{node=\"%s\"} %lld\n", obj_name(node),
 				strtoll(r, NULL, 10));
 	}
+	fprintf(f, "# HELP weft_service_map_full_total Service map writes a node's agent could not "
+		   "make for lack of room, since it started.\n"
+		   "# TYPE weft_service_map_full_total counter\n");
+	json_array_foreach(items, i, node) {
+		const json_t *ann = json_object_get(json_object_get(node, "metadata"), "annotations");
+		const char *r = json_string_value(json_object_get(ann, "weft.io/service-map-full"));
+
+		if (r && obj_name(node))
+			fprintf(f, "weft_service_map_full_total{node=\"%s\"} %llu\n", obj_name(node),
+				strtoull(r, NULL, 10));
+	}
 	json_decref(items);
 }
 
 static enum MHD_Result handle_metrics(struct api *a, struct MHD_Connection *c, struct request *rq)
 {
 	struct alloc_usage u;
-	static const char *pools[POOL_COUNT] = { "hostsubnet", "vnid", "clusterip", "nodeport" };
+	static const char *pools[POOL_COUNT] = { "hostsubnet", "vnid", "clusterip", "nodeport", "vip" };
 	struct metrics *m = a->metrics;
 	char *buf = NULL;
 	size_t len = 0;
@@ -499,6 +510,15 @@ static enum MHD_Result handle_metrics(struct api *a, struct MHD_Connection *c, s
 	for (int p = 0; p < POOL_COUNT; p++)
 		fprintf(f, "weft_allocation_failures_total{pool=\"%s\"} %" PRIu64 "\n", pools[p],
 			m->alloc_failures[p]);
+	fprintf(f, "# HELP weft_endpoints_writes_total Endpoints written by the endpoints controller.\n"
+		   "# TYPE weft_endpoints_writes_total counter\nweft_endpoints_writes_total %" PRIu64 "\n",
+		m->endpoints_writes);
+	fprintf(f, "# HELP weft_endpoints_deletes_total Endpoints deleted by the endpoints controller.\n"
+		   "# TYPE weft_endpoints_deletes_total counter\nweft_endpoints_deletes_total %" PRIu64 "\n",
+		m->endpoints_deletes);
+	fprintf(f, "# HELP weft_endpoints_failures_total Endpoints writes that failed (retried).\n"
+		   "# TYPE weft_endpoints_failures_total counter\nweft_endpoints_failures_total %" PRIu64 "\n",
+		m->endpoints_failures);
 	fprintf(f, "# HELP weft_watchers Open watch streams.\n# TYPE weft_watchers gauge\nweft_watchers %zu\n",
 		watch_hub_watchers(a->hub));
 	fprintf(f, "# HELP weft_watch_resumes_total Watch streams resumed because events arrived.\n"
@@ -820,7 +840,9 @@ int api_run(struct api *a, int timeout_ms)
 	if (poll(NULL, 0, timeout_ms) < 0 && errno != EINTR)
 		return -errno;
 	pthread_mutex_lock(&a->lock);
-	/* writes by other controllers on the same store wake watchers too */
+	/* writes by other controllers on the same store: Endpoints follow
+	 * them (and this retries failed Endpoints writes), watchers wake */
+	(void)endpoints_sync(a->reg->endpoints);
 	(void)watch_hub_sync(a->hub);
 	now = time(NULL);
 	if (now != a->last_tick) {

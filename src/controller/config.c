@@ -5,6 +5,7 @@
  *     cluster networks may be appended, and a network that holds no
  *     allocated subnet may be dropped or resized, but nothing moves);
  *   - every allocated cluster IP must stay inside the service network;
+ *   - every allocated VIP must stay inside a VIP pool (vipNetworks);
  *   - the mode may change only while no project other than "default"
  *     exists (VNIDs would have to be handed out or taken back).
  */
@@ -71,6 +72,27 @@ int config_admit(struct registry *r, struct txnb *b, const json_t *old, json_t *
 			status_set(st, 409, "Conflict",
 				   "serviceNetwork: the change would orphan cluster IP %s of service %s", ip_s,
 				   l.kvs[i].value);
+			store_kv_list_free(&l);
+			return -1;
+		}
+	}
+	store_kv_list_free(&l);
+
+	err = store_range(r->store, ALLOC_VIP, NULL, 0, &l);
+	if (err)
+		return store_error(st, err);
+	for (size_t i = 0; i < l.n; i++) {
+		uint32_t ip;
+		const char *ip_s = l.kvs[i].key + strlen(ALLOC_VIP);
+		bool inside = false;
+
+		if (ip4_parse(ip_s, &ip))
+			continue;
+		for (size_t p = 0; p < next.nvip_networks; p++)
+			inside |= cidr_contains_ip(&next.vip_networks[p], ip);
+		if (!inside) {
+			status_set(st, 409, "Conflict",
+				   "vipNetworks: the change would orphan VIP %s of service %s", ip_s, l.kvs[i].value);
 			store_kv_list_free(&l);
 			return -1;
 		}

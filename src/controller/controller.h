@@ -22,6 +22,14 @@
  *   /weft/alloc/vnid/<%08u>                → number of namespaces using it
  *   /weft/alloc/clusterip/<ip>             → "namespace/name" of the service
  *   /weft/alloc/nodeport/<port>            → "namespace/name" of the service
+ *   /weft/alloc/vip/<ip>                   → "namespace/name" of the service
+ *
+ * Controllers inside the controller
+ *   The endpoints controller (endpoints_ctl.c) keeps an Endpoints object equal
+ *   to the ready and not-ready pods of every Service with a selector.  It
+ *   follows the store's events (its own writes, and other controllers' on
+ *   the same store), so it runs after every write of this registry and on
+ *   the API's timer; a full resync at start repairs whatever it missed.
  *
  * Objects are stored without metadata.resourceVersion; it is the key's
  * mod_rev and is added on every read (obj_from_kv).
@@ -45,6 +53,7 @@
 #define ALLOC_VNID "/weft/alloc/vnid/"
 #define ALLOC_CLUSTERIP "/weft/alloc/clusterip/"
 #define ALLOC_NODEPORT "/weft/alloc/nodeport/"
+#define ALLOC_VIP "/weft/alloc/vip/"
 
 #define REGISTRY_RETRIES 16
 #define VNID_MIN 10
@@ -62,7 +71,7 @@ void status_set(struct status *st, int code, const char *reason, const char *fmt
 	__attribute__((format(printf, 4, 5)));
 
 /* Metrics counters, updated by the registry and the API. */
-enum alloc_pool { POOL_HOSTSUBNET, POOL_VNID, POOL_CLUSTERIP, POOL_NODEPORT, POOL_COUNT };
+enum alloc_pool { POOL_HOSTSUBNET, POOL_VNID, POOL_CLUSTERIP, POOL_NODEPORT, POOL_VIP, POOL_COUNT };
 struct metrics {
 	uint64_t requests_by_class[6];		/* 1xx..5xx by code/100 */
 	uint64_t alloc_failures[POOL_COUNT];
@@ -72,6 +81,9 @@ struct metrics {
 	uint64_t watch_writes;			/* reader calls that sent data */
 	uint64_t watch_resumes;			/* watch streams resumed by new events */
 	uint64_t watchers_dropped_slow;
+	uint64_t endpoints_writes;		/* Endpoints the endpoints controller wrote */
+	uint64_t endpoints_deletes;		/* ... and deleted */
+	uint64_t endpoints_failures;		/* ... writes that failed (retried) */
 };
 
 /* ---------------------------------------------------------------- txn builder */
@@ -101,9 +113,12 @@ int txnb_commit(struct txnb *b, struct store *s, int64_t *rev) WUR;
 
 /* ---------------------------------------------------------------- registry */
 
+struct endpoints_ctl;
+
 struct registry {
 	struct store *store;
 	struct metrics *metrics;
+	struct endpoints_ctl *endpoints;	/* owned; runs after every write */
 	struct cluster_config config;	/* cached; config_rev guards its use */
 	int64_t config_rev;		/* mod_rev of the ClusterNetwork key */
 	int64_t last_write_rev;		/* revision of this registry's last commit */
@@ -118,6 +133,8 @@ json_t *obj_from_kv(const struct store_kv *kv);
  * stored one, or defaults on first start) and the default namespace. */
 int registry_init(struct registry *r, struct store *s, struct metrics *m,
 		  const json_t *config_obj, struct status *st) WUR;
+/* Frees what registry_init made (not the store).  Accepts a zeroed one. */
+void registry_close(struct registry *r);
 int registry_reload_config(struct registry *r) WUR;
 /* A pseudo-random number (xorshift, seeded from getrandom at init) for
  * allocation start points; not for secrets. */
@@ -170,6 +187,20 @@ int namespace_release(struct registry *r, struct txnb *b, const json_t *old, str
 int service_admit(struct registry *r, struct txnb *b, const json_t *old, json_t *obj, struct status *st) WUR;
 int service_release(struct registry *r, struct txnb *b, const json_t *old, struct status *st) WUR;
 int config_admit(struct registry *r, struct txnb *b, const json_t *old, json_t *obj, struct status *st) WUR;
+/* Hand-written Endpoints (admit_endpoints.c): no address inside the cluster
+ * network unless it is a pod's that the Endpoints' namespace may reach. */
+int endpoints_admit(struct registry *r, struct txnb *b, const json_t *obj, struct status *st) WUR;
+
+/* VIPs of LoadBalancer Services (alloc_vip.c), called by service_admit /
+ * service_release with the Service's "namespace/name" as owner. */
+int vip_admit(struct registry *r, struct txnb *b, const json_t *old, json_t *obj, const char *owner,
+	      struct status *st) WUR;
+void vip_release(struct txnb *b, const json_t *old);
+/* The VIP a stored Service holds (type LoadBalancer and
+ * status.loadBalancer.ingress[0].ip; borrowed from svc), or NULL. */
+const char *service_vip(const json_t *svc);
+/* How many addresses the VIP pools hand out (network/broadcast excluded). */
+uint64_t vip_pool_usable(const struct cluster_config *c);
 
 /* A Node's status.addresses InternalIP (borrowed from node), or NULL. */
 const char *node_internal_ip(const json_t *node);
@@ -178,6 +209,46 @@ const char *node_internal_ip(const json_t *node);
 int subnet_for_node_id(const struct cluster_config *c, uint32_t id, struct cidr *out);
 /* "10.128.0.0/14" or "10.128.0.0/14, 10.132.0.0/14" */
 void config_networks_string(const struct cluster_config *c, char *buf, size_t len);
+
+/* ---------------------------------------------------------------- endpoints controller */
+
+/* The label on the Endpoints the controller made: only those are deleted
+ * when their Service goes or loses its selector.  Set it by hand on
+ * nothing. */
+#define ENDPOINTS_MANAGED_LABEL "endpoints.weft.io/managed-by"
+#define ENDPOINTS_MANAGER "weft-controller"
+/* Kubernetes' annotation on an Endpoints that does not list every pod. */
+#define ENDPOINTS_OVER_CAPACITY "endpoints.kubernetes.io/over-capacity"
+#define ENDPOINTS_MAX_ADDRESSES 4096
+
+/* Made by registry_init (enabled), freed by registry_close.  Nothing is
+ * read from the store before the first call that needs the index. */
+struct endpoints_ctl *endpoints_ctl_new(struct registry *r);
+void endpoints_ctl_free(struct endpoints_ctl *c);
+/* Disabled: the index is kept (for endpoints_admit) but nothing is written
+ * (weft-controller --no-endpoints-controller, and tests). */
+void endpoints_ctl_enable(struct endpoints_ctl *c, bool on);
+/* Apply the store's events since the last call to the index and rewrite
+ * the Endpoints of the Services they touch; O(what changed).  Called by the
+ * registry after each of its commits and by the API's timer (other
+ * writers).  A nested call (from the controller's own writes) returns at
+ * once.  0, or -errno when the store failed (the next call goes on from
+ * where this one stopped; failed Endpoints writes are retried then). */
+int endpoints_sync(struct endpoints_ctl *c);
+/* Rebuild the index from a full listing, then check every Service with a
+ * selector and every controller-made Endpoints (at start: repairs what a
+ * crash or a stop missed).  0 or -errno. */
+int endpoints_resync(struct endpoints_ctl *c) WUR;
+/* For endpoints_admit: bring the index up to date (reads events, writes
+ * nothing), then the "namespace/name"s of the pods whose status.podIP is ip
+ * (a JSON object used as a set, borrowed until the next call), or NULL. */
+int endpoints_catch_up(struct endpoints_ctl *c) WUR;
+const json_t *endpoints_pods_with_ip(struct endpoints_ctl *c, const char *ip);
+/* The controller is writing an Endpoints of its own (its addresses are the
+ * Service's namespace's pods: endpoints_admit has nothing to check). */
+bool endpoints_writing(const struct endpoints_ctl *c);
+/* Services with a selector in the index (for the start-up line). */
+size_t endpoints_services(const struct endpoints_ctl *c);
 
 /* ---------------------------------------------------------------- watch hub */
 

@@ -11,8 +11,8 @@
  *  - every node ID / node IP key names an existing Node;
  *  - every Namespace has a NetNamespace and back; the VNID keys' counts equal
  *    the number of NetNamespaces using each VNID;
- *  - every Service's cluster IP and NodePorts have keys naming it, and every
- *    such key names an existing Service that uses it.
+ *  - every Service's cluster IP, NodePorts and VIP have keys naming it, and
+ *    every such key names an existing Service that uses it.
  */
 #include "controller/controller.h"
 
@@ -250,12 +250,17 @@ static int check_services(struct registry *r, struct report *rp)
 			if (!key_is(s, key, owner))
 				problem(rp, "service %s: NodePort %d is not allocated to it", owner, (int)np);
 		}
+		if (service_vip(svc)) {
+			snprintf(key, sizeof(key), ALLOC_VIP "%s", service_vip(svc));
+			if (!key_is(s, key, owner))
+				problem(rp, "service %s: VIP %s is not allocated to it", owner, service_vip(svc));
+		}
 		json_decref(svc);
 	}
 	store_kv_list_free(&l);
 
-	const char *prefixes[] = { ALLOC_CLUSTERIP, ALLOC_NODEPORT };
-	for (size_t p = 0; p < 2; p++) {
+	const char *prefixes[] = { ALLOC_CLUSTERIP, ALLOC_NODEPORT, ALLOC_VIP };
+	for (size_t p = 0; p < 3; p++) {
 		err = store_range(s, prefixes[p], NULL, 0, &l);
 		if (err)
 			return err;
@@ -275,6 +280,8 @@ static int check_services(struct registry *r, struct report *rp)
 				if (p == 0) {
 					used = obj_str(svc, "spec.clusterIP") &&
 					       strcmp(obj_str(svc, "spec.clusterIP"), what) == 0;
+				} else if (p == 2) {
+					used = service_vip(svc) && strcmp(service_vip(svc), what) == 0;
 				} else {
 					json_t *ports = json_object_get(json_object_get(svc, "spec"), "ports"), *pp;
 					size_t j;
@@ -309,7 +316,7 @@ int registry_fsck(struct registry *r, char *report, size_t len, size_t *problems
 
 int registry_usage(struct registry *r, struct alloc_usage *u)
 {
-	const char *prefixes[POOL_COUNT] = { ALLOC_NODEID, ALLOC_VNID, ALLOC_CLUSTERIP, ALLOC_NODEPORT };
+	const char *prefixes[POOL_COUNT] = { ALLOC_NODEID, ALLOC_VNID, ALLOC_CLUSTERIP, ALLOC_NODEPORT, ALLOC_VIP };
 	uint64_t subnets = 0;
 	int err;
 
@@ -321,6 +328,7 @@ int registry_usage(struct registry *r, struct alloc_usage *u)
 	u->total[POOL_CLUSTERIP] = cidr_size(&r->config.service_network) > 2
 				   ? cidr_size(&r->config.service_network) - 2 : 0;
 	u->total[POOL_NODEPORT] = NODEPORT_MAX - NODEPORT_MIN + 1;
+	u->total[POOL_VIP] = vip_pool_usable(&r->config);
 	for (int p = 0; p < POOL_COUNT; p++) {
 		size_t n = 0;
 		if ((err = store_count(r->store, prefixes[p], &n)))

@@ -4,7 +4,12 @@
  *
  *   weft-controller --data-dir DIR [--listen HOST:PORT] [--config CLUSTER.yaml]
  *                   [--store URL] [--max-body BYTES] [--history REVISIONS]
+ *                   [--no-endpoints-controller]
  *   weft-controller --data-dir DIR --fsck
+ *
+ * At start, before the API answers, the endpoints controller resyncs: every
+ * Service with a selector gets the Endpoints its pods make now, whatever
+ * happened while no controller ran.
  */
 #include "controller/controller.h"
 #include "lib/yaml.h"
@@ -35,7 +40,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: weft-controller --data-dir DIR [--listen HOST:PORT] [--config CLUSTER.yaml]\n"
 		"                       [--store URL] [--max-body BYTES] [--history REVISIONS]\n"
-		"                       [--compact-interval SECONDS]\n"
+		"                       [--compact-interval SECONDS] [--no-endpoints-controller]\n"
 		"       weft-controller --data-dir DIR --fsck\n"
 		"\n"
 		"  --data-dir DIR     state: the store (DIR/weft.db) and the admin token (DIR/admin.token)\n"
@@ -46,6 +51,8 @@ static void usage(FILE *f)
 		"  --max-body BYTES   largest request body (default 3145728)\n"
 		"  --history N        revisions of history kept for watches (default 100000)\n"
 		"  --compact-interval SECONDS  how often old history is compacted (default 60)\n"
+		"  --no-endpoints-controller  do not write Endpoints for Services with a selector\n"
+		"                     (another controller does; hand-written Endpoints are still checked)\n"
 		"  --fsck             check the store's allocations and exit (0 = consistent)\n");
 }
 
@@ -130,6 +137,7 @@ int main(int argc, char **argv)
 		{ "history", required_argument, NULL, 'H' },
 		{ "compact-interval", required_argument, NULL, 'C' },
 		{ "fsck", no_argument, NULL, 'f' },
+		{ "no-endpoints-controller", no_argument, NULL, 'E' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -137,10 +145,10 @@ int main(int argc, char **argv)
 	size_t max_body = 3u << 20;
 	int64_t history = 100000;
 	long compact_interval = 60;
-	bool fsck = false;
+	bool fsck = false, endpoints_controller = true;
 	char err[1024], token[256] = "", url[4200];
 	struct store *store = NULL;
-	struct registry reg;
+	struct registry reg = { 0 };
 	struct metrics metrics = { 0 };
 	struct status st = { 0 };
 	struct watch_hub *hub = NULL;
@@ -158,6 +166,7 @@ int main(int argc, char **argv)
 		case 'b': max_body = (size_t)number_flag("max-body", optarg, 1024, 1LL << 30); break;
 		case 'H': history = number_flag("history", optarg, 0, INT64_MAX); break;
 		case 'f': fsck = true; break;
+		case 'E': endpoints_controller = false; break;
 		case 'C': compact_interval = (long)number_flag("compact-interval", optarg, 1, 86400); break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
@@ -203,6 +212,24 @@ int main(int argc, char **argv)
 	if (token_load_or_create(data_dir, token, sizeof(token), err, sizeof(err))) {
 		fprintf(stderr, "weft-controller: %s\n", err);
 		goto out;
+	}
+	endpoints_ctl_enable(reg.endpoints, endpoints_controller);
+	{
+		struct timespec t0, t1;
+		int e;
+
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		e = endpoints_resync(reg.endpoints);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		if (e) {
+			fprintf(stderr, "weft-controller: endpoints resync: %s\n", strerror(-e));
+			goto out;
+		}
+		fprintf(stderr, "weft-controller: endpoints %s: %zu services with a selector checked in %.3f s "
+				"(%" PRIu64 " written, %" PRIu64 " deleted, %" PRIu64 " failed)\n",
+			endpoints_controller ? "controller" : "index (controller off)", endpoints_services(reg.endpoints),
+			(double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9,
+			metrics.endpoints_writes, metrics.endpoints_deletes, metrics.endpoints_failures);
 	}
 	hub = watch_hub_new(store, 65536);
 	if (!hub) {
@@ -260,6 +287,7 @@ int main(int argc, char **argv)
 out:
 	api_stop(api);
 	watch_hub_free(hub);
+	registry_close(&reg);
 	store_close(store);
 	json_decref(config);
 	explicit_bzero(token, sizeof(token));

@@ -15,6 +15,9 @@
  *     hook succeeded; a failed write changes nothing.
  *  2. An object's key exists iff the object does; allocation keys exist iff
  *     the object holding the allocation does (checked by registry_fsck).
+ *  3. After every commit the endpoints controller catches up
+ *     (after_commit), so the Endpoints a pod or Service write changes are
+ *     stored before the write returns.
  */
 #include "controller/controller.h"
 
@@ -232,7 +235,24 @@ int registry_reload_config(struct registry *r)
 	return 0;
 }
 
-/* A write's outcome after the last attempt. */
+/* A replace whose body has no status (absent or null) keeps the stored one:
+ * `weftctl apply -f pod.yaml` must not wipe the status.podIP an agent
+ * wrote, nor a Service apply its status.loadBalancer.  (Kubernetes ignores
+ * status on the main resource altogether; weft's agents write status with
+ * a PUT of the object, so a status in the body replaces.) */
+static void keep_status(json_t *work, const json_t *old)
+{
+	json_t *had = old ? json_object_get(old, "status") : NULL;
+	json_t *now = json_object_get(work, "status");
+
+	if (now && !json_is_null(now))
+		return;
+	if (had && !json_is_null(had))
+		json_object_set_new(work, "status", json_deep_copy(had));	/* hooks may change it */
+	else if (now)
+		json_object_del(work, "status");
+}
+
 /* work (about to be stored) equals old (as read, with its resourceVersion) */
 static bool same_as_stored(const json_t *work, const json_t *old)
 {
@@ -265,6 +285,8 @@ static int run_hooks_admit(struct registry *r, const struct kind_info *k, struct
 		return service_admit(r, b, old, obj, st);
 	case KIND_CLUSTERNETWORK:
 		return config_admit(r, b, old, obj, st);
+	case KIND_ENDPOINTS:
+		return endpoints_admit(r, b, obj, st);
 	default:
 		return 0;
 	}
@@ -273,7 +295,7 @@ static int run_hooks_admit(struct registry *r, const struct kind_info *k, struct
 static bool has_admission(const struct kind_info *k)
 {
 	return k->id == KIND_NODE || k->id == KIND_NAMESPACE || k->id == KIND_SERVICE ||
-	       k->id == KIND_CLUSTERNETWORK;
+	       k->id == KIND_CLUSTERNETWORK || k->id == KIND_ENDPOINTS;
 }
 
 static int namespace_exists(struct registry *r, const char *ns, int64_t *mod_rev, struct status *st)
@@ -293,6 +315,15 @@ static int namespace_exists(struct registry *r, const char *ns, int64_t *mod_rev
 	*mod_rev = kv.mod_rev;
 	store_kv_free(&kv);
 	return 0;
+}
+
+/* What follows every commit: the controllers inside the controller catch
+ * up (endpoints_ctl.c: a pod or Service write updates Endpoints before the
+ * caller answers).  Their failures are theirs: counted, retried. */
+static void after_commit(struct registry *r)
+{
+	if (r->endpoints)
+		(void)endpoints_sync(r->endpoints);
 }
 
 static int write_object(struct registry *r, const struct kind_info *k, const char *ns, const char *name,
@@ -366,8 +397,7 @@ static int write_object(struct registry *r, const struct kind_info *k, const cha
 
 		work = json_deep_copy(obj);
 		set_identity(r, work, old);
-		if (old && !json_object_get(work, "status") && json_object_get(old, "status"))
-			json_object_set(work, "status", json_object_get(old, "status"));
+		keep_status(work, old);
 
 		txnb_init(&b);
 		if (old)
@@ -406,6 +436,7 @@ static int write_object(struct registry *r, const struct kind_info *k, const cha
 				json_decref(work);
 				return store_failed(st, -EIO);
 			}
+			after_commit(r);
 			*out = work;
 			return 0;
 		}
@@ -527,6 +558,7 @@ int registry_delete(struct registry *r, const struct kind_info *k, const char *n
 		err = txnb_commit(&b, r->store, &r->last_write_rev);
 		txnb_free(&b);
 		if (err == 0) {
+			after_commit(r);
 			*out = old;
 			return 0;
 		}
@@ -584,6 +616,17 @@ static int bootstrap_config(struct registry *r, const json_t *given, struct stat
 	return 0;
 }
 
+/* Made last, so the bootstrap writes above do not build its index. */
+static int start_controllers(struct registry *r, struct status *st)
+{
+	r->endpoints = endpoints_ctl_new(r);
+	if (!r->endpoints) {
+		status_set(st, 500, "InternalError", "out of memory");
+		return -1;
+	}
+	return 0;
+}
+
 int registry_init(struct registry *r, struct store *s, struct metrics *m, const json_t *config_obj,
 		  struct status *st)
 {
@@ -600,7 +643,7 @@ int registry_init(struct registry *r, struct store *s, struct metrics *m, const 
 	err = registry_get(r, kind_get(KIND_NAMESPACE), NULL, "default", &out, st);
 	json_decref(out);
 	if (err == 0)
-		return 0;
+		return start_controllers(r, st);
 	if (st->code != 404)
 		return -1;
 	ns = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "v1", "kind", "Namespace", "metadata", "name",
@@ -609,7 +652,15 @@ int registry_init(struct registry *r, struct store *s, struct metrics *m, const 
 	err = registry_create(r, kind_get(KIND_NAMESPACE), NULL, ns, &out, st);
 	json_decref(ns);
 	json_decref(out);
-	if (err && st->code == 409)
-		return 0;
-	return err;
+	if (err && st->code != 409)
+		return err;
+	return start_controllers(r, st);
+}
+
+void registry_close(struct registry *r)
+{
+	if (!r)
+		return;
+	endpoints_ctl_free(r->endpoints);
+	r->endpoints = NULL;
 }

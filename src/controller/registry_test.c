@@ -44,7 +44,11 @@ static int fx_open(struct fixture *fx, const char *config_yaml_json)
 	return e;
 }
 
-static void fx_close(struct fixture *fx) { store_close(fx->store); }
+static void fx_close(struct fixture *fx)
+{
+	registry_close(&fx->reg);
+	store_close(fx->store);
+}
 
 static json_t *node_obj(const char *name, const char *ip)
 {
@@ -480,6 +484,197 @@ TEST(cluster_ips_randomized_no_duplicates_and_exhaustion)
 				CHECK(!present[j] || strcmp(ips[j], ips[i]) != 0);
 			present[i] = true;
 		}
+	}
+	CHECK(fsck_clean(&fx));
+	fx_close(&fx);
+}
+
+#define VIP_CONFIG(pools)                                                                                \
+	"{\"apiVersion\":\"network.openshift.io/v1\",\"kind\":\"ClusterNetwork\",\"metadata\":{\"name\":"     \
+	"\"default\"},\"clusterNetworks\":[{\"cidr\":\"10.128.0.0/14\",\"hostSubnetLength\":9}],"            \
+	"\"serviceNetwork\":\"172.30.0.0/16\",\"vipNetworks\":" pools "}"
+
+/* A LoadBalancer Service, optionally asking for lb_ip; replaced if it exists. */
+static int put_lb(struct fixture *fx, const char *name, const char *type, const char *lb_ip, json_t **out,
+		  struct status *st)
+{
+	json_t *s = svc_obj(name, type, NULL, 80, 0), *o = NULL;
+	int e;
+
+	if (lb_ip)
+		json_object_set_new(json_object_get(s, "spec"), "loadBalancerIP", json_string(lb_ip));
+	e = registry_replace(&fx->reg, kind_get(KIND_SERVICE), "red", name, s, &o, st);
+	json_decref(s);
+	if (out)
+		*out = o;
+	else
+		json_decref(o);
+	return e;
+}
+
+static const char *vip_of(struct fixture *fx, const char *name)
+{
+	static char buf[32];
+	json_t *o = get(fx, KIND_SERVICE, "red", name);
+	const json_t *lb = json_object_get(json_object_get(o, "status"), "loadBalancer");
+	const char *ip = json_string_value(json_object_get(json_array_get(json_object_get(lb, "ingress"), 0), "ip"));
+
+	snprintf(buf, sizeof(buf), "%s", !o ? "(no service)" : ip ? ip : lb ? "(none)" : "(no status)");
+	json_decref(o);
+	return buf;
+}
+
+static size_t count(struct fixture *fx, const char *prefix)
+{
+	size_t n = 0;
+
+	return store_count(fx->store, prefix, &n) ? (size_t)-1 : n;
+}
+
+TEST(vips_allocated_requested_released)
+{
+	struct fixture fx;
+	struct status st = { 0 };
+	json_t *out = NULL;
+	int64_t rev_before, rev_after;
+
+	/* a /30 (2 usable: .1 and .2) and a /32 (usable itself) */
+	CHECK(fx_open(&fx, VIP_CONFIG("[\"192.168.100.0/30\",\"192.168.200.7/32\"]")) == 0);
+	CHECK(add_ns(&fx, "red") == 0);
+	CHECK(put_lb(&fx, "a", "LoadBalancer", NULL, &out, &st) == 0);
+	CHECK_STR(obj_str(out, "status.loadBalancer.ingress") ? "" : "array", "array");
+	json_decref(out);
+	CHECK_STR(vip_of(&fx, "a"), "192.168.100.1");	/* lowest, not the network address */
+	CHECK(put_lb(&fx, "b", "LoadBalancer", "192.168.200.7", NULL, &st) == 0);
+	CHECK_STR(vip_of(&fx, "b"), "192.168.200.7");
+	/* kept across replaces (also one whose body has a status of its own) */
+	{
+		json_t *s = svc_obj("a", "LoadBalancer", NULL, 80, 0);
+		json_object_set_new(s, "status", json_pack("{s:{s:[{s:s}]}}", "loadBalancer", "ingress", "ip", "6.6.6.6"));
+		CHECK(registry_replace(&fx.reg, kind_get(KIND_SERVICE), "red", "a", s, &out, &st) == 0);
+		json_decref(s);
+		json_decref(out);
+	}
+	CHECK_STR(vip_of(&fx, "a"), "192.168.100.1");
+	/* requests that cannot be honoured name the address */
+	CHECK(put_lb(&fx, "c", "LoadBalancer", "192.168.100.1", NULL, &st) == -1);
+	CHECK_EQ(st.code, 422);
+	CHECK_STR(st.message, "spec.loadBalancerIP: 192.168.100.1 is already allocated (to service red/a)");
+	CHECK(put_lb(&fx, "c", "LoadBalancer", "10.9.9.9", NULL, &st) == -1);
+	CHECK_STR(st.message, "spec.loadBalancerIP: 10.9.9.9 is not inside a VIP pool (192.168.100.0/30, 192.168.200.7/32)");
+	CHECK(put_lb(&fx, "c", "LoadBalancer", "192.168.100.3", NULL, &st) == -1);
+	CHECK_CONTAINS(st.message, "192.168.100.3 is the network or broadcast address of its VIP pool");
+	/* the last one, then exhaustion: refused, nothing stored */
+	CHECK(put_lb(&fx, "c", "LoadBalancer", NULL, NULL, &st) == 0);
+	CHECK_STR(vip_of(&fx, "c"), "192.168.100.2");
+	CHECK(store_revision(fx.store, &rev_before) == 0);
+	CHECK(put_lb(&fx, "d", "LoadBalancer", NULL, NULL, &st) == -1);
+	CHECK_EQ(st.code, 409);
+	CHECK_STR(st.reason, "Exhausted");
+	CHECK_STR(st.message, "no VIPs available in the VIP pools 192.168.100.0/30, 192.168.200.7/32 (service red/d)");
+	CHECK(store_revision(fx.store, &rev_after) == 0);
+	CHECK_EQ(rev_after, rev_before);
+	CHECK_STR(vip_of(&fx, "d"), "(no service)");
+	CHECK_EQ(fx.metrics.alloc_failures[POOL_VIP], 1);
+	{
+		struct alloc_usage u;
+		CHECK(registry_usage(&fx.reg, &u) == 0);
+		CHECK_EQ(u.used[POOL_VIP], 3);
+		CHECK_EQ(u.total[POOL_VIP], 3);
+	}
+	/* a change of type releases; a NodePort keeps none */
+	CHECK(put_lb(&fx, "a", "NodePort", NULL, NULL, &st) == 0);
+	CHECK_STR(vip_of(&fx, "a"), "(none)");
+	CHECK(put_lb(&fx, "d", "LoadBalancer", NULL, NULL, &st) == 0);
+	CHECK_STR(vip_of(&fx, "d"), "192.168.100.1");
+	/* moving to a requested VIP releases the old one */
+	CHECK(del(&fx, KIND_SERVICE, "red", "b") == 0);
+	CHECK(put_lb(&fx, "d", "LoadBalancer", "192.168.200.7", NULL, &st) == 0);
+	CHECK_STR(vip_of(&fx, "d"), "192.168.200.7");
+	CHECK(put_lb(&fx, "e", "LoadBalancer", NULL, NULL, &st) == 0);
+	CHECK_STR(vip_of(&fx, "e"), "192.168.100.1");
+	CHECK(fsck_clean(&fx));
+	/* the pools cannot shrink under an allocated VIP */
+	{
+		json_t *cfg = json_loads(VIP_CONFIG("[\"192.168.100.0/30\"]"), 0, NULL);
+		CHECK(registry_replace(&fx.reg, kind_get(KIND_CLUSTERNETWORK), "", "default", cfg, &out, &st) == -1);
+		json_decref(cfg);
+		CHECK_EQ(st.code, 409);
+		CHECK_CONTAINS(st.message, "vipNetworks: the change would orphan VIP 192.168.200.7 of service red/d");
+	}
+	/* deleting the namespace releases them all */
+	CHECK(del(&fx, KIND_NAMESPACE, "", "red") == 0);
+	CHECK_EQ(count(&fx, ALLOC_VIP), 0);
+	CHECK(fsck_clean(&fx));
+	fx_close(&fx);
+}
+
+TEST(vips_pending_without_a_pool)
+{
+	struct fixture fx;
+	struct status st = { 0 };
+
+	CHECK(fx_open(&fx, NULL) == 0);
+	CHECK(add_ns(&fx, "red") == 0);
+	CHECK(put_lb(&fx, "a", "LoadBalancer", NULL, NULL, &st) == 0);
+	CHECK_STR(vip_of(&fx, "a"), "(none)");	/* pending */
+	CHECK(put_lb(&fx, "b", "LoadBalancer", "192.168.1.1", NULL, &st) == -1);
+	CHECK_STR(st.message, "spec.loadBalancerIP: 192.168.1.1 is not inside a VIP pool (none is configured: "
+			      "set vipNetworks in the ClusterNetwork)");
+	CHECK_EQ(count(&fx, ALLOC_VIP), 0);
+	/* once a pool is configured, the next write of the Service gets a VIP */
+	{
+		json_t *cfg = json_loads(VIP_CONFIG("[\"192.168.100.0/24\"]"), 0, NULL), *out = NULL;
+		CHECK(registry_replace(&fx.reg, kind_get(KIND_CLUSTERNETWORK), "", "default", cfg, &out, &st) == 0);
+		json_decref(cfg);
+		json_decref(out);
+	}
+	CHECK(put_lb(&fx, "a", "LoadBalancer", NULL, NULL, &st) == 0);
+	CHECK_STR(vip_of(&fx, "a"), "192.168.100.1");
+	CHECK(fsck_clean(&fx));
+	fx_close(&fx);
+}
+
+TEST(vips_randomized_no_duplicates)
+{
+	struct fixture fx;
+	struct status st = { 0 };
+	char vips[20][32];
+	bool lb[20] = { 0 };
+	uint64_t x = test_seed() | 1;
+
+	/* 6 usable: 10.0.0.1-6 of a /29 */
+	CHECK(fx_open(&fx, VIP_CONFIG("[\"10.250.0.0/29\"]")) == 0);
+	CHECK(add_ns(&fx, "red") == 0);
+	for (int step = 0; step < 300; step++) {
+		char name[16];
+		int i, live = 0, e;
+
+		x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+		i = (int)(x % 20);
+		snprintf(name, sizeof(name), "s%d", i);
+		for (int j = 0; j < 20; j++)
+			live += lb[j];
+		if (lb[i] && (x >> 32) % 2) {
+			CHECK(((x >> 33) % 2 ? del(&fx, KIND_SERVICE, "red", name)
+					      : put_lb(&fx, name, "ClusterIP", NULL, NULL, &st)) == 0);
+			lb[i] = false;
+			continue;
+		}
+		e = put_lb(&fx, name, "LoadBalancer", NULL, NULL, &st);
+		if (!lb[i] && live == 6) {
+			CHECK(e == -1);
+			CHECK_STR(st.reason, "Exhausted");
+			continue;
+		}
+		CHECK(e == 0);
+		if (lb[i])
+			CHECK_STR(vip_of(&fx, name), vips[i]);	/* kept */
+		snprintf(vips[i], sizeof(vips[i]), "%s", vip_of(&fx, name));
+		for (int j = 0; j < 20; j++)
+			CHECK(j == i || !lb[j] || strcmp(vips[j], vips[i]) != 0);
+		CHECK(strcmp(vips[i], "10.250.0.0") != 0 && strcmp(vips[i], "10.250.0.7") != 0);
+		lb[i] = true;
 	}
 	CHECK(fsck_clean(&fx));
 	fx_close(&fx);

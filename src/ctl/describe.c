@@ -6,7 +6,9 @@
  *                       tier=web
  *   Annotations:        <none>
  *   CreationTimestamp:  2024-05-01T12:00:00Z (3m ago)
- *   ...kind extras: Node → its HostSubnet; Namespace → status, NetID
+ *   ...kind extras: Node → its HostSubnet; Namespace → status, NetID;
+ *      Service → Type, IP, External IP (its VIP, or <pending>), Port(s)
+ *      and its Endpoints' ready addresses, as kubectl describe shows them
  *   Spec:
  *     clusterIP:  172.30.0.10
  *     ports[0]:
@@ -195,7 +197,8 @@ static json_t *related(struct ctl *ctl, enum kind_id id, const char *name)
 	return obj;
 }
 
-static void describe_extras(struct ctl *ctl, const struct kind_info *k, const json_t *obj, const char *name)
+static void describe_extras(struct ctl *ctl, const struct kind_info *k, const json_t *obj, const char *name,
+			    const char *ns)
 {
 	char value[VALUE_MAX];
 	json_t *rel;
@@ -212,6 +215,22 @@ static void describe_extras(struct ctl *ctl, const struct kind_info *k, const js
 		ctl_scalar(json_object_get(rel, "nodeID"), value, sizeof(value));
 		line(2, "Node ID", TOP_WIDTH - 2, value[0] ? value : "<none>");
 		json_decref(rel);
+	} else if (k->id == KIND_SERVICE) {
+		char path[CTL_PATH_MAX];
+		struct ctl_reply r = { 0 };
+
+		line(0, "Type", TOP_WIDTH, ctl_str_at(obj, "spec.type") ?: "ClusterIP");
+		line(0, "IP", TOP_WIDTH, ctl_str_at(obj, "spec.clusterIP") ?: "<none>");
+		ctl_service_external_ips(obj, value, sizeof(value));
+		line(0, "External IP", TOP_WIDTH, value);
+		ctl_service_ports(obj, value, sizeof(value));
+		line(0, "Port(s)", TOP_WIDTH, value);
+		snprintf(value, sizeof(value), "<none>");
+		if (ctl_call(ctl, "GET", ctl_path(kind_get(KIND_ENDPOINTS), ns, name, path, sizeof(path)), NULL, &r) == 0 &&
+		    ctl_ok(&r) && json_is_object(r.json))
+			ctl_endpoint_list(r.json, value, sizeof(value));
+		ctl_reply_free(&r);
+		line(0, "Endpoints", TOP_WIDTH, value);
 	} else if (k->id == KIND_NAMESPACE) {
 		line(0, "Status", TOP_WIDTH, ctl_str_at(obj, "status.phase") ?: "Active");
 		rel = related(ctl, KIND_NETNAMESPACE, name);
@@ -240,7 +259,7 @@ static void describe(struct ctl *ctl, const struct kind_info *k, const json_t *o
 		snprintf(value, sizeof(value), "%s (%s ago)", created, age);
 		line(0, "CreationTimestamp", TOP_WIDTH, value);
 	}
-	describe_extras(ctl, k, obj, name);
+	describe_extras(ctl, k, obj, name, ctl_str_at(obj, "metadata.namespace"));
 	if (k->id == KIND_SECRET) {
 		describe_secret(obj);
 		return;

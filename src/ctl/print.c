@@ -390,12 +390,33 @@ static void c_pod_container(const json_t *o, char *b, size_t l, time_t now)
 static void c_svc_type(const json_t *o, char *b, size_t l, time_t now) { put(b, l, ctl_str_at(o, "spec.type"), "ClusterIP"); }
 static void c_svc_ip(const json_t *o, char *b, size_t l, time_t now) { put(b, l, ctl_str_at(o, "spec.clusterIP"), "<none>"); }
 
-static void c_svc_external(const json_t *o, char *b, size_t l, time_t now)
+void ctl_service_external_ips(const json_t *svc, char *buf, size_t len)
 {
-	const json_t *ing = json_array_get(ctl_json_at(o, "status.loadBalancer.ingress"), 0);
+	const char *type = ctl_str_at(svc, "spec.type");
+	bool lb = type && !strcmp(type, "LoadBalancer");
+	const json_t *ingress = ctl_json_at(svc, "status.loadBalancer.ingress");
+	const json_t *external = ctl_json_at(svc, "spec.externalIPs"), *e;
+	size_t i;
 
-	put(b, l, json_string_value(json_object_get(ing, "ip")), "<none>");
+	buf[0] = 0;
+	if (lb) {
+		json_array_foreach(ingress, i, e) {
+			const char *a = json_string_value(json_object_get(e, "ip"));
+
+			if (!a || !a[0])
+				a = json_string_value(json_object_get(e, "hostname"));
+			if (a && a[0])
+				cat(buf, len, "%s%s", buf[0] ? "," : "", a);
+		}
+	}
+	json_array_foreach(external, i, e)
+		if (json_string_value(e) && json_string_value(e)[0])
+			cat(buf, len, "%s%s", buf[0] ? "," : "", json_string_value(e));
+	if (!buf[0])
+		snprintf(buf, len, "%s", lb ? "<pending>" : "<none>");
 }
+
+static void c_svc_external(const json_t *o, char *b, size_t l, time_t now) { ctl_service_external_ips(o, b, l); }
 
 static void c_svc_ports(const json_t *o, char *b, size_t l, time_t now) { ctl_service_ports(o, b, l); }
 static void c_svc_selector(const json_t *o, char *b, size_t l, time_t now) { ctl_label_map(ctl_json_at(o, "spec.selector"), b, l); }

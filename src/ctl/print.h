@@ -50,6 +50,10 @@ int ctl_time_parse(const char *s, time_t *out);
 void ctl_duration(long long seconds, char *buf, size_t len);
 /* AGE of metadata.creationTimestamp at now ("<unknown>" without one). */
 void ctl_age(const json_t *obj, time_t now, char *buf, size_t len);
+/* EXTERNAL-IP of a Service as kubectl prints it: a LoadBalancer's
+ * status.loadBalancer.ingress IPs (its VIP) and spec.externalIPs, comma
+ * joined; "<pending>" for a LoadBalancer without any, else "<none>". */
+void ctl_service_external_ips(const json_t *svc, char *buf, size_t len);
 /* PORT(S) of a Service: "80:30080/TCP,53/UDP", or "<none>". */
 void ctl_service_ports(const json_t *svc, char *buf, size_t len);
 /* ENDPOINTS of an Endpoints: "10.0.0.1:80,10.0.0.2:80 + 3 more...", or "<none>". */

@@ -92,6 +92,50 @@ TEST(print_service_ports)
 	json_decref(svc);
 }
 
+TEST(print_service_external_ip)
+{
+	json_t *svc = json_loads("{\"spec\":{\"type\":\"LoadBalancer\"},\"status\":{\"loadBalancer\":{}}}", 0, NULL);
+	char buf[256];
+
+	CHECK(svc != NULL);
+	ctl_service_external_ips(svc, buf, sizeof(buf));
+	CHECK_STR(buf, "<pending>");
+	json_object_set_new(json_object_get(svc, "status"), "loadBalancer",
+			    json_loads("{\"ingress\":[{\"ip\":\"192.168.100.1\"}]}", 0, NULL));
+	ctl_service_external_ips(svc, buf, sizeof(buf));
+	CHECK_STR(buf, "192.168.100.1");
+	json_object_set_new(json_object_get(svc, "spec"), "type", json_string("ClusterIP"));
+	ctl_service_external_ips(svc, buf, sizeof(buf));
+	CHECK_STR(buf, "<none>");
+	json_object_set_new(json_object_get(svc, "spec"), "externalIPs", json_loads("[\"1.2.3.4\"]", 0, NULL));
+	ctl_service_external_ips(svc, buf, sizeof(buf));
+	CHECK_STR(buf, "1.2.3.4");
+	json_decref(svc);
+}
+
+TEST(print_service_table)
+{
+	json_t *items = json_loads(
+		"[{\"metadata\":{\"name\":\"lb\",\"namespace\":\"red\"},\"spec\":{\"type\":\"LoadBalancer\","
+		"\"clusterIP\":\"172.30.0.10\",\"ports\":[{\"port\":80,\"nodePort\":30080,\"protocol\":\"TCP\"}]},"
+		"\"status\":{\"loadBalancer\":{\"ingress\":[{\"ip\":\"192.168.100.1\"}]}}},"
+		"{\"metadata\":{\"name\":\"web\",\"namespace\":\"red\"},\"spec\":{\"type\":\"ClusterIP\","
+		"\"clusterIP\":\"172.30.0.11\",\"ports\":[{\"port\":80,\"protocol\":\"TCP\"},{\"port\":53,\"protocol\":\"UDP\"}]}}]",
+		0, NULL);
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&out, &len);
+
+	CHECK(items && f);
+	CHECK(ctl_print_table(kind_get(KIND_SERVICE), items, false, true, 0, f) == 0);
+	fclose(f);
+	CHECK_STR(out, "NAMESPACE   NAME   TYPE           CLUSTER-IP    EXTERNAL-IP     PORT(S)         AGE\n"
+		       "red         lb     LoadBalancer   172.30.0.10   192.168.100.1   80:30080/TCP    <unknown>\n"
+		       "red         web    ClusterIP      172.30.0.11   <none>          80/TCP,53/UDP   <unknown>\n");
+	free(out);
+	json_decref(items);
+}
+
 TEST(print_endpoints_truncated)
 {
 	json_t *ep = json_loads("{\"subsets\":[{\"addresses\":[{\"ip\":\"10.128.0.5\"},{\"ip\":\"10.128.0.6\"}],"

@@ -23,7 +23,7 @@ struct docs {
 
 static int add(struct docs *d, json_t *obj)
 {
-	if (d->n == YAML_MAX_DOCS)
+	if (d->n == MODEL_MAX_OBJECTS)
 		return -E2BIG;
 	if (d->n == d->cap) {
 		size_t ncap = d->cap ? d->cap * 2 : 8;
@@ -113,7 +113,7 @@ int model_decode_manifest(const char *buf, size_t len, json_t ***docs, size_t *n
 			rc = add(&out, raw[i]);
 		}
 		if (rc == -E2BIG) {
-			snprintf(err, errlen, "doc %zu: more than %d objects", i + 1, YAML_MAX_DOCS);
+			snprintf(err, errlen, "doc %zu: more than %d objects", i + 1, MODEL_MAX_OBJECTS);
 			rc = -EINVAL;
 		} else if (rc == -ENOMEM) {
 			snprintf(err, errlen, "doc %zu: out of memory", i + 1);

@@ -78,9 +78,12 @@ void model_default(json_t *obj);
 /* Decode a manifest stream (YAML or JSON, several documents; a document of
  * kind List contributes its items, and so does a typed list such as PodList,
  * whose items get its kind and apiVersion when they lack them) into objects.
- * At most YAML_MAX_DOCS objects.  Does not validate.
+ * At most YAML_MAX_DOCS documents and MODEL_MAX_OBJECTS objects (a List
+ * carries more objects than a stream has documents: 10,000 Services and
+ * their Endpoints in one file).  Does not validate.
  * 0 or -EINVAL with "doc N: ..." / "line L, column C: ..." in err.
  * *docs is a malloc'd array of new references: free with yaml_docs_free. */
+#define MODEL_MAX_OBJECTS 100000
 int model_decode_manifest(const char *buf, size_t len, json_t ***docs, size_t *ndocs,
 			  char *err, size_t errlen) __attribute__((warn_unused_result));
 
@@ -112,6 +115,31 @@ json_int_t obj_int(const json_t *obj, const char *dotted_path, json_int_t fallba
  */
 int model_api_path(const struct kind_info *k, const char *ns, const char *name,
 		   char *buf, size_t len);
+
+/*
+ * Endpoints from pods (endpoints.c): what the endpoints controller computes
+ * for a Service with a selector.  Pure functions; arguments are borrowed.
+ */
+/* A Service selector (a plain label map) matches labels: every pair is
+ * there.  An absent or empty selector selects nothing. */
+bool model_selector_matches(const json_t *selector, const json_t *labels);
+/* NONE: no status.podIP, or a terminal phase (Succeeded, Failed) — not an
+ * endpoint at all.  READY: status.podIP, phase Running or absent, no
+ * condition Ready=False, no metadata.deletionTimestamp.  Else NOT_READY. */
+enum pod_endpoint_state { POD_ENDPOINT_NONE, POD_ENDPOINT_READY, POD_ENDPOINT_NOT_READY };
+enum pod_endpoint_state model_pod_endpoint_state(const json_t *pod);
+/* The port a Service port's targetPort means on pod: a number as is (no
+ * targetPort: the port), a name through spec.containers[].ports[] with the
+ * same name and protocol (default TCP).  0 when the pod has no such port. */
+json_int_t model_pod_target_port(const json_t *pod, const json_t *svc_port);
+/* The Endpoints subsets of svc from the candidate pods (those not in svc's
+ * namespace, not matching its selector or without an IP are skipped):
+ * Kubernetes' [{addresses, notReadyAddresses, ports}], pods grouped by
+ * their resolved port set, sorted (see endpoints.c).  At most
+ * max_addresses addresses (the lowest IPs; *truncated says whether some
+ * were left out; truncated may be NULL).  A new array, NULL on ENOMEM. */
+json_t *model_endpoints_subsets(const json_t *svc, const json_t *const *pods, size_t npods,
+				size_t max_addresses, bool *truncated);
 
 /* The cluster's network configuration: the ClusterNetwork object "default". */
 enum cluster_mode { MODE_FLAT, MODE_MULTITENANT, MODE_NETWORKPOLICY };

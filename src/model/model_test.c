@@ -545,7 +545,7 @@ TEST(manifest_errors)
 
 TEST(manifest_object_count_is_bounded)
 {
-	size_t k = 0, cap = 16 + 10001 * 12;
+	size_t k = 0, cap = 32 + (MODEL_MAX_OBJECTS + 1) * 12;
 	char *s = malloc(cap);
 	json_t **docs;
 	size_t n;
@@ -553,10 +553,14 @@ TEST(manifest_object_count_is_bounded)
 
 	CHECK(s);
 	k += (size_t)snprintf(s + k, cap - k, "kind: List\nitems:\n");
-	for (int i = 0; i < 10001; i++)
+	for (int i = 0; i < MODEL_MAX_OBJECTS + 1; i++)
 		k += (size_t)snprintf(s + k, cap - k, "- {a: 1}\n");
 	CHECK(model_decode_manifest(s, k, &docs, &n, err, sizeof(err)) == -EINVAL);
-	CHECK_STR(err, "doc 1: more than 10000 objects");
+	CHECK_STR(err, "doc 1: more than 100000 objects");
+	/* one fewer fits: more objects than a stream may have documents */
+	CHECK(model_decode_manifest(s, k - strlen("- {a: 1}\n"), &docs, &n, err, sizeof(err)) == 0);
+	CHECK_EQ(n, MODEL_MAX_OBJECTS);
+	yaml_docs_free(docs, n);
 	free(s);
 }
 

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# services_scale.sh — the endpoints controller at scale, through one
+# `weftctl apply -f` of a List: N Services with a selector in one namespace,
+# 3 matching pods each (N=1000 here; SCALE_N=10000 for the figure in
+# docs).  Checks that each Service got exactly one Endpoints write (no
+# storms), that moving one pod between two Services is one quick write of
+# each, and that a restart's resync writes nothing.
+#
+#   weftctl apply -f list.json (N Services + 3N Pods) ──► weft-controller ──► DIR/weft.db
+cd "$(dirname "$0")/../.." && source tests/lib.sh
+
+N=${SCALE_N:-1000}
+DIR=$(tmpdir)
+start_controller "$DIR" || { fail "controller starts"; finish; exit 1; }
+metric() { api GET /metrics | sed '$d' | awk -v m="$1" '$1 == m { print $2 }'; }
+
+python3 - "$N" >"$DIR/list.json" <<'EOF'
+import json, sys
+n = int(sys.argv[1])
+items = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "scale"}}]
+for i in range(n):
+    items.append({"apiVersion": "v1", "kind": "Service", "metadata": {"name": f"s{i}", "namespace": "scale"},
+                  "spec": {"selector": {"app": f"s{i}", "tier": "web"}, "ports": [{"port": 80, "targetPort": "http"}]}})
+ip = 0x0a800002
+for i in range(n):
+    for k in range(3):
+        a = ip; ip += 1
+        items.append({"apiVersion": "v1", "kind": "Pod",
+                      "metadata": {"name": f"p{i}-{k}", "namespace": "scale", "labels": {"app": f"s{i}", "tier": "web"}},
+                      "spec": {"containers": [{"name": "c", "ports": [{"name": "http", "containerPort": 8080}]}]},
+                      "status": {"podIP": f"{a >> 24}.{(a >> 16) & 255}.{(a >> 8) & 255}.{a & 255}"}})
+json.dump({"apiVersion": "v1", "kind": "List", "items": items}, sys.stdout)
+EOF
+t0=$(date +%s%N)
+check "apply $N services and $((3 * N)) pods in one file" bash -c "'$WEFTCTL' apply -f '$DIR/list.json' >'$DIR/apply.out'"
+t1=$(date +%s%N)
+echo "  ($((N * 4 + 1)) objects applied in $(( (t1 - t0) / 1000000 )) ms)"
+check "every Service has its 3 pods" test "$(api GET /api/v1/namespaces/scale/endpoints | sed '$d' |
+	jq '[.items[] | (.subsets[0].addresses | length)] | map(select(. == 3)) | length')" = "$N"
+# services first, then pods: one create and three updates per Service
+check "Endpoints writes: 4 per Service, no more" test "$(metric weft_endpoints_writes_total)" = $((4 * N))
+
+# one pod changes Service: two Endpoints writes, quickly
+body=$(api GET /api/v1/namespaces/scale/pods/p1-0 | sed '$d' | jq -c '.metadata.labels.app = "s2" | del(.metadata.resourceVersion)')
+ms=$(curl -s -o /dev/null -w '%{time_total}' -X PUT -H "Authorization: Bearer $(cat "$CTRL_TOKEN_FILE")" \
+	-d "$body" "$CTRL_URL/api/v1/namespaces/scale/pods/p1-0" | awk '{ printf "%d", $1 * 1000 }')
+echo "  (one pod label change among $N services: $ms ms)"
+check "a label change is answered in under 1 s" test "$ms" -lt 1000
+check "... with exactly two Endpoints writes" test "$(metric weft_endpoints_writes_total)" = $((4 * N + 2))
+check "... the pod left s1 and joined s2" test "$(api GET /api/v1/namespaces/scale/endpoints/s1 | sed '$d' | jq '.subsets[0].addresses | length') $(api GET /api/v1/namespaces/scale/endpoints/s2 | sed '$d' | jq '.subsets[0].addresses | length')" = "2 4"
+
+check_stop "controller stops cleanly"
+start_controller "$DIR" || fail restart
+check "restart: the resync checks $N services and writes nothing" \
+	grep -qE "endpoints controller: $N services with a selector checked in [0-9.]+ s \(0 written, 0 deleted, 0 failed\)" "$CTRL_LOG"
+grep -oE 'checked in [0-9.]+ s' "$CTRL_LOG" | tail -n 1 | sed 's/^/  (resync /; s/$/)/'
+check_stop "controller stops cleanly after the restart"
+finish
