@@ -4,7 +4,10 @@
 # through the real CNI plugin — two isolated projects (blue, red) and the
 # global one (default) — and a connectivity matrix measured with ping: every
 # cell is a ping that was sent, not a claim.  The lab is left running to
-# explore; `bin/weft-lab down` removes it.
+# explore; `bin/weft-lab down` removes it.  Then a LoadBalancer Service in
+# front of three web pods (one per node), reached from a pod by its cluster
+# IP and from the outside namespace by NodePort on every node and by its
+# VIP — each answer names the backend and the client address it saw.
 #
 #   make demo                      (multitenant) projects isolated from each
 #                                  other by VNID; default reaches and is reached by all
@@ -117,6 +120,55 @@ else
 	printf '  %s\n' "${mismatch[@]}"
 fi
 
+step "a LoadBalancer Service in front of 3 web pods (one per node), translated in eBPF"
+for i in 1 2 3; do
+	run "$lab" pod add "node-$i" default "web-$i" --label app=web --port http:8080/TCP || exit 1
+done
+# each web pod answers every connection with its name and the client
+# address it saw (tests/tools/peer.py); stopped at the end of this step
+servers=()
+for i in 1 2 3; do
+	ns=$("$lab" status -o json | jq -r --arg n "web-$i" '.pods[] | select(.namespace == "default" and .name == $n) | .netns')
+	ip netns exec "$ns" python3 tests/tools/peer.py serve 8080 "web-$i" >/dev/null 2>&1 &
+	servers+=($!)
+done
+trap 'kill "${servers[@]}" 2>/dev/null; rm -rf "$results"' EXIT
+manifest=$results/web.yaml
+printf '%s\n' 'apiVersion: v1' 'kind: Service' 'metadata: {name: web, namespace: default}' 'spec:' \
+	'  type: LoadBalancer' '  selector: {app: web}' \
+	'  ports: [{name: http, port: 80, targetPort: http, protocol: TCP}]' >"$manifest"
+run "$lab" weftctl apply -f "$manifest" || exit 1
+for _ in $(seq 50); do	# the endpoints controller and the agents: well under a second
+	n=$("$lab" weftctl get endpoints -n default web -o json 2>/dev/null |
+		jq '[.subsets[]?.addresses[]?] | length' 2>/dev/null)
+	[ "${n:-0}" = 3 ] && break
+	sleep 0.1
+done
+run "$lab" weftctl get services -n default web
+run "$lab" weftctl get endpoints -n default web
+svc=$("$lab" weftctl get services -n default web -o json)
+cip=$(jq -r .spec.clusterIP <<<"$svc")
+np=$(jq -r '.spec.ports[0].nodePort' <<<"$svc")
+vip=$(jq -r '.status.loadBalancer.ingress[0].ip // empty' <<<"$svc")
+outside_ns=$("$lab" status -o json | jq -r '.outside.netns // empty')
+ask() { # FROM ADDR PORT: six connections, summed up per backend
+	local from=$1 i out
+	out=$(for i in 1 2 3 4 5 6; do
+		if [ "$from" = outside ]; then ip netns exec "$outside_ns" python3 tests/tools/peer.py tcp "$2" "$3"
+		else "$lab" exec "$from" -- python3 tests/tools/peer.py tcp "$2" "$3"; fi
+	done 2>/dev/null | sort | uniq -c | awk '{printf "%s%s x%d (saw %s)", sep, $2, $1, $3; sep=", "}')
+	printf '  %-8s -> %-21s %s\n' "$from" "$2:$3" "${out:-no answer}"
+}
+echo "six connections each; every answer names the backend and the client address it saw:"
+ask blue/a "$cip" 80
+ask red/c "$cip" 80
+for i in 1 2 3; do ask outside "192.168.200.$((10 + i))" "$np"; done
+[ -n "$vip" ] && ask outside "$vip" 80
+echo "(pods keep their address; an outside client keeps its own when the backend is on the node it"
+echo " reached, and is SNATed to that node's gateway when the backend is on another node)"
+kill "${servers[@]}" 2>/dev/null
+wait "${servers[@]}" 2>/dev/null
+
 step "the lab keeps running: explore it"
 explore() { printf '  %-62s %s\n' "$1" "$2"; }
 explore "$lab status" "nodes, subnets, pods (-o json for scripts)"
@@ -128,4 +180,6 @@ explore "$lab weftctl pod-network join-projects --to=blue red" "red takes blue's
 explore "$lab weftctl pod-network isolate-projects red" "... and red is on its own again"
 explore "$lab weftctl drops" "packets the data plane refused, per node and reason"
 explore "$lab pod add node-2 green f" "one more pod (a third project)"
+explore "$lab weftctl get services -A" "cluster IPs, NodePorts, VIPs"
+explore "$lab exec default/web-1 -- python3 tests/tools/peer.py serve 8080 web-1" "serve again, then connect to the service"
 explore "$lab down" "remove the lab (everything it made)"
