@@ -63,18 +63,8 @@ int node_ingress(struct __sk_buff *skb)
 	struct iphdr *ip;
 	int rc;
 
-	if (!cfg)
-		return TC_ACT_OK;
-	eth = eth_header(skb);
-	if (!eth || eth->h_proto != bpf_htons(ETH_P_IP))
-		return TC_ACT_OK;
-	if (skb_linearize_head(skb, IPV4_FRAME_MIN) < 0)
-		return TC_ACT_OK;
-	ip = ipv4_header(skb);
-	if (!ip)
+	if (!cfg || !l4_packet(skb, &eth, &ip, &t))
 		return TC_ACT_OK;	/* the stack judges what is not ours */
-	if (l4_tuple_read(skb, ip, &t) <= 0)
-		return TC_ACT_OK;
 	if (t.proto == IPPROTO_UDP && t.dport == bpf_htons(vxlan_port(cfg)))
 		return TC_ACT_OK;
 
@@ -82,11 +72,7 @@ int node_ingress(struct __sk_buff *skb)
 	if (rc < 0)
 		return drop(-rc);
 	if (rc == LB_DONE) {
-		if (skb_linearize_head(skb, IPV4_FRAME_MIN) < 0)
-			return drop(WEFT_DROP_MALFORMED);
-		eth = eth_header(skb);
-		ip = ipv4_header(skb);
-		if (!eth || !ip)
+		if (ipv4_frame(skb, &eth, &ip) < 0)
 			return drop(WEFT_DROP_MALFORMED);
 		return to_underlay(skb, ip, cfg);
 	}
@@ -99,11 +85,7 @@ int node_ingress(struct __sk_buff *skb)
 	if (rc == LB_REJECT)
 		return reject_connection(skb, &t);
 
-	if (skb_linearize_head(skb, IPV4_FRAME_MIN) < 0)
-		return drop(WEFT_DROP_MALFORMED);
-	eth = eth_header(skb);
-	ip = ipv4_header(skb);
-	if (!eth || !ip)
+	if (ipv4_frame(skb, &eth, &ip) < 0)
 		return drop(WEFT_DROP_MALFORMED);
 	ep = endpoint_lookup(ip->daddr);
 	if (ep)

@@ -42,15 +42,7 @@ int pod_egress(struct __sk_buff *skb)
 	struct iphdr *ip;
 	int rc;
 
-	if (!cfg)
-		return TC_ACT_OK;
-	eth = eth_header(skb);
-	if (!eth || eth->h_proto != bpf_htons(ETH_P_IP))
-		return TC_ACT_OK;
-	if (skb_linearize_head(skb, IPV4_FRAME_MIN) < 0)
-		return TC_ACT_OK;
-	ip = ipv4_header(skb);
-	if (!ip || l4_tuple_read(skb, ip, &t) <= 0)
+	if (!cfg || !l4_packet(skb, &eth, &ip, &t))
 		return TC_ACT_OK;
 	rc = lb_reverse(skb, &t, &ct_flags);
 	if (rc < 0)

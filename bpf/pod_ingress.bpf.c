@@ -130,11 +130,7 @@ static __always_inline int route_ipv4(struct __sk_buff *skb, const struct weft_c
 	__u32 reason;
 	int rc;
 
-	if (skb_linearize_head(skb, IPV4_FRAME_MIN) < 0)
-		return drop(WEFT_DROP_MALFORMED);
-	eth = eth_header(skb);
-	ip = ipv4_header(skb);
-	if (!eth || !ip)
+	if (ipv4_frame(skb, &eth, &ip) < 0)
 		return drop(WEFT_DROP_MALFORMED);
 
 	src = sender_lookup(skb, ip->saddr);
@@ -156,11 +152,7 @@ static __always_inline int route_ipv4(struct __sk_buff *skb, const struct weft_c
 			return reject_connection(skb, &t);
 		if (rc == LB_DONE) {
 			/* the rewrite may have moved the data */
-			if (skb_linearize_head(skb, IPV4_FRAME_MIN) < 0)
-				return drop(WEFT_DROP_MALFORMED);
-			eth = eth_header(skb);
-			ip = ipv4_header(skb);
-			if (!eth || !ip)
+			if (ipv4_frame(skb, &eth, &ip) < 0)
 				return drop(WEFT_DROP_MALFORMED);
 			if (ct_flags & WEFT_CT_F_EXTERNAL)
 				return to_underlay(skb, ip, cfg);

@@ -62,11 +62,7 @@ static __always_inline int deliver_ipv4(struct __sk_buff *skb, const struct weft
 	__u32 reason;
 	int rc;
 
-	if (skb_linearize_head(skb, IPV4_FRAME_MIN) < 0)
-		return drop_tunnel(WEFT_DROP_MALFORMED, key->tunnel_id, key->remote_ipv4);
-	eth = eth_header(skb);
-	ip = ipv4_header(skb);
-	if (!eth || !ip)
+	if (ipv4_frame(skb, &eth, &ip) < 0)
 		return drop_tunnel(WEFT_DROP_MALFORMED, key->tunnel_id, key->remote_ipv4);
 
 	/* an answer to a connection this node translated */
@@ -78,11 +74,7 @@ static __always_inline int deliver_ipv4(struct __sk_buff *skb, const struct weft
 		if (rc < 0)
 			return drop_tunnel(-rc, key->tunnel_id, key->remote_ipv4);
 		if (rc == LB_DONE) {
-			if (skb_linearize_head(skb, IPV4_FRAME_MIN) < 0)
-				return drop_tunnel(WEFT_DROP_MALFORMED, key->tunnel_id, key->remote_ipv4);
-			eth = eth_header(skb);
-			ip = ipv4_header(skb);
-			if (!eth || !ip)
+			if (ipv4_frame(skb, &eth, &ip) < 0)
 				return drop_tunnel(WEFT_DROP_MALFORMED, key->tunnel_id, key->remote_ipv4);
 			if (ct_flags & WEFT_CT_F_EXTERNAL)
 				return to_underlay(skb, ip, cfg);

@@ -33,6 +33,22 @@ static __always_inline struct iphdr *ipv4_header(struct __sk_buff *skb)
 	return ip;
 }
 
+/* The Ethernet and IPv4 headers of skb, pulled into the linear part
+ * first: what every program does on entry and again after a rewrite
+ * (which invalidates packet pointers).  0, or -1 when the packet is no
+ * valid IPv4 frame. */
+static __always_inline int ipv4_frame(struct __sk_buff *skb, struct ethhdr **eth,
+				      struct iphdr **ip)
+{
+	if (skb_linearize_head(skb, IPV4_FRAME_MIN) < 0)
+		return -1;
+	*eth = (void *)(long)skb->data;
+	if ((void *)(*eth + 1) > (void *)(long)skb->data_end)
+		return -1;
+	*ip = ipv4_header(skb);
+	return *ip ? 0 : -1;
+}
+
 /* The 16-bit header word holding TTL and protocol, as the checksum sees it. */
 static __always_inline __be16 ipv4_ttl_word(__u8 ttl, __u8 protocol)
 {

@@ -70,6 +70,20 @@ static __always_inline int l4_tuple_read(struct __sk_buff *skb, const struct iph
 	return 1;
 }
 
+/* For programs that only look at TCP/UDP over IPv4 and pass everything
+ * else on untouched: 1 with eth, ip and t filled, else 0. */
+static __always_inline int l4_packet(struct __sk_buff *skb, struct ethhdr **eth,
+				     struct iphdr **ip, struct l4_tuple *t)
+{
+	struct ethhdr *e = (void *)(long)skb->data;
+
+	if ((void *)(e + 1) > (void *)(long)skb->data_end || e->h_proto != bpf_htons(ETH_P_IP))
+		return 0;
+	if (ipv4_frame(skb, eth, ip) < 0)
+		return 0;
+	return l4_tuple_read(skb, *ip, t) > 0;
+}
+
 static __always_inline __u32 l4_csum_off(const struct l4_tuple *t)
 {
 	return t->l4_off + (t->proto == IPPROTO_TCP ? 16 : 6);

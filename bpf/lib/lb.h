@@ -73,6 +73,18 @@ static __always_inline int lb_rewrite_dst(struct __sk_buff *skb, struct l4_tuple
 	return 0;
 }
 
+/* Send the packet of a connection the FWD way: to the backend, from the
+ * SNAT source when there is one. */
+static __always_inline int lb_apply_fwd(struct __sk_buff *skb, struct l4_tuple *t, __u16 flags,
+					__be32 daddr, __be16 dport, __be32 saddr, __be16 sport)
+{
+	if (lb_rewrite_dst(skb, t, daddr, dport) < 0)
+		return -WEFT_DROP_MALFORMED;
+	if ((flags & WEFT_CT_F_SNAT) && lb_rewrite_src(skb, t, saddr, sport) < 0)
+		return -WEFT_DROP_MALFORMED;
+	return LB_DONE;
+}
+
 /* A packet answering a translated connection?  *ct_flags gets the REV
  * entry's flags (WEFT_CT_F_EXTERNAL: the client is outside). */
 static __always_inline int lb_reverse(struct __sk_buff *skb, struct l4_tuple *t, __u16 *ct_flags)
@@ -240,11 +252,7 @@ static __always_inline int lb_forward(struct __sk_buff *skb, const struct weft_c
 			saddr = e->nat_addr2;
 			sport = e->nat_port2;
 			*ct_flags = flags;
-			if (lb_rewrite_dst(skb, t, daddr, dport) < 0)
-				return -WEFT_DROP_MALFORMED;
-			if ((flags & WEFT_CT_F_SNAT) && lb_rewrite_src(skb, t, saddr, sport) < 0)
-				return -WEFT_DROP_MALFORMED;
-			return LB_DONE;
+			return lb_apply_fwd(skb, t, flags, daddr, dport, saddr, sport);
 		}
 		lb_ct_forget(t, e);	/* its backend is gone: choose again */
 	}
@@ -308,11 +316,7 @@ static __always_inline int lb_forward(struct __sk_buff *skb, const struct weft_c
 		return -WEFT_DROP_CT_FULL;
 	}
 	*ct_flags = flags;
-	if (lb_rewrite_dst(skb, t, daddr, dport) < 0)
-		return -WEFT_DROP_MALFORMED;
-	if ((flags & WEFT_CT_F_SNAT) && lb_rewrite_src(skb, t, saddr, sport) < 0)
-		return -WEFT_DROP_MALFORMED;
-	return LB_DONE;
+	return lb_apply_fwd(skb, t, flags, daddr, dport, saddr, sport);
 }
 
 #endif
