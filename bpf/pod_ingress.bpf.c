@@ -144,7 +144,9 @@ static __always_inline int route_ipv4(struct __sk_buff *skb, const struct weft_c
 		return drop(WEFT_DROP_MALFORMED);
 	if (rc > 0) {
 		rc = lb_reverse(skb, &t, &ct_flags);
-		if (rc == LB_NONE)
+		/* frontends are never pod addresses: pod to pod traffic, the
+		 * bulk, skips the conntrack and frontend lookups */
+		if (rc == LB_NONE && (t.daddr & cfg->cluster_mask) != cfg->cluster_net)
 			rc = lb_forward(skb, cfg, &t, 0, &ct_flags);
 		if (rc < 0)
 			return drop(-rc);
