@@ -130,7 +130,13 @@ need_lab() {
 	exit 1
 }
 
-# --- for scripts that drive a weft-lab (they define lab(): weft-lab --lab L)
+# --- for scripts that drive a weft-lab.  lab() works on the lab named $L
+# (scripts with one lab set L=$LAB; scripts with several switch L).
+lab() { src/lab/weft-lab --lab "$L" "$@"; }
+# netns TARGET: the namespace of a pod (blue/a), a node (node-1), outside or ctrl
+netns() { local t=$1; [[ $t == */* ]] && t=pod-${t/\//-}; echo "$L-$t"; }
+# ns TARGET CMD...: run CMD there
+ns() { local n; n=$(netns "$1"); shift; ip netns exec "$n" "$@"; }
 status_json() { lab status -o json; }
 pod_ip() { status_json | jq -r --arg p "$1" '.pods[] | select(.namespace + "/" + .name == $p) | .ip'; }
 node_field() { status_json | jq -r --arg n "$1" --arg f "$2" '.nodes[] | select(.name == $n) | .[$f]'; }

@@ -259,7 +259,10 @@ static const json_t *labels_of(const json_t *obj)
 	return json_object_get(json_object_get(obj, "metadata"), "labels");
 }
 
-static void pod_unindex(struct endpoints_ctl *c, const char *ns, const char *name, json_t *nsx, const json_t *pod)
+/* Add the pod to (or take it out of) its namespace's label index and the
+ * pod IP index. */
+static void pod_index_set(struct endpoints_ctl *c, const char *ns, const char *name, json_t *nsx,
+			  const json_t *pod, bool add)
 {
 	json_t *by = json_object_get(nsx, "podsByLabel");
 	const char *key, *ip = obj_str(pod, "status.podIP");
@@ -268,27 +271,21 @@ static void pod_unindex(struct endpoints_ctl *c, const char *ns, const char *nam
 
 	json_object_foreach((json_t *)labels_of(pod), key, v)
 		if (pair_key(pair, sizeof(pair), key, v))
-			set_del(by, pair, name);
+			(add ? set_add : set_del)(by, pair, name);
 	if (ip) {
 		snprintf(member, sizeof(member), "%s/%s", ns, name);
-		set_del(c->pod_ips, ip, member);
+		(add ? set_add : set_del)(c->pod_ips, ip, member);
 	}
+}
+
+static void pod_unindex(struct endpoints_ctl *c, const char *ns, const char *name, json_t *nsx, const json_t *pod)
+{
+	pod_index_set(c, ns, name, nsx, pod, false);
 }
 
 static void pod_index(struct endpoints_ctl *c, const char *ns, const char *name, json_t *nsx, const json_t *pod)
 {
-	json_t *by = json_object_get(nsx, "podsByLabel");
-	const char *key, *ip = obj_str(pod, "status.podIP");
-	json_t *v;
-	char pair[PAIR_MAX], member[600];
-
-	json_object_foreach((json_t *)labels_of(pod), key, v)
-		if (pair_key(pair, sizeof(pair), key, v))
-			set_add(by, pair, name);
-	if (ip) {
-		snprintf(member, sizeof(member), "%s/%s", ns, name);
-		set_add(c->pod_ips, ip, member);
-	}
+	pod_index_set(c, ns, name, nsx, pod, true);
 }
 
 /* A pod was written (obj) or deleted (obj NULL). */

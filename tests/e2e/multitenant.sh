@@ -44,10 +44,6 @@ LAB=t$$-mt
 FLAT=t$$-mf
 L=$LAB		# the lab the helpers below work on
 PORT=7000
-lab() { src/lab/weft-lab --lab "$L" "$@"; }
-# ns TARGET CMD...: run CMD in a pod (red/r1), a node (node-1), outside or ctrl
-netns() { local t=$1; [[ $t == */* ]] && t=pod-${t/\//-}; echo "$L-$t"; }
-ns() { local n; n=$(netns "$1"); shift; ip netns exec "$n" "$@"; }
 
 need_lab
 

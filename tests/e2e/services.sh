@@ -54,10 +54,6 @@ export WEFT_BIN=${WEFT_BIN:-$BUILD/bin}
 LAB=t$$-sv
 MT=t$$-sm
 L=$LAB		# the lab the helpers below work on
-lab() { src/lab/weft-lab --lab "$L" "$@"; }
-# ns TARGET CMD...: run CMD in a pod (shop/c1), a node (node-1), outside or ctrl
-netns() { local t=$1; [[ $t == */* ]] && t=pod-${t/\//-}; echo "$L-$t"; }
-ns() { local n; n=$(netns "$1"); shift; ip netns exec "$n" "$@"; }
 
 need_lab
 
