@@ -89,6 +89,7 @@ struct agent_pod {
 	char node[256];
 	char container_id[IPAM_ID_MAX];
 	in_addr_t ip;			/* 0 when none */
+	char rv[24];			/* metadata.resourceVersion as seen */
 	bool seen;
 };
 

@@ -112,14 +112,24 @@ out:
 	return rc;
 }
 
+/* DELETE the record as it was seen (precondition on its resourceVersion):
+ * a record rewritten meanwhile — by our own upsert for a new container of
+ * the same pod, or by someone else — is not this one, and stays. */
 static int remove_record(struct httpc *h, const struct agent_pod *p)
 {
 	struct httpc_response r = { 0 };
-	char path[1024], err[256];
-	int rc;
+	char path[1024], err[256], body[128];
+	int rc, n = 0;
 
 	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", p->ns, p->name);
-	rc = httpc_request(h, "DELETE", path, NULL, 0, &r, err, sizeof(err));
+	if (p->rv[0])
+		n = snprintf(body, sizeof(body), "{\"preconditions\":{\"resourceVersion\":\"%s\"}}", p->rv);
+	rc = httpc_request(h, "DELETE", path, n ? body : NULL, (size_t)n, &r, err, sizeof(err));
+	if (rc == 0 && r.status == 409) {
+		LOG_INFO("pod %s/%s: record changed since seen; kept", p->ns, p->name);
+		httpc_response_free(&r);
+		return 0;
+	}
 	if (rc == 0 && r.status != 200 && r.status != 404)
 		rc = -EPROTO;
 	if (rc == 0)

@@ -190,6 +190,8 @@ static int parse_pod(const json_t *obj, struct agent_pod *p)
 	snprintf(p->name, sizeof(p->name), "%s", obj_name(obj) ? obj_name(obj) : "");
 	snprintf(p->node, sizeof(p->node), "%s", node ? node : "");
 	snprintf(p->container_id, sizeof(p->container_id), "%s", cid ? cid : "");
+	snprintf(p->rv, sizeof(p->rv), "%s", obj_str(obj, "metadata.resourceVersion") ?
+		 obj_str(obj, "metadata.resourceVersion") : "");
 	if (ip && inet_pton(AF_INET, ip, &ia) == 1)
 		p->ip = ia.s_addr;
 	return 0;

@@ -567,7 +567,7 @@ static enum MHD_Result dispatch(struct api *a, struct MHD_Connection *c, struct 
 	code = api_parse_route(url, &r);
 	if (code)
 		return fail(a, c, rq, 404, "NotFound", "the server could not find the requested resource (%s)", url);
-	if (is_post || is_put) {
+	if (is_post || is_put || (is_delete && rq->len)) {
 		json_error_t jerr;
 		body = json_loadb(rq->body ? rq->body : "", rq->len, JSON_REJECT_DUPLICATES, &jerr);
 		if (!body) {
@@ -618,7 +618,21 @@ static enum MHD_Result dispatch(struct api *a, struct MHD_Connection *c, struct 
 		err = registry_replace(a->reg, r.kind, r.ns, r.name, body, &out, &st);
 		code = 200;
 	} else if (is_delete && r.has_name) {
-		err = registry_delete(a->reg, r.kind, r.ns, r.name, &out, &st);
+		/* DeleteOptions: only preconditions.resourceVersion is honoured */
+		const char *want = json_string_value(json_object_get(
+			json_object_get(body, "preconditions"), "resourceVersion"));
+		char *end = NULL;
+		long long want_rev = want ? strtoll(want, &end, 10) : 0;
+
+		if (want && (!*want || *end || want_rev <= 0)) {
+			enum MHD_Result ret = fail(a, c, rq, 400, "BadRequest",
+						   "preconditions.resourceVersion: '%s' is not a revision",
+						   want);
+
+			json_decref(body);
+			return ret;
+		}
+		err = registry_delete_if(a->reg, r.kind, r.ns, r.name, want_rev, &out, &st);
 		code = 200;
 	} else {
 		json_decref(body);

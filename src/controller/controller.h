@@ -161,6 +161,10 @@ int registry_replace(struct registry *r, const struct kind_info *k, const char *
 		     json_t *obj, json_t **out, struct status *st) WUR;
 int registry_delete(struct registry *r, const struct kind_info *k, const char *ns, const char *name,
 		    json_t **out, struct status *st) WUR;
+/* The same, only while the object is at revision want_rev (0: any):
+ * a DELETE with preconditions.resourceVersion.  409 otherwise. */
+int registry_delete_if(struct registry *r, const struct kind_info *k, const char *ns,
+		       const char *name, int64_t want_rev, json_t **out, struct status *st) WUR;
 
 /* pod-network verbs; *out = array of the changed NetNamespaces. */
 enum podnet_action { PODNET_JOIN, PODNET_ISOLATE, PODNET_GLOBAL };

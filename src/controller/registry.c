@@ -510,6 +510,12 @@ int registry_list(struct registry *r, const struct kind_info *k, const char *ns,
 int registry_delete(struct registry *r, const struct kind_info *k, const char *ns, const char *name,
 		    json_t **out, struct status *st)
 {
+	return registry_delete_if(r, k, ns, name, 0, out, st);
+}
+
+int registry_delete_if(struct registry *r, const struct kind_info *k, const char *ns,
+		       const char *name, int64_t want_rev, json_t **out, struct status *st)
+{
 	char key[1024];
 	int err;
 
@@ -541,6 +547,13 @@ int registry_delete(struct registry *r, const struct kind_info *k, const char *n
 		}
 		if (err)
 			return store_failed(st, err);
+		if (want_rev && old_rev != want_rev) {
+			status_set(st, 409, "Conflict",
+				   "%s \"%s\": precondition failed: resourceVersion is %lld, not %lld",
+				   k->plural, name, (long long)old_rev, (long long)want_rev);
+			json_decref(old);
+			return -1;
+		}
 		txnb_init(&b);
 		txnb_unchanged(&b, key, old_rev);
 		txnb_del(&b, key);

@@ -87,6 +87,19 @@ check "100 MB body (chunked): 413" test "$code" = 413
 rm -f "$big"
 check "the controller still answers after the big bodies" curl -sf "$CTRL_URL/healthz"
 
+# --- DELETE with preconditions.resourceVersion (DeleteOptions)
+api POST /api/v1/namespaces/default/pods -d '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"cond"}}' >/dev/null
+crv=$(api GET /api/v1/namespaces/default/pods/cond | body_of | jq -r .metadata.resourceVersion)
+del_out=$(api DELETE /api/v1/namespaces/default/pods/cond -d "{\"preconditions\":{\"resourceVersion\":\"$((crv + 1000))\"}}")
+check "DELETE with a stale resourceVersion precondition: 409 naming both revisions" \
+	eval '[ "$(code_of <<<"$del_out")" = 409 ] && grep -q "is $crv, not $((crv + 1000))" <<<"$del_out"'
+check "... and the pod is still there" eval '[ "$(api GET /api/v1/namespaces/default/pods/cond | code_of)" = 200 ]'
+del_out=$(api DELETE /api/v1/namespaces/default/pods/cond -d '{"preconditions":{"resourceVersion":"x1"}}')
+check "DELETE with a precondition that is no revision: 400" test "$(code_of <<<"$del_out")" = 400
+del_out=$(api DELETE /api/v1/namespaces/default/pods/cond -d "{\"preconditions\":{\"resourceVersion\":\"$crv\"}}")
+check "DELETE with the current resourceVersion: 200, gone" \
+	eval '[ "$(code_of <<<"$del_out")" = 200 ] && [ "$(api GET /api/v1/namespaces/default/pods/cond | code_of)" = 404 ]'
+
 # --- watch: events in order, resume from a revision
 rv=$(api GET /api/v1/namespaces/default/pods | body_of | jq_py 'd["metadata"]["resourceVersion"]')
 curl -sN -H "Authorization: Bearer $TOKEN" "$CTRL_URL/api/v1/namespaces/default/pods?watch=1&resourceVersion=$rv" > "$dir/watch1" &
