@@ -148,6 +148,8 @@ static __always_inline int route_ipv4(struct __sk_buff *skb, const struct weft_c
 		 * bulk, skips the conntrack and frontend lookups */
 		if (rc == LB_NONE && (t.daddr & cfg->cluster_mask) != cfg->cluster_net)
 			rc = lb_forward(skb, cfg, &t, 0, &ct_flags);
+		else if (rc == LB_NONE)
+			lb_forget_clash(&t);
 		if (rc < 0)
 			return drop(-rc);
 		if (rc == LB_REJECT)

@@ -110,6 +110,34 @@ static __always_inline int lb_reverse(struct __sk_buff *skb, struct l4_tuple *t,
 	return LB_DONE;
 }
 
+/* A pod opens a connection straight to an address and port that answer a
+ * translated connection of the same source port: Linux picks source ports
+ * per destination, so after connecting to a frontend a client may reuse
+ * the port towards the backend itself, and the backend's answers would
+ * then match the old REV entry and come out from the frontend.  A TCP
+ * SYN says the client starts afresh: the old connection's entries go. */
+static __always_inline void lb_forget_clash(const struct l4_tuple *t)
+{
+	struct weft_ct_key k;
+	struct weft_ct_entry *e;
+	__be32 client, frontend;
+	__be16 cport, fport;
+
+	if (t->proto != IPPROTO_TCP || (t->tcp_flags & (TCP_F_SYN | TCP_F_ACK)) != TCP_F_SYN)
+		return;
+	ct_key(&k, t->daddr, t->saddr, t->dport, t->sport, t->proto, WEFT_CT_REV);
+	e = bpf_map_lookup_elem(&weft_ct, &k);
+	if (!e)
+		return;
+	client = (e->flags & WEFT_CT_F_SNAT) ? e->nat_addr2 : t->saddr;
+	cport = (e->flags & WEFT_CT_F_SNAT) ? e->nat_port2 : t->sport;
+	frontend = e->nat_addr;
+	fport = e->nat_port;
+	bpf_map_delete_elem(&weft_ct, &k);
+	ct_key(&k, client, frontend, cport, fport, t->proto, WEFT_CT_FWD);
+	bpf_map_delete_elem(&weft_ct, &k);
+}
+
 /* The frontend t is addressed to, or NULL.  Outside clients reach only
  * VIPs and NodePorts of this node; pods also reach cluster IPs and the
  * NodePorts of every node. */
@@ -258,8 +286,10 @@ static __always_inline int lb_forward(struct __sk_buff *skb, const struct weft_c
 	}
 
 	svc = lb_frontend(cfg, t, outside, &fkey);
-	if (!svc)
+	if (!svc) {
+		lb_forget_clash(t);	/* a backend outside the pod network, reached directly */
 		return LB_NONE;
+	}
 	if (outside)
 		local = (svc->flags & WEFT_SVC_F_ETP_LOCAL) != 0;
 	else

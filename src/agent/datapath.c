@@ -841,9 +841,17 @@ int datapath_backend_foreach(struct datapath *dp,
 	return err;
 }
 
-int datapath_ct_foreach(struct datapath *dp,
-			int (*fn)(const struct weft_ct_key *k, const struct weft_ct_entry *e, void *arg),
-			void *arg)
+/* Conntrack is the one map that grows with traffic (hundreds of
+ * thousands of entries), so it is read in batches of CT_BATCH entries per
+ * syscall (BPF_MAP_LOOKUP_BATCH) rather than a get_next_key and a lookup
+ * per entry; the callback sees a copy, so it may delete.  A kernel
+ * without batch ops falls back to the key walk. */
+#define CT_BATCH 4096
+
+static int ct_foreach_keywalk(struct datapath *dp,
+			      int (*fn)(const struct weft_ct_key *k, const struct weft_ct_entry *e,
+					void *arg),
+			      void *arg)
 {
 	struct weft_ct_entry e;
 	struct weft_ct_key *keys = NULL;
@@ -859,6 +867,50 @@ int datapath_ct_foreach(struct datapath *dp,
 		err = fn(&keys[i], &e, arg);
 	}
 	free(keys);
+	return err;
+}
+
+int datapath_ct_foreach(struct datapath *dp,
+			int (*fn)(const struct weft_ct_key *k, const struct weft_ct_entry *e, void *arg),
+			void *arg)
+{
+	struct weft_ct_key *keys = calloc(CT_BATCH, sizeof(*keys));
+	struct weft_ct_entry *vals = calloc(CT_BATCH, sizeof(*vals));
+	__u32 token = 0;
+	bool first = true, done = false;
+	size_t seen = 0;
+	int err = 0;
+
+	if (!keys || !vals) {
+		err = -ENOMEM;
+		goto out;
+	}
+	while (!done && err == 0 && seen < dp->max_ct) {
+		__u32 count = CT_BATCH, next = 0;
+		int rc = bpf_map_lookup_batch(dp->ct_fd, first ? NULL : &token, &next, keys, vals,
+					      &count, NULL);
+
+		if (rc < 0 && rc != -ENOENT) {
+			/* no batch ops in this kernel, or a bucket larger than
+			 * the buffer: walk the keys (fn may see an entry twice:
+			 * the callers' checks are idempotent) */
+			if (rc == -ENOSPC ||
+			    (first && (rc == -EINVAL || rc == -EOPNOTSUPP || rc == -524 /* ENOTSUPP */)))
+				err = ct_foreach_keywalk(dp, fn, arg);
+			else
+				err = rc;
+			break;
+		}
+		done = rc == -ENOENT;
+		for (__u32 i = 0; i < count && err == 0; i++)
+			err = fn(&keys[i], &vals[i], arg);
+		seen += count;
+		token = next;
+		first = false;
+	}
+out:
+	free(keys);
+	free(vals);
 	return err;
 }
 

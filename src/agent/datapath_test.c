@@ -2451,6 +2451,46 @@ DP_TEST(svc_reply_from_a_local_backend_comes_from_the_frontend)
 	CHECK_EQ(drops_total(f), 0);
 }
 
+/* Linux picks source ports per destination: after a connection through
+ * the service, the client may open one straight to the backend from the
+ * same port.  Its SYN retires the old entries, so the backend's answers
+ * are not taken for the old connection's. */
+DP_TEST(svc_direct_connection_reusing_a_port_retires_the_old_entries)
+{
+	static const uint32_t ids[] = { BE_LOCAL };
+	struct weft_ct_entry e;
+	struct result r;
+	struct pkt p;
+
+	CHECK_EQ(seed_services(f->dp), 0);
+	CHECK_EQ(backends_put3(f->dp, IPPROTO_TCP), 0);
+	CHECK_EQ(svc_put(f->dp, &cluster_tcp, ids, 1), 0);
+	tcp_from_a(&p, 40200, SVC_IP, SVC_PORT, TCP_SYN);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_TUPLE(&r.out, POD_A_IP, 40200, LOCAL_BE_IP, BE_PORT);
+	CHECK_EQ(ct_count(f), 2);
+
+	/* not a new connection: the entries stay */
+	tcp_from_a(&p, 40200, LOCAL_BE_IP, BE_PORT, TCP_ACK);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(ct_count(f), 2);
+
+	/* a SYN straight to the backend from that port */
+	tcp_from_a(&p, 40200, LOCAL_BE_IP, BE_PORT, TCP_SYN);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
+	CHECK_TUPLE(&r.out, POD_A_IP, 40200, LOCAL_BE_IP, BE_PORT);
+	CHECK_EQ(ct_count(f), 0);
+	CHECK(ct_rev(f, LOCAL_BE_IP, BE_PORT, POD_A_IP, 40200, &e) != 0);
+
+	/* the backend's answer reaches the client from the backend */
+	tcp_from_local_be(&p, BE_PORT, POD_A_IP, 40200, TCP_SYN | TCP_ACK);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
+	CHECK_TUPLE(&r.out, LOCAL_BE_IP, BE_PORT, POD_A_IP, 40200);
+	CHECK_EQ(drops_total(f), 0);
+}
+
 DP_TEST(svc_udp_is_translated_both_ways_and_checksum_0_stays_0)
 {
 	static const uint32_t ids[] = { BE_LOCAL };
@@ -3209,6 +3249,57 @@ TEST(svc_conntrack_full_drops_and_leaves_no_half_pair)
 	if (fixture_up_opts(&f, opts) == 0)
 		svc_conntrack_full_body(&f);
 	fixture_down(&f);
+}
+
+/* datapath_ct_foreach reads conntrack in batches: every entry once, and a
+ * callback may delete what it is shown. */
+struct ct_walk {
+	struct datapath *dp;
+	size_t n, deleted;
+	uint8_t *seen;		/* by sport - 1000 */
+	bool twice;
+};
+
+static int ct_walk_one(const struct weft_ct_key *k, const struct weft_ct_entry *e, void *arg)
+{
+	struct ct_walk *w = arg;
+	uint16_t i = (uint16_t)(ntohs(k->sport) - 1000);
+
+	if (e->backend_id != i)
+		return -EBADMSG;	/* the value is not the key's */
+	w->twice |= w->seen[i]++ != 0;
+	w->n++;
+	if (i % 2 == 0 && datapath_ct_del(w->dp, k) == 0)
+		w->deleted++;
+	return 0;
+}
+
+DP_TEST(ct_foreach_sees_every_entry_once_in_batches)
+{
+	enum { N = 10000 };	/* more than one batch */
+	static uint8_t seen[N];
+	struct ct_walk w = { .dp = f->dp, .seen = seen };
+
+	for (uint32_t i = 0; i < N; i++) {
+		struct weft_ct_key k = { .saddr = POD_A_IP, .daddr = SVC_IP,
+					 .sport = htons((uint16_t)(1000 + i)), .dport = htons(80),
+					 .proto = IPPROTO_TCP, .dir = WEFT_CT_FWD };
+		struct weft_ct_entry e = { .backend_id = i };
+
+		CHECK_EQ(datapath_ct_put(f->dp, &k, &e), 0);
+	}
+	memset(seen, 0, sizeof(seen));
+	CHECK_EQ(datapath_ct_foreach(f->dp, ct_walk_one, &w), 0);
+	CHECK_EQ(w.n, N);
+	CHECK(!w.twice);
+	CHECK_EQ(w.deleted, N / 2);
+	CHECK_EQ(ct_count(f), N / 2);
+	memset(seen, 0, sizeof(seen));
+	w.n = w.deleted = 0;
+	CHECK_EQ(datapath_ct_foreach(f->dp, ct_walk_one, &w), 0);
+	CHECK_EQ(w.n, N / 2);
+	for (uint32_t i = 0; i < N; i++)
+		CHECK_EQ(seen[i], i % 2 ? 1 : 0);
 }
 
 /* ---- randomized: which backend a connection's FWD entry holds ----
