@@ -31,7 +31,9 @@
 #   BENCH_DP_LAB_MT    the multitenant lab's name      (BENCH_DP_LAB + mt)
 #   BENCH_DP_TENANT_OPS  join/isolate calls of the propagation figure,
 #                      alternating; 0 skips that figure            (10)
-#   WEFT_LAB_BIN, WEFT_CNI_BIN  the binaries (bin/weft-lab, bin/weft-cni,
+#   WEFT_BIN           the daemons and plugin (build/release/bin: never the
+#                      sanitizer build bin/ may point at)
+#   WEFT_LAB_BIN, WEFT_CNI_BIN  the binaries (src/lab/weft-lab, WEFT_BIN/weft-cni,
 #                      else build/release/bin/...)
 #   CNI_BIN            Debian's reference plugins                 (/usr/lib/cni)
 #
@@ -70,8 +72,12 @@ pick() { # first executable of the arguments, else the first argument
 	for f in "$@"; do [ -x "$f" ] && { echo "$f"; return; }; done
 	echo "$1"
 }
-LAB_BIN=${WEFT_LAB_BIN:-$(pick bin/weft-lab build/release/bin/weft-lab)}
-WEFT_CNI=${WEFT_CNI_BIN:-$(pick bin/weft-cni build/release/bin/weft-cni)}
+# The release build, always: bin/ points at whatever was built last, and
+# after `make test` that is the sanitizer build (several times slower).
+export WEFT_BIN=${WEFT_BIN:-$TOP/build/release/bin}
+[ -x "$WEFT_BIN/weft-agent" ] || { echo "dataplane: $WEFT_BIN/weft-agent is not built (make bench builds it)" >&2; exit 1; }
+LAB_BIN=${WEFT_LAB_BIN:-$(pick src/lab/weft-lab bin/weft-lab)}
+WEFT_CNI=${WEFT_CNI_BIN:-$WEFT_BIN/weft-cni}
 unset WEFT_LAB	# weft-lab reads it as its default lab name; we always pass --lab
 PY=$(pick /usr/bin/python3 "$(command -v python3 2>/dev/null)")
 DP=$TOP/bench/dataplane/dp.py

@@ -88,7 +88,11 @@ pick() { # first executable of the arguments, else the first argument
 	for f in "$@"; do [ -x "$f" ] && { echo "$f"; return; }; done
 	echo "$1"
 }
-LAB_BIN=${WEFT_LAB_BIN:-$(pick bin/weft-lab src/lab/weft-lab)}
+# The release build, always: bin/ points at whatever was built last, and
+# after `make test` that is the sanitizer build (several times slower).
+export WEFT_BIN=${WEFT_BIN:-$TOP/build/release/bin}
+[ -x "$WEFT_BIN/weft-agent" ] || { echo "services: $WEFT_BIN/weft-agent is not built (make bench builds it)" >&2; exit 1; }
+LAB_BIN=${WEFT_LAB_BIN:-$(pick src/lab/weft-lab bin/weft-lab)}
 unset WEFT_LAB	# weft-lab reads it as its default lab name; we always pass --lab
 PY=$(pick /usr/bin/python3 "$(command -v python3 2>/dev/null)")
 SVC=$TOP/bench/services/svc.py
