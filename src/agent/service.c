@@ -466,9 +466,16 @@ static bool is_local(struct agent *a, in_addr_t ip)
 }
 
 /* The backends of service port (name, proto) in an Endpoints object. */
+/* The key of a backend address and port in the indexes below. */
+static uint64_t addr_port(in_addr_t ip, uint16_t port)
+{
+	return (uint64_t)ip << 16 | port;
+}
+
 static int desired_backends(struct agent *a, const json_t *ep, const char *name, uint8_t proto,
 			    struct svc_backend **out, size_t *n)
 {
+	struct u64map seen = { 0 };
 	const json_t *subsets = json_object_get(ep, "subsets"), *ss, *ports, *pt, *addrs, *ad;
 	struct svc_backend *v = NULL;
 	size_t cap = 0, i, j, k;
@@ -493,15 +500,12 @@ static int desired_backends(struct agent *a, const json_t *ep, const char *name,
 		addrs = json_object_get(ss, "addresses");
 		json_array_foreach(addrs, k, ad) {
 			in_addr_t ip = ip_of(json_string_value(json_object_get(ad, "ip")));
-			bool dup = false;
 
-			if (!ip)
-				continue;
-			for (size_t m = 0; m < *n; m++)
-				dup |= v[m].ip == ip && v[m].port == (uint16_t)port;
-			if (dup)
-				continue;
-			if (grow((void **)&v, &cap, *n, sizeof(*v)) < 0) {
+			if (!ip || u64map_get(&seen, addr_port(ip, (uint16_t)port), NULL))
+				continue;	/* no address, or listed twice */
+			if (grow((void **)&v, &cap, *n, sizeof(*v)) < 0 ||
+			    u64map_put(&seen, addr_port(ip, (uint16_t)port), 1) < 0) {
+				u64map_free(&seen);
 				free(v);
 				return -ENOMEM;
 			}
@@ -509,36 +513,42 @@ static int desired_backends(struct agent *a, const json_t *ep, const char *name,
 							  .local = is_local(a, ip) };
 		}
 	}
+	u64map_free(&seen);
 	*out = v;
 	return 0;
 }
 
-/* Make p's backends equal to the Endpoints' (ep may be NULL: none). */
+/* Make p's backends equal to the Endpoints' (ep may be NULL: none).
+ * O(backends): both sides are indexed by address and port. */
 static int port_set_backends(struct agent *a, struct svc *s, struct svc_port *p, const json_t *ep)
 {
 	struct svc_backend *want = NULL;
+	struct u64map wanted = { 0 }, have = { 0 };
 	size_t nwant = 0;
+	uint64_t j;
 	int rc = 0;
 
 	if (ep && (rc = desired_backends(a, ep, p->name, p->proto, &want, &nwant)) < 0)
 		return rc;
+	for (j = 0; j < nwant; j++)
+		if (u64map_put(&wanted, addr_port(want[j].ip, want[j].port), j) < 0) {
+			rc = -ENOMEM;
+			goto out;
+		}
 	for (size_t i = 0; i < p->nbk;) {	/* gone, or moved between local and not */
-		bool keep = false;
-
-		for (size_t j = 0; j < nwant && !keep; j++)
-			keep = want[j].ip == p->bk[i].ip && want[j].port == p->bk[i].port &&
-			       want[j].local == p->bk[i].local;
-		if (keep)
+		if (u64map_get(&wanted, addr_port(p->bk[i].ip, p->bk[i].port), &j) &&
+		    want[j].local == p->bk[i].local)
 			i++;
 		else
-			backend_remove(a, p, i);
+			backend_remove(a, p, i);	/* moves the last one into i */
 	}
-	for (size_t j = 0; j < nwant; j++) {
-		bool have = false;
-
-		for (size_t i = 0; i < p->nbk && !have; i++)
-			have = want[j].ip == p->bk[i].ip && want[j].port == p->bk[i].port;
-		if (have)
+	for (size_t i = 0; i < p->nbk; i++)
+		if (u64map_put(&have, addr_port(p->bk[i].ip, p->bk[i].port), 1) < 0) {
+			rc = -ENOMEM;
+			goto out;
+		}
+	for (j = 0; j < nwant; j++) {
+		if (u64map_get(&have, addr_port(want[j].ip, want[j].port), NULL))
 			continue;
 		want[j].id = new_backend_id(p, want[j].ip, want[j].port);
 		rc = backend_add(a, p, want[j]);
@@ -547,6 +557,9 @@ static int port_set_backends(struct agent *a, struct svc *s, struct svc_port *p,
 			break;
 		}
 	}
+out:
+	u64map_free(&wanted);
+	u64map_free(&have);
 	free(want);
 	return rc;
 }
