@@ -298,10 +298,11 @@ def report(path):
             line += "  ERROR: " + err[key]
         print(line)
     print("  (median of %s runs each, interleaved across paths; throughput: iperf3 TCP "
-          "1 stream, %s s%s;\n   RTT: sockperf ping-pong TCP 64 B, %s s, --full-rtt, %s)"
+          "1 stream, %s s%s, congestion control %s;\n   RTT: sockperf ping-pong TCP 64 B, "
+          "%s s, --full-rtt, %s)"
           % (meta.get("reps", "?"), meta.get("secs", "?"),
              ", pinned -A 0,1" if meta.get("pin") == "1" else ", not pinned",
-             meta.get("secs", "?"), meta.get("latpin", "?")))
+             meta.get("cc", "?"), meta.get("secs", "?"), meta.get("latpin", "?")))
     # per-run values, so the noise is visible
     for key, label in paths:
         if key in tput:

@@ -21,6 +21,8 @@
 #   BENCH_CNI_PODS     pods of the CNI ADD figure; 0 skips it     (200)
 #   BENCH_DP_PIN       1: iperf3 -A 0,1 (client CPU 0, server CPU 1);
 #                      0: unpinned (bench/README.md: why pinned)        (1)
+#   BENCH_DP_CC        TCP congestion control of every iperf3 run
+#                      (iperf3 -C NAME); "host": the host's default (host)
 #   BENCH_DP_LAT_PIN   sockperf placement: same (client and server on the
 #                      last CPU), split (client CPU 0, server on the last),
 #                      off                                        (same)
@@ -49,6 +51,11 @@ SECS=${BENCH_DP_SECONDS:-3}
 REPS=${BENCH_DP_REPS:-3}
 CNI_PODS=${BENCH_CNI_PODS:-200}
 PIN=${BENCH_DP_PIN:-1}
+CC=${BENCH_DP_CC:-host}
+if [ "$CC" != host ] && ! grep -qw -- "$CC" /proc/sys/net/ipv4/tcp_available_congestion_control 2>/dev/null; then
+	echo "dataplane: BENCH_DP_CC=$CC is not one of this kernel's: $(cat /proc/sys/net/ipv4/tcp_available_congestion_control 2>/dev/null) (or: host)" >&2
+	exit 1
+fi
 LAT_PIN=${BENCH_DP_LAT_PIN:-same}
 LASTCPU=$(($(nproc) - 1))
 case $LAT_PIN in
@@ -453,6 +460,7 @@ path_fail() { # KEY MESSAGE
 run_tput() { # KEY SRC DST_IP RUN
 	local out bps retr pin_c=()
 	[ "$PIN" = 1 ] && pin_c=(-A "0,1")
+	[ "$CC" != host ] && pin_c+=(-C "$CC")
 	nsx "$2"
 	out=$(timeout $((SECS + 30)) "${NSX[@]}" iperf3 -c "$3" -p 5201 -t "$SECS" -J "${pin_c[@]}" 2>&1)
 	bps=$(jq -r '.end.sum_received.bits_per_second // empty' <<<"$out" 2>/dev/null)
@@ -557,10 +565,11 @@ lat_where() {
 	esac
 }
 echo "dataplane: kernel $(uname -r), $(nproc) CPUs; $REPS runs x $SECS s per figure, interleaved; CNI pods $CNI_PODS"
-echo "dataplane: iperf3 $([ "$PIN" = 1 ] && echo "pinned: client CPU 0, server CPU 1" || echo "not pinned"); $(lat_where)"
+echo "dataplane: iperf3 $([ "$PIN" = 1 ] && echo "pinned: client CPU 0, server CPU 1" || echo "not pinned"), congestion control $([ "$CC" = host ] && echo "the host's ($(cat /proc/sys/net/ipv4/tcp_congestion_control 2>/dev/null))" || echo "$CC"); $(lat_where)"
 record meta reps "$REPS"
 record meta secs "$SECS"
 record meta pin "$PIN"
+record meta cc "$([ "$CC" = host ] && echo "host default ($(cat /proc/sys/net/ipv4/tcp_congestion_control 2>/dev/null))" || echo "$CC")"
 record meta latpin "$(lat_where)"
 record meta cni_pods "$CNI_PODS"
 record meta tenant_ops "$TENANT_OPS"

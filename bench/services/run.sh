@@ -17,6 +17,9 @@
 #     K = few (10 services) | many (BENCH_SVC_COUNT); the service IPs
 #     (10.96/16) exist only as rules, as with kube-proxy.
 #
+#   floor: $P-vc 10.77.0.1 --veth-- 10.77.0.2 $P-vs (server): no routing,
+#   no rules, no BPF -- what any path here costs at least.
+#
 #   weft: two labs, BENCH_SVC_LAB-few and BENCH_SVC_LAB-many (weft-lab up
 #   --nodes 2); pods svcbench/c, b1, b2, b3 on node-1, svcbench/t1 on node-2.
 #
@@ -37,6 +40,9 @@
 #   BENCH_SVC_PIN       iperf3 -A 0,1 (client CPU 0, server CPU 1): 1 (1)
 #   BENCH_SVC_LAT_PIN   connlat placement: split (client on CPU 0, servers
 #                       on the last), same (all on the last CPU), off (split)
+#   BENCH_SVC_SERVER_POLL  connlat servers accept by polling every this
+#                       many microseconds, so that no connect wakes a
+#                       process (bench/README.md); 0: blocking accept() (200)
 #   BENCH_SVC_WAIT      seconds to wait for every node to apply the install;
 #                       it gives up sooner when no node's applied-revisions
 #                       moves for 30 s (each endpoint change gets 10) (120)
@@ -61,10 +67,11 @@ SECS=${BENCH_SVC_SECONDS:-3}
 CHANGES=${BENCH_SVC_CHANGES:-20}
 PIN=${BENCH_SVC_PIN:-1}
 LAT_PIN=${BENCH_SVC_LAT_PIN:-split}
+SERVER_POLL=${BENCH_SVC_SERVER_POLL:-200}
 WAIT=${BENCH_SVC_WAIT:-120}
 REQUIRE_WEFT=${BENCH_SVC_REQUIRE_WEFT:-0}
 LAB_PREFIX=${BENCH_SVC_LAB:-wsvc}
-for v in COUNT FEW CONNS WARMUP REPS SECS CHANGES WAIT; do
+for v in COUNT FEW CONNS WARMUP REPS SECS CHANGES WAIT SERVER_POLL; do
 	[[ ${!v} =~ ^[0-9]+$ ]] || { echo "services: BENCH_SVC_$v='${!v}' is not a number" >&2; exit 1; }
 done
 [ "$FEW" -ge 1 ] && [ "$COUNT" -ge 4 ] && [ "$COUNT" -le 60000 ] && [ "$FEW" -lt "$COUNT" ] ||
@@ -165,9 +172,10 @@ in_ns() { local n=$1; shift; ip netns exec "$n" "$@"; }
 
 # start_server NS IP PORT ID: a connlat server, pinned like the clients' peers
 start_server() {
-	local pin=()
+	local pin=() poll=()
 	[ -n "$LAT_CPU_S" ] && pin=(taskset -c "$LAT_CPU_S")
-	ip netns exec "$1" "${pin[@]}" "$CONNLAT" server "$2" "$3" -i "$4" >>"$TMP/servers.log" 2>&1 &
+	[ "$SERVER_POLL" -gt 0 ] && poll=(-P "$SERVER_POLL")
+	ip netns exec "$1" "${pin[@]}" "$CONNLAT" server "$2" "$3" -i "$4" "${poll[@]}" >>"$TMP/servers.log" 2>&1 &
 	PIDS+=($!)
 }
 wait_listen() { # NS PORT
@@ -223,6 +231,17 @@ ref_setup() {
 	id=$(probe "$c" "$(jq -r .lastIp <<<"$info")" 80) ||
 		{ echo "reference $k: the last service $(jq -r .lastIp <<<"$info"):80 does not answer" >&2; return 1; }
 	say "reference, $n services: $REF_RULES; iptables-restore ${REF_RESTORE_S} s; measured service $REF_IP:80 is rule $REF_RULE of KUBE-SERVICES; answered by: $ids"
+}
+
+# floor_setup: the floor under every path -- two namespaces joined by one
+# veth pair, no routing, no rules, no BPF; a connlat server on port 80.
+floor_setup() {
+	mkns "$P-vc" && mkns "$P-vs" &&
+	ip -n "$P-vc" link add eth0 type veth peer name eth0 netns "$P-vs" &&
+	ip -n "$P-vc" addr add 10.77.0.1/24 dev eth0 && ip -n "$P-vc" link set eth0 up &&
+	ip -n "$P-vs" addr add 10.77.0.2/24 dev eth0 && ip -n "$P-vs" link set eth0 up || return 1
+	start_server "$P-vs" 10.77.0.2 80 floor
+	wait_listen "$P-vs" 80 && [ "$(probe "$P-vc" 10.77.0.2 80)" = floor ]
 }
 
 # ------------------------------------------------------------------ 2. weft
@@ -514,7 +533,9 @@ lat_where() {
 	same) echo "connlat client and servers on CPU $LASTCPU" ;;
 	split) echo "connlat client on CPU 0, servers on CPU $LASTCPU" ;;
 	off) echo "connlat not pinned" ;;
-	esac
+	esac | tr -d '\n'
+	if [ "$SERVER_POLL" -gt 0 ]; then echo ", servers poll accept every $SERVER_POLL us"
+	else echo ", servers block in accept"; fi
 }
 echo "services: kernel $(uname -r), $(nproc) CPUs, $(iptables --version 2>/dev/null); $FEW vs $COUNT services; $REPS runs x $CONNS connects (+$WARMUP warm-up), interleaved; $(lat_where); iperf3 $SECS s $([ "$PIN" = 1 ] && echo "pinned -A 0,1" || echo "not pinned")"
 if [ $((REPS % 2)) -eq 1 ]; then
@@ -542,12 +563,13 @@ record inst restore_s "$REF_RESTORE_S"
 record meta ref_target "$REF_RULE of $((COUNT + 1)) in KUBE-SERVICES (the middle) with $COUNT services"
 record meta ref_rules "$REF_RULES"
 
+floor_setup || { echo "services: cannot build the veth-pair floor" >&2; exit 1; }
 setup_weft
 
-# The order puts each compared pair next to each other (ref-few | ref-many,
-# ref-many | weft-many, weft-many | weft-few), and odd runs go through it
-# backwards, so each pair is measured A B, B A, A B ...
-PATHS=("ref-few $P-fewc $REF_FEW_IP" "ref-many $P-manyc $REF_MANY_IP")
+# The order puts each compared pair next to each other (floor | ref-few,
+# ref-few | ref-many, ref-many | weft-many, weft-many | weft-few), and odd
+# runs go through it backwards, so each pair is measured A B, B A, A B ...
+PATHS=("floor $P-vc 10.77.0.2" "ref-few $P-fewc $REF_FEW_IP" "ref-many $P-manyc $REF_MANY_IP")
 if [ "$WEFT_OK" = 1 ]; then
 	PATHS+=("weft-many ${WPOD[many:c:netns]} ${WPOD[many:vip]}" "weft-few ${WPOD[few:c:netns]} ${WPOD[few:vip]}")
 fi

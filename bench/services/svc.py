@@ -436,7 +436,8 @@ def report(path):
 
     count = meta.get("count", "?")
     few = meta.get("few", "10")
-    labels = [("ref-few", "reference (iptables), %s services" % few),
+    labels = [("floor", "floor: one veth pair, no rules, no BPF"),
+              ("ref-few", "reference (iptables), %s services" % few),
               ("ref-many", "reference (iptables), %s services" % count),
               ("weft-few", "weft, %s services" % few),
               ("weft-many", "weft, %s services" % count)]
@@ -492,7 +493,10 @@ def report(path):
     for a, b, f, lbl in (("ref-many", "ref-few", "p50", "reference %s / %s services, p50" % (count, few)),
                          ("ref-many", "ref-few", "p99", "reference %s / %s services, p99" % (count, few)),
                          ("weft-few", "ref-few", "p50", "weft / reference at %s services, p50" % few),
-                         ("weft-many", "ref-many", "p50", "weft / reference at %s services, p50" % count)):
+                         ("weft-many", "ref-many", "p50", "weft / reference at %s services, p50" % count),
+                         ("weft-many", "floor", "p50", "weft at %s services / veth floor, p50" % count),
+                         ("weft-many", "floor", "p99", "weft at %s services / veth floor, p99" % count),
+                         ("ref-many", "floor", "p99", "reference at %s services / veth floor, p99" % count)):
         r, n = paired(a, b, f)
         if r is not None:
             print("  %-54s %.3fx" % (lbl, r))
@@ -571,6 +575,15 @@ def report(path):
          "medians %.1f vs %.1f us, %d runs) (goal <= 0.2x)" % (
              r, count, med("weft-many", "p99"), med("ref-many", "p99"), n),
          r is not None and round(r, 3) <= 0.2, ("weft-many", "ref-many"), ("weft-many", "weft"))
+    if conn.get("floor") and conn.get("weft-many") and conn.get("ref-many"):
+        fl = med("floor", "p99")
+        print("INFO svc_floor_us: a bare veth pair connects in p50 %.1f us, p99 %.1f us in this run; "
+              "above that floor, weft at %s services adds %.1f us at p99 and the iptables reference "
+              "%.1f us (%.3fx of it)" % (
+                  med("floor", "p50"), fl, count, med("weft-many", "p99") - fl,
+                  med("ref-many", "p99") - fl,
+                  (med("weft-many", "p99") - fl) / (med("ref-many", "p99") - fl)
+                  if med("ref-many", "p99") > fl else float("nan")))
     x, y = tput.get("svc", {}), tput.get("pod", {})
     rs = [x[k][0] / y[k][0] for k in x if k in y and y[k][0]]
     r = median(rs)

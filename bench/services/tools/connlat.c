@@ -26,10 +26,18 @@
  *       one connect, then reads what the server sends until EOF and prints
  *       it (the server's ID).  Exit 0 when connected and an ID came, 2
  *       when the connection failed or timed out (the reason on stderr).
- *   connlat server IP PORT [-i ID]
+ *   connlat server IP PORT [-i ID] [-P POLL_US]
  *       listens on IP:PORT (SO_REUSEADDR, backlog 4096); for every
  *       connection accepted: send ID (default "connlat") plus a newline,
- *       close.  Runs until killed.
+ *       close.  Runs until killed.  With -P, the listening socket is
+ *       non-blocking and the server accepts whatever is queued, then
+ *       sleeps POLL_US microseconds when nothing was: nobody waits on the
+ *       socket, so a new connection wakes no process.  Without -P a
+ *       blocking accept() sleeps on the socket, and every handshake's last
+ *       ACK wakes it -- on a client's CPU, inside the client's timed
+ *       connect() when client and server share a kernel, as here (on
+ *       two machines that wake-up happens on the server's and is never
+ *       part of the client's connect time).
  *
  * Exit status: 0 done; 1 usage or a system error (named); 2 the path
  * failed (probe) or the client aborted.
@@ -56,7 +64,7 @@ static const char usage[] =
 	"usage: connlat client IP PORT [-n COUNT] [-w WARMUP] [-t TIMEOUT_MS] [-f MAX_FAIL]\n"
 	"                          [-p SOURCE_PORT] [-o FILE]\n"
 	"       connlat probe IP PORT [-t TIMEOUT_MS]\n"
-	"       connlat server IP PORT [-i ID]\n";
+	"       connlat server IP PORT [-i ID] [-P POLL_US]\n";
 
 static int64_t now_ns(void)
 {
@@ -338,6 +346,7 @@ static int server(int argc, char **argv)
 	const char *id = "connlat";
 	struct sockaddr_in sa;
 	char msg[MAX_ID + 2];
+	long poll_us = 0;
 	size_t len;
 	int fd, c, one = 1;
 
@@ -346,19 +355,30 @@ static int server(int argc, char **argv)
 		return 1;
 	}
 	optind = 3;
-	while ((c = getopt(argc, argv, "i:")) != -1) {
-		if (c != 'i') {
+	while ((c = getopt(argc, argv, "i:P:")) != -1) {
+		if (c == 'i') {
+			id = optarg;
+		} else if (c == 'P') {
+			char *end;
+
+			errno = 0;
+			poll_us = strtol(optarg, &end, 10);
+			if (errno || *end || poll_us < 1 || poll_us > 1000000) {
+				fprintf(stderr, "connlat: server: -P '%s': microseconds, 1 to 1000000\n",
+					optarg);
+				return 1;
+			}
+		} else {
 			fputs(usage, stderr);
 			return 1;
 		}
-		id = optarg;
 	}
 	if (optind != argc || !*id || strlen(id) > MAX_ID || strpbrk(id, "\r\n")) {
 		fprintf(stderr, "connlat: server: the ID must be 1 to %d characters on one line\n", MAX_ID);
 		return 1;
 	}
 	len = (size_t)snprintf(msg, sizeof(msg), "%s\n", id);
-	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | (poll_us ? SOCK_NONBLOCK : 0), 0);
 	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
 	    bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 4096) < 0) {
 		fprintf(stderr, "connlat: server %s:%s: %s\n", argv[1], argv[2], strerror(errno));
@@ -368,6 +388,12 @@ static int server(int argc, char **argv)
 		int c2 = accept4(fd, NULL, NULL, SOCK_CLOEXEC);
 
 		if (c2 < 0) {
+			if (poll_us && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+				struct timespec ts = { poll_us / 1000000, (poll_us % 1000000) * 1000 };
+
+				(void)nanosleep(&ts, NULL);
+				continue;
+			}
 			if (errno == EINTR || errno == ECONNABORTED)
 				continue;
 			fprintf(stderr, "connlat: server %s:%s: accept: %s\n", argv[1], argv[2],
