@@ -24,6 +24,9 @@
  *	  │   └─ anything else (own subnet without pod, this
  *	  │      node, outside the cluster)
  *	  │       ├─ UDP to the VXLAN port ───────────────── drop TUNNEL_INJECT
+ *	  │       ├─ a backend's answer to the node's own
+ *	  │       │  connection (REV, WEFT_CT_F_HOST) ──── redirect: ingress of
+ *	  │       │                                      the service device
  *	  │       └─ ─────────────────────────────────────── TC_ACT_OK (stack:
  *	  │                                                    routes, masquerade)
  *	  └─ anything else (IPv6 included) ─────────────────── drop UNSUPPORTED_L3
@@ -147,7 +150,7 @@ static __always_inline int route_ipv4(struct __sk_buff *skb, const struct weft_c
 		/* frontends are never pod addresses: pod to pod traffic, the
 		 * bulk, skips the conntrack and frontend lookups */
 		if (rc == LB_NONE && (t.daddr & cfg->cluster_mask) != cfg->cluster_net)
-			rc = lb_forward(skb, cfg, &t, 0, &ct_flags);
+			rc = lb_forward(skb, cfg, &t, LB_FROM_POD, &ct_flags);
 		else if (rc == LB_NONE)
 			lb_forget_clash(&t);
 		if (rc < 0)
@@ -177,6 +180,8 @@ static __always_inline int route_ipv4(struct __sk_buff *skb, const struct weft_c
 	reason = tunnel_inject_check(skb, ip, cfg);
 	if (reason != WEFT_DROP_NONE)
 		return drop(reason);
+	if (ct_flags & WEFT_CT_F_HOST)
+		return to_host(skb, eth, 0, 0);	/* answering the node's own connection */
 	return pass(0, 0);
 }
 

@@ -18,6 +18,9 @@
  *	  │   ├─ destination the gateway (a remote pod
  *	  │   │  answering this node)
  *	  │   │   ├─ UDP to the VXLAN port ────────────── drop TUNNEL_INJECT
+ *	  │   │   ├─ the answer to the node's own connection
+ *	  │   │   │  (REV, WEFT_CT_F_HOST) ──────────── redirect: ingress of
+ *	  │   │   │                                   the service device
  *	  │   │   └─ ──────────────────────────────────── TC_ACT_OK (stack)
  *	  │   └─ anything else ────────────────────────── drop NO_ENDPOINT
  *	  └─ anything else ────────────────────────────── drop UNSUPPORTED_L3
@@ -94,6 +97,8 @@ static __always_inline int deliver_ipv4(struct __sk_buff *skb, const struct weft
 		reason = tunnel_inject_check(skb, ip, cfg);
 		if (reason != WEFT_DROP_NONE)
 			return drop_tunnel(reason, key->tunnel_id, key->remote_ipv4);
+		if (ct_flags & WEFT_CT_F_HOST)	/* answering the node's own connection */
+			return to_host(skb, eth, key->tunnel_id, key->remote_ipv4);
 		bpf_skb_change_type(skb, PACKET_HOST);
 		return pass(key->tunnel_id, key->remote_ipv4);
 	}

@@ -24,6 +24,7 @@
  *   weft_ct         hash        struct weft_ct_key -> struct weft_ct_entry
  *                   (written by the programs; expired by the agent)
  *   weft_affinity   LRU hash    struct weft_affinity_key -> struct weft_affinity
+ *   weft_svc_dev    array[1]    struct weft_svc_dev    the node's service device
  *   weft_drops      percpu array[WEFT_DROP_MAX] __u64 packets dropped, per reason
  *   weft_trace      percpu array[1] struct weft_trace  (only written when the
  *                   program's trace knob is set, i.e. in BPF_PROG_TEST_RUN tests)
@@ -35,7 +36,8 @@
  *  2. Every weft_endpoints entry has a weft_ipcache entry with the same IP
  *     and node_ip == weft_config.node_ip.
  *  3. Programs never write weft_endpoints, weft_ipcache, weft_nodes,
- *     weft_node_ips, weft_services or weft_backends; only the agent does.
+ *     weft_node_ips, weft_services, weft_backends or weft_svc_dev; only
+ *     the agent does.
  *     Programs create weft_ct and weft_affinity entries; the agent deletes
  *     expired ones and those of removed backends.
  *  4. Every weft_nodes entry's node_ip is a key of weft_node_ips (a node
@@ -102,6 +104,20 @@ struct weft_config {
 				 * outside clients leave through it */
 };
 
+/* The node's service device (weft_svc; key 0 of weft_svc_dev), written by
+ * the agent when it sets the device up (before the config entry is made
+ * complete).  The node's own connections to cluster IPs and VIPs leave
+ * through it (svc_egress); their answers and refusals enter the node's
+ * stack through its ingress, in frames addressed to its MAC (else the
+ * stack would take them for another host's, PACKET_OTHERHOST, and drop
+ * them).  Not every kind of device can be given a MAC (an ifb cannot), so
+ * the device's own is recorded. */
+struct weft_svc_dev {
+	__u32 ifindex;		/* 0: no service device (yet) */
+	__u8 mac[6];
+	__u16 pad;		/* 0 */
+};
+
 /* a pod on this node */
 struct weft_endpoint {
 	__u32 ifindex;		/* host end of the pod's veth, in the node namespace */
@@ -157,6 +173,12 @@ struct weft_node_ip {
  *
  *	FWD {client, frontend}          -> backend address/port (+ SNAT source)
  *	REV {backend, client as sent}   -> frontend address/port (+ original client)
+ *
+ * The client is a pod, an outside client (node_ingress), or the node
+ * itself: a socket of the node's stack whose packets the kernel routed to
+ * the service device, source the node's gateway (svc_egress; the entries
+ * carry WEFT_CT_F_HOST, and the answers enter the stack through that
+ * device, weft_svc_dev).
  *
  * "client as sent" is the client, or the SNAT source: WEFT_HAIRPIN_IP when
  * a pod reaches itself through its service, or, with a port from the SNAT
@@ -235,6 +257,9 @@ struct weft_ct_entry {
 #define WEFT_CT_F_EXTERNAL	0x08	/* the client is outside the cluster: REV
 					 * answers leave through the underlay */
 #define WEFT_CT_F_SNAT		0x10	/* the source was rewritten (nat_addr2) */
+#define WEFT_CT_F_HOST		0x20	/* the client is this node's stack (svc_egress):
+					 * REV answers enter the stack through the
+					 * service device (weft_svc_dev) */
 #define WEFT_CT_TICK_SHIFT	30	/* a tick is 2^30 ns, about 1.07 s */
 
 #define WEFT_HAIRPIN_IP		0xa9fe2a01	/* 169.254.42.1, host order: the
@@ -279,6 +304,17 @@ enum weft_drop_reason {
 	WEFT_DROP_CT_FULL,		/* no room in weft_ct (or no SNAT port) */
 	WEFT_DROP_SERVICE_MAP,		/* a service entry points at a missing slot
 					 * or backend (the agent is mid-update) */
+	WEFT_DROP_NO_SERVICE,		/* svc_egress: routed to the service device
+					 * (a cluster IP or VIP) but nothing to
+					 * translate: no frontend for its address,
+					 * port and protocol, not TCP/UDP, or not
+					 * from the node's gateway address (a
+					 * forwarded packet, or a socket bound to
+					 * another address) */
+	WEFT_DROP_EXTERNAL_BACKEND,	/* svc_egress: the node's own connection got
+					 * a backend outside the pod network (host-
+					 * network or hand-written endpoint): refused
+					 * with a RST / ICMP unreachable, counted here */
 	WEFT_DROP_MAX
 };
 
@@ -289,7 +325,8 @@ enum weft_drop_reason {
 	"unsupported-l3", "spoofed-ip",		\
 	"spoofed-mac", "isolated",		\
 	"tunnel-inject", "no-backend",		\
-	"ct-full", "service-map" }
+	"ct-full", "service-map",		\
+	"no-service", "external-backend" }
 
 /* what a program decided, for tests (written only when trace is on) */
 enum weft_action {
@@ -297,10 +334,13 @@ enum weft_action {
 	WEFT_ACT_PASS,		/* to the host stack (TC_ACT_OK) */
 	WEFT_ACT_DROP,
 	WEFT_ACT_ARP_REPLY,	/* ARP answered, redirected back out ifindex */
-	WEFT_ACT_LOCAL,		/* redirect_peer to a local pod */
+	WEFT_ACT_LOCAL,		/* to a local pod: redirect_peer (svc_egress:
+				 * redirect to the host end of its veth) */
 	WEFT_ACT_TUNNEL,	/* tunnel key set, redirected to the VXLAN device */
 	WEFT_ACT_REJECT,	/* TCP RST / ICMP unreachable sent back out ifindex */
 	WEFT_ACT_UNDERLAY,	/* redirect_neigh out of the underlay device */
+	WEFT_ACT_HOST,		/* into the node's stack through the service
+				 * device (redirect to its ingress) */
 };
 
 struct weft_trace {

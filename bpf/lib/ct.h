@@ -54,7 +54,8 @@ static __always_inline void ct_touch(struct weft_ct_entry *e, const struct l4_tu
 	if (t->proto == IPPROTO_TCP) {
 		/* a new connection on the tuple of a closed one starts over */
 		if (!reply && (t->tcp_flags & (TCP_F_SYN | TCP_F_ACK)) == TCP_F_SYN)
-			flags = (flags & (WEFT_CT_F_EXTERNAL | WEFT_CT_F_SNAT)) | WEFT_CT_F_SYN;
+			flags = (flags & (WEFT_CT_F_EXTERNAL | WEFT_CT_F_SNAT | WEFT_CT_F_HOST)) |
+				WEFT_CT_F_SYN;
 		else if (t->tcp_flags & (TCP_F_FIN | TCP_F_RST))
 			flags |= WEFT_CT_F_CLOSING;
 		else if (reply || !(t->tcp_flags & TCP_F_SYN))

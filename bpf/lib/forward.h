@@ -13,6 +13,17 @@
  * node's gateway MAC, so PACKET_OTHERHOST), and redirect_peer keeps that
  * classification; ip_rcv() in the pod drops anything but PACKET_HOST.
  * The frame is now addressed to the pod, so say so.
+ *
+ * The node's own packets (svc_egress, tc egress of the service device)
+ * are not forwarded but sent: their TTL stays, as on the kernel's routes
+ * to pods.  redirect_peer works only at tc ingress, so a pod here gets
+ * them by a redirect to the host end of its veth (egress: the pod's
+ * stack classifies the frame against its own MAC, PACKET_HOST).
+ *
+ * Answers to the node's own connections (WEFT_CT_F_HOST) enter the node's
+ * stack through the service device (to_host): the reverse path of their
+ * source, a cluster IP or VIP, is that device, so strict rp_filter
+ * accepts them, whatever device they arrived on.
  */
 #ifndef WEFT_BPF_LIB_FORWARD_H
 #define WEFT_BPF_LIB_FORWARD_H
@@ -20,6 +31,7 @@
 #include "common.h"
 #include "eth.h"
 #include "ipv4.h"
+#include "maps.h"
 #include "trace.h"
 
 /* eth and ip point into skb; ep is the destination pod.  tunnel_id and
@@ -41,12 +53,10 @@ static __always_inline int deliver_to_pod(struct __sk_buff *skb, struct ethhdr *
 	return bpf_redirect_peer(ifindex, 0);
 }
 
-/* To a pod of another node over VXLAN: the VXLAN device (collect-metadata
- * mode) encapsulates with the key set here; vnid is the sender's (the
- * receiving node checks it; 0 for traffic this node sends on behalf of an
- * outside client). */
-static __always_inline int tunnel_to(struct __sk_buff *skb, struct iphdr *ip,
-				     const struct weft_config *cfg, __be32 node_ip, __u32 vnid)
+/* Set the tunnel key (remote node_ip, id vnid) and redirect to the VXLAN
+ * device, which (collect-metadata mode) encapsulates with it. */
+static __always_inline int tunnel_redirect(struct __sk_buff *skb, const struct weft_config *cfg,
+					   __be32 node_ip, __u32 vnid)
 {
 	struct bpf_tunnel_key key = {};
 	__u32 ifindex = cfg->vxlan_ifindex;
@@ -54,14 +64,57 @@ static __always_inline int tunnel_to(struct __sk_buff *skb, struct iphdr *ip,
 	key.remote_ipv4 = bpf_ntohl(node_ip);
 	key.tunnel_id = vnid;
 	key.tunnel_ttl = cfg->tunnel_ttl ? cfg->tunnel_ttl : WEFT_TUNNEL_TTL_DEFAULT;
-	if (ip->ttl <= 1)
-		return drop_tunnel(WEFT_DROP_TTL, key.tunnel_id, key.remote_ipv4);
-	if (ipv4_ttl_decrement(skb, ip) < 0)
-		return drop_tunnel(WEFT_DROP_MALFORMED, key.tunnel_id, key.remote_ipv4);
 	if (bpf_skb_set_tunnel_key(skb, &key, sizeof(key), 0) < 0)
 		return drop_tunnel(WEFT_DROP_TUNNEL_KEY, key.tunnel_id, key.remote_ipv4);
 	trace_verdict(WEFT_ACT_TUNNEL, WEFT_DROP_NONE, ifindex, key.tunnel_id, key.remote_ipv4);
 	return bpf_redirect(ifindex, 0);
+}
+
+/* To a pod of another node over VXLAN; vnid is the sender's (the
+ * receiving node checks it; 0 for traffic this node sends on behalf of an
+ * outside client, or of its own stack). */
+static __always_inline int tunnel_to(struct __sk_buff *skb, struct iphdr *ip,
+				     const struct weft_config *cfg, __be32 node_ip, __u32 vnid)
+{
+	if (ip->ttl <= 1)
+		return drop_tunnel(WEFT_DROP_TTL, vnid, bpf_ntohl(node_ip));
+	if (ipv4_ttl_decrement(skb, ip) < 0)
+		return drop_tunnel(WEFT_DROP_MALFORMED, vnid, bpf_ntohl(node_ip));
+	return tunnel_redirect(skb, cfg, node_ip, vnid);
+}
+
+/* The node's own packet (svc_egress) to a pod here: addressed as a router
+ * would (source the pod's gateway, destination the pod), out of the host
+ * end of its veth, TTL kept. */
+static __always_inline int send_to_pod(struct __sk_buff *skb, struct ethhdr *eth,
+				       const struct weft_endpoint *ep)
+{
+	__u32 ifindex = ep->ifindex;
+
+	eth_rewrite(eth, ep->gw_mac, ep->pod_mac);
+	trace_verdict(WEFT_ACT_LOCAL, WEFT_DROP_NONE, ifindex, 0, 0);
+	return bpf_redirect(ifindex, 0);
+}
+
+/* An answer to the node's own connection (its REV entry has
+ * WEFT_CT_F_HOST; source already the frontend): into the node's stack
+ * through the service device (weft_svc_dev), the frame addressed to it.
+ * tunnel_id and tunnel_remote only go to the trace.  Without a service
+ * device recorded (an agent that has not set it up yet) the stack gets it
+ * where it is. */
+static __always_inline int to_host(struct __sk_buff *skb, struct ethhdr *eth,
+				   __u32 tunnel_id, __u32 tunnel_remote)
+{
+	const struct weft_svc_dev *dev = svc_dev_lookup();
+	__u32 ifindex;
+
+	bpf_skb_change_type(skb, PACKET_HOST);
+	if (!dev)
+		return pass(tunnel_id, tunnel_remote);
+	ifindex = dev->ifindex;
+	eth_rewrite(eth, dev->mac, dev->mac);
+	trace_verdict(WEFT_ACT_HOST, WEFT_DROP_NONE, ifindex, tunnel_id, tunnel_remote);
+	return bpf_redirect(ifindex, BPF_F_INGRESS);
 }
 
 /* To a client outside the cluster (the answer of a NodePort or VIP

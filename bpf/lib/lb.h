@@ -15,13 +15,30 @@
  *
  * Both return LB_NONE (not a translated packet, nothing changed), LB_DONE
  * (rewritten: *t is the packet as it now is), LB_REJECT (a frontend without
- * backends: the caller refuses the connection) or a negative drop reason.
+ * backends: the caller refuses the connection), LB_REFUSE (LB_FROM_HOST
+ * only: the backend chosen is outside the pod network; nothing written,
+ * nothing changed: the caller refuses the connection and counts it) or a
+ * negative drop reason.
  *
- * Where translation happens: pod_ingress (the client's node, for pods),
- * node_ingress (the node an outside client reached).  Replies are
- * translated back on the client's node: by pod_ingress when the backend
- * is a pod there, by vxlan_ingress when it is elsewhere.  So a backend's
- * node needs no state for connections it did not translate.
+ * Where translation happens: pod_ingress (the client's node, for pods,
+ * LB_FROM_POD), node_ingress (the node an outside client reached,
+ * LB_FROM_OUTSIDE), svc_egress (the node's own sockets, LB_FROM_HOST: the
+ * kernel routes cluster IPs and VIPs to the service device, source the
+ * gateway).  Replies are translated back on the client's node: by
+ * pod_ingress when the backend is a pod there, by vxlan_ingress when it
+ * is elsewhere.  So a backend's node needs no state for connections it
+ * did not translate.  The caller's `from` is a constant: the code for the
+ * other kinds of client is compiled out of its program.
+ *
+ * The node as a client is a pod for the policies (every backend of a
+ * cluster IP, VIP or NodePort; internalTrafficPolicy Local narrows a
+ * cluster IP to this node's backends) but may only reach backends that
+ * are pods: one outside the pod network (a host-network endpoint, an
+ * address outside the cluster) would answer the gateway through a path no
+ * program sees (this node's loopback, or another node's stack and
+ * masquerade), so that connection is refused (LB_REFUSE) instead of
+ * hanging.  Its entries carry WEFT_CT_F_HOST: the answers enter the stack
+ * through the service device.
  *
  * Traffic policies: internalTrafficPolicy Local narrows a cluster IP
  * reached from a pod to the backends on this node, externalTrafficPolicy
@@ -50,6 +67,12 @@
 #define LB_NONE		0
 #define LB_DONE		1
 #define LB_REJECT	2
+#define LB_REFUSE	3
+
+/* who the client of lb_forward() is */
+#define LB_FROM_POD	0	/* a pod of this node (pod_ingress) */
+#define LB_FROM_OUTSIDE	1	/* outside the cluster (node_ingress) */
+#define LB_FROM_HOST	2	/* this node's stack (svc_egress) */
 
 #define LB_SNAT_TRIES	4
 
@@ -252,11 +275,12 @@ static __always_inline void lb_ct_forget(const struct l4_tuple *t, const struct 
 	bpf_map_delete_elem(&weft_ct, &k);
 }
 
-/* A packet to a frontend?  outside: it came from outside the cluster
- * (node_ingress).  *ct_flags gets the connection's flags. */
+/* A packet to a frontend?  from: LB_FROM_* (a constant).  *ct_flags gets
+ * the connection's flags. */
 static __always_inline int lb_forward(struct __sk_buff *skb, const struct weft_config *cfg,
-				      struct l4_tuple *t, int outside, __u16 *ct_flags)
+				      struct l4_tuple *t, int from, __u16 *ct_flags)
 {
+	int outside = from == LB_FROM_OUTSIDE;
 	struct weft_ct_entry *e = ct_lookup(t, WEFT_CT_FWD);
 	const struct weft_svc_value *svc;
 	const struct weft_backend *b;
@@ -301,6 +325,15 @@ static __always_inline int lb_forward(struct __sk_buff *skb, const struct weft_c
 	err = lb_choose(&fkey, svc, local, n, t->saddr, &backend_id, &b);
 	if (err < 0)
 		return err;
+	if (from == LB_FROM_HOST && !(b->flags & WEFT_BE_F_LOCAL) && !node_lookup(b->addr)) {
+		if (svc->flags & WEFT_SVC_F_AFFINITY) {
+			/* do not keep the node on a backend it cannot use */
+			struct weft_affinity_key ak = { .svc_id = svc->svc_id, .client = t->saddr };
+
+			bpf_map_delete_elem(&weft_affinity, &ak);
+		}
+		return LB_REFUSE;
+	}
 
 	/* the connection's entries: REV first (it may pick the SNAT port) */
 	flags = t->proto == IPPROTO_TCP ? WEFT_CT_F_SYN : 0;
@@ -314,6 +347,8 @@ static __always_inline int lb_forward(struct __sk_buff *skb, const struct weft_c
 			flags |= WEFT_CT_F_SNAT;
 			saddr = node_lookup(b->addr) ? cfg->gateway_ip : cfg->node_ip;
 		}
+	} else if (from == LB_FROM_HOST) {
+		flags |= WEFT_CT_F_HOST;
 	} else if (b->addr == t->saddr) {
 		flags |= WEFT_CT_F_SNAT;	/* hairpin: the pod reaches itself */
 		saddr = bpf_htonl(WEFT_HAIRPIN_IP);

@@ -97,6 +97,14 @@ struct {
 } weft_affinity SEC(".maps");
 
 struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct weft_svc_dev);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} weft_svc_dev SEC(".maps");
+
+struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, WEFT_DROP_MAX);
 	__type(key, __u32);
@@ -127,6 +135,15 @@ static __always_inline const struct weft_config *config_ready(void)
 static __always_inline const struct weft_endpoint *endpoint_lookup(__be32 ip)
 {
 	return bpf_map_lookup_elem(&weft_endpoints, &ip);
+}
+
+/* The node's service device, or NULL when there is none yet. */
+static __always_inline const struct weft_svc_dev *svc_dev_lookup(void)
+{
+	__u32 key = 0;
+	const struct weft_svc_dev *d = bpf_map_lookup_elem(&weft_svc_dev, &key);
+
+	return d && d->ifindex ? d : NULL;
 }
 
 /* Longest-prefix match of ip among the node subnets. */

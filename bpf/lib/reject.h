@@ -3,7 +3,10 @@
  * once, as a host without a listener would: a TCP RST for TCP, an ICMP
  * port unreachable for UDP.  The client's packet is turned into the
  * answer in place and sent back out of the device it came from (the pod's
- * veth, or the underlay for an outside client).
+ * veth, or the underlay for an outside client), or, for a client in the
+ * node's own stack (svc_egress, tc egress of the service device), back in
+ * through that device's ingress (BPF_F_INGRESS): the frame's MACs are the
+ * device's own, so swapped they still address it.
  *
  * Only plain first packets are answered: no IP options, no GSO packet (a
  * new connection starts with a small one), and never a RST with a RST.
@@ -119,7 +122,8 @@ static __always_inline int reject_macs(struct __sk_buff *skb, __u8 *dst, __u8 *s
 	return 0;
 }
 
-static __always_inline int reject_tcp(struct __sk_buff *skb, const struct l4_tuple *t)
+static __always_inline int reject_tcp(struct __sk_buff *skb, const struct l4_tuple *t,
+				      __u64 redirect_flags)
 {
 	struct reject_tcp_frame f = {};
 	struct reject_tcp_sum s = {};
@@ -178,10 +182,11 @@ static __always_inline int reject_tcp(struct __sk_buff *skb, const struct l4_tup
 	    bpf_skb_store_bytes(skb, 0, &f, sizeof(f), BPF_F_INVALIDATE_HASH) < 0)
 		return drop(WEFT_DROP_NO_BACKEND);
 	trace_verdict(WEFT_ACT_REJECT, WEFT_DROP_NONE, skb->ifindex, 0, 0);
-	return bpf_redirect(skb->ifindex, 0);
+	return bpf_redirect(skb->ifindex, redirect_flags);
 }
 
-static __always_inline int reject_udp(struct __sk_buff *skb, const struct l4_tuple *t)
+static __always_inline int reject_udp(struct __sk_buff *skb, const struct l4_tuple *t,
+				      __u64 redirect_flags)
 {
 	struct reject_icmp_frame f = {};
 	struct reject_ip iph;
@@ -202,18 +207,26 @@ static __always_inline int reject_udp(struct __sk_buff *skb, const struct l4_tup
 	    bpf_skb_store_bytes(skb, 0, &f, sizeof(f), BPF_F_INVALIDATE_HASH) < 0)
 		return drop(WEFT_DROP_NO_BACKEND);
 	trace_verdict(WEFT_ACT_REJECT, WEFT_DROP_NONE, skb->ifindex, 0, 0);
-	return bpf_redirect(skb->ifindex, 0);
+	return bpf_redirect(skb->ifindex, redirect_flags);
 }
 
-/* Refuse the connection t of skb (a service without backends).  Returns
- * the tc verdict. */
-static __always_inline int reject_connection(struct __sk_buff *skb, const struct l4_tuple *t)
+/* Refuse the connection t of skb (a service without backends), the
+ * answer redirected to skb->ifindex with redirect_flags (0: out of it;
+ * BPF_F_INGRESS: into the stack through it).  Returns the tc verdict. */
+static __always_inline int reject_connection_via(struct __sk_buff *skb, const struct l4_tuple *t,
+						 __u64 redirect_flags)
 {
 	if (t->l4_off != ETH_HLEN + sizeof(struct iphdr) || skb->gso_segs > 1)
 		return drop(WEFT_DROP_NO_BACKEND);
 	if (t->proto == IPPROTO_TCP)
-		return reject_tcp(skb, t);
-	return reject_udp(skb, t);
+		return reject_tcp(skb, t, redirect_flags);
+	return reject_udp(skb, t, redirect_flags);
+}
+
+/* The same, back out of the device the client's packet came in by. */
+static __always_inline int reject_connection(struct __sk_buff *skb, const struct l4_tuple *t)
+{
+	return reject_connection_via(skb, t, 0);
 }
 
 #endif

@@ -40,14 +40,21 @@ static __always_inline void trace_verdict(__u32 action, __u32 reason, __u32 ifin
 	t->count++;
 }
 
-/* Count the drop and return the tc verdict for it.  tunnel_id and
- * tunnel_remote (host order) only go to the trace; 0 when unknown. */
-static __always_inline int drop_tunnel(__u32 reason, __u32 tunnel_id, __u32 tunnel_remote)
+/* Count reason in weft_drops: for a drop, and for a packet refused by an
+ * answer that user space should still be able to count (svc_egress). */
+static __always_inline void count_drop(__u32 reason)
 {
 	__u64 *n = bpf_map_lookup_elem(&weft_drops, &reason);
 
 	if (n)
 		*n += 1;
+}
+
+/* Count the drop and return the tc verdict for it.  tunnel_id and
+ * tunnel_remote (host order) only go to the trace; 0 when unknown. */
+static __always_inline int drop_tunnel(__u32 reason, __u32 tunnel_id, __u32 tunnel_remote)
+{
+	count_drop(reason);
 	trace_verdict(WEFT_ACT_DROP, reason, 0, tunnel_id, tunnel_remote);
 	return TC_ACT_SHOT;
 }

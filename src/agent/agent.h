@@ -4,7 +4,8 @@
  *
  *   main.c     flags, signals, start-up order, shutdown
  *   node.c     registration with the controller, node.json, devices
- *              (VXLAN, gateway address, routes), masquerade, MTU
+ *              (VXLAN, gateway address, routes, the service device),
+ *              masquerade, MTU
  *   sync.c     list+watch of Nodes and Pods; routes and maps kept equal
  *              to the desired state
  *   pod.c      the CNI operations (ADD, DEL, CHECK, GC, STATUS)
@@ -46,6 +47,9 @@
 #include "agent/service.h"
 
 #define AGENT_VXLAN_NAME "weft_vxlan"
+/* the service device: the node's own connections to cluster IPs and VIPs
+ * are routed to it and translated at its egress (bpf/svc_egress.bpf.c) */
+#define AGENT_SVC_NAME "weft_svc"
 #define AGENT_VETH_PREFIX "weft"
 #define AGENT_ANN_CONTAINER "weft.io/container-id"
 #define AGENT_ANN_APPLIED "weft.io/applied-revision"	/* on the Node: NetNamespaces applied up to */
@@ -111,6 +115,7 @@ struct agent {
 	int underlay_mtu;
 	int underlay_ifindex;		/* the device holding node_ip */
 	int vxlan_ifindex;
+	int svc_ifindex;		/* AGENT_SVC_NAME */
 	uint64_t netns_cookie;
 
 	struct datapath *dp;

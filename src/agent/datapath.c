@@ -2,8 +2,9 @@
  * datapath.c — loads weft's eBPF programs, keeps their maps pinned, attaches
  * them with tc, and reads and writes the maps for the agent.
  *
- * Four skeletons (pod_ingress, pod_egress, vxlan_ingress, node_ingress; bpf/NAME.bpf.c
- * is built into build/bpf/NAME.skel.h) define the same maps, all pinned by
+ * Five skeletons (pod_ingress, pod_egress, vxlan_ingress, node_ingress,
+ * svc_egress; bpf/NAME.bpf.c is built into build/bpf/NAME.skel.h) define
+ * the same maps, all pinned by
  * name (bpf/lib/maps.h).  Every object is opened with pin_root_path = the
  * pin directory, so the first load creates and pins the maps and the
  * others, like every load after an agent restart, reuse them.  The map fds
@@ -35,7 +36,9 @@
  *     version 0, so the programs treat the whole state as incomplete until
  *     the agent has synced it (weft_bpf.h invariant 1).
  *  3. The tc filter is always (handle WEFT_TC_HANDLE, priority
- *     WEFT_TC_PRIORITY) at clsact ingress and is replaced in place.
+ *     WEFT_TC_PRIORITY) at clsact ingress (and egress: pod_egress on a
+ *     pod's veth, svc_egress on the service device) and is replaced in
+ *     place.
  */
 #include "agent/datapath.h"
 
@@ -58,11 +61,13 @@
 #include "node_ingress.skel.h"
 #include "pod_egress.skel.h"
 #include "pod_ingress.skel.h"
+#include "svc_egress.skel.h"
 #include "vxlan_ingress.skel.h"
 
 #define WEFT_TC_HANDLE		0x77656674u	/* "weft" */
 #define WEFT_TC_PRIORITY	1
 #define WEFT_PIN_PREFIX		"weft_"
+#define DP_NOBJS		5	/* skeletons */
 
 _Static_assert(sizeof((const char *[])WEFT_DROP_NAMES) == WEFT_DROP_MAX * sizeof(const char *),
 	       "WEFT_DROP_NAMES must name every enum weft_drop_reason");
@@ -75,8 +80,9 @@ struct datapath {
 	struct vxlan_ingress *vxlan;
 	struct node_ingress *node;
 	struct pod_egress *pod_out;
-	struct bpf_object *objs[4];	/* the four skeletons' objects, for loops */
-	const char *names[4];
+	struct svc_egress *svc;
+	struct bpf_object *objs[DP_NOBJS];	/* the skeletons' objects, for loops */
+	const char *names[DP_NOBJS];
 	int services_fd;
 	int backends_fd;
 	int ct_fd;
@@ -89,6 +95,7 @@ struct datapath {
 	int nodeips_fd;
 	int drops_fd;
 	int trace_fd;
+	int svcdev_fd;
 };
 
 static void errmsg(char *errbuf, size_t errlen, const char *fmt, ...)
@@ -275,6 +282,8 @@ static int inspect_pins(struct bpf_object *obj, struct pin_state *ps, char *errb
 
 static void close_skeletons(struct datapath *dp)
 {
+	svc_egress__destroy(dp->svc);
+	dp->svc = NULL;
 	pod_egress__destroy(dp->pod_out);
 	dp->pod_out = NULL;
 	node_ingress__destroy(dp->node);
@@ -340,19 +349,27 @@ static int open_skeletons(struct datapath *dp, const struct datapath_opts *opts,
 		errmsg(errbuf, errlen, "pod_egress: open: %s", strerror(errno));
 		return -errno;
 	}
+	dp->svc = svc_egress__open_opts(&oo);
+	if (!dp->svc) {
+		errmsg(errbuf, errlen, "svc_egress: open: %s", strerror(errno));
+		return -errno;
+	}
 	dp->pod->rodata->trace_enabled = opts->trace ? 1 : 0;
 	dp->vxlan->rodata->trace_enabled = opts->trace ? 1 : 0;
 	dp->node->rodata->trace_enabled = opts->trace ? 1 : 0;
 	dp->pod_out->rodata->trace_enabled = opts->trace ? 1 : 0;
+	dp->svc->rodata->trace_enabled = opts->trace ? 1 : 0;
 	dp->objs[0] = dp->pod->obj;
 	dp->objs[1] = dp->vxlan->obj;
 	dp->objs[2] = dp->node->obj;
 	dp->objs[3] = dp->pod_out->obj;
+	dp->objs[4] = dp->svc->obj;
 	dp->names[0] = "pod_ingress";
 	dp->names[1] = "vxlan_ingress";
 	dp->names[2] = "node_ingress";
 	dp->names[3] = "pod_egress";
-	for (size_t i = 0; i < 4; i++)
+	dp->names[4] = "svc_egress";
+	for (size_t i = 0; i < DP_NOBJS; i++)
 		if (set_capacities(dp->objs[i], opts) < 0) {
 			errmsg(errbuf, errlen, "%s: setting the service maps' capacities failed",
 			       dp->names[i]);
@@ -373,7 +390,7 @@ static int load_once(struct datapath *dp, const struct datapath_opts *opts, bool
 	err = open_skeletons(dp, opts, errbuf, errlen);
 	if (err < 0)
 		return err;
-	for (size_t i = 0; i < 4; i++) {
+	for (size_t i = 0; i < DP_NOBJS; i++) {
 		err = inspect_pins(dp->objs[i], &ps, errbuf, errlen);
 		if (err < 0)
 			return err;
@@ -390,7 +407,7 @@ static int load_once(struct datapath *dp, const struct datapath_opts *opts, bool
 	if (ps.stale || ps.missing)
 		*rebuilt = true;
 
-	for (size_t i = 0; i < 4; i++) {
+	for (size_t i = 0; i < DP_NOBJS; i++) {
 		err = bpf_object__load(dp->objs[i]);
 		if (err < 0) {
 			*retry = err == -EINVAL && ps.any;
@@ -445,6 +462,7 @@ int datapath_open(const struct datapath_opts *opts, struct datapath **out, bool 
 	dp->nodeips_fd = bpf_map__fd(dp->pod->maps.weft_node_ips);
 	dp->drops_fd = bpf_map__fd(dp->pod->maps.weft_drops);
 	dp->trace_fd = bpf_map__fd(dp->pod->maps.weft_trace);
+	dp->svcdev_fd = bpf_map__fd(dp->pod->maps.weft_svc_dev);
 	dp->services_fd = bpf_map__fd(dp->pod->maps.weft_services);
 	dp->backends_fd = bpf_map__fd(dp->pod->maps.weft_backends);
 	dp->ct_fd = bpf_map__fd(dp->pod->maps.weft_ct);
@@ -511,6 +529,11 @@ int datapath_attach_node(struct datapath *dp, int ifindex)
 	return tc_attach(ifindex, bpf_program__fd(dp->node->progs.node_ingress));
 }
 
+int datapath_attach_svc(struct datapath *dp, int ifindex)
+{
+	return tc_attach_at(ifindex, bpf_program__fd(dp->svc->progs.svc_egress), BPF_TC_EGRESS);
+}
+
 int datapath_attached(struct datapath *dp, int ifindex)
 {
 	LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = ifindex, .attach_point = BPF_TC_INGRESS);
@@ -543,6 +566,20 @@ int datapath_config_set(struct datapath *dp, const struct weft_config *cfg)
 	__u32 key = 0;
 
 	return bpf_map_update_elem(dp->config_fd, &key, cfg, BPF_ANY);
+}
+
+int datapath_svc_dev_get(struct datapath *dp, struct weft_svc_dev *out)
+{
+	__u32 key = 0;
+
+	return bpf_map_lookup_elem(dp->svcdev_fd, &key, out);
+}
+
+int datapath_svc_dev_set(struct datapath *dp, const struct weft_svc_dev *d)
+{
+	__u32 key = 0;
+
+	return bpf_map_update_elem(dp->svcdev_fd, &key, d, BPF_ANY);
 }
 
 int datapath_endpoint_put(struct datapath *dp, in_addr_t ip, const struct weft_endpoint *ep)
@@ -982,6 +1019,11 @@ int datapath_pod_egress_prog_fd(struct datapath *dp)
 int datapath_node_prog_fd(struct datapath *dp)
 {
 	return bpf_program__fd(dp->node->progs.node_ingress);
+}
+
+int datapath_svc_prog_fd(struct datapath *dp)
+{
+	return bpf_program__fd(dp->svc->progs.svc_egress);
 }
 
 /* count is summed over the CPUs; the other fields are those of the CPU

@@ -1,9 +1,9 @@
 /*
  * datapath.h — the agent's handle on the eBPF data plane: loads the
- * programs (libbpf skeletons of bpf/pod_ingress.bpf.c and
- * bpf/vxlan_ingress.bpf.c), pins their maps by name under a per-node
- * directory, attaches them with tc (clsact ingress), and reads and writes
- * the maps whose layouts bpf/weft_bpf.h defines.
+ * programs (libbpf skeletons of bpf/pod_ingress, pod_egress, vxlan_ingress,
+ * node_ingress and svc_egress .bpf.c), pins their maps by name under a
+ * per-node directory, attaches them with tc (clsact ingress or egress), and
+ * reads and writes the maps whose layouts bpf/weft_bpf.h defines.
  *
  * Restart: datapath_open() on a pin directory that already holds the maps
  * reuses them (libbpf LIBBPF_PIN_BY_NAME), so entries survive an agent
@@ -44,7 +44,7 @@ struct datapath_opts {
 	uint32_t max_affinity;
 };
 
-/* Load both programs, creating or reusing pinned maps.  *rebuilt (may be
+/* Load every program, creating or reusing pinned maps.  *rebuilt (may be
  * NULL) is set when any map was created rather than reused.  On failure
  * returns -errno and writes a message naming the pin dir or program. */
 int datapath_open(const struct datapath_opts *opts, struct datapath **out, bool *rebuilt,
@@ -61,11 +61,17 @@ int datapath_attach_pod(struct datapath *dp, int ifindex) __attribute__((warn_un
 int datapath_attach_vxlan(struct datapath *dp, int ifindex) __attribute__((warn_unused_result));
 /* node_ingress at the underlay device (NodePorts and VIPs from outside) */
 int datapath_attach_node(struct datapath *dp, int ifindex) __attribute__((warn_unused_result));
+/* svc_egress at egress of the service device (the node's own connections
+ * to cluster IPs and VIPs) */
+int datapath_attach_svc(struct datapath *dp, int ifindex) __attribute__((warn_unused_result));
 /* Is a weft filter attached at ingress of ifindex?  1 yes, 0 no, -errno. */
 int datapath_attached(struct datapath *dp, int ifindex);
 
 int datapath_config_get(struct datapath *dp, struct weft_config *out);
 int datapath_config_set(struct datapath *dp, const struct weft_config *cfg);
+/* weft_svc_dev: the node's service device (ifindex 0: none) */
+int datapath_svc_dev_get(struct datapath *dp, struct weft_svc_dev *out);
+int datapath_svc_dev_set(struct datapath *dp, const struct weft_svc_dev *d);
 
 /* Map updates: put creates or replaces; -E2BIG (or -ENOSPC) when the map is
  * full; del of a missing key returns -ENOENT. */
@@ -133,6 +139,7 @@ int datapath_pod_prog_fd(struct datapath *dp);
 int datapath_vxlan_prog_fd(struct datapath *dp);
 int datapath_node_prog_fd(struct datapath *dp);
 int datapath_pod_egress_prog_fd(struct datapath *dp);
+int datapath_svc_prog_fd(struct datapath *dp);
 int datapath_trace_read(struct datapath *dp, struct weft_trace *out);	/* summed over CPUs: the one that ran */
 int datapath_trace_reset(struct datapath *dp);
 

@@ -504,7 +504,7 @@ DP_TEST(open_loads_both_programs_and_pins_maps)
 {
 	static const char *names[] = { "weft_config", "weft_endpoints", "weft_ipcache",
 				       "weft_nodes", "weft_node_ips", "weft_drops",
-				       "weft_trace" };
+				       "weft_trace", "weft_svc_dev" };
 	char path[PATH_MAX + 32];
 	struct stat st;
 
@@ -3804,6 +3804,563 @@ DP_TEST(svc_answer_of_a_backend_outside_the_pod_network_comes_from_the_frontend)
 
 	CHECK_EQ(netns_enter(&saved), 0);
 	host_backend_body(f, &n);
+	svc_netns_down(&n);
+	netns_leave(saved);
+}
+
+/* ---- services from the node itself: svc_egress ----
+ *
+ * The node's own sockets reach cluster IPs and VIPs through the service
+ * device (routes to it, source the gateway): svc_egress translates their
+ * packets as pod_ingress does a pod's (test runs: verdict, packet out,
+ * the conntrack pair, flagged HOST), and the answers, translated back by
+ * pod_ingress or vxlan_ingress, enter the stack through that device
+ * (WEFT_ACT_HOST, the frame addressed to its MAC; both in weft_svc_dev).
+ *
+ * A test run shows neither a redirect's flags nor whether the stack takes
+ * what it is given, so svc_real_* run the node's connections for real in
+ * a private namespace: a service device with svc_egress, a pod behind a
+ * veth with pod_ingress, sockets on both sides. */
+
+#define SVC_IFINDEX	66	/* the service device in test runs, and its MAC */
+
+static const uint8_t svc_mac[6] = { 0x52, 0x54, 0x00, 0x00, 0x05, 0x66 };
+
+static int run_svc(struct fixture *f, const struct pkt *in, struct result *r)
+{
+	return run(f, datapath_svc_prog_fd(f->dp), in, r);
+}
+
+/* seed_services, and the service device (ifindex, mac) in weft_svc_dev */
+static int seed_host_services(struct datapath *dp, uint32_t ifindex, const uint8_t *mac)
+{
+	struct weft_svc_dev d;
+	int rc;
+
+	if ((rc = seed_services(dp)) < 0)
+		return rc;
+	memset(&d, 0, sizeof(d));
+	d.ifindex = ifindex;
+	memcpy(d.mac, mac, 6);
+	return datapath_svc_dev_set(dp, &d);
+}
+
+/* The node's segment as the stack hands it to the service device: from
+ * the gateway, the device's own MAC as source and destination (NOARP). */
+static void tcp_from_host(struct pkt *p, uint16_t sport, in_addr_t dst, uint16_t dport,
+			  uint8_t flags)
+{
+	pkt_tcp(p, svc_mac, svc_mac, GATEWAY_IP, sport, dst, dport, flags, 7000, 0);
+}
+
+/* out is in translated and sent on (not forwarded: TTL kept): same
+ * length, the bytes after the ports unchanged but for the checksum */
+#define CHECK_SENT(in, out)                                               \
+	do {                                                              \
+		CHECK_EQ((out)->len, (in)->len);                          \
+		CHECK_EQ(ip_of(out)->ttl, ip_of(in)->ttl);                \
+		CHECK_EQ(ip_of(out)->protocol, ip_of(in)->protocol);      \
+		CHECK_CSUMS(out);                                         \
+		CHECK(memcmp(l4_of(out) + 4, l4_of(in) + 4, 12) == 0);   \
+	} while (0)
+
+DP_TEST(svc_host_connection_to_a_local_backend_and_its_answer)
+{
+	static const uint32_t ids[] = { BE_LOCAL };
+	struct weft_ct_entry fwd, rev;
+	uint8_t be_mac[6];
+	struct result r;
+	struct pkt p;
+
+	CHECK_EQ(seed_host_services(f->dp, SVC_IFINDEX, svc_mac), 0);
+	CHECK_EQ(backends_put3(f->dp, IPPROTO_TCP), 0);
+	CHECK_EQ(svc_put(f->dp, &cluster_tcp, ids, 1), 0);
+	tenant_mac(LOCAL_BE_IP, be_mac);
+
+	/* the SYN goes out of the backend's veth, addressed to it, TTL kept */
+	tcp_from_host(&p, 41000, SVC_IP, SVC_PORT, TCP_SYN);
+	CHECK_EQ(run_svc(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
+	CHECK_EQ(r.trace.action, WEFT_ACT_LOCAL);
+	CHECK_EQ(r.trace.ifindex, run_ifindex());	/* the local backend's host end */
+	CHECK_TUPLE(&r.out, GATEWAY_IP, 41000, LOCAL_BE_IP, BE_PORT);
+	CHECK_SENT(&p, &r.out);
+	CHECK(memcmp(r.out.b, be_mac, 6) == 0);
+	CHECK(memcmp(r.out.b + 6, gw_a_mac, 6) == 0);
+	CHECK_EQ(ct_fwd(f, GATEWAY_IP, 41000, SVC_IP, SVC_PORT, &fwd), 0);
+	CHECK_CT(fwd, LOCAL_BE_IP, BE_PORT, GATEWAY_IP, 41000, BE_LOCAL,
+		 WEFT_CT_F_SYN | WEFT_CT_F_HOST);
+	CHECK_EQ(ct_rev(f, LOCAL_BE_IP, BE_PORT, GATEWAY_IP, 41000, &rev), 0);
+	CHECK_CT(rev, SVC_IP, SVC_PORT, GATEWAY_IP, 41000, BE_LOCAL,
+		 WEFT_CT_F_SYN | WEFT_CT_F_HOST);
+	CHECK_EQ(ct_count(f), 2);
+
+	/* the backend answers the gateway: pod_ingress makes it come from the
+	 * cluster IP and hands it to the stack through the service device */
+	tcp_from_local_be(&p, BE_PORT, GATEWAY_IP, 41000, TCP_SYN | TCP_ACK);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
+	CHECK_EQ(r.trace.action, WEFT_ACT_HOST);
+	CHECK_EQ(r.trace.ifindex, SVC_IFINDEX);
+	CHECK_TUPLE(&r.out, SVC_IP, SVC_PORT, GATEWAY_IP, 41000);
+	CHECK_SENT(&p, &r.out);
+	CHECK(memcmp(r.out.b, svc_mac, 6) == 0);
+	CHECK(memcmp(r.out.b + 6, svc_mac, 6) == 0);
+	CHECK_EQ(ct_rev(f, LOCAL_BE_IP, BE_PORT, GATEWAY_IP, 41000, &rev), 0);
+	CHECK_EQ(rev.flags, WEFT_CT_F_ESTABLISHED | WEFT_CT_F_HOST);
+
+	/* the rest of the connection follows its entry */
+	tcp_from_host(&p, 41000, SVC_IP, SVC_PORT, TCP_ACK);
+	CHECK_EQ(run_svc(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
+	CHECK_EQ(r.trace.action, WEFT_ACT_LOCAL);
+	CHECK_TUPLE(&r.out, GATEWAY_IP, 41000, LOCAL_BE_IP, BE_PORT);
+	CHECK_EQ(ct_fwd(f, GATEWAY_IP, 41000, SVC_IP, SVC_PORT, &fwd), 0);
+	CHECK_EQ(fwd.flags, WEFT_CT_F_ESTABLISHED | WEFT_CT_F_HOST);
+
+	/* a backend's packet that answers nothing translated still reaches
+	 * the stack where it is (it is no answer to a connection of ours) */
+	tcp_from_local_be(&p, BE_PORT, GATEWAY_IP, 41001, TCP_ACK);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_OK);
+	CHECK_EQ(r.trace.action, WEFT_ACT_PASS);
+	CHECK_EQ(ct_count(f), 2);
+	CHECK_EQ(drops_total(f), 0);
+}
+
+DP_TEST(svc_host_connection_to_a_remote_backend_is_tunnelled_with_vni_0)
+{
+	static const uint32_t ids[] = { BE_REMOTE };
+	struct weft_ct_entry fwd, rev;
+	struct result r;
+	struct pkt p;
+
+	CHECK_EQ(seed_host_services(f->dp, SVC_IFINDEX, svc_mac), 0);
+	CHECK_EQ(backends_put3(f->dp, IPPROTO_TCP), 0);
+	CHECK_EQ(svc_put(f->dp, &cluster_tcp, ids, 1), 0);
+
+	tcp_from_host(&p, 41100, SVC_IP, SVC_PORT, TCP_SYN);
+	CHECK_EQ(run_svc(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
+	CHECK_EQ(r.trace.action, WEFT_ACT_TUNNEL);
+	CHECK_EQ(r.trace.ifindex, VXLAN_IFINDEX);
+	CHECK_EQ(r.trace.tunnel_id, 0);		/* the node's VNID: global */
+	CHECK_EQ(r.trace.tunnel_remote, ntohl(REMOTE_NODE_IP));
+	CHECK_TUPLE(&r.out, GATEWAY_IP, 41100, REMOTE_BE_IP, BE_PORT);
+	CHECK_SENT(&p, &r.out);
+	CHECK(memcmp(r.out.b, p.b, 12) == 0);	/* the receiving node sets the MACs */
+	CHECK_EQ(ct_fwd(f, GATEWAY_IP, 41100, SVC_IP, SVC_PORT, &fwd), 0);
+	CHECK_CT(fwd, REMOTE_BE_IP, BE_PORT, GATEWAY_IP, 41100, BE_REMOTE,
+		 WEFT_CT_F_SYN | WEFT_CT_F_HOST);
+	CHECK_EQ(ct_rev(f, REMOTE_BE_IP, BE_PORT, GATEWAY_IP, 41100, &rev), 0);
+	CHECK_CT(rev, SVC_IP, SVC_PORT, GATEWAY_IP, 41100, BE_REMOTE,
+		 WEFT_CT_F_SYN | WEFT_CT_F_HOST);
+
+	/* a VIP (the service's LoadBalancer frontend) from the node: every
+	 * backend, as for a pod */
+	{
+		const struct svc vip = { VIP_IP, 80, IPPROTO_TCP, WEFT_SVC_F_LOAD_BALANCER, 0 };
+
+		CHECK_EQ(svc_put(f->dp, &vip, ids, 1), 0);
+		tcp_from_host(&p, 41101, VIP_IP, 80, TCP_SYN);
+		CHECK_EQ(run_svc(f, &p, &r), 0);
+		CHECK_EQ(r.trace.action, WEFT_ACT_TUNNEL);
+		CHECK_TUPLE(&r.out, GATEWAY_IP, 41101, REMOTE_BE_IP, BE_PORT);
+		CHECK_EQ(ct_rev(f, REMOTE_BE_IP, BE_PORT, GATEWAY_IP, 41101, &rev), 0);
+		CHECK_CT(rev, VIP_IP, 80, GATEWAY_IP, 41101, BE_REMOTE,
+			 WEFT_CT_F_SYN | WEFT_CT_F_HOST);
+	}
+	CHECK_EQ(ct_count(f), 4);
+	CHECK_EQ(drops_total(f), 0);
+}
+
+DP_TEST(svc_host_internal_policy_local_uses_this_nodes_backends)
+{
+	static const uint32_t ids[] = { BE_LOCAL, BE_REMOTE, BE_REMOTE2 };
+	struct svc itp = cluster_tcp;
+	struct result r;
+	struct pkt p;
+
+	CHECK_EQ(seed_host_services(f->dp, SVC_IFINDEX, svc_mac), 0);
+	CHECK_EQ(backends_put3(f->dp, IPPROTO_TCP), 0);
+	itp.flags |= WEFT_SVC_F_ITP_LOCAL;
+	CHECK_EQ(svc_put(f->dp, &itp, ids, 3), 0);
+	for (int i = 0; i < 30; i++) {
+		tcp_from_host(&p, (uint16_t)(41200 + i), SVC_IP, SVC_PORT, TCP_SYN);
+		CHECK_EQ(run_svc(f, &p, &r), 0);
+		CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
+		CHECK_TUPLE(&r.out, GATEWAY_IP, 41200 + i, LOCAL_BE_IP, BE_PORT);
+	}
+	CHECK_EQ(drops_total(f), 0);
+}
+
+DP_TEST(svc_host_without_backends_is_refused_into_the_stack)
+{
+	struct result r;
+	struct pkt p;
+	uint8_t *icmp;
+
+	CHECK_EQ(seed_host_services(f->dp, SVC_IFINDEX, svc_mac), 0);
+	CHECK_EQ(svc_head_put(f->dp, &cluster_tcp, 0, 0), 0);
+	CHECK_EQ(svc_head_put(f->dp, &cluster_udp, 0, 0), 0);
+
+	/* a SYN: RST|ACK from the cluster IP to the gateway; the frame keeps
+	 * the device's MAC both ways (the stack takes it as its own) */
+	pkt_tcp(&p, svc_mac, svc_mac, GATEWAY_IP, 41300, SVC_IP, SVC_PORT, TCP_SYN, 0x100, 0);
+	CHECK_EQ(run_svc(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
+	CHECK_EQ(r.trace.action, WEFT_ACT_REJECT);
+	CHECK_EQ(r.trace.ifindex, run_ifindex());	/* skb->ifindex: the device itself */
+	CHECK(memcmp(r.out.b, svc_mac, 6) == 0);
+	CHECK(memcmp(r.out.b + 6, svc_mac, 6) == 0);
+	CHECK_RST(&r.out, SVC_IP, SVC_PORT, GATEWAY_IP, 41300, TCP_RST | TCP_ACK, 0, 0x101);
+
+	/* UDP: port unreachable quoting the datagram as sent */
+	pkt_l4(&p, svc_mac, svc_mac, IPPROTO_UDP, GATEWAY_IP, 41301, SVC_IP, 53, 20);
+	CHECK_EQ(run_svc(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
+	CHECK_EQ(r.trace.action, WEFT_ACT_REJECT);
+	CHECK_EQ(ip_of(&r.out)->protocol, IPPROTO_ICMP);
+	CHECK_EQ(ip_of(&r.out)->saddr, SVC_IP);
+	CHECK_EQ(ip_of(&r.out)->daddr, GATEWAY_IP);
+	CHECK_EQ(ip_checksum(ip_of(&r.out), 20), 0);
+	icmp = l4_of(&r.out);
+	CHECK_EQ(icmp[0], 3);
+	CHECK_EQ(icmp[1], 3);
+	CHECK_EQ(fold(sum16(0, icmp, 8 + 28)), 0);
+	CHECK(memcmp(icmp + 8, p.b + 14, 28) == 0);
+	CHECK_EQ(ct_count(f), 0);
+	CHECK_EQ(drops_total(f), 0);
+}
+
+/* A backend outside the pod network would answer the gateway where no
+ * program sees it: the node's connection is refused and counted, nothing
+ * is written (and a ClientIP affinity to it is forgotten). */
+DP_TEST(svc_host_backend_outside_the_pod_network_is_refused_and_counted)
+{
+	static const uint32_t ids[] = { 60 };
+	struct svc sticky = cluster_tcp;
+	struct weft_affinity_key ak = { .svc_id = SVC_ID, .client = GATEWAY_IP };
+	struct weft_affinity av;
+	struct result r;
+	struct pkt p;
+
+	CHECK_EQ(seed_host_services(f->dp, SVC_IFINDEX, svc_mac), 0);
+	CHECK_EQ(backend_put(f->dp, 60, OUTSIDE_IP, BE_PORT, IPPROTO_TCP, false, SVC_ID), 0);
+	sticky.flags |= WEFT_SVC_F_AFFINITY;
+	sticky.affinity_timeout = 60;
+	CHECK_EQ(svc_put(f->dp, &sticky, ids, 1), 0);
+
+	tcp_from_host(&p, 41400, SVC_IP, SVC_PORT, TCP_SYN);
+	CHECK_EQ(run_svc(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
+	CHECK_EQ(r.trace.action, WEFT_ACT_REJECT);
+	CHECK_RST(&r.out, SVC_IP, SVC_PORT, GATEWAY_IP, 41400, TCP_RST | TCP_ACK, 0, 7001);
+	CHECK_EQ(drops_of(f, WEFT_DROP_EXTERNAL_BACKEND), 1);
+	CHECK_EQ(drops_total(f), 1);
+	CHECK_EQ(ct_count(f), 0);
+	CHECK(bpf_map_lookup_elem(affinity_fd(f), &ak, &av) != 0);
+
+	/* a pod's connection to the same backend is its business (pod_egress) */
+	tcp_from_a(&p, 41401, SVC_IP, SVC_PORT, TCP_SYN);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_OK);
+	CHECK_TUPLE(&r.out, POD_A_IP, 41401, OUTSIDE_IP, BE_PORT);
+	CHECK_EQ(ct_count(f), 2);
+}
+
+DP_TEST(svc_host_what_is_no_frontend_is_dropped_and_counted)
+{
+	static const uint32_t ids[] = { BE_LOCAL };
+	struct weft_config cfg = ready_config();
+	struct result r;
+	struct pkt p;
+
+	CHECK_EQ(seed_host_services(f->dp, SVC_IFINDEX, svc_mac), 0);
+	CHECK_EQ(backends_put3(f->dp, IPPROTO_TCP), 0);
+	CHECK_EQ(svc_put(f->dp, &cluster_tcp, ids, 1), 0);
+
+	/* another port of the cluster IP; an address no service has */
+	tcp_from_host(&p, 41500, SVC_IP, SVC_PORT + 1, TCP_SYN);
+	CHECK_EQ(run_svc(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_SHOT);
+	CHECK_EQ(r.trace.drop_reason, WEFT_DROP_NO_SERVICE);
+	tcp_from_host(&p, 41501, IP(10, 96, 0, 99), SVC_PORT, TCP_SYN);
+	CHECK_EQ(run_svc(f, &p, &r), 0);
+	CHECK_EQ(r.trace.drop_reason, WEFT_DROP_NO_SERVICE);
+
+	/* a ping of the cluster IP */
+	pkt_ipv4_ext(&p, svc_mac, svc_mac, GATEWAY_IP, SVC_IP, 64, IPPROTO_ICMP, 5, 0);
+	CHECK_EQ(run_svc(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_SHOT);
+	CHECK_EQ(r.trace.drop_reason, WEFT_DROP_NO_SERVICE);
+
+	/* forwarded to the cluster IP (an outside client's, routed here by a
+	 * node): not the gateway's, never translated */
+	pkt_tcp(&p, svc_mac, svc_mac, OUTSIDE_IP, 41502, SVC_IP, SVC_PORT, TCP_SYN, 1, 0);
+	CHECK_EQ(run_svc(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_SHOT);
+	CHECK_EQ(r.trace.drop_reason, WEFT_DROP_NO_SERVICE);
+	CHECK_EQ(drops_of(f, WEFT_DROP_NO_SERVICE), 4);
+	CHECK_EQ(ct_count(f), 0);
+
+	/* not IPv4 */
+	pkt_ipv6(&p);
+	CHECK_EQ(run_svc(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_SHOT);
+	CHECK_EQ(r.trace.drop_reason, WEFT_DROP_UNSUPPORTED_L3);
+
+	/* a half-written config translates nothing */
+	cfg.version = 0;
+	CHECK_EQ(datapath_config_set(f->dp, &cfg), 0);
+	tcp_from_host(&p, 41503, SVC_IP, SVC_PORT, TCP_SYN);
+	CHECK_EQ(run_svc(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_SHOT);
+	CHECK_EQ(r.trace.drop_reason, WEFT_DROP_NOT_READY);
+	CHECK_EQ(ct_count(f), 0);
+	CHECK_EQ(drops_total(f), 6);
+}
+
+/* the service device as the agent makes it: a dummy, else an ifb (a
+ * kernel without the dummy driver), NOARP, up */
+static int svc_device_up(struct nl *nl, const char *name, struct nl_link *l)
+{
+	static const char *const kinds[] = { "dummy", "ifb" };
+	int rc = -EOPNOTSUPP;
+
+	for (size_t i = 0; i < 2 && rc == -EOPNOTSUPP; i++)
+		rc = nl_link_create(nl, name, kinds[i], 0);
+	if (rc < 0)
+		return rc;
+	if ((rc = nl_link_get(nl, name, l)) < 0 ||
+	    (rc = nl_link_set_noarp(nl, l->ifindex, true)) < 0 ||
+	    (rc = nl_link_set_up(nl, l->ifindex)) < 0)
+		return rc;
+	return nl_link_get(nl, name, l);
+}
+
+/* The answer of a backend on another node comes over the tunnel:
+ * vxlan_ingress translates it back and hands it to the service device's
+ * ingress, where a packet socket sees it arrive from the cluster IP. */
+static void svc_host_vxlan_body(struct fixture *f, struct nl *nl)
+{
+	static const uint32_t ids[] = { BE_REMOTE };
+	uint8_t remote_be_mac[6] = { 0x0a, 0x58, 0x0a, 0x80, 0x02, 0x09 };
+	uint8_t remote_gw_mac[6] = { 0xee, 0xee, 0x00, 0x00, 0x02, 0x01 };
+	struct weft_config cfg = ready_config();
+	struct sockaddr_ll sll = { .sll_family = AF_PACKET, .sll_protocol = htons(ETH_P_ALL) };
+	struct timeval tv = { .tv_sec = 2 };
+	struct weft_ct_entry rev;
+	struct nl_link svc;
+	struct result r;
+	struct pkt p, got;
+	int vx, sock = -1, rc;
+
+	CHECK_EQ(sh("ip link set lo up && "
+		    "ip link add weftvx0 type vxlan external dstport 4789 && "
+		    "ip link set weftvx0 up"), 0);
+	vx = (int)if_nametoindex("weftvx0");
+	CHECK(vx > 0);
+	CHECK_EQ(svc_device_up(nl, "weftsvc0", &svc), 0);
+	CHECK_EQ(seed_host_services(f->dp, (uint32_t)svc.ifindex, svc.mac), 0);
+	CHECK_EQ(datapath_config_get(f->dp, &cfg), 0);
+	cfg.vxlan_ifindex = (uint32_t)vx;
+	CHECK_EQ(datapath_config_set(f->dp, &cfg), 0);
+	CHECK_EQ(datapath_nodeip_put(f->dp, htonl(INADDR_LOOPBACK), 9), 0);
+	CHECK_EQ(datapath_attach_vxlan(f->dp, vx), 0);
+	CHECK_EQ(datapath_attach_svc(f->dp, svc.ifindex), 0);
+	CHECK_EQ(sh("tc filter show dev weftsvc0 egress | grep -q svc_egress"), 0);
+	CHECK_EQ(backends_put3(f->dp, IPPROTO_TCP), 0);
+	CHECK_EQ(svc_put(f->dp, &cluster_tcp, ids, 1), 0);
+
+	tcp_from_host(&p, 43100, SVC_IP, SVC_PORT, TCP_SYN);
+	CHECK_EQ(run_svc(f, &p, &r), 0);
+	CHECK_EQ(r.trace.action, WEFT_ACT_TUNNEL);
+	CHECK_TUPLE(&r.out, GATEWAY_IP, 43100, REMOTE_BE_IP, BE_PORT);
+
+	sock = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, htons(ETH_P_ALL));
+	CHECK(sock >= 0);
+	sll.sll_ifindex = svc.ifindex;
+	rc = bind(sock, (struct sockaddr *)&sll, sizeof(sll)) < 0 ||
+	     setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0 ? -errno : 0;
+	if (rc == 0) {
+		pkt_tcp(&p, remote_gw_mac, remote_be_mac, REMOTE_BE_IP, BE_PORT, GATEWAY_IP, 43100,
+			TCP_SYN | TCP_ACK, 9000, 7001);
+		ip_of(&p)->ttl = 63;
+		ip_of(&p)->check = 0;
+		ip_of(&p)->check = htons(ip_checksum(ip_of(&p), 20));
+		drain(sock);
+		rc = vxlan_send(f, VNID_A, &p, &r);
+		if (rc == 0)
+			rc = capture_tcp(sock, &got);
+	}
+	close(sock);
+	CHECK_EQ(rc, 0);
+	CHECK_EQ(r.trace.action, WEFT_ACT_HOST);
+	CHECK_EQ(r.trace.ifindex, svc.ifindex);
+	CHECK_EQ(r.trace.tunnel_remote, INADDR_LOOPBACK);
+	CHECK_TUPLE(&got, SVC_IP, SVC_PORT, GATEWAY_IP, 43100);
+	CHECK_SENT(&p, &got);
+	CHECK(memcmp(got.b, svc.mac, 6) == 0);		/* the stack takes it as its own */
+	CHECK_EQ(ct_rev(f, REMOTE_BE_IP, BE_PORT, GATEWAY_IP, 43100, &rev), 0);
+	CHECK_EQ(rev.flags, WEFT_CT_F_ESTABLISHED | WEFT_CT_F_HOST);
+	CHECK_EQ(drops_total(f), 0);
+}
+
+DP_TEST(svc_host_answer_over_the_tunnel_enters_by_the_service_device)
+{
+	struct nl *nl = NULL;
+	int saved;
+
+	CHECK_EQ(netns_enter(&saved), 0);
+	nl = nl_open(-1);
+	if (nl)
+		svc_host_vxlan_body(f, nl);
+	else
+		test_fail(__FILE__, __LINE__, "nl_open: %s", strerror(errno));
+	nl_close(nl);
+	netns_leave(saved);
+}
+
+/* A socket of this namespace (the node) connecting to addr:port: 0 when
+ * connected within a second, else -errno (ECONNREFUSED for a refusal,
+ * EINPROGRESS when nothing answered).  *fd gets the socket when connected. */
+static int host_connect(int type, in_addr_t addr, uint16_t port, int timeout_ms, int *fd)
+{
+	struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons(port),
+				  .sin_addr.s_addr = addr };
+	struct timeval tv = { .tv_sec = timeout_ms / 1000, .tv_usec = (timeout_ms % 1000) * 1000 };
+	char buf[8] = "who";
+	int s, rc = 0;
+
+	*fd = -1;
+	s = socket(AF_INET, type | SOCK_CLOEXEC, 0);
+	if (s < 0)
+		return -errno;
+	if (setsockopt(s, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0 ||
+	    setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0 ||
+	    connect(s, (struct sockaddr *)&to, sizeof(to)) < 0)
+		rc = -errno;
+	if (rc == 0 && type == SOCK_DGRAM) {	/* an ICMP refusal shows on the next call */
+		if (send(s, buf, 4, 0) < 0 || recv(s, buf, sizeof(buf), 0) < 0)
+			rc = -errno;
+	}
+	if (rc < 0) {
+		close(s);
+		return rc;
+	}
+	*fd = s;
+	return 0;
+}
+
+/*   this namespace (the node): lo 10.128.0.1 (the gateway), weftsvc0 (the
+ *     service device, svc_egress; 10.96.0.0/16 dev weftsvc0 src gateway),
+ *     weftpod (host end of the backend's veth: pod_ingress, pod_egress)
+ *   the other namespace (the backend pod): eth0 10.128.0.40, listening
+ *     on 8080; the gateway on-link */
+static void svc_real_body(struct fixture *f, struct svc_netns *n)
+{
+	static const uint32_t ids[] = { BE_LOCAL };
+	const struct svc empty = { SVC_IP, SVC_PORT + 1, IPPROTO_TCP, WEFT_SVC_F_CLUSTER_IP, 0 };
+	const struct svc outside = { SVC_IP, SVC_PORT + 3, IPPROTO_TCP, WEFT_SVC_F_CLUSTER_IP, 0 };
+	const uint32_t ext[] = { 60 };
+	struct sockaddr_in any = { .sin_family = AF_INET, .sin_port = htons(BE_PORT) };
+	struct sockaddr_in peer;
+	socklen_t plen = sizeof(peer);
+	struct nl_route r = { .dst = IP(10, 96, 0, 0), .prefixlen = 16, .src = GATEWAY_IP };
+	struct nl_link svc, pod, eth0;
+	struct weft_endpoint be;
+	struct timespec t0, t1;
+	int lfd = -1, cfd = -1, afd = -1, one = 1, rc;
+	long ms;
+
+	CHECK_EQ(sh("ip link set lo up && ip addr add 10.128.0.1/32 dev lo"), 0);
+	CHECK_EQ(svc_netns_up(n), 0);
+	CHECK_EQ(svc_device_up(n->nl, "weftsvc0", &svc), 0);
+	CHECK_EQ(nl_link_get(n->nl, "weftpod", &pod), 0);
+	CHECK_EQ(nl_link_get(n->nl_other, "eth0", &eth0), 0);
+	r.ifindex = svc.ifindex;
+	CHECK_EQ(nl_route_replace(n->nl, &r), 0);
+	/* the backend pod: its address, the gateway on-link through the veth */
+	{
+		struct nl_route gw = { .dst = GATEWAY_IP, .prefixlen = 32, .ifindex = eth0.ifindex };
+
+		CHECK_EQ(nl_addr_add(n->nl_other, eth0.ifindex, LOCAL_BE_IP, 32), 0);
+		CHECK_EQ(nl_route_replace(n->nl_other, &gw), 0);
+		CHECK_EQ(nl_neigh_replace(n->nl_other, eth0.ifindex, GATEWAY_IP, pod.mac), 0);
+	}
+	CHECK_EQ(seed_host_services(f->dp, (uint32_t)svc.ifindex, svc.mac), 0);
+	be = endpoint((uint32_t)pod.ifindex, VNID_A, eth0.mac, pod.mac);
+	CHECK_EQ(datapath_endpoint_put(f->dp, LOCAL_BE_IP, &be), 0);
+	CHECK_EQ(datapath_attach_pod(f->dp, pod.ifindex), 0);
+	CHECK_EQ(datapath_attach_svc(f->dp, svc.ifindex), 0);
+	CHECK_EQ(backends_put3(f->dp, IPPROTO_TCP), 0);
+	CHECK_EQ(svc_put(f->dp, &cluster_tcp, ids, 1), 0);
+	CHECK_EQ(svc_head_put(f->dp, &empty, 0, 0), 0);
+	CHECK_EQ(backend_put(f->dp, 60, OUTSIDE_IP, BE_PORT, IPPROTO_TCP, false, SVC_ID), 0);
+	CHECK_EQ(svc_put(f->dp, &outside, ext, 1), 0);
+
+	/* the backend listens in its namespace */
+	CHECK_EQ(setns(n->other, CLONE_NEWNET), 0);
+	lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	rc = lfd < 0 || setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+	     bind(lfd, (struct sockaddr *)&any, sizeof(any)) < 0 || listen(lfd, 4) < 0 ? -errno : 0;
+	if (setns(n->here, CLONE_NEWNET) < 0 && rc == 0)
+		rc = -errno;
+	if (rc < 0) {
+		if (lfd >= 0)
+			close(lfd);
+		CHECK_EQ(rc, 0);
+	}
+
+	/* the node connects to the cluster IP: the backend sees the gateway,
+	 * the node's socket the cluster IP */
+	rc = host_connect(SOCK_STREAM, SVC_IP, SVC_PORT, 2000, &cfd);
+	if (rc == 0) {
+		struct timeval tv = { .tv_sec = 2 };
+
+		setsockopt(lfd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		afd = accept(lfd, (struct sockaddr *)&peer, &plen);
+		rc = afd < 0 ? -errno : 0;
+	}
+	if (afd >= 0)
+		close(afd);
+	if (cfd >= 0)
+		close(cfd);
+	close(lfd);
+	CHECK_EQ(rc, 0);
+	CHECK_EQ(peer.sin_addr.s_addr, GATEWAY_IP);
+
+	/* refused at once: no backends (RST), a backend outside the pod
+	 * network (RST, counted) */
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	CHECK_EQ(host_connect(SOCK_STREAM, SVC_IP, SVC_PORT + 1, 2000, &cfd), -ECONNREFUSED);
+	CHECK_EQ(host_connect(SOCK_STREAM, SVC_IP, SVC_PORT + 3, 2000, &cfd), -ECONNREFUSED);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+	CHECK(ms < 1000);
+	CHECK_EQ(drops_of(f, WEFT_DROP_EXTERNAL_BACKEND), 1);
+
+	/* UDP without backends: port unreachable */
+	CHECK_EQ(svc_head_put(f->dp, &cluster_udp, 0, 0), 0);
+	CHECK_EQ(host_connect(SOCK_DGRAM, SVC_IP, 53, 2000, &cfd), -ECONNREFUSED);
+
+	/* no frontend: dropped, counted, unanswered */
+	CHECK_EQ(drops_of(f, WEFT_DROP_NO_SERVICE), 0);
+	rc = host_connect(SOCK_STREAM, SVC_IP, SVC_PORT + 2, 300, &cfd);
+	if (cfd >= 0)
+		close(cfd);
+	CHECK(rc == -EINPROGRESS || rc == -ETIMEDOUT || rc == -EAGAIN);
+	CHECK(drops_of(f, WEFT_DROP_NO_SERVICE) >= 1);
+}
+
+DP_TEST(svc_real_node_connects_and_is_refused_through_the_service_device)
+{
+	struct svc_netns n = { -1, -1, -1, -1, NULL, NULL };
+	int saved;
+
+	CHECK_EQ(netns_enter(&saved), 0);
+	svc_real_body(f, &n);
 	svc_netns_down(&n);
 	netns_leave(saved);
 }

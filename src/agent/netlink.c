@@ -1,6 +1,7 @@
 /*
- * netlink.c — rtnetlink on libmnl: links, addresses, routes (with lwtunnel
- * IP encapsulation) and neighbours, one network namespace per handle.
+ * netlink.c — rtnetlink on libmnl: links (veth, VXLAN, dummy, ifb), addresses,
+ * routes (with lwtunnel IP encapsulation) and neighbours, one network
+ * namespace per handle.
  *
  * A handle is one NETLINK_ROUTE socket.  A socket belongs for its whole life
  * to the network namespace of the thread that created it, so nl_open()
@@ -508,6 +509,24 @@ int nl_vxlan_create(struct nl *nl, const char *name, uint16_t port, int mtu)
 	return talk(nl, nlh, NULL, NULL);
 }
 
+int nl_link_create(struct nl *nl, const char *name, const char *kind, int mtu)
+{
+	struct nlattr *linkinfo;
+	struct nlmsghdr *nlh;
+
+	if (!name_ok(name) || !kind || !*kind || strlen(kind) >= sizeof(((struct nl_link *)0)->kind) ||
+	    mtu < 0)
+		return -EINVAL;
+	link_req(nl, &nlh, RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL, 0);
+	mnl_attr_put_strz(nlh, IFLA_IFNAME, name);
+	if (mtu)
+		mnl_attr_put_u32(nlh, IFLA_MTU, (uint32_t)mtu);
+	linkinfo = mnl_attr_nest_start(nlh, IFLA_LINKINFO);
+	mnl_attr_put_strz(nlh, IFLA_INFO_KIND, kind);
+	mnl_attr_nest_end(nlh, linkinfo);
+	return talk(nl, nlh, NULL, NULL);
+}
+
 int nl_vxlan_info(struct nl *nl, int ifindex, bool *external, uint16_t *port)
 {
 	struct vxlan_attrs vx;
@@ -731,12 +750,12 @@ int nl_route_replace(struct nl *nl, const struct nl_route *r)
 	return talk(nl, nlh, NULL, NULL);
 }
 
-int nl_route_del(struct nl *nl, in_addr_t dst, int prefixlen)
+static int route_del(struct nl *nl, in_addr_t dst, int prefixlen, int ifindex)
 {
 	struct nlmsghdr *nlh;
 	struct rtmsg *rtm;
 
-	if (!prefix_ok(prefixlen))
+	if (!prefix_ok(prefixlen) || ifindex < 0)
 		return -EINVAL;
 	rtm = route_req(nl, &nlh, RTM_DELROUTE, 0);
 	rtm->rtm_dst_len = (uint8_t)prefixlen;
@@ -744,7 +763,21 @@ int nl_route_del(struct nl *nl, in_addr_t dst, int prefixlen)
 	rtm->rtm_scope = RT_SCOPE_NOWHERE;	/* any scope, any type, any protocol */
 	if (prefixlen)
 		mnl_attr_put_u32(nlh, RTA_DST, dst);
+	if (ifindex)
+		mnl_attr_put_u32(nlh, RTA_OIF, (uint32_t)ifindex);
 	return talk(nl, nlh, NULL, NULL);
+}
+
+int nl_route_del(struct nl *nl, in_addr_t dst, int prefixlen)
+{
+	return route_del(nl, dst, prefixlen, 0);
+}
+
+int nl_route_del_dev(struct nl *nl, in_addr_t dst, int prefixlen, int ifindex)
+{
+	if (ifindex <= 0)
+		return -EINVAL;
+	return route_del(nl, dst, prefixlen, ifindex);
 }
 
 static int parse_encap(const struct nlattr *a, struct nl_route *r)

@@ -1,6 +1,6 @@
 /*
  * netlink.h — the rtnetlink calls the agent needs, on libmnl: links (veth,
- * VXLAN in collect-metadata mode), addresses, routes (with IP tunnel
+ * VXLAN in collect-metadata mode, dummy, ifb), addresses, routes (with IP tunnel
  * encapsulation), neighbours, all in one network namespace per handle.
  *
  * A handle is bound to the network namespace it was opened in: nl_open(fd)
@@ -59,6 +59,11 @@ int nl_veth_create(struct nl *nl, const char *host_name, const char *peer_name,
  * (host order), learning off, with mtu.  -EEXIST when name exists. */
 int nl_vxlan_create(struct nl *nl, const char *name, uint16_t port, int mtu)
 	__attribute__((warn_unused_result));
+/* Create a device of a kind that needs no attributes ("dummy", "ifb")
+ * with mtu (0: kernel default), down.  -EEXIST when name exists,
+ * -EOPNOTSUPP when the kernel has no such kind. */
+int nl_link_create(struct nl *nl, const char *name, const char *kind, int mtu)
+	__attribute__((warn_unused_result));
 /* For an existing VXLAN device: is it external mode, and on which port? */
 int nl_vxlan_info(struct nl *nl, int ifindex, bool *external, uint16_t *port);
 
@@ -92,6 +97,8 @@ struct nl_route {
 int nl_route_replace(struct nl *nl, const struct nl_route *r);
 /* Delete the route to dst/prefixlen in the main table; -ESRCH when none. */
 int nl_route_del(struct nl *nl, in_addr_t dst, int prefixlen);
+/* The same, only the route through device ifindex. */
+int nl_route_del_dev(struct nl *nl, in_addr_t dst, int prefixlen, int ifindex);
 /* Call fn for every IPv4 route of the main table (fields filled as above,
  * encap included; other types, e.g. prohibit, are skipped; a multipath
  * route comes with ifindex and gateway 0); stops and returns fn's value

@@ -17,8 +17,24 @@
  *                "unreachable" instead of leaking to the default route);
  *                <remote subnet> dev weft_vxlan src <gateway>
  *                encap ip id 0 dst <node IP>, so the node reaches every pod
+ *   weft_svc     the service device: a dummy (an ifb where the kernel has
+ *                no dummy driver: both are Ethernet devices that discard
+ *                what they are sent); NOARP, IPv6 off, MTU = pod MTU, no
+ *                address; tc egress program svc_egress.  Routes: the service network and
+ *                every VIP network dev weft_svc src <gateway>, so a
+ *                socket of the node (the node itself, a host-network pod)
+ *                that connects to a cluster IP or VIP sends from the
+ *                gateway into svc_egress, which translates it as a pod's
+ *                connection (bpf/svc_egress.bpf.c); routes on it that the
+ *                cluster config no longer names are removed.  Its ifindex
+ *                and MAC go into weft_svc_dev: the answers enter the
+ *                stack through it.  A VIP network holding the
+ *                node's own IP is not routed there (it would cut the node
+ *                off its underlay).
  *   nftables     table ip weft: masquerade pod traffic leaving the
- *                cluster network, to the node's address; and no
+ *                cluster network, to the node's address (never what
+ *                leaves by weft_vxlan or weft_svc: the gateway's own
+ *                connections to pods and services); and no
  *                connection tracking for the tunnel's UDP port, in and
  *                out: node-to-node VXLAN needs no NAT, the data plane
  *                checks the sender (weft_node_ips), and a conntrack
@@ -338,6 +354,168 @@ static int detect_mtu(struct agent *a, struct nl *nl)
 	return 0;
 }
 
+/* The kinds the service device may be, by preference.  Both discard what
+ * they are sent, which never happens: svc_egress redirects or drops every
+ * frame first. */
+static const char *const svc_kinds[] = { "dummy", "ifb" };
+
+static bool svc_kind_ok(const char *kind)
+{
+	for (size_t i = 0; i < sizeof(svc_kinds) / sizeof(svc_kinds[0]); i++)
+		if (strcmp(kind, svc_kinds[i]) == 0)
+			return true;
+	return false;
+}
+
+static int svc_device(struct agent *a, struct nl *nl, struct nl_link *l)
+{
+	char path[128];
+	int rc = nl_link_get(nl, AGENT_SVC_NAME, l);
+
+	if (rc == 0 && !svc_kind_ok(l->kind)) {
+		LOG_WARN("%s: a %s device, not ours; re-creating it", AGENT_SVC_NAME,
+			 l->kind[0] ? l->kind : "plain");
+		(void)nl_link_del(nl, l->ifindex);
+		rc = -ENODEV;
+	}
+	if (rc == -ENODEV) {
+		for (size_t i = 0; i < sizeof(svc_kinds) / sizeof(svc_kinds[0]); i++) {
+			rc = nl_link_create(nl, AGENT_SVC_NAME, svc_kinds[i], a->mtu);
+			if (rc != -EOPNOTSUPP)
+				break;
+		}
+		if (rc < 0) {
+			LOG_ERR("create %s (dummy or ifb): %s", AGENT_SVC_NAME, strerror(-rc));
+			return rc;
+		}
+		rc = nl_link_get(nl, AGENT_SVC_NAME, l);
+		if (rc == 0)
+			LOG_INFO("%s: created (%s)", AGENT_SVC_NAME, l->kind);
+	}
+	if (rc < 0)
+		return rc;
+	/* no IPv6 (no link-local address, no router solicitations): before up */
+	snprintf(path, sizeof(path), "/proc/sys/net/ipv6/conf/%s/disable_ipv6", AGENT_SVC_NAME);
+	rc = write_sysctl(path, "1");
+	if (rc < 0 && rc != -ENOENT)	/* ENOENT: no IPv6 in this kernel */
+		LOG_WARN("%s: %s", path, strerror(-rc));
+	return 0;
+}
+
+struct svc_prune {
+	struct agent *a;
+	int ifindex;
+	struct nl_route stale[64];
+	size_t n;
+};
+
+static bool svc_net_routed(const struct agent *a, const struct cidr *c)
+{
+	return !cidr_contains_ip(c, ntohl(a->node_ip));
+}
+
+static bool svc_route_wanted(const struct agent *a, in_addr_t dst, int len)
+{
+	const struct cidr *sn = &a->cc.service_network;
+
+	if (htonl(sn->addr) == dst && sn->len == len)
+		return true;
+	for (size_t i = 0; i < a->cc.nvip_networks && i < CLUSTER_MAX_NETWORKS; i++)
+		if (htonl(a->cc.vip_networks[i].addr) == dst && a->cc.vip_networks[i].len == len &&
+		    svc_net_routed(a, &a->cc.vip_networks[i]))
+			return true;
+	return false;
+}
+
+static int collect_svc_stale(const struct nl_route *r, void *arg)
+{
+	struct svc_prune *c = arg;
+
+	if (r->ifindex != c->ifindex || svc_route_wanted(c->a, r->dst, r->prefixlen))
+		return 0;
+	if (c->n < sizeof(c->stale) / sizeof(c->stale[0]))
+		c->stale[c->n++] = *r;
+	return 0;
+}
+
+/* <net> dev weft_svc src <gateway> for the service network and each VIP
+ * network (replace: idempotent), then the routes on weft_svc no longer
+ * wanted go. */
+static int svc_routes(struct agent *a, struct nl *nl, int ifindex)
+{
+	struct svc_prune c = { .a = a, .ifindex = ifindex };
+	char net[CIDR_STRLEN];
+	int rc;
+
+	for (size_t i = 0; i <= a->cc.nvip_networks && i <= CLUSTER_MAX_NETWORKS; i++) {
+		const struct cidr *n = i == 0 ? &a->cc.service_network : &a->cc.vip_networks[i - 1];
+		struct nl_route r = {
+			.dst = htonl(n->addr),
+			.prefixlen = n->len,
+			.ifindex = ifindex,
+			.src = a->gateway,
+		};
+
+		cidr_format(n, net);
+		if (i > 0 && !svc_net_routed(a, n)) {
+			LOG_WARN("VIP network %s holds this node's IP %s: not routed to %s",
+				 net, a->o.node_ip_str, AGENT_SVC_NAME);
+			continue;
+		}
+		rc = nl_route_replace(nl, &r);
+		if (rc < 0) {
+			LOG_ERR("route %s dev %s: %s", net, AGENT_SVC_NAME, strerror(-rc));
+			return rc;
+		}
+	}
+	rc = nl_route_foreach(nl, collect_svc_stale, &c);
+	if (rc < 0)
+		return rc;
+	for (size_t i = 0; i < c.n; i++) {
+		char ip[INET_ADDRSTRLEN];
+
+		format_ip(c.stale[i].dst, ip);
+		LOG_INFO("route %s/%d dev %s: no longer in the cluster config; removed", ip,
+			 c.stale[i].prefixlen, AGENT_SVC_NAME);
+		(void)nl_route_del_dev(nl, c.stale[i].dst, c.stale[i].prefixlen, ifindex);
+	}
+	return 0;
+}
+
+/* The service device, its program, weft_svc_dev (what the programs that
+ * hand answers to the stack through it need: its ifindex and MAC), then
+ * the routes that bring the node's packets to it. */
+static int setup_svc(struct agent *a, struct nl *nl)
+{
+	struct weft_svc_dev d = { 0 };
+	struct nl_link l;
+	int rc;
+
+	rc = svc_device(a, nl, &l);
+	if (rc < 0)
+		return rc;
+	if ((rc = nl_link_set_mtu(nl, l.ifindex, a->mtu)) < 0 ||
+	    (rc = nl_link_set_noarp(nl, l.ifindex, true)) < 0 ||
+	    (rc = nl_link_set_up(nl, l.ifindex)) < 0) {
+		LOG_ERR("configure %s: %s", AGENT_SVC_NAME, strerror(-rc));
+		return rc;
+	}
+	a->svc_ifindex = l.ifindex;
+	rc = datapath_attach_svc(a->dp, l.ifindex);
+	if (rc < 0) {
+		LOG_ERR("attach the service program to %s: %s", AGENT_SVC_NAME, strerror(-rc));
+		return rc;
+	}
+	d.ifindex = (uint32_t)l.ifindex;
+	memcpy(d.mac, l.mac, sizeof(d.mac));
+	rc = datapath_svc_dev_set(a->dp, &d);
+	if (rc < 0) {
+		LOG_ERR("writing %s into weft_svc_dev: %s", AGENT_SVC_NAME, strerror(-rc));
+		return rc;
+	}
+	return svc_routes(a, nl, l.ifindex);
+}
+
 int node_setup_devices(struct agent *a)
 {
 	struct nl *nl = nl_open(-1);
@@ -398,9 +576,12 @@ int node_setup_devices(struct agent *a)
 		goto out;
 	}
 	rc = datapath_attach_node(a->dp, a->underlay_ifindex);
-	if (rc < 0)
+	if (rc < 0) {
 		LOG_ERR("attach the NodePort program to the underlay (ifindex %d): %s",
 			a->underlay_ifindex, strerror(-rc));
+		goto out;
+	}
+	rc = setup_svc(a, nl);
 out:
 	nl_close(nl);
 	return rc;
@@ -518,10 +699,10 @@ int node_setup_masquerade(struct agent *a)
 		     "  }\n"
 		     "  chain postrouting {\n"
 		     "    type nat hook postrouting priority srcnat; policy accept;\n"
-		     "    ip saddr { %s } ip daddr != { %s } oifname != \"%s\" masquerade\n"
+		     "    ip saddr { %s } ip daddr != { %s } oifname != { \"%s\", \"%s\" } masquerade\n"
 		     "  }\n"
 		     "}\n",
-		     a->cc.vxlan_port, a->cc.vxlan_port, nets, nets, AGENT_VXLAN_NAME);
+		     a->cc.vxlan_port, a->cc.vxlan_port, nets, nets, AGENT_VXLAN_NAME, AGENT_SVC_NAME);
 	if (n < 0 || (size_t)n >= sizeof(script))
 		return -E2BIG;
 	if (pipe2(pipefd, O_CLOEXEC) < 0)

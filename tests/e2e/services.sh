@@ -37,11 +37,21 @@
 #   3. agent restart on node-1 during a TCP session through a cluster IP;
 #      scaling down (relabel) and up; a UDP flow (fixed source port) moves
 #      when its backend pod is deleted, the pod's conntrack entries purged
-#   4. a 2-node multitenant lab: a red pod cannot reach blue's backend
+#   4. from the node itself (its namespace: the node, a host-network pod):
+#      weft_svc (dummy or ifb, NOARP, svc_egress at egress) routes the
+#      service and VIP networks, src the gateway; node-1 -> web TCP/UDP
+#      spread over web-1..3, each seeing node-1's gateway; node-2 too;
+#      the VIP; itp (node-local only); empty refused within 1 s; a
+#      hand-written Endpoints at node-2's IP (outside the pod network)
+#      refused within 1 s, counted external-backend; an unallocated
+#      cluster IP and a deleted service's unanswered, counted no-service;
+#      a cluster IP forwarded through node-1 from outside not translated;
+#      an agent restart keeps weft_svc (same ifindex), routes and traffic
+#   5. a 2-node multitenant lab: a red pod cannot reach blue's backend
 #      through blue's service (nothing reaches the backend, counted isolated),
 #      blue and default can; red's hand-written Endpoints aimed at blue's pod
 #      are refused
-#   5. in that lab, whose agents run with --max-services 24: a service too
+#   6. in that lab, whose agents run with --max-services 24: a service too
 #      big for the map is reported on the Service (one annotation per node)
 #      and in the controller's metrics, and api keeps working; once it is
 #      deleted, a small one is programmed
@@ -518,6 +528,103 @@ serve "shop/$X" "$X"
 check "... its server is up" server_up "shop/$X" 8080
 check "... c1 -> web UDP x30: web-1..3 again (within 5 s)" spread_soon 5 shop/c1 udp "${CIP[web]}" 80 30 "web-1 web-2 web-3" "$C1"
 
+# ---------------------------------------------------------------- 4. from the node itself
+# A socket in a node's namespace (the node, a host-network pod) reaches
+# cluster IPs and VIPs through the node's service device: the agent routes
+# the service network and the VIP networks to weft_svc, src the gateway,
+# and svc_egress translates there as pod_ingress does for a pod.  node-1's
+# agent was restarted in 3: this runs on what the new agent kept.
+SVC_DEV=weft_svc
+svc_link() { ns "$1" ip -d -j link show dev "$SVC_DEV" 2>/dev/null; }
+# svc_device_ok NODE: a dummy (or ifb), NOARP, up, no IPv4 address,
+# svc_egress at egress, and weft_svc_dev names it (ifindex and MAC)
+svc_device_ok() {
+	local j rec
+	j=$(svc_link "$1") || { echo "$1 has no $SVC_DEV"; return 1; }
+	jq -e '.[0] | (.linkinfo.info_kind == "dummy" or .linkinfo.info_kind == "ifb") and
+		(.flags | index("NOARP") and index("UP"))' <<<"$j" >/dev/null ||
+		{ echo "$1 $SVC_DEV: $(jq -c '.[0] | {kind: .linkinfo.info_kind, flags}' <<<"$j"), want a dummy or ifb, NOARP, UP"; return 1; }
+	[ -z "$(ns "$1" ip -4 -o addr show dev "$SVC_DEV")" ] || { echo "$1 $SVC_DEV has an IPv4 address"; return 1; }
+	ns "$1" tc filter show dev "$SVC_DEV" egress | grep -q svc_egress || { echo "$1 $SVC_DEV: no svc_egress at egress: $(ns "$1" tc filter show dev "$SVC_DEV" egress)"; return 1; }
+	rec=$(bpftool -j map dump pinned "${PIN[$L/$1]}/weft_svc_dev" | jq -c '.[0].formatted.value | {ifindex, mac: (.mac | map(. as $b | [$b / 16 | floor, $b % 16] | map("0123456789abcdef"[.:.+1]) | join("")) | join(":"))}')
+	jq -e --argjson r "$rec" '.[0] | .ifindex == $r.ifindex and .address == $r.mac' <<<"$j" >/dev/null && return 0
+	echo "$1: weft_svc_dev says $rec; $SVC_DEV is $(jq -c '.[0] | {ifindex, address}' <<<"$j")"
+	return 1
+}
+svc_routes_ok() { # svc_routes_ok NODE: service and VIP networks dev weft_svc src <gateway>
+	local r
+	r=$(ns "$1" ip -j route show dev "$SVC_DEV")
+	jq -e --arg gw "${GW[$1]}" '[.[] | select(.prefsrc == $gw) | .dst] | sort == ["172.30.0.0/16", "192.168.201.0/24"]' <<<"$r" >/dev/null && return 0
+	echo "$1: routes dev $SVC_DEV: $(jq -c '[.[] | {dst, prefsrc}]' <<<"$r"), want 172.30.0.0/16 and 192.168.201.0/24 src ${GW[$1]}"
+	return 1
+}
+svc_ifindex() { svc_link "$1" | jq -r '.[0].ifindex'; }
+for n in node-1 node-2; do
+	check "$n: $SVC_DEV is a dummy (or ifb), NOARP, up, no address, svc_egress at egress, named by weft_svc_dev (ifindex, MAC)" svc_device_ok "$n"
+	check "$n: 172.30.0.0/16 and the VIP network 192.168.201.0/24 dev $SVC_DEV src ${GW[$n]}" svc_routes_ok "$n"
+done
+check "node-1 -> web ${CIP[web]}:80 TCP x30: spread over web-1..3, each sees node-1's gateway ${GW[node-1]}" \
+	spread node-1 tcp "${CIP[web]}" 80 30 "web-1 web-2 web-3" "${GW[node-1]}"
+check "node-1 -> web :80 UDP x30: spread, each sees ${GW[node-1]}" spread node-1 udp "${CIP[web]}" 80 30 "web-1 web-2 web-3" "${GW[node-1]}"
+check "node-2 -> web :80 TCP x30: spread, each sees node-2's gateway ${GW[node-2]}" \
+	spread node-2 tcp "${CIP[web]}" 80 30 "web-1 web-2 web-3" "${GW[node-2]}"
+if [ -n "$VIP" ]; then
+	check "node-1 -> lb's VIP $VIP:80 TCP x30: spread, each sees ${GW[node-1]}" spread node-1 tcp "$VIP" 80 30 "web-1 web-2 web-3" "${GW[node-1]}"
+else
+	fail "node-1 -> VIP :80 TCP" "lb has no VIP"
+fi
+check "internalTrafficPolicy Local: node-3 -> itp TCP x10: only web-3, sees ${GW[node-3]}" spread node-3 tcp "${CIP[itp]}" 80 10 web-3 "${GW[node-3]}"
+check "node-1 -> empty ${CIP[empty]}:80 TCP refused (RST) within 1 s" refused_fast node-1 tcp "${CIP[empty]}" 80
+check "node-1 -> empty :80 UDP refused (ICMP unreachable) within 1 s" refused_fast node-1 udp "${CIP[empty]}" 80
+
+# a backend outside the pod network (a host-network endpoint: node-2's IP)
+# would answer node-1's gateway where no program sees it: refused, counted
+{
+	svc hostep ClusterIP ports: '- {port: 80, targetPort: 8080, protocol: TCP}'
+	printf -- '---\napiVersion: v1\nkind: Endpoints\nmetadata: {name: hostep, namespace: shop}\nsubsets:\n- addresses: [{ip: %s}]\n  ports: [{port: 8080, protocol: TCP}]\n' "$N2"
+} >"$T_ROOT/hostep.yaml"
+check "apply service hostep with hand-written Endpoints $N2:8080 (a host-network endpoint)" lab weftctl apply -f "$T_ROOT/hostep.yaml"
+CIP[hostep]=$(svc_field hostep .spec.clusterIP)
+check "hostep ${CIP[hostep]}:80 programmed (1 backend)" programmed "${CIP[hostep]}" 80 tcp 1
+ext_refused() {
+	local before
+	before=$(drop_count node-1 external-backend)
+	refused_fast node-1 tcp "${CIP[hostep]}" 80 || return 1
+	grew node-1 external-backend "$before"
+}
+check "node-1 -> hostep: refused within 1 s (backend outside the pod network), external-backend counted on node-1" ext_refused
+
+# what is no frontend: dropped and counted, not answered
+silent_no_service() { # silent_no_service NODE FROM IP PORT
+	local before
+	before=$(drop_count "$1" no-service)
+	unanswered "$2" tcp "$3" "$4" || return 1
+	grew "$1" no-service "$before"
+}
+check "node-1 -> an unallocated cluster IP 172.30.255.254:80: no answer, no-service counted" silent_no_service node-1 node-1 172.30.255.254 80
+check "node-1 -> both ${CIP[both]}:80 TCP x30: spread, each sees ${GW[node-1]}" spread node-1 tcp "${CIP[both]}" 80 30 "web-1 web-2 web-3" "${GW[node-1]}"
+check "delete service both" lab weftctl delete svc both -n shop
+check "... both's ${CIP[both]} leaves every node's map (within 5 s)" wait_for 5 gone_everywhere_now "${CIP[both]}"
+check "... node-1 -> both ${CIP[both]}:80: no answer, no-service counted" silent_no_service node-1 node-1 "${CIP[both]}" 80
+
+# forwarded through a node (outside routes the service network via node-1):
+# not the gateway's, never translated
+outside_via_node1() {
+	ns outside ip route replace 172.30.0.0/16 via "$N1" || return 1
+	local rc=0
+	silent_no_service node-1 outside "${CIP[web]}" 80 || rc=1
+	ns outside ip route del 172.30.0.0/16 via "$N1"
+	return $rc
+}
+check "outside -> web ${CIP[web]}:80 routed through node-1: not translated, no answer, no-service counted" outside_via_node1
+
+svc_idx_before=$(svc_ifindex node-1)
+check "agent restart node-1" lab agent restart node-1
+check "... $SVC_DEV kept, same ifindex ($svc_idx_before)" is "$(svc_ifindex node-1)" "$svc_idx_before" "$SVC_DEV's ifindex"
+check "... still one $SVC_DEV, configured as before" svc_device_ok node-1
+check "... routes kept" svc_routes_ok node-1
+check "... node-1 -> web TCP x30: spread, each sees ${GW[node-1]}" spread node-1 tcp "${CIP[web]}" 80 30 "web-1 web-2 web-3" "${GW[node-1]}"
+
 if [ "$T_FAILED" -gt 0 ]; then
 	echo "  for the failures above: $(drops)"
 	for n in "${NODES[@]}"; do
@@ -528,7 +635,7 @@ fi
 stop_started
 check "down $LAB (and no sanitizer report in the controller's or agents' logs)" lab down
 
-# ================================================================ tenants (multitenant lab)
+# ================================================================ 5. tenants (multitenant lab)
 L=$MT
 NODES=(node-1 node-2)
 WEFT_LAB_AGENT_ARGS="--max-services 24" must lab up --nodes 2 --mode multitenant
@@ -596,7 +703,7 @@ STEAL=$(svc_field steal '.spec.clusterIP // empty' red)
 check "... red r1 -> red's steal ${STEAL:-?}:80 is refused at once (no endpoints), never reaching blue" \
 	refused_fast red/r1 tcp "${STEAL:-0.0.0.0}" 80
 
-# ---------------------------------------------------------------- 5. a full map
+# ---------------------------------------------------------------- 6. a full map
 # api (2 frontends x (1 + 1 slot)) and steal (1 frontend) use 5 of the 24
 # entries; wide asks for 12 ports x (1 + 1 slot) = 24 more
 {
