@@ -1,6 +1,20 @@
 # weft — plain Makefile.  `make` builds, `make test` runs every test,
 # `make demo` starts a local cluster, `make bench` runs the benchmarks.
 # Quiet unless V=1.  SAN=1 builds with ASan/UBSan into build/san.
+#
+# Order on a fresh machine (nothing of weft's dependencies installed):
+#  1. Every goal but `clean` includes build/config.mk, and its rule runs
+#     first, before anything is compiled: scripts/deps.sh installs the
+#     missing Debian packages (nothing when all are there), then
+#     scripts/config.sh asks pkg-config for every flag and fails naming any
+#     package it cannot find.  The file is rewritten only when a flag changed.
+#  2. When it was rewritten, make reads this file again (GNU make restarts
+#     after remaking an included makefile), so no flag is ever computed
+#     before the packages it comes from are installed.
+#  3. Then the goals are built.
+# tests/build/fresh_machine.sh checks this order on a copy of the tree.
+
+.DEFAULT_GOAL := all
 
 CC      ?= cc
 CLANG   ?= clang
@@ -18,14 +32,27 @@ SANFLAGS:=
 OPT     := -O2 -g
 endif
 
-PKGS     := jansson libfyaml libmicrohttpd libcurl sqlite3
+# build/config.mk defines PKG_CFLAGS, PKG_LIBS, AGENT_LIBS and CNI_LIBS.
+CONFIG  := build/config.mk
+NOCONFIG_GOALS := clean
+ifneq ($(filter-out $(NOCONFIG_GOALS),$(or $(MAKECMDGOALS),all)),)
+include $(CONFIG)
+endif
+
+# Always run: deps.sh is a no-op when everything is installed, and the
+# file's date changes only with its content, so make restarts only then.
+$(CONFIG): FORCE
+	@mkdir -p $(dir $@)
+	$(Q)bash scripts/deps.sh
+	$(Q)bash scripts/config.sh > $@.tmp
+	$(Q)if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
+FORCE:
+
 CFLAGS_W := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wno-unused-parameter
 CFLAGS   += -std=gnu11 $(OPT) $(CFLAGS_W) $(SANFLAGS) -D_GNU_SOURCE -MMD -MP \
-            -Isrc $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+            -Isrc $(PKG_CFLAGS)
 LDFLAGS  += $(SANFLAGS)
-LDLIBS   += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread -lm
-# the agent (and the tests that link it) also need libbpf and libmnl
-AGENTLIBS:= $(shell pkg-config --libs libbpf libmnl 2>/dev/null) -lelf -lz
+LDLIBS   += $(PKG_LIBS) -lpthread -lm
 CFLAGS   += -I. -I$(BPFOUT)
 
 # modules: every .c is a library object except main.c, *_test.c, *_fuzz.c
@@ -57,13 +84,14 @@ TESTBINS := $(patsubst src/%_test.c,$(BUILD)/tests/%_test,$(TESTSRC))
 BENCHSRC := $(wildcard bench/*/*.c)
 BENCHBINS:= $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCHSRC))
 
-.PHONY: all deps bpf test unit api e2e fuzz demo bench clean
-all: deps $(BINPATHS)
+.PHONY: all deps bpf test unit-bins fuzz demo bench clean FORCE
+all: $(BINPATHS)
 	$(Q)mkdir -p bin && for b in $(BINS); do ln -sf ../$(BUILD)/bin/$$b bin/$$b; done
 	$(Q)for s in $(SCRIPTS); do ln -sf ../src/lab/$$s bin/$$s; done
 
+# the packages are installed once build/config.mk is made (above)
 deps:
-	$(Q)bash scripts/deps.sh
+	@:
 
 $(BPFOUT)/%.bpf.o: bpf/%.bpf.c $(BPFHDRS)
 	@mkdir -p $(dir $@)
@@ -104,14 +132,13 @@ $(BUILD)/bin/weftctl: $(BUILD)/obj/ctl/main.o $(ARCHIVES)
 $(BUILD)/bin/weft-agent: $(BUILD)/obj/agent/main.o $(ARCHIVES)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LD      $@")
-	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(ARCHIVES) $(LDLIBS) $(AGENTLIBS)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(ARCHIVES) $(LDLIBS) $(AGENT_LIBS)
 
 # the CNI plugin runs once per pod start: it links only lib and jansson
 $(BUILD)/bin/weft-cni: $(BUILD)/obj/cni/main.o $(BUILD)/libweft_cni.a $(BUILD)/libweft_lib.a
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LD      $@")
-	$(Q)$(CC) $(LDFLAGS) -Wl,--as-needed -o $@ $< $(BUILD)/libweft_cni.a $(BUILD)/libweft_lib.a \
-	  $(shell pkg-config --libs jansson)
+	$(Q)$(CC) $(LDFLAGS) -Wl,--as-needed -o $@ $< $(BUILD)/libweft_cni.a $(BUILD)/libweft_lib.a $(CNI_LIBS)
 
 $(BUILD)/obj/test.o: tests/unit/test.c tests/unit/test.h
 	@mkdir -p $(dir $@)
@@ -120,12 +147,12 @@ $(BUILD)/obj/test.o: tests/unit/test.c tests/unit/test.h
 $(BUILD)/tests/%_test: src/%_test.c $(BUILD)/obj/test.o $(ARCHIVES)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  TEST-LD $@")
-	$(Q)$(CC) $(CFLAGS) -Itests/unit $(LDFLAGS) -o $@ $< $(BUILD)/obj/test.o $(ARCHIVES) $(LDLIBS) $(AGENTLIBS)
+	$(Q)$(CC) $(CFLAGS) -Itests/unit $(LDFLAGS) -o $@ $< $(BUILD)/obj/test.o $(ARCHIVES) $(LDLIBS) $(AGENT_LIBS)
 
 $(BUILD)/bench/%: bench/%.c $(ARCHIVES)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  BENCH   $@")
-	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(ARCHIVES) $(LDLIBS) $(AGENTLIBS)
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(ARCHIVES) $(LDLIBS) $(AGENT_LIBS)
 
 # fuzzers: clang libFuzzer, short runs in `make test`
 FUZZSRC  := $(wildcard src/*/*_fuzz.c)
@@ -134,18 +161,17 @@ FUZZLIBSRC := $(foreach m,lib model controller store,$(call srcs,$(m))) src/agen
 build/fuzz/%_fuzz: src/%_fuzz.c $(FUZZLIBSRC)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  FUZZ-LD $@")
-	$(Q)$(CLANG) -std=gnu11 -g -O1 -D_GNU_SOURCE -Isrc $(shell pkg-config --cflags $(PKGS)) \
+	$(Q)$(CLANG) -std=gnu11 -g -O1 -D_GNU_SOURCE -Isrc $(PKG_CFLAGS) \
 	  -fsanitize=fuzzer,address,undefined -o $@ $< $(FUZZLIBSRC) $(LDLIBS)
 
-fuzz: deps $(FUZZBINS)
+fuzz: $(FUZZBINS)
 
-unit-bins: deps
+# the sanitizer build of every test and daemon, which tests/run runs
+unit-bins:
 	$(Q)$(MAKE) --no-print-directory SAN=1 $(patsubst src/%_test.c,build/san/tests/%_test,$(TESTSRC)) \
 	  $(addprefix build/san/bin/,$(BINS))
 
-test: deps
-	$(Q)$(MAKE) --no-print-directory SAN=1 $(patsubst src/%_test.c,build/san/tests/%_test,$(TESTSRC)) \
-	  $(addprefix build/san/bin/,$(BINS))
+test: unit-bins
 	$(Q)$(MAKE) --no-print-directory $(FUZZBINS)
 	$(Q)bash tests/run
 
