@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# tests/tools/cnitool-smoke.sh — check that build/tools/cnitool (built by
+# cnitool_reference.sh — the reference CNI client that cni_portmap.sh
+# drives weft with is itself sound: build/tools/cnitool (built by
 # scripts/cnitool.sh) drives Debian's reference plugins: a conflist of
 # bridge + host-local + portmap, `cnitool add`, `check`, a port mapping
 # that answers, then `del` leaves nothing behind.
@@ -10,19 +11,17 @@
 # directory.  The trap removes the namespaces, the server it started (by
 # PID) and its files, also on failure.
 #
-#   bash tests/tools/cnitool-smoke.sh     (as root; exit 0 = all good)
-set -u
-cd "$(dirname "$0")/../.." || exit 1
-CNITOOL=${CNITOOL:-build/tools/cnitool}
+# When cni_portmap.sh fails and this passes, the fault is weft's, not the
+# client's.
+cd "$(dirname "$0")/../.." && source tests/lib.sh
 CNI_BIN=${CNI_BIN:-/usr/lib/cni}
 
 node=wcnit-node-$$
 pod=wcnit-pod-$$
-tmp=$(mktemp -d /tmp/weft-cnitool-smoke.XXXXXX)
+tmp=$(tmpdir)
 srv_pid=
 had_cache_dir=0
 [ -d /var/lib/cni ] && had_cache_dir=1
-failed=0
 
 cleanup() {
 	[ -n "$srv_pid" ] && kill "$srv_pid" 2>/dev/null && wait "$srv_pid" 2>/dev/null
@@ -33,17 +32,14 @@ cleanup() {
 	fi
 	ip netns del "$pod" 2>/dev/null
 	ip netns del "$node" 2>/dev/null
-	rm -rf "$tmp"
 	# libcni's cache: remove only the directories this test created, if empty.
 	if [ "$had_cache_dir" = 0 ]; then
 		rmdir /var/lib/cni/results /var/lib/cni 2>/dev/null
 	fi
+	t_cleanup
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-
-ok() { echo "  ok   $1"; }
-bad() { echo "  FAIL $1${2:+: $2}"; failed=$((failed + 1)); }
 
 cni() {
 	ip netns exec "$node" env NETCONFPATH="$tmp/net.d" CNI_PATH="$CNI_BIN" \
@@ -52,17 +48,17 @@ cni() {
 		"$CNITOOL" "$1" wcnit "/var/run/netns/$pod"
 }
 
-if [ ! -x "$CNITOOL" ]; then
-	echo "cnitool-smoke: $CNITOOL missing (run scripts/cnitool.sh)" >&2
-	exit 1
+if [ "$(id -u)" -ne 0 ]; then
+	fail "cnitool_reference needs root (network namespaces)"; finish; exit
+fi
+if ! CNITOOL=$(bash scripts/cnitool.sh 2>"$tmp/cnitool.err" | tail -n 1) || [ ! -x "$CNITOOL" ]; then
+	fail "bash scripts/cnitool.sh builds the reference client" "$(tail -n 3 "$tmp/cnitool.err")"
+	finish; exit
 fi
 for p in bridge host-local portmap; do
-	[ -x "$CNI_BIN/$p" ] || { echo "cnitool-smoke: $CNI_BIN/$p missing (containernetworking-plugins)" >&2; exit 1; }
+	[ -x "$CNI_BIN/$p" ] || { fail "$CNI_BIN/$p exists" "Debian package containernetworking-plugins"; finish; exit; }
 done
-if ! command -v iptables >/dev/null; then
-	echo "cnitool-smoke: iptables missing (Debian package iptables; the portmap plugin calls it)" >&2
-	exit 1
-fi
+command -v iptables >/dev/null || { fail "iptables exists" "Debian package iptables; the portmap plugin calls it"; finish; exit; }
 
 mkdir -p "$tmp/net.d"
 cat >"$tmp/net.d/10-wcnit.conflist" <<JSON
@@ -91,12 +87,12 @@ ip netns add "$node"
 ip netns add "$pod"
 ip -n "$node" link set lo up
 
-if out=$(cni add 2>&1); then ok "add"; else bad "add" "$out"; exit 1; fi
+if out=$(cni add 2>&1); then pass "add"; else fail "add" "$out"; finish; exit; fi
 ip=$(printf '%s' "$out" | jq -r '.ips[0].address' | cut -d/ -f1)
-case $ip in 10.244.1.*) ok "add result has an IP ($ip)" ;; *) bad "add result" "$out" ;; esac
+case $ip in 10.244.1.*) pass "add result has an IP ($ip)" ;; *) fail "add result" "$out" ;; esac
 
-if ip -n "$pod" -4 addr show dev eth0 | grep -q "inet $ip/"; then ok "pod eth0 has $ip"; else bad "pod eth0"; fi
-if ip netns exec "$pod" ping -c1 -W2 10.244.1.1 >/dev/null; then ok "pod reaches gateway"; else bad "pod reaches gateway"; fi
+if ip -n "$pod" -4 addr show dev eth0 | grep -q "inet $ip/"; then pass "pod eth0 has $ip"; else fail "pod eth0"; fi
+if ip netns exec "$pod" ping -c1 -W2 10.244.1.1 >/dev/null; then pass "pod reaches gateway"; else fail "pod reaches gateway"; fi
 
 # containernetworking-plugins 1.1.1's portmap CHECK looks for an IPv6 DNAT
 # chain that ADD never made for an IPv4-only pod and fails
@@ -104,17 +100,17 @@ if ip netns exec "$pod" ping -c1 -W2 10.244.1.1 >/dev/null; then ok "pod reaches
 # the plugin's bug, not the client's: accept exactly that failure here, and
 # prove CHECK through cnitool on a bridge + host-local list further down.
 if out=$(cni check 2>&1); then
-	ok "check"
+	pass "check"
 elif [[ $out == *"could not check ipv6 dnat"* ]]; then
-	ok "check: portmap's known IPv4-only CHECK bug (plugins#819): $out"
+	pass "check: portmap's known IPv4-only CHECK bug (plugins#819): $out"
 else
-	bad "check" "$out"
+	fail "check" "$out"
 fi
 
 if ip netns exec "$node" iptables -t nat -S 2>/dev/null | grep -q 'dport 18080'; then
-	ok "portmap DNAT rule in node namespace"
+	pass "portmap DNAT rule in node namespace"
 else
-	bad "portmap DNAT rule" "$(ip netns exec "$node" iptables -t nat -S 2>&1 | tail -5)"
+	fail "portmap DNAT rule" "$(ip netns exec "$node" iptables -t nat -S 2>&1 | tail -5)"
 fi
 ip netns exec "$pod" socat TCP-LISTEN:8080,reuseaddr,fork SYSTEM:'echo weft-smoke' &
 srv_pid=$!
@@ -123,14 +119,14 @@ for _ in $(seq 50); do
 	reply=$(ip netns exec "$node" socat -T2 - TCP:10.244.1.1:18080 </dev/null 2>/dev/null) && [ -n "$reply" ] && break
 	sleep 0.1
 done
-if [ "$reply" = weft-smoke ]; then ok "hostPort 18080 reaches the pod"; else bad "hostPort 18080" "reply '$reply'"; fi
+if [ "$reply" = weft-smoke ]; then pass "hostPort 18080 reaches the pod"; else fail "hostPort 18080" "reply '$reply'"; fi
 kill "$srv_pid" 2>/dev/null; wait "$srv_pid" 2>/dev/null; srv_pid=
 
-if out=$(cni del 2>&1); then ok "del"; else bad "del" "$out"; fi
-if ip -n "$pod" link show eth0 >/dev/null 2>&1; then bad "del removed eth0"; else ok "del removed eth0"; fi
-if ip netns exec "$node" iptables -t nat -S 2>/dev/null | grep -q 'dport 18080'; then bad "del removed DNAT rule"; else ok "del removed DNAT rule"; fi
-if compgen -G "$tmp/ipam/wcnit/10.*" >/dev/null; then bad "del released the lease"; else ok "del released the lease"; fi
-if out=$(cni del 2>&1); then ok "del again is a no-op"; else bad "del again" "$out"; fi
+if out=$(cni del 2>&1); then pass "del"; else fail "del" "$out"; fi
+if ip -n "$pod" link show eth0 >/dev/null 2>&1; then fail "del removed eth0"; else pass "del removed eth0"; fi
+if ip netns exec "$node" iptables -t nat -S 2>/dev/null | grep -q 'dport 18080'; then fail "del removed DNAT rule"; else pass "del removed DNAT rule"; fi
+if compgen -G "$tmp/ipam/wcnit/10.*" >/dev/null; then fail "del released the lease"; else pass "del released the lease"; fi
+if out=$(cni del 2>&1); then pass "del again is a no-op"; else fail "del again" "$out"; fi
 
 # The same without portmap: add, check (must pass), del.
 jq '.name = "wcnit-np" | .plugins |= [.[0]]' "$tmp/net.d/10-wcnit.conflist" >"$tmp/net.d/20-wcnit-np.conflist"
@@ -139,12 +135,11 @@ np() {
 		CNI_ARGS='IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=smoke' \
 		"$CNITOOL" "$1" wcnit-np "/var/run/netns/$pod"
 }
-if out=$(np add 2>&1); then ok "bridge+host-local: add"; else bad "bridge+host-local: add" "$out"; fi
-if out=$(np check 2>&1); then ok "bridge+host-local: check"; else bad "bridge+host-local: check" "$out"; fi
+if out=$(np add 2>&1); then pass "bridge+host-local: add"; else fail "bridge+host-local: add" "$out"; fi
+if out=$(np check 2>&1); then pass "bridge+host-local: check"; else fail "bridge+host-local: check" "$out"; fi
 ip -n "$pod" addr flush dev eth0 2>/dev/null
-if out=$(np check 2>&1); then bad "check notices a removed address" "passed"; else ok "check notices a removed address"; fi
-if out=$(np del 2>&1); then ok "bridge+host-local: del"; else bad "bridge+host-local: del" "$out"; fi
-if ip -n "$pod" link show eth0 >/dev/null 2>&1; then bad "bridge+host-local: del removed eth0"; else ok "bridge+host-local: del removed eth0"; fi
+if out=$(np check 2>&1); then fail "check notices a removed address" "passed"; else pass "check notices a removed address"; fi
+if out=$(np del 2>&1); then pass "bridge+host-local: del"; else fail "bridge+host-local: del" "$out"; fi
+if ip -n "$pod" link show eth0 >/dev/null 2>&1; then fail "bridge+host-local: del removed eth0"; else pass "bridge+host-local: del removed eth0"; fi
 
-if [ "$failed" -eq 0 ]; then echo "cnitool-smoke: all passed"; else echo "cnitool-smoke: $failed failed"; fi
-[ "$failed" -eq 0 ]
+finish
