@@ -43,6 +43,11 @@ wait_for() {
 	done
 }
 
+# watch_open HEADERS: wait until a streaming `curl -D HEADERS` has its
+# 200.  The controller registers a watch before it answers, so from then on
+# every write reaches the stream.
+watch_open() { wait_for 10 grep -q '^HTTP/[0-9.]* 200' "$1"; }
+
 # tmpdir: a fresh directory under T_ROOT (safe in $(...): cleanup removes the root).
 tmpdir() { mktemp -d "$T_ROOT/d.XXXXXX"; }
 

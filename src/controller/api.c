@@ -516,6 +516,9 @@ static enum MHD_Result handle_metrics(struct api *a, struct MHD_Connection *c, s
 	fprintf(f, "# HELP weft_endpoints_deletes_total Endpoints deleted by the endpoints controller.\n"
 		   "# TYPE weft_endpoints_deletes_total counter\nweft_endpoints_deletes_total %" PRIu64 "\n",
 		m->endpoints_deletes);
+	fprintf(f, "# HELP weft_endpoints_recomputed_total Services whose Endpoints the endpoints controller computed.\n"
+		   "# TYPE weft_endpoints_recomputed_total counter\nweft_endpoints_recomputed_total %" PRIu64 "\n",
+		   m->endpoints_recomputes);
 	fprintf(f, "# HELP weft_endpoints_failures_total Endpoints writes that failed (retried).\n"
 		   "# TYPE weft_endpoints_failures_total counter\nweft_endpoints_failures_total %" PRIu64 "\n",
 		m->endpoints_failures);

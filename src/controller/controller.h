@@ -83,6 +83,7 @@ struct metrics {
 	uint64_t watchers_dropped_slow;
 	uint64_t endpoints_writes;		/* Endpoints the endpoints controller wrote */
 	uint64_t endpoints_deletes;		/* ... and deleted */
+	uint64_t endpoints_recomputes;		/* Services whose Endpoints it computed */
 	uint64_t endpoints_failures;		/* ... writes that failed (retried) */
 };
 

@@ -615,6 +615,7 @@ static int reconcile_one(struct endpoints_ctl *c, const char *ns, const char *na
 		want = desired(nsx, svc, &subsets);
 		if (!want)
 			return -1;
+		r->metrics->endpoints_recomputes++;
 		if (stored && json_equal(stored, want))
 			goto out;
 		obj = endpoints_object(ns, name, want);

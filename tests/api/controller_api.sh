@@ -102,9 +102,9 @@ check "DELETE with the current resourceVersion: 200, gone" \
 
 # --- watch: events in order, resume from a revision
 rv=$(api GET /api/v1/namespaces/default/pods | body_of | jq_py 'd["metadata"]["resourceVersion"]')
-curl -sN -H "Authorization: Bearer $TOKEN" "$CTRL_URL/api/v1/namespaces/default/pods?watch=1&resourceVersion=$rv" > "$dir/watch1" &
+curl -sN -D "$dir/watch1.h" -H "Authorization: Bearer $TOKEN" "$CTRL_URL/api/v1/namespaces/default/pods?watch=1&resourceVersion=$rv" > "$dir/watch1" &
 wpid=$!; T_PIDS+=("$wpid")
-sleep 0.3
+check "the watch stream is open (its 200 arrived)" watch_open "$dir/watch1.h"
 for p in p1 p2 p3; do api POST /api/v1/namespaces/default/pods -d "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"$p\"}}" >/dev/null; done
 api PUT /api/v1/namespaces/default/pods/p2 -d '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p2","labels":{"a":"b"}}}' >/dev/null
 api DELETE /api/v1/namespaces/default/pods/p3 >/dev/null
@@ -137,9 +137,9 @@ check "timeoutSeconds ends the watch; all namespaces are watched" test "$(grep -
 cur=$(api GET /api/v1/namespaces/default/pods/p2 | body_of)
 rv1=$(echo "$cur" | jq_py 'd["metadata"]["resourceVersion"]')
 srv=$(api GET /api/v1/pods | body_of | jq_py 'd["metadata"]["resourceVersion"]')
-curl -sN -m 2 -H "Authorization: Bearer $TOKEN" "$CTRL_URL/api/v1/pods?watch=1&resourceVersion=$srv" > "$dir/watch5" &
+curl -sN -m 2 -D "$dir/watch5.h" -H "Authorization: Bearer $TOKEN" "$CTRL_URL/api/v1/pods?watch=1&resourceVersion=$srv" > "$dir/watch5" &
 w5=$!; T_PIDS+=("$w5")
-sleep 0.3
+check "the second watch stream is open" watch_open "$dir/watch5.h"
 out=$(api PUT /api/v1/namespaces/default/pods/p2 -d '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p2","labels":{"a":"b"}}}')
 check "no-op replace: 200 with the same resourceVersion" test "$(echo "$out" | code_of) $(echo "$out" | body_of | jq_py 'd["metadata"]["resourceVersion"]')" = "200 $rv1"
 wait "$w5" 2>/dev/null
@@ -157,9 +157,9 @@ check "metrics need the token" test "$(curl -s -o /dev/null -w '%{http_code}' "$
 
 # --- stopping with idle watches whose clients left, and one still open
 for i in 1 2 3; do curl -s -m 1 -o /dev/null -H "Authorization: Bearer $TOKEN" "$CTRL_URL/api/v1/pods?watch=1&resourceVersion=$rv" || true; done
-curl -sN -H "Authorization: Bearer $TOKEN" "$CTRL_URL/api/v1/nodes?watch=1" > /dev/null &
+curl -sN -D "$dir/watch6.h" -H "Authorization: Bearer $TOKEN" "$CTRL_URL/api/v1/nodes?watch=1" > /dev/null &
 T_PIDS+=("$!")
-sleep 0.3
+check "a watch is open while the controller stops" watch_open "$dir/watch6.h"
 
 # --- restart on the same directory: same state, same token
 check_stop "controller stops cleanly with watches open (no sanitizer report)"

@@ -115,10 +115,10 @@ check "port names and protocols" \
 
 # watchers see Endpoints change
 rv=$(api GET /api/v1/namespaces/red/endpoints | body_of | jq -r .metadata.resourceVersion)
-curl -sN -m 5 -H "Authorization: Bearer $(cat "$CTRL_TOKEN_FILE")" \
+curl -sN -m 5 -D "$DIR/watch.h" -H "Authorization: Bearer $(cat "$CTRL_TOKEN_FILE")" \
 	"$CTRL_URL/api/v1/namespaces/red/endpoints?watch=1&resourceVersion=$rv" >"$DIR/watch" &
 wpid=$!; T_PIDS+=("$wpid")
-sleep 0.3
+check "the Endpoints watch is open" watch_open "$DIR/watch.h"
 
 # a label change through apply of the manifest (no status in it): the pod
 # keeps its podIP, and leaves the Service
