@@ -153,10 +153,16 @@ check "iperf3 server listens in b" wait_for 5 bash -c "ip netns exec $LAB-pod-bl
 ip netns exec "$LAB-pod-blue-a" iperf3 -c "$ip_b" -p 5201 -t 8 -i 1 -J >"$tmp/client.json" 2>&1 &
 cli=$! BG+=("$cli")
 check "the transfer is under way" wait_for 5 bash -c "ip netns exec $LAB-pod-blue-b ss -Htn state established 'sport = :5201' | grep -q ."
-sleep 1	# a second into the transfer
+# received BYTES: b's end of the transfer has taken more than BYTES
+received() {
+	ip netns exec "$LAB-pod-blue-b" ss -Htni state established 'sport = :5201' |
+		grep -oE 'bytes_received:[0-9]+' | cut -d: -f2 | sort -n | tail -n 1 |
+		{ read -r n; [ "${n:-0}" -gt "$1" ]; }
+}
+check "100 MB into the transfer" wait_for 8 received 100000000
 off1=$(log_size "$(agent_log node-1)") off2=$(log_size "$(agent_log node-2)")
 check "agent restart node-1 --kill" lab agent restart node-1 --kill
-sleep 1
+check "... and 100 MB more while node-1's agent was restarted" wait_for 8 received 200000000
 check "agent restart node-2 --kill" lab agent restart node-2 --kill
 check "... both restarts happened while the transfer ran" alive "$cli"
 rc=0; wait "$cli" || rc=$?
