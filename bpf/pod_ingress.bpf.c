@@ -15,6 +15,16 @@
  *	  │   ├─ malformed ───────────────────────────────── drop MALFORMED
  *	  │   ├─ source IP no endpoint on this ifindex ───── drop SPOOFED_IP
  *	  │   ├─ Ethernet source not the endpoint's MAC ──── drop SPOOFED_MAC
+ *	  │   ├─ TCP/UDP: services (lib/lb.h)
+ *	  │   │   ├─ a backend here answering a translated
+ *	  │   │   │  connection (REV) ── source := frontend
+ *	  │   │   │   ├─ the client is outside ──────────── redirect_neigh(underlay)
+ *	  │   │   │   └─ ─────────────────────────────────── on below
+ *	  │   │   ├─ to a frontend (cluster IP, VIP,
+ *	  │   │   │  node IP:NodePort; never a pod address)
+ *	  │   │   │   ├─ no (local) backend ──────────────── TCP RST / ICMP unreachable
+ *	  │   │   │   └─ destination := backend (conntrack)  on below
+ *	  │   │   └─ anything else ───────────────────────── on below, untouched
  *	  │   ├─ destination a pod here (weft_endpoints)
  *	  │   │   ├─ VNID rule refuses ───────────────────── drop ISOLATED
  *	  │   │   └─ ─────────────────────────────────────── bpf_redirect_peer(pod)
@@ -66,9 +76,19 @@
  *  4. No packet is forwarded, tunnelled or passed to the stack before its
  *     sender passed anti-spoofing (once the config is complete).
  *
- * Not yet here (later issues, in this order after anti-spoofing): service
- * translation (the tenant check must then use the translated backend),
- * egress policy.
+ * Services: translation comes right after anti-spoofing and before
+ * everything else, so the tenant check and the forwarding below see the
+ * backend the connection was given, and the client's real address (a pod
+ * reaching itself through its service gets the hairpin source
+ * WEFT_HAIRPIN_IP).  The conntrack entries live on this node, the
+ * client's: answers from a backend here are translated back above, from
+ * a backend elsewhere by vxlan_ingress.  Pod-to-pod packets (destination
+ * inside the cluster networks) skip the frontend lookup; a TCP SYN among
+ * them retires the entries of a translated connection that used the same
+ * addresses and ports (lb_forget_clash).
+ *
+ * Not yet: egress NetworkPolicy, which will go after the translation,
+ * beside the tenant check.
  */
 #include "lib/common.h"
 

@@ -12,6 +12,10 @@
  *	  ├─ ARP ──────────────────────────────────────── drop ARP
  *	  ├─ IPv4
  *	  │   ├─ malformed ────────────────────────────── drop MALFORMED
+ *	  │   ├─ TCP/UDP answering a connection this node
+ *	  │   │  translated (REV, lib/lb.h) ── source := frontend
+ *	  │   │   ├─ the client is outside ────────────── redirect_neigh(underlay)
+ *	  │   │   └─ ──────────────────────────────────── on below
  *	  │   ├─ destination a pod here
  *	  │   │   ├─ VNID rule (VNI vs the pod's) refuses ─ drop ISOLATED
  *	  │   │   └─ [later: ingress policy] ──────────── bpf_redirect_peer(pod)
@@ -29,6 +33,12 @@
  * set it, so the outer source must be a node of the cluster (weft_node_ips,
  * checked for every VNI, 0 included: VNI 0 is the most privileged).  The
  * rest of the underlay could otherwise reach any pod with any tenant.
+ *
+ * Services: the node that translated a connection (the client's) keeps
+ * its conntrack, so a backend on another node answers over the tunnel to
+ * here, and the answer is translated back (source := the frontend) before
+ * the tenant check, which compares the backend's VNID (the VNI) with the
+ * client pod's.
  *
  * Nobody sends ARP over the tunnel (pod_ingress answers every pod's ARP on
  * its own node), so ARP here is noise or an attack.

@@ -6,11 +6,12 @@
  *   node.c     registration with the controller, node.json, devices
  *              (VXLAN, gateway address, routes, the service device),
  *              masquerade, MTU
- *   sync.c     list+watch of Nodes and Pods; routes and maps kept equal
- *              to the desired state
+ *   sync.c     list+watch of Nodes, Pods, NetNamespaces, Services and
+ *              Endpoints; routes and maps kept equal to the desired state
  *   pod.c      the CNI operations (ADD, DEL, CHECK, GC, STATUS)
  *   service.c  Services and Endpoints -> service maps; conntrack GC
- *   report.c   Pod records in the controller kept equal to the leases
+ *   report.c   Pod records in the controller kept equal to the leases;
+ *              the Node's annotations (applied revisions, drops, map full)
  *
  * Locking: agent.lock guards the node and pod caches and the ready flags;
  * the maps and the leases have their own (single syscalls / ipam's mutex).

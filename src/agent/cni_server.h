@@ -1,7 +1,7 @@
 /*
  * cni_server.h — the agent's CNI endpoint: a unix socket serving the
  * requests weft-cni forwards (lib/cni_proto.h), with everything the CNI
- * specification says about them (shared/specs/cni.md): validation of the
+ * specification says about them (docs/cni.md): validation of the
  * environment and the network configuration, version negotiation (1.0.0,
  * 1.1.0 and the older ones CHECK refuses), CNI_ARGS parsing, result and
  * error JSON.  What an operation does to the node is the agent's: the

@@ -1,7 +1,7 @@
 /*
- * sync.c — the agent follows the cluster: list+watch of Nodes and of Pods
- * from the controller, one thread each, and keeps the node's routes and
- * maps equal to what they say.
+ * sync.c — the agent follows the cluster: list+watch of Nodes, Pods,
+ * NetNamespaces, Services and Endpoints from the controller, one thread
+ * each, and keeps the node's routes and maps equal to what they say.
  *
  *   Nodes  -> weft_nodes (subnet -> node IP; our own subnet too, so the
  *             programs know it is local) and, for other nodes, a route
@@ -9,13 +9,17 @@
  *   Pods   -> weft_ipcache (pod IP -> node IP, VNID); entries of this
  *             node's own pods come from the leases (pod.c) and are never
  *             removed by an event
+ *   NetNamespaces -> the VNID of each namespace; a change re-tags the
+ *             namespace's pods in weft_ipcache and weft_endpoints
+ *   Services, Endpoints -> service.c (weft_services, weft_backends)
  *
  * Each thread: list (resourceVersion N) -> apply every item, remove what
  * the list no longer has -> watch from N, applying events as they come ->
  * on any break (controller gone, 410 Expired, heartbeat timeout) list again,
- * with a back-off while the controller is unreachable.  After both lists
- * have been applied once, the config entry is written (version last) and
- * the agent is ready.
+ * with a back-off while the controller is unreachable.  After the Nodes,
+ * Pods and NetNamespaces lists have been applied once, the config entry is
+ * written (version last) and the agent is ready.  The revision each kind
+ * has been applied up to goes on the Node (report.c).
  */
 #include <arpa/inet.h>
 #include <errno.h>

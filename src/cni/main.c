@@ -1,5 +1,5 @@
 /*
- * main.c — weft-cni, the CNI plugin (shared/specs/cni.md): the container
+ * main.c — weft-cni, the CNI plugin (docs/cni.md): the container
  * runtime runs it with CNI_* in the environment and the network
  * configuration on stdin; it forwards the request to weft-agent on the
  * node and prints what the agent answers.

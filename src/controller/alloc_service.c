@@ -7,11 +7,13 @@
  * two controllers rarely contend.  A cluster IP is immutable for the
  * service's life; "None" makes a headless service with no allocation.
  *
- * NodePorts (type NodePort/LoadBalancer): 30000–32767, the requested one if
- * free (or already this service's: TCP and UDP may share one), else a
- * random free one.  On replace a port keeps its NodePort unless the user
- * asks for another; NodePorts no longer used are released in the same
- * transaction.  Every allocation key is guarded by "still absent".
+ * NodePorts (type NodePort/LoadBalancer): 30000–32767.  A requested one is
+ * used if free (or already this service's: TCP and UDP may share one),
+ * else an error naming its owner; without a request, a random free one
+ * (random start, linear probe).  On replace a port keeps its NodePort
+ * unless the user asks for another; NodePorts no longer used are released
+ * in the same transaction.  Every allocation key is guarded by "still
+ * absent".
  *
  * VIPs (type LoadBalancer): alloc_vip.c, called from here.
  */

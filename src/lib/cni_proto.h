@@ -17,7 +17,7 @@
  * it, so the agent need not share the runtime's mount namespace.
  *
  * Beside the framing, the few facts of the CNI specification that both
- * ends check (shared/specs/cni.md): the error codes, the versions, the
+ * ends check (docs/cni.md): the error codes, the versions, the
  * container ID and interface name rules, the error JSON.
  * Functions return 0 or -errno and never print.
  */

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2016  # jq filters name $variables inside single quotes
 # cni_contract.sh — the real weft-cni binary, run exactly as a container
-# runtime runs it, keeps the CNI contract (shared/specs/cni.md, docs/cni.md):
+# runtime runs it, keeps the CNI contract (docs/cni.md):
 # 100 parallel ADDs get 100 distinct valid addresses and well-formed
 # results; a /29 node takes 5 pods and refuses the 6th cleanly; a released
 # IP is not handed out again at once; DEL is idempotent and forgiving;

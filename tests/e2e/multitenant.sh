@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2016  # jq filters name $variables inside single quotes
 # multitenant.sh — project isolation in a 3-node lab in multitenant mode
-# (docs: /work/shared/specs/multitenancy.md, docs/agent.md), measured with
+# (docs: docs/multitenancy.md, docs/agent.md), measured with
 # real traffic, and every refusal seen from both ends: the sender gets no
 # answer AND the server listening in the destination logged nothing.
 #

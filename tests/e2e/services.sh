@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2016  # jq filters name $variables inside single quotes
-# services.sh — Services in the eBPF data plane (/work/shared/specs/services.md,
+# services.sh — Services in the eBPF data plane (docs/services.md,
 # issue 5), measured with real traffic: three backends on three nodes, each
 # answering with its own name and the client address it sees, so every
 # answer says which backend served it and whether the client's IP survived.
