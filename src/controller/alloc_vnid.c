@@ -1,16 +1,25 @@
 /*
- * alloc_vnid.c — VNIDs: a Namespace's NetNamespace, and the pod-network
- * verbs (join, isolate, make global).  Semantics: shared/specs/multitenancy.md.
+ * alloc_vnid.c — VNIDs: a Namespace's NetNamespace and the pod-network
+ * verbs (join, isolate, make global).  What the modes and VNIDs mean for
+ * users: docs/api.md, "Cluster modes and VNIDs"; how the data plane
+ * enforces them: docs/agent.md, "Tenants".
  *
- * VNID 0 is global (namespace "default", and every namespace in flat
- * mode); 1..9 are reserved; others are allocated lowest-free from 10.  Each
- * VNID in use has an allocation key holding how many namespaces use it; a
- * VNID is free again when that count reaches 0 (the key is deleted).  VNID 0
- * has no key.
+ * Invariants
+ *  1. VNID 0 is global: the namespace "default" always has it, and in flat
+ *     and networkpolicy modes every namespace has it
+ *     (cluster_mode_gives_vnids).  1..9 are reserved; in multitenant mode
+ *     every other namespace gets the lowest free VNID from 10.
+ *  2. Each VNID other than 0 in use has an allocation key holding how many
+ *     NetNamespaces use it; the key is deleted when that count reaches 0
+ *     (the VNID is free again).  VNID 0 has no key, so in flat and
+ *     networkpolicy modes there are no VNID keys at all.
+ *  3. The pod-network verbs change VNIDs in multitenant mode only.
  *
  * A write loads the whole VNID view (keys with counts and mod_revs),
  * changes it in memory, and emits one guarded put/delete per changed key,
  * so concurrent writers on other namespaces retry instead of sharing a VNID.
+ * Every write also guards the ClusterNetwork's revision: a mode change in
+ * between makes it plan again under the new mode.
  */
 #include "controller/controller.h"
 
@@ -162,7 +171,7 @@ int namespace_admit(struct registry *r, struct txnb *b, json_t *obj, struct stat
 	netns_key(name, key, sizeof(key));
 	txnb_unchanged(b, OBJ_PREFIX "clusternetworks/default", r->config_rev);
 	txnb_absent(b, key);
-	if (r->config.mode != MODE_FLAT && strcmp(name, "default") != 0) {
+	if (cluster_mode_gives_vnids(r->config.mode) && strcmp(name, "default") != 0) {
 		if (view_load(r, &v, st))
 			return -1;
 		if (view_lowest_free(&v, &vnid)) {
@@ -259,11 +268,11 @@ static const char *action_name(enum podnet_action a)
 int registry_podnetwork(struct registry *r, enum podnet_action a, const char *to,
 			const char *const *projects, size_t n, json_t **out, int64_t *rev, struct status *st)
 {
-	if (r->config.mode != MODE_MULTITENANT) {
+	if (!cluster_mode_gives_vnids(r->config.mode)) {
 		status_set(st, 409, "Conflict",
-			   "%s works in multitenant mode; this cluster's mode is %s (every project shares VNID 0%s)",
-			   action_name(a), cluster_mode_name(r->config.mode),
-			   r->config.mode == MODE_NETWORKPOLICY ? "; use NetworkPolicy objects" : "");
+			   "%s works in multitenant mode only; this cluster's mode is %s, where every project "
+			   "has VNID 0 and reaches every other",
+			   action_name(a), cluster_mode_name(r->config.mode));
 		return -1;
 	}
 	if (n == 0) {
