@@ -3,7 +3,9 @@
  * real SQLite store: VNIDs per mode (networkpolicy and flat give every
  * namespace VNID 0 and allocate nothing), the pod-network verbs refused
  * outside multitenant mode naming the mode, hand-written Endpoints across
- * namespaces.
+ * namespaces, mode changes refused unless the stored VNIDs already fit the
+ * new mode.  A randomized run checks namespace writes and mode changes
+ * against a naive reference.
  */
 #include "controller/registry_fixture.h"
 
@@ -26,6 +28,12 @@ static int put(struct fixture *fx, enum kind_id k, const char *ns, const char *j
 	if (msg)
 		snprintf(msg, len, "%s", e ? st.message : "");
 	return e ? st.code : 0;
+}
+
+/* a change of the ClusterNetwork's mode: 0 or the HTTP code of the refusal */
+static int set_mode(struct fixture *fx, const char *mode, char *msg, size_t len)
+{
+	return put(fx, KIND_CLUSTERNETWORK, "", fx_config(mode), msg, len);
 }
 
 TEST(networkpolicy_mode_gives_every_namespace_vnid_0)
@@ -125,5 +133,129 @@ TEST(networkpolicy_mode_endpoints_may_aim_at_another_namespaces_pod)
 		     "{\"name\":\"ext\"},\"subsets\":[{\"addresses\":[{\"ip\":\"10.128.2.3\"}],\"ports\":[{\"port\":80}]}]}",
 		     msg, sizeof(msg)), 403);
 	CHECK_CONTAINS(msg, "10.128.2.3 is inside the cluster network");
+	fx_close(&fx);
+}
+
+TEST(mode_change_refused_while_stored_vnids_do_not_fit_it)
+{
+	struct fixture fx;
+	struct status st = { 0 };
+	char msg[1024];
+
+	CHECK(fx_open(&fx, fx_config("multitenant")) == 0);
+	CHECK(add_ns(&fx, "red") == 0);
+	CHECK(add_ns(&fx, "blue") == 0);
+	/* multitenant -> networkpolicy: red and blue hold VNIDs */
+	CHECK_EQ(set_mode(&fx, "networkpolicy", msg, sizeof(msg)), 409);
+	CHECK_CONTAINS(msg, "mode: cannot change from multitenant to networkpolicy while projects have VNIDs "
+			    "of their own (");
+	CHECK_CONTAINS(msg, "red (VNID 10)");
+	CHECK_CONTAINS(msg, "blue (VNID 11)");
+	CHECK_CONTAINS(msg, "make-projects-global");
+	CHECK_EQ(fx.reg.config.mode, MODE_MULTITENANT);
+	CHECK_EQ(set_mode(&fx, "flat", msg, sizeof(msg)), 409);
+	CHECK_CONTAINS(msg, "mode: cannot change from multitenant to flat");
+	/* refused writes changed nothing */
+	CHECK_EQ(netid(&fx, "red"), 10);
+	CHECK_EQ(netid(&fx, "blue"), 11);
+	CHECK_EQ(count(&fx, ALLOC_VNID), 2);
+	/* one left with a VNID: still refused, naming it alone */
+	CHECK(podnet(&fx, PODNET_GLOBAL, NULL, "red", &st) == 0);
+	CHECK_EQ(set_mode(&fx, "networkpolicy", msg, sizeof(msg)), 409);
+	CHECK_CONTAINS(msg, "(blue (VNID 11))");
+	/* every project global: the VNIDs already fit networkpolicy mode */
+	CHECK(podnet(&fx, PODNET_GLOBAL, NULL, "blue", &st) == 0);
+	CHECK_EQ(set_mode(&fx, "networkpolicy", msg, sizeof(msg)), 0);
+	CHECK_EQ(fx.reg.config.mode, MODE_NETWORKPOLICY);
+	CHECK(add_ns(&fx, "green") == 0);
+	CHECK_EQ(netid(&fx, "green"), 0);
+	CHECK_EQ(count(&fx, ALLOC_VNID), 0);
+	CHECK(fsck_clean(&fx));
+	/* networkpolicy <-> flat: both give VNID 0, so always allowed */
+	CHECK_EQ(set_mode(&fx, "flat", msg, sizeof(msg)), 0);
+	CHECK_EQ(fx.reg.config.mode, MODE_FLAT);
+	CHECK_EQ(set_mode(&fx, "networkpolicy", msg, sizeof(msg)), 0);
+	/* -> multitenant with projects: each would need a VNID */
+	CHECK_EQ(set_mode(&fx, "multitenant", msg, sizeof(msg)), 409);
+	CHECK_CONTAINS(msg, "mode: cannot change from networkpolicy to multitenant while projects other than "
+			    "'default' exist (3)");
+	CHECK_EQ(fx.reg.config.mode, MODE_NETWORKPOLICY);
+	/* ... allowed once only default is left; the next project gets VNID 10 */
+	CHECK(del(&fx, KIND_NAMESPACE, "", "red") == 0);
+	CHECK(del(&fx, KIND_NAMESPACE, "", "blue") == 0);
+	CHECK(del(&fx, KIND_NAMESPACE, "", "green") == 0);
+	CHECK_EQ(set_mode(&fx, "multitenant", msg, sizeof(msg)), 0);
+	CHECK(add_ns(&fx, "red") == 0);
+	CHECK_EQ(netid(&fx, "red"), 10);
+	CHECK(fsck_clean(&fx));
+	fx_close(&fx);
+}
+
+/* Random namespace creates and deletes, make-projects-global and mode
+ * changes against a reference: a namespace gets the lowest free VNID from
+ * 10 in multitenant mode and 0 otherwise; a mode change goes through iff
+ * the reference's VNIDs already fit the new mode. */
+TEST(modes_randomized_against_reference)
+{
+	static const char *const mode_names[] = { "flat", "multitenant", "networkpolicy" };
+	struct fixture fx;
+	struct status st = { 0 };
+	enum { N = 6 };
+	int64_t vnid[N];	/* -1 = namespace absent */
+	int mode = MODE_MULTITENANT;
+	uint64_t x = test_seed() | 1;
+	char msg[1024];
+
+	CHECK(fx_open(&fx, fx_config("multitenant")) == 0);
+	for (int i = 0; i < N; i++)
+		vnid[i] = -1;
+	for (int step = 0; step < 600; step++) {
+		int i, op, projects = 0, holders = 0;
+		char name[16];
+
+		x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+		i = (int)(x % N);
+		op = (int)((x >> 32) % 8);
+		snprintf(name, sizeof(name), "ns-%d", i);
+		for (int k = 0; k < N; k++) {
+			projects += vnid[k] >= 0;
+			holders += vnid[k] > 0;
+		}
+		/* fewer creates outside multitenant mode, so the cluster empties
+		 * now and then and a change to multitenant can go through */
+		if (op < (mode == MODE_MULTITENANT ? 3 : 1) && vnid[i] < 0) {
+			int64_t want = mode == MODE_MULTITENANT ? ref_lowest_free_vnid(vnid, N) : 0;
+			CHECK(add_ns(&fx, name) == 0);
+			vnid[i] = want;
+		} else if (op < 3 && vnid[i] >= 0) {
+			CHECK(del(&fx, KIND_NAMESPACE, "", name) == 0);
+			vnid[i] = -1;
+		} else if (op == 3 && vnid[i] >= 0) {
+			int e = podnet(&fx, PODNET_GLOBAL, NULL, name, &st);
+			CHECK_EQ(e, mode == MODE_MULTITENANT ? 0 : -1);
+			if (mode == MODE_MULTITENANT)
+				vnid[i] = 0;
+		} else if (op >= 4) {
+			int to = (int)((x >> 40) % 3);
+			bool fits = to == mode || (to == MODE_MULTITENANT ? projects == 0 : holders == 0);
+			int code = set_mode(&fx, mode_names[to], msg, sizeof(msg));
+			if (fits) {
+				CHECK_EQ(code, 0);
+				mode = to;
+			} else {
+				CHECK_EQ(code, 409);
+				CHECK_CONTAINS(msg, "mode: cannot change from");
+			}
+			CHECK_EQ(fx.reg.config.mode, mode);
+		}
+		for (int k = 0; k < N; k++) {
+			char n2[16];
+			snprintf(n2, sizeof(n2), "ns-%d", k);
+			CHECK_EQ(netid(&fx, n2), vnid[k]);
+		}
+		if (step % 50 == 0)
+			CHECK(fsck_clean(&fx));
+	}
+	CHECK(fsck_clean(&fx));
 	fx_close(&fx);
 }
