@@ -1,8 +1,9 @@
 /*
- * alloc_vnid.c — VNIDs: a Namespace's NetNamespace and the pod-network
- * verbs (join, isolate, make global).  What the modes and VNIDs mean for
- * users: docs/api.md, "Cluster modes and VNIDs"; how the data plane
- * enforces them: docs/agent.md, "Tenants".
+ * alloc_vnid.c — VNIDs: a Namespace's NetNamespace, the pod-network verbs
+ * (join, isolate, make global), and bringing stored VNIDs in line with the
+ * cluster's mode at start.  What the modes and VNIDs mean for users:
+ * docs/api.md, "Cluster modes and VNIDs"; how the data plane enforces
+ * them: docs/agent.md, "Tenants".
  *
  * Invariants
  *  1. VNID 0 is global: the namespace "default" always has it, and in flat
@@ -88,7 +89,7 @@ static int view_adjust(struct vnid_view *v, uint32_t vnid, int delta)
 	e = view_find(v, vnid);
 	if (!e) {
 		if (v->n == v->cap) {
-			size_t ncap = v->cap * 2;
+			size_t ncap = v->cap ? v->cap * 2 : 16;
 			struct vnid_entry *p = realloc(v->e, ncap * sizeof(*p));
 			if (!p)
 				return -ENOMEM;
@@ -255,6 +256,119 @@ int namespace_release(struct registry *r, struct txnb *b, const json_t *old, str
 			continue;
 		snprintf(key, sizeof(key), OBJ_PREFIX "%s/%s/", ki->plural, name);
 		txnb_del_prefix(b, key);
+	}
+	return 0;
+}
+
+/*
+ * Where the mode gives no VNIDs (invariant 1) a store may still hold some:
+ * weft before this rule gave every namespace one in networkpolicy mode.
+ * registry_conform_vnids walks the NetNamespaces in pages of CONFORM_PAGE
+ * keys (after *cursor, the last key of the page before); one transaction
+ * per page sets those with a VNID to 0 and takes them off their VNID keys'
+ * counts, guarded like any write.  Only the keys a page touches are read,
+ * so the walk is O(namespaces) and each transaction's comparisons stay
+ * under the store's limit however many namespaces there are.
+ */
+#define CONFORM_PAGE 256
+
+/* Add VNID vnid's key (count and mod_rev; absent: 0) to v, once. */
+static int view_load_one(struct registry *r, struct vnid_view *v, uint32_t vnid)
+{
+	struct store_kv kv = { 0 };
+	char key[64];
+	int err;
+
+	if (view_find(v, vnid))
+		return 0;
+	snprintf(key, sizeof(key), ALLOC_VNID "%08" PRIu32, vnid);
+	err = store_get(r->store, key, &kv, NULL);
+	if (err && err != -ENOENT)
+		return err;
+	err = view_adjust(v, vnid, 0);
+	if (err == 0) {
+		struct vnid_entry *e = view_find(v, vnid);
+		e->count = kv.key ? strtoll(kv.value, NULL, 10) : 0;
+		e->mod_rev = kv.key ? kv.mod_rev : 0;
+		e->changed = false;
+	}
+	store_kv_free(&kv);
+	return err;
+}
+
+/* One page: 0 with *changed and *more set (cursor moved on), -EAGAIN when
+ * a guard failed (cursor kept), or another -errno. */
+static int conform_page(struct registry *r, char *cursor, size_t cursor_len, size_t *changed, bool *more)
+{
+	struct store_kv_list l = { 0 };
+	struct vnid_view v = { 0 };
+	struct txnb b;
+	int err;
+
+	*changed = 0;
+	*more = false;
+	err = store_range(r->store, OBJ_PREFIX "netnamespaces/", cursor[0] ? cursor : NULL, CONFORM_PAGE, &l);
+	if (err)
+		return err;
+	txnb_init(&b);
+	txnb_unchanged(&b, OBJ_PREFIX "clusternetworks/default", r->config_rev);
+	for (size_t i = 0; i < l.n && !err; i++) {
+		json_t *nn = json_loadb(l.kvs[i].value, l.kvs[i].value_len, 0, NULL);
+		uint32_t vnid = (uint32_t)json_integer_value(json_object_get(nn, "netid"));
+
+		if (nn && vnid != 0) {
+			json_object_set_new(nn, "netid", json_integer(0));
+			txnb_unchanged(&b, l.kvs[i].key, l.kvs[i].mod_rev);
+			txnb_put_json(&b, l.kvs[i].key, nn);
+			err = view_load_one(r, &v, vnid);
+			if (!err)
+				err = view_adjust(&v, vnid, -1);
+			(*changed)++;
+		}
+		json_decref(nn);
+	}
+	if (!err && *changed) {
+		view_emit(&v, &b);
+		err = txnb_commit(&b, r->store, &r->last_write_rev);
+	}
+	if (!err && l.n) {
+		snprintf(cursor, cursor_len, "%s", l.kvs[l.n - 1].key);
+		*more = l.n == CONFORM_PAGE;
+	}
+	txnb_free(&b);
+	view_free(&v);
+	store_kv_list_free(&l);
+	return err;
+}
+
+int registry_conform_vnids(struct registry *r, size_t *changed, struct status *st)
+{
+	char cursor[512] = "";
+	int conflicts = 0;
+	bool more = true;
+
+	*changed = 0;
+	while (more && !cluster_mode_gives_vnids(r->config.mode)) {
+		size_t n = 0;
+		int err = conform_page(r, cursor, sizeof(cursor), &n, &more);
+
+		if (err == 0) {
+			*changed += n;
+			continue;
+		}
+		if (err != -EAGAIN) {
+			status_set(st, 500, "InternalError", "store: %s", strerror(-err));
+			return -1;
+		}
+		if (++conflicts == REGISTRY_RETRIES) {
+			status_set(st, 409, "Conflict", "NetNamespaces: they kept changing while being set to VNID 0");
+			return -1;
+		}
+		if (registry_reload_config(r)) {
+			status_set(st, 500, "InternalError", "store: cannot reload the cluster config");
+			return -1;
+		}
+		more = true;
 	}
 	return 0;
 }

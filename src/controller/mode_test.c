@@ -4,8 +4,9 @@
  * namespace VNID 0 and allocate nothing), the pod-network verbs refused
  * outside multitenant mode naming the mode, hand-written Endpoints across
  * namespaces, mode changes refused unless the stored VNIDs already fit the
- * new mode.  A randomized run checks namespace writes and mode changes
- * against a naive reference.
+ * new mode, the start-up repair of a store whose networkpolicy-mode
+ * namespaces hold VNIDs, and --fsck's view of it all.  A randomized run
+ * checks namespace writes and mode changes against a naive reference.
  */
 #include "controller/registry_fixture.h"
 
@@ -34,6 +35,14 @@ static int put(struct fixture *fx, enum kind_id k, const char *ns, const char *j
 static int set_mode(struct fixture *fx, const char *mode, char *msg, size_t len)
 {
 	return put(fx, KIND_CLUSTERNETWORK, "", fx_config(mode), msg, len);
+}
+
+/* --fsck's problems, or (size_t)-1 when it could not read the store */
+static size_t fsck_problems(struct fixture *fx, char *report, size_t len)
+{
+	size_t problems = 0;
+
+	return registry_fsck(&fx->reg, report, len, &problems) ? (size_t)-1 : problems;
 }
 
 TEST(networkpolicy_mode_gives_every_namespace_vnid_0)
@@ -186,6 +195,101 @@ TEST(mode_change_refused_while_stored_vnids_do_not_fit_it)
 	CHECK(del(&fx, KIND_NAMESPACE, "", "green") == 0);
 	CHECK_EQ(set_mode(&fx, "multitenant", msg, sizeof(msg)), 0);
 	CHECK(add_ns(&fx, "red") == 0);
+	CHECK_EQ(netid(&fx, "red"), 10);
+	CHECK(fsck_clean(&fx));
+	fx_close(&fx);
+}
+
+static int add_namespaces(struct fixture *fx, int n)
+{
+	char name[32];
+
+	for (int i = 0; i < n; i++) {
+		snprintf(name, sizeof(name), "ns-%d", i);
+		if (add_ns(fx, name))
+			return -1;
+	}
+	return 0;
+}
+
+/* The store of a weft that gave namespaces VNIDs in networkpolicy mode,
+ * made from a multitenant one by writing the mode behind the registry's
+ * back. */
+static int become_legacy_networkpolicy(struct fixture *fx)
+{
+	const char *cfg = fx_config("networkpolicy");
+	int64_t rev;
+
+	if (store_put(fx->store, OBJ_PREFIX "clusternetworks/default", cfg, strlen(cfg), &rev) ||
+	    registry_reload_config(&fx->reg))
+		return -1;
+	return fx->reg.config.mode == MODE_NETWORKPOLICY ? 0 : -1;
+}
+
+TEST(start_sets_stored_vnids_to_0_in_networkpolicy_mode)
+{
+	struct fixture fx;
+	struct status st = { 0 };
+	static char report[65536];
+	size_t changed = 99;
+
+	CHECK(fx_open(&fx, fx_config("multitenant")) == 0);
+	CHECK(add_namespaces(&fx, 2) == 0);
+	CHECK(become_legacy_networkpolicy(&fx) == 0);
+	CHECK(podnet(&fx, PODNET_JOIN, "ns-0", "ns-1", &st) == -1);	/* the verbs follow the mode */
+	CHECK_EQ(netid(&fx, "ns-0"), 10);
+	CHECK_EQ(netid(&fx, "ns-1"), 11);
+	/* --fsck names what does not fit the mode */
+	CHECK_EQ(fsck_problems(&fx, report, sizeof(report)), 2);
+	CHECK_CONTAINS(report, "netnamespace ns-0: VNID 10 in networkpolicy mode, where every namespace has VNID 0");
+	CHECK_CONTAINS(report, "netnamespace ns-1: VNID 11 in networkpolicy mode");
+	/* what weft-controller does at start */
+	CHECK(registry_conform_vnids(&fx.reg, &changed, &st) == 0);
+	CHECK_EQ(changed, 2);
+	CHECK_EQ(netid(&fx, "ns-0"), 0);
+	CHECK_EQ(netid(&fx, "ns-1"), 0);
+	CHECK_EQ(netid(&fx, "default"), 0);
+	CHECK_EQ(count(&fx, ALLOC_VNID), 0);
+	CHECK(fsck_clean(&fx));
+	/* a second start has nothing to do */
+	CHECK(registry_conform_vnids(&fx.reg, &changed, &st) == 0);
+	CHECK_EQ(changed, 0);
+	fx_close(&fx);
+}
+
+TEST(start_conforms_more_namespaces_than_one_transaction_holds)
+{
+	struct fixture fx;
+	struct status st = { 0 };
+	enum { N = 600 };
+	size_t changed = 0;
+
+	CHECK(fx_open(&fx, fx_config("multitenant")) == 0);
+	CHECK(add_namespaces(&fx, N) == 0);
+	/* one VNID used on the first page and on the last */
+	CHECK(podnet(&fx, PODNET_JOIN, "ns-0", "ns-599", &st) == 0);
+	CHECK_EQ(netid(&fx, "ns-599"), 10);
+	CHECK(become_legacy_networkpolicy(&fx) == 0);
+	CHECK_EQ(count(&fx, ALLOC_VNID), N - 1);
+	CHECK(registry_conform_vnids(&fx.reg, &changed, &st) == 0);
+	CHECK_EQ(changed, N);
+	CHECK_EQ(count(&fx, ALLOC_VNID), 0);
+	CHECK_EQ(netid(&fx, "ns-0"), 0);
+	CHECK_EQ(netid(&fx, "ns-599"), 0);
+	CHECK(fsck_clean(&fx));
+	fx_close(&fx);
+}
+
+TEST(start_leaves_multitenant_vnids_alone)
+{
+	struct fixture fx;
+	struct status st = { 0 };
+	size_t changed = 99;
+
+	CHECK(fx_open(&fx, fx_config("multitenant")) == 0);
+	CHECK(add_ns(&fx, "red") == 0);
+	CHECK(registry_conform_vnids(&fx.reg, &changed, &st) == 0);
+	CHECK_EQ(changed, 0);
 	CHECK_EQ(netid(&fx, "red"), 10);
 	CHECK(fsck_clean(&fx));
 	fx_close(&fx);
