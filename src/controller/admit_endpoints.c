@@ -11,7 +11,8 @@
  *   namespace may reach                                       ──► allowed
  *      reach (multitenant mode): same namespace, or VNIDs a == b, or
  *      either is 0 (global); in flat and networkpolicy modes any pod
- *      (there policy applies to the real backend after translation)
+ *      (every NetNamespace has VNID 0 there, so the data plane lets the
+ *      Service's clients through to it)
  *   inside, and no pod's address (it could become another
  *   project's pod tomorrow)                                   ──► 403
  *   inside, a pod the namespace may not reach                 ──► 403
@@ -100,7 +101,7 @@ static int check_address(struct registry *r, struct txnb *b, json_t *cache, cons
 			continue;
 		memcpy(pod_ns, who, nslen);
 		pod_ns[nslen] = 0;
-		if (!strcmp(pod_ns, ns) || r->config.mode != MODE_MULTITENANT)
+		if (!strcmp(pod_ns, ns) || !cluster_mode_gives_vnids(r->config.mode))
 			continue;
 		if (vnid_of(r, b, cache, ns, &mine, st) || vnid_of(r, b, cache, pod_ns, &theirs, st))
 			return -1;

@@ -1,16 +1,26 @@
 /*
- * alloc_vnid.c — VNIDs: a Namespace's NetNamespace, and the pod-network
- * verbs (join, isolate, make global).  Semantics: shared/specs/multitenancy.md.
+ * alloc_vnid.c — VNIDs: a Namespace's NetNamespace, the pod-network verbs
+ * (join, isolate, make global), and bringing stored VNIDs in line with the
+ * cluster's mode at start.  What the modes and VNIDs mean for users:
+ * docs/api.md, "Cluster modes and VNIDs"; how the data plane enforces
+ * them: docs/agent.md, "Tenants".
  *
- * VNID 0 is global (namespace "default", and every namespace in flat
- * mode); 1..9 are reserved; others are allocated lowest-free from 10.  Each
- * VNID in use has an allocation key holding how many namespaces use it; a
- * VNID is free again when that count reaches 0 (the key is deleted).  VNID 0
- * has no key.
+ * Invariants
+ *  1. VNID 0 is global: the namespace "default" always has it, and in flat
+ *     and networkpolicy modes every namespace has it
+ *     (cluster_mode_gives_vnids).  1..9 are reserved; in multitenant mode
+ *     every other namespace gets the lowest free VNID from 10.
+ *  2. Each VNID other than 0 in use has an allocation key holding how many
+ *     NetNamespaces use it; the key is deleted when that count reaches 0
+ *     (the VNID is free again).  VNID 0 has no key, so in flat and
+ *     networkpolicy modes there are no VNID keys at all.
+ *  3. The pod-network verbs change VNIDs in multitenant mode only.
  *
  * A write loads the whole VNID view (keys with counts and mod_revs),
  * changes it in memory, and emits one guarded put/delete per changed key,
  * so concurrent writers on other namespaces retry instead of sharing a VNID.
+ * Every write also guards the ClusterNetwork's revision: a mode change in
+ * between makes it plan again under the new mode.
  */
 #include "controller/controller.h"
 
@@ -79,7 +89,7 @@ static int view_adjust(struct vnid_view *v, uint32_t vnid, int delta)
 	e = view_find(v, vnid);
 	if (!e) {
 		if (v->n == v->cap) {
-			size_t ncap = v->cap * 2;
+			size_t ncap = v->cap ? v->cap * 2 : 16;
 			struct vnid_entry *p = realloc(v->e, ncap * sizeof(*p));
 			if (!p)
 				return -ENOMEM;
@@ -162,7 +172,7 @@ int namespace_admit(struct registry *r, struct txnb *b, json_t *obj, struct stat
 	netns_key(name, key, sizeof(key));
 	txnb_unchanged(b, OBJ_PREFIX "clusternetworks/default", r->config_rev);
 	txnb_absent(b, key);
-	if (r->config.mode != MODE_FLAT && strcmp(name, "default") != 0) {
+	if (cluster_mode_gives_vnids(r->config.mode) && strcmp(name, "default") != 0) {
 		if (view_load(r, &v, st))
 			return -1;
 		if (view_lowest_free(&v, &vnid)) {
@@ -250,6 +260,119 @@ int namespace_release(struct registry *r, struct txnb *b, const json_t *old, str
 	return 0;
 }
 
+/*
+ * Where the mode gives no VNIDs (invariant 1) a store may still hold some:
+ * weft before this rule gave every namespace one in networkpolicy mode.
+ * registry_conform_vnids walks the NetNamespaces in pages of CONFORM_PAGE
+ * keys (after *cursor, the last key of the page before); one transaction
+ * per page sets those with a VNID to 0 and takes them off their VNID keys'
+ * counts, guarded like any write.  Only the keys a page touches are read,
+ * so the walk is O(namespaces) and each transaction's comparisons stay
+ * under the store's limit however many namespaces there are.
+ */
+#define CONFORM_PAGE 256
+
+/* Add VNID vnid's key (count and mod_rev; absent: 0) to v, once. */
+static int view_load_one(struct registry *r, struct vnid_view *v, uint32_t vnid)
+{
+	struct store_kv kv = { 0 };
+	char key[64];
+	int err;
+
+	if (view_find(v, vnid))
+		return 0;
+	snprintf(key, sizeof(key), ALLOC_VNID "%08" PRIu32, vnid);
+	err = store_get(r->store, key, &kv, NULL);
+	if (err && err != -ENOENT)
+		return err;
+	err = view_adjust(v, vnid, 0);
+	if (err == 0) {
+		struct vnid_entry *e = view_find(v, vnid);
+		e->count = kv.key ? strtoll(kv.value, NULL, 10) : 0;
+		e->mod_rev = kv.key ? kv.mod_rev : 0;
+		e->changed = false;
+	}
+	store_kv_free(&kv);
+	return err;
+}
+
+/* One page: 0 with *changed and *more set (cursor moved on), -EAGAIN when
+ * a guard failed (cursor kept), or another -errno. */
+static int conform_page(struct registry *r, char *cursor, size_t cursor_len, size_t *changed, bool *more)
+{
+	struct store_kv_list l = { 0 };
+	struct vnid_view v = { 0 };
+	struct txnb b;
+	int err;
+
+	*changed = 0;
+	*more = false;
+	err = store_range(r->store, OBJ_PREFIX "netnamespaces/", cursor[0] ? cursor : NULL, CONFORM_PAGE, &l);
+	if (err)
+		return err;
+	txnb_init(&b);
+	txnb_unchanged(&b, OBJ_PREFIX "clusternetworks/default", r->config_rev);
+	for (size_t i = 0; i < l.n && !err; i++) {
+		json_t *nn = json_loadb(l.kvs[i].value, l.kvs[i].value_len, 0, NULL);
+		uint32_t vnid = (uint32_t)json_integer_value(json_object_get(nn, "netid"));
+
+		if (nn && vnid != 0) {
+			json_object_set_new(nn, "netid", json_integer(0));
+			txnb_unchanged(&b, l.kvs[i].key, l.kvs[i].mod_rev);
+			txnb_put_json(&b, l.kvs[i].key, nn);
+			err = view_load_one(r, &v, vnid);
+			if (!err)
+				err = view_adjust(&v, vnid, -1);
+			(*changed)++;
+		}
+		json_decref(nn);
+	}
+	if (!err && *changed) {
+		view_emit(&v, &b);
+		err = txnb_commit(&b, r->store, &r->last_write_rev);
+	}
+	if (!err && l.n) {
+		snprintf(cursor, cursor_len, "%s", l.kvs[l.n - 1].key);
+		*more = l.n == CONFORM_PAGE;
+	}
+	txnb_free(&b);
+	view_free(&v);
+	store_kv_list_free(&l);
+	return err;
+}
+
+int registry_conform_vnids(struct registry *r, size_t *changed, struct status *st)
+{
+	char cursor[512] = "";
+	int conflicts = 0;
+	bool more = true;
+
+	*changed = 0;
+	while (more && !cluster_mode_gives_vnids(r->config.mode)) {
+		size_t n = 0;
+		int err = conform_page(r, cursor, sizeof(cursor), &n, &more);
+
+		if (err == 0) {
+			*changed += n;
+			continue;
+		}
+		if (err != -EAGAIN) {
+			status_set(st, 500, "InternalError", "store: %s", strerror(-err));
+			return -1;
+		}
+		if (++conflicts == REGISTRY_RETRIES) {
+			status_set(st, 409, "Conflict", "NetNamespaces: they kept changing while being set to VNID 0");
+			return -1;
+		}
+		if (registry_reload_config(r)) {
+			status_set(st, 500, "InternalError", "store: cannot reload the cluster config");
+			return -1;
+		}
+		more = true;
+	}
+	return 0;
+}
+
 static const char *action_name(enum podnet_action a)
 {
 	return a == PODNET_JOIN ? "join-projects" : a == PODNET_ISOLATE ? "isolate-projects"
@@ -259,11 +382,11 @@ static const char *action_name(enum podnet_action a)
 int registry_podnetwork(struct registry *r, enum podnet_action a, const char *to,
 			const char *const *projects, size_t n, json_t **out, int64_t *rev, struct status *st)
 {
-	if (r->config.mode != MODE_MULTITENANT) {
+	if (!cluster_mode_gives_vnids(r->config.mode)) {
 		status_set(st, 409, "Conflict",
-			   "%s works in multitenant mode; this cluster's mode is %s (every project shares VNID 0%s)",
-			   action_name(a), cluster_mode_name(r->config.mode),
-			   r->config.mode == MODE_NETWORKPOLICY ? "; use NetworkPolicy objects" : "");
+			   "%s works in multitenant mode only; this cluster's mode is %s, where every project "
+			   "has VNID 0 and reaches every other",
+			   action_name(a), cluster_mode_name(r->config.mode));
 		return -1;
 	}
 	if (n == 0) {

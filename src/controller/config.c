@@ -6,8 +6,19 @@
  *     allocated subnet may be dropped or resized, but nothing moves);
  *   - every allocated cluster IP must stay inside the service network;
  *   - every allocated VIP must stay inside a VIP pool (vipNetworks);
- *   - the mode may change only while no project other than "default"
- *     exists (VNIDs would have to be handed out or taken back).
+ *   - the mode may change only when the stored VNIDs are already what the
+ *     new mode gives (nothing is handed out or taken back behind the
+ *     admin's back; docs/api.md, "Cluster modes and VNIDs"):
+ *       to flat or networkpolicy: no VNID is allocated, i.e. every
+ *         NetNamespace has VNID 0 (a multitenant cluster gets there with
+ *         make-projects-global);
+ *       to multitenant: no project other than "default" exists (each
+ *         would need a VNID of its own).
+ *     So flat <-> networkpolicy is always allowed.
+ *
+ * The checks read the store outside the transaction; namespace writes
+ * guard the ClusterNetwork's revision, and one controller serialises the
+ * API's writes (api.c), so a namespace cannot slip in between.
  */
 #include "controller/controller.h"
 
@@ -18,6 +29,74 @@
 static int store_error(struct status *st, int err)
 {
 	status_set(st, 500, "InternalError", "store: %s", strerror(-err));
+	return -1;
+}
+
+/* "blue (VNID 10), red (VNID 11) and 2 more": the projects with a VNID other
+ * than 0, for a refusal. */
+static int vnid_holders(struct registry *r, char *buf, size_t len, struct status *st)
+{
+	struct store_kv_list l = { 0 };
+	size_t named = 0, more = 0, off = 0;
+	int err = store_range(r->store, OBJ_PREFIX "netnamespaces/", NULL, 0, &l);
+
+	if (err)
+		return store_error(st, err);
+	buf[0] = 0;
+	for (size_t i = 0; i < l.n; i++) {
+		json_t *nn = json_loadb(l.kvs[i].value, l.kvs[i].value_len, 0, NULL);
+		json_int_t vnid = json_integer_value(json_object_get(nn, "netid"));
+
+		if (vnid != 0 && named == 3) {
+			more++;
+		} else if (vnid != 0 && off < len) {
+			int n = snprintf(buf + off, len - off, "%s%s (VNID %lld)", named ? ", " : "",
+					 obj_name(nn) ? obj_name(nn) : "?", (long long)vnid);
+			off += n > 0 ? (size_t)n : 0;
+			named++;
+		}
+		json_decref(nn);
+	}
+	store_kv_list_free(&l);
+	if (more && off < len)
+		snprintf(buf + off, len - off, " and %zu more", more);
+	return 0;
+}
+
+static int mode_change_admit(struct registry *r, enum cluster_mode to, struct status *st)
+{
+	const char *from_s = cluster_mode_name(r->config.mode), *to_s = cluster_mode_name(to);
+	char holders[512];
+	size_t n = 0;
+	int err;
+
+	if (to == r->config.mode)
+		return 0;
+	if (cluster_mode_gives_vnids(to)) {
+		err = store_count(r->store, OBJ_PREFIX "netnamespaces/", &n);
+		if (err)
+			return store_error(st, err);
+		if (n > 1) {
+			status_set(st, 409, "Conflict",
+				   "mode: cannot change from %s to %s while projects other than 'default' exist "
+				   "(%zu): each would need a VNID of its own; delete them first or keep the mode",
+				   from_s, to_s, n - 1);
+			return -1;
+		}
+		return 0;
+	}
+	err = store_count(r->store, ALLOC_VNID, &n);
+	if (err)
+		return store_error(st, err);
+	if (n == 0)
+		return 0;
+	if (vnid_holders(r, holders, sizeof(holders), st))
+		return -1;
+	status_set(st, 409, "Conflict",
+		   "mode: cannot change from %s to %s while projects have VNIDs of their own (%s): in %s mode "
+		   "every project has VNID 0; make them global first (weftctl pod-network "
+		   "make-projects-global) or delete them",
+		   from_s, to_s, holders, to_s);
 	return -1;
 }
 
@@ -99,17 +178,5 @@ int config_admit(struct registry *r, struct txnb *b, const json_t *old, json_t *
 	}
 	store_kv_list_free(&l);
 
-	if (next.mode != r->config.mode) {
-		size_t n = 0;
-		err = store_count(r->store, OBJ_PREFIX "netnamespaces/", &n);
-		if (err)
-			return store_error(st, err);
-		if (n > 1) {
-			status_set(st, 409, "Conflict",
-				   "mode: cannot change from %s to %s while projects other than 'default' exist (%zu)",
-				   cluster_mode_name(r->config.mode), cluster_mode_name(next.mode), n - 1);
-			return -1;
-		}
-	}
-	return 0;
+	return mode_change_admit(r, next.mode, st);
 }

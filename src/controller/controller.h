@@ -173,6 +173,13 @@ int registry_podnetwork(struct registry *r, enum podnet_action a, const char *to
 			const char *const *projects, size_t n, json_t **out, int64_t *rev,
 			struct status *st) WUR;
 
+/* At start: in flat and networkpolicy modes, every NetNamespace that has a
+ * VNID other than 0 (a store written by a weft that gave namespaces VNIDs
+ * in networkpolicy mode) is set to 0 and the VNID keys go with it; in
+ * multitenant mode nothing.  *changed: how many were set.  0 or -1 with st
+ * set. */
+int registry_conform_vnids(struct registry *r, size_t *changed, struct status *st) WUR;
+
 /* Consistency check of the whole store (weft-controller --fsck): every
  * allocation belongs to an object and every object's allocation exists,
  * no duplicates.  Problems are appended to report (one a line). */

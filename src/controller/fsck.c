@@ -10,7 +10,9 @@
  *    each subnet is the one its node ID maps to;
  *  - every node ID / node IP key names an existing Node;
  *  - every Namespace has a NetNamespace and back; the VNID keys' counts equal
- *    the number of NetNamespaces using each VNID;
+ *    the number of NetNamespaces using each VNID; "default" has VNID 0, and
+ *    so has every NetNamespace in flat and networkpolicy modes (where,
+ *    with the counts right, no VNID key exists);
  *  - every Service's cluster IP, NodePorts and VIP have keys naming it, and
  *    every such key names an existing Service that uses it.
  */
@@ -191,9 +193,16 @@ static int check_namespaces(struct registry *r, struct report *rp)
 	}
 	for (size_t i = 0; i < l.n; i++) {
 		json_t *nn = json_loadb(l.kvs[i].value, l.kvs[i].value_len, 0, NULL);
+		json_int_t vnid = json_integer_value(json_object_get(nn, "netid"));
 		snprintf(key, sizeof(key), OBJ_PREFIX "namespaces/%s", obj_name(nn));
 		if (!exists(s, key))
 			problem(rp, "netnamespace %s: its namespace does not exist", obj_name(nn));
+		if (vnid != 0 && obj_name(nn) && strcmp(obj_name(nn), "default") == 0)
+			problem(rp, "netnamespace default: VNID %lld; it is always 0 (global)", (long long)vnid);
+		else if (vnid != 0 && !cluster_mode_gives_vnids(r->config.mode))
+			problem(rp, "netnamespace %s: VNID %lld in %s mode, where every namespace has VNID 0 "
+				    "(weft-controller sets it to 0 when it starts)",
+				obj_name(nn), (long long)vnid, cluster_mode_name(r->config.mode));
 		json_decref(nn);
 	}
 	/* counts: each VNID key equals the number of users; every used VNID has a key */

@@ -7,9 +7,11 @@
  *                   [--no-endpoints-controller]
  *   weft-controller --data-dir DIR --fsck
  *
- * At start, before the API answers, the endpoints controller resyncs: every
- * Service with a selector gets the Endpoints its pods make now, whatever
- * happened while no controller ran.
+ * At start, before the API answers: in flat and networkpolicy modes every
+ * NetNamespace gets VNID 0 if it had another (a store written by a weft
+ * that gave namespaces VNIDs in networkpolicy mode); then the endpoints
+ * controller resyncs: every Service with a selector gets the Endpoints its
+ * pods make now, whatever happened while no controller ran.
  */
 #include "controller/controller.h"
 #include "lib/yaml.h"
@@ -46,7 +48,8 @@ static void usage(FILE *f)
 		"  --data-dir DIR     state: the store (DIR/weft.db) and the admin token (DIR/admin.token)\n"
 		"  --listen HOST:PORT address of the REST API (default 127.0.0.1:8080)\n"
 		"  --config FILE      the ClusterNetwork manifest; applied at start (refused if it would\n"
-		"                     orphan allocated subnets or cluster IPs)\n"
+		"                     orphan allocated subnets or cluster IPs, or change the mode while\n"
+		"                     the stored VNIDs do not fit the new one)\n"
 		"  --store URL        sqlite:PATH (default sqlite:DIR/weft.db)\n"
 		"  --max-body BYTES   largest request body (default 3145728)\n"
 		"  --history N        revisions of history kept for watches (default 100000)\n"
@@ -212,6 +215,19 @@ int main(int argc, char **argv)
 	if (token_load_or_create(data_dir, token, sizeof(token), err, sizeof(err))) {
 		fprintf(stderr, "weft-controller: %s\n", err);
 		goto out;
+	}
+	{
+		size_t changed = 0;
+
+		if (registry_conform_vnids(&reg, &changed, &st)) {
+			fprintf(stderr, "weft-controller: setting VNIDs to 0 (%s mode): %s\n",
+				cluster_mode_name(reg.config.mode), st.message);
+			goto out;
+		}
+		if (changed)
+			fprintf(stderr, "weft-controller: %s mode: %zu NetNamespace%s had a VNID other than 0 "
+					"(stored by an older weft); set to 0\n",
+				cluster_mode_name(reg.config.mode), changed, changed == 1 ? "" : "s");
 	}
 	endpoints_ctl_enable(reg.endpoints, endpoints_controller);
 	{

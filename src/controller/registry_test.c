@@ -4,8 +4,7 @@
  * NodePorts, config changes, namespace deletion; randomized runs checked
  * against naive references; two processes racing on one store.
  */
-#include "controller/controller.h"
-#include "test.h"
+#include "controller/registry_fixture.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -13,42 +12,6 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-struct fixture {
-	struct store *store;
-	struct registry reg;
-	struct metrics metrics;
-	char path[512];
-};
-
-static int fx_open(struct fixture *fx, const char *config_yaml_json)
-{
-	char err[256];
-	struct status st = { 0 };
-	json_t *cfg = NULL;
-
-	memset(fx, 0, sizeof(*fx));
-	snprintf(fx->path, sizeof(fx->path), "sqlite:%s/weft.db", test_tmpdir());
-	fx->store = store_open(fx->path, err, sizeof(err));
-	if (!fx->store)
-		return -1;
-	if (config_yaml_json) {
-		cfg = json_loads(config_yaml_json, 0, NULL);
-		if (!cfg)
-			return -1;
-	}
-	int e = registry_init(&fx->reg, fx->store, &fx->metrics, cfg, &st);
-	if (e)
-		fprintf(stderr, "registry_init: %s\n", st.message);
-	json_decref(cfg);
-	return e;
-}
-
-static void fx_close(struct fixture *fx)
-{
-	registry_close(&fx->reg);
-	store_close(fx->store);
-}
 
 static json_t *node_obj(const char *name, const char *ip)
 {
@@ -67,59 +30,6 @@ static int add_node(struct fixture *fx, const char *name, const char *ip, json_t
 	else
 		json_decref(o);
 	return e;
-}
-
-static int del(struct fixture *fx, enum kind_id k, const char *ns, const char *name)
-{
-	struct status st = { 0 };
-	json_t *o = NULL;
-	int e = registry_delete(&fx->reg, kind_get(k), ns, name, &o, &st);
-
-	json_decref(o);
-	return e;
-}
-
-static json_t *get(struct fixture *fx, enum kind_id k, const char *ns, const char *name)
-{
-	struct status st = { 0 };
-	json_t *o = NULL;
-
-	if (registry_get(&fx->reg, kind_get(k), ns, name, &o, &st))
-		return NULL;
-	return o;
-}
-
-static int add_ns(struct fixture *fx, const char *name)
-{
-	struct status st = { 0 };
-	json_t *n = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "v1", "kind", "Namespace", "metadata", "name",
-			      name), *o = NULL;
-	int e = registry_create(&fx->reg, kind_get(KIND_NAMESPACE), "", n, &o, &st);
-
-	json_decref(n);
-	json_decref(o);
-	return e;
-}
-
-static json_int_t netid(struct fixture *fx, const char *ns)
-{
-	json_t *nn = get(fx, KIND_NETNAMESPACE, "", ns);
-	json_int_t v = nn ? json_integer_value(json_object_get(nn, "netid")) : -1;
-
-	json_decref(nn);
-	return v;
-}
-
-static int fsck_clean(struct fixture *fx)
-{
-	static char report[65536];
-	size_t problems = 0;
-
-	if (registry_fsck(&fx->reg, report, sizeof(report), &problems))
-		return 0;
-	if (problems)
-		fprintf(stderr, "fsck:\n%s", report);
-	return problems == 0;
 }
 
 TEST(node_ids_and_subnets_follow_the_formula)
@@ -284,17 +194,6 @@ TEST(vnids_lowest_free_and_released)
 	CHECK(del(&fx, KIND_NAMESPACE, "", "default") == -1);
 	CHECK(fsck_clean(&fx));
 	fx_close(&fx);
-}
-
-static int podnet(struct fixture *fx, enum podnet_action a, const char *to, const char *p, struct status *st)
-{
-	const char *projects[] = { p };
-	json_t *out = NULL;
-	int64_t rev;
-	int e = registry_podnetwork(&fx->reg, a, to, projects, 1, &out, &rev, st);
-
-	json_decref(out);
-	return e;
 }
 
 TEST(podnetwork_join_isolate_global)
@@ -522,13 +421,6 @@ static const char *vip_of(struct fixture *fx, const char *name)
 	snprintf(buf, sizeof(buf), "%s", !o ? "(no service)" : ip ? ip : lb ? "(none)" : "(no status)");
 	json_decref(o);
 	return buf;
-}
-
-static size_t count(struct fixture *fx, const char *prefix)
-{
-	size_t n = 0;
-
-	return store_count(fx->store, prefix, &n) ? (size_t)-1 : n;
 }
 
 TEST(vips_allocated_requested_released)
@@ -802,14 +694,7 @@ TEST(vnids_randomized_against_reference)
 		snprintf(name, sizeof(name), "ns-%d", i);
 		snprintf(other, sizeof(other), "ns-%d", j);
 		if (vnid[i] < 0) {
-			int64_t want = VNID_MIN;
-			for (bool taken = true; taken; ) {
-				taken = false;
-				for (int k = 0; k < N; k++)
-					taken |= vnid[k] == want;
-				if (taken)
-					want++;
-			}
+			int64_t want = ref_lowest_free_vnid(vnid, N);
 			CHECK(add_ns(&fx, name) == 0);
 			vnid[i] = want;
 		} else if (op == 0) {
@@ -824,15 +709,7 @@ TEST(vnids_randomized_against_reference)
 				shared += vnid[k] == vnid[i];
 			CHECK(podnet(&fx, PODNET_ISOLATE, NULL, name, &st) == 0);
 			if (shared > 1 || vnid[i] == 0) {
-				int64_t want = VNID_MIN;
-				for (bool taken = true; taken; ) {
-					taken = false;
-					for (int k = 0; k < N; k++)
-						taken |= vnid[k] == want;
-					if (taken)
-						want++;
-				}
-				vnid[i] = want;
+				vnid[i] = ref_lowest_free_vnid(vnid, N);
 			}
 		} else if (op == 3) {
 			CHECK(podnet(&fx, PODNET_GLOBAL, NULL, name, &st) == 0);

@@ -24,6 +24,11 @@ const char *cluster_mode_name(enum cluster_mode m)
 	return (unsigned)m < sizeof(mode_names) / sizeof(mode_names[0]) ? mode_names[m] : "unknown";
 }
 
+bool cluster_mode_gives_vnids(enum cluster_mode m)
+{
+	return m == MODE_MULTITENANT;
+}
+
 void cluster_config_default(struct cluster_config *c)
 {
 	memset(c, 0, sizeof(*c));

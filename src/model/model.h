@@ -141,7 +141,9 @@ json_int_t model_pod_target_port(const json_t *pod, const json_t *svc_port);
 json_t *model_endpoints_subsets(const json_t *svc, const json_t *const *pods, size_t npods,
 				size_t max_addresses, bool *truncated);
 
-/* The cluster's network configuration: the ClusterNetwork object "default". */
+/* The cluster's network configuration: the ClusterNetwork object "default".
+ * The mode says whether namespaces are isolated by VNID (docs/api.md,
+ * "Cluster modes and VNIDs"): only in multitenant mode. */
 enum cluster_mode { MODE_FLAT, MODE_MULTITENANT, MODE_NETWORKPOLICY };
 #define CLUSTER_MAX_NETWORKS 16
 
@@ -168,5 +170,9 @@ int cluster_config_from_json(const json_t *obj, struct cluster_config *c, char *
 /* A ClusterNetwork object (new reference) describing c. */
 json_t *cluster_config_to_json(const struct cluster_config *c);
 const char *cluster_mode_name(enum cluster_mode m);
+/* Whether namespaces get VNIDs of their own in mode m: true in multitenant
+ * mode; false in flat and networkpolicy modes, where every NetNamespace has
+ * VNID 0 (no namespace is isolated from another by VNID). */
+bool cluster_mode_gives_vnids(enum cluster_mode m);
 
 #endif

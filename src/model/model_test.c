@@ -586,6 +586,10 @@ TEST(cluster_config_defaults)
 	CHECK_STR(cluster_mode_name(MODE_MULTITENANT), "multitenant");
 	CHECK_STR(cluster_mode_name(MODE_NETWORKPOLICY), "networkpolicy");
 	CHECK_STR(cluster_mode_name((enum cluster_mode)9), "unknown");
+	/* only multitenant mode isolates namespaces by VNID */
+	CHECK(cluster_mode_gives_vnids(MODE_MULTITENANT));
+	CHECK(!cluster_mode_gives_vnids(MODE_FLAT));
+	CHECK(!cluster_mode_gives_vnids(MODE_NETWORKPOLICY));
 }
 
 static bool same_config(const struct cluster_config *a, const struct cluster_config *b)
