@@ -49,8 +49,8 @@
  *
  *	allowed iff src == dst || src == 0 || dst == 0
  *
- * VNID 0 is global (the namespace "default", and every namespace in flat
- * mode, where the rule therefore always allows).  The source VNID is the
+ * VNID 0 is global (the namespace "default", and every namespace in the
+ * flat and networkpolicy modes, where the rule therefore always allows).  The source VNID is the
  * sending endpoint's (pod_ingress, which has checked that the source IP
  * and MAC are the pod's own) or the VXLAN VNI (vxlan_ingress, which has
  * checked that the outer source is a node of weft_node_ips).  The check is
