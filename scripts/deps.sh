@@ -11,6 +11,8 @@ packages=(
   libmicrohttpd-dev
   libcurl4-openssl-dev curl
   iproute2 procps python3
+  # weft-lab status (column)
+  bsdextrautils
   # agent and data plane: libbpf skeletons, netlink, masquerade
   libbpf-dev bpftool libelf-dev zlib1g-dev libmnl-dev nftables
   # lab, end-to-end tests and benchmarks
