@@ -89,7 +89,7 @@ int model_decode_manifest(const char *buf, size_t len, json_t ***docs, size_t *n
 
 /* Names: Kubernetes' rules. */
 bool model_dns1123_label(const char *s);	/* <= 63, [a-z0-9]([-a-z0-9]*[a-z0-9])? */
-bool model_dns1123_subdomain(const char *s);	/* <= 253, labels joined by '.' */
+bool model_dns1123_subdomain(const char *s);	/* <= 253, labels joined by '.' (any length each, as Kubernetes) */
 bool model_dns1035_label(const char *s);	/* label starting with a letter (Service names) */
 /* Label keys: [DNS-1123 subdomain '/'] name, name <= 63 of [A-Za-z0-9._-]
  * starting and ending alphanumeric.  Values: "" or such a name. */
