@@ -14,10 +14,15 @@
  * the timers (api_run): events written by other controllers (for the
  * endpoints controller and the watchers), heartbeats, watch deadlines.
  *
- * Request life:  headers ─► (auth, Content-Length) ─► body chunks (bounded)
- *                 ─► route ─► registry ─► hub sync ─► response
- * A request that fails auth or declares a body over the limit is answered
- * at once and its body is not read.
+ * Request life:  headers ─► (auth, Content-Type, Content-Length) ─► body
+ *                 chunks (bounded) ─► route ─► JSON ─► registry (body
+ *                 against path, then validation, admission) ─► hub sync
+ *                 ─► response
+ * A request that fails auth, sends a body that is not JSON (415) or
+ * declares one over the limit (413) is answered at once and its body is
+ * not read.  What a body may be is decided in one place, the model's
+ * request check (src/model/request.c), which the registry runs first on
+ * every write; this file only parses and routes.
  */
 #include "controller/controller.h"
 
