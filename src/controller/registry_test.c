@@ -876,6 +876,43 @@ TEST(a_write_whose_stored_object_is_over_the_limit_is_refused)
 	fx_close(&fx);
 }
 
+/* What an older controller could have stored: fsck names each. */
+TEST(fsck_finds_objects_that_are_not_what_their_key_says)
+{
+	static char report[8192];
+	struct fixture fx;
+	struct txnb b;
+	size_t problems = 0;
+	char deep[4096] = "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"deep\","
+			  "\"namespace\":\"default\"},\"spec\":";
+	size_t n = strlen(deep);
+
+	for (int i = 0; i < 40; i++)
+		n += (size_t)snprintf(deep + n, sizeof(deep) - n, "{\"a\":");
+	n += (size_t)snprintf(deep + n, sizeof(deep) - n, "1");
+	for (int i = 0; i < 41; i++)
+		n += (size_t)snprintf(deep + n, sizeof(deep) - n, "}");
+	CHECK(fx_open(&fx, NULL) == 0);
+	CHECK(fsck_clean(&fx));
+	txnb_init(&b);
+	txnb_put(&b, OBJ_PREFIX "pods/default/s", "{\"apiVersion\":\"v1\",\"kind\":\"Secret\","
+						  "\"metadata\":{\"name\":\"s\",\"namespace\":\"default\"}}");
+	txnb_put(&b, OBJ_PREFIX "pods/default/deep", deep);
+	txnb_put(&b, OBJ_PREFIX "pods/default/other", "{\"apiVersion\":\"v1\",\"kind\":\"Pod\","
+						      "\"metadata\":{\"name\":\"x\",\"namespace\":\"default\"}}");
+	txnb_put(&b, OBJ_PREFIX "secrets/default/junk", "{\"apiVersion\"");
+	CHECK(txnb_commit(&b, fx.store, NULL) == 0);
+	txnb_free(&b);
+	CHECK(registry_fsck(&fx.reg, report, sizeof(report), &problems) == 0);
+	CHECK_EQ(problems, 4);
+	CHECK_CONTAINS(report, "/weft/obj/pods/default/s: holds a Secret (v1), not a Pod");
+	CHECK_CONTAINS(report, "/weft/obj/pods/default/deep: spec.a.a.a");
+	CHECK_CONTAINS(report, "nested deeper than 32 levels");
+	CHECK_CONTAINS(report, "/weft/obj/pods/default/other: holds default/x");
+	CHECK_CONTAINS(report, "/weft/obj/secrets/default/junk: does not read back");
+	fx_close(&fx);
+}
+
 /* Two processes register nodes and create namespaces on one store at once. */
 TEST(two_controllers_racing_never_share_an_allocation)
 {
