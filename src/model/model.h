@@ -131,9 +131,10 @@ int model_encode_checked(const json_t *obj, char **text, size_t *len, char *err,
  *   metadata.resourceVersion  absent, "" or a revision (model_revision_parse)
  *   the limits above
  * Returns 0 (body completed), -EBADMSG when body and path disagree or an
- * identity field is malformed (HTTP 400), -E2BIG over a limit (413).  err
- * names both sides: "body kind 'Secret' does not match the path's
- * resource 'pods' (kind Pod)".
+ * identity field is malformed (HTTP 400), -E2BIG over a limit (413), or
+ * -ENOMEM.  err names both sides: "body kind 'Secret' does not match the
+ * path's resource 'pods' (kind Pod)".  A refused body may have been
+ * completed in part: callers drop it.
  */
 int model_request_check(const struct kind_info *k, const char *ns, const char *name, json_t *body,
 			char *err, size_t errlen) __attribute__((warn_unused_result));
