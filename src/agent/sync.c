@@ -524,6 +524,7 @@ static int list_once(struct kind_sync *k)
 {
 	struct agent *a = k->a;
 	struct httpc_response r = { 0 };
+	json_error_t jerr;
 	char err[256];
 	json_t *j = NULL, *items, *it;
 	const char *rv;
@@ -532,9 +533,23 @@ static int list_once(struct kind_sync *k)
 
 	rc = httpc_request(*k->http, "GET", k->path, NULL, 0, &r, err, sizeof(err));
 	if (rc < 0)
-		return rc;
-	if (r.status != 200 || !(j = json_loads(r.body, 0, NULL))) {
-		LOG_WARN("list %s: HTTP %ld", k->what, r.status);
+		return rc;	/* unreachable: set_controller_up says so once */
+	if (r.status != 200) {
+		LOG_WARN("list %s: GET %s: HTTP %ld: %.200s; retrying", k->what, k->path, r.status, r.body);
+		rc = -EPROTO;
+		goto out;
+	}
+	j = json_loadb(r.body, r.len, 0, &jerr);
+	if (!json_is_object(j) || (json_object_get(j, "items") && !json_is_array(json_object_get(j, "items")))) {
+		/* nothing is applied from a list that does not parse (its
+		 * objects would look deleted); the controller must be fixed */
+		if (!j)
+			LOG_ERR("list %s: GET %s: the controller's answer (HTTP 200, %zu bytes) is not valid "
+				"JSON: line %d, column %d: %s; nothing applied, retrying", k->what, k->path,
+				r.len, jerr.line, jerr.column, jerr.text);
+		else
+			LOG_ERR("list %s: GET %s: the controller's answer is not a list; nothing applied, "
+				"retrying", k->what, k->path);
 		rc = -EPROTO;
 		goto out;
 	}
@@ -559,11 +574,15 @@ static int on_event(const char *line, size_t len, void *arg)
 {
 	struct kind_sync *k = arg;
 	struct agent *a = k->a;
-	json_t *ev = json_loadb(line, len, 0, NULL), *obj;
+	json_error_t jerr;
+	json_t *ev = json_loadb(line, len, 0, &jerr), *obj;
 	const char *type, *rv;
 
-	if (!ev)
+	if (!ev) {
+		LOG_ERR("watch %s: an event (%zu bytes) is not valid JSON: line %d, column %d: %s; "
+			"listing again", k->what, len, jerr.line, jerr.column, jerr.text);
 		return -EPROTO;
+	}
 	type = json_string_value(json_object_get(ev, "type"));
 	obj = json_object_get(ev, "object");
 	if (type && json_is_object(obj)) {

@@ -138,6 +138,13 @@ int node_admit(struct registry *r, struct txnb *b, const json_t *old, json_t *ob
 	uint32_t id;
 	int err;
 
+	/* The registry hands over only validated Nodes (request.c makes sure
+	 * the body is one), which have both; a hook never trusts that alone. */
+	if (!name || !ip) {
+		status_set(st, 422, "Invalid", "%s: a Node needs metadata.name and an InternalIP address",
+			   name ? name : "node");
+		return -1;
+	}
 	snprintf(ipkey, sizeof(ipkey), ALLOC_NODEIP "%s", ip);
 	hostsubnet_key(name, hskey, sizeof(hskey));
 

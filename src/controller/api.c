@@ -14,10 +14,15 @@
  * the timers (api_run): events written by other controllers (for the
  * endpoints controller and the watchers), heartbeats, watch deadlines.
  *
- * Request life:  headers ─► (auth, Content-Length) ─► body chunks (bounded)
- *                 ─► route ─► registry ─► hub sync ─► response
- * A request that fails auth or declares a body over the limit is answered
- * at once and its body is not read.
+ * Request life:  headers ─► (auth, Content-Type, Content-Length) ─► body
+ *                 chunks (bounded) ─► route ─► JSON ─► registry (body
+ *                 against path, then validation, admission) ─► hub sync
+ *                 ─► response
+ * A request that fails auth, sends a body that is not JSON (415) or
+ * declares one over the limit (413) is answered at once and its body is
+ * not read.  What a body may be is decided in one place, the model's
+ * request check (src/model/request.c), which the registry runs first on
+ * every write; this file only parses and routes.
  */
 #include "controller/controller.h"
 
@@ -32,6 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #define HEARTBEAT_SECONDS 30
@@ -135,12 +141,30 @@ static enum MHD_Result send_json(struct api *a, struct MHD_Connection *c, struct
 	return send_body(a, c, rq, code, "application/json", t, len + 1);
 }
 
+static json_t *status_object(const struct status *st, const char *message)
+{
+	return json_pack("{s:s, s:s, s:{}, s:s, s:s, s:s, s:i}", "kind", "Status", "apiVersion", "v1",
+			 "metadata", "status", "Failure", "message", message, "reason",
+			 st->reason ? st->reason : "", "code", st->code);
+}
+
 static enum MHD_Result send_status(struct api *a, struct MHD_Connection *c, struct request *rq,
 				   const struct status *st)
 {
-	json_t *o = json_pack("{s:s, s:s, s:{}, s:s, s:s, s:s, s:i}", "kind", "Status", "apiVersion", "v1",
-			      "metadata", "status", "Failure", "message", st->message, "reason",
-			      st->reason ? st->reason : "", "code", st->code);
+	json_t *o = status_object(st, st->message);
+
+	if (!o) {
+		/* a message quoting a request's bytes that are not UTF-8 (a
+		 * path, a header): answer with those bytes as '?' */
+		char clean[sizeof(st->message)];
+		size_t i;
+
+		for (i = 0; st->message[i] && i + 1 < sizeof(clean); i++)
+			clean[i] = (unsigned char)st->message[i] < 0x20 || (unsigned char)st->message[i] >= 0x7f
+				   ? '?' : st->message[i];
+		clean[i] = 0;
+		o = status_object(st, clean);
+	}
 	return send_json(a, c, rq, st->code, o);
 }
 
@@ -155,6 +179,47 @@ fail(struct api *a, struct MHD_Connection *c, struct request *rq, int code, cons
 	vsnprintf(st.message, sizeof(st.message), fmt, ap);
 	va_end(ap);
 	return send_status(a, c, rq, &st);
+}
+
+/* ------------------------------------------------------------------ request checks */
+
+/* A request body's Content-Type: JSON, or none (kube-apiserver reads a
+ * body without one as its first media type, application/json).  Anything
+ * else is 415 naming it.  Parameters (charset=utf-8) are allowed. */
+static bool content_type_ok(struct MHD_Connection *c, struct status *st)
+{
+	const char *ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+	size_t n;
+
+	if (!ct)
+		return true;
+	while (*ct == ' ' || *ct == '\t')
+		ct++;
+	n = strcspn(ct, ";");
+	while (n && (ct[n - 1] == ' ' || ct[n - 1] == '\t'))
+		n--;
+	if (n == 0 || (n == strlen("application/json") && strncasecmp(ct, "application/json", n) == 0))
+		return true;
+	status_set(st, 415, "UnsupportedMediaType",
+		   "the body's Content-Type '%.*s' is not supported: send application/json", (int)(n > 200 ? 200 : n),
+		   ct);
+	return false;
+}
+
+/* A revision in a query parameter (absent and "" are none): 0 with *out
+ * (-1 for none), or -1 with st set (400 naming it). */
+static int query_revision(struct MHD_Connection *c, const char *param, int64_t *out, struct status *st)
+{
+	const char *v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, param);
+
+	*out = -1;
+	if (!v || !*v)
+		return 0;
+	if (model_revision_parse(v, out)) {
+		status_set(st, 400, "BadRequest", "%s: '%.64s' is not a revision (decimal digits)", param, v);
+		return -1;
+	}
+	return 0;
 }
 
 /* ------------------------------------------------------------------ paths */
@@ -306,28 +371,25 @@ static void watch_free(void *cls)
 static enum MHD_Result start_watch(struct api *a, struct MHD_Connection *c, struct request *rq,
 				   const struct route *r)
 {
-	const char *rv_s = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "resourceVersion");
 	const char *to_s = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "timeoutSeconds");
 	char prefix[600];
 	struct status st = { 0 };
 	struct watch_ctx *w;
 	struct MHD_Response *resp;
-	int64_t rv = -1;
+	int64_t rv = -1, timeout = 0;
 	enum MHD_Result ret;
 
 	if (a->stopping) {
 		status_set(&st, 503, "ServiceUnavailable", "the controller is stopping");
 		return send_status(a, c, rq, &st);
 	}
-	if (rv_s && *rv_s) {
-		char *end;
-		errno = 0;
-		rv = strtoll(rv_s, &end, 10);
-		if (errno || *end || rv < 0)
-			return fail(a, c, rq, 400, "BadRequest", "resourceVersion: '%s' is not a revision", rv_s);
-		if (rv == 0)
-			rv = -1;	/* Kubernetes: 0 = from any point, with the current state first */
-	}
+	if (query_revision(c, "resourceVersion", &rv, &st))
+		return send_status(a, c, rq, &st);
+	if (rv == 0)
+		rv = -1;	/* Kubernetes: 0 = from any point, with the current state first */
+	if (to_s && *to_s && (model_revision_parse(to_s, &timeout) || timeout > 365 * 86400))
+		return fail(a, c, rq, 400, "BadRequest", "timeoutSeconds: '%.64s' is not a number of seconds",
+			    to_s);
 	if (r->kind->namespaced && r->ns[0])
 		snprintf(prefix, sizeof(prefix), OBJ_PREFIX "%s/%s/", r->kind->plural, r->ns);
 	else
@@ -351,11 +413,8 @@ static enum MHD_Result start_watch(struct api *a, struct MHD_Connection *c, stru
 	}
 	w->api = a;
 	w->conn = c;
-	if (to_s && *to_s) {
-		long t = strtol(to_s, NULL, 10);
-		if (t > 0)
-			w->deadline = time(NULL) + t;
-	}
+	if (timeout > 0)
+		w->deadline = time(NULL) + (time_t)timeout;
 	resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, watch_reader, w, watch_free);
 	if (!resp) {
 		watcher_close(w->watcher);
@@ -564,15 +623,25 @@ static enum MHD_Result dispatch(struct api *a, struct MHD_Connection *c, struct 
 	int code, err;
 	bool is_get = strcmp(method, "GET") == 0, is_post = strcmp(method, "POST") == 0,
 	     is_put = strcmp(method, "PUT") == 0, is_delete = strcmp(method, "DELETE") == 0;
+	const char *dry_run = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "dryRun");
 
 	if (strcmp(url, "/metrics") == 0 && is_get)
 		return handle_metrics(a, c, rq);
 	code = api_parse_route(url, &r);
 	if (code)
 		return fail(a, c, rq, 404, "NotFound", "the server could not find the requested resource (%s)", url);
+	if (is_delete && rq->len && !content_type_ok(c, &st))
+		return send_status(a, c, rq, &st);
+	if ((is_post || is_put || is_delete) && dry_run && *dry_run)
+		return fail(a, c, rq, 400, "BadRequest", "%s",
+			    "dryRun: not supported (the write would be made for real)");
 	if (is_post || is_put || (is_delete && rq->len)) {
 		json_error_t jerr;
 		body = json_loadb(rq->body ? rq->body : "", rq->len, JSON_REJECT_DUPLICATES, &jerr);
+		if (!body && json_error_code(&jerr) == json_error_stack_overflow)
+			return fail(a, c, rq, 413, "RequestEntityTooLarge",
+				    "the body is over a limit: nested deeper than %d levels (the limit) at line %d, "
+				    "column %d", MODEL_MAX_DEPTH, jerr.line, jerr.column);
 		if (!body) {
 			char msg[300];
 			snprintf(msg, sizeof(msg), "the body is not valid JSON: line %d, column %d: %s", jerr.line,
@@ -602,8 +671,14 @@ static enum MHD_Result dispatch(struct api *a, struct MHD_Connection *c, struct 
 
 	if (is_get) {
 		const char *watch = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "watch");
+		int64_t rv;
+
 		if (watch && (strcmp(watch, "1") == 0 || strcmp(watch, "true") == 0))
 			return start_watch(a, c, rq, &r);
+		/* a get or list is always served from the latest state, but a
+		 * resourceVersion that is not one is still an error */
+		if (query_revision(c, "resourceVersion", &rv, &st))
+			return send_status(a, c, rq, &st);
 		if (r.has_name) {
 			err = registry_get(a->reg, r.kind, r.ns, r.name, &out, &st);
 		} else {
@@ -622,18 +697,15 @@ static enum MHD_Result dispatch(struct api *a, struct MHD_Connection *c, struct 
 		code = 200;
 	} else if (is_delete && r.has_name) {
 		/* DeleteOptions: only preconditions.resourceVersion is honoured */
-		const char *want = json_string_value(json_object_get(
-			json_object_get(body, "preconditions"), "resourceVersion"));
-		char *end = NULL;
-		long long want_rev = want ? strtoll(want, &end, 10) : 0;
+		char msg[sizeof(st.message)];
+		int64_t want_rev = 0;
+		int rc = model_delete_options(r.kind, body, &want_rev, msg, sizeof(msg));
 
-		if (want && (!*want || *end || want_rev <= 0)) {
-			enum MHD_Result ret = fail(a, c, rq, 400, "BadRequest",
-						   "preconditions.resourceVersion: '%s' is not a revision",
-						   want);
-
+		if (rc) {
 			json_decref(body);
-			return ret;
+			if (rc == -E2BIG)
+				return fail(a, c, rq, 413, "RequestEntityTooLarge", "%s", msg);
+			return fail(a, c, rq, 400, "BadRequest", "%s", msg);
 		}
 		err = registry_delete_if(a->reg, r.kind, r.ns, r.name, want_rev, &out, &st);
 		code = 200;
@@ -687,7 +759,8 @@ static enum MHD_Result handle_request(struct api *a, struct MHD_Connection *c, c
 			return MHD_NO;
 		clock_gettime(CLOCK_MONOTONIC, &rq->start);
 		*ctx = rq;
-		if (strcmp(url, "/healthz") == 0 && strcmp(method, "GET") == 0) {
+		if (strcmp(url, "/healthz") == 0 && (strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0)) {
+			/* MHD sends no body for a HEAD, the headers as for GET */
 			rq->answered = true;
 			return send_body(a, c, rq, 200, "text/plain", strdup("ok\n"), 3);
 		}
@@ -695,6 +768,15 @@ static enum MHD_Result handle_request(struct api *a, struct MHD_Connection *c, c
 			rq->answered = true;
 			return fail(a, c, rq, 401, "Unauthorized", "%s",
 				    "a valid bearer token is required (Authorization: Bearer <token>)");
+		}
+		if (strcmp(method, "POST") == 0 || strcmp(method, "PUT") == 0) {
+			/* as kube-apiserver: the media type before the body is read */
+			struct status st = { 0 };
+
+			if (!content_type_ok(c, &st)) {
+				rq->answered = true;
+				return send_status(a, c, rq, &st);
+			}
 		}
 		cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
 		if (cl && strtoull(cl, NULL, 10) > a->max_body) {

@@ -141,9 +141,11 @@ int registry_reload_config(struct registry *r) WUR;
  * allocation start points; not for secrets. */
 uint64_t registry_random(struct registry *r);
 
-/* What every write does to a request body before planning: the body's
- * namespace and name agree with the path (the namespace is set from it),
- * it validates, defaults are filled in.  0, or -1 with st set (400/422). */
+/* What every write does to a request body before planning: the body
+ * agrees with the path and is within the limits (model_request_check: its
+ * kind, apiVersion, name and namespace; kind, apiVersion and namespace set
+ * from the path where absent), it validates, defaults are filled in.  0,
+ * or -1 with st set (400 disagrees, 413 over a limit, 422 invalid). */
 int registry_prepare(const struct kind_info *k, const char *ns, const char *name, json_t *obj,
 		     struct status *st) WUR;
 

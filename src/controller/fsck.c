@@ -14,7 +14,11 @@
  *    so has every NetNamespace in flat and networkpolicy modes (where,
  *    with the counts right, no VNID key exists);
  *  - every Service's cluster IP, NodePorts and VIP have keys naming it, and
- *    every such key names an existing Service that uses it.
+ *    every such key names an existing Service that uses it;
+ *  - every object reads back and is what its key says: kind and apiVersion
+ *    of the key's resource, the key's name and namespace, within the
+ *    limits on stored objects (model.h; a list of it parses in every
+ *    client).  Read a page at a time.
  */
 #include "controller/controller.h"
 
@@ -309,6 +313,66 @@ static int check_services(struct registry *r, struct report *rp)
 	return 0;
 }
 
+#define FSCK_PAGE 1000
+
+/* One stored object against its key (OBJ_PREFIX<plural>/[<ns>/]<name>). */
+static void check_object(const struct kind_info *k, const struct store_kv *kv, struct report *rp)
+{
+	const char *rest = kv->key + strlen(OBJ_PREFIX) + strlen(k->plural) + 1;
+	const char *slash = strchr(rest, '/');
+	char ns[256] = "", why[512];
+	json_error_t jerr;
+	json_t *o = json_loadb(kv->value, kv->value_len, 0, &jerr);
+
+	if (!o) {
+		problem(rp, "%s: does not read back: %s", kv->key, jerr.text);
+		return;
+	}
+	if (k->namespaced && slash && (size_t)(slash - rest) < sizeof(ns)) {
+		memcpy(ns, rest, (size_t)(slash - rest));
+		ns[slash - rest] = 0;
+		rest = slash + 1;
+	}
+	if (!obj_kind(o) || strcmp(obj_kind(o), k->kind) != 0 || !obj_str(o, "apiVersion") ||
+	    strcmp(obj_str(o, "apiVersion"), k->api_version) != 0)
+		problem(rp, "%s: holds a %s (%s), not a %s", kv->key, obj_kind(o) ? obj_kind(o) : "(no kind)",
+			obj_str(o, "apiVersion") ? obj_str(o, "apiVersion") : "no apiVersion", k->kind);
+	if (!obj_name(o) || strcmp(obj_name(o), rest) != 0 || strcmp(obj_namespace(o), ns) != 0)
+		problem(rp, "%s: holds %s%s%s", kv->key, obj_namespace(o), *obj_namespace(o) ? "/" : "",
+			obj_name(o) ? obj_name(o) : "(no name)");
+	if (kv->value_len > MODEL_MAX_OBJECT_BYTES)
+		problem(rp, "%s: %zu bytes, more than %u", kv->key, kv->value_len, MODEL_MAX_OBJECT_BYTES);
+	if (model_check_limits(o, why, sizeof(why)))
+		problem(rp, "%s: %s", kv->key, why);
+	json_decref(o);
+}
+
+static int check_objects(struct registry *r, struct report *rp)
+{
+	for (int i = 0; i < KIND_COUNT; i++) {
+		const struct kind_info *k = kind_get((enum kind_id)i);
+		char prefix[128], after[4096] = "";
+
+		snprintf(prefix, sizeof(prefix), OBJ_PREFIX "%s/", k->plural);
+		for (;;) {
+			struct store_kv_list l = { 0 };
+			int err = store_range(r->store, prefix, after[0] ? after : NULL, FSCK_PAGE, &l);
+			size_t n = l.n;
+
+			if (err)
+				return err;
+			for (size_t j = 0; j < n; j++)
+				check_object(k, &l.kvs[j], rp);
+			if (n)
+				snprintf(after, sizeof(after), "%s", l.kvs[n - 1].key);
+			store_kv_list_free(&l);
+			if (n < FSCK_PAGE)
+				break;
+		}
+	}
+	return 0;
+}
+
 int registry_fsck(struct registry *r, char *report, size_t len, size_t *problems)
 {
 	struct report rp = { report, len, 0, 0 };
@@ -316,7 +380,7 @@ int registry_fsck(struct registry *r, char *report, size_t len, size_t *problems
 
 	if (len)
 		report[0] = 0;
-	if ((err = check_nodes(r, &rp)) || (err = check_namespaces(r, &rp)) ||
+	if ((err = check_objects(r, &rp)) || (err = check_nodes(r, &rp)) || (err = check_namespaces(r, &rp)) ||
 	    (err = check_services(r, &rp)))
 		return err;
 	*problems = rp.problems;

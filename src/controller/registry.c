@@ -146,41 +146,21 @@ static void set_identity(struct registry *r, json_t *obj, const json_t *old)
 	}
 }
 
-/* The namespace and name in the body must agree with the path. */
-static int check_identity(const struct kind_info *k, const char *ns, const char *name, json_t *obj,
-			  struct status *st)
+/* The body against the path, before anything else looks at it (request.c):
+ * 400 when they disagree, 413 over a limit. */
+static int check_request(const struct kind_info *k, const char *ns, const char *name, json_t *obj,
+			 struct status *st)
 {
-	json_t *meta = json_object_get(obj, "metadata");
-	const char *bns;
+	char err[sizeof(st->message)];
+	int rc = model_request_check(k, ns, name, obj, err, sizeof(err));
 
-	if (!json_is_object(obj)) {
-		status_set(st, 400, "BadRequest", "the body must be a JSON object");
-		return -1;
-	}
-	if (!json_is_object(meta)) {
-		status_set(st, 422, "Invalid", "metadata: required");
-		return -1;
-	}
-	bns = obj_namespace(obj);
-	if (k->namespaced) {
-		if (*bns && strcmp(bns, ns) != 0) {
-			status_set(st, 400, "BadRequest",
-				   "metadata.namespace: '%s' does not match the namespace in the path ('%s')",
-				   bns, ns);
-			return -1;
-		}
-		json_object_set_new(meta, "namespace", json_string(ns));
-	} else if (*bns) {
-		status_set(st, 400, "BadRequest", "metadata.namespace: %s is not namespaced", k->kind);
-		return -1;
-	}
-	if (name && obj_name(obj) && strcmp(obj_name(obj), name) != 0) {
-		status_set(st, 400, "BadRequest",
-			   "metadata.name: '%s' does not match the name in the path ('%s')", obj_name(obj),
-			   name);
-		return -1;
-	}
-	return 0;
+	if (rc == -EBADMSG)
+		status_set(st, 400, "BadRequest", "%s", err);
+	else if (rc == -E2BIG)
+		status_set(st, 413, "RequestEntityTooLarge", "%s", err);
+	else if (rc)
+		status_set(st, 500, "InternalError", "%s", strerror(-rc));
+	return rc ? -1 : 0;
 }
 
 static int validate(json_t *obj, struct status *st)
@@ -201,7 +181,7 @@ static int validate(json_t *obj, struct status *st)
 int registry_prepare(const struct kind_info *k, const char *ns, const char *name, json_t *obj,
 		     struct status *st)
 {
-	if (check_identity(k, ns, name, obj, st) || validate(obj, st))
+	if (check_request(k, ns, name, obj, st) || validate(obj, st))
 		return -1;
 	return 0;
 }
@@ -326,21 +306,52 @@ static void after_commit(struct registry *r)
 		(void)endpoints_sync(r->endpoints);
 }
 
+/* The text work is stored as (model_encode_checked: within the limits and
+ * known to read back), put under key in b.  0, or -1 with st set. */
+static int put_checked(struct txnb *b, const char *key, const json_t *work, struct status *st)
+{
+	char msg[sizeof(st->message)], *text = NULL;
+	size_t len = 0;
+	int rc = model_encode_checked(work, &text, &len, msg, sizeof(msg));
+
+	if (rc == -E2BIG) {
+		status_set(st, 413, "RequestEntityTooLarge", "%s", msg);
+		return -1;
+	}
+	if (rc) {
+		status_set(st, 500, "InternalError", "%s; nothing was stored", msg);
+		return -1;
+	}
+	txnb_put(b, key, text);
+	free(text);
+	return 0;
+}
+
 static int write_object(struct registry *r, const struct kind_info *k, const char *ns, const char *name,
 			json_t *obj, bool create_only, json_t **out, struct status *st)
 {
 	char key[1024];
 	const char *user_rv;
-	char rvbuf[32] = "";
+	int64_t want_rv = 0;
+	bool has_rv;
 	int err;
 
+	/* the body against the path first: nothing below reads a body of
+	 * another kind, another object or over the limits */
+	if (check_request(k, ns, name, obj, st))
+		return -1;
 	if (k->controller_owned) {
 		status_set(st, 405, "MethodNotAllowed",
 			   "%s objects are written by the controller (a %s creates them)", k->kind,
 			   k->id == KIND_HOSTSUBNET ? "Node registration" : "Namespace");
 		return -1;
 	}
-	if (registry_prepare(k, ns, name, obj, st))
+	if (create_only && k->id == KIND_CLUSTERNETWORK) {
+		status_set(st, 409, "AlreadyExists",
+			   "clusternetworks \"default\" already exists: change it with a replace (apply)");
+		return -1;
+	}
+	if (validate(obj, st))
 		return -1;
 	name = obj_name(obj);
 	if (k->id == KIND_CLUSTERNETWORK && strcmp(name, "default") != 0) {
@@ -351,9 +362,9 @@ static int write_object(struct registry *r, const struct kind_info *k, const cha
 		status_set(st, 422, "Invalid", "metadata.name: too long");
 		return -1;
 	}
+	/* check_request refused anything but digits */
 	user_rv = obj_str(obj, "metadata.resourceVersion");
-	if (user_rv)
-		snprintf(rvbuf, sizeof(rvbuf), "%s", user_rv);
+	has_rv = user_rv && *user_rv && model_revision_parse(user_rv, &want_rv) == 0;
 
 	for (int attempt = 0; attempt < REGISTRY_RETRIES; attempt++) {
 		json_t *old = NULL, *work = NULL;
@@ -378,15 +389,15 @@ static int write_object(struct registry *r, const struct kind_info *k, const cha
 			status_set(st, 404, "NotFound", "clusternetworks \"%s\" not found", name);
 			return -1;
 		}
-		if (old && rvbuf[0] && strtoll(rvbuf, NULL, 10) != old_rev) {
+		if (old && has_rv && want_rv != old_rev) {
 			status_set(st, 409, "Conflict",
-				   "%s \"%s\": the object has been modified (resourceVersion %s, stored %" PRId64
+				   "%s \"%s\": the object has been modified (resourceVersion %" PRId64 ", stored %" PRId64
 				   "); read it again and apply your changes to the latest version",
-				   k->plural, name, rvbuf, old_rev);
+				   k->plural, name, want_rv, old_rev);
 			json_decref(old);
 			return -1;
 		}
-		if (!old && rvbuf[0]) {
+		if (!old && has_rv) {
 			status_set(st, 404, "NotFound", "%s \"%s\" not found", k->plural, name);
 			return -1;
 		}
@@ -423,7 +434,12 @@ static int write_object(struct registry *r, const struct kind_info *k, const cha
 			*out = old;
 			return 0;
 		}
-		txnb_put_json(&b, key, work);
+		if (put_checked(&b, key, work, st)) {
+			txnb_free(&b);
+			json_decref(old);
+			json_decref(work);
+			return -1;
+		}
 		err = txnb_commit(&b, r->store, &rev);
 		txnb_free(&b);
 		json_decref(old);
@@ -453,11 +469,6 @@ static int write_object(struct registry *r, const struct kind_info *k, const cha
 int registry_create(struct registry *r, const struct kind_info *k, const char *ns, json_t *obj,
 		    json_t **out, struct status *st)
 {
-	if (k->id == KIND_CLUSTERNETWORK) {
-		status_set(st, 409, "AlreadyExists",
-			   "clusternetworks \"default\" already exists: change it with a replace (apply)");
-		return -1;
-	}
 	return write_object(r, k, ns, NULL, obj, true, out, st);
 }
 
@@ -608,7 +619,7 @@ static int bootstrap_config(struct registry *r, const json_t *given, struct stat
 		cluster_config_default(&def);
 		obj = cluster_config_to_json(&def);
 	}
-	if (check_identity(kind_get(KIND_CLUSTERNETWORK), NULL, "default", obj, st) || validate(obj, st)) {
+	if (registry_prepare(kind_get(KIND_CLUSTERNETWORK), NULL, "default", obj, st)) {
 		json_decref(obj);
 		return -1;
 	}
@@ -617,7 +628,11 @@ static int bootstrap_config(struct registry *r, const json_t *given, struct stat
 		struct txnb b;
 		txnb_init(&b);
 		txnb_absent(&b, CONFIG_KEY);
-		txnb_put_json(&b, CONFIG_KEY, obj);
+		if (put_checked(&b, CONFIG_KEY, obj, st)) {
+			txnb_free(&b);
+			json_decref(obj);
+			return -1;
+		}
 		err = txnb_commit(&b, r->store, NULL);
 		txnb_free(&b);
 	}

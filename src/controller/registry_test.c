@@ -622,6 +622,189 @@ TEST(pods_need_their_namespace)
 	fx_close(&fx);
 }
 
+/* A valid body of kind k, named name (each passes its own kind's checks). */
+static json_t *valid_body(const struct kind_info *k, const char *name)
+{
+	json_t *o = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", k->api_version, "kind", k->kind, "metadata",
+			      "name", name);
+
+	switch (k->id) {
+	case KIND_NODE:
+		json_object_set_new(o, "status", json_pack("{s:[{s:s, s:s}]}", "addresses", "type", "InternalIP",
+							   "address", "192.168.77.1"));
+		break;
+	case KIND_SERVICE:
+		json_object_set_new(o, "spec", json_pack("{s:[{s:i}]}", "ports", "port", 80));
+		break;
+	case KIND_NETWORKPOLICY:
+		json_object_set_new(o, "spec", json_pack("{s:{}}", "podSelector"));
+		break;
+	case KIND_CLUSTERNETWORK:
+		json_object_set_new(o, "clusterNetworks", json_pack("[{s:s, s:i}]", "cidr", "10.128.0.0/14",
+								    "hostSubnetLength", 9));
+		json_object_set_new(o, "serviceNetwork", json_string("172.30.0.0/16"));
+		break;
+	case KIND_HOSTSUBNET:
+		json_object_set_new(o, "host", json_string(name));
+		json_object_set_new(o, "hostIP", json_string("192.168.77.2"));
+		json_object_set_new(o, "subnet", json_string("10.128.100.0/23"));
+		break;
+	case KIND_NETNAMESPACE:
+		json_object_set_new(o, "netname", json_string(name));
+		json_object_set_new(o, "netid", json_integer(77));
+		break;
+	case KIND_ROUTE:
+		json_object_set_new(o, "spec", json_pack("{s:{s:s}}", "to", "name", "web"));
+		break;
+	case KIND_INGRESS:
+		json_object_set_new(o, "spec", json_pack("{s:{s:{s:s, s:{s:i}}}}", "defaultBackend", "service",
+							 "name", "web", "port", "number", 80));
+		break;
+	default:
+		break;
+	}
+	return o;
+}
+
+/* What the attacker sent: every kind's body to every other kind's path, as
+ * a create and as a replace (of node-1, which exists: node_admit's old
+ * path dereferenced the missing InternalIP).  Each is a 400 and the store
+ * does not move; the own kind's body passes the same check. */
+TEST(bodies_of_another_kind_are_refused_before_anything_happens)
+{
+	struct fixture fx;
+	struct status st = { 0 };
+	int64_t before = 0, after = 0;
+
+	for (int k = 0; k < KIND_COUNT; k++) {	/* each body is one its own kind accepts */
+		json_t *body = valid_body(kind_get((enum kind_id)k), k == KIND_CLUSTERNETWORK ? "default" : "node-1");
+		int e = model_validate(body, st.message, sizeof(st.message));
+
+		json_decref(body);
+		if (e) {
+			test_fail(__FILE__, __LINE__, "the %s body does not validate: %s", kind_get((enum kind_id)k)->kind,
+				  st.message);
+			return;
+		}
+	}
+	CHECK(fx_open(&fx, NULL) == 0);
+	CHECK(add_node(&fx, "node-1", "192.168.10.1", NULL, &st) == 0);
+	CHECK(store_revision(fx.store, &before) == 0);
+	for (int p = 0; p < KIND_COUNT; p++) {
+		const struct kind_info *path = kind_get((enum kind_id)p);
+		const char *ns = path->namespaced ? "default" : "";
+		const char *name = path->id == KIND_CLUSTERNETWORK ? "default" : "node-1";
+
+		for (int b = 0; b < KIND_COUNT; b++) {
+			const struct kind_info *kind = kind_get((enum kind_id)b);
+			json_t *body, *out = NULL;
+			char want[256];
+			int e;
+
+			if (b == p)
+				continue;
+			snprintf(want, sizeof(want), "body kind '%s' does not match the path's resource '%s' (kind %s)",
+				 kind->kind, path->plural, path->kind);
+			body = valid_body(kind, name);
+			e = registry_create(&fx.reg, path, ns, body, &out, &st);
+			json_decref(body);
+			json_decref(out);
+			CHECK(e == -1);
+			CHECK_EQ(st.code, 400);
+			CHECK_STR(st.message, want);
+			body = valid_body(kind, name);
+			out = NULL;
+			e = registry_replace(&fx.reg, path, ns, name, body, &out, &st);
+			json_decref(body);
+			json_decref(out);
+			CHECK(e == -1);
+			CHECK_EQ(st.code, 400);
+			CHECK_STR(st.message, want);
+		}
+	}
+	CHECK(store_revision(fx.store, &after) == 0);
+	CHECK_EQ(after, before);
+	CHECK(fsck_clean(&fx));
+	fx_close(&fx);
+}
+
+/* The object as it would be stored is checked, not only the body: a
+ * replace without status keeps the stored one, and the two together may
+ * be over the limit although each body was not.  413, nothing stored. */
+TEST(a_write_whose_stored_object_is_over_the_limit_is_refused)
+{
+	struct fixture fx;
+	struct status st = { 0 };
+	size_t half = MODEL_MAX_OBJECT_BYTES / 2 + 16;
+	char *pad = malloc(half + 1);
+	json_t *body = NULL, *out = NULL;
+	int64_t before = 0, after = 0;
+
+	CHECK(pad);
+	memset(pad, 'x', half);
+	pad[half] = 0;
+	CHECK(fx_open(&fx, NULL) == 0);
+	body = json_pack("{s:s, s:s, s:{s:s}, s:{s:s}, s:{s:s}}", "apiVersion", "v1", "kind", "Pod", "metadata",
+			 "name", "big", "spec", "x", pad, "status", "y", pad);
+	CHECK(registry_create(&fx.reg, kind_get(KIND_POD), "default", body, &out, &st) == -1);
+	CHECK_EQ(st.code, 413);
+	CHECK_CONTAINS(st.message, "more than 3145728 (the limit)");
+	json_decref(body);
+	body = json_pack("{s:s, s:s, s:{s:s}, s:{s:s}}", "apiVersion", "v1", "kind", "Pod", "metadata", "name",
+			 "big", "status", "y", pad);
+	CHECK(registry_create(&fx.reg, kind_get(KIND_POD), "default", body, &out, &st) == 0);
+	json_decref(body);
+	json_decref(out);
+	out = NULL;
+	CHECK(store_revision(fx.store, &before) == 0);
+	body = json_pack("{s:s, s:s, s:{s:s}, s:{s:s}}", "apiVersion", "v1", "kind", "Pod", "metadata", "name",
+			 "big", "spec", "x", pad);
+	free(pad);
+	CHECK(registry_replace(&fx.reg, kind_get(KIND_POD), "default", "big", body, &out, &st) == -1);
+	json_decref(body);
+	CHECK_EQ(st.code, 413);
+	CHECK(store_revision(fx.store, &after) == 0);
+	CHECK_EQ(after, before);
+	fx_close(&fx);
+}
+
+/* What an older controller could have stored: fsck names each. */
+TEST(fsck_finds_objects_that_are_not_what_their_key_says)
+{
+	static char report[8192];
+	struct fixture fx;
+	struct txnb b;
+	size_t problems = 0;
+	char deep[4096] = "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"deep\","
+			  "\"namespace\":\"default\"},\"spec\":";
+	size_t n = strlen(deep);
+
+	for (int i = 0; i < 40; i++)
+		n += (size_t)snprintf(deep + n, sizeof(deep) - n, "{\"a\":");
+	n += (size_t)snprintf(deep + n, sizeof(deep) - n, "1");
+	for (int i = 0; i < 41; i++)
+		n += (size_t)snprintf(deep + n, sizeof(deep) - n, "}");
+	CHECK(fx_open(&fx, NULL) == 0);
+	CHECK(fsck_clean(&fx));
+	txnb_init(&b);
+	txnb_put(&b, OBJ_PREFIX "pods/default/s", "{\"apiVersion\":\"v1\",\"kind\":\"Secret\","
+						  "\"metadata\":{\"name\":\"s\",\"namespace\":\"default\"}}");
+	txnb_put(&b, OBJ_PREFIX "pods/default/deep", deep);
+	txnb_put(&b, OBJ_PREFIX "pods/default/other", "{\"apiVersion\":\"v1\",\"kind\":\"Pod\","
+						      "\"metadata\":{\"name\":\"x\",\"namespace\":\"default\"}}");
+	txnb_put(&b, OBJ_PREFIX "secrets/default/junk", "{\"apiVersion\"");
+	CHECK(txnb_commit(&b, fx.store, NULL) == 0);
+	txnb_free(&b);
+	CHECK(registry_fsck(&fx.reg, report, sizeof(report), &problems) == 0);
+	CHECK_EQ(problems, 4);
+	CHECK_CONTAINS(report, "/weft/obj/pods/default/s: holds a Secret (v1), not a Pod");
+	CHECK_CONTAINS(report, "/weft/obj/pods/default/deep: spec.a.a.a");
+	CHECK_CONTAINS(report, "nested deeper than 32 levels");
+	CHECK_CONTAINS(report, "/weft/obj/pods/default/other: holds default/x");
+	CHECK_CONTAINS(report, "/weft/obj/secrets/default/junk: does not read back");
+	fx_close(&fx);
+}
+
 /* Two processes register nodes and create namespaces on one store at once. */
 TEST(two_controllers_racing_never_share_an_allocation)
 {

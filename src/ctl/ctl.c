@@ -62,9 +62,43 @@ int ctl_call(struct ctl *ctl, const char *method, const char *path, const json_t
 	r->status = resp.status;
 	r->body = resp.body;
 	r->len = resp.len;
-	if (r->len)
-		r->json = json_loadb(r->body, r->len, 0, NULL);
+	if (r->len) {
+		json_error_t jerr;
+
+		r->json = json_loadb(r->body, r->len, 0, &jerr);
+		if (!r->json)
+			snprintf(r->json_error, sizeof(r->json_error), "line %d, column %d: %s", jerr.line,
+				 jerr.column, jerr.text);
+	}
 	return 0;
+}
+
+const json_t *ctl_reply_object(const struct ctl_reply *r, const char *method, const char *path)
+{
+	if (json_is_object(r->json))
+		return r->json;
+	if (r->json)
+		fprintf(stderr, "error: the server's answer to %s %s is not a JSON object\n", method, path);
+	else if (r->len)
+		fprintf(stderr, "error: the server's answer to %s %s is not valid JSON (%zu bytes): %s\n", method,
+			path, r->len, r->json_error);
+	else
+		fprintf(stderr, "error: the server's answer to %s %s is empty\n", method, path);
+	return NULL;
+}
+
+const json_t *ctl_reply_items(const struct ctl_reply *r, const char *method, const char *path)
+{
+	const json_t *o = ctl_reply_object(r, method, path), *items;
+
+	if (!o)
+		return NULL;
+	items = json_object_get(o, "items");
+	if (json_is_array(items) || json_is_null(items))
+		return items;
+	fprintf(stderr, "error: the server's answer to %s %s is not a list (%s)\n", method, path,
+		items ? "its items are not a JSON list" : "it has no items");
+	return NULL;
 }
 
 void ctl_reply_free(struct ctl_reply *r)

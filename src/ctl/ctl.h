@@ -66,6 +66,7 @@ struct ctl_reply {
 	json_t *json;		/* the body parsed, or NULL when it is not JSON */
 	char *body;		/* the raw body, NUL-terminated */
 	size_t len;
+	char json_error[200];	/* why json is NULL ("" when the body is empty) */
 };
 
 /*
@@ -78,6 +79,16 @@ int ctl_call(struct ctl *ctl, const char *method, const char *path, const json_t
 void ctl_reply_free(struct ctl_reply *r);
 
 static inline bool ctl_ok(const struct ctl_reply *r) { return r->status >= 200 && r->status < 300; }
+
+/* The JSON object of a successful reply to METHOD path; NULL after
+ * printing why there is none, e.g. "error: the server's answer to GET
+ * /api/v1/pods is not valid JSON: line 1, column 2049: maximum parsing
+ * depth reached".  Borrowed from r. */
+const json_t *ctl_reply_object(const struct ctl_reply *r, const char *method, const char *path);
+/* The items of a successful list reply: a JSON list, or JSON null (no
+ * items; json_array_size and json_array_foreach see an empty list).  NULL
+ * after printing why the reply is not a list.  Borrowed from r. */
+const json_t *ctl_reply_items(const struct ctl_reply *r, const char *method, const char *path);
 
 /* The Status reason of an error reply ("Conflict"), from the body or else
  * from the code; "HTTP 418" for codes without a name.  buf: >= 32 bytes. */

@@ -343,10 +343,8 @@ int ctl_describe(struct ctl *ctl, int argc, char **argv)
 		ctl_print_server_error(&r);
 		goto out;
 	}
-	if (!json_is_object(r.json)) {
-		fprintf(stderr, "error: the server's answer to GET %s is not an object\n", path);
+	if (!ctl_reply_object(&r, "GET", path))
 		goto out;
-	}
 	describe(ctl, k, r.json);
 	rc = CTL_EXIT_OK;
 out:

@@ -40,7 +40,9 @@ int ctl_drops(struct ctl *ctl, int argc, char **argv)
 		ctl_print_server_error(&r);
 		goto out;
 	}
-	items = json_object_get(r.json, "items");
+	items = (json_t *)ctl_reply_items(&r, "GET", "/api/v1/nodes");
+	if (!items)
+		goto out;
 	json_array_foreach(items, i, node)	/* names first: an error prints no table */
 		if (ctl_str_at(node, "metadata.name") &&
 		    wanted(ctl_str_at(node, "metadata.name"), argc, argv))

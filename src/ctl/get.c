@@ -94,11 +94,10 @@ static int get_list(struct ctl *ctl, const struct kind_info *k, const char *ns, 
 		ctl_print_server_error(&r);
 		goto out;
 	}
-	items = json_object_get(r.json, "items");
-	if (!json_is_array(items) && !json_is_null(items) && items) {
-		fprintf(stderr, "error: the server's answer to GET %s is not a list\n", path);
+	/* an answer that does not parse is an error, never "No resources found" */
+	items = ctl_reply_items(&r, "GET", path);
+	if (!items)
 		goto out;
-	}
 	if (out == CTL_OUT_JSON || out == CTL_OUT_YAML) {
 		rc = print_document(r.json, out) < 0 ? CTL_EXIT_FAIL : CTL_EXIT_OK;
 		goto out;
@@ -144,8 +143,8 @@ static int get_named(struct ctl *ctl, const struct kind_info *k, const char *ns,
 			ctl_print_not_found(k, names[i]);
 		else if (!ctl_ok(&r))
 			ctl_print_server_error(&r);
-		else if (!json_is_object(r.json))
-			fprintf(stderr, "error: the server's answer to GET %s is not an object\n", path);
+		else if (!ctl_reply_object(&r, "GET", path))
+			;	/* printed */
 		else
 			json_array_append(items, r.json);
 		if (!ctl_ok(&r) || !json_is_object(r.json))

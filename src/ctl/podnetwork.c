@@ -56,7 +56,11 @@ static int wait_applied(struct ctl *ctl, int64_t rev, double timeout_s)
 			ctl_reply_free(&r);
 			return 1;
 		}
-		items = json_object_get(r.json, "items");
+		items = (json_t *)ctl_reply_items(&r, "GET", "/api/v1/nodes");
+		if (!items) {
+			ctl_reply_free(&r);
+			return 1;
+		}
 		json_array_foreach(items, i, node) {
 			const char *name = ctl_str_at(node, "metadata.name");
 			const json_t *ann = json_object_get(json_object_get(node, "metadata"), "annotations");
@@ -194,11 +198,9 @@ int ctl_podnetwork(struct ctl *ctl, int argc, char **argv)
 		ctl_print_server_error(&r);
 		goto out;
 	}
-	items = json_object_get(r.json, "items");
-	if (!json_is_array(items)) {
-		fprintf(stderr, "error: the server's answer to POST %s has no items\n", path);
+	items = (json_t *)ctl_reply_items(&r, "POST", path);
+	if (!items)
 		goto out;
-	}
 	json_array_foreach(items, i, item) {
 		char netid[64];
 

@@ -87,9 +87,76 @@ void model_default(json_t *obj);
 int model_decode_manifest(const char *buf, size_t len, json_t ***docs, size_t *ndocs,
 			  char *err, size_t errlen) __attribute__((warn_unused_result));
 
+/*
+ * Limits on one object as it is stored (request.c checks a body against
+ * them before anything else; limits.c is where they are counted):
+ *   depth   objects and lists nested in each other; the object itself is
+ *           level 1, {"spec":{"ports":[{...}]}} is 4 deep.  Every reader
+ *           parses with jansson (2048 levels): a list wraps an object in 2
+ *           more (List, items), a watch event in 1, so any stored object
+ *           stays readable in both with room to spare.
+ *   values  JSON values in all (objects, lists, strings, numbers, ...):
+ *           bounds what a reader allocates for one object.
+ *   bytes   its compact JSON text, as stored.
+ * The largest objects weft itself writes (an Endpoints of 4096 addresses:
+ * about 30,000 values and 600 KB) are far inside.
+ */
+#define MODEL_MAX_DEPTH 32
+#define MODEL_MAX_VALUES 100000
+#define MODEL_MAX_OBJECT_BYTES (3u << 20)
+
+/* 0, or -E2BIG with "<field path>: <which limit>" in err, e.g.
+ *   spec.a.a.a[0].a...: nested deeper than 32 levels (the limit)
+ * O(size of obj); stops at the first value over a limit. */
+int model_check_limits(const json_t *obj, char *err, size_t errlen) __attribute__((warn_unused_result));
+/* The text obj is stored as (compact JSON, keys in order), checked: within
+ * the limits above and read back by the readers' parser settings to an
+ * equal object.  0 with *text (malloc'd, NUL-terminated; the caller frees)
+ * and *len; -E2BIG over a limit, -EPROTO when it does not read back (a
+ * bug: nothing may be stored then), -ENOMEM; err says which. */
+int model_encode_checked(const json_t *obj, char **text, size_t *len, char *err, size_t errlen)
+	__attribute__((warn_unused_result));
+
+/*
+ * A write's body against its path (request.c), before anything else looks
+ * at the body: k is the path's kind, ns its namespace ("" or NULL for
+ * cluster-scoped kinds), name the name in the path (NULL: a create).
+ *   kind, apiVersion   a string equal to the path's; absent or "" is taken
+ *                      from the path (as kube-apiserver's decoder does)
+ *   metadata           an object (absent: only on create; validation then
+ *                      reports it)
+ *   metadata.name      a string; on a replace equal to name
+ *   metadata.namespace a string; if set, equal to ns (cluster-scoped kinds:
+ *                      not set); a namespaced kind's is then set to ns
+ *   metadata.resourceVersion  absent, "" or a revision (model_revision_parse)
+ *   the limits above
+ * Returns 0 (body completed), -EBADMSG when body and path disagree or an
+ * identity field is malformed (HTTP 400), -E2BIG over a limit (413), or
+ * -ENOMEM.  err names both sides: "body kind 'Secret' does not match the
+ * path's resource 'pods' (kind Pod)".  A refused body may have been
+ * completed in part: callers drop it.
+ */
+int model_request_check(const struct kind_info *k, const char *ns, const char *name, json_t *body,
+			char *err, size_t errlen) __attribute__((warn_unused_result));
+/*
+ * A DELETE's body, Kubernetes DeleteOptions (NULL: there was none): kind
+ * absent or DeleteOptions; apiVersion absent, v1, meta.k8s.io/v1 or the
+ * path kind's; within the limits; preconditions.resourceVersion a revision
+ * > 0, returned in *want_rev (0 when absent).  preconditions.uid and
+ * dryRun are refused (weft does not honour them, and ignoring them would
+ * delete what the caller meant to keep).  Same returns as
+ * model_request_check.
+ */
+int model_delete_options(const struct kind_info *k, const json_t *body, int64_t *want_rev, char *err,
+			 size_t errlen) __attribute__((warn_unused_result));
+
+/* A resourceVersion as weft writes it: decimal digits only (no sign, no
+ * space, no suffix), at most INT64_MAX.  0 with *out, or -EINVAL. */
+int model_revision_parse(const char *s, int64_t *out) __attribute__((warn_unused_result));
+
 /* Names: Kubernetes' rules. */
 bool model_dns1123_label(const char *s);	/* <= 63, [a-z0-9]([-a-z0-9]*[a-z0-9])? */
-bool model_dns1123_subdomain(const char *s);	/* <= 253, labels joined by '.' */
+bool model_dns1123_subdomain(const char *s);	/* <= 253, labels joined by '.' (any length each, as Kubernetes) */
 bool model_dns1035_label(const char *s);	/* label starting with a letter (Service names) */
 /* Label keys: [DNS-1123 subdomain '/'] name, name <= 63 of [A-Za-z0-9._-]
  * starting and ending alphanumeric.  Values: "" or such a name. */

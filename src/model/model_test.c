@@ -231,6 +231,17 @@ TEST(name_rules)
 	CHECK(!model_dns1123_subdomain("a."));
 	CHECK(!model_dns1123_subdomain("a.-b"));
 	CHECK(!model_dns1123_subdomain(""));
+	{
+		/* as Kubernetes' IsDNS1123Subdomain: 253 bytes, no bound per label */
+		char name[256];
+
+		memset(name, 'a', 253);
+		name[253] = 0;
+		CHECK(model_dns1123_subdomain(name));
+		name[253] = 'a';
+		name[254] = 0;
+		CHECK(!model_dns1123_subdomain(name));
+	}
 
 	CHECK(model_dns1035_label("web"));
 	CHECK(!model_dns1035_label("1web"));

@@ -3,6 +3,12 @@
  * DNS-1035 labels, label keys and values, IANA service (port) names, and
  * host names with an optional leading wildcard label.
  *
+ * Object names follow Kubernetes exactly: Namespaces are DNS-1123 labels
+ * and Services DNS-1035 labels (63 bytes), most other kinds DNS-1123
+ * subdomains (253 bytes, no bound on one label: IsDNS1123Subdomain).  Host
+ * names (Ingress and Route hosts) are stricter: each label at most 63
+ * bytes, or DNS could not resolve them.
+ *
  * Every check bounds its input by length before looking further, so a
  * megabyte-long string costs at most a strnlen of the limit.
  */
@@ -35,7 +41,21 @@ bool model_dns1035_label(const char *s)
 	return model_dns1123_label(s) && s[0] >= 'a' && s[0] <= 'z';
 }
 
-static bool subdomain(const char *s, size_t n)
+/* [a-z0-9]([-a-z0-9]*[a-z0-9])? without label()'s 63-byte bound */
+static bool long_label(const char *s, size_t n)
+{
+	if (n == 0 || !lower_alnum(s[0]) || !lower_alnum(s[n - 1]))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!lower_alnum(s[i]) && s[i] != '-')
+			return false;
+	return true;
+}
+
+/* Labels joined by '.', at most 253 bytes.  Kubernetes' IsDNS1123Subdomain
+ * does not bound a label on its own (a 253-byte Pod name of one label is
+ * valid); a host name does (dns_labels: 63, as DNS). */
+static bool labels(const char *s, size_t n, bool dns_labels)
 {
 	size_t start = 0;
 
@@ -43,12 +63,17 @@ static bool subdomain(const char *s, size_t n)
 		return false;
 	for (size_t i = 0; i <= n; i++) {
 		if (i == n || s[i] == '.') {
-			if (!label(s + start, i - start))
+			if (!(dns_labels ? label : long_label)(s + start, i - start))
 				return false;
 			start = i + 1;
 		}
 	}
 	return true;
+}
+
+static bool subdomain(const char *s, size_t n)
+{
+	return labels(s, n, false);
 }
 
 bool model_dns1123_subdomain(const char *s)
@@ -62,7 +87,7 @@ bool model_dns_host(const char *s, bool wildcard)
 		return false;
 	if (wildcard && s[0] == '*' && s[1] == '.')
 		s += 2;
-	return model_dns1123_subdomain(s);
+	return labels(s, strnlen(s, 254), true);
 }
 
 /* ([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9], at most 63, over s[0..n) */

@@ -1,6 +1,12 @@
 /*
  * validate_node.c — a Node's addresses: each typed, and exactly one
  * InternalIP (the address its pods' traffic is tunnelled to).
+ *
+ * The InternalIP must be a unicast address another host can send to.
+ * Refused (Kubernetes itself does not check; weft's tunnels would point
+ * nowhere): 0.0.0.0/8 ("this network", 0.0.0.0 included), 127.0.0.0/8
+ * loopback, 169.254.0.0/16 link-local, 224.0.0.0/4 multicast and
+ * 240.0.0.0/4 reserved (255.255.255.255, the limited broadcast, included).
  */
 #include "model/model.h"
 #include "model/validate.h"
@@ -8,6 +14,27 @@
 #include <string.h>
 
 static bool any(const char *s) { return s != NULL; }
+
+/* Why a node cannot be reached at ip (host order), or NULL. */
+static const char *unusable(uint32_t ip)
+{
+	static const struct {
+		uint32_t net, mask;
+		const char *what;
+	} ranges[] = {
+		{ 0x00000000, 0xff000000, "in 0.0.0.0/8 (\"this network\", not an address a host has)" },
+		{ 0x7f000000, 0xff000000, "a loopback address (127.0.0.0/8)" },
+		{ 0xa9fe0000, 0xffff0000, "a link-local address (169.254.0.0/16)" },
+		{ 0xe0000000, 0xf0000000, "a multicast address (224.0.0.0/4)" },
+		{ 0xffffffff, 0xffffffff, "the broadcast address" },
+		{ 0xf0000000, 0xf0000000, "a reserved address (240.0.0.0/4)" },
+	};
+
+	for (size_t i = 0; i < sizeof(ranges) / sizeof(ranges[0]); i++)
+		if ((ip & ranges[i].mask) == ranges[i].net)
+			return ranges[i].what;
+	return NULL;
+}
 
 void validate_node(struct vctx *v, const json_t *obj)
 {
@@ -29,7 +56,13 @@ void validate_node(struct vctx *v, const json_t *obj)
 				if (++internal == 2)
 					verror(v, "type", "a second InternalIP address (a Node has "
 					       "exactly one)");
-				vget_ip4(v, a, "address", true, NULL);
+				uint32_t ip;
+				const char *why;
+
+				if (vget_ip4(v, a, "address", true, &ip) && (why = unusable(ip)))
+					verror(v, "address", "%s is %s: an InternalIP must be a unicast "
+					       "address other nodes can reach",
+					       json_string_value(json_object_get(a, "address")), why);
 			} else {
 				vget_name(v, a, "address", true, any, "an address");
 			}

@@ -12,6 +12,7 @@
 #define ROUTE_MAX_WEIGHT 256
 
 static bool is_service(const char *s) { return strcmp(s, "Service") == 0; }
+static bool dns_name(const char *s) { return model_dns_host(s, false); }
 
 static void check_target(struct vctx *v, const json_t *to)
 {
@@ -74,7 +75,7 @@ void validate_route(struct vctx *v, const json_t *obj)
 	if (!spec)
 		return;
 	mark = vpush(v, "spec");
-	vget_name(v, spec, "host", false, model_dns1123_subdomain, "a valid DNS name");
+	vget_name(v, spec, "host", false, dns_name, "a valid DNS name");
 	path = vget_string(v, spec, "path", false);
 	if (path && *path && *path != '/')
 		verror(v, "path", "%s must start with '/'", vquote(path, q));

@@ -155,6 +155,42 @@ TEST(common_name_rules_per_kind)
 	INVALID(yaml, "is not a valid DNS-1123 subdomain");
 }
 
+/* Kubernetes' IsDNS1123Subdomain does not bound one label: a Pod, Node or
+ * Secret may be named with 253 bytes and no dot.  Namespaces (DNS-1123
+ * labels) and Services (DNS-1035 labels) stop at 63. */
+static void named(char *yaml, size_t len, const char *head, size_t n, const char *tail)
+{
+	char name[300];
+
+	memset(name, 'a', n);
+	name[n] = '\0';
+	snprintf(yaml, len, "%smetadata: {name: %s}\n%s", head, name, tail);
+}
+
+TEST(common_name_lengths_as_kubernetes)
+{
+	static const char node_tail[] = "status: {addresses: [{type: InternalIP, address: 10.0.0.1}]}\n";
+	static const char svc_tail[] = "spec: {ports: [{port: 80}]}\n";
+	char yaml[800];
+
+	named(yaml, sizeof(yaml), POD, 253, "");
+	VALID(yaml);
+	named(yaml, sizeof(yaml), POD, 254, "");
+	INVALID(yaml, "is not a valid DNS-1123 subdomain");
+	named(yaml, sizeof(yaml), "apiVersion: v1\nkind: Node\n", 253, node_tail);
+	VALID(yaml);
+	named(yaml, sizeof(yaml), "apiVersion: v1\nkind: Secret\n", 253, "");
+	VALID(yaml);
+	named(yaml, sizeof(yaml), NS, 63, "");
+	VALID(yaml);
+	named(yaml, sizeof(yaml), NS, 64, "");
+	INVALID(yaml, "is not a valid DNS-1123 label");
+	named(yaml, sizeof(yaml), "apiVersion: v1\nkind: Service\n", 63, svc_tail);
+	VALID(yaml);
+	named(yaml, sizeof(yaml), "apiVersion: v1\nkind: Service\n", 64, svc_tail);
+	INVALID(yaml, "is not a valid DNS-1035 label");
+}
+
 TEST(common_namespace)
 {
 	VALID(POD "metadata: {name: a, namespace: ''}\n");
@@ -391,6 +427,36 @@ TEST(node_needs_one_internal_ip)
 	INVALID_ONLY(NODE "status: {addresses: [{type: InternalIP, address: 10.0.0.1}, "
 			  "{type: InternalIP, address: 10.0.0.2}]}\n",
 		     "status.addresses[1].type: a second InternalIP address (a Node has exactly one)");
+}
+
+TEST(node_internal_ip_is_usable_unicast)
+{
+	static const char *const refused[][2] = {
+		{ "0.0.0.0", "in 0.0.0.0/8" },
+		{ "0.1.2.3", "in 0.0.0.0/8" },
+		{ "127.0.0.1", "a loopback address" },
+		{ "127.255.0.9", "a loopback address" },
+		{ "169.254.1.1", "a link-local address" },
+		{ "224.0.0.1", "a multicast address" },
+		{ "239.255.255.255", "a multicast address" },
+		{ "240.0.0.1", "a reserved address" },
+		{ "255.255.255.255", "the broadcast address" },
+	};
+	char yaml[300];
+
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		snprintf(yaml, sizeof(yaml), NODE "status: {addresses: [{type: InternalIP, address: %s}]}\n",
+			 refused[i][0]);
+		INVALID(yaml, refused[i][1]);
+		INVALID(yaml, "status.addresses[0].address: ");
+	}
+	VALID(NODE "status: {addresses: [{type: InternalIP, address: 1.0.0.1}]}\n");
+	VALID(NODE "status: {addresses: [{type: InternalIP, address: 126.255.255.255}]}\n");
+	VALID(NODE "status: {addresses: [{type: InternalIP, address: 169.253.255.255}]}\n");
+	VALID(NODE "status: {addresses: [{type: InternalIP, address: 223.255.255.254}]}\n");
+	/* only the InternalIP carries tunnels */
+	VALID(NODE "status: {addresses: [{type: InternalIP, address: 10.0.0.1}, "
+		   "{type: ExternalIP, address: 127.0.0.1}]}\n");
 }
 
 TEST(node_address_syntax)
@@ -793,6 +859,9 @@ TEST(ingress_host)
 		"spec.rules[0].host: '*a.com' is not a valid DNS name");
 	INVALID(ING "spec: {rules: [{host: 10.0.0.1}], defaultBackend: {service: {name: w, port: {number: 1}}}}\n",
 		"spec.rules[0].host: '10.0.0.1' must be a DNS name, not an IP address");
+	INVALID(ING "spec: {rules: [{host: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.com}], "
+		    "defaultBackend: {service: {name: w, port: {number: 1}}}}\n",
+		"is not a valid DNS name");
 }
 
 TEST(ingress_paths)
@@ -866,6 +935,10 @@ TEST(route_host_and_path)
 	INVALID_ONLY(ROUTE "spec: {host: Www.Example.com, to: {name: web}}\n",
 		     "spec.host: 'Www.Example.com' is not a valid DNS name");
 	INVALID_ONLY(ROUTE "spec: {path: shop, to: {name: web}}\n", "spec.path: 'shop' must start with '/'");
+	/* a host's labels stay within DNS's 63 bytes (names need not) */
+	VALID(ROUTE "spec: {host: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.com, to: {name: web}}\n");
+	INVALID(ROUTE "spec: {host: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.com, to: {name: web}}\n",
+		"is not a valid DNS name");
 }
 
 TEST(route_to)

@@ -82,7 +82,8 @@ t1=$(date +%s%N)
 check "100 MB body (Content-Length): 413" test "$code" = 413
 check "413 answered in under 5 s" test $(( (t1 - t0) / 1000000 )) -lt 5000
 code=$(head -c $((100 * 1024 * 1024)) /dev/zero | tr '\0' ' ' | curl -s -o /dev/null -w '%{http_code}' -X POST \
-	-H "Authorization: Bearer $TOKEN" -H 'Transfer-Encoding: chunked' --data-binary @- "$CTRL_URL/api/v1/nodes" || true)
+	-H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' -H 'Transfer-Encoding: chunked' \
+	--data-binary @- "$CTRL_URL/api/v1/nodes" || true)
 check "100 MB body (chunked): 413" test "$code" = 413
 rm -f "$big"
 check "the controller still answers after the big bodies" curl -sf "$CTRL_URL/healthz"

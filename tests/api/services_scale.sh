@@ -46,7 +46,7 @@ check "Endpoints writes: 4 per Service, no more" test "$(metric weft_endpoints_w
 body=$(api GET /api/v1/namespaces/scale/pods/p1-0 | sed '$d' | jq -c '.metadata.labels.app = "s2" | del(.metadata.resourceVersion)')
 recomputed=$(metric weft_endpoints_recomputed_total)
 code=$(curl -s -o /dev/null -w '%{http_code}' -X PUT -H "Authorization: Bearer $(cat "$CTRL_TOKEN_FILE")" \
-	-d "$body" "$CTRL_URL/api/v1/namespaces/scale/pods/p1-0")
+	-H 'Content-Type: application/json' -d "$body" "$CTRL_URL/api/v1/namespaces/scale/pods/p1-0")
 check "a pod's label change among $N services: 200" test "$code" = 200
 check "... recomputes the two Services it concerns, not the $N" \
 	test "$(( $(metric weft_endpoints_recomputed_total) - recomputed ))" = 2
