@@ -147,7 +147,7 @@ int main(int argc, char **argv)
 	long compact_interval = 60;
 	bool fsck = false, endpoints_controller = true;
 	char err[1024], token[256] = "", url[4200];
-	struct store *store = NULL;
+	struct store *store = NULL, *reader = NULL;
 	struct registry reg = { 0 };
 	struct metrics metrics = { 0 };
 	struct status st = { 0 };
@@ -231,6 +231,12 @@ int main(int argc, char **argv)
 			(double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9,
 			metrics.endpoints_writes, metrics.endpoints_deletes, metrics.endpoints_failures);
 	}
+	/* lists read on a handle of their own, so they take no lock that writes need */
+	reader = store_open(store_url, err, sizeof(err));
+	if (!reader) {
+		fprintf(stderr, "weft-controller: %s (the lists' handle)\n", err);
+		goto out;
+	}
 	hub = watch_hub_new(store, 65536);
 	if (!hub) {
 		fprintf(stderr, "weft-controller: cannot start the watch hub\n");
@@ -250,7 +256,7 @@ int main(int argc, char **argv)
 	sigaddset(&stop_signals, SIGINT);
 	pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
 	api = api_start(&(struct api_config){ .listen = listen_addr, .token = token, .max_body = max_body,
-					      .max_connections = 60000 },
+					      .max_connections = 60000, .reader = reader },
 			&reg, hub, &metrics, err, sizeof(err));
 	pthread_sigmask(SIG_UNBLOCK, &stop_signals, NULL);
 	if (!api) {
@@ -288,6 +294,7 @@ out:
 	api_stop(api);
 	watch_hub_free(hub);
 	registry_close(&reg);
+	store_close(reader);
 	store_close(store);
 	json_decref(config);
 	explicit_bzero(token, sizeof(token));
