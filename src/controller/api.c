@@ -21,6 +21,15 @@
  * the timers (api_run): events written by other controllers (for the
  * endpoints controller and the watchers), heartbeats, watch deadlines.
  *
+ * Connections are bounded by conns.c: in all (MHD's limit, derived from
+ * RLIMIT_NOFILE), per client address (refused at accept; watch streams
+ * of authenticated clients not counted), and in time (a request head
+ * within header_timeout of accept, the next within idle_timeout of the
+ * last response; the timer in api_run shuts down the late ones).  MHD's
+ * own inactivity timeout, a second longer, covers a request or response
+ * that stalls half-way; suspended watches are exempt from it, and a
+ * heartbeat resets it.
+ *
  * Request life:  headers ─► (auth, Content-Length) ─► body chunks (bounded)
  *                 ─► [global lock: route ─► registry ─► hub sync] ─► response
  *                 (a list: suspended ─► [lister thread: snapshot] ─► resumed
@@ -29,6 +38,7 @@
  * at once and its body is not read.
  */
 #include "controller/controller.h"
+#include "controller/conns.h"
 #include "controller/list_stream.h"
 
 #include <arpa/inet.h>
@@ -51,6 +61,7 @@
 struct api {
 	pthread_mutex_t lock;		/* the global lock: everything below but mhd and what says otherwise */
 	pthread_mutex_t stats_lock;	/* metrics' request counters (taken inside lock, never around it) */
+	struct conns *conns;		/* the connection table (its own lock) */
 	struct store *reader;		/* lists' own handle on the store (borrowed; the lister's), or NULL */
 	pthread_t lister;		/* takes list snapshots on reader */
 	bool lister_running;
@@ -64,6 +75,7 @@ struct api {
 	struct metrics *metrics;
 	char token[256];
 	size_t max_body;
+	unsigned max_connections, max_per_client;	/* for /metrics */
 	time_t last_heartbeat;
 	time_t last_tick;
 	bool stopping;			/* watch streams end at their next read */
@@ -77,6 +89,7 @@ struct request {
 	bool answered;		/* a response went out before the body was read */
 	struct timespec start;
 	struct list_job *list;	/* a list waiting for (or holding) its snapshot */
+	bool watch;		/* a watch stream: its connection does not count against its client */
 };
 
 /* A list whose connection is suspended until the lister has its snapshot. */
@@ -99,6 +112,14 @@ struct watch_ctx {
 	bool heartbeat;		/* send one "\n" on the next read */
 	time_t deadline;	/* 0 = none */
 };
+
+static uint64_t now_ms(void)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (uint64_t)now.tv_sec * 1000u + (uint64_t)now.tv_nsec / 1000000u;
+}
 
 static double elapsed(const struct timespec *start)
 {
@@ -271,6 +292,49 @@ int api_parse_route(const char *url, struct route *r)
 	return 0;
 }
 
+/* ------------------------------------------------------------------ connections */
+
+/* The table's record of c (set when MHD started it), or NULL. */
+static struct conn *conn_of(struct MHD_Connection *c)
+{
+	const union MHD_ConnectionInfo *i = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+
+	return i ? i->socket_context : NULL;
+}
+
+/* The client's IPv4 address in host order (the API listens on IPv4 only). */
+static uint32_t client_of(const struct sockaddr *sa)
+{
+	return sa && sa->sa_family == AF_INET ? ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) : 0;
+}
+
+/* MHD's accept policy, after its own total limit: the per-client cap. */
+static enum MHD_Result on_accept(void *cls, const struct sockaddr *sa, socklen_t len)
+{
+	struct api *a = cls;
+
+	(void)len;
+	return conns_admit(a->conns, client_of(sa)) ? MHD_YES : MHD_NO;
+}
+
+/* MHD set a connection up (on the thread that accepted it) or is about to close it. */
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+			  enum MHD_ConnectionNotificationCode code)
+{
+	struct api *a = cls;
+
+	if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+		const union MHD_ConnectionInfo *fd = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+		const union MHD_ConnectionInfo *addr = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+
+		*socket_context = conns_open(a->conns, client_of(addr ? addr->client_addr : NULL),
+					     fd ? fd->connect_fd : -1, now_ms());
+	} else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+		conns_close(a->conns, *socket_context);
+		*socket_context = NULL;
+	}
+}
+
 /* ------------------------------------------------------------------ watch */
 
 /* Called with the lock held.  suspended is set, under the lock, in the
@@ -405,6 +469,10 @@ static enum MHD_Result start_watch(struct api *a, struct MHD_Connection *c, stru
 	ret = MHD_queue_response(c, MHD_HTTP_OK, resp);
 	MHD_destroy_response(resp);	/* may run watch_free now (recursive lock) */
 	observe(a, ret == MHD_YES ? 200 : 503, elapsed(&rq->start));
+	if (ret == MHD_YES) {
+		rq->watch = true;
+		conns_set_counted(a->conns, conn_of(c), false);
+	}
 	return ret;
 }
 
@@ -670,6 +738,31 @@ static void node_metrics(struct api *a, FILE *f)
 	json_decref(items);
 }
 
+static void conns_metrics(struct api *a, FILE *f)
+{
+	struct conns_stats s;
+
+	conns_stats(a->conns, &s);
+	fprintf(f, "# HELP weft_connections_open Client connections open.\n"
+		   "# TYPE weft_connections_open gauge\nweft_connections_open %" PRIu64 "\n", s.open);
+	fprintf(f, "# HELP weft_connections_limit Client connections the controller serves at most "
+		   "(--max-connections).\n# TYPE weft_connections_limit gauge\nweft_connections_limit %u\n",
+		a->max_connections);
+	fprintf(f, "# HELP weft_connections_per_client_limit Connections one client address may hold, "
+		   "watch streams not counted (--max-connections-per-client).\n"
+		   "# TYPE weft_connections_per_client_limit gauge\nweft_connections_per_client_limit %u\n",
+		a->max_per_client);
+	fprintf(f, "# HELP weft_connections_refused_total Connections refused at accept: their client "
+		   "address held its limit.\n# TYPE weft_connections_refused_total counter\n"
+		   "weft_connections_refused_total %" PRIu64 "\n", s.refused);
+	fprintf(f, "# HELP weft_connections_timeouts_total Connections shut down for want of a complete "
+		   "request head: within --header-timeout of accept (phase header) or --idle-timeout of "
+		   "the last response (phase idle).\n# TYPE weft_connections_timeouts_total counter\n"
+		   "weft_connections_timeouts_total{phase=\"header\"} %" PRIu64 "\n"
+		   "weft_connections_timeouts_total{phase=\"idle\"} %" PRIu64 "\n",
+		s.header_timeouts, s.idle_timeouts);
+}
+
 static enum MHD_Result handle_metrics(struct api *a, struct MHD_Connection *c, struct request *rq)
 {
 	struct alloc_usage u;
@@ -729,6 +822,7 @@ static enum MHD_Result handle_metrics(struct api *a, struct MHD_Connection *c, s
 	fprintf(f, "# HELP weft_watchers_dropped_total Watch streams ended because they fell behind.\n"
 		   "# TYPE weft_watchers_dropped_total counter\nweft_watchers_dropped_total %" PRIu64 "\n",
 		m->watchers_dropped_slow);
+	conns_metrics(a, f);
 	if (store_revision(a->reg->store, &rev) == 0)
 		fprintf(f, "# HELP weft_store_revision The store's revision.\n# TYPE weft_store_revision gauge\n"
 			   "weft_store_revision %" PRId64 "\n", rev);
@@ -871,6 +965,7 @@ static enum MHD_Result handle_request(struct api *a, struct MHD_Connection *c, c
 	if (!rq) {
 		const char *cl;
 
+		conns_head_done(a->conns, conn_of(c));
 		rq = calloc(1, sizeof(*rq));
 		if (!rq)
 			return MHD_NO;
@@ -940,11 +1035,13 @@ static enum MHD_Result handle_request(struct api *a, struct MHD_Connection *c, c
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **ctx, enum MHD_RequestTerminationCode t)
 {
+	struct api *a = cls;
 	struct request *rq = *ctx;
 
-	(void)cls;
-	(void)c;
-	(void)t;
+	if (rq && rq->watch)
+		conns_set_counted(a->conns, conn_of(c), true);	/* the stream ended; the connection may stay */
+	if (t == MHD_REQUEST_TERMINATED_COMPLETED_OK)
+		conns_response_done(a->conns, conn_of(c), now_ms());	/* the next head is due */
 	if (rq) {
 		if (rq->list) {
 			/* resumed, then closed before its handler ran: the lister is done with it */
@@ -1008,18 +1105,29 @@ struct api *api_start(const struct api_config *cfg, struct registry *r, struct w
 	a->hub = h;
 	a->metrics = m;
 	a->max_body = cfg->max_body;
+	a->max_connections = cfg->max_connections;
+	a->max_per_client = cfg->max_per_client;
 	a->last_heartbeat = time(NULL);
 	/* without a lister (no reader handle, or no thread) lists are served under the global lock */
 	a->lister_running = a->reader && pthread_create(&a->lister, NULL, lister_run, a) == 0;
-	a->mhd = MHD_start_daemon(MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG,
-				  0, NULL, NULL, on_request, a, MHD_OPTION_SOCK_ADDR, &sa,
+	a->conns = conns_new(&(struct conns_limits){ .max_total = cfg->max_connections,
+						       .max_per_client = cfg->max_per_client,
+						       .header_timeout_ms = cfg->header_timeout * 1000u,
+						       .idle_timeout_ms = cfg->idle_timeout * 1000u });
+	/* MHD's inactivity timeout, a second after ours (so conns_expire counts
+	 * the idle ones), only ends requests and responses stalled half-way */
+	a->mhd = !a->conns ? NULL :
+		 MHD_start_daemon(MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG,
+				  0, on_accept, a, on_request, a, MHD_OPTION_SOCK_ADDR, &sa,
 				  MHD_OPTION_THREAD_POOL_SIZE, (unsigned)API_THREADS, MHD_OPTION_CONNECTION_LIMIT,
-				  cfg->max_connections, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
+				  cfg->max_connections, MHD_OPTION_CONNECTION_TIMEOUT, cfg->idle_timeout + 1,
+				  MHD_OPTION_NOTIFY_CONNECTION, on_connection, a,
 				  MHD_OPTION_NOTIFY_COMPLETED, on_completed, a, MHD_OPTION_EXTERNAL_LOGGER,
 				  mhd_log, NULL, MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)4096, MHD_OPTION_END);
 	if (!a->mhd) {
 		snprintf(err, errlen, "cannot listen on %s: %s", cfg->listen, strerror(errno ? errno : EADDRINUSE));
 		lister_stop(a);
+		conns_free(a->conns);
 		explicit_bzero(a->token, sizeof(a->token));
 		pthread_mutex_destroy(&a->lock);
 		pthread_mutex_destroy(&a->stats_lock);
@@ -1058,6 +1166,7 @@ void api_stop(struct api *a)
 		poll(NULL, 0, 10);
 	}
 	MHD_stop_daemon(a->mhd);
+	conns_free(a->conns);	/* MHD closed every connection */
 	explicit_bzero(a->token, sizeof(a->token));
 	pthread_mutex_destroy(&a->lock);
 	pthread_mutex_destroy(&a->stats_lock);
@@ -1072,6 +1181,7 @@ int api_run(struct api *a, int timeout_ms)
 
 	if (poll(NULL, 0, timeout_ms) < 0 && errno != EINTR)
 		return -errno;
+	(void)conns_expire(a->conns, now_ms());	/* before the global lock: never waits behind a request */
 	pthread_mutex_lock(&a->lock);
 	/* writes by other controllers on the same store: Endpoints follow
 	 * them (and this retries failed Endpoints writes), watchers wake */

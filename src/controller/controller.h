@@ -297,7 +297,10 @@ struct api_config {
 	const char *listen;		/* "127.0.0.1:8080" */
 	const char *token;		/* admin token (borrowed) */
 	size_t max_body;		/* bytes */
-	unsigned max_connections;
+	unsigned max_connections;	/* in all (conns_limit_for: under RLIMIT_NOFILE) */
+	unsigned max_per_client;	/* of one client address, watch streams not counted */
+	unsigned header_timeout;	/* seconds from accept to a complete request head */
+	unsigned idle_timeout;		/* seconds from a response to the next request head */
 	struct store *reader;		/* a second handle on the store, for lists (borrowed; NULL:
 					 * lists read the registry's, under the global lock) */
 };
