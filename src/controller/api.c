@@ -10,7 +10,9 @@
  * the lister thread takes the snapshot (one read transaction on a store
  * handle that only that thread uses), then list_stream.c serialises it
  * outside any lock, a piece per reader call — so a 45 MB list blocks no
- * writer, no health check and no other connection of its MHD thread.  The expensive part of a watch,
+ * writer, no health check and no other connection of its MHD thread.
+ *
+ * The expensive part of a watch,
  * the kernel's send to each watcher, happens in MHD after a callback
  * returns, so the threads send in parallel and alongside commits.  A watch
  * is a chunked response whose reader pulls lines from its watcher; when
