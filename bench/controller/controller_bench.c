@@ -24,6 +24,12 @@
  *                      watcher − CLOCK_MONOTONIC just before the create was
  *                      sent.  Every watcher must see every pod exactly once.
  *   4. controller RSS  VmHWM of the W = BENCH_WATCHERS controller.
+ *   5. big lists       BENCH_LIST_PODS pods of BENCH_LIST_BYTES (a big
+ *                      annotation) written straight into a fresh store,
+ *                      a controller on it; GET /healthz and a small GET
+ *                      probed on their own connections, first idle (2 s),
+ *                      then while BENCH_LISTS clients each list every pod
+ *                      BENCH_LIST_ROUNDS times.  Ratio = p99 busy ÷ p99 idle.
  *
  * Output: a table, then one "GOAL name: value (goal X) PASS|FAIL" line per
  * goal.  Exit 0 when the measurement completed (goals may fail), 1 when the
@@ -32,8 +38,9 @@
  *
  * Environment: BENCH_TXNS (phase 1 and 2 pod count, 5000), BENCH_NODES (500,
  * at most 510: the default cluster network has 512 subnets), BENCH_WATCHERS
- * (1000), BENCH_CHURN (10000), WEFT_CONTROLLER (build/release/bin/
- * weft-controller), TMPDIR (/tmp).
+ * (1000), BENCH_CHURN (10000), BENCH_LIST_PODS (20000; 0 skips phase 5),
+ * BENCH_LIST_BYTES (2250), BENCH_LISTS (8), BENCH_LIST_ROUNDS (2),
+ * WEFT_CONTROLLER (build/release/bin/weft-controller), TMPDIR (/tmp).
  *
  * The watch client, per connection:
  *
@@ -1546,6 +1553,224 @@ out:
 	return rc;
 }
 
+/* ------------------------------------------------------------------ 5. health under big lists */
+
+/* A pod of list_pod_bytes bytes (a big annotation), named "big-<i>". */
+static int big_pod_json(char *buf, size_t len, unsigned i, unsigned bytes)
+{
+	int hn = snprintf(buf, len,
+			  "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"big-%u\","
+			  "\"namespace\":\"default\",\"annotations\":{\"bench.weft.io/pad\":\"", i);
+	static const char tail[] = "\"}},\"spec\":{\"nodeName\":\"node-1\"}}";
+	size_t pad;
+
+	if (hn < 0 || (size_t)hn + sizeof(tail) > bytes || bytes + 1 > len)
+		return -1;
+	pad = bytes - (size_t)hn - (sizeof(tail) - 1);
+	memset(buf + hn, 'x', pad);
+	memcpy(buf + (size_t)hn + pad, tail, sizeof(tail));
+	return (int)bytes;
+}
+
+/* Write n big pods straight into DIR/weft.db (the controller's default
+ * store) before the controller starts: 1000 puts a transaction. */
+static int lists_populate(const char *dir, unsigned n, unsigned bytes)
+{
+	char url[4200], err[512];
+	struct store_op *ops = calloc(1000, sizeof(*ops));
+	char *values = malloc((size_t)1000 * (bytes + 1)), (*keys)[64] = calloc(1000, 64);
+	struct store *s = NULL;
+	int rc = -1;
+
+	snprintf(url, sizeof(url), "sqlite:%s/weft.db", dir);
+	if (!ops || !values || !keys || !(s = store_open(url, err, sizeof(err)))) {
+		fprintf(stderr, "bench: %s: %s\n", url, ops && values && keys ? err : "out of memory");
+		goto out;
+	}
+	for (unsigned base = 0; base < n && !interrupted; base += 1000) {
+		unsigned k = n - base < 1000 ? n - base : 1000;
+		struct store_txn txn = { NULL, 0, ops, k, NULL, 0 };
+		struct store_txn_result res;
+		int e;
+
+		for (unsigned j = 0; j < k; j++) {
+			snprintf(keys[j], 64, "/weft/obj/pods/default/big-%u", base + j);
+			ops[j] = (struct store_op){ STORE_OP_PUT, keys[j], values + (size_t)j * (bytes + 1), 0 };
+			ops[j].value_len = (size_t)big_pod_json(values + (size_t)j * (bytes + 1), bytes + 1, base + j, bytes);
+		}
+		if ((e = store_txn(s, &txn, &res)) || !res.succeeded) {
+			fprintf(stderr, "bench: %s: writing pods %u..: %s\n", url, base, e ? strerror(-e) : "failed");
+			goto out;
+		}
+	}
+	rc = interrupted ? -1 : 0;
+out:
+	store_close(s);
+	free(ops);
+	free(values);
+	free(keys);
+	return rc;
+}
+
+/* GET path every PROBE_PAUSE_US on its own keep-alive connection until
+ * *stop; each answer's time goes into hist. */
+#define PROBE_PAUSE_US 10000
+struct prober {
+	struct http h;
+	const char *path;
+	int *stop;
+	uint64_t hist[HIST_BUCKETS];
+	uint64_t n;
+	int rc;
+};
+
+static void *prober_run(void *arg)
+{
+	struct prober *p = arg;
+	struct dbuf resp = { 0 };
+
+	p->h.fd = -1;
+	while (!__atomic_load_n(p->stop, __ATOMIC_ACQUIRE) && !interrupted && p->rc == 0) {
+		uint64_t t = now_ns();
+
+		p->rc = http_expect(&p->h, "GET", p->path, NULL, 0, 200, &resp);
+		p->hist[hist_bucket((now_ns() - t) / 1000)]++;
+		p->n++;
+		usleep(PROBE_PAUSE_US);
+	}
+	free(resp.data);
+	http_drop(&p->h);
+	free(p->h.in.data);
+	return NULL;
+}
+
+/* rounds full lists of the big pods, each checked for every pod. */
+struct lister {
+	struct http h;
+	unsigned rounds, pods;
+	double secs;
+	size_t bytes;
+	int rc;
+};
+
+static void *lister_run(void *arg)
+{
+	struct lister *l = arg;
+	struct dbuf resp = { 0 };
+	uint64_t t = now_ns();
+
+	l->h.fd = -1;
+	for (unsigned r = 0; r < l->rounds && l->rc == 0 && !interrupted; r++) {
+		unsigned found = 0;
+
+		l->rc = http_expect(&l->h, "GET", "/api/v1/namespaces/default/pods", NULL, 0, 200, &resp);
+		for (const char *p = resp.data; !l->rc && (p = memmem(p, resp.len - (size_t)(p - resp.data),
+									"\"name\":\"big-", 12)); p += 12)
+			found++;
+		if (!l->rc && found != l->pods) {
+			fprintf(stderr, "bench: a list held %u of the %u pods\n", found, l->pods);
+			l->rc = -1;
+		}
+		l->bytes = resp.len;
+	}
+	l->secs = seconds_since(t);
+	free(resp.data);
+	http_drop(&l->h);
+	free(l->h.in.data);
+	return NULL;
+}
+
+struct lists_result {
+	unsigned pods, lists, rounds;
+	double mib;			/* one list's body */
+	double list_secs;		/* mean time of one lister's rounds */
+	double idle_p50[2], idle_p99[2], idle_max[2];	/* [0] /healthz, [1] small GET */
+	double busy_p50[2], busy_p99[2], busy_max[2];
+	uint64_t idle_n[2], busy_n[2];
+	long hwm_kib, rss_kib;
+};
+
+/* Both probers for secs (idle), or until the listers end (busy). */
+static int probe(const struct controller *c, struct lister *ls, unsigned nls, double secs, double *p50,
+		 double *p99, double *max, uint64_t *n)
+{
+	static const char *paths[2] = { "/healthz", "/api/v1/namespaces/default" };
+	struct prober *pr = calloc(2, sizeof(*pr));
+	pthread_t pt[2], lt[64];
+	int stop = 0, rc = 0;
+
+	if (!pr)
+		return -1;
+	for (int k = 0; k < 2; k++) {
+		pr[k].h.port = c->port;
+		pr[k].h.token = k ? c->token : NULL;
+		pr[k].path = paths[k];
+		pr[k].stop = &stop;
+		pthread_create(&pt[k], NULL, prober_run, &pr[k]);
+	}
+	if (nls) {
+		for (unsigned i = 0; i < nls; i++)
+			pthread_create(&lt[i], NULL, lister_run, &ls[i]);
+		for (unsigned i = 0; i < nls; i++) {
+			pthread_join(lt[i], NULL);
+			rc |= ls[i].rc;
+		}
+	} else {
+		usleep((useconds_t)(secs * 1e6));
+	}
+	__atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
+	for (int k = 0; k < 2; k++) {
+		pthread_join(pt[k], NULL);
+		rc |= pr[k].rc;
+		p50[k] = hist_quantile_ms(pr[k].hist, pr[k].n, 0.50);
+		p99[k] = hist_quantile_ms(pr[k].hist, pr[k].n, 0.99);
+		max[k] = hist_quantile_ms(pr[k].hist, pr[k].n, 1.0);
+		n[k] = pr[k].n;
+	}
+	free(pr);
+	return rc;
+}
+
+static int bench_lists(const char *controller_path, unsigned pods, unsigned bytes, unsigned nlists,
+		       unsigned rounds, struct lists_result *res)
+{
+	struct controller c = { .pid = -1 };
+	struct lister ls[64];
+	char *dir = tmpdir_new();
+	int rc = -1;
+
+	memset(res, 0, sizeof(*res));
+	res->pods = pods;
+	res->lists = nlists;
+	res->rounds = rounds;
+	if (!dir || lists_populate(dir, pods, bytes) || controller_start(&c, controller_path, dir))
+		goto out;
+	if (probe(&c, NULL, 0, 2.0, res->idle_p50, res->idle_p99, res->idle_max, res->idle_n))
+		goto out;
+	memset(ls, 0, sizeof(ls));
+	for (unsigned i = 0; i < nlists; i++) {
+		ls[i].h.port = c.port;
+		ls[i].h.token = c.token;
+		ls[i].rounds = rounds;
+		ls[i].pods = pods;
+	}
+	if (probe(&c, ls, nlists, 0, res->busy_p50, res->busy_p99, res->busy_max, res->busy_n))
+		goto out;
+	for (unsigned i = 0; i < nlists; i++)
+		res->list_secs += ls[i].secs / rounds / nlists;
+	res->mib = (double)ls[0].bytes / (1 << 20);
+	if (!controller_alive(&c)) {
+		fprintf(stderr, "bench: lists: the controller exited during the run\n");
+		goto out;
+	}
+	if (controller_memory(c.pid, &res->hwm_kib, &res->rss_kib))
+		fprintf(stderr, "bench: cannot read /proc/%d/status\n", (int)c.pid);
+	rc = 0;
+out:
+	controller_stop(&c);
+	return rc;
+}
+
 /* ------------------------------------------------------------------ main */
 
 static int env_unsigned(const char *name, unsigned def, unsigned min, unsigned max, unsigned *out)
@@ -1589,12 +1814,13 @@ static const char *pass(bool ok)
 int main(void)
 {
 	const char *controller_path = getenv("WEFT_CONTROLLER");
-	unsigned txns, nodes, watchers, churn, clients;
+	unsigned txns, nodes, watchers, churn, clients, list_pods, list_bytes, nlists, list_rounds;
 	double store_before = 0, store_after = 0, node_secs = 0, pod_secs = 0, conc_secs = 0;
 	double store_rate, node_rate, pod_rate, conc_rate;
 	struct controller c = { .pid = -1 };
 	struct http h = { .fd = -1 };
 	struct fanout_result one, many;
+	struct lists_result lr = { 0 };
 	unsigned keepalive_connects;
 	char *dir;
 	int rc = 1;
@@ -1606,7 +1832,11 @@ int main(void)
 	    env_unsigned("BENCH_WATCHERS", 1000, 1, 100000, &watchers) ||
 	    env_unsigned("BENCH_CHURN", 10000, 1, 10000000, &churn) ||
 	    env_unsigned("BENCH_RATE", 50, 0, 1000000, &churn_rate) ||
-	    env_unsigned("BENCH_CLIENTS", 4, 1, 64, &clients))
+	    env_unsigned("BENCH_CLIENTS", 4, 1, 64, &clients) ||
+	    env_unsigned("BENCH_LIST_PODS", 20000, 0, 1000000, &list_pods) ||
+	    env_unsigned("BENCH_LIST_BYTES", 2250, 256, 65536, &list_bytes) ||
+	    env_unsigned("BENCH_LISTS", 8, 1, 64, &nlists) ||
+	    env_unsigned("BENCH_LIST_ROUNDS", 2, 1, 100, &list_rounds))
 		return 2;
 	if (access(controller_path, X_OK)) {
 		fprintf(stderr, "bench: %s: %s (build it with make, or set WEFT_CONTROLLER)\n", controller_path,
@@ -1730,6 +1960,26 @@ int main(void)
 		char label[64];
 		snprintf(label, sizeof(label), "controller memory after W=%u:", watchers);
 		printf("%-44s VmHWM %.1f MiB, VmRSS %.1f MiB\n\n", label, many.hwm_kib / 1024.0, many.rss_kib / 1024.0);
+	}
+
+	/* 5 */
+	if (list_pods) {
+		static const char *what[2] = { "GET /healthz", "GET /api/v1/namespaces/default" };
+		if (bench_lists(controller_path, list_pods, list_bytes, nlists, list_rounds, &lr))
+			goto out;
+		printf("%-44s %9s %9s %9s %9s %8s\n", "answers while big lists are served", "samples", "p50 ms",
+		       "p99 ms", "max ms", "ratio");
+		for (int k = 0; k < 2; k++) {
+			char label[96];
+			printf("%-44s %9" PRIu64 " %9.2f %9.2f %9.2f %8.2f\n", what[k], lr.idle_n[k], lr.idle_p50[k],
+			       lr.idle_p99[k], lr.idle_max[k], 1.0);
+			snprintf(label, sizeof(label), "  ... during %u lists at once", nlists);
+			printf("%-44s %9" PRIu64 " %9.2f %9.2f %9.2f %8.2f\n", label, lr.busy_n[k], lr.busy_p50[k],
+			       lr.busy_p99[k], lr.busy_max[k], lr.idle_p99[k] > 0 ? lr.busy_p99[k] / lr.idle_p99[k] : 0);
+		}
+		printf("  (%u clients x %u lists of %u pods, %.1f MiB each, %.2f s per list; ratio = p99 ÷ idle p99;\n"
+		       "   controller VmHWM %.1f MiB)\n\n",
+		       nlists, list_rounds, list_pods, lr.mib, lr.list_secs, lr.hwm_kib / 1024.0);
 	}
 
 	{

@@ -3,7 +3,16 @@
  *
  * MHD runs a pool of API_THREADS epoll threads; everything of ours they
  * touch (registry, store, watch hub, metrics, the watch list) is guarded by
- * one mutex, held only inside our callbacks.  The expensive part of a watch,
+ * one mutex, the global lock, held only around dispatch() and the watch
+ * callbacks.  What comes before dispatch — /healthz, authentication, the
+ * body — takes no lock, so a health check never waits behind a request.
+ * A list takes no global lock either: its connection is suspended while
+ * the lister thread takes the snapshot (one read transaction on a store
+ * handle that only that thread uses), then list_stream.c serialises it
+ * outside any lock, a piece per reader call — so a 45 MB list blocks no
+ * writer, no health check and no other connection of its MHD thread.
+ *
+ * The expensive part of a watch,
  * the kernel's send to each watcher, happens in MHD after a callback
  * returns, so the threads send in parallel and alongside commits.  A watch
  * is a chunked response whose reader pulls lines from its watcher; when
@@ -14,10 +23,21 @@
  * the timers (api_run): events written by other controllers (for the
  * endpoints controller and the watchers), heartbeats, watch deadlines.
  *
+ * Connections are bounded by conns.c: in all (MHD's limit, derived from
+ * RLIMIT_NOFILE), per client address (refused at accept; watch streams
+ * of authenticated clients not counted), and in time (a request head
+ * within header_timeout of accept, the next within idle_timeout of the
+ * last response; the timer in api_run shuts down the late ones).  MHD's
+ * own inactivity timeout, a second longer, covers a request or response
+ * that stalls half-way; suspended watches are exempt from it, and a
+ * heartbeat resets it.
+ *
  * Request life:  headers ─► (auth, Content-Type, Content-Length) ─► body
- *                 chunks (bounded) ─► route ─► JSON ─► registry (body
- *                 against path, then validation, admission) ─► hub sync
- *                 ─► response
+ *                 chunks (bounded) ─► JSON ─► [global lock: route ─►
+ *                 registry (body against path, then validation,
+ *                 admission) ─► hub sync] ─► response
+ *                 (a list: suspended ─► [lister thread: snapshot] ─►
+ *                  resumed ─► response streamed from the snapshot)
  * A request that fails auth, sends a body that is not JSON (415) or
  * declares one over the limit (413) is answered at once and its body is
  * not read.  What a body may be is decided in one place, the model's
@@ -25,6 +45,8 @@
  * every write; this file only parses and routes.
  */
 #include "controller/controller.h"
+#include "controller/conns.h"
+#include "controller/list_stream.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -42,15 +64,26 @@
 
 #define HEARTBEAT_SECONDS 30
 #define API_THREADS 2
+#define LIST_BLOCK_BYTES (64 * 1024)	/* what one reader call of a list serialises */
 
 struct api {
-	pthread_mutex_t lock;		/* everything below but mhd */
+	pthread_mutex_t lock;		/* the global lock: everything below but mhd and what says otherwise */
+	pthread_mutex_t stats_lock;	/* metrics' request counters (taken inside lock, never around it) */
+	struct conns *conns;		/* the connection table (its own lock) */
+	struct store *reader;		/* lists' own handle on the store (borrowed; the lister's), or NULL */
+	pthread_t lister;		/* takes list snapshots on reader */
+	bool lister_running;
+	pthread_mutex_t list_lock;	/* the list queue (taken without lock) */
+	pthread_cond_t list_cond;
+	struct list_job *list_head, *list_tail;
+	bool list_stop;			/* lists queued from now on get 503 */
 	struct MHD_Daemon *mhd;
 	struct registry *reg;
 	struct watch_hub *hub;
 	struct metrics *metrics;
 	char token[256];
 	size_t max_body;
+	unsigned max_connections, max_per_client;	/* for /metrics */
 	time_t last_heartbeat;
 	time_t last_tick;
 	bool stopping;			/* watch streams end at their next read */
@@ -63,6 +96,19 @@ struct request {
 	bool too_large;
 	bool answered;		/* a response went out before the body was read */
 	struct timespec start;
+	struct list_job *list;	/* a list waiting for (or holding) its snapshot */
+	bool watch;		/* a watch stream: its connection does not count against its client */
+};
+
+/* A list whose connection is suspended until the lister has its snapshot. */
+struct list_job {
+	struct list_job *next;
+	struct MHD_Connection *conn;
+	const struct kind_info *kind;
+	char ns[256];
+	struct store_kv_list snap;	/* filled by the lister */
+	struct status st;		/* ... or this, when it failed */
+	int err;
 };
 
 struct watch_ctx {
@@ -74,6 +120,14 @@ struct watch_ctx {
 	bool heartbeat;		/* send one "\n" on the next read */
 	time_t deadline;	/* 0 = none */
 };
+
+static uint64_t now_ms(void)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (uint64_t)now.tv_sec * 1000u + (uint64_t)now.tv_nsec / 1000000u;
+}
 
 static double elapsed(const struct timespec *start)
 {
@@ -87,18 +141,21 @@ static const double latency_bounds[] = { 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.0
 					 0.1,    0.25,  0.5,    1,     2.5,  5,     10 };
 #define NBOUNDS (sizeof(latency_bounds) / sizeof(latency_bounds[0]))
 
+/* Count an answer (stats_lock: called with and without the global lock). */
 static void observe(struct api *a, int code, double secs)
 {
 	struct metrics *m = a->metrics;
 	size_t b = 0;
 
-	if (code >= 100 && code < 600)
-		m->requests_by_class[code / 100]++;
 	while (b < NBOUNDS && secs > latency_bounds[b])
 		b++;
+	pthread_mutex_lock(&a->stats_lock);
+	if (code >= 100 && code < 600)
+		m->requests_by_class[code / 100]++;
 	m->latency_buckets[b]++;
 	m->latency_sum += secs;
 	m->latency_count++;
+	pthread_mutex_unlock(&a->stats_lock);
 }
 
 static enum MHD_Result send_body(struct api *a, struct MHD_Connection *c, struct request *rq, int code,
@@ -302,6 +359,49 @@ int api_parse_route(const char *url, struct route *r)
 	return 0;
 }
 
+/* ------------------------------------------------------------------ connections */
+
+/* The table's record of c (set when MHD started it), or NULL. */
+static struct conn *conn_of(struct MHD_Connection *c)
+{
+	const union MHD_ConnectionInfo *i = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+
+	return i ? i->socket_context : NULL;
+}
+
+/* The client's IPv4 address in host order (the API listens on IPv4 only). */
+static uint32_t client_of(const struct sockaddr *sa)
+{
+	return sa && sa->sa_family == AF_INET ? ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) : 0;
+}
+
+/* MHD's accept policy, after its own total limit: the per-client cap. */
+static enum MHD_Result on_accept(void *cls, const struct sockaddr *sa, socklen_t len)
+{
+	struct api *a = cls;
+
+	(void)len;
+	return conns_admit(a->conns, client_of(sa)) ? MHD_YES : MHD_NO;
+}
+
+/* MHD set a connection up (on the thread that accepted it) or is about to close it. */
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+			  enum MHD_ConnectionNotificationCode code)
+{
+	struct api *a = cls;
+
+	if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+		const union MHD_ConnectionInfo *fd = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+		const union MHD_ConnectionInfo *addr = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+
+		*socket_context = conns_open(a->conns, client_of(addr ? addr->client_addr : NULL),
+					     fd ? fd->connect_fd : -1, now_ms());
+	} else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+		conns_close(a->conns, *socket_context);
+		*socket_context = NULL;
+	}
+}
+
 /* ------------------------------------------------------------------ watch */
 
 /* Called with the lock held.  suspended is set, under the lock, in the
@@ -430,20 +530,186 @@ static enum MHD_Result start_watch(struct api *a, struct MHD_Connection *c, stru
 	ret = MHD_queue_response(c, MHD_HTTP_OK, resp);
 	MHD_destroy_response(resp);	/* may run watch_free now (recursive lock) */
 	observe(a, ret == MHD_YES ? 200 : 503, elapsed(&rq->start));
+	if (ret == MHD_YES) {
+		rq->watch = true;
+		conns_set_counted(a->conns, conn_of(c), false);
+	}
 	return ret;
 }
 
-/* ------------------------------------------------------------------ handlers */
+/* ------------------------------------------------------------------ lists */
 
-static json_t *list_object(const struct kind_info *k, json_t *items, int64_t rev)
+/* A list response being sent: the stream, and what observe needs at its end. */
+struct list_reply {
+	struct api *api;
+	struct list_stream *stream;
+	struct timespec start;
+	bool failed;
+};
+
+/* MHD's reader, on the connection's thread, no lock held: the stream is the reply's own. */
+static ssize_t list_reader(void *cls, uint64_t pos, char *buf, size_t max)
 {
-	char kind[64], rv[24];
+	struct list_reply *lr = cls;
+	ssize_t n = list_stream_read(lr->stream, buf, max);
 
-	snprintf(kind, sizeof(kind), "%sList", k->kind);
-	snprintf(rv, sizeof(rv), "%" PRId64, rev);
-	return json_pack("{s:s, s:s, s:{s:s}, s:o}", "apiVersion", k->api_version, "kind", kind, "metadata",
-			 "resourceVersion", rv, "items", items);
+	(void)pos;
+	if (n < 0) {
+		lr->failed = true;
+		return MHD_CONTENT_READER_END_WITH_ERROR;	/* the client sees a cut response */
+	}
+	return n ? n : MHD_CONTENT_READER_END_OF_STREAM;
 }
+
+/* When the response is done (or dropped): its whole time is the request's. */
+static void list_reply_free(void *cls)
+{
+	struct list_reply *lr = cls;
+
+	observe(lr->api, lr->failed ? 500 : 200, elapsed(&lr->start));
+	list_stream_free(lr->stream);
+	free(lr);
+}
+
+/* Answer with the list of kind k streamed from *snap (taken over). */
+static enum MHD_Result send_snapshot(struct api *a, struct MHD_Connection *c, struct request *rq,
+				     const struct kind_info *k, struct store_kv_list *snap)
+{
+	struct list_reply *lr = calloc(1, sizeof(*lr));
+	struct MHD_Response *resp;
+	enum MHD_Result ret;
+
+	if (!lr || !(lr->stream = list_stream_new(k, snap))) {
+		store_kv_list_free(snap);
+		free(lr);
+		return fail(a, c, rq, 500, "InternalError", "%s", "out of memory");
+	}
+	lr->api = a;
+	lr->start = rq->start;
+	resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, LIST_BLOCK_BYTES, list_reader, lr,
+						 list_reply_free);
+	if (!resp) {
+		list_stream_free(lr->stream);
+		free(lr);
+		return MHD_NO;
+	}
+	MHD_add_response_header(resp, "Content-Type", "application/json");
+	ret = MHD_queue_response(c, MHD_HTTP_OK, resp);
+	MHD_destroy_response(resp);	/* list_reply_free runs when MHD is done with it */
+	return ret;
+}
+
+/* A list without a lister (no reader handle): under the global lock, on the registry's store. */
+static enum MHD_Result send_list(struct api *a, struct MHD_Connection *c, struct request *rq,
+				 const struct route *r)
+{
+	struct store_kv_list snap = { 0 };
+	struct status st = { 0 };
+
+	if (registry_list_snapshot(r->kind, r->ns, a->reg->store, &snap, &st))
+		return send_status(a, c, rq, &st);
+	return send_snapshot(a, c, rq, r->kind, &snap);
+}
+
+/* The lister thread: snapshots in the order asked, each followed by a
+ * resume of its connection, whose handler then answers (list_answer).
+ * Once list_stop is set, what is still queued gets 503. */
+static void *lister_run(void *arg)
+{
+	struct api *a = arg;
+
+	for (;;) {
+		struct list_job *j;
+		bool stop;
+
+		pthread_mutex_lock(&a->list_lock);
+		while (!a->list_head && !a->list_stop)
+			pthread_cond_wait(&a->list_cond, &a->list_lock);
+		j = a->list_head;
+		if (j && !(a->list_head = j->next))
+			a->list_tail = NULL;
+		stop = a->list_stop;
+		pthread_mutex_unlock(&a->list_lock);
+		if (!j)
+			return NULL;
+		if (stop) {
+			status_set(&j->st, 503, "ServiceUnavailable", "the controller is stopping");
+			j->err = -1;
+		} else {
+			j->err = registry_list_snapshot(j->kind, j->ns, a->reader, &j->snap, &j->st);
+		}
+		MHD_resume_connection(j->conn);
+	}
+}
+
+/* Hand a list to the lister and suspend its connection until it is done. */
+static enum MHD_Result list_queue(struct api *a, struct MHD_Connection *c, struct request *rq,
+				  const struct route *r)
+{
+	struct list_job *j = calloc(1, sizeof(*j));
+
+	if (!j)
+		return fail(a, c, rq, 500, "InternalError", "%s", "out of memory");
+	j->conn = c;
+	j->kind = r->kind;
+	snprintf(j->ns, sizeof(j->ns), "%s", r->ns);
+	pthread_mutex_lock(&a->list_lock);
+	if (a->list_stop) {
+		pthread_mutex_unlock(&a->list_lock);
+		free(j);
+		return fail(a, c, rq, 503, "ServiceUnavailable", "%s", "the controller is stopping");
+	}
+	rq->list = j;
+	MHD_suspend_connection(c);	/* before the lister can see it, so its resume finds it suspended */
+	if (a->list_tail)
+		a->list_tail->next = j;
+	else
+		a->list_head = j;
+	a->list_tail = j;
+	pthread_cond_signal(&a->list_cond);
+	pthread_mutex_unlock(&a->list_lock);
+	return MHD_YES;
+}
+
+static void lister_stop(struct api *a)
+{
+	if (!a->lister_running)
+		return;
+	pthread_mutex_lock(&a->list_lock);
+	a->list_stop = true;
+	pthread_cond_broadcast(&a->list_cond);
+	pthread_mutex_unlock(&a->list_lock);
+	pthread_join(a->lister, NULL);
+}
+
+/* The handler's call after the lister resumed the connection. */
+static enum MHD_Result list_answer(struct api *a, struct MHD_Connection *c, struct request *rq)
+{
+	struct list_job *j = rq->list;
+	enum MHD_Result ret;
+
+	rq->list = NULL;
+	if (j->err)
+		ret = send_status(a, c, rq, &j->st);
+	else
+		ret = send_snapshot(a, c, rq, j->kind, &j->snap);
+	store_kv_list_free(&j->snap);
+	free(j);
+	return ret;
+}
+
+/* A GET of a collection (not a watch): the lister's, without the global lock. */
+static bool is_list(struct MHD_Connection *c, const char *url, const char *method, struct route *r)
+{
+	const char *watch;
+
+	if (strcmp(method, "GET") != 0 || api_parse_route(url, r) || r->podnetwork || r->has_name)
+		return false;
+	watch = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "watch");
+	return !(watch && (strcmp(watch, "1") == 0 || strcmp(watch, "true") == 0));
+}
+
+/* ------------------------------------------------------------------ handlers */
 
 static enum MHD_Result handle_podnetwork(struct api *a, struct MHD_Connection *c, struct request *rq,
 					 json_t *body)
@@ -533,6 +799,31 @@ static void node_metrics(struct api *a, FILE *f)
 	json_decref(items);
 }
 
+static void conns_metrics(struct api *a, FILE *f)
+{
+	struct conns_stats s;
+
+	conns_stats(a->conns, &s);
+	fprintf(f, "# HELP weft_connections_open Client connections open.\n"
+		   "# TYPE weft_connections_open gauge\nweft_connections_open %" PRIu64 "\n", s.open);
+	fprintf(f, "# HELP weft_connections_limit Client connections the controller serves at most "
+		   "(--max-connections).\n# TYPE weft_connections_limit gauge\nweft_connections_limit %u\n",
+		a->max_connections);
+	fprintf(f, "# HELP weft_connections_per_client_limit Connections one client address may hold, "
+		   "watch streams not counted (--max-connections-per-client).\n"
+		   "# TYPE weft_connections_per_client_limit gauge\nweft_connections_per_client_limit %u\n",
+		a->max_per_client);
+	fprintf(f, "# HELP weft_connections_refused_total Connections refused at accept: their client "
+		   "address held its limit.\n# TYPE weft_connections_refused_total counter\n"
+		   "weft_connections_refused_total %" PRIu64 "\n", s.refused);
+	fprintf(f, "# HELP weft_connections_timeouts_total Connections shut down for want of a complete "
+		   "request head: within --header-timeout of accept (phase header) or --idle-timeout of "
+		   "the last response (phase idle).\n# TYPE weft_connections_timeouts_total counter\n"
+		   "weft_connections_timeouts_total{phase=\"header\"} %" PRIu64 "\n"
+		   "weft_connections_timeouts_total{phase=\"idle\"} %" PRIu64 "\n",
+		s.header_timeouts, s.idle_timeouts);
+}
+
 static enum MHD_Result handle_metrics(struct api *a, struct MHD_Connection *c, struct request *rq)
 {
 	struct alloc_usage u;
@@ -592,10 +883,12 @@ static enum MHD_Result handle_metrics(struct api *a, struct MHD_Connection *c, s
 	fprintf(f, "# HELP weft_watchers_dropped_total Watch streams ended because they fell behind.\n"
 		   "# TYPE weft_watchers_dropped_total counter\nweft_watchers_dropped_total %" PRIu64 "\n",
 		m->watchers_dropped_slow);
+	conns_metrics(a, f);
 	if (store_revision(a->reg->store, &rev) == 0)
 		fprintf(f, "# HELP weft_store_revision The store's revision.\n# TYPE weft_store_revision gauge\n"
 			   "weft_store_revision %" PRId64 "\n", rev);
 	node_metrics(a, f);
+	pthread_mutex_lock(&a->stats_lock);
 	fprintf(f, "# HELP weft_http_requests_total HTTP requests answered, by status class.\n"
 		   "# TYPE weft_http_requests_total counter\n");
 	for (int k = 1; k < 6; k++)
@@ -610,6 +903,7 @@ static enum MHD_Result handle_metrics(struct api *a, struct MHD_Connection *c, s
 	fprintf(f, "weft_http_request_duration_seconds_bucket{le=\"+Inf\"} %" PRIu64 "\n", cum);
 	fprintf(f, "weft_http_request_duration_seconds_sum %g\n", m->latency_sum);
 	fprintf(f, "weft_http_request_duration_seconds_count %" PRIu64 "\n", m->latency_count);
+	pthread_mutex_unlock(&a->stats_lock);
 	fclose(f);
 	return send_body(a, c, rq, 200, "text/plain; version=0.0.4", buf, len);
 }
@@ -679,15 +973,9 @@ static enum MHD_Result dispatch(struct api *a, struct MHD_Connection *c, struct 
 		 * resourceVersion that is not one is still an error */
 		if (query_revision(c, "resourceVersion", &rv, &st))
 			return send_status(a, c, rq, &st);
-		if (r.has_name) {
-			err = registry_get(a->reg, r.kind, r.ns, r.name, &out, &st);
-		} else {
-			json_t *items = NULL;
-			int64_t rev = 0;
-			err = registry_list(a->reg, r.kind, r.ns, &items, &rev, &st);
-			if (!err)
-				out = list_object(r.kind, items, rev);
-		}
+		if (!r.has_name)
+			return send_list(a, c, rq, &r);
+		err = registry_get(a->reg, r.kind, r.ns, r.name, &out, &st);
 		code = 200;
 	} else if (is_post && !r.has_name) {
 		err = registry_create(a->reg, r.kind, r.ns, body, &out, &st);
@@ -736,24 +1024,22 @@ static enum MHD_Result handle_request(struct api *a, struct MHD_Connection *c, c
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
 				  const char *version, const char *upload, size_t *upload_size, void **ctx)
 {
-	struct api *a = cls;
-	enum MHD_Result ret;
-
 	(void)version;
-	pthread_mutex_lock(&a->lock);
-	ret = handle_request(a, c, url, method, upload, upload_size, ctx);
-	pthread_mutex_unlock(&a->lock);
-	return ret;
+	return handle_request(cls, c, url, method, upload, upload_size, ctx);
 }
 
+/* No lock held: everything before dispatch() is the request's own or fixed at start. */
 static enum MHD_Result handle_request(struct api *a, struct MHD_Connection *c, const char *url,
 				      const char *method, const char *upload, size_t *upload_size, void **ctx)
 {
 	struct request *rq = *ctx;
+	struct route route;
+	enum MHD_Result ret;
 
 	if (!rq) {
 		const char *cl;
 
+		conns_head_done(a->conns, conn_of(c));
 		rq = calloc(1, sizeof(*rq));
 		if (!rq)
 			return MHD_NO;
@@ -813,6 +1099,8 @@ static enum MHD_Result handle_request(struct api *a, struct MHD_Connection *c, c
 		*upload_size = 0;
 		return MHD_YES;
 	}
+	if (rq->list)
+		return list_answer(a, c, rq);
 	if (rq->answered)
 		return MHD_YES;
 	rq->answered = true;
@@ -821,17 +1109,37 @@ static enum MHD_Result handle_request(struct api *a, struct MHD_Connection *c, c
 		snprintf(msg, sizeof(msg), "the request body is over the limit of %zu bytes", a->max_body);
 		return fail(a, c, rq, 413, "RequestEntityTooLarge", "%s", msg);
 	}
-	return dispatch(a, c, rq, url, method);
+	if (a->lister_running && is_list(c, url, method, &route)) {
+		/* a list is always of the latest state, but a resourceVersion
+		 * that is not one is still an error */
+		struct status st = { 0 };
+		int64_t rv;
+
+		if (query_revision(c, "resourceVersion", &rv, &st))
+			return send_status(a, c, rq, &st);
+		return list_queue(a, c, rq, &route);
+	}
+	pthread_mutex_lock(&a->lock);
+	ret = dispatch(a, c, rq, url, method);
+	pthread_mutex_unlock(&a->lock);
+	return ret;
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **ctx, enum MHD_RequestTerminationCode t)
 {
+	struct api *a = cls;
 	struct request *rq = *ctx;
 
-	(void)cls;
-	(void)c;
-	(void)t;
+	if (rq && rq->watch)
+		conns_set_counted(a->conns, conn_of(c), true);	/* the stream ended; the connection may stay */
+	if (t == MHD_REQUEST_TERMINATED_COMPLETED_OK)
+		conns_response_done(a->conns, conn_of(c), now_ms());	/* the next head is due */
 	if (rq) {
+		if (rq->list) {
+			/* resumed, then closed before its handler ran: the lister is done with it */
+			store_kv_list_free(&rq->list->snap);
+			free(rq->list);
+		}
 		free(rq->body);
 		free(rq);
 		*ctx = NULL;
@@ -880,22 +1188,43 @@ struct api *api_start(const struct api_config *cfg, struct registry *r, struct w
 		pthread_mutex_init(&a->lock, &attr);
 		pthread_mutexattr_destroy(&attr);
 	}
+	pthread_mutex_init(&a->stats_lock, NULL);
+	pthread_mutex_init(&a->list_lock, NULL);
+	pthread_cond_init(&a->list_cond, NULL);
+	a->reader = cfg->reader;
 	snprintf(a->token, sizeof(a->token), "%s", cfg->token);
 	a->reg = r;
 	a->hub = h;
 	a->metrics = m;
 	a->max_body = cfg->max_body;
+	a->max_connections = cfg->max_connections;
+	a->max_per_client = cfg->max_per_client;
 	a->last_heartbeat = time(NULL);
-	a->mhd = MHD_start_daemon(MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG,
-				  0, NULL, NULL, on_request, a, MHD_OPTION_SOCK_ADDR, &sa,
+	/* without a lister (no reader handle, or no thread) lists are served under the global lock */
+	a->lister_running = a->reader && pthread_create(&a->lister, NULL, lister_run, a) == 0;
+	a->conns = conns_new(&(struct conns_limits){ .max_total = cfg->max_connections,
+						       .max_per_client = cfg->max_per_client,
+						       .header_timeout_ms = cfg->header_timeout * 1000u,
+						       .idle_timeout_ms = cfg->idle_timeout * 1000u });
+	/* MHD's inactivity timeout, a second after ours (so conns_expire counts
+	 * the idle ones), only ends requests and responses stalled half-way */
+	a->mhd = !a->conns ? NULL :
+		 MHD_start_daemon(MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG,
+				  0, on_accept, a, on_request, a, MHD_OPTION_SOCK_ADDR, &sa,
 				  MHD_OPTION_THREAD_POOL_SIZE, (unsigned)API_THREADS, MHD_OPTION_CONNECTION_LIMIT,
-				  cfg->max_connections, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
+				  cfg->max_connections, MHD_OPTION_CONNECTION_TIMEOUT, cfg->idle_timeout + 1,
+				  MHD_OPTION_NOTIFY_CONNECTION, on_connection, a,
 				  MHD_OPTION_NOTIFY_COMPLETED, on_completed, a, MHD_OPTION_EXTERNAL_LOGGER,
 				  mhd_log, NULL, MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)4096, MHD_OPTION_END);
 	if (!a->mhd) {
 		snprintf(err, errlen, "cannot listen on %s: %s", cfg->listen, strerror(errno ? errno : EADDRINUSE));
+		lister_stop(a);
+		conns_free(a->conns);
 		explicit_bzero(a->token, sizeof(a->token));
 		pthread_mutex_destroy(&a->lock);
+		pthread_mutex_destroy(&a->stats_lock);
+		pthread_mutex_destroy(&a->list_lock);
+		pthread_cond_destroy(&a->list_cond);
 		free(a);
 		return NULL;
 	}
@@ -910,8 +1239,10 @@ void api_stop(struct api *a)
 	if (!a)
 		return;
 	/* MHD may not stop with suspended connections, and resuming is
-	 * asynchronous: end every stream, resume them all, and wait (bounded)
+	 * asynchronous: the lister answers what it holds (503) and resumes
+	 * it; then end every stream, resume them all, and wait (bounded)
 	 * until MHD has closed them.  Its threads need the lock meanwhile. */
+	lister_stop(a);
 	pthread_mutex_lock(&a->lock);
 	a->stopping = true;
 	for (struct watch_ctx *w = a->watches; w; w = w->next)
@@ -927,8 +1258,12 @@ void api_stop(struct api *a)
 		poll(NULL, 0, 10);
 	}
 	MHD_stop_daemon(a->mhd);
+	conns_free(a->conns);	/* MHD closed every connection */
 	explicit_bzero(a->token, sizeof(a->token));
 	pthread_mutex_destroy(&a->lock);
+	pthread_mutex_destroy(&a->stats_lock);
+	pthread_mutex_destroy(&a->list_lock);
+	pthread_cond_destroy(&a->list_cond);
 	free(a);
 }
 
@@ -938,6 +1273,7 @@ int api_run(struct api *a, int timeout_ms)
 
 	if (poll(NULL, 0, timeout_ms) < 0 && errno != EINTR)
 		return -errno;
+	(void)conns_expire(a->conns, now_ms());	/* before the global lock: never waits behind a request */
 	pthread_mutex_lock(&a->lock);
 	/* writes by other controllers on the same store: Endpoints follow
 	 * them (and this retries failed Endpoints writes), watchers wake */

@@ -70,7 +70,9 @@ struct status {
 void status_set(struct status *st, int code, const char *reason, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
-/* Metrics counters, updated by the registry and the API. */
+/* Metrics counters, updated by the registry and the API (the request
+ * counters, requests_by_class and latency_*, under the API's stats lock;
+ * the others under its global lock). */
 enum alloc_pool { POOL_HOSTSUBNET, POOL_VNID, POOL_CLUSTERIP, POOL_NODEPORT, POOL_VIP, POOL_COUNT };
 struct metrics {
 	uint64_t requests_by_class[6];		/* 1xx..5xx by code/100 */
@@ -155,6 +157,12 @@ int registry_get(struct registry *r, const struct kind_info *k, const char *ns, 
 /* items: a new JSON array; *rev the store revision of the list. */
 int registry_list(struct registry *r, const struct kind_info *k, const char *ns,
 		  json_t **items, int64_t *rev, struct status *st) WUR;
+/* The same collection as stored (values without resourceVersion: obj_from_kv
+ * adds it), read in one transaction from s — the registry's store, or
+ * another handle on it that its user guards with its own lock.  *out:
+ * store_kv_list_free.  0, or -1 with st set (500). */
+int registry_list_snapshot(const struct kind_info *k, const char *ns, struct store *s,
+			   struct store_kv_list *out, struct status *st) WUR;
 int registry_create(struct registry *r, const struct kind_info *k, const char *ns, json_t *obj,
 		    json_t **out, struct status *st) WUR;
 /* A PUT of a missing object creates it (how an agent registers its node);
@@ -298,7 +306,12 @@ struct api_config {
 	const char *listen;		/* "127.0.0.1:8080" */
 	const char *token;		/* admin token (borrowed) */
 	size_t max_body;		/* bytes */
-	unsigned max_connections;
+	unsigned max_connections;	/* in all (conns_limit_for: under RLIMIT_NOFILE) */
+	unsigned max_per_client;	/* of one client address, watch streams not counted */
+	unsigned header_timeout;	/* seconds from accept to a complete request head */
+	unsigned idle_timeout;		/* seconds from a response to the next request head */
+	struct store *reader;		/* a second handle on the store, for lists (borrowed; NULL:
+					 * lists read the registry's, under the global lock) */
 };
 struct api;
 

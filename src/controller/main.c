@@ -4,6 +4,8 @@
  *
  *   weft-controller --data-dir DIR [--listen HOST:PORT] [--config CLUSTER.yaml]
  *                   [--store URL] [--max-body BYTES] [--history REVISIONS]
+ *                   [--max-connections N] [--max-connections-per-client N]
+ *                   [--header-timeout SECONDS] [--idle-timeout SECONDS]
  *                   [--no-endpoints-controller]
  *   weft-controller --data-dir DIR --fsck
  *
@@ -14,6 +16,7 @@
  * pods make now, whatever happened while no controller ran.
  */
 #include "controller/controller.h"
+#include "controller/conns.h"
 #include "lib/yaml.h"
 
 #include <errno.h>
@@ -29,6 +32,18 @@
 #include <time.h>
 #include <unistd.h>
 
+/* Per client: room for a client's parallel requests and for a burst of
+ * connects whose watch has not started yet (watch streams do not count
+ * once they stream).  One client opening 1,000 watches as fast as it can
+ * (the controller benchmark) had up to 32–48 connections accepted but not
+ * yet through their request head: the server accepts up to 11 a loop per
+ * thread and serves them on the next.  128 leaves that burst room to
+ * spare, and one address still holds under 1 % of a 20,000-descriptor
+ * controller. */
+#define DEFAULT_PER_CLIENT 128
+#define DEFAULT_HEADER_TIMEOUT 10	/* seconds: a head is a few hundred bytes */
+#define DEFAULT_IDLE_TIMEOUT 60		/* seconds: clients keep connections between requests */
+
 static volatile sig_atomic_t stopping;
 
 static void on_signal(int sig)
@@ -43,6 +58,8 @@ static void usage(FILE *f)
 		"usage: weft-controller --data-dir DIR [--listen HOST:PORT] [--config CLUSTER.yaml]\n"
 		"                       [--store URL] [--max-body BYTES] [--history REVISIONS]\n"
 		"                       [--compact-interval SECONDS] [--no-endpoints-controller]\n"
+		"                       [--max-connections N] [--max-connections-per-client N]\n"
+		"                       [--header-timeout SECONDS] [--idle-timeout SECONDS]\n"
 		"       weft-controller --data-dir DIR --fsck\n"
 		"\n"
 		"  --data-dir DIR     state: the store (DIR/weft.db) and the admin token (DIR/admin.token)\n"
@@ -54,9 +71,18 @@ static void usage(FILE *f)
 		"  --max-body BYTES   largest request body (default 3145728)\n"
 		"  --history N        revisions of history kept for watches (default 100000)\n"
 		"  --compact-interval SECONDS  how often old history is compacted (default 60)\n"
+		"  --max-connections N  client connections at most (default and ceiling: RLIMIT_NOFILE,\n"
+		"                     raised to its hard limit, minus %u kept for the store and the\n"
+		"                     server; at most %u)\n"
+		"  --max-connections-per-client N  connections of one client address, watch streams\n"
+		"                     not counted; more are refused at accept (default %u)\n"
+		"  --header-timeout SECONDS  a connection that has not sent a complete request head\n"
+		"                     this long after it opened is closed (default %u)\n"
+		"  --idle-timeout SECONDS  ... or this long after its last response (default %u)\n"
 		"  --no-endpoints-controller  do not write Endpoints for Services with a selector\n"
 		"                     (another controller does; hand-written Endpoints are still checked)\n"
-		"  --fsck             check the store's allocations and exit (0 = consistent)\n");
+		"  --fsck             check the store's allocations and exit (0 = consistent)\n",
+		CONNS_FD_RESERVE, CONNS_MAX, DEFAULT_PER_CLIENT, DEFAULT_HEADER_TIMEOUT, DEFAULT_IDLE_TIMEOUT);
 }
 
 static json_t *load_config(const char *path)
@@ -119,14 +145,20 @@ static long long number_flag(const char *name, const char *s, long long min, lon
 	return v;
 }
 
-static void raise_fd_limit(void)
+/* Raise the descriptor limit's soft value to its hard one (as servers do)
+ * and return what it is then. */
+static uint64_t raise_fd_limit(void)
 {
 	struct rlimit rl;
 
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+	if (getrlimit(RLIMIT_NOFILE, &rl))
+		return 0;
+	if (rl.rlim_cur < rl.rlim_max) {
 		rl.rlim_cur = rl.rlim_max;
-		(void)setrlimit(RLIMIT_NOFILE, &rl);
+		if (setrlimit(RLIMIT_NOFILE, &rl))
+			(void)getrlimit(RLIMIT_NOFILE, &rl);
 	}
+	return rl.rlim_cur == RLIM_INFINITY ? UINT64_MAX : (uint64_t)rl.rlim_cur;
 }
 
 int main(int argc, char **argv)
@@ -141,6 +173,10 @@ int main(int argc, char **argv)
 		{ "compact-interval", required_argument, NULL, 'C' },
 		{ "fsck", no_argument, NULL, 'f' },
 		{ "no-endpoints-controller", no_argument, NULL, 'E' },
+		{ "max-connections", required_argument, NULL, 'M' },
+		{ "max-connections-per-client", required_argument, NULL, 'P' },
+		{ "header-timeout", required_argument, NULL, 'T' },
+		{ "idle-timeout", required_argument, NULL, 'I' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -148,9 +184,12 @@ int main(int argc, char **argv)
 	size_t max_body = 3u << 20;
 	int64_t history = 100000;
 	long compact_interval = 60;
+	uint64_t nofile;
+	unsigned conn_ceiling, max_connections = 0, per_client = DEFAULT_PER_CLIENT;
+	unsigned header_timeout = DEFAULT_HEADER_TIMEOUT, idle_timeout = DEFAULT_IDLE_TIMEOUT;
 	bool fsck = false, endpoints_controller = true;
 	char err[1024], token[256] = "", url[4200];
-	struct store *store = NULL;
+	struct store *store = NULL, *reader = NULL;
 	struct registry reg = { 0 };
 	struct metrics metrics = { 0 };
 	struct status st = { 0 };
@@ -171,6 +210,10 @@ int main(int argc, char **argv)
 		case 'f': fsck = true; break;
 		case 'E': endpoints_controller = false; break;
 		case 'C': compact_interval = (long)number_flag("compact-interval", optarg, 1, 86400); break;
+		case 'M': max_connections = (unsigned)number_flag("max-connections", optarg, 1, CONNS_MAX); break;
+		case 'P': per_client = (unsigned)number_flag("max-connections-per-client", optarg, 1, CONNS_MAX); break;
+		case 'T': header_timeout = (unsigned)number_flag("header-timeout", optarg, 1, 3600); break;
+		case 'I': idle_timeout = (unsigned)number_flag("idle-timeout", optarg, 1, 86400); break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -179,6 +222,22 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	nofile = raise_fd_limit();
+	conn_ceiling = conns_limit_for(nofile);
+	if (!fsck && !conn_ceiling) {
+		fprintf(stderr, "weft-controller: RLIMIT_NOFILE is %llu: too few descriptors for connections "
+				"(%u are kept for the store and the server); raise it (ulimit -n)\n",
+			(unsigned long long)nofile, CONNS_FD_RESERVE);
+		return 1;
+	}
+	if (max_connections > conn_ceiling) {
+		fprintf(stderr, "weft-controller: --max-connections %u: above the %u that RLIMIT_NOFILE %llu "
+				"allows (%u descriptors are kept for the store and the server)\n",
+			max_connections, conn_ceiling, (unsigned long long)nofile, CONNS_FD_RESERVE);
+		return 2;
+	}
+	if (!max_connections)
+		max_connections = conn_ceiling;
 	if (mkdir(data_dir, 0700) && errno != EEXIST) {
 		fprintf(stderr, "weft-controller: --data-dir %s: %s\n", data_dir, strerror(errno));
 		return 1;
@@ -247,12 +306,17 @@ int main(int argc, char **argv)
 			(double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9,
 			metrics.endpoints_writes, metrics.endpoints_deletes, metrics.endpoints_failures);
 	}
+	/* lists read on a handle of their own, so they take no lock that writes need */
+	reader = store_open(store_url, err, sizeof(err));
+	if (!reader) {
+		fprintf(stderr, "weft-controller: %s (the lists' handle)\n", err);
+		goto out;
+	}
 	hub = watch_hub_new(store, 65536);
 	if (!hub) {
 		fprintf(stderr, "weft-controller: cannot start the watch hub\n");
 		goto out;
 	}
-	raise_fd_limit();
 	signal(SIGPIPE, SIG_IGN);
 	{
 		struct sigaction sa = { .sa_handler = on_signal };
@@ -266,7 +330,9 @@ int main(int argc, char **argv)
 	sigaddset(&stop_signals, SIGINT);
 	pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
 	api = api_start(&(struct api_config){ .listen = listen_addr, .token = token, .max_body = max_body,
-					      .max_connections = 60000 },
+					      .max_connections = max_connections, .max_per_client = per_client,
+					      .header_timeout = header_timeout, .idle_timeout = idle_timeout,
+					      .reader = reader },
 			&reg, hub, &metrics, err, sizeof(err));
 	pthread_sigmask(SIG_UNBLOCK, &stop_signals, NULL);
 	if (!api) {
@@ -281,6 +347,10 @@ int main(int argc, char **argv)
 				", cluster networks %s, service network %s, mode %s)\n",
 			listen_addr, data_dir, watch_hub_revision(hub), nets, svc,
 			cluster_mode_name(reg.config.mode));
+		fprintf(stderr, "weft-controller: connections: at most %u (RLIMIT_NOFILE %llu), %u per client "
+				"address (watch streams not counted); request head within %u s of accept, "
+				"next request within %u s\n",
+			max_connections, (unsigned long long)nofile, per_client, header_timeout, idle_timeout);
 	}
 	while (!stopping) {
 		int e = api_run(api, 200);
@@ -304,6 +374,7 @@ out:
 	api_stop(api);
 	watch_hub_free(hub);
 	registry_close(&reg);
+	store_close(reader);
 	store_close(store);
 	json_decref(config);
 	explicit_bzero(token, sizeof(token));

@@ -496,17 +496,24 @@ int registry_get(struct registry *r, const struct kind_info *k, const char *ns, 
 	return err ? store_failed(st, err) : 0;
 }
 
-int registry_list(struct registry *r, const struct kind_info *k, const char *ns, json_t **items,
-		  int64_t *rev, struct status *st)
+int registry_list_snapshot(const struct kind_info *k, const char *ns, struct store *s,
+			   struct store_kv_list *out, struct status *st)
 {
 	char prefix[512];
-	struct store_kv_list l = { 0 };
 	int err;
 
 	collection_prefix(k, ns, prefix, sizeof(prefix));
-	err = store_range(r->store, prefix, NULL, 0, &l);
-	if (err)
-		return store_failed(st, err);
+	err = store_range(s, prefix, NULL, 0, out);
+	return err ? store_failed(st, err) : 0;
+}
+
+int registry_list(struct registry *r, const struct kind_info *k, const char *ns, json_t **items,
+		  int64_t *rev, struct status *st)
+{
+	struct store_kv_list l = { 0 };
+
+	if (registry_list_snapshot(k, ns, r->store, &l, st))
+		return -1;
 	*items = json_array();
 	for (size_t i = 0; i < l.n; i++) {
 		json_t *o = obj_from_kv(&l.kvs[i]);

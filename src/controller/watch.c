@@ -7,9 +7,13 @@
  * JSON lines.  A watcher is a cursor into that ring plus a prefix filter;
  * reading copies the lines it has not sent into the caller's buffer.  A
  * watcher that starts before what the ring holds first reads the store's
- * history in pages (backlog), then joins the ring.
+ * history in pages (backlog), then joins the ring.  A watcher without a
+ * revision starts with an ADDED event for every object: it keeps the
+ * store's snapshot and serialises it a read at a time (INITIAL), so a
+ * watch of a big collection never holds the caller's lock for the whole
+ * of it.
  *
- *      watcher_open ──► BACKLOG ──(history read up to the ring's floor)──► RING
+ *      watcher_open ──► [INITIAL] ──► BACKLOG ──(history read up to the ring's floor)──► RING
  *                          │ store_events pages                             │
  *                          ▼                                                ▼
  *                     watcher_read copies lines        the ring overwrote its cursor:
@@ -56,6 +60,8 @@ struct watcher {
 	uint64_t seq;		/* ring mode: next ring slot to look at */
 	bool history_done;	/* backlog mode: the store had nothing more */
 	struct buf out;		/* lines queued but not yet copied out */
+	struct store_kv_list initial;	/* INITIAL: objects not yet sent as ADDED */
+	size_t initial_next;
 	bool waiting;
 	bool behind;
 	watcher_wake_fn wake;
@@ -331,26 +337,14 @@ struct watcher *watcher_open(struct watch_hub *h, const char *prefix, int64_t af
 	w->arg = arg;
 
 	if (after_rev < 0) {
-		/* the initial list: ADDED for every current object */
-		struct store_kv_list l = { 0 };
-		if (store_range(h->store, prefix, NULL, 0, &l)) {
+		/* the initial list: ADDED for every current object, made as it is read */
+		if (store_range(h->store, prefix, NULL, 0, &w->initial)) {
 			status_set(st, 500, "InternalError", "store: cannot list %s", prefix);
 			free(w->prefix);
 			free(w);
 			return NULL;
 		}
-		for (size_t i = 0; i < l.n; i++) {
-			struct store_event e = { .type = STORE_EVENT_PUT, .kv = l.kvs[i] };
-			size_t len;
-			char *line;
-			e.kv.create_rev = e.kv.mod_rev;	/* ADDED */
-			line = event_line(&e, &len);
-			if (line)
-				(void)buf_append(&w->out, line, len);
-			free(line);
-		}
-		after_rev = l.revision;
-		store_kv_list_free(&l);
+		after_rev = w->initial.revision;
 	}
 	w->sent_rev = after_rev;
 	if (after_rev >= h->floor_rev) {
@@ -397,6 +391,28 @@ static int backlog_fill(struct watcher *w)
 	return err;
 }
 
+/* INITIAL: queue ADDED lines for the snapshot's objects until max bytes
+ * are queued, freeing each object once queued. */
+static void initial_fill(struct watcher *w, size_t max)
+{
+	while (w->initial_next < w->initial.n && w->out.len - w->out.off < max) {
+		struct store_event e = { .type = STORE_EVENT_PUT, .kv = w->initial.kvs[w->initial_next] };
+		size_t len;
+		char *line;
+
+		e.kv.create_rev = e.kv.mod_rev;	/* ADDED */
+		line = event_line(&e, &len);
+		if (line)
+			(void)buf_append(&w->out, line, len);
+		free(line);
+		store_kv_free(&w->initial.kvs[w->initial_next++]);
+	}
+	if (w->initial_next == w->initial.n) {
+		store_kv_list_free(&w->initial);
+		w->initial_next = 0;
+	}
+}
+
 /* Ring mode: queue whole revisions from the cursor until max bytes are queued. */
 static void ring_fill(struct watcher *w, size_t max)
 {
@@ -424,6 +440,10 @@ ssize_t watcher_read(struct watcher *w, char *dst, size_t max)
 		n += buf_take(&w->out, dst + n, max - n);
 		if (n == max)
 			return (ssize_t)n;
+		if (w->initial.n) {
+			initial_fill(w, max - n);
+			continue;
+		}
 		if (w->behind)
 			return n ? (ssize_t)n : -1;
 		if (!w->in_ring) {
@@ -456,6 +476,7 @@ void watcher_close(struct watcher *w)
 	if (w->next)
 		w->next->prev = w->prev;
 	h->nwatchers--;
+	store_kv_list_free(&w->initial);
 	free(w->out.data);
 	free(w->prefix);
 	free(w);

@@ -1,0 +1,204 @@
+/*
+ * list_stream.c — a list response serialised piece by piece from a store
+ * snapshot (list_stream.h says why).
+ *
+ * The stream is a sequence of pieces, each copied out of `piece` until it
+ * is used up, then the next is made:
+ *
+ *     HEAD ──► ITEMS ──(snapshot used up)──► TAIL ──► DONE
+ *     '{"apiVersion":..,"items":['   ',' + item, each   ']}\n'
+ *
+ * An item is made by obj_from_kv (the stored value with its
+ * metadata.resourceVersion added) and dumped into a scratch buffer that is
+ * reused, so a piece costs no allocation once the buffer has grown to the
+ * largest item.
+ */
+#include "controller/list_stream.h"
+#include "controller/controller.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DUMP_FLAGS (JSON_COMPACT | JSON_PRESERVE_ORDER)
+
+enum piece_state { LS_HEAD, LS_ITEMS, LS_TAIL, LS_DONE };
+
+struct list_stream {
+	struct store_kv_list snap;
+	size_t next;		/* next kv of snap to serialise */
+	size_t emitted;		/* items serialised so far (a comma before each but the first) */
+	enum piece_state state;
+	char *scratch;		/* the current piece, when it is an item */
+	size_t scratch_len, scratch_cap;
+	const char *piece;	/* what read copies from */
+	size_t piece_len, piece_off;
+	char *head;		/* '{"apiVersion":..,"metadata":{..},"items":[' (malloc'd) */
+	int error;		/* once set, every read returns it: no item is skipped silently */
+};
+
+static int scratch_add(const char *s, size_t n, void *arg)
+{
+	struct list_stream *ls = arg;
+
+	if (ls->scratch_len + n > ls->scratch_cap) {
+		size_t cap = ls->scratch_cap ? ls->scratch_cap : 4096;
+		char *p;
+
+		while (cap < ls->scratch_len + n)
+			cap *= 2;
+		p = realloc(ls->scratch, cap);
+		if (!p)
+			return -1;
+		ls->scratch = p;
+		ls->scratch_cap = cap;
+	}
+	memcpy(ls->scratch + ls->scratch_len, s, n);
+	ls->scratch_len += n;
+	return 0;
+}
+
+/* The list object without its items, dumped, with its closing '}'
+ * replaced by ',"items":[' — jansson writes the keys in this order. */
+static char *make_head(const struct kind_info *k, int64_t rev)
+{
+	char kind[80], rv[24], *s, *head;
+	json_t *o;
+	size_t n;
+
+	snprintf(kind, sizeof(kind), "%sList", k->kind);
+	snprintf(rv, sizeof(rv), "%" PRId64, rev);
+	o = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", k->api_version, "kind", kind, "metadata",
+		      "resourceVersion", rv);
+	s = o ? json_dumps(o, DUMP_FLAGS) : NULL;
+	json_decref(o);
+	if (!s)
+		return NULL;
+	n = strlen(s);
+	head = realloc(s, n + sizeof(",\"items\":["));
+	if (!head) {
+		free(s);
+		return NULL;
+	}
+	memcpy(head + n - 1, ",\"items\":[", sizeof(",\"items\":["));
+	return head;
+}
+
+struct list_stream *list_stream_new(const struct kind_info *k, struct store_kv_list *snap)
+{
+	struct list_stream *ls = calloc(1, sizeof(*ls));
+
+	if (!ls || !(ls->head = make_head(k, snap->revision))) {
+		free(ls);
+		store_kv_list_free(snap);
+		memset(snap, 0, sizeof(*snap));
+		errno = ENOMEM;
+		return NULL;
+	}
+	ls->snap = *snap;
+	memset(snap, 0, sizeof(*snap));
+	ls->piece = ls->head;
+	ls->piece_len = strlen(ls->head);
+	return ls;
+}
+
+/* The next item into scratch (with its leading comma): 1, 0 when the
+ * snapshot is used up, -ENOMEM. */
+static int next_item(struct list_stream *ls)
+{
+	while (ls->next < ls->snap.n) {
+		struct store_kv *kv = &ls->snap.kvs[ls->next++];
+		json_t *obj = obj_from_kv(kv);
+		int err = 0;
+
+		store_kv_free(kv);	/* invariant 3 */
+		if (!obj)
+			continue;	/* invariant 2 */
+		ls->scratch_len = 0;
+		if (ls->emitted && scratch_add(",", 1, ls))
+			err = -ENOMEM;
+		if (!err && json_dump_callback(obj, scratch_add, ls, DUMP_FLAGS))
+			err = -ENOMEM;
+		json_decref(obj);
+		if (err)
+			return err;
+		ls->emitted++;
+		return 1;
+	}
+	return 0;
+}
+
+/* Move to the next piece: 1, 0 at the end, -ENOMEM. */
+static int next_piece(struct list_stream *ls)
+{
+	int r;
+
+	ls->piece_off = 0;
+	switch (ls->state) {
+	case LS_HEAD:
+		ls->state = LS_ITEMS;
+		/* fall through */
+	case LS_ITEMS:
+		r = next_item(ls);
+		if (r < 0)
+			return r;
+		if (r) {
+			ls->piece = ls->scratch;
+			ls->piece_len = ls->scratch_len;
+			return 1;
+		}
+		ls->state = LS_TAIL;
+		ls->piece = "]}\n";
+		ls->piece_len = 3;
+		return 1;
+	case LS_TAIL:
+		ls->state = LS_DONE;
+		/* fall through */
+	case LS_DONE:
+		break;
+	}
+	ls->piece = NULL;
+	ls->piece_len = 0;
+	return 0;
+}
+
+ssize_t list_stream_read(struct list_stream *ls, char *buf, size_t max)
+{
+	size_t n = 0;
+
+	if (ls->error)
+		return ls->error;
+	while (n < max) {
+		size_t take = ls->piece_len - ls->piece_off;
+
+		if (take == 0) {
+			int r = next_piece(ls);
+			if (r < 0) {
+				ls->error = r;
+				return n ? (ssize_t)n : r;
+			}
+			if (r == 0)
+				break;
+			continue;
+		}
+		if (take > max - n)
+			take = max - n;
+		memcpy(buf + n, ls->piece + ls->piece_off, take);
+		ls->piece_off += take;
+		n += take;
+	}
+	return (ssize_t)n;
+}
+
+void list_stream_free(struct list_stream *ls)
+{
+	if (!ls)
+		return;
+	store_kv_list_free(&ls->snap);
+	free(ls->scratch);
+	free(ls->head);
+	free(ls);
+}

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# flood.sh — a connection flood from loopback does not take the controller
+# down: idle connections beyond the per-client cap are refused, heads that
+# trickle in are cut at the header timeout, big lists are served in
+# parallel, watch streams beyond the cap stay up past the idle timeout —
+# and all the while a normal client gets /healthz and a small
+# authenticated GET answered, each within BOUND seconds (under ASan).
+#
+#   127.0.0.2  600 idle connections at once, then the cap + 8 held ─┐
+#   127.0.0.3  8 request heads, a byte every 100 ms, never ending  ─┤
+#   127.0.0.4  4 clients × 2 lists of 150 pods × 100 KB            ─┼─► weft-controller 127.0.0.1:random
+#   127.0.0.5  40 watch streams, then one plain request            ─┤     RLIMIT_NOFILE 512 (so at most
+#   127.0.0.1  GET /healthz + GET a namespace every 50 ms (timed)  ─┘     384 connections), 16 per client,
+#                                                                          head within 2 s, idle 5 s
+# (tests/tools/flood.py does the clients; this script asserts on what it saw)
+cd "$(dirname "$0")/../.." && source tests/lib.sh
+
+NOFILE=512	# the controller's descriptor limit, soft and hard
+CAP=16		# --max-connections-per-client
+HEADER=2	# --header-timeout
+IDLE=5		# --idle-timeout
+WAVE=600	# idle connections at once from one address: more than NOFILE
+BOUND=1		# seconds: the longest a normal request may take
+PODS=150	# pods of 100 KB in the listed namespace (~15 MiB a list)
+
+# the controller under a low descriptor limit: a wrapper that lowers it, then execs
+wrap=$T_ROOT/weft-controller-nofile
+printf '#!/bin/sh\nulimit -n %d || exit 1\nexec "%s" "$@"\n' "$NOFILE" "$PWD/$CONTROLLER" > "$wrap"
+chmod +x "$wrap"
+
+dir=$(tmpdir)
+CONTROLLER=$wrap start_controller "$dir" --max-connections-per-client "$CAP" --header-timeout "$HEADER" \
+	--idle-timeout "$IDLE" || { fail start; finish; exit 1; }
+port=${CTRL_URL##*:}
+check "it derived its connection limit from RLIMIT_NOFILE ($NOFILE - 128 kept back)" \
+	grep -q "connections: at most $((NOFILE - 128)) (RLIMIT_NOFILE $NOFILE), $CAP per client" "$CTRL_LOG"
+toomany=$( (ulimit -n "$NOFILE"; "$CONTROLLER" --data-dir "$(tmpdir)" --max-connections 1000) 2>&1); rc=$?
+check "--max-connections above what RLIMIT_NOFILE allows: exit 2, naming both" \
+	eval '[ $rc = 2 ] && grep -q "above the $((NOFILE - 128)) that RLIMIT_NOFILE $NOFILE allows" <<<"$toomany"'
+
+check "$PODS pods of 100 KB made" python3 tests/tools/flood.py populate "$CTRL_URL" "$CTRL_TOKEN_FILE" big "$PODS" 100000
+
+res=$dir/flood.json
+v() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2], {}, d))' "$res" "$1"; }
+python3 tests/tools/flood.py run "$port" "$CTRL_TOKEN_FILE" "$CTRL_PID" --cap "$CAP" --header-timeout "$HEADER" \
+	--idle-timeout "$IDLE" --wave "$WAVE" --bound "$BOUND" --list-items "$PODS" > "$res" 2>"$dir/flood.err"
+check "the flood ran to its end (bounded at 120 s)" test "$(v timed_out 2>/dev/null)" = False
+if [ "$(v timed_out 2>/dev/null)" != False ]; then
+	tail -n 20 "$dir/flood.err"
+	finish
+	exit 1
+fi
+echo "  ($(v seconds) s: $(v wave_refused) refused, $(v 'wave_closed + slow_closed') cut at the header timeout," \
+	"$(v lists_complete) lists of $(v list_mib) MiB (slowest $(v list_max_s) s), $(v pressure_connects) reconnects" \
+	"held at the cap; at most $(v fd_max) descriptors open)"
+
+# the idle wave from one address
+check "all $WAVE idle connections were made" test "$(v wave_opened)" = "$WAVE"
+check "the $((WAVE - CAP)) beyond the per-client cap were refused at once" test "$(v wave_refused)" = $((WAVE - CAP))
+check "the cap's $CAP were closed by the header timeout (${HEADER} s, at most +1.5 s)" \
+	test "$(v "wave_closed == $CAP and wave_min_s >= $HEADER - 0.3 and wave_max_s <= $HEADER + 1.5")" = True
+# trickled heads
+check "8 heads sent a byte every 100 ms were cut after ${HEADER} s (at most +1.5 s), unanswered" \
+	test "$(v "slow_closed == slow and slow_min_s >= $HEADER - 0.3 and slow_max_s <= $HEADER + 1.5 and slow_bytes_received == 0")" = True
+# big lists
+check "4 × 2 lists of $PODS pods ($(v list_mib) MiB each) were complete" test "$(v lists_complete)" = 8
+# watch streams
+check "40 watch streams from one address opened (they do not count against the cap of $CAP)" test "$(v watches_ok)" = 40
+check "... and that address still got a plain request in" test "$(v same_client_after_watches)" = 200
+check "the watch streams outlived the idle timeout (${IDLE} s)" \
+	test "$(v "watches_open_at_end == 40 and watches_lived_s > $IDLE")" = True
+# the controller's descriptors
+check "its open descriptors stayed under RLIMIT_NOFILE $NOFILE (at most $(v fd_max))" test "$(v fd_max)" -lt "$NOFILE"
+# the normal client
+check "GET /healthz never failed ($(v healthz_n) requests)" test "$(v 'len(healthz_errors)')" = 0
+check "GET /healthz always answered within $BOUND s (max $(v healthz_max_ms) ms, p99 $(v healthz_p99_ms) ms)" \
+	test "$(v healthz_over_bound)" = 0
+check "an authenticated GET never failed ($(v get_n) requests)" test "$(v 'len(get_errors)')" = 0
+check "an authenticated GET always answered within $BOUND s (max $(v get_max_ms) ms, p99 $(v get_p99_ms) ms)" \
+	test "$(v get_over_bound)" = 0
+
+# what the controller counted
+m=$(api GET /metrics)
+metric() { awk -v k="$1" '$1 == k { print $2 }' <<<"$m"; }
+check "weft_connections_refused_total counts the refusals (>= $((WAVE - CAP)))" \
+	test "$(metric weft_connections_refused_total)" -ge $((WAVE - CAP))
+check "weft_connections_timeouts_total{phase=\"header\"} counts the cut connections (>= $((CAP + 8)))" \
+	test "$(metric 'weft_connections_timeouts_total{phase="header"}')" -ge $((CAP + 8))
+check "weft_connections_open and the limits are reported" \
+	eval "[ -n '$(metric weft_connections_open)' ] && [ '$(metric weft_connections_limit)' = $((NOFILE - 128)) ] && [ '$(metric weft_connections_per_client_limit)' = $CAP ]"
+
+check_stop "the controller stops cleanly after the flood (no sanitizer report)"
+finish
