@@ -38,20 +38,6 @@ __attribute__((format(printf, 3, 4))) static int bad(char *err, size_t errlen, c
 	return -EBADMSG;
 }
 
-static const char *type_name(const json_t *j)
-{
-	switch (json_typeof(j)) {
-	case JSON_OBJECT: return "an object";
-	case JSON_ARRAY: return "a list";
-	case JSON_STRING: return "a string";
-	case JSON_INTEGER: return "an integer";
-	case JSON_REAL: return "a number";
-	case JSON_TRUE:
-	case JSON_FALSE: return "a boolean";
-	default: return "null";
-	}
-}
-
 int model_revision_parse(const char *s, int64_t *out)
 {
 	int64_t v = 0;
@@ -79,7 +65,7 @@ static int opt_string(const json_t *parent, const char *field, const char **out,
 	if (!j || json_is_null(j))
 		return 0;
 	if (!json_is_string(j))
-		return bad(err, errlen, "%s must be a string, not %s", field, type_name(j));
+		return bad(err, errlen, "%s must be a string, not %s", field, validate_type_name(j));
 	if (json_string_length(j))
 		*out = json_string_value(j);
 	return 0;
@@ -143,7 +129,7 @@ static int check_metadata(const struct kind_info *k, const char *ns, const char 
 		return 0;	/* a create: validation reports "metadata: required" */
 	}
 	if (!json_is_object(meta))
-		return bad(err, errlen, "metadata must be an object, not %s", type_name(meta));
+		return bad(err, errlen, "metadata must be an object, not %s", validate_type_name(meta));
 	if ((rc = opt_string(meta, "name", &bname, err, errlen)) ||
 	    (rc = opt_string(meta, "namespace", &bns, err, errlen)) ||
 	    (rc = opt_string(meta, "resourceVersion", &rv, err, errlen))) {
@@ -194,7 +180,7 @@ int model_request_check(const struct kind_info *k, const char *ns, const char *n
 	if (!k)
 		return bad(err, errlen, "no kind");
 	if (!json_is_object(body))
-		return bad(err, errlen, "the body must be a JSON object, not %s", body ? type_name(body) : "empty");
+		return bad(err, errlen, "the body must be a JSON object, not %s", body ? validate_type_name(body) : "empty");
 	if ((rc = check_type(k, body, err, errlen)) || (rc = check_metadata(k, ns, name, body, err, errlen)))
 		return rc;
 	return check_limits(body, err, errlen);
@@ -215,7 +201,7 @@ int model_delete_options(const struct kind_info *k, const json_t *body, int64_t 
 		return 0;
 	if (!json_is_object(body))
 		return bad(err, errlen, "the body of a DELETE must be DeleteOptions (a JSON object), not %s",
-			   type_name(body));
+			   validate_type_name(body));
 	if ((rc = opt_string(body, "kind", &kind, err, errlen)) ||
 	    (rc = opt_string(body, "apiVersion", &api, err, errlen)))
 		return rc;
@@ -235,7 +221,7 @@ int model_delete_options(const struct kind_info *k, const json_t *body, int64_t 
 	if (!pre || json_is_null(pre))
 		return 0;
 	if (!json_is_object(pre))
-		return bad(err, errlen, "preconditions must be an object, not %s", type_name(pre));
+		return bad(err, errlen, "preconditions must be an object, not %s", validate_type_name(pre));
 	if ((rc = opt_string(pre, "resourceVersion", &rv, err, errlen)) ||
 	    (rc = opt_string(pre, "uid", &uid, err, errlen))) {
 		char inner[512];

@@ -171,7 +171,7 @@ const char *vquote(const char *s, char buf[VQUOTE_MAX])
 	return buf;
 }
 
-static const char *type_name(const json_t *j)
+const char *validate_type_name(const json_t *j)
 {
 	switch (json_typeof(j)) {
 	case JSON_OBJECT: return "an object";
@@ -205,7 +205,7 @@ static const json_t *typed(struct vctx *v, const json_t *parent, const char *fie
 	const json_t *j = field_of(v, parent, field, required);
 
 	if (j && json_typeof(j) != type) {
-		verror(v, field, "must be %s, not %s", want, type_name(j));
+		verror(v, field, "must be %s, not %s", want, validate_type_name(j));
 		return NULL;
 	}
 	return j;
@@ -243,7 +243,7 @@ const char *vval_string(struct vctx *v, const char *field, const json_t *j, bool
 		return NULL;
 	}
 	if (!json_is_string(j)) {
-		verror(v, field, "must be a string, not %s", type_name(j));
+		verror(v, field, "must be a string, not %s", validate_type_name(j));
 		return NULL;
 	}
 	return json_string_value(j);
@@ -270,7 +270,7 @@ bool vget_bool(struct vctx *v, const json_t *parent, const char *field, bool req
 	const json_t *j = field_of(v, parent, field, required);
 
 	if (j && !json_is_boolean(j)) {
-		verror(v, field, "must be a boolean, not %s", type_name(j));
+		verror(v, field, "must be a boolean, not %s", validate_type_name(j));
 		return false;
 	}
 	if (j)
@@ -435,7 +435,7 @@ void vget_port_or_name(struct vctx *v, const json_t *parent, const char *field, 
 		if (!(name_ok ? name_ok : model_iana_svc_name)(s))
 			verror(v, field, "%s is not a valid port name", vquote(s, q));
 	} else {
-		verror(v, field, "must be a port number or name, not %s", type_name(j));
+		verror(v, field, "must be a port number or name, not %s", validate_type_name(j));
 	}
 }
 
@@ -463,7 +463,7 @@ void vcheck_label_map(struct vctx *v, const json_t *parent, const char *field)
 		size_t m = vpush_key(v, key);
 
 		if (!json_is_string(value))
-			verror(v, NULL, "must be a string, not %s", type_name(value));
+			verror(v, NULL, "must be a string, not %s", validate_type_name(value));
 		else if (!model_label_value(json_string_value(value)))
 			verror(v, NULL, "%s is not a valid label value",
 			       vquote(json_string_value(value), q));
@@ -511,7 +511,7 @@ void vcheck_label_selector(struct vctx *v, const json_t *parent, const char *fie
 
 			vpush_index(v, k);
 			if (!json_is_string(item))
-				verror(v, NULL, "must be a string, not %s", type_name(item));
+				verror(v, NULL, "must be a string, not %s", validate_type_name(item));
 			else if (!model_label_value(json_string_value(item)))
 				verror(v, NULL, "%s is not a valid label value",
 				       vquote(json_string_value(item), q));
@@ -547,7 +547,7 @@ static void check_annotations(struct vctx *v, const json_t *meta)
 		if (!json_is_string(value)) {
 			size_t m = vpush_key(v, key);
 
-			verror(v, NULL, "must be a string, not %s", type_name(value));
+			verror(v, NULL, "must be a string, not %s", validate_type_name(value));
 			vpop(v, m);
 		}
 	}

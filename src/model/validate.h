@@ -40,6 +40,8 @@ struct vctx {
 };
 
 void vctx_init(struct vctx *v, char *err, size_t errlen);
+/* "an object", "a list", "a string", ... for messages; a static string. */
+const char *validate_type_name(const json_t *j);
 /* Reports "<path>.<field>: <message>"; field NULL or "" reports at the
  * path itself. */
 void verror(struct vctx *v, const char *field, const char *fmt, ...)
