@@ -297,6 +297,10 @@ struct api_config {
 	const char *token;		/* admin token (borrowed) */
 	size_t max_body;		/* bytes */
 	unsigned max_connections;
+	/* HTTPS: the served certificate (chain) and its key, PEM, borrowed
+	 * until api_stop; both NULL: plain HTTP (main allows it on loopback only) */
+	const char *tls_cert;
+	const char *tls_key;
 };
 struct api;
 

@@ -215,7 +215,7 @@ ctrl_pid=$(jq -r .controllerPid "$LAB_DIR/state.json")
 check "controller stop: the controller exits on SIGTERM" env WEFT_LAB_TIMEOUT=10 src/lab/weft-lab --lab "$LAB" controller stop
 check "... it is gone" gone "$ctrl_pid"
 check "... status says not running" grep -q 'pid none, not running' <<<"$(lab status)"
-check "... node-1 cannot reach it" bash -c "! ip netns exec $LAB-node-1 curl -sf -m 1 http://192.168.200.2:8080/healthz"
+check "... node-1 cannot reach it" bash -c "! ip netns exec $LAB-node-1 curl -sf -m 1 --cacert $LAB_DIR/ctrl/pki/ca.crt https://192.168.200.2:8080/healthz"
 check "... status -o json: subnets null" jq_status 'all(.nodes[]; .subnet == null)'
 check "pod add node-1 blue g with the controller down" lab pod add node-1 blue g
 ip_g=$(pod_field blue/g ip)
