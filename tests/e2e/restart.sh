@@ -272,10 +272,10 @@ sent=$(grep -c 'bytes from' "$tmp/ping.log") lost=$(grep -c 'no answer yet' "$tm
 check "a <-> c on node-1 during the reboot: $sent replies, $lost lost" test "$sent" -ge 10 -a "$lost" -eq 0
 
 # ---------------------------------------------------------------- state.json, then down
-procs_alive() { # state.json records 3 daemons (controller, 2 agents), all running
+procs_alive() { # state.json records 5 daemons (controller, 2 agents, the 2 socats of the forwarder), all running
 	local p
 	for p in $(jq -r '.procs[].pid' "$LAB_DIR/state.json"); do alive "$p" || return 1; done
-	test "$(jq '.procs | length' "$LAB_DIR/state.json")" = 3
+	test "$(jq -c '[.procs[].role] | sort' "$LAB_DIR/state.json")" = '["agent","agent","controller","forward","forward"]'
 }
 check "state.json's processes are the running daemons" procs_alive
 check "down (no sanitizer report in any daemon's log)" lab down
