@@ -19,7 +19,7 @@ declare -A debian=(
 	[jansson]=libjansson-dev [libfyaml]=libfyaml-dev
 	[libmicrohttpd]=libmicrohttpd-dev [libcurl]=libcurl4-openssl-dev
 	[sqlite3]=libsqlite3-dev [libbpf]=libbpf-dev [libmnl]=libmnl-dev
-	[libelf]=libelf-dev [zlib]=zlib1g-dev
+	[libelf]=libelf-dev [zlib]=zlib1g-dev [gnutls]=libgnutls28-dev
 )
 
 missing=0
@@ -39,8 +39,8 @@ flags() { "$pkgconf" "$@" | tr -s ' \n' ' ' | sed 's/ $//'; }
 cat <<EOF
 # build/config.mk — written by scripts/config.sh after scripts/deps.sh;
 # the Makefile remakes it before every build.  Do not edit.
-PKG_CFLAGS := $(flags --cflags jansson libfyaml libmicrohttpd libcurl sqlite3)
-PKG_LIBS   := $(flags --libs jansson libfyaml libmicrohttpd libcurl sqlite3)
+PKG_CFLAGS := $(flags --cflags jansson libfyaml libmicrohttpd gnutls libcurl sqlite3)
+PKG_LIBS   := $(flags --libs jansson libfyaml libmicrohttpd gnutls libcurl sqlite3)
 AGENT_LIBS := $(flags --libs libbpf libmnl libelf zlib)
 CNI_LIBS   := $(flags --libs jansson)
 EOF

@@ -63,6 +63,20 @@ step "what the lab is made of"
 run "$lab" status
 run "$lab" weftctl get netnamespaces
 
+step "the API is HTTPS only: the controller made a cluster CA and a kubeconfig; from here, through the lab's forwarder"
+kubeconfig=$("$lab" kubeconfig) || exit 1
+weftctl=bin/weftctl
+[ -x "$weftctl" ] || weftctl=$(jq -r .bin "/run/weft-lab/$name/state.json")/weftctl
+run env KUBECONFIG="$kubeconfig" "$weftctl" get nodes || exit 1
+if command -v kubectl >/dev/null; then
+	printf '$ KUBECONFIG=%s kubectl get --raw /api/v1/namespaces | jq -r '"'"'.items[].metadata.name'"'"'\n' "$kubeconfig"
+	KUBECONFIG=$kubeconfig kubectl get --raw /api/v1/namespaces | jq -r '.items[].metadata.name' | paste -sd' '
+fi
+server=$(grep -m1 'server:' "$kubeconfig" | tr -d '" ' | cut -d: -f2-)
+printf '$ curl %s/healthz   (no CA given: refused)\n' "$server"
+curl -s -o /dev/null "$server/healthz"
+echo "curl exit $? (60: the certificate is signed by a CA curl does not trust)"
+
 # ip of each pod, from the lab's status
 declare -A ip
 while read -r p addr; do ip[$p]=$addr; done < <("$lab" status -o json | jq -r '.pods[] | "\(.namespace)/\(.name) \(.ip)"')
@@ -175,6 +189,7 @@ explore "$lab status" "nodes, subnets, pods (-o json for scripts)"
 explore "$lab exec blue/a -- ping -c3 ${ip[blue/b]:-IP}" "run anything inside a pod"
 explore "$lab exec node-1 -- ip route" "... or inside a node (or ctrl, outside)"
 explore "$lab weftctl get pods -A" "the controller's view"
+explore "KUBECONFIG=\$($lab kubeconfig) bin/weftctl get pods -A" "... the same from this namespace (kubectl too)"
 explore "$lab weftctl get netnamespaces" "projects and their VNIDs"
 explore "$lab weftctl pod-network join-projects --to=blue red" "red takes blue's VNID: ping blue <-> red again"
 explore "$lab weftctl pod-network isolate-projects red" "... and red is on its own again"

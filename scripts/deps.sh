@@ -8,7 +8,7 @@ packages=(
   libsqlite3-dev sqlite3
   libjansson-dev
   libfyaml-dev
-  libmicrohttpd-dev
+  libmicrohttpd-dev libgnutls28-dev
   libcurl4-openssl-dev curl
   iproute2 procps python3
   # weft-lab status (column)

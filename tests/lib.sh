@@ -58,21 +58,31 @@ s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.clos
 PY
 }
 
-# start_controller DIR [ARGS...]: sets CTRL_PID, CTRL_URL, CTRL_TOKEN_FILE.
+# start_controller DIR [ARGS...]: sets CTRL_PID, CTRL_URL, CTRL_TOKEN_FILE,
+# CTRL_CA (DIR/pki/ca.crt) and CTRL_KUBECONFIG (DIR/admin.kubeconfig).  The
+# controller serves HTTPS (plain HTTP only when ARGS has --insecure-http).
+# From then on the script's clients trust that CA, as a host whose trust
+# store holds the cluster CA would: curl through CURL_CA_BUNDLE, Python's
+# ssl through SSL_CERT_FILE, weftctl through KUBECONFIG (beside
+# WEFT_SERVER and WEFT_TOKEN_FILE).  A test of refusals unsets them.
 start_controller() {
 	local dir=$1; shift
-	local port; port=$(free_port)
-	CTRL_URL="http://127.0.0.1:$port"
+	local port scheme=https a; port=$(free_port)
+	for a in "$@"; do [ "$a" != --insecure-http ] || scheme=http; done
+	CTRL_URL="$scheme://127.0.0.1:$port"
 	CTRL_TOKEN_FILE="$dir/admin.token"
+	CTRL_CA="$dir/pki/ca.crt"
+	CTRL_KUBECONFIG="$dir/admin.kubeconfig"
 	CTRL_LOG="$dir/controller.log"
 	"$CONTROLLER" --data-dir "$dir" --listen "127.0.0.1:$port" "$@" >>"$dir/controller.log" 2>&1 &
 	CTRL_PID=$!
 	T_PIDS+=("$CTRL_PID")
-	if ! wait_for 20 curl -sf "$CTRL_URL/healthz"; then
+	if ! wait_for 20 curl -sf --cacert "$CTRL_CA" "$CTRL_URL/healthz"; then
 		echo "controller did not start; log:" >&2; tail -n 20 "$dir/controller.log" >&2
 		return 1
 	fi
-	export WEFT_SERVER=$CTRL_URL WEFT_TOKEN_FILE=$CTRL_TOKEN_FILE
+	export WEFT_SERVER=$CTRL_URL WEFT_TOKEN_FILE=$CTRL_TOKEN_FILE KUBECONFIG=$CTRL_KUBECONFIG
+	if [ "$scheme" = https ]; then export CURL_CA_BUNDLE=$CTRL_CA SSL_CERT_FILE=$CTRL_CA; fi
 }
 
 # stop_controller: SIGTERM and wait; fails if it exited with an error
@@ -102,7 +112,7 @@ check_stop() {
 
 api() { # api METHOD PATH [curl args...]: prints body, then HTTP code on the last line
 	local m=$1 p=$2; shift 2
-	curl -s -X "$m" -H "Authorization: Bearer $(cat "$CTRL_TOKEN_FILE")" \
+	curl -s --cacert "$CTRL_CA" -X "$m" -H "Authorization: Bearer $(cat "$CTRL_TOKEN_FILE")" \
 		-H 'Content-Type: application/json' -w '\n%{http_code}\n' "$@" "$CTRL_URL$p"
 }
 

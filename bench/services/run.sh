@@ -292,6 +292,7 @@ weft_lab() {
 	WPOD[$k:ctrl]=$(jq -r '.controller.netns' "$st")
 	WPOD[$k:url]=$(jq -r '.controller.url' "$st")
 	WPOD[$k:token]=$(jq -r '.controller.tokenFile' "$st")
+	WPOD[$k:ca]=$(jq -r '.controller.caFile // empty' "$st")
 	for pod in b1 b2 b3 t1; do
 		start_server "${WPOD[$k:$pod:netns]}" "${WPOD[$k:$pod:ip]}" 8080 "$pod"
 	done
@@ -398,9 +399,9 @@ setup_weft() {
 	done
 	jq -n --arg lab "$LAB_BIN" --arg l "$LAB_MANY" --arg m "$TMP/many.json" --argjson last "$last" \
 		--arg ns "$K8S_NS" --arg url "${WPOD[many:url]}" --arg tok "${WPOD[many:token]}" \
-		--argjson wait "$WAIT" --argjson pids "$pids" \
+		--arg ca "${WPOD[many:ca]}" --argjson wait "$WAIT" --argjson pids "$pids" \
 		'{lab: [$lab, "--lab", $l], manifest: $m, last: $last, namespace: $ns,
-		  url: $url, tokenFile: $tok, timeout: $wait, stall: 30, nodes: 2, pids: $pids}' >"$TMP/install.json"
+		  url: $url, tokenFile: $tok, caFile: (if $ca == "" then null else $ca end), timeout: $wait, stall: 30, nodes: 2, pids: $pids}' >"$TMP/install.json"
 	say "weft: installing $COUNT services ($(jq -r .objects <<<"$info") objects, one List) in lab $LAB_MANY: weftctl apply -f, then until every node applied them"
 	if ! ip netns exec "${WPOD[many:ctrl]}" "$PY" "$SVC" install "$TMP/install.json" "$TMP/install-out.json"; then
 		record err install "install helper failed"
@@ -505,12 +506,12 @@ run_changes() {
 	if [ "$WEFT_OK" != 1 ]; then return; fi
 	if [ "$CHANGES" -le 0 ]; then record skip changes "BENCH_SVC_CHANGES=0"; return; fi
 	if [ -z "${WPOD[many:progvip]}" ]; then record err changes "service svc-prog has no clusterIP"; broke=1; return; fi
-	jq -n --arg url "${WPOD[many:url]}" --arg tok "${WPOD[many:token]}" --arg ns "$K8S_NS" \
+	jq -n --arg url "${WPOD[many:url]}" --arg tok "${WPOD[many:token]}" --arg ca "${WPOD[many:ca]}" --arg ns "$K8S_NS" \
 		--arg ip "${WPOD[many:progvip]}" --argjson n "$CHANGES" \
 		--arg b "${WPOD[many:b1:ip]}" --arg nb "${WPOD[many:b1:node]}" \
 		--arg t "${WPOD[many:t1:ip]}" --arg nt "${WPOD[many:t1:node]}" \
 		--argjson probe "$(jq -cn --arg n "${WPOD[many:c:netns]}" --arg c "$CONNLAT" '["ip", "netns", "exec", $n, $c]')" \
-		'{url: $url, tokenFile: $tok, namespace: $ns, name: "svc-prog", port: 8080, ip: $ip,
+		'{url: $url, tokenFile: $tok, caFile: (if $ca == "" then null else $ca end), namespace: $ns, name: "svc-prog", port: 8080, ip: $ip,
 		  servicePort: 80, backends: [[$b, "b1", $nb, "b1"], [$t, "t1", $nt, "t1"]],
 		  changes: $n, timeout: 10, nodes: 2, probe: $probe, probes: 3}' >"$TMP/changes.json"
 	say "endpoint changes: $CHANGES in lab $LAB_MANY, Endpoints svc-prog switched between b1 (node-1) and t1 (node-2)"

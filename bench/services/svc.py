@@ -34,9 +34,9 @@ manifest SPEC: {"namespace": "svcbench", "count": N, "target": "svc-target",
        "backends": [[ip, port, node, pod], ...], "port": 80,
        "selector": null | {label: value} (the target selects its backends instead)}
 install SPEC: {"lab": ["bin/weft-lab", "--lab", "L"], "manifest": PATH,
-       "last": ["endpoints", "NAME"], "namespace": NS, "url": .., "tokenFile": ..,
+       "last": ["endpoints", "NAME"], "namespace": NS, "url": .., "tokenFile": .., "caFile": ..,
        "timeout": S, "stall": S, "nodes": K, "pids": {"controller": PID, "node-1": PID, ..}}
-changes SPEC: {"url", "tokenFile", "namespace", "name", "port", "ip" (ClusterIP),
+changes SPEC: {"url", "tokenFile", "caFile", "namespace", "name", "port", "ip" (ClusterIP),
        "servicePort", "backends": [[ip, id, node, pod], [ip, id, node, pod]],
        "changes": N, "timeout": S, "nodes": K, "probe": [cmd prefix..], "probes": 3}
 """
@@ -45,6 +45,7 @@ import hashlib
 import json
 import math
 import os
+import ssl
 import subprocess
 import sys
 import time
@@ -208,10 +209,12 @@ def manifest(spec_path, out_path):
 
 # ---------------------------------------------------------------- API calls
 class Api:
-    def __init__(self, url, token_file):
+    def __init__(self, url, token_file, ca_file=None):
         self.url = url.rstrip("/")
         with open(token_file) as f:
             self.token = f.read().strip()
+        # https: trust the controller's CA (the lab's ctrl/pki/ca.crt)
+        self.ctx = ssl.create_default_context(cafile=ca_file) if ca_file else None
 
     def call(self, method, path, body=None):
         data = json.dumps(body).encode() if body is not None else None
@@ -220,7 +223,7 @@ class Api:
         if data is not None:
             req.add_header("Content-Type", "application/json")
         try:
-            with urllib.request.urlopen(req, timeout=30) as r:
+            with urllib.request.urlopen(req, timeout=30, context=self.ctx) as r:
                 return r.status, json.loads(r.read().decode() or "null")
         except urllib.error.HTTPError as e:
             try:
@@ -292,7 +295,7 @@ def install(spec_path, out_path):
     saw every node at that revision)."""
     with open(spec_path) as f:
         spec = json.load(f)
-    api = Api(spec["url"], spec["tokenFile"])
+    api = Api(spec["url"], spec["tokenFile"], spec.get("caFile"))
     res = {"error": None, "skip": None}
     cmd = ["timeout", str(spec.get("applyTimeout", 1800))] + spec["lab"] + [
         "weftctl", "apply", "-f", spec["manifest"]]
@@ -364,7 +367,7 @@ def changes(spec_path, out_path):
     the timeout (the figure is then skipped, with why)."""
     with open(spec_path) as f:
         spec = json.load(f)
-    api = Api(spec["url"], spec["tokenFile"])
+    api = Api(spec["url"], spec["tokenFile"], spec.get("caFile"))
     ns, name = spec["namespace"], spec["name"]
     path = "/api/v1/namespaces/%s/endpoints/%s" % (ns, name)
     samples, error, skip = [], None, None

@@ -69,6 +69,7 @@
 struct agent_opts {
 	const char *controller;
 	const char *token_file;
+	const char *ca_file;		/* the CA of an https controller; NULL: the system's */
 	const char *node;
 	const char *node_ip_str;
 	const char *state_dir;

@@ -67,12 +67,14 @@ static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: weft-agent --controller URL --token-file FILE --node NAME --node-ip IP\n"
+		"usage: weft-agent --controller URL --token-file FILE [--ca-file FILE] --node NAME --node-ip IP\n"
 		"                  [--state-dir DIR] [--bpf-pin-dir DIR] [--cni-socket PATH] [--mtu N]\n"
 		"                  [--max-services N] [--max-backends N] [--max-conntrack N]\n"
 		"\n"
-		"  --controller URL    weft-controller, e.g. http://192.168.200.2:8080\n"
+		"  --controller URL    weft-controller, e.g. https://192.168.200.2:8080\n"
 		"  --token-file FILE   bearer token for the controller\n"
+		"  --ca-file FILE      trust the controller's certificate if this CA (PEM) signed it\n"
+		"                      (the controller's <data-dir>/pki/ca.crt; default: the system's CAs)\n"
 		"  --node NAME         this node's name\n"
 		"  --node-ip IP        this node's underlay (InternalIP) address\n"
 		"  --state-dir DIR     leases and registration (default /var/lib/weft/NODE)\n"
@@ -112,6 +114,7 @@ static int parse_flags(int argc, char **argv, struct agent_opts *o)
 	static const struct option opts[] = {
 		{ "controller", required_argument, NULL, 'c' },
 		{ "token-file", required_argument, NULL, 't' },
+		{ "ca-file", required_argument, NULL, 'a' },
 		{ "node", required_argument, NULL, 'n' },
 		{ "node-ip", required_argument, NULL, 'i' },
 		{ "state-dir", required_argument, NULL, 's' },
@@ -131,6 +134,7 @@ static int parse_flags(int argc, char **argv, struct agent_opts *o)
 		switch (c) {
 		case 'c': o->controller = optarg; break;
 		case 't': o->token_file = optarg; break;
+		case 'a': o->ca_file = optarg; break;
 		case 'n': o->node = optarg; break;
 		case 'i': o->node_ip_str = optarg; break;
 		case 's': o->state_dir = optarg; break;

@@ -70,6 +70,7 @@ struct httpc *agent_http(struct agent *a)
 	struct httpc_options ho = {
 		.server = a->o.controller,
 		.token_file = a->o.token_file,
+		.ca_file = a->o.ca_file,
 		.connect_timeout_ms = 2000,
 		.user_agent = "weft-agent",
 	};
@@ -183,6 +184,14 @@ static int fetch_cluster(struct agent *a, struct httpc *h, json_t **cn)
 
 	rc = httpc_request(h, "GET", "/apis/network.openshift.io/v1/clusternetworks/default",
 			   NULL, 0, &r, err, sizeof(err));
+	if (rc == -EPROTO) {
+		/* TLS (a certificate that does not verify): said, then retried as unreachable */
+		static unsigned said;
+
+		if (said++ % 20 == 0)
+			LOG_ERR("controller: %s", err);
+		return -EHOSTUNREACH;
+	}
 	if (rc < 0)
 		return rc;
 	if (r.status == 404) {

@@ -43,6 +43,11 @@
  * not read.  What a body may be is decided in one place, the model's
  * request check (src/model/request.c), which the registry runs first on
  * every write; this file only parses and routes.
+ *
+ * The API is HTTPS (GnuTLS inside MHD, TLS 1.2 and 1.3) with the
+ * certificate main hands over (pki.h); plain HTTP only when main asks for
+ * it, which it does only on loopback.  A client that speaks plain HTTP to
+ * the TLS port fails its handshake and is closed; nothing is logged.
  */
 #include "controller/controller.h"
 #include "controller/conns.h"
@@ -65,6 +70,8 @@
 #define HEARTBEAT_SECONDS 30
 #define API_THREADS 2
 #define LIST_BLOCK_BYTES (64 * 1024)	/* what one reader call of a list serialises */
+/* TLS 1.2 and 1.3 only, GnuTLS's NORMAL choice of ciphers within them */
+#define TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
 
 struct api {
 	pthread_mutex_t lock;		/* the global lock: everything below but mhd and what says otherwise */
@@ -1161,9 +1168,22 @@ struct api *api_start(const struct api_config *cfg, struct registry *r, struct w
 	char host[256];
 	const char *colon = strrchr(cfg->listen, ':');
 	long port;
+	/* HTTPS unless main asked for plain HTTP (MHD copies nothing: the PEM stays cfg's) */
+	struct MHD_OptionItem tls[] = {
+		{ MHD_OPTION_HTTPS_MEM_KEY, 0, (void *)cfg->tls_key },
+		{ MHD_OPTION_HTTPS_MEM_CERT, 0, (void *)cfg->tls_cert },
+		{ MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)TLS_PRIORITIES },
+		{ MHD_OPTION_END, 0, NULL },
+	};
+	bool https = cfg->tls_cert && cfg->tls_key;
 
 	if (!a) {
 		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	if (https && MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
+		snprintf(err, errlen, "this libmicrohttpd has no TLS: it cannot serve HTTPS");
+		free(a);
 		return NULL;
 	}
 	if (!colon || (size_t)(colon - cfg->listen) >= sizeof(host)) {
@@ -1209,8 +1229,10 @@ struct api *api_start(const struct api_config *cfg, struct registry *r, struct w
 	/* MHD's inactivity timeout, a second after ours (so conns_expire counts
 	 * the idle ones), only ends requests and responses stalled half-way */
 	a->mhd = !a->conns ? NULL :
-		 MHD_start_daemon(MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG,
-				  0, on_accept, a, on_request, a, MHD_OPTION_SOCK_ADDR, &sa,
+		 MHD_start_daemon(MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG |
+					  (https ? MHD_USE_TLS : 0),
+				  0, on_accept, a, on_request, a, MHD_OPTION_ARRAY, https ? tls : tls + 3,
+				  MHD_OPTION_SOCK_ADDR, &sa,
 				  MHD_OPTION_THREAD_POOL_SIZE, (unsigned)API_THREADS, MHD_OPTION_CONNECTION_LIMIT,
 				  cfg->max_connections, MHD_OPTION_CONNECTION_TIMEOUT, cfg->idle_timeout + 1,
 				  MHD_OPTION_NOTIFY_CONNECTION, on_connection, a,

@@ -312,6 +312,10 @@ struct api_config {
 	unsigned idle_timeout;		/* seconds from a response to the next request head */
 	struct store *reader;		/* a second handle on the store, for lists (borrowed; NULL:
 					 * lists read the registry's, under the global lock) */
+	/* HTTPS: the served certificate (chain) and its key, PEM, borrowed
+	 * until api_stop; both NULL: plain HTTP (main allows it on loopback only) */
+	const char *tls_cert;
+	const char *tls_key;
 };
 struct api;
 

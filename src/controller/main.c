@@ -7,7 +7,14 @@
  *                   [--max-connections N] [--max-connections-per-client N]
  *                   [--header-timeout SECONDS] [--idle-timeout SECONDS]
  *                   [--no-endpoints-controller]
+ *                   [--tls-san NAME|IP]... [--tls-cert-file F --tls-key-file F] [--insecure-http]
  *   weft-controller --data-dir DIR --fsck
+ *
+ * The API is HTTPS: the cluster CA and the serving certificate come from
+ * pki.h (made at first start under DIR/pki, or the user's own), and
+ * DIR/admin.kubeconfig (0600) tells kubectl-style clients the server, the
+ * CA and the admin token; it is rewritten whenever one of them changes.
+ * Plain HTTP only with --insecure-http, and only on a loopback address.
  *
  * At start, before the API answers: in flat and networkpolicy modes every
  * NetNamespace gets VNID 0 if it had another (a store written by a weft
@@ -17,8 +24,11 @@
  */
 #include "controller/controller.h"
 #include "controller/conns.h"
+#include "controller/pki.h"
+#include "lib/kubeconfig.h"
 #include "lib/yaml.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -60,10 +70,21 @@ static void usage(FILE *f)
 		"                       [--compact-interval SECONDS] [--no-endpoints-controller]\n"
 		"                       [--max-connections N] [--max-connections-per-client N]\n"
 		"                       [--header-timeout SECONDS] [--idle-timeout SECONDS]\n"
+		"                       [--tls-san NAME|IP]... [--tls-cert-file FILE --tls-key-file FILE]\n"
+		"                       [--insecure-http]\n"
 		"       weft-controller --data-dir DIR --fsck\n"
 		"\n"
-		"  --data-dir DIR     state: the store (DIR/weft.db) and the admin token (DIR/admin.token)\n"
-		"  --listen HOST:PORT address of the REST API (default 127.0.0.1:8080)\n"
+		"  --data-dir DIR     state: the store (DIR/weft.db), the admin token (DIR/admin.token),\n"
+		"                     the cluster CA and serving certificate (DIR/pki/) and a kubeconfig\n"
+		"                     for clients (DIR/admin.kubeconfig)\n"
+		"  --listen HOST:PORT address of the REST API, HTTPS (default 127.0.0.1:8080)\n"
+		"  --tls-san NAME|IP  one more name or address the serving certificate is valid for\n"
+		"                     (repeatable; it always has the --listen IP, 127.0.0.1 and localhost)\n"
+		"  --tls-cert-file FILE, --tls-key-file FILE\n"
+		"                     serve this certificate (PEM, chain after it) and key instead of the\n"
+		"                     ones made under DIR/pki; clients trust the file's last certificate\n"
+		"  --insecure-http    serve plain HTTP instead, without TLS: refused unless --listen is a\n"
+		"                     loopback address (127.0.0.0/8)\n"
 		"  --config FILE      the ClusterNetwork manifest; applied at start (refused if it would\n"
 		"                     orphan allocated subnets or cluster IPs, or change the mode while\n"
 		"                     the stored VNIDs do not fit the new one)\n"
@@ -145,6 +166,51 @@ static long long number_flag(const char *name, const char *s, long long min, lon
 	return v;
 }
 
+/* The HOST of HOST:PORT into host; false when there is no ':'. */
+static bool listen_host(const char *listen_addr, char *host, size_t len)
+{
+	const char *colon = strrchr(listen_addr, ':');
+
+	if (!colon || (size_t)(colon - listen_addr) >= len)
+		return false;
+	memcpy(host, listen_addr, (size_t)(colon - listen_addr));
+	host[colon - listen_addr] = 0;
+	return true;
+}
+
+static bool is_loopback(const char *host)
+{
+	struct in_addr a;
+
+	return inet_pton(AF_INET, host, &a) == 1 && (ntohl(a.s_addr) >> 24) == 127;
+}
+
+/* DIR/admin.kubeconfig for the API at listen_addr; said on stderr when written. */
+static int write_kubeconfig(const char *dir, const char *listen_addr, const struct pki *pki, const char *token)
+{
+	char path[4200], server[300], host[256], err[512];
+	const char *port = strrchr(listen_addr, ':');
+	bool changed = false;
+	int rc;
+
+	if (!port || !listen_host(listen_addr, host, sizeof(host)))
+		return -EINVAL;
+	/* a wildcard listen has no address of its own to name: this host's loopback */
+	snprintf(server, sizeof(server), "%s://%s%s", pki ? "https" : "http",
+		 strcmp(host, "0.0.0.0") ? host : "127.0.0.1", port);
+	snprintf(path, sizeof(path), "%s/admin.kubeconfig", dir);
+	rc = kubeconfig_write(path,
+			      &(struct kubeconfig_admin){ .cluster = "weft", .user = "admin", .server = server,
+							  .ca_pem = pki ? pki->ca_pem : NULL,
+							  .ca_len = pki ? pki->ca_len : 0, .token = token },
+			      &changed, err, sizeof(err));
+	if (rc)
+		fprintf(stderr, "weft-controller: %s\n", err);
+	else if (changed)
+		fprintf(stderr, "weft-controller: wrote %s (server %s)\n", path, server);
+	return rc;
+}
+
 /* Raise the descriptor limit's soft value to its hard one (as servers do)
  * and return what it is then. */
 static uint64_t raise_fd_limit(void)
@@ -177,6 +243,10 @@ int main(int argc, char **argv)
 		{ "max-connections-per-client", required_argument, NULL, 'P' },
 		{ "header-timeout", required_argument, NULL, 'T' },
 		{ "idle-timeout", required_argument, NULL, 'I' },
+		{ "tls-san", required_argument, NULL, 'S' },
+		{ "tls-cert-file", required_argument, NULL, 'X' },
+		{ "tls-key-file", required_argument, NULL, 'K' },
+		{ "insecure-http", no_argument, NULL, 'N' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -187,8 +257,12 @@ int main(int argc, char **argv)
 	uint64_t nofile;
 	unsigned conn_ceiling, max_connections = 0, per_client = DEFAULT_PER_CLIENT;
 	unsigned header_timeout = DEFAULT_HEADER_TIMEOUT, idle_timeout = DEFAULT_IDLE_TIMEOUT;
-	bool fsck = false, endpoints_controller = true;
-	char err[1024], token[256] = "", url[4200];
+	bool fsck = false, endpoints_controller = true, insecure_http = false;
+	char err[1024], token[256] = "", url[4200], host[256];
+	const char *sans[PKI_MAX_SANS];
+	size_t nsans = 0;
+	struct pki_config pki_cfg = { 0 };
+	struct pki pki = { 0 };
 	struct store *store = NULL, *reader = NULL;
 	struct registry reg = { 0 };
 	struct metrics metrics = { 0 };
@@ -214,6 +288,17 @@ int main(int argc, char **argv)
 		case 'P': per_client = (unsigned)number_flag("max-connections-per-client", optarg, 1, CONNS_MAX); break;
 		case 'T': header_timeout = (unsigned)number_flag("header-timeout", optarg, 1, 3600); break;
 		case 'I': idle_timeout = (unsigned)number_flag("idle-timeout", optarg, 1, 86400); break;
+		case 'S':
+			if (pki_san_check(optarg, err, sizeof(err)) || nsans == PKI_MAX_SANS) {
+				fprintf(stderr, "weft-controller: %s\n",
+					nsans == PKI_MAX_SANS ? "--tls-san: too many (64 at most)" : err);
+				return 2;
+			}
+			sans[nsans++] = optarg;
+			break;
+		case 'X': pki_cfg.cert_file = optarg; break;
+		case 'K': pki_cfg.key_file = optarg; break;
+		case 'N': insecure_http = true; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -238,6 +323,25 @@ int main(int argc, char **argv)
 	}
 	if (!max_connections)
 		max_connections = conn_ceiling;
+	if (!listen_host(listen_addr, host, sizeof(host))) {
+		fprintf(stderr, "weft-controller: --listen %s: want HOST:PORT\n", listen_addr);
+		return 2;
+	}
+	if (!!pki_cfg.cert_file != !!pki_cfg.key_file) {
+		fprintf(stderr, "weft-controller: --tls-cert-file and --tls-key-file go together\n");
+		return 2;
+	}
+	if (insecure_http && (pki_cfg.cert_file || nsans)) {
+		fprintf(stderr, "weft-controller: --insecure-http serves no TLS: it does not go with %s\n",
+			pki_cfg.cert_file ? "--tls-cert-file" : "--tls-san");
+		return 2;
+	}
+	if (insecure_http && !is_loopback(host)) {
+		fprintf(stderr, "weft-controller: --insecure-http: plain HTTP is served only on a loopback address "
+				"(127.0.0.0/8), and --listen %s is not one; leave --insecure-http out to serve HTTPS\n",
+			listen_addr);
+		return 2;
+	}
 	if (mkdir(data_dir, 0700) && errno != EEXIST) {
 		fprintf(stderr, "weft-controller: --data-dir %s: %s\n", data_dir, strerror(errno));
 		return 1;
@@ -275,6 +379,24 @@ int main(int argc, char **argv)
 		fprintf(stderr, "weft-controller: %s\n", err);
 		goto out;
 	}
+	if (!insecure_http) {
+		pki_cfg.dir = data_dir;
+		pki_cfg.listen_host = host;
+		pki_cfg.sans = sans;
+		pki_cfg.nsans = nsans;
+		if (pki_load_or_create(&pki_cfg, &pki, err, sizeof(err))) {
+			fprintf(stderr, "weft-controller: TLS: %s\n", err);
+			goto out;
+		}
+		for (char *line = pki.report, *nl; *line; line = nl + 1) {
+			nl = strchr(line, '\n');
+			if (!nl)
+				break;
+			fprintf(stderr, "weft-controller: TLS: %.*s\n", (int)(nl - line), line);
+		}
+	}
+	if (write_kubeconfig(data_dir, listen_addr, insecure_http ? NULL : &pki, token))
+		goto out;
 	{
 		size_t changed = 0;
 
@@ -332,7 +454,8 @@ int main(int argc, char **argv)
 	api = api_start(&(struct api_config){ .listen = listen_addr, .token = token, .max_body = max_body,
 					      .max_connections = max_connections, .max_per_client = per_client,
 					      .header_timeout = header_timeout, .idle_timeout = idle_timeout,
-					      .reader = reader },
+					      .reader = reader, .tls_cert = pki.cert_pem,
+					      .tls_key = pki.key_pem },
 			&reg, hub, &metrics, err, sizeof(err));
 	pthread_sigmask(SIG_UNBLOCK, &stop_signals, NULL);
 	if (!api) {
@@ -343,9 +466,9 @@ int main(int argc, char **argv)
 		char nets[256], svc[CIDR_STRLEN];
 		config_networks_string(&reg.config, nets, sizeof(nets));
 		cidr_format(&reg.config.service_network, svc);
-		fprintf(stderr, "weft-controller: listening on http://%s (data %s, revision %" PRId64
+		fprintf(stderr, "weft-controller: listening on %s://%s (data %s, revision %" PRId64
 				", cluster networks %s, service network %s, mode %s)\n",
-			listen_addr, data_dir, watch_hub_revision(hub), nets, svc,
+			insecure_http ? "http" : "https", listen_addr, data_dir, watch_hub_revision(hub), nets, svc,
 			cluster_mode_name(reg.config.mode));
 		fprintf(stderr, "weft-controller: connections: at most %u (RLIMIT_NOFILE %llu), %u per client "
 				"address (watch streams not counted); request head within %u s of accept, "
@@ -377,6 +500,7 @@ out:
 	store_close(reader);
 	store_close(store);
 	json_decref(config);
+	pki_free(&pki);
 	explicit_bzero(token, sizeof(token));
 	return rc;
 }

@@ -4,34 +4,102 @@
  */
 #include "ctl/ctl.h"
 
+#include "lib/kubeconfig.h"
+
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define REQUEST_TIMEOUT_MS 120000L
+
+/* The kubeconfig to read (ctl.h): path into buf, or NULL for none.
+ * *named: the user named it (then it must exist). */
+static const char *kubeconfig_path(const struct ctl *ctl, char *buf, size_t len, bool *named)
+{
+	const char *list = getenv("KUBECONFIG"), *home = getenv("HOME");
+
+	*named = false;
+	if (ctl->kubeconfig && ctl->kubeconfig[0]) {
+		*named = true;
+		return ctl->kubeconfig;
+	}
+	if (list && list[0]) {
+		/* kubectl merges every file of the list; weftctl reads the first that exists */
+		for (const char *p = list; *p;) {
+			size_t n = strcspn(p, ":");
+
+			if (n && n < len) {
+				snprintf(buf, len, "%.*s", (int)n, p);
+				if (access(buf, F_OK) == 0)
+					return buf;
+			}
+			p += n + (p[n] == ':');
+		}
+		return NULL;
+	}
+	if (home && home[0] && (size_t)snprintf(buf, len, "%s/.kube/config", home) < len && access(buf, F_OK) == 0)
+		return buf;
+	return NULL;
+}
 
 struct httpc *ctl_http(struct ctl *ctl)
 {
 	struct httpc_options opt = {
 		.server = ctl->server,
-		.token_file = ctl->token_file,
+		.token_file = ctl->token_file && ctl->token_file[0] ? ctl->token_file : NULL,
+		.ca_file = ctl->ca_file && ctl->ca_file[0] ? ctl->ca_file : NULL,
 		.timeout_ms = REQUEST_TIMEOUT_MS,
 		.user_agent = "weftctl/" CTL_VERSION,
 	};
-	char err[512];
+	struct kubeconfig kc = { 0 };
+	char err[1024], pathbuf[4096];
+	bool named;
+	const char *kc_path = kubeconfig_path(ctl, pathbuf, sizeof(pathbuf), &named);
 
 	if (ctl->http)
 		return ctl->http;
-	if (!ctl->token_file || !ctl->token_file[0]) {
-		fprintf(stderr, "error: no token: pass --token-file FILE or set WEFT_TOKEN_FILE "
-				"(weft-controller writes its admin token to <data-dir>/admin.token)\n");
+	if (kc_path && kubeconfig_load(kc_path, &kc, err, sizeof(err))) {
+		fprintf(stderr, "error: %s%s\n", err, named ? " (--kubeconfig)" : "");
+		return NULL;
+	}
+	if (!opt.server || !opt.server[0])
+		opt.server = kc.server ? kc.server : CTL_DEFAULT_SERVER;
+	if (!opt.token_file) {
+		opt.token = kc.token;
+		opt.token_file = kc.token_file;
+	}
+	if (opt.ca_file) {
+		snprintf(ctl->trust, sizeof(ctl->trust), "the CA of --certificate-authority %s", opt.ca_file);
+	} else if (kc.ca_data) {
+		opt.ca_pem = kc.ca_data;
+		opt.ca_len = kc.ca_len;
+		snprintf(ctl->trust, sizeof(ctl->trust), "the CA of certificate-authority-data in kubeconfig %s",
+			 kc.path);
+	} else if (kc.ca_file) {
+		opt.ca_file = kc.ca_file;
+		snprintf(ctl->trust, sizeof(ctl->trust), "the CA of certificate-authority %s in kubeconfig %s",
+			 kc.ca_file, kc.path);
+	} else {
+		opt.insecure_skip_tls_verify = kc.insecure_skip_tls_verify;
+		snprintf(ctl->trust, sizeof(ctl->trust), "%s",
+			 "the system's trust store (give --kubeconfig FILE or --certificate-authority FILE)");
+	}
+	if (!opt.token && !opt.token_file) {
+		fprintf(stderr, "error: no token: pass --kubeconfig FILE (weft-controller writes "
+				"<data-dir>/admin.kubeconfig), or --token-file FILE or WEFT_TOKEN_FILE "
+				"(<data-dir>/admin.token)%s%s\n",
+			kc.path ? "; kubeconfig " : "", kc.path ? kc.path : "");
+		kubeconfig_free(&kc);
 		return NULL;
 	}
 	ctl->http = httpc_create(&opt, err, sizeof(err));
 	if (!ctl->http)
-		fprintf(stderr, "error: %s\n", err);
+		fprintf(stderr, "error: %s%s%s%s\n", err, kc.path ? " (kubeconfig " : "", kc.path ? kc.path : "",
+			kc.path ? ")" : "");
+	kubeconfig_free(&kc);
 	return ctl->http;
 }
 
@@ -57,6 +125,8 @@ int ctl_call(struct ctl *ctl, const char *method, const char *path, const json_t
 	free(text);
 	if (rc < 0) {
 		fprintf(stderr, "error: %s\n", err);
+		if (rc == -EPROTO)
+			fprintf(stderr, "  (the server's certificate was checked against %s)\n", ctl->trust);
 		return rc;
 	}
 	r->status = resp.status;

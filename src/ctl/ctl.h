@@ -25,7 +25,7 @@
 #include "model/model.h"
 
 #define CTL_VERSION "0.1.0"
-#define CTL_DEFAULT_SERVER "http://127.0.0.1:8080"
+#define CTL_DEFAULT_SERVER "https://127.0.0.1:8080"
 #define CTL_DEFAULT_NAMESPACE "default"
 #define CTL_PATH_MAX 1024
 #define CTL_REF_MAX 512
@@ -33,10 +33,25 @@
 
 enum { CTL_EXIT_OK = 0, CTL_EXIT_FAIL = 1, CTL_EXIT_USAGE = 2 };
 
+/*
+ * Where the connection's settings come from, first found wins (kubectl's
+ * order: flags, then the environment, then the kubeconfig):
+ *   server  --server, $WEFT_SERVER, the kubeconfig's cluster, CTL_DEFAULT_SERVER
+ *   token   --token-file, $WEFT_TOKEN_FILE, the kubeconfig's user (token, tokenFile)
+ *   CA      --certificate-authority, the kubeconfig's cluster
+ *           (certificate-authority-data, certificate-authority), the system's
+ *   kubeconfig  --kubeconfig FILE, else the first file of $KUBECONFIG (a
+ *           list split on ':') that exists, else ~/.kube/config if it exists
+ * insecure-skip-tls-verify is honoured only from the kubeconfig, and only
+ * when no CA is given by flag.
+ */
 struct ctl {
 	const char *prog;		/* "weftctl", for messages */
-	const char *server;		/* --server, $WEFT_SERVER or CTL_DEFAULT_SERVER */
+	const char *server;		/* --server or $WEFT_SERVER; NULL: see above */
 	const char *token_file;		/* --token-file, $WEFT_TOKEN_FILE or NULL */
+	const char *kubeconfig;		/* --kubeconfig or NULL */
+	const char *ca_file;		/* --certificate-authority or NULL */
+	char trust[600];		/* the CA used, in words, for TLS errors (ctl_http) */
 	struct httpc *http;		/* made by ctl_http on first use; main destroys it */
 };
 
@@ -58,7 +73,8 @@ int ctl_podnetwork(struct ctl *ctl, int argc, char **argv);
 int ctl_drops(struct ctl *ctl, int argc, char **argv);
 
 /* The connection, made on first use.  NULL after printing why (no token,
- * unreadable token file, bad server URL). */
+ * unreadable token or CA file, a kubeconfig that cannot be used, bad
+ * server URL). */
 struct httpc *ctl_http(struct ctl *ctl);
 
 struct ctl_reply {

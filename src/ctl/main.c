@@ -1,11 +1,13 @@
 /*
  * main.c — weftctl, the command line of weft.
  *
- *   weftctl [--server URL] [--token-file FILE] VERB [ARGS...]
+ *   weftctl [--kubeconfig FILE] [--server URL] [--token-file FILE]
+ *           [--certificate-authority FILE] VERB [ARGS...]
  *
  * The global flags may stand anywhere before a "--" (so `weftctl get pods
  * --server URL` works too); $WEFT_SERVER and $WEFT_TOKEN_FILE stand in for
- * them.  Then the verb is looked up in `verbs` and runs with argv[0] = its
+ * --server and --token-file, and a kubeconfig (--kubeconfig, $KUBECONFIG,
+ * ~/.kube/config) gives what neither does (ctl.h).  Then the verb is looked up in `verbs` and runs with argv[0] = its
  * name.  Exit status: 0 done, 1 failed (server or input), 2 usage error.
  */
 #include <stdio.h>
@@ -37,7 +39,9 @@ static const struct ctl_verb verbs[] = {
 
 static void usage(FILE *f, const char *prog)
 {
-	fprintf(f, "usage: %s [--server URL] [--token-file FILE] VERB [ARGS...]\n\n", prog);
+	fprintf(f, "usage: %s [--kubeconfig FILE] [--server URL] [--token-file FILE]\n"
+		   "       %*s [--certificate-authority FILE] VERB [ARGS...]\n\n",
+		prog, (int)strlen(prog), "");
 	fprintf(f, "Verbs:\n");
 	for (size_t i = 0; i < NVERBS; i++)
 		fprintf(f, "  %-12s %s\n", verbs[i].name, verbs[i].summary);
@@ -49,9 +53,16 @@ static void usage(FILE *f, const char *prog)
 		   "  networkpolicies (netpol), ingresses (ing), routes, secrets\n"
 		   "  (singular, plural or short name, any case)\n");
 	fprintf(f, "\nGlobal flags (anywhere on the line):\n"
-		   "  --server URL        the controller (default $WEFT_SERVER, else %s)\n"
-		   "  --token-file FILE   bearer token (default $WEFT_TOKEN_FILE);\n"
-		   "                      weft-controller writes <data-dir>/admin.token\n",
+		   "  --kubeconfig FILE   server, CA and token, as kubectl reads them (default: the first\n"
+		   "                      file of $KUBECONFIG that exists, else ~/.kube/config);\n"
+		   "                      weft-controller writes <data-dir>/admin.kubeconfig\n"
+		   "  --server URL        the controller (default $WEFT_SERVER, else the kubeconfig's,\n"
+		   "                      else %s)\n"
+		   "  --token-file FILE   bearer token (default $WEFT_TOKEN_FILE, else the kubeconfig's);\n"
+		   "                      weft-controller writes <data-dir>/admin.token\n"
+		   "  --certificate-authority FILE\n"
+		   "                      trust the server certificate if this CA signed it (default: the\n"
+		   "                      kubeconfig's, else the system's; <data-dir>/pki/ca.crt)\n",
 		CTL_DEFAULT_SERVER);
 }
 
@@ -83,7 +94,8 @@ static int version(struct ctl *ctl, int argc, char **argv)
 }
 
 /*
- * Take --server/--token-file (and "-s URL") out of argv wherever they are
+ * Take the global flags (--server or -s, --token-file, --kubeconfig,
+ * --certificate-authority) out of argv wherever they are
  * before a "--", keeping the other arguments in order.  Returns the new
  * argc, or -1 after printing when a flag lacks its value.
  */
@@ -93,6 +105,8 @@ static int take_global_flags(struct ctl *ctl, int argc, char **argv)
 		{ "--server", offsetof(struct ctl, server) },
 		{ "-s", offsetof(struct ctl, server) },
 		{ "--token-file", offsetof(struct ctl, token_file) },
+		{ "--kubeconfig", offsetof(struct ctl, kubeconfig) },
+		{ "--certificate-authority", offsetof(struct ctl, ca_file) },
 	};
 	int out = 1, i = 1;
 
@@ -138,8 +152,6 @@ int main(int argc, char **argv)
 	};
 	int rc;
 
-	if (!ctl.server || !ctl.server[0])
-		ctl.server = CTL_DEFAULT_SERVER;
 	argc = take_global_flags(&ctl, argc, argv);
 	if (argc < 0)
 		return CTL_EXIT_USAGE;

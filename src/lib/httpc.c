@@ -21,6 +21,10 @@
  *     byte of the body, when the final status is known, and never changes.
  *  3. The token exists only inside h->headers and h->headers_body; both are
  *     wiped in httpc_destroy before curl frees them.
+ *  4. For https, setup() gives curl the handle's CA as the only trust
+ *     anchors (CAINFO_BLOB; the default bundle and directory are cleared)
+ *     or, without one, leaves curl's system defaults; verification of the
+ *     peer and of the host name stays on unless h->insecure.
  */
 #include "lib/httpc.h"
 
@@ -38,6 +42,8 @@
 
 #define SERVER_MAX 2048
 #define DEFAULT_CONNECT_TIMEOUT_MS 10000L
+#define CA_MAX (1u << 20)	/* a CA bundle larger than this is refused */
+#define PEM_CERT "-----BEGIN CERTIFICATE-----"
 
 struct httpc {
 	CURL *curl;
@@ -48,6 +54,8 @@ struct httpc {
 	long timeout_ms;
 	size_t max_body;
 	char *user_agent;
+	struct curl_blob ca;			/* PEM, owned; data NULL: system trust store */
+	bool insecure;				/* insecure_skip_tls_verify */
 	atomic_int cancelled;
 	char curl_err[CURL_ERROR_SIZE];
 };
@@ -186,6 +194,74 @@ out:
 	return rc;
 }
 
+/* The CA file, at most CA_MAX bytes, holding at least one PEM certificate. */
+static int read_ca(const char *path, struct curl_blob *ca, char *err, size_t errlen)
+{
+	FILE *f = fopen(path, "re");
+	char *buf = NULL;
+	size_t n = 0;
+	int rc;
+
+	if (!f) {
+		rc = -errno;
+		msg(err, errlen, "cannot read CA file %s: %s", path, strerror(errno));
+		return rc;
+	}
+	buf = malloc(CA_MAX + 2);
+	if (!buf) {
+		rc = -ENOMEM;
+		msg(err, errlen, "out of memory");
+		goto out;
+	}
+	n = fread(buf, 1, CA_MAX + 1, f);
+	if (ferror(f)) {
+		rc = -EIO;
+		msg(err, errlen, "cannot read CA file %s: %s", path, strerror(errno));
+		goto out;
+	}
+	if (n > CA_MAX) {
+		rc = -EFBIG;
+		msg(err, errlen, "CA file %s is larger than %u bytes", path, CA_MAX);
+		goto out;
+	}
+	buf[n] = 0;
+	if (!strstr(buf, PEM_CERT)) {
+		rc = -EINVAL;
+		msg(err, errlen, "CA file %s: no PEM certificate in it (want %s ...)", path, PEM_CERT);
+		goto out;
+	}
+	ca->data = buf;
+	ca->len = n;
+	ca->flags = CURL_BLOB_NOCOPY;
+	buf = NULL;
+	rc = 0;
+out:
+	free(buf);
+	fclose(f);
+	return rc;
+}
+
+static int copy_ca(const char *pem, size_t len, struct curl_blob *ca, char *err, size_t errlen)
+{
+	char *buf;
+
+	if (len > CA_MAX || !memmem(pem, len, PEM_CERT, strlen(PEM_CERT))) {
+		msg(err, errlen, "the CA given is not PEM certificates (want %s ...)", PEM_CERT);
+		return -EINVAL;
+	}
+	buf = malloc(len + 1);
+	if (!buf) {
+		msg(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	memcpy(buf, pem, len);
+	buf[len] = 0;
+	ca->data = buf;
+	ca->len = len;
+	ca->flags = CURL_BLOB_NOCOPY;
+	return 0;
+}
+
 static int build_headers(struct httpc *h, const char *token)
 {
 	static const char *common[] = { "Accept: application/json", "Expect:" };
@@ -283,10 +359,33 @@ struct httpc *httpc_create(const struct httpc_options *opt, char *err, size_t er
 	h->timeout_ms = opt->timeout_ms > 0 ? opt->timeout_ms : 0;
 	h->max_body = opt->max_body ? opt->max_body : HTTPC_MAX_BODY;
 	atomic_init(&h->cancelled, 0);
+	h->insecure = opt->insecure_skip_tls_verify;
+	if ((opt->token_file && opt->token) || (opt->ca_file && opt->ca_pem)) {
+		rc = -EINVAL;
+		msg(err, errlen, "%s", opt->token ? "a token and a token file are both given" :
+						    "a CA file and CA certificates are both given");
+		goto fail;
+	}
+	if (opt->ca_file && (rc = read_ca(opt->ca_file, &h->ca, err, errlen)) < 0)
+		goto fail;
+	if (opt->ca_pem && (rc = copy_ca(opt->ca_pem, opt->ca_len, &h->ca, err, errlen)) < 0)
+		goto fail;
 	if (opt->token_file) {
 		rc = read_token(opt->token_file, &token, err, errlen);
 		if (rc < 0)
 			goto fail;
+	} else if (opt->token) {
+		for (const char *c = opt->token; *c; c++)
+			if ((unsigned char)*c < 0x20 || *c == 0x7f) {
+				rc = -EINVAL;
+				msg(err, errlen, "the token contains a control character");
+				goto fail;
+			}
+		if (!(token = strdup(opt->token))) {
+			rc = -ENOMEM;
+			msg(err, errlen, "out of memory");
+			goto fail;
+		}
 	}
 	rc = build_headers(h, token);
 	if (rc < 0) {
@@ -318,6 +417,7 @@ void httpc_destroy(struct httpc *h)
 		curl_easy_cleanup(h->curl);
 	free(h->server);
 	free(h->user_agent);
+	free(h->ca.data);
 	free(h);
 }
 
@@ -434,6 +534,17 @@ static CURLcode setup(struct httpc *h, const char *method, const char *url, cons
 	SET(CURLOPT_NOPROGRESS, 0L);
 	SET(CURLOPT_XFERINFOFUNCTION, on_progress);
 	SET(CURLOPT_XFERINFODATA, h);
+	SET(CURLOPT_SSLVERSION, (long)CURL_SSLVERSION_TLSv1_2);
+	if (h->ca.data) {
+		/* the CA given and nothing else (invariant 4) */
+		SET(CURLOPT_CAINFO, (char *)NULL);
+		SET(CURLOPT_CAPATH, (char *)NULL);
+		SET(CURLOPT_CAINFO_BLOB, &h->ca);
+	}
+	if (h->insecure) {
+		SET(CURLOPT_SSL_VERIFYPEER, 0L);
+		SET(CURLOPT_SSL_VERIFYHOST, 0L);
+	}
 	if (strcmp(method, "GET"))
 		SET(CURLOPT_CUSTOMREQUEST, method);
 	if (body || !strcmp(method, "POST") || !strcmp(method, "PUT") || !strcmp(method, "PATCH")) {
@@ -447,7 +558,7 @@ static CURLcode setup(struct httpc *h, const char *method, const char *url, cons
 static bool connect_failure(CURLcode rc)
 {
 	return rc == CURLE_COULDNT_CONNECT || rc == CURLE_COULDNT_RESOLVE_HOST ||
-	       rc == CURLE_COULDNT_RESOLVE_PROXY || rc == CURLE_SSL_CONNECT_ERROR;
+	       rc == CURLE_COULDNT_RESOLVE_PROXY;
 }
 
 static int fail(struct httpc *h, CURLcode rc, const struct xfer *x, const char *method, const char *path,
@@ -480,7 +591,21 @@ static int fail(struct httpc *h, CURLcode rc, const struct xfer *x, const char *
 		msg(err, errlen, "cannot reach %s: %s", h->server, detail);
 		if (rc == CURLE_COULDNT_CONNECT)
 			return os_errno > 0 ? -(int)os_errno : -ECONNREFUSED;
-		return rc == CURLE_SSL_CONNECT_ERROR ? -EPROTO : -EHOSTUNREACH;
+		return -EHOSTUNREACH;
+	}
+	if (rc == CURLE_PEER_FAILED_VERIFICATION) {
+		msg(err, errlen, "cannot trust %s: %s", h->server, detail);
+		return -EPROTO;
+	}
+	if (rc == CURLE_SSL_CONNECT_ERROR || rc == CURLE_SSL_CACERT_BADFILE) {
+		msg(err, errlen, "TLS with %s failed: %s", h->server, detail);
+		return -EPROTO;
+	}
+	if (rc == CURLE_GOT_NOTHING && strncmp(h->server, "http://", 7) == 0) {
+		/* what an HTTPS server does to plain HTTP */
+		msg(err, errlen, "%s %s%s: %s (an HTTPS server? then https://%s)", method, h->server, path, detail,
+		    h->server + 7);
+		return -EIO;
 	}
 	msg(err, errlen, "%s %s%s: %s", method, h->server, path, detail);
 	switch (rc) {

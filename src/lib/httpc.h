@@ -18,9 +18,15 @@
  *     HTTPC_MAX_BODY); a longer one fails with -EMSGSIZE.  In a stream the
  *     bound applies to each line, not to the whole stream.
  *  4. The bearer token is read once, at create time, from a file (trailing
- *     newline and blanks stripped); it lives only in the handle's header
- *     list, which is wiped before it is freed.  It is never put in an error
- *     message.
+ *     newline and blanks stripped) or copied from opt->token; it lives only
+ *     in the handle's header list, which is wiped before it is freed.  It is
+ *     never put in an error message.
+ *  5. An https server's certificate is always verified (chain and host
+ *     name), against the CA given (ca_file or ca_pem) or else the system's
+ *     trust store.  Only insecure_skip_tls_verify, which a user has to ask
+ *     for by name, turns that off.  A certificate that does not verify
+ *     fails the call with -EPROTO and curl's reason ("SSL certificate
+ *     problem: ...").
  *
  * Ownership: httpc_create copies everything it is given; httpc_destroy
  * (accepts NULL) frees the handle.  A struct httpc_response is filled by
@@ -45,6 +51,11 @@ struct httpc;
 struct httpc_options {
 	const char *server;		/* "http://127.0.0.1:8080" (required; a trailing '/' is dropped) */
 	const char *token_file;		/* NULL: requests carry no Authorization header */
+	const char *token;		/* or the token itself (copied); not with token_file */
+	const char *ca_file;		/* https: trust the PEM certificates of this file (read at create) */
+	const char *ca_pem;		/* ... or these (ca_len bytes, copied); not with ca_file */
+	size_t ca_len;
+	bool insecure_skip_tls_verify;	/* https: verify nothing; only when a user asked for it */
 	long connect_timeout_ms;	/* 0: 10 s */
 	long timeout_ms;		/* whole request, httpc_request only; 0: no limit */
 	size_t max_body;		/* 0: HTTPC_MAX_BODY */
@@ -57,8 +68,9 @@ struct httpc_response {
 	size_t len;			/* bytes in body, without the NUL */
 };
 
-/* A handle for opt->server.  NULL with errno set (EINVAL: bad URL, the
- * token file's errno, ENOMEM) and a message in err. */
+/* A handle for opt->server.  NULL with errno set (EINVAL: bad URL, a CA
+ * file without a PEM certificate, token and token_file both given; the
+ * token or CA file's errno, ENOMEM) and a message in err. */
 struct httpc *httpc_create(const struct httpc_options *opt, char *err, size_t errlen);
 void httpc_destroy(struct httpc *h);
 
@@ -70,6 +82,8 @@ const char *httpc_server(const struct httpc *h);
  * as application/json).  path starts with '/' and may carry a query string.
  * 0 with *resp filled (whatever the HTTP status), or a negative errno:
  *   -ECONNREFUSED etc.  the server could not be reached
+ *   -EPROTO             TLS failed: the handshake, or the server's certificate
+ *                       does not verify (the message says why)
  *   -ETIMEDOUT          connect or request timeout
  *   -EMSGSIZE           response body over the bound
  *   -ECANCELED          httpc_cancel was called

@@ -599,3 +599,60 @@ TEST(httpc_bad_arguments)
 	httpc_destroy(h);
 	httpc_destroy(NULL);
 }
+
+TEST(httpc_tls_options_errors)
+{
+	struct httpc_options opt = { .server = "https://127.0.0.1:1" };
+	char path[512], err[512];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/no-ca", test_tmpdir());
+	opt.ca_file = path;
+	CHECK(httpc_create(&opt, err, sizeof(err)) == NULL);
+	CHECK_EQ(errno, ENOENT);
+	CHECK_CONTAINS(err, path);
+	snprintf(path, sizeof(path), "%s/not-pem", test_tmpdir());
+	f = fopen(path, "w");
+	CHECK(f != NULL);
+	fputs("hello\n", f);
+	fclose(f);
+	CHECK(httpc_create(&opt, err, sizeof(err)) == NULL);
+	CHECK_EQ(errno, EINVAL);
+	CHECK_CONTAINS(err, "no PEM certificate");
+	opt.ca_file = NULL;
+	opt.ca_pem = "x";
+	opt.ca_len = 1;
+	CHECK(httpc_create(&opt, err, sizeof(err)) == NULL);
+	CHECK_CONTAINS(err, "not PEM certificates");
+	opt.ca_pem = NULL;
+	opt.token = "a\nX-Evil: 1";
+	CHECK(httpc_create(&opt, err, sizeof(err)) == NULL);
+	CHECK_EQ(errno, EINVAL);
+	CHECK(strstr(err, "X-Evil") == NULL);
+	opt.token = "abc";
+	opt.token_file = path;
+	CHECK(httpc_create(&opt, err, sizeof(err)) == NULL);
+	CHECK_CONTAINS(err, "both given");
+}
+
+/* The token given as a string goes out as the file's does. */
+TEST(httpc_token_string)
+{
+	struct server s;
+	struct httpc_options opt = { .token = "s3cret" };
+	struct httpc_response r;
+	struct httpc *h;
+	char url[64], err[256];
+
+	CHECK(server_start(&s, OK_JSON, sizeof(OK_JSON) - 1) == 0);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d", s.port);
+	opt.server = url;
+	h = httpc_create(&opt, err, sizeof(err));
+	CHECK(h != NULL);
+	CHECK_EQ(httpc_request(h, "GET", "/x", NULL, 0, &r, err, sizeof(err)), 0);
+	httpc_response_free(&r);
+	httpc_destroy(h);
+	server_stop(&s);
+	CHECK_CONTAINS(s.request, "Authorization: Bearer s3cret\r\n");
+}
+

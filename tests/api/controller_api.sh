@@ -3,7 +3,7 @@
 # and status codes, size limits, watch and resume, 410 after compaction,
 # metrics, restart on the same data directory.
 #
-#   [curl / python] ──HTTP──► weft-controller (127.0.0.1:random) ──► DIR/weft.db
+#   [curl / python] ──HTTPS──► weft-controller (127.0.0.1:random) ──► DIR/weft.db
 cd "$(dirname "$0")/../.." && source tests/lib.sh
 
 dir=$(tmpdir)

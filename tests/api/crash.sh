@@ -5,7 +5,7 @@
 # its node ID, IP and HostSubnet; no two share one), and allocation goes on
 # from where it was.  Three rounds, killed at different moments.
 #
-#   api_writer.py ──HTTP──► weft-controller ──► DIR/weft.db
+#   api_writer.py ──HTTPS──► weft-controller ──► DIR/weft.db
 #                            ▲ kill -9 at a random moment
 cd "$(dirname "$0")/../.." && source tests/lib.sh
 

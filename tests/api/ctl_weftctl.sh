@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tests/api/ctl_weftctl.sh — weftctl against a real weft-controller.
 #
-#   weftctl ──HTTP+token──> weft-controller --data-dir $DIR (127.0.0.1:free port)
+#   weftctl ──HTTPS+token──> weft-controller --data-dir $DIR (127.0.0.1:free port)
 #
 # 1. apply: a multi-document manifest creates, re-applies unchanged, and a
 #    modified one configures; stdin and directories work.
@@ -247,7 +247,7 @@ sed 's/My_Host/good.example.com/' "$DIR/ingress.yaml" >"$DIR/ingress-ok.yaml"
 check "wrong token: apply fails" expect '!0' 'Error from server \(Unauthorized\)' W --token-file "$DIR/wrong.token" apply -f "$DIR/ingress-ok.yaml"
 check "wrong token stores nothing" unchanged_since "$S"
 check "wrong token: get fails" expect 1 'Unauthorized' W get ns --token-file="$DIR/wrong.token"
-check "no token: clear error" expect 1 'no token' env WEFT_TOKEN_FILE= "$WEFTCTL" get ns
+check "no token: clear error" expect 1 'no token' env WEFT_TOKEN_FILE= KUBECONFIG= HOME="$DIR" "$WEFTCTL" get ns
 check "unreachable server named" expect 1 'cannot reach http://127\.0\.0\.1:1: Connection refused' W --server http://127.0.0.1:1 get ns
 check "a controller-owned kind is refused" expect 1 'MethodNotAllowed|written by the controller' W delete hs node-1
 check "apply without -f is a usage error" expect 2 'usage: weftctl apply' W apply

@@ -6,7 +6,7 @@
 # status-keeping replace, `weftctl get svc/ep`, and a restart that repairs
 # what was missed while the endpoints controller was off.
 #
-#   weftctl / curl ──HTTP──► weft-controller --config (vipNetworks: 192.168.100.0/30)
+#   weftctl / curl ──HTTPS──► weft-controller --config (vipNetworks: 192.168.100.0/30)
 #                                 │ endpoints controller (in-process)
 #                                 ▼
 #                              DIR/weft.db
@@ -274,9 +274,9 @@ check "after restart the VIPs are kept" test "$(vip lb-c) $(vip lb-d)" = "192.16
 port2=$(free_port)
 "$CONTROLLER" --data-dir "$DIR" --listen "127.0.0.1:$port2" --no-endpoints-controller >>"$DIR/controller2.log" 2>&1 &
 pid2=$!; T_PIDS+=("$pid2")
-check "a second controller on the same store starts" wait_for 20 curl -sf "http://127.0.0.1:$port2/healthz"
+check "a second controller on the same store starts" wait_for 20 curl -sf "https://127.0.0.1:$port2/healthz"
 pod red db-4 '{app: db}' 10.128.0.23 >"$DIR/db-4.yaml"
-check "a pod written through the second controller" W --server "http://127.0.0.1:$port2" apply -f "$DIR/db-4.yaml"
+check "a pod written through the second controller" W --server "https://127.0.0.1:$port2" apply -f "$DIR/db-4.yaml"
 ep_has_db4() { [ "$(eps red web)" = "10.128.0.21:8080 10.128.0.23:8080 10.128.0.21:5353 10.128.0.23:5353" ]; }
 check "... reaches the Endpoints through the first one (its timer)" wait_for 5 ep_has_db4
 kill -TERM "$pid2"; rc2=0; wait "$pid2" || rc2=$?

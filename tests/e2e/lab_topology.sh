@@ -45,8 +45,8 @@ vip_hops() {
 }
 # api_code PATH: the controller's HTTP code for GET PATH (200, 404, ...)
 api_code() {
-	ip netns exec "$LAB-ctrl" curl -s -o /dev/null -w '%{http_code}' -m 5 \
-		-H "Authorization: Bearer $(cat "$STATE_DIR/ctrl/admin.token")" "http://192.168.200.2:8080$1"
+	ip netns exec "$LAB-ctrl" curl -s -o /dev/null -w '%{http_code}' -m 5 --cacert "$STATE_DIR/ctrl/pki/ca.crt" \
+		-H "Authorization: Bearer $(cat "$STATE_DIR/ctrl/admin.token")" "https://192.168.200.2:8080$1"
 }
 pod_code() { api_code "/api/v1/namespaces/$1/pods/$2"; }	# pod_code NS NAME
 pod_obj() { lab weftctl get pod "$2" -n "$1" -o json; }	# pod_obj NS NAME
@@ -121,7 +121,9 @@ check "node-1 -> node-2 over the underlay" in_ns node-1 ping -c1 -W1 192.168.200
 check "node-2 -> node-1 over the underlay" in_ns node-2 ping -c1 -W1 192.168.200.11
 check "node-1 -> outside" in_ns node-1 ping -c1 -W1 192.168.200.254
 check "node-2 -> outside" in_ns node-2 ping -c1 -W1 192.168.200.254
-check "node-2 reaches the controller's /healthz" in_ns node-2 curl -sf -m 2 http://192.168.200.2:8080/healthz
+check "node-2 reaches the controller's /healthz over TLS, trusting the lab's CA" \
+	in_ns node-2 curl -sf -m 2 --cacert "$STATE_DIR/ctrl/pki/ca.crt" https://192.168.200.2:8080/healthz
+check "... and plain HTTP to it fails" bash -c "! ip netns exec $LAB-node-2 curl -sf -m 2 http://192.168.200.2:8080/healthz"
 check "outside has no route to the pod network" bash -c "! ip netns exec $LAB-outside ip route get 10.128.0.5"
 check "lab exec outside -- CMD runs in the outside netns" grep -q "192.168.200.254/24" <<<"$(lab exec outside -- ip -4 -o addr)"
 
@@ -132,8 +134,22 @@ ctrl_pid=$(jq -r .controllerPid "$STATE_DIR/state.json")
 check "the controller runs in $LAB-ctrl" test "$(ip netns identify "$ctrl_pid")" = "$LAB-ctrl"
 check "the admin token exists, mode 600" test "$(stat -c %a "$STATE_DIR/ctrl/admin.token")" = 600
 check "status -o json: name, mode, controller" jq_status --arg l "$LAB" \
-	'.name == $l and .mode == "flat" and .controller.url == "http://192.168.200.2:8080"
-	 and .controller.tokenFile == "/run/weft-lab/\($l)/ctrl/admin.token" and .controller.netns == "\($l)-ctrl"'
+	'.name == $l and .mode == "flat" and .controller.url == "https://192.168.200.2:8080"
+	 and .controller.tokenFile == "/run/weft-lab/\($l)/ctrl/admin.token" and .controller.netns == "\($l)-ctrl"
+	 and .controller.caFile == "/run/weft-lab/\($l)/ctrl/pki/ca.crt"
+	 and .controller.kubeconfig == "/run/weft-lab/\($l)/ctrl/admin.kubeconfig"
+	 and .controller.local.kubeconfig == "/run/weft-lab/\($l)/kubeconfig"
+	 and (.controller.local.url | test("^https://127\\.0\\.0\\.1:[0-9]+$"))'
+check "the agents trust the lab's CA (--ca-file)" grep -q -- "--ca-file $STATE_DIR/ctrl/pki/ca.crt" \
+	<<<"$(tr '\0' ' ' </proc/"$(jq -r '.nodes[0].agentPid' "$STATE_DIR/state.json")"/cmdline)"
+check "weft-lab kubeconfig prints the root namespace's kubeconfig" test "$(lab kubeconfig)" = "$STATE_DIR/kubeconfig"
+check "... mode 600" test "$(stat -c %a "$STATE_DIR/kubeconfig")" = 600
+check "KUBECONFIG=\$(weft-lab kubeconfig) weftctl get nodes works from the root namespace" \
+	bash -c "KUBECONFIG=\$(src/lab/weft-lab --lab $LAB kubeconfig) '$WEFT_BIN/weftctl' get nodes | grep -q '^node-1 '"
+if command -v kubectl >/dev/null; then
+	check "... and kubectl get --raw /api/v1/nodes" \
+		bash -c "KUBECONFIG=\$(src/lab/weft-lab --lab $LAB kubeconfig) kubectl get --raw /api/v1/nodes | jq -e '.items | length == 2'"
+fi
 check "status -o json: outside" jq_status --arg l "$LAB" '.outside == {netns: "\($l)-outside", ip: "192.168.200.254"}'
 check "status -o json: vipNetwork $VIP_NET" jq_status --arg v "$VIP_NET" '.vipNetwork == $v'
 check "plain status shows the VIP network" grep -qE "^vips +192\.168\.201\.0/24" <<<"$(lab status)"
@@ -174,7 +190,7 @@ check "the controller runs in the lab's mode (flat)" jq -e '.mode == "flat"' <<<
 
 # ---------------------------------------------------------------- refusals on a running lab
 check "up on a lab that is up fails" fails_saying "lab '$LAB' is already up" lab up "${up_flags[@]}"
-check "... and leaves it running" in_ns node-1 curl -sf -m 2 http://192.168.200.2:8080/healthz
+check "... and leaves it running" in_ns node-1 curl -sf -m 2 --cacert "$STATE_DIR/ctrl/pki/ca.crt" https://192.168.200.2:8080/healthz
 check "pod add on an unknown node fails, naming it" fails_saying "unknown node 'node-9'" lab pod add node-9 blue a
 check "pod add with a bad namespace fails, naming it" fails_saying "namespace 'Blue!'" lab pod add node-1 'Blue!' a
 check "pod del of an unknown pod fails, naming it" fails_saying "pod blue/nope: no such pod" lab pod del blue/nope
@@ -288,13 +304,15 @@ check "... and not the running lab" in_ns node-1 ping -c1 -W1 192.168.200.12
 # ---------------------------------------------------------------- the root namespace, then down
 check "root namespace unchanged while the lab is up" test "$(root_state)" = "$root_before"
 pids=$(jq -r '.procs[].pid' "$STATE_DIR/state.json")
+local_port=$(jq -r '.localPort' "$STATE_DIR/state.json")
 check "down" lab down
 check "down removed every namespace of the lab" test -z "$(lab_netns)"
 check "down unmounted the bpffs" bash -c "! grep -q ' $STATE_DIR/bpf ' /proc/mounts"
 check "down removed $STATE_DIR" test ! -e "$STATE_DIR"
 alive=""
 for p in $pids; do [ -e "/proc/$p" ] && [ "$(awk '{print $3}' "/proc/$p/stat")" != Z ] && alive+=" $p"; done
-check "down stopped the controller and agents ($(tr "\n" " " <<<"$pids"))" test -z "$alive"
+check "down stopped the controller, agents and forwarders ($(tr "\n" " " <<<"$pids"))" test -z "$alive"
+check "... nothing listens on the forwarder's port any more" bash -c "! ss -ltnH 'sport = :$local_port' | grep -q ."
 check "down again is a no-op" lab down
 check "status after down fails" fails_saying "is not up" lab status
 check "root namespace unchanged after down" test "$(root_state)" = "$root_before"

@@ -496,9 +496,10 @@ only_node() { local out; out=$(lab weftctl drops "$1") || return 1; ! awk -v n="
 check "weftctl drops node-1 lists only node-1" only_node node-1
 check_fails "weftctl drops node-9 (no such node) fails" lab weftctl drops node-9
 metrics() {
-	local url tok
+	local url tok ca
 	url=$(status_json | jq -r .controller.url) tok=$(status_json | jq -r .controller.tokenFile)
-	ns ctrl curl -sf -H "Authorization: Bearer $(cat "$tok")" "$url/metrics"
+	ca=$(status_json | jq -r .controller.caFile)
+	ns ctrl curl -sf --cacert "$ca" -H "Authorization: Bearer $(cat "$tok")" "$url/metrics"
 }
 metric_positive() { metrics | awk -v m="$1" '$1 == m && $2 > 0 { ok = 1 } END { exit !ok }'; }
 check "/metrics: weft_drops_total{node=\"node-1\",reason=\"unknown-node\"} > 0 (within 12 s)" \

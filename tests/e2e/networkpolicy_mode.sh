@@ -102,9 +102,10 @@ all_netids_0() {
 }
 
 metrics() {
-	local url tok
+	local url tok ca
 	url=$(status_json | jq -r .controller.url) tok=$(status_json | jq -r .controller.tokenFile)
-	ns ctrl curl -sf -H "Authorization: Bearer $(cat "$tok")" "$url/metrics"
+	ca=$(status_json | jq -r .controller.caFile)
+	ns ctrl curl -sf --cacert "$ca" -H "Authorization: Bearer $(cat "$tok")" "$url/metrics"
 }
 no_vnid_allocated() {
 	local line

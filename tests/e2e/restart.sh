@@ -215,7 +215,7 @@ ctrl_pid=$(jq -r .controllerPid "$LAB_DIR/state.json")
 check "controller stop: the controller exits on SIGTERM" env WEFT_LAB_TIMEOUT=10 src/lab/weft-lab --lab "$LAB" controller stop
 check "... it is gone" gone "$ctrl_pid"
 check "... status says not running" grep -q 'pid none, not running' <<<"$(lab status)"
-check "... node-1 cannot reach it" bash -c "! ip netns exec $LAB-node-1 curl -sf -m 1 http://192.168.200.2:8080/healthz"
+check "... node-1 cannot reach it" bash -c "! ip netns exec $LAB-node-1 curl -sf -m 1 --cacert $LAB_DIR/ctrl/pki/ca.crt https://192.168.200.2:8080/healthz"
 check "... status -o json: subnets null" jq_status 'all(.nodes[]; .subnet == null)'
 check "pod add node-1 blue g with the controller down" lab pod add node-1 blue g
 ip_g=$(pod_field blue/g ip)
@@ -272,10 +272,10 @@ sent=$(grep -c 'bytes from' "$tmp/ping.log") lost=$(grep -c 'no answer yet' "$tm
 check "a <-> c on node-1 during the reboot: $sent replies, $lost lost" test "$sent" -ge 10 -a "$lost" -eq 0
 
 # ---------------------------------------------------------------- state.json, then down
-procs_alive() { # state.json records 3 daemons (controller, 2 agents), all running
+procs_alive() { # state.json records 5 daemons (controller, 2 agents, the 2 socats of the forwarder), all running
 	local p
 	for p in $(jq -r '.procs[].pid' "$LAB_DIR/state.json"); do alive "$p" || return 1; done
-	test "$(jq '.procs | length' "$LAB_DIR/state.json")" = 3
+	test "$(jq -c '[.procs[].role] | sort' "$LAB_DIR/state.json")" = '["agent","agent","controller","forward","forward"]'
 }
 check "state.json's processes are the running daemons" procs_alive
 check "down (no sanitizer report in any daemon's log)" lab down

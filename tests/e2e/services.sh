@@ -715,6 +715,7 @@ must lab weftctl apply -f "$T_ROOT/wide.yaml"
 CTRL_NS=$(lab status -o json | jq -r .controller.netns)
 CTRL_URL_LAB=$(lab status -o json | jq -r .controller.url)
 CTRL_TOKEN_LAB=$(lab status -o json | jq -r .controller.tokenFile)
+CTRL_CA_LAB=$(lab status -o json | jq -r .controller.caFile)
 unprogrammed_on_both() {
 	local ann
 	ann=$(lab weftctl get svc wide -n blue -o json | jq -c '.metadata.annotations // {}')
@@ -727,7 +728,7 @@ check "blue/wide (too big for --max-services 24) carries weft.io/unprogrammed.no
 	wait_for 5 unprogrammed_on_both
 metric_full() {
 	local m
-	m=$(ip netns exec "$CTRL_NS" curl -s -H "Authorization: Bearer $(cat "$CTRL_TOKEN_LAB")" "$CTRL_URL_LAB/metrics")
+	m=$(ip netns exec "$CTRL_NS" curl -s --cacert "$CTRL_CA_LAB" -H "Authorization: Bearer $(cat "$CTRL_TOKEN_LAB")" "$CTRL_URL_LAB/metrics")
 	for n in "${NODES[@]}"; do
 		grep -Eq "^weft_service_map_full_total\{node=\"$n\"\} [1-9]" <<<"$m" ||
 			{ echo "metrics: $(grep weft_service_map_full <<<"$m" | paste -sd' ')"; return 1; }

@@ -6,14 +6,17 @@ at COUNT writes or at the first connection error (the controller died).
 
 usage: api_writer.py URL TOKEN_FILE COUNT ACKS [START]
 """
-import http.client, json, sys, urllib.parse
+import http.client, json, ssl, sys, urllib.parse
 
 url, token_file, count, acks = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 start = int(sys.argv[5]) if len(sys.argv) > 5 else 0
 u = urllib.parse.urlparse(url)
 token = open(token_file).read().strip()
 hdr = {"Authorization": "Bearer " + token, "Content-Type": "application/json"}
-conn = http.client.HTTPConnection(u.hostname, u.port, timeout=10)
+if u.scheme == "https":  # the CA: the default trust store (tests set SSL_CERT_FILE)
+    conn = http.client.HTTPSConnection(u.hostname, u.port, timeout=10, context=ssl.create_default_context())
+else:
+    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=10)
 with open(acks, "a") as out:
     for i in range(start, start + count):
         if i % 4 == 0:   # one node registration for three pod creates
