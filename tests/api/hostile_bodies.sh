@@ -215,7 +215,8 @@ done
 head_status=$(python3 - "$CTRL_URL" <<'PY'
 import http.client, sys, urllib.parse
 u = urllib.parse.urlparse(sys.argv[1])
-c = http.client.HTTPConnection(u.hostname, u.port, timeout=5)
+conn = http.client.HTTPSConnection if u.scheme == "https" else http.client.HTTPConnection
+c = conn(u.hostname, u.port, timeout=5)
 c.request("HEAD", "/healthz")
 r = c.getresponse()
 print(r.status, len(r.read()))

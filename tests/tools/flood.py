@@ -2,6 +2,10 @@
 """flood.py — a connection flood against weft-controller from loopback,
 bounded in count and time, while a normal client probes it.
 
+  Over HTTPS when --ca FILE (or SSL_CERT_FILE) names the controller's CA:
+  the idle wave is raw TCP that never starts a handshake, every other
+  client speaks TLS first.
+
   flood.py populate URL TOKEN_FILE NAMESPACE COUNT BYTES
       make NAMESPACE and COUNT pods in it, each with an annotation of BYTES
       (one keep-alive connection)
@@ -30,15 +34,32 @@ bounded in count and time, while a normal client probes it.
       when every part is done and the idle timeout has passed; prints one
       JSON object of what it saw (flood.sh asserts on it).
 """
-import argparse, http.client, json, os, select, socket, sys, threading, time
+import argparse, http.client, json, os, select, socket, ssl, sys, threading, time
 import urllib.parse
+
+CTX = None	# the TLS context when the API is HTTPS
+
+
+def tls_context(ca):
+    return ssl.create_default_context(cafile=ca) if ca else None
+
+
+def http_conn(port, timeout, src=None):
+    kw = {"timeout": timeout}
+    if src:
+        kw["source_address"] = (src, 0)
+    if CTX:
+        return http.client.HTTPSConnection("127.0.0.1", port, context=CTX, **kw)
+    return http.client.HTTPConnection("127.0.0.1", port, **kw)
 
 
 def populate(url, token_file, ns, count, size):
     u = urllib.parse.urlparse(url)
     hdr = {"Authorization": "Bearer " + open(token_file).read().strip(),
            "Content-Type": "application/json"}
-    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=60)
+    ctx = tls_context(os.environ.get("SSL_CERT_FILE")) if u.scheme == "https" else None
+    conn = (http.client.HTTPSConnection(u.hostname, u.port, timeout=60, context=ctx) if ctx
+            else http.client.HTTPConnection(u.hostname, u.port, timeout=60))
 
     def post(path, body):
         conn.request("POST", path, json.dumps(body), hdr)
@@ -55,25 +76,41 @@ def populate(url, token_file, ns, count, size):
               "metadata": {"name": "big-%d" % i, "annotations": {"flood.weft.io/pad": pad}}})
 
 
-def connect(port, src, timeout=5):
+def connect(port, src, timeout=5, tls=False):
+    """A connection from src; with tls (and an HTTPS API) handshaken."""
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     s.settimeout(timeout)
     s.bind((src, 0))
     s.connect(("127.0.0.1", port))
+    if tls and CTX:
+        s = CTX.wrap_socket(s, server_hostname="127.0.0.1")
     return s
+
+
+def recv_now(s):
+    """(bytes received, closed) without blocking; b"" when nothing came."""
+    r, _, _ = select.select([s], [], [], 0)
+    if not r and not (isinstance(s, ssl.SSLSocket) and s.pending()):
+        return b"", False
+    timeout = s.gettimeout()
+    s.settimeout(0)
+    try:
+        d = s.recv(65536)
+        return d, d == b""
+    except (BlockingIOError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
+        return b"", False
+    except OSError:
+        return b"", True
+    finally:
+        try:
+            s.settimeout(timeout)
+        except OSError:
+            pass
 
 
 def server_closed(s):
     """Has the server closed (or reset) s?  Never blocks."""
-    r, _, _ = select.select([s], [], [], 0)
-    if not r:
-        return False
-    try:
-        return s.recv(65536, socket.MSG_DONTWAIT) == b""
-    except BlockingIOError:
-        return False
-    except OSError:
-        return True
+    return recv_now(s)[1]
 
 
 class Run:
@@ -147,7 +184,7 @@ class Run:
     def slow(self):
         a = self.a
         head = b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Pad: " + b"a" * 1000
-        socks = [connect(a.port, "127.0.0.3") for _ in range(a.slow)]
+        socks = [connect(a.port, "127.0.0.3", tls=True) for _ in range(a.slow)]
         opened = time.monotonic()
         sent = [0] * len(socks)
         got = 0
@@ -157,17 +194,8 @@ class Run:
             for i, s in enumerate(socks):
                 if i in lifetimes:
                     continue
-                r, _, _ = select.select([s], [], [], 0)
-                closed = False
-                if r:
-                    try:
-                        d = s.recv(65536, socket.MSG_DONTWAIT)
-                        got += len(d)
-                        closed = d == b""
-                    except BlockingIOError:
-                        pass
-                    except OSError:
-                        closed = True
+                d, closed = recv_now(s)
+                got += len(d)
                 if not closed:
                     try:
                         s.send(head[sent[i]:sent[i] + 1])
@@ -190,8 +218,7 @@ class Run:
         out = []
 
         def one():
-            c = http.client.HTTPConnection("127.0.0.1", a.port, timeout=120,
-                                           source_address=("127.0.0.4", 0))
+            c = http_conn(a.port, 120, "127.0.0.4")
             for _ in range(a.rounds):
                 t = time.monotonic()
                 try:
@@ -227,7 +254,7 @@ class Run:
             # one after the other, as a client starts its watches: a stream
             # stops counting once it streams, not while its head is on the way
             try:
-                s = connect(a.port, "127.0.0.5")
+                s = connect(a.port, "127.0.0.5", tls=True)
                 s.sendall(req)
                 socks.append(s)
                 ok += s.recv(4096).startswith(b"HTTP/1.1 200")
@@ -235,7 +262,7 @@ class Run:
                 pass
         # with the streams open, the same address still gets a plain request in
         try:
-            c = http.client.HTTPConnection("127.0.0.1", a.port, timeout=5, source_address=("127.0.0.5", 0))
+            c = http_conn(a.port, 5, "127.0.0.5")
             c.request("GET", "/healthz")
             same = c.getresponse().status
             c.close()
@@ -260,7 +287,7 @@ class Run:
             for k, (path, hdr) in paths.items():
                 t = time.monotonic()
                 try:
-                    c = http.client.HTTPConnection("127.0.0.1", a.port, timeout=a.bound * 5)
+                    c = http_conn(a.port, a.bound * 5)
                     c.request("GET", path, headers=hdr)
                     r = c.getresponse()
                     r.read()
@@ -329,7 +356,11 @@ def main():
     p.add_argument("--list-items", type=int, default=0)
     p.add_argument("--watches", type=int, default=40)
     p.add_argument("--bound", type=float, default=1.0)
-    Run(p.parse_args()).main()
+    p.add_argument("--ca", default=os.environ.get("SSL_CERT_FILE"))
+    a = p.parse_args()
+    global CTX
+    CTX = tls_context(a.ca)
+    Run(a).main()
 
 
 if __name__ == "__main__":
