@@ -16,6 +16,11 @@
  *   2. API             a real weft-controller; over one keep-alive HTTP/1.1
  *                      connection: node registrations/s, then pod creates/s
  *                      (the same 600-byte pods), each as a ratio of 1.
+ *   2b. TLS cost       two controllers, one serving HTTPS, one plain HTTP
+ *                      (--insecure-http, loopback); GETs of one pod on one
+ *                      keep-alive connection to each, then on several,
+ *                      interleaved; client on CPU 0, controllers on CPU 1.
+ *                      Ratio = HTTPS rate / plain rate.
  *   3. watch fan-out   for W = 1 and W = BENCH_WATCHERS, a fresh controller,
  *                      W watch streams on raw sockets in one epoll thread
  *                      (from the pod list's resourceVersion), then C pod
@@ -31,6 +36,10 @@
  *                      then while BENCH_LISTS clients each list every pod
  *                      BENCH_LIST_ROUNDS times.  Ratio = p99 busy ÷ p99 idle.
  *
+ * Every controller serves HTTPS as it does by default (but the plain one of
+ * 2b), and the client verifies its certificate against DIR/pki/ca.crt
+ * (tls.h), as every client of the API must.
+ *
  * Output: a table, then one "GOAL name: value (goal X) PASS|FAIL" line per
  * goal.  Exit 0 when the measurement completed (goals may fail), 1 when the
  * benchmark broke (controller did not start or died, a request failed, an
@@ -38,9 +47,10 @@
  *
  * Environment: BENCH_TXNS (phase 1 and 2 pod count, 5000), BENCH_NODES (500,
  * at most 510: the default cluster network has 512 subnets), BENCH_WATCHERS
- * (1000), BENCH_CHURN (10000), BENCH_LIST_PODS (20000; 0 skips phase 5),
- * BENCH_LIST_BYTES (2250), BENCH_LISTS (8), BENCH_LIST_ROUNDS (2),
- * WEFT_CONTROLLER (build/release/bin/weft-controller), TMPDIR (/tmp).
+ * (1000), BENCH_CHURN (10000), BENCH_GETS (20000, phase 2b), BENCH_LIST_PODS
+ * (20000; 0 skips phase 5), BENCH_LIST_BYTES (2250), BENCH_LISTS (8),
+ * BENCH_LIST_ROUNDS (2), WEFT_CONTROLLER (build/release/bin/weft-controller),
+ * TMPDIR (/tmp).
  *
  * The watch client, per connection:
  *
@@ -85,6 +95,8 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "tls.h"
 
 #define POD_BYTES		600
 #define MAX_NODES		510
@@ -293,10 +305,10 @@ static int tcp_connect(int port, bool blocking_timeouts)
 	return fd;
 }
 
-static int write_all(int fd, const char *p, size_t n)
+static int write_all(int fd, gnutls_session_t tls, const char *p, size_t n)
 {
 	while (n) {
-		ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+		ssize_t w = tls_send(fd, tls, p, n);
 		if (w < 0) {
 			if (errno == EINTR && !interrupted)
 				continue;
@@ -446,6 +458,8 @@ static int head_parse(const char *h, size_t n, struct head *out)
 /* One keep-alive connection for plain requests. */
 struct http {
 	int fd;
+	gnutls_session_t tls;			/* on fd; NULL: plain HTTP */
+	gnutls_certificate_credentials_t cred;	/* the controller's CA; NULL: it serves plain HTTP */
 	int port;
 	const char *token;
 	struct dbuf in;		/* bytes read past the last response */
@@ -463,7 +477,7 @@ static int http_fill(struct http *h, size_t have)
 	char tmp[65536];
 
 	while (h->in.len <= have) {
-		ssize_t r = recv(h->fd, tmp, sizeof(tmp), 0);
+		ssize_t r = tls_recv(h->fd, h->tls, tmp, sizeof(tmp));
 		if (r == 0)
 			return -EPIPE;
 		if (r < 0) {
@@ -485,6 +499,7 @@ static void http_consume(struct http *h, size_t n)
 
 static void http_drop(struct http *h)
 {
+	tls_end(&h->tls);
 	if (h->fd >= 0)
 		close(h->fd);
 	h->fd = -1;
@@ -511,6 +526,15 @@ static int http_do(struct http *h, const char *method, const char *path, const c
 			h->fd = -1;
 			return e;
 		}
+		if (h->cred) {
+			const char *why = "";
+
+			if ((e = tls_start(h->fd, h->cred, &h->tls, &why))) {
+				fprintf(stderr, "bench: TLS with 127.0.0.1:%d: %s\n", h->port, why);
+				http_drop(h);
+				return e;
+			}
+		}
 		h->connects++;
 	}
 	n = snprintf(req, sizeof(req),
@@ -523,7 +547,7 @@ static int http_do(struct http *h, const char *method, const char *path, const c
 	/* one send of head and body: no Nagle/delayed-ACK stall between them */
 	if ((e = dbuf_add(&out, req, (size_t)n, BODY_MAX_BYTES)) || (body && (e = dbuf_add(&out, body, len, BODY_MAX_BYTES))))
 		goto out;
-	if ((e = write_all(h->fd, out.data, out.len)))
+	if ((e = write_all(h->fd, h->tls, out.data, out.len)))
 		goto fail;
 	while (!(eoh = h->in.len ? memmem(h->in.data, h->in.len, "\r\n\r\n", 4) : NULL)) {
 		if (h->in.len > HEADER_MAX_BYTES) {
@@ -608,6 +632,8 @@ static int http_expect(struct http *h, const char *method, const char *path, con
 struct controller {
 	pid_t pid;
 	int port;
+	bool plain;				/* started with --insecure-http */
+	gnutls_certificate_credentials_t cred;	/* trusts its DIR/pki/ca.crt; NULL when plain */
 	char dir[4096];
 	char token[256];
 	int exit_status;	/* from waitpid, once reaped */
@@ -678,9 +704,13 @@ static void describe_exit(int ws, char *buf, size_t len)
 		snprintf(buf, len, "exit status %d", WEXITSTATUS(ws));
 }
 
-static int controller_start(struct controller *c, const char *path, const char *dir)
+/* Start a controller on dir: HTTPS, or with plain (--insecure-http, on
+ * loopback as it must be) plain HTTP; on CPU cpu only when cpu >= 0.
+ * Ready when GET /healthz answers, over TLS verified against the CA it
+ * made. */
+static int controller_start(struct controller *c, const char *path, const char *dir, bool plain, int cpu)
 {
-	char listen_addr[64], tok_path[4200];
+	char listen_addr[64], tok_path[4200], ca_path[4200];
 	uint64_t deadline;
 	struct dbuf resp = { 0 };
 	FILE *f;
@@ -688,7 +718,9 @@ static int controller_start(struct controller *c, const char *path, const char *
 
 	memset(c, 0, sizeof(*c));
 	c->pid = -1;
+	c->plain = plain;
 	snprintf(c->dir, sizeof(c->dir), "%s", dir);
+	snprintf(ca_path, sizeof(ca_path), "%s/pki/ca.crt", dir);
 	c->port = free_port();
 	if (c->port < 0) {
 		fprintf(stderr, "bench: no free port: %s\n", strerror(errno));
@@ -708,8 +740,16 @@ static int controller_start(struct controller *c, const char *path, const char *
 		return -1;
 	}
 	if (c->pid == 0) {
-		char *argv[] = { (char *)path, "--data-dir", (char *)dir, "--listen", listen_addr, NULL };
+		char *argv[] = { (char *)path, "--data-dir", (char *)dir, "--listen", listen_addr,
+				 plain ? "--insecure-http" : NULL, NULL };
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (cpu >= 0) {
+			cpu_set_t set;
+
+			CPU_ZERO(&set);
+			CPU_SET(cpu, &set);
+			(void)sched_setaffinity(0, sizeof(set), &set);
+		}
 		dup2(log, 1);
 		dup2(log, 2);
 		signal(SIGINT, SIG_IGN);	/* ^C reaches the bench, which stops its controller */
@@ -723,7 +763,13 @@ static int controller_start(struct controller *c, const char *path, const char *
 	deadline = now_ns() + (uint64_t)HEALTH_TIMEOUT_S * 1000000000u;
 	for (;;) {
 		struct http h = { .fd = -1, .port = c->port };
-		int status = 0, e = http_do(&h, "GET", "/healthz", NULL, 0, &status, &resp);
+		int status = 0, e = -EAGAIN;
+
+		if (!plain && !c->cred)
+			c->cred = tls_trust(ca_path);	/* made by the controller as it starts */
+		h.cred = c->cred;
+		if (plain || c->cred)
+			e = http_do(&h, "GET", "/healthz", NULL, 0, &status, &resp);
 		http_drop(&h);
 		free(h.in.data);
 		if (!e && status == 200)
@@ -780,6 +826,9 @@ static void controller_stop(struct controller *c)
 	running_controller = 0;
 	c->pid = -1;
 	explicit_bzero(c->token, sizeof(c->token));
+	if (c->cred)
+		gnutls_certificate_free_credentials(c->cred);
+	c->cred = NULL;
 }
 
 /* VmHWM and VmRSS in KiB from /proc/PID/status. */
@@ -911,6 +960,7 @@ static int bench_pods_concurrent(const struct http *proto, unsigned n, unsigned 
 		memset(&pc[k], 0, sizeof(pc[k]));
 		pc[k].h.port = proto->port;
 		pc[k].h.token = proto->token;
+		pc[k].h.cred = proto->cred;
 		pc[k].first = base + k;
 		pc[k].step = clients;
 		pc[k].n = base + n;
@@ -923,6 +973,144 @@ static int bench_pods_concurrent(const struct http *proto, unsigned n, unsigned 
 		rc |= pc[k].rc;
 	}
 	*secs = seconds_since(start);
+	return rc;
+}
+
+/* ------------------------------------------------------------------ 2b. the price of TLS */
+
+/* One client of the TLS-cost phase: GETs of one pod on its own keep-alive
+ * connection (kept across rounds). */
+struct getter {
+	struct http h;
+	unsigned n;
+	int rc;
+};
+
+#define TLS_ROUNDS 10
+#define GET_PATH "/api/v1/namespaces/default/pods/p-0"
+
+static void *getter_run(void *arg)
+{
+	struct getter *g = arg;
+	struct dbuf resp = { 0 };
+
+	for (unsigned i = 0; i < g->n && g->rc == 0 && !interrupted; i++)
+		g->rc = http_expect(&g->h, "GET", GET_PATH, NULL, 0, 200, &resp);
+	free(resp.data);
+	return NULL;
+}
+
+/* n GETs spread over k getters at once; adds the wall time to *secs. */
+static int timed_gets(struct getter *g, unsigned k, unsigned n, double *secs)
+{
+	pthread_t t[64];
+	uint64_t start = now_ns();
+	int rc = 0;
+
+	for (unsigned i = 0; i < k; i++) {
+		g[i].n = n / k + (i < n % k);
+		if (k > 1 && pthread_create(&t[i], NULL, getter_run, &g[i]))
+			return -1;
+	}
+	if (k == 1)
+		getter_run(&g[0]);
+	for (unsigned i = 0; k > 1 && i < k; i++)
+		pthread_join(t[i], NULL);
+	*secs += seconds_since(start);
+	for (unsigned i = 0; i < k; i++)
+		rc |= g[i].rc;
+	return rc || interrupted ? -1 : 0;
+}
+
+struct tls_cost {
+	unsigned gets, clients;
+	double tls_secs1, plain_secs1;	/* one connection */
+	double tls_secs, plain_secs;	/* clients connections at once */
+	unsigned tls_connects, plain_connects;
+	bool pinned;			/* client on CPU 0, controllers on CPU 1 */
+};
+
+/*
+ * Two controllers at once on fresh directories, one serving HTTPS and one
+ * plain HTTP (--insecure-http, on loopback), each holding the same pod.
+ * In TLS_ROUNDS rounds, alternating which goes first, gets/TLS_ROUNDS GETs
+ * of the pod on one keep-alive connection to each, then the same from
+ * `clients` connections at once: both are measured on the same machine in
+ * the same minutes.
+ */
+static int bench_tls_cost(const char *path, unsigned gets, unsigned clients, struct tls_cost *out)
+{
+	struct controller c[2] = { { .pid = -1 }, { .pid = -1 } };	/* 0 TLS, 1 plain */
+	struct getter one[2], many[2][64];
+	char body[POD_BYTES + 1];
+	struct dbuf resp = { 0 };
+	int rc = -1, len = pod_json(body, sizeof(body), 0);
+	cpu_set_t before, client_cpu;
+
+	memset(out, 0, sizeof(*out));
+	/* the client on CPU 0, both controllers on CPU 1, as if a network were
+	 * between them: unpinned, the scheduler sometimes runs a client and its
+	 * server on one CPU (no cross-CPU wake-up: up to 3x the rate), and the
+	 * figures swing with that, not with TLS */
+	if (sysconf(_SC_NPROCESSORS_ONLN) >= 2 && pthread_getaffinity_np(pthread_self(), sizeof(before), &before) == 0) {
+		CPU_ZERO(&client_cpu);
+		CPU_SET(0, &client_cpu);
+		out->pinned = pthread_setaffinity_np(pthread_self(), sizeof(client_cpu), &client_cpu) == 0;
+	}
+	memset(one, 0, sizeof(one));
+	memset(many, 0, sizeof(many));
+	out->gets = gets;
+	out->clients = clients = clients > 64 ? 64 : clients;
+	for (int m = 0; m < 2; m++) {
+		char *dir = tmpdir_new();
+
+		if (!dir || controller_start(&c[m], path, dir, m == 1, out->pinned ? 1 : -1))
+			goto out;
+		for (unsigned k = 0; k < 1 + clients; k++) {
+			struct http *h = k ? &many[m][k - 1].h : &one[m].h;
+
+			h->fd = -1;
+			h->port = c[m].port;
+			h->token = c[m].token;
+			h->cred = c[m].cred;
+		}
+		if (http_expect(&one[m].h, "POST", "/api/v1/namespaces/default/pods", body, (size_t)len, 201, &resp))
+			goto out;
+	}
+	for (unsigned r = 0; r < TLS_ROUNDS; r++) {
+		for (int i = 0; i < 2; i++) {
+			int m = (int)(r + (unsigned)i) % 2;	/* TLS first in even rounds */
+
+			if (timed_gets(&one[m], 1, gets / TLS_ROUNDS, m ? &out->plain_secs1 : &out->tls_secs1))
+				goto out;
+		}
+		for (int i = 0; i < 2; i++) {
+			int m = (int)(r + (unsigned)i) % 2;
+
+			if (timed_gets(many[m], clients, gets / TLS_ROUNDS, m ? &out->plain_secs : &out->tls_secs))
+				goto out;
+		}
+	}
+	out->tls_connects = one[0].h.connects;
+	out->plain_connects = one[1].h.connects;
+	for (unsigned k = 0; k < clients; k++) {
+		out->tls_connects += many[0][k].h.connects;
+		out->plain_connects += many[1][k].h.connects;
+	}
+	rc = 0;
+out:
+	for (int m = 0; m < 2; m++) {
+		http_drop(&one[m].h);
+		free(one[m].h.in.data);
+		for (unsigned k = 0; k < clients; k++) {
+			http_drop(&many[m][k].h);
+			free(many[m][k].h.in.data);
+		}
+		controller_stop(&c[m]);
+	}
+	free(resp.data);
+	if (out->pinned)
+		(void)pthread_setaffinity_np(pthread_self(), sizeof(before), &before);
 	return rc;
 }
 
@@ -983,6 +1171,7 @@ struct fanout;
 struct watch_conn {
 	struct fanout *f;
 	int fd;
+	gnutls_session_t tls;		/* on fd; NULL: plain HTTP */
 	enum wstate state;
 	char head[HEADER_MAX_BYTES];
 	size_t head_len;
@@ -998,6 +1187,7 @@ struct watch_conn {
 struct fanout {
 	int port;
 	const char *token;
+	gnutls_certificate_credentials_t cred;	/* NULL: plain HTTP */
 	unsigned watchers;
 	unsigned churn;
 	int64_t list_rv;
@@ -1129,7 +1319,7 @@ static int watch_send_request(struct watch_conn *w, int64_t rv)
 
 	if (n < 0 || (size_t)n >= sizeof(req))
 		return -E2BIG;
-	return write_all(w->fd, req, (size_t)n);
+	return write_all(w->fd, w->tls, req, (size_t)n);
 }
 
 /* Connect and send the watch request; the socket is then non-blocking. */
@@ -1138,11 +1328,17 @@ static int watch_open(struct watch_conn *w, int epfd, int64_t rv)
 	struct epoll_event ev = { .events = EPOLLIN };
 	int e;
 
-	w->fd = tcp_connect(w->f->port, false);
+	w->fd = tcp_connect(w->f->port, w->f->cred != NULL);	/* timeouts for the handshake */
 	if (w->fd < 0) {
 		e = w->fd;
 		w->fd = -1;
 		return e;
+	}
+	if (w->f->cred) {
+		const char *why = "";
+
+		if ((e = tls_start(w->fd, w->f->cred, &w->tls, &why)))
+			return e;
 	}
 	if ((e = watch_send_request(w, rv)))
 		return e;
@@ -1160,6 +1356,7 @@ static int watch_open(struct watch_conn *w, int epfd, int64_t rv)
 
 static void watch_close(struct watch_conn *w)
 {
+	tls_end(&w->tls);
 	if (w->fd >= 0)
 		close(w->fd);	/* also leaves the epoll set */
 	w->fd = -1;
@@ -1282,10 +1479,12 @@ static void *fanout_thread(void *arg)
 		for (int i = 0; i < n; i++) {
 			struct watch_conn *w = evs[i].data.ptr;
 
-			/* a few reads per wake-up: level-triggered, fair across sockets */
-			for (int r = 0; r < 4 && w->fd >= 0 && (w->state == W_HEADERS || w->state == W_CHUNKED ||
-								   w->state == W_IDENTITY); r++) {
-				ssize_t got = recv(w->fd, buf, sizeof(buf), 0);
+			/* a few reads per wake-up: level-triggered, fair across sockets;
+			 * then on while GnuTLS holds decrypted bytes (epoll cannot see them) */
+			for (int r = 0; w->fd >= 0 && (r < 4 || tls_pending(w->tls)) &&
+					(w->state == W_HEADERS || w->state == W_CHUNKED || w->state == W_IDENTITY);
+			     r++) {
+				ssize_t got = tls_recv(w->fd, w->tls, buf, sizeof(buf));
 
 				if (got < 0 && (errno == EAGAIN || errno == EINTR))
 					break;
@@ -1295,7 +1494,9 @@ static void *fanout_thread(void *arg)
 				}
 				f->batch_now = now_ns();
 				watch_input(w, epfd, buf, (size_t)got);
-				if ((size_t)got < sizeof(buf))
+				/* drained: plain, a short read; TLS (a read is one record),
+				 * nothing held above the socket (one recv less per wake-up) */
+				if (w->tls ? !tls_pending(w->tls) : (size_t)got < sizeof(buf))
 					break;
 			}
 		}
@@ -1387,10 +1588,11 @@ static int bench_fanout(const char *controller_path, unsigned watchers, unsigned
 	res->churn = churn;
 	res->hwm_kib = res->rss_kib = -1;
 	dir = tmpdir_new();
-	if (!dir || controller_start(&c, controller_path, dir))
+	if (!dir || controller_start(&c, controller_path, dir, false, -1))
 		goto out;
 	h.port = c.port;
 	h.token = c.token;
+	h.cred = c.cred;
 	f = calloc(1, sizeof(*f));
 	if (!f || !(f->conns = calloc(watchers, sizeof(*f->conns))) ||
 	    !(f->seen = calloc(((size_t)watchers * churn + 7) / 8, 1)) || !(f->t0 = calloc(churn, sizeof(*f->t0)))) {
@@ -1401,6 +1603,7 @@ static int bench_fanout(const char *controller_path, unsigned watchers, unsigned
 		f->conns[i].fd = -1;
 	f->port = c.port;
 	f->token = c.token;
+	f->cred = c.cred;
 	f->watchers = watchers;
 	f->churn = churn;
 	if (list_revision(&h, &f->list_rv))
@@ -1703,6 +1906,7 @@ static int probe(const struct controller *c, struct lister *ls, unsigned nls, do
 		return -1;
 	for (int k = 0; k < 2; k++) {
 		pr[k].h.port = c->port;
+		pr[k].h.cred = c->cred;
 		pr[k].h.token = k ? c->token : NULL;
 		pr[k].path = paths[k];
 		pr[k].stop = &stop;
@@ -1743,13 +1947,14 @@ static int bench_lists(const char *controller_path, unsigned pods, unsigned byte
 	res->pods = pods;
 	res->lists = nlists;
 	res->rounds = rounds;
-	if (!dir || lists_populate(dir, pods, bytes) || controller_start(&c, controller_path, dir))
+	if (!dir || lists_populate(dir, pods, bytes) || controller_start(&c, controller_path, dir, false, -1))
 		goto out;
 	if (probe(&c, NULL, 0, 2.0, res->idle_p50, res->idle_p99, res->idle_max, res->idle_n))
 		goto out;
 	memset(ls, 0, sizeof(ls));
 	for (unsigned i = 0; i < nlists; i++) {
 		ls[i].h.port = c.port;
+		ls[i].h.cred = c.cred;
 		ls[i].h.token = c.token;
 		ls[i].rounds = rounds;
 		ls[i].pods = pods;
@@ -1814,7 +2019,8 @@ static const char *pass(bool ok)
 int main(void)
 {
 	const char *controller_path = getenv("WEFT_CONTROLLER");
-	unsigned txns, nodes, watchers, churn, clients, list_pods, list_bytes, nlists, list_rounds;
+	unsigned txns, nodes, watchers, churn, clients, gets, list_pods, list_bytes, nlists, list_rounds;
+	struct tls_cost tc;
 	double store_before = 0, store_after = 0, node_secs = 0, pod_secs = 0, conc_secs = 0;
 	double store_rate, node_rate, pod_rate, conc_rate;
 	struct controller c = { .pid = -1 };
@@ -1833,6 +2039,7 @@ int main(void)
 	    env_unsigned("BENCH_CHURN", 10000, 1, 10000000, &churn) ||
 	    env_unsigned("BENCH_RATE", 50, 0, 1000000, &churn_rate) ||
 	    env_unsigned("BENCH_CLIENTS", 4, 1, 64, &clients) ||
+	    env_unsigned("BENCH_GETS", 20000, TLS_ROUNDS, 10000000, &gets) ||
 	    env_unsigned("BENCH_LIST_PODS", 20000, 0, 1000000, &list_pods) ||
 	    env_unsigned("BENCH_LIST_BYTES", 2250, 256, 65536, &list_bytes) ||
 	    env_unsigned("BENCH_LISTS", 8, 1, 64, &nlists) ||
@@ -1869,10 +2076,11 @@ int main(void)
 	if (!(dir = tmpdir_new()) || bench_store(dir, "bench.db", txns, &store_before))
 		goto out;
 	/* 2 */
-	if (!(dir = tmpdir_new()) || controller_start(&c, controller_path, dir))
+	if (!(dir = tmpdir_new()) || controller_start(&c, controller_path, dir, false, -1))
 		goto out;
 	h.port = c.port;
 	h.token = c.token;
+	h.cred = c.cred;
 	if (bench_nodes(&h, nodes, &node_secs) || bench_pods(&h, txns, &pod_secs) ||
 	    bench_pods_concurrent(&h, txns, clients, txns, &conc_secs))
 		goto out;
@@ -1918,8 +2126,29 @@ int main(void)
 		snprintf(label, sizeof(label), "API pod creates, %u connections at once", clients);
 		printf("%-44s %9u %9.3f %11.1f %8.2f\n", label, txns, conc_secs, conc_rate, conc_rate / store_rate);
 	}
-	printf("  (API over %u TCP connection%s: %s)\n\n", keepalive_connects, keepalive_connects == 1 ? "" : "s",
+	printf("  (API over %u TLS connection%s: %s)\n\n", keepalive_connects, keepalive_connects == 1 ? "" : "s",
 	       keepalive_connects == 1 ? "keep-alive held" : "the server closed keep-alive connections");
+
+	/* 2b */
+	if (bench_tls_cost(controller_path, gets, clients, &tc))
+		goto out;
+	printf("%-44s %9s %9s %11s %8s\n", "GET " GET_PATH, "count", "seconds", "per second", "ratio");
+	printf("%-44s %9u %9.3f %11.1f %8.2f\n", "  plain HTTP (--insecure-http), 1 connection", gets, tc.plain_secs1,
+	       gets / tc.plain_secs1, 1.0);
+	printf("%-44s %9u %9.3f %11.1f %8.2f\n", "  HTTPS, 1 connection", gets, tc.tls_secs1, gets / tc.tls_secs1,
+	       tc.plain_secs1 / tc.tls_secs1);
+	{
+		char label[2][64];
+		snprintf(label[0], sizeof(label[0]), "  plain HTTP, %u connections at once", clients);
+		snprintf(label[1], sizeof(label[1]), "  HTTPS, %u connections at once", clients);
+		printf("%-44s %9u %9.3f %11.1f %8.2f\n", label[0], gets, tc.plain_secs, gets / tc.plain_secs, 1.0);
+		printf("%-44s %9u %9.3f %11.1f %8.2f\n", label[1], gets, tc.tls_secs, gets / tc.tls_secs,
+		       tc.plain_secs / tc.tls_secs);
+	}
+	printf("  (%d interleaved rounds%s; %u TLS and %u plain connections: %s)\n\n", TLS_ROUNDS,
+	       tc.pinned ? ", clients on CPU 0, controllers on CPU 1" : "", tc.tls_connects, tc.plain_connects,
+	       tc.tls_connects == 1 + clients && tc.plain_connects == 1 + clients ? "keep-alive held"
+										 : "the server closed keep-alive connections");
 
 	/* 3 */
 	if (bench_fanout(controller_path, 1, churn, &one))
@@ -1995,6 +2224,10 @@ int main(void)
 		       many.p99_ms, watchers, one.p99_ms, pass(one.p99_ms > 0 && fan_ratio <= 5));
 		printf("GOAL controller_rss: VmHWM %.1f MiB after W=%u (goal <= 256 MiB) %s\n", hwm_mib, watchers,
 		       pass(many.hwm_kib >= 0 && hwm_mib <= 256));
+		printf("GOAL tls_request_rate: %.2fx plain HTTP (GET of a pod on one keep-alive connection: HTTPS %.1f/s vs "
+		       "%.1f/s; %u connections: %.2fx) (goal >= 0.9x) %s\n",
+		       tc.plain_secs1 / tc.tls_secs1, gets / tc.tls_secs1, gets / tc.plain_secs1, clients,
+		       tc.plain_secs / tc.tls_secs, pass(tc.plain_secs1 / tc.tls_secs1 >= 0.9));
 		printf("GOAL watch_delivery: %" PRIu64 "/%" PRIu64 " at W=1, %" PRIu64 "/%" PRIu64
 		       " at W=%u, %" PRIu64 " duplicates (goal every event exactly once) %s\n",
 		       one.delivered, one.expected, many.delivered, many.expected, watchers,
