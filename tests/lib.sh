@@ -110,6 +110,10 @@ check_stop() {
 	rm -f "$report"
 }
 
+# what api (below) printed: the HTTP code, or the body without it
+code_of() { tail -n 1; }
+body_of() { sed '$d'; }
+
 api() { # api METHOD PATH [curl args...]: prints body, then HTTP code on the last line
 	local m=$1 p=$2; shift 2
 	curl -s --cacert "$CTRL_CA" -X "$m" -H "Authorization: Bearer $(cat "$CTRL_TOKEN_FILE")" \

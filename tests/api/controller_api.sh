@@ -10,8 +10,6 @@ dir=$(tmpdir)
 start_controller "$dir" || { fail start; finish; exit 1; }
 TOKEN=$(cat "$CTRL_TOKEN_FILE")
 
-code_of() { tail -n 1; }
-body_of() { sed '$d'; }
 jq_py() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
 
 node_json() { echo "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"$1\"},\"status\":{\"addresses\":[{\"type\":\"InternalIP\",\"address\":\"$2\"}]}}"; }

@@ -25,8 +25,6 @@ dir=$(tmpdir)
 start_controller "$dir" || { fail start; finish; exit 1; }
 TOKEN=$(cat "$CTRL_TOKEN_FILE")
 
-code_of() { tail -n 1; }
-body_of() { sed '$d'; }
 # send METHOD PATH BODY [curl args]: the body sent exactly as given
 send() { local m=$1 p=$2 b=$3; shift 3; api "$m" "$p" --data-binary "$b" "$@"; }
 reason_of() { body_of | python3 -c 'import json,sys; print(json.load(sys.stdin).get("reason",""))' 2>/dev/null; }

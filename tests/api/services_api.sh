@@ -13,8 +13,6 @@
 cd "$(dirname "$0")/../.." && source tests/lib.sh
 
 W() { "$WEFTCTL" "$@"; }
-code_of() { tail -n 1; }
-body_of() { sed '$d'; }
 
 # stdout_is WANT CMD...: CMD exits 0 and prints exactly WANT.
 stdout_is() {
