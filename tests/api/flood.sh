@@ -67,7 +67,7 @@ check "4 × 2 lists of $PODS pods ($(v list_mib) MiB each) were complete" test "
 # watch streams
 check "40 watch streams from one address opened (they do not count against the cap of $CAP)" test "$(v watches_ok)" = 40
 check "... and that address still got a plain request in" test "$(v same_client_after_watches)" = 200
-check "the watch streams outlived the idle timeout (${IDLE} s)" \
+check "the watch streams outlived the idle timeout (${IDLE} s): $(v watches_open_at_end) of 40 open after $(v watches_lived_s) s" \
 	test "$(v "watches_open_at_end == 40 and watches_lived_s > $IDLE")" = True
 # the controller's descriptors
 check "its open descriptors stayed under RLIMIT_NOFILE $NOFILE (at most $(v fd_max))" test "$(v fd_max)" -lt "$NOFILE"
