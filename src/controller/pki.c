@@ -22,6 +22,7 @@
  *     the next start notices (serving_problem) and replaces.
  */
 #include "controller/pki.h"
+#include "lib/secret_file.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -82,14 +83,6 @@ static void report(struct pki *p, const char *fmt, ...)
 	n = strlen(p->report);
 	p->report[n] = '\n';
 	p->report[n + 1] = 0;
-}
-
-static void free_secret(void *data, size_t len)
-{
-	if (data) {
-		explicit_bzero(data, len);
-		free(data);
-	}
 }
 
 static void free_datum_secret(gnutls_datum_t *d)
@@ -234,50 +227,12 @@ static bool crt_has_san(gnutls_x509_crt_t crt, const struct san *san)
 
 static int read_file(const char *path, char **out, size_t *outlen, char *err, size_t errlen)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC), rc;
-	char *buf = NULL;
-	size_t len = 0;
+	int rc = secret_file_read(path, FILE_MAX, out, outlen);
 
-	*out = NULL;
-	*outlen = 0;
-	if (fd < 0) {
-		rc = -errno;
-		msg(err, errlen, "%s: %s", path, strerror(errno));
-		return rc;
-	}
-	buf = malloc(FILE_MAX + 1);
-	if (!buf) {
-		rc = -ENOMEM;
-		msg(err, errlen, "%s: out of memory", path);
-		goto out;
-	}
-	for (;;) {
-		ssize_t r = read(fd, buf + len, FILE_MAX + 1 - len);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			rc = -errno;
-			msg(err, errlen, "%s: %s", path, strerror(errno));
-			goto out;
-		}
-		if (r == 0)
-			break;
-		len += (size_t)r;
-		if (len > FILE_MAX) {
-			rc = -EFBIG;
-			msg(err, errlen, "%s: larger than %u bytes", path, FILE_MAX);
-			goto out;
-		}
-	}
-	buf[len] = 0;
-	*out = buf;
-	*outlen = len;
-	buf = NULL;
-	rc = 0;
-out:
-	free_secret(buf, FILE_MAX + 1);
-	close(fd);
+	if (rc == -EFBIG)
+		msg(err, errlen, "%s: larger than %u bytes", path, FILE_MAX);
+	else if (rc)
+		msg(err, errlen, "%s: %s", path, strerror(-rc));
 	return rc;
 }
 
@@ -351,7 +306,7 @@ static int load_key(const char *path, bool strict, gnutls_x509_privkey_t *key, c
 		*key = NULL;
 		rc = -EINVAL;
 	}
-	free_secret(text, len);
+	secret_free(text, len);
 	return rc;
 }
 
@@ -622,7 +577,7 @@ static int load_or_make_ca(const struct paths *pp, time_t now, gnutls_x509_crt_t
 out:
 	crts_free(list, n);
 	free(pem);
-	free_secret(kpem, klen);
+	secret_free(kpem, klen);
 	if (rc) {
 		gnutls_x509_crt_deinit(*ca);
 		gnutls_x509_privkey_deinit(*ca_key);
@@ -826,6 +781,6 @@ void pki_free(struct pki *p)
 		return;
 	free(p->ca_pem);
 	free(p->cert_pem);
-	free_secret(p->key_pem, p->key_len);
+	secret_free(p->key_pem, p->key_len);
 	memset(p, 0, sizeof(*p));
 }

@@ -27,6 +27,7 @@
  *     peer and of the host name stays on unless h->insecure.
  */
 #include "lib/httpc.h"
+#include "lib/secret_file.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -130,40 +131,18 @@ static int buf_append(struct buf *b, const char *p, size_t n, size_t max)
 static int read_token(const char *path, char **out, char *err, size_t errlen)
 {
 	char *tok = NULL;
-	size_t n = 0;
-	int fd = -1, rc;
+	size_t n = 0, len = 0;
+	int rc = secret_file_read(path, HTTPC_MAX_TOKEN, &tok, &len);
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		rc = -errno;
-		msg(err, errlen, "cannot read token file %s: %s", path, strerror(errno));
-		goto out;
+	if (rc == -EFBIG) {
+		msg(err, errlen, "token file %s is larger than %d bytes", path, HTTPC_MAX_TOKEN);
+		return rc;
 	}
-	tok = malloc(HTTPC_MAX_TOKEN + 2);
-	if (!tok) {
-		rc = -ENOMEM;
-		msg(err, errlen, "out of memory");
-		goto out;
+	if (rc) {
+		msg(err, errlen, "cannot read token file %s: %s", path, strerror(-rc));
+		return rc;
 	}
-	for (;;) {
-		ssize_t r = read(fd, tok + n, HTTPC_MAX_TOKEN + 1 - n);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			rc = -errno;
-			msg(err, errlen, "cannot read token file %s: %s", path, strerror(errno));
-			goto out;
-		}
-		if (r == 0)
-			break;
-		n += (size_t)r;
-		if (n > HTTPC_MAX_TOKEN) {
-			rc = -EFBIG;
-			msg(err, errlen, "token file %s is larger than %d bytes", path, HTTPC_MAX_TOKEN);
-			goto out;
-		}
-	}
+	n = len;
 	while (n && (tok[n - 1] == '\n' || tok[n - 1] == '\r' || tok[n - 1] == ' ' || tok[n - 1] == '\t'))
 		n--;
 	tok[n] = 0;
@@ -183,14 +162,8 @@ static int read_token(const char *path, char **out, char *err, size_t errlen)
 	}
 	*out = tok;
 	tok = NULL;
-	rc = 0;
 out:
-	if (tok) {
-		explicit_bzero(tok, HTTPC_MAX_TOKEN + 2);
-		free(tok);
-	}
-	if (fd >= 0)
-		close(fd);
+	secret_free(tok, len + 1);
 	return rc;
 }
 

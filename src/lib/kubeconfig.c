@@ -15,6 +15,7 @@
  * lives only in buffers we wipe (jansson frees its strings unwiped).
  */
 #include "lib/kubeconfig.h"
+#include "lib/secret_file.h"
 
 #include "lib/base64.h"
 #include "lib/yaml.h"
@@ -43,14 +44,6 @@ static void msg(char *err, size_t errlen, const char *fmt, ...)
 	va_end(ap);
 }
 
-static void free_secret(char *s, size_t len)
-{
-	if (s) {
-		explicit_bzero(s, len);
-		free(s);
-	}
-}
-
 /* Wipe every string of a parsed tree (object keys are names, not secrets). */
 static void wipe_strings(json_t *v, int depth)
 {
@@ -74,49 +67,12 @@ static void wipe_strings(json_t *v, int depth)
 /* Read at most KUBECONFIG_MAX_BYTES of path into a NUL-terminated buffer. */
 static int read_text(const char *path, char **out, size_t *outlen, char *err, size_t errlen)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC), rc;
-	char *buf = NULL;
-	size_t len = 0;
+	int rc = secret_file_read(path, KUBECONFIG_MAX_BYTES, out, outlen);
 
-	*out = NULL;
-	if (fd < 0) {
-		rc = -errno;
-		msg(err, errlen, "kubeconfig %s: %s", path, strerror(errno));
-		return rc;
-	}
-	buf = malloc(KUBECONFIG_MAX_BYTES + 1);
-	if (!buf) {
-		rc = -ENOMEM;
-		msg(err, errlen, "kubeconfig %s: out of memory", path);
-		goto out;
-	}
-	for (;;) {
-		ssize_t r = read(fd, buf + len, KUBECONFIG_MAX_BYTES + 1 - len);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			rc = -errno;
-			msg(err, errlen, "kubeconfig %s: %s", path, strerror(errno));
-			goto out;
-		}
-		if (r == 0)
-			break;
-		len += (size_t)r;
-		if (len > KUBECONFIG_MAX_BYTES) {
-			rc = -EFBIG;
-			msg(err, errlen, "kubeconfig %s: larger than %u bytes", path, KUBECONFIG_MAX_BYTES);
-			goto out;
-		}
-	}
-	buf[len] = 0;
-	*out = buf;
-	*outlen = len;
-	buf = NULL;
-	rc = 0;
-out:
-	free_secret(buf, KUBECONFIG_MAX_BYTES + 1);
-	close(fd);
+	if (rc == -EFBIG)
+		msg(err, errlen, "kubeconfig %s: larger than %u bytes", path, KUBECONFIG_MAX_BYTES);
+	else if (rc)
+		msg(err, errlen, "kubeconfig %s: %s", path, strerror(-rc));
 	return rc;
 }
 
@@ -373,7 +329,7 @@ int kubeconfig_load(const char *path, struct kubeconfig *kc, char *err, size_t e
 	if (rc)
 		return rc;
 	rc = kubeconfig_parse(path, text, len, kc, err, errlen);
-	free_secret(text, len);
+	secret_free(text, len);
 	return rc;
 }
 
@@ -384,9 +340,9 @@ void kubeconfig_free(struct kubeconfig *kc)
 	free(kc->path);
 	free(kc->context);
 	free(kc->server);
-	free_secret(kc->ca_data, kc->ca_len);
+	secret_free(kc->ca_data, kc->ca_len);
 	free(kc->ca_file);
-	free_secret(kc->token, kc->token ? strlen(kc->token) : 0);
+	secret_free(kc->token, kc->token ? strlen(kc->token) : 0);
 	free(kc->token_file);
 	free(kc->namespace);
 	memset(kc, 0, sizeof(*kc));
@@ -508,7 +464,7 @@ out:
 		close(fd);
 	if (rc && tmp[0])
 		(void)unlink(tmp);
-	free_secret(old, oldlen);
-	free_secret(text, len);
+	secret_free(old, oldlen);
+	secret_free(text, len);
 	return rc;
 }
