@@ -22,6 +22,7 @@
  *     the next start notices (serving_problem) and replaces.
  */
 #include "controller/pki.h"
+#include "lib/errmsg.h"
 #include "lib/secret_file.h"
 
 #include <arpa/inet.h>
@@ -56,18 +57,6 @@ struct wanted {
 	struct san sans[PKI_MAX_SANS + 3];
 	size_t n;
 };
-
-static void msg(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void msg(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !errlen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 static void report(struct pki *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void report(struct pki *p, const char *fmt, ...)
@@ -155,7 +144,7 @@ int pki_san_check(const char *s, char *err, size_t errlen)
 	struct san san;
 
 	if (san_parse(s, &san)) {
-		msg(err, errlen, "--tls-san '%.300s': not an IP address or a DNS name (labels of a-z, 0-9 and '-')", s);
+		errmsg(err, errlen, "--tls-san '%.300s': not an IP address or a DNS name (labels of a-z, 0-9 and '-')", s);
 		return -EINVAL;
 	}
 	return 0;
@@ -174,14 +163,14 @@ static int want(struct wanted *w, const char *s, char *err, size_t errlen)
 	struct san san;
 
 	if (san_parse(s, &san)) {
-		msg(err, errlen, "--tls-san '%.300s': not an IP address or a DNS name (labels of a-z, 0-9 and '-')", s);
+		errmsg(err, errlen, "--tls-san '%.300s': not an IP address or a DNS name (labels of a-z, 0-9 and '-')", s);
 		return -EINVAL;
 	}
 	for (size_t i = 0; i < w->n; i++)
 		if (san_equal(&w->sans[i], &san))
 			return 0;
 	if (w->n == sizeof(w->sans) / sizeof(w->sans[0])) {
-		msg(err, errlen, "--tls-san: more than %d names", PKI_MAX_SANS);
+		errmsg(err, errlen, "--tls-san: more than %d names", PKI_MAX_SANS);
 		return -EINVAL;
 	}
 	w->sans[w->n++] = san;
@@ -230,9 +219,9 @@ static int read_file(const char *path, char **out, size_t *outlen, char *err, si
 	int rc = secret_file_read(path, FILE_MAX, out, outlen);
 
 	if (rc == -EFBIG)
-		msg(err, errlen, "%s: larger than %u bytes", path, FILE_MAX);
+		errmsg(err, errlen, "%s: larger than %u bytes", path, FILE_MAX);
 	else if (rc)
-		msg(err, errlen, "%s: %s", path, strerror(-rc));
+		errmsg(err, errlen, "%s: %s", path, strerror(-rc));
 	return rc;
 }
 
@@ -243,14 +232,14 @@ static int write_file(const char *path, const void *data, size_t len, mode_t mod
 	int fd, rc = 0;
 
 	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp)) {
-		msg(err, errlen, "%s: path too long", path);
+		errmsg(err, errlen, "%s: path too long", path);
 		return -ENAMETOOLONG;
 	}
 	(void)unlink(tmp);
 	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
 	if (fd < 0) {
 		rc = -errno;
-		msg(err, errlen, "%s: %s", tmp, strerror(errno));
+		errmsg(err, errlen, "%s: %s", tmp, strerror(errno));
 		return rc;
 	}
 	if (fchmod(fd, mode) || write(fd, data, len) != (ssize_t)len || fsync(fd))
@@ -260,7 +249,7 @@ static int write_file(const char *path, const void *data, size_t len, mode_t mod
 	if (!rc && rename(tmp, path))
 		rc = -errno;
 	if (rc) {
-		msg(err, errlen, "%s: %s", path, strerror(-rc));
+		errmsg(err, errlen, "%s: %s", path, strerror(-rc));
 		(void)unlink(tmp);
 	}
 	return rc;
@@ -274,11 +263,11 @@ static int key_mode_ok(const char *path, bool strict, char *err, size_t errlen)
 
 	if (stat(path, &sb)) {
 		int rc = -errno;
-		msg(err, errlen, "%s: %s", path, strerror(errno));
+		errmsg(err, errlen, "%s: %s", path, strerror(errno));
 		return rc;
 	}
 	if (sb.st_mode & bad) {
-		msg(err, errlen, "%s: a private key readable by %s (mode %03o); make it %s", path,
+		errmsg(err, errlen, "%s: a private key readable by %s (mode %03o); make it %s", path,
 		    strict ? "others" : "everyone", (unsigned)(sb.st_mode & 0777), strict ? "0600" : "0600 or 0640");
 		return -EPERM;
 	}
@@ -301,7 +290,7 @@ static int load_key(const char *path, bool strict, gnutls_x509_privkey_t *key, c
 	d.size = (unsigned)len;
 	if ((e = gnutls_x509_privkey_init(key)) < 0 ||
 	    (e = gnutls_x509_privkey_import2(*key, &d, GNUTLS_X509_FMT_PEM, NULL, 0)) < 0) {
-		msg(err, errlen, "%s: not a PEM private key: %s", path, gnutls_strerror(e));
+		errmsg(err, errlen, "%s: not a PEM private key: %s", path, gnutls_strerror(e));
 		gnutls_x509_privkey_deinit(*key);
 		*key = NULL;
 		rc = -EINVAL;
@@ -326,7 +315,7 @@ static int load_crts(const char *path, gnutls_x509_crt_t **list, unsigned *n, ch
 	d.size = (unsigned)len;
 	e = gnutls_x509_crt_list_import2(list, n, &d, GNUTLS_X509_FMT_PEM, 0);
 	if (e < 0 || *n == 0) {
-		msg(err, errlen, "%s: not a PEM certificate: %s", path, e < 0 ? gnutls_strerror(e) : "none found");
+		errmsg(err, errlen, "%s: not a PEM certificate: %s", path, e < 0 ? gnutls_strerror(e) : "none found");
 		*list = NULL;
 		*n = 0;
 		rc = -EINVAL;
@@ -511,7 +500,7 @@ static int load_or_make_ca(const struct paths *pp, time_t now, gnutls_x509_crt_t
 	*ca = NULL;
 	*ca_key = NULL;
 	if (have_crt && !have_key) {
-		msg(err, errlen,
+		errmsg(err, errlen,
 		    "%s is missing, so nothing can be signed by %s; restore it, or remove %s to make a new CA "
 		    "(every kubeconfig that trusts the old one must then be replaced)",
 		    pp->ca_key, pp->ca_crt, pp->ca_crt);
@@ -522,7 +511,7 @@ static int load_or_make_ca(const struct paths *pp, time_t now, gnutls_x509_crt_t
 			goto out;
 	} else {
 		if ((e = new_key(ca_key)) < 0 || (e = key_pem(*ca_key, &kpem, &klen)) < 0) {
-			msg(err, errlen, "%s: cannot make a key: %s", pp->ca_key, gnutls_strerror(e));
+			errmsg(err, errlen, "%s: cannot make a key: %s", pp->ca_key, gnutls_strerror(e));
 			rc = -EIO;
 			goto out;
 		}
@@ -536,18 +525,18 @@ static int load_or_make_ca(const struct paths *pp, time_t now, gnutls_x509_crt_t
 		*ca = list[0];
 		list[0] = NULL;
 		if (!key_matches(*ca, *ca_key)) {
-			msg(err, errlen, "%s does not match %s (another CA's key?)", pp->ca_key, pp->ca_crt);
+			errmsg(err, errlen, "%s does not match %s (another CA's key?)", pp->ca_key, pp->ca_crt);
 			rc = -EINVAL;
 			goto out;
 		}
 	} else {
 		if ((e = make_ca_crt(*ca_key, now, ca)) < 0) {
-			msg(err, errlen, "%s: cannot make the CA certificate: %s", pp->ca_crt, gnutls_strerror(e));
+			errmsg(err, errlen, "%s: cannot make the CA certificate: %s", pp->ca_crt, gnutls_strerror(e));
 			rc = -EIO;
 			goto out;
 		}
 		if ((e = crt_pem(*ca, &pem, &len)) < 0) {
-			msg(err, errlen, "%s: %s", pp->ca_crt, gnutls_strerror(e));
+			errmsg(err, errlen, "%s: %s", pp->ca_crt, gnutls_strerror(e));
 			rc = -ENOMEM;
 			goto out;
 		}
@@ -565,7 +554,7 @@ static int load_or_make_ca(const struct paths *pp, time_t now, gnutls_x509_crt_t
 		list[0] = NULL;
 	}
 	if (gnutls_x509_crt_get_expiration_time(*ca) <= now) {
-		msg(err, errlen, "%s expired on %s; a new CA means new kubeconfigs for every client: move %s away "
+		errmsg(err, errlen, "%s expired on %s; a new CA means new kubeconfigs for every client: move %s away "
 				 "to make one",
 		    pp->ca_crt, date(gnutls_x509_crt_get_expiration_time(*ca), when), pp->dir);
 		rc = -EKEYEXPIRED;
@@ -657,7 +646,7 @@ static int load_or_make_serving(const struct paths *pp, gnutls_x509_crt_t ca, gn
 	}
 	if ((e = new_key(&key)) < 0 || (e = make_serving_crt(ca, ca_key, key, w, now, &crt)) < 0 ||
 	    (e = key_pem(key, &p->key_pem, &p->key_len)) < 0 || (e = crt_pem(crt, &p->cert_pem, &p->cert_len)) < 0) {
-		msg(err, errlen, "%s: cannot make the serving certificate: %s", pp->crt, gnutls_strerror(e));
+		errmsg(err, errlen, "%s: cannot make the serving certificate: %s", pp->crt, gnutls_strerror(e));
 		rc = -EIO;
 		goto out;
 	}
@@ -691,7 +680,7 @@ static int bring_your_own(const struct pki_config *cfg, time_t now, struct pki *
 	    (rc = load_key(cfg->key_file, false, &key, err, errlen)))
 		goto out;
 	if (!key_matches(list[0], key)) {
-		msg(err, errlen, "--tls-key-file %s does not match the certificate of --tls-cert-file %s", cfg->key_file,
+		errmsg(err, errlen, "--tls-key-file %s does not match the certificate of --tls-cert-file %s", cfg->key_file,
 		    cfg->cert_file);
 		rc = -EINVAL;
 		goto out;
@@ -702,7 +691,7 @@ static int bring_your_own(const struct pki_config *cfg, time_t now, struct pki *
 	free(p->ca_pem);
 	p->ca_pem = NULL;
 	if ((e = crt_pem(list[n - 1], &p->ca_pem, &p->ca_len)) < 0) {
-		msg(err, errlen, "%s: %s", cfg->cert_file, gnutls_strerror(e));
+		errmsg(err, errlen, "%s: %s", cfg->cert_file, gnutls_strerror(e));
 		rc = -ENOMEM;
 		goto out;
 	}
@@ -729,12 +718,12 @@ int pki_load_or_create(const struct pki_config *cfg, struct pki *p, char *err, s
 
 	memset(p, 0, sizeof(*p));
 	if (!!cfg->cert_file != !!cfg->key_file) {
-		msg(err, errlen, "%s", "--tls-cert-file and --tls-key-file go together");
+		errmsg(err, errlen, "%s", "--tls-cert-file and --tls-key-file go together");
 		return -EINVAL;
 	}
 	w = calloc(1, sizeof(*w));
 	if (!w) {
-		msg(err, errlen, "out of memory");
+		errmsg(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
 	if (cfg->listen_host && strcmp(cfg->listen_host, "0.0.0.0") != 0 &&
@@ -752,13 +741,13 @@ int pki_load_or_create(const struct pki_config *cfg, struct pki *p, char *err, s
 	snprintf(pp.crt, sizeof(pp.crt), "%s/apiserver.crt", pp.dir);
 	if (mkdir(pp.dir, 0700) && errno != EEXIST) {
 		rc = -errno;
-		msg(err, errlen, "%s: %s", pp.dir, strerror(errno));
+		errmsg(err, errlen, "%s: %s", pp.dir, strerror(errno));
 		goto out;
 	}
 	if ((rc = load_or_make_ca(&pp, now, &ca, &ca_key, p, err, errlen)))
 		goto out;
 	if ((e = crt_pem(ca, &p->ca_pem, &p->ca_len)) < 0) {
-		msg(err, errlen, "%s: %s", pp.ca_crt, gnutls_strerror(e));
+		errmsg(err, errlen, "%s: %s", pp.ca_crt, gnutls_strerror(e));
 		rc = -ENOMEM;
 		goto out;
 	}

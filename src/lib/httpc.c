@@ -27,6 +27,7 @@
  *     peer and of the host name stays on unless h->insecure.
  */
 #include "lib/httpc.h"
+#include "lib/errmsg.h"
 #include "lib/secret_file.h"
 
 #include <curl/curl.h>
@@ -84,18 +85,6 @@ static CURLcode global_rc;
 
 static void global_init(void) { global_rc = curl_global_init(CURL_GLOBAL_DEFAULT); }
 
-static void msg(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void msg(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !errlen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
-
 static void wipe_list(struct curl_slist *l)
 {
 	for (; l; l = l->next)
@@ -135,11 +124,11 @@ static int read_token(const char *path, char **out, char *err, size_t errlen)
 	int rc = secret_file_read(path, HTTPC_MAX_TOKEN, &tok, &len);
 
 	if (rc == -EFBIG) {
-		msg(err, errlen, "token file %s is larger than %d bytes", path, HTTPC_MAX_TOKEN);
+		errmsg(err, errlen, "token file %s is larger than %d bytes", path, HTTPC_MAX_TOKEN);
 		return rc;
 	}
 	if (rc) {
-		msg(err, errlen, "cannot read token file %s: %s", path, strerror(-rc));
+		errmsg(err, errlen, "cannot read token file %s: %s", path, strerror(-rc));
 		return rc;
 	}
 	n = len;
@@ -148,7 +137,7 @@ static int read_token(const char *path, char **out, char *err, size_t errlen)
 	tok[n] = 0;
 	if (!n) {
 		rc = -EINVAL;
-		msg(err, errlen, "token file %s is empty", path);
+		errmsg(err, errlen, "token file %s is empty", path);
 		goto out;
 	}
 	for (size_t i = 0; i < n; i++) {
@@ -156,7 +145,7 @@ static int read_token(const char *path, char **out, char *err, size_t errlen)
 
 		if (c < 0x20 || c == 0x7f) {
 			rc = -EINVAL;
-			msg(err, errlen, "token file %s: the token contains a control character", path);
+			errmsg(err, errlen, "token file %s: the token contains a control character", path);
 			goto out;
 		}
 	}
@@ -177,30 +166,30 @@ static int read_ca(const char *path, struct curl_blob *ca, char *err, size_t err
 
 	if (!f) {
 		rc = -errno;
-		msg(err, errlen, "cannot read CA file %s: %s", path, strerror(errno));
+		errmsg(err, errlen, "cannot read CA file %s: %s", path, strerror(errno));
 		return rc;
 	}
 	buf = malloc(CA_MAX + 2);
 	if (!buf) {
 		rc = -ENOMEM;
-		msg(err, errlen, "out of memory");
+		errmsg(err, errlen, "out of memory");
 		goto out;
 	}
 	n = fread(buf, 1, CA_MAX + 1, f);
 	if (ferror(f)) {
 		rc = -EIO;
-		msg(err, errlen, "cannot read CA file %s: %s", path, strerror(errno));
+		errmsg(err, errlen, "cannot read CA file %s: %s", path, strerror(errno));
 		goto out;
 	}
 	if (n > CA_MAX) {
 		rc = -EFBIG;
-		msg(err, errlen, "CA file %s is larger than %u bytes", path, CA_MAX);
+		errmsg(err, errlen, "CA file %s is larger than %u bytes", path, CA_MAX);
 		goto out;
 	}
 	buf[n] = 0;
 	if (!strstr(buf, PEM_CERT)) {
 		rc = -EINVAL;
-		msg(err, errlen, "CA file %s: no PEM certificate in it (want %s ...)", path, PEM_CERT);
+		errmsg(err, errlen, "CA file %s: no PEM certificate in it (want %s ...)", path, PEM_CERT);
 		goto out;
 	}
 	ca->data = buf;
@@ -219,12 +208,12 @@ static int copy_ca(const char *pem, size_t len, struct curl_blob *ca, char *err,
 	char *buf;
 
 	if (len > CA_MAX || !memmem(pem, len, PEM_CERT, strlen(PEM_CERT))) {
-		msg(err, errlen, "the CA given is not PEM certificates (want %s ...)", PEM_CERT);
+		errmsg(err, errlen, "the CA given is not PEM certificates (want %s ...)", PEM_CERT);
 		return -EINVAL;
 	}
 	buf = malloc(len + 1);
 	if (!buf) {
-		msg(err, errlen, "out of memory");
+		errmsg(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
 	memcpy(buf, pem, len);
@@ -295,27 +284,27 @@ struct httpc *httpc_create(const struct httpc_options *opt, char *err, size_t er
 
 	if (!opt || !opt->server) {
 		rc = -EINVAL;
-		msg(err, errlen, "no server URL");
+		errmsg(err, errlen, "no server URL");
 		goto fail;
 	}
 	slen = strlen(opt->server);
 	if (slen > SERVER_MAX || (strncmp(opt->server, "http://", 7) && strncmp(opt->server, "https://", 8)) ||
 	    !opt->server[strncmp(opt->server, "http://", 7) ? 8 : 7] || strpbrk(opt->server, " \t\r\n")) {
 		rc = -EINVAL;
-		msg(err, errlen, "invalid server URL '%.*s': want http://HOST[:PORT] or https://...",
+		errmsg(err, errlen, "invalid server URL '%.*s': want http://HOST[:PORT] or https://...",
 		    SERVER_MAX, opt->server);
 		goto fail;
 	}
 	pthread_once(&global_once, global_init);
 	if (global_rc != CURLE_OK) {
 		rc = -ENOMEM;
-		msg(err, errlen, "libcurl initialisation failed: %s", curl_easy_strerror(global_rc));
+		errmsg(err, errlen, "libcurl initialisation failed: %s", curl_easy_strerror(global_rc));
 		goto fail;
 	}
 	h = calloc(1, sizeof(*h));
 	if (!h) {
 		rc = -ENOMEM;
-		msg(err, errlen, "out of memory");
+		errmsg(err, errlen, "out of memory");
 		goto fail;
 	}
 	h->server = strdup(opt->server);
@@ -323,7 +312,7 @@ struct httpc *httpc_create(const struct httpc_options *opt, char *err, size_t er
 	h->curl = curl_easy_init();
 	if (!h->server || !h->user_agent || !h->curl) {
 		rc = -ENOMEM;
-		msg(err, errlen, "out of memory");
+		errmsg(err, errlen, "out of memory");
 		goto fail;
 	}
 	while (slen > 0 && h->server[slen - 1] == '/')
@@ -335,7 +324,7 @@ struct httpc *httpc_create(const struct httpc_options *opt, char *err, size_t er
 	h->insecure = opt->insecure_skip_tls_verify;
 	if ((opt->token_file && opt->token) || (opt->ca_file && opt->ca_pem)) {
 		rc = -EINVAL;
-		msg(err, errlen, "%s", opt->token ? "a token and a token file are both given" :
+		errmsg(err, errlen, "%s", opt->token ? "a token and a token file are both given" :
 						    "a CA file and CA certificates are both given");
 		goto fail;
 	}
@@ -351,18 +340,18 @@ struct httpc *httpc_create(const struct httpc_options *opt, char *err, size_t er
 		for (const char *c = opt->token; *c; c++)
 			if ((unsigned char)*c < 0x20 || *c == 0x7f) {
 				rc = -EINVAL;
-				msg(err, errlen, "the token contains a control character");
+				errmsg(err, errlen, "the token contains a control character");
 				goto fail;
 			}
 		if (!(token = strdup(opt->token))) {
 			rc = -ENOMEM;
-			msg(err, errlen, "out of memory");
+			errmsg(err, errlen, "out of memory");
 			goto fail;
 		}
 	}
 	rc = build_headers(h, token);
 	if (rc < 0) {
-		msg(err, errlen, "out of memory");
+		errmsg(err, errlen, "out of memory");
 		goto fail;
 	}
 	goto out;
@@ -542,45 +531,45 @@ static int fail(struct httpc *h, CURLcode rc, const struct xfer *x, const char *
 
 	curl_easy_getinfo(h->curl, CURLINFO_OS_ERRNO, &os_errno);
 	if (x->err == -EMSGSIZE) {
-		msg(err, errlen, "%s %s%s: the response is larger than %zu bytes", method, h->server, path,
+		errmsg(err, errlen, "%s %s%s: the response is larger than %zu bytes", method, h->server, path,
 		    h->max_body);
 		return -EMSGSIZE;
 	}
 	if (x->err) {
-		msg(err, errlen, "%s %s%s: %s", method, h->server, path, strerror(-x->err));
+		errmsg(err, errlen, "%s %s%s: %s", method, h->server, path, strerror(-x->err));
 		return x->err;
 	}
 	if (x->stop < 0) {
-		msg(err, errlen, "%s %s%s: stopped: %s", method, h->server, path, strerror(-x->stop));
+		errmsg(err, errlen, "%s %s%s: stopped: %s", method, h->server, path, strerror(-x->stop));
 		return x->stop;
 	}
 	if (rc == CURLE_ABORTED_BY_CALLBACK) {
-		msg(err, errlen, "%s %s%s: cancelled", method, h->server, path);
+		errmsg(err, errlen, "%s %s%s: cancelled", method, h->server, path);
 		return -ECANCELED;
 	}
 	if (connect_failure(rc)) {
 		if (rc == CURLE_COULDNT_CONNECT && os_errno > 0)
 			detail = strerror((int)os_errno);
-		msg(err, errlen, "cannot reach %s: %s", h->server, detail);
+		errmsg(err, errlen, "cannot reach %s: %s", h->server, detail);
 		if (rc == CURLE_COULDNT_CONNECT)
 			return os_errno > 0 ? -(int)os_errno : -ECONNREFUSED;
 		return -EHOSTUNREACH;
 	}
 	if (rc == CURLE_PEER_FAILED_VERIFICATION) {
-		msg(err, errlen, "cannot trust %s: %s", h->server, detail);
+		errmsg(err, errlen, "cannot trust %s: %s", h->server, detail);
 		return -EPROTO;
 	}
 	if (rc == CURLE_SSL_CONNECT_ERROR || rc == CURLE_SSL_CACERT_BADFILE) {
-		msg(err, errlen, "TLS with %s failed: %s", h->server, detail);
+		errmsg(err, errlen, "TLS with %s failed: %s", h->server, detail);
 		return -EPROTO;
 	}
 	if (rc == CURLE_GOT_NOTHING && strncmp(h->server, "http://", 7) == 0) {
 		/* what an HTTPS server does to plain HTTP */
-		msg(err, errlen, "%s %s%s: %s (an HTTPS server? then https://%s)", method, h->server, path, detail,
+		errmsg(err, errlen, "%s %s%s: %s (an HTTPS server? then https://%s)", method, h->server, path, detail,
 		    h->server + 7);
 		return -EIO;
 	}
-	msg(err, errlen, "%s %s%s: %s", method, h->server, path, detail);
+	errmsg(err, errlen, "%s %s%s: %s", method, h->server, path, detail);
 	switch (rc) {
 	case CURLE_OPERATION_TIMEDOUT:
 		return -ETIMEDOUT;
@@ -606,25 +595,25 @@ static int perform(struct httpc *h, const char *method, const char *path, const 
 	memset(resp, 0, sizeof(*resp));
 	rc = check_request(method, path);
 	if (rc < 0) {
-		msg(err, errlen, "%s: invalid request '%.16s %.200s'", h->server, method ? method : "",
+		errmsg(err, errlen, "%s: invalid request '%.16s %.200s'", h->server, method ? method : "",
 		    path ? path : "");
 		goto out;
 	}
 	if (atomic_load(&h->cancelled)) {
 		rc = -ECANCELED;
-		msg(err, errlen, "%s %s%s: cancelled", method, h->server, path);
+		errmsg(err, errlen, "%s %s%s: cancelled", method, h->server, path);
 		goto out;
 	}
 	if (asprintf(&url, "%s%s", h->server, path) < 0) {
 		url = NULL;
 		rc = -ENOMEM;
-		msg(err, errlen, "out of memory");
+		errmsg(err, errlen, "out of memory");
 		goto out;
 	}
 	crc = setup(h, method, url, body, len, fn != NULL, &x);
 	if (crc != CURLE_OK) {
 		rc = -EINVAL;
-		msg(err, errlen, "%s: %s", h->server, curl_easy_strerror(crc));
+		errmsg(err, errlen, "%s: %s", h->server, curl_easy_strerror(crc));
 		goto out;
 	}
 	crc = curl_easy_perform(h->curl);
@@ -639,7 +628,7 @@ static int perform(struct httpc *h, const char *method, const char *path, const 
 
 			if (r < 0) {
 				rc = r;
-				msg(err, errlen, "GET %s%s: stopped: %s", h->server, path, strerror(-r));
+				errmsg(err, errlen, "GET %s%s: stopped: %s", h->server, path, strerror(-r));
 				goto out;
 			}
 		}
@@ -650,7 +639,7 @@ static int perform(struct httpc *h, const char *method, const char *path, const 
 	}
 	if (!x.body.data && buf_append(&x.body, "", 0, h->max_body) < 0) {
 		rc = -ENOMEM;
-		msg(err, errlen, "out of memory");
+		errmsg(err, errlen, "out of memory");
 		goto out;
 	}
 	resp->status = status;
@@ -676,7 +665,7 @@ int httpc_stream(struct httpc *h, const char *path, httpc_line_fn fn, void *arg,
 {
 	if (!fn) {
 		memset(resp, 0, sizeof(*resp));
-		msg(err, errlen, "%s: httpc_stream without a line callback", h->server);
+		errmsg(err, errlen, "%s: httpc_stream without a line callback", h->server);
 		return -EINVAL;
 	}
 	return perform(h, "GET", path, NULL, 0, fn, arg, resp, err, errlen);

@@ -15,6 +15,7 @@
  * lives only in buffers we wipe (jansson frees its strings unwiped).
  */
 #include "lib/kubeconfig.h"
+#include "lib/errmsg.h"
 #include "lib/secret_file.h"
 
 #include "lib/base64.h"
@@ -31,18 +32,6 @@
 #include <unistd.h>
 
 #define NAME_SHOWN 100	/* a name from the file is shown at most this long */
-
-static void msg(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void msg(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !errlen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 /* Wipe every string of a parsed tree (object keys are names, not secrets). */
 static void wipe_strings(json_t *v, int depth)
@@ -70,9 +59,9 @@ static int read_text(const char *path, char **out, size_t *outlen, char *err, si
 	int rc = secret_file_read(path, KUBECONFIG_MAX_BYTES, out, outlen);
 
 	if (rc == -EFBIG)
-		msg(err, errlen, "kubeconfig %s: larger than %u bytes", path, KUBECONFIG_MAX_BYTES);
+		errmsg(err, errlen, "kubeconfig %s: larger than %u bytes", path, KUBECONFIG_MAX_BYTES);
 	else if (rc)
-		msg(err, errlen, "kubeconfig %s: %s", path, strerror(-rc));
+		errmsg(err, errlen, "kubeconfig %s: %s", path, strerror(-rc));
 	return rc;
 }
 
@@ -115,7 +104,7 @@ static int opt_string(const json_t *obj, const char *field, const char **out, co
 	if (!v || json_is_null(v))
 		return 0;
 	if (!json_is_string(v)) {
-		msg(err, errlen, "kubeconfig %s: %s.%s: want a string", path, where, field);
+		errmsg(err, errlen, "kubeconfig %s: %s.%s: want a string", path, where, field);
 		return -EINVAL;
 	}
 	*out = json_string_value(v);
@@ -129,14 +118,14 @@ static int take_cluster(struct kubeconfig *kc, const json_t *root, const char *n
 	char where[160];
 
 	if (!entry) {
-		msg(err, errlen, "kubeconfig %s: contexts[%.*s].context.cluster '%.*s': no such entry in clusters", path,
+		errmsg(err, errlen, "kubeconfig %s: contexts[%.*s].context.cluster '%.*s': no such entry in clusters", path,
 		    NAME_SHOWN, kc->context, NAME_SHOWN, name);
 		return -EINVAL;
 	}
 	snprintf(where, sizeof(where), "clusters[%.*s].cluster", NAME_SHOWN, name);
 	c = json_object_get(entry, "cluster");
 	if (!json_is_object(c)) {
-		msg(err, errlen, "kubeconfig %s: %s: missing", path, where);
+		errmsg(err, errlen, "kubeconfig %s: %s: missing", path, where);
 		return -EINVAL;
 	}
 	if (opt_string(c, "server", &server, path, where, err, errlen) ||
@@ -144,18 +133,18 @@ static int take_cluster(struct kubeconfig *kc, const json_t *root, const char *n
 	    opt_string(c, "certificate-authority", &file, path, where, err, errlen))
 		return -EINVAL;
 	if (!server || !*server) {
-		msg(err, errlen, "kubeconfig %s: %s.server: missing", path, where);
+		errmsg(err, errlen, "kubeconfig %s: %s.server: missing", path, where);
 		return -EINVAL;
 	}
 	insecure = json_object_get(c, "insecure-skip-tls-verify");
 	if (insecure && !json_is_boolean(insecure) && !json_is_null(insecure)) {
-		msg(err, errlen, "kubeconfig %s: %s.insecure-skip-tls-verify: want true or false", path, where);
+		errmsg(err, errlen, "kubeconfig %s: %s.insecure-skip-tls-verify: want true or false", path, where);
 		return -EINVAL;
 	}
 	kc->insecure_skip_tls_verify = json_is_true(insecure);
 	if (kc->insecure_skip_tls_verify && ((data && *data) || (file && *file))) {
 		/* as kubectl: trusting a CA and trusting anything contradict */
-		msg(err, errlen,
+		errmsg(err, errlen,
 		    "kubeconfig %s: %s: insecure-skip-tls-verify is true and a certificate authority is given; "
 		    "keep one of them",
 		    path, where);
@@ -168,14 +157,14 @@ static int take_cluster(struct kubeconfig *kc, const json_t *root, const char *n
 		int rc = base64_decode(data, strlen(data), &pem, &kc->ca_len);
 
 		if (rc == -EINVAL) {
-			msg(err, errlen, "kubeconfig %s: %s.certificate-authority-data: not base64", path, where);
+			errmsg(err, errlen, "kubeconfig %s: %s.certificate-authority-data: not base64", path, where);
 			return rc;
 		}
 		if (rc)
 			return rc;
 		kc->ca_data = (char *)pem;
 		if (!strstr(kc->ca_data, "-----BEGIN CERTIFICATE-----")) {
-			msg(err, errlen,
+			errmsg(err, errlen,
 			    "kubeconfig %s: %s.certificate-authority-data: no PEM certificate in it "
 			    "(want base64 of -----BEGIN CERTIFICATE----- ...)",
 			    path, where);
@@ -196,14 +185,14 @@ static int take_user(struct kubeconfig *kc, const json_t *root, const char *name
 	char where[160];
 
 	if (!entry) {
-		msg(err, errlen, "kubeconfig %s: contexts[%.*s].context.user '%.*s': no such entry in users", path,
+		errmsg(err, errlen, "kubeconfig %s: contexts[%.*s].context.user '%.*s': no such entry in users", path,
 		    NAME_SHOWN, kc->context, NAME_SHOWN, name);
 		return -EINVAL;
 	}
 	snprintf(where, sizeof(where), "users[%.*s].user", NAME_SHOWN, name);
 	u = json_object_get(entry, "user");
 	if (!json_is_object(u)) {
-		msg(err, errlen, "kubeconfig %s: %s: missing", path, where);
+		errmsg(err, errlen, "kubeconfig %s: %s: missing", path, where);
 		return -EINVAL;
 	}
 	if (opt_string(u, "token", &token, path, where, err, errlen) ||
@@ -212,7 +201,7 @@ static int take_user(struct kubeconfig *kc, const json_t *root, const char *name
 	if ((!token || !*token) && (!file || !*file)) {
 		for (size_t i = 0; i < sizeof(unsupported) / sizeof(unsupported[0]); i++)
 			if (json_object_get(u, unsupported[i])) {
-				msg(err, errlen,
+				errmsg(err, errlen,
 				    "kubeconfig %s: %s.%s: not supported; weft takes a bearer token "
 				    "(token or tokenFile)",
 				    path, where, unsupported[i]);
@@ -223,7 +212,7 @@ static int take_user(struct kubeconfig *kc, const json_t *root, const char *name
 	if (token && *token) {
 		for (const char *p = token; *p; p++)
 			if ((unsigned char)*p < 0x20 || *p == 0x7f) {
-				msg(err, errlen, "kubeconfig %s: %s.token: contains a control character", path, where);
+				errmsg(err, errlen, "kubeconfig %s: %s.token: contains a control character", path, where);
 				return -EINVAL;
 			}
 		if (!(kc->token = strdup(token)))
@@ -244,25 +233,25 @@ static int interpret(struct kubeconfig *kc, const json_t *root, char *err, size_
 	    opt_string(root, "current-context", &current, path, "(top)", err, errlen))
 		return -EINVAL;
 	if (kind && strcmp(kind, "Config") != 0) {
-		msg(err, errlen, "kubeconfig %s: kind: '%.*s', want Config", path, NAME_SHOWN, kind);
+		errmsg(err, errlen, "kubeconfig %s: kind: '%.*s', want Config", path, NAME_SHOWN, kind);
 		return -EINVAL;
 	}
 	if (!current || !*current) {
-		msg(err, errlen, "kubeconfig %s: current-context: not set", path);
+		errmsg(err, errlen, "kubeconfig %s: current-context: not set", path);
 		return -EINVAL;
 	}
 	if (!(kc->context = strdup(current)))
 		return -ENOMEM;
 	entry = named(root, "contexts", current);
 	if (!entry) {
-		msg(err, errlen, "kubeconfig %s: current-context '%.*s': no such entry in contexts", path, NAME_SHOWN,
+		errmsg(err, errlen, "kubeconfig %s: current-context '%.*s': no such entry in contexts", path, NAME_SHOWN,
 		    current);
 		return -EINVAL;
 	}
 	snprintf(where, sizeof(where), "contexts[%.*s].context", NAME_SHOWN, current);
 	ctx = json_object_get(entry, "context");
 	if (!json_is_object(ctx)) {
-		msg(err, errlen, "kubeconfig %s: %s: missing", path, where);
+		errmsg(err, errlen, "kubeconfig %s: %s: missing", path, where);
 		return -EINVAL;
 	}
 	if (opt_string(ctx, "cluster", &cluster, path, where, err, errlen) ||
@@ -270,7 +259,7 @@ static int interpret(struct kubeconfig *kc, const json_t *root, char *err, size_
 	    opt_string(ctx, "namespace", &ns, path, where, err, errlen))
 		return -EINVAL;
 	if (!cluster || !*cluster) {
-		msg(err, errlen, "kubeconfig %s: %s.cluster: missing", path, where);
+		errmsg(err, errlen, "kubeconfig %s: %s.cluster: missing", path, where);
 		return -EINVAL;
 	}
 	if (ns && *ns && !(kc->namespace = strdup(ns)))
@@ -297,18 +286,18 @@ int kubeconfig_parse(const char *path, const char *text, size_t len, struct kube
 		return -ENOMEM;
 	rc = yaml_decode_stream(text, len, &docs, &ndocs, yerr, sizeof(yerr));
 	if (rc) {
-		msg(err, errlen, "kubeconfig %s: %s", path, rc == -ENOMEM ? "out of memory" : yerr);
+		errmsg(err, errlen, "kubeconfig %s: %s", path, rc == -ENOMEM ? "out of memory" : yerr);
 		goto out;
 	}
 	if (ndocs != 1 || !json_is_object(docs[0])) {
 		rc = -EINVAL;
-		msg(err, errlen, "kubeconfig %s: want one YAML (or JSON) document that is a mapping, found %s", path,
+		errmsg(err, errlen, "kubeconfig %s: want one YAML (or JSON) document that is a mapping, found %s", path,
 		    ndocs == 0 ? "none" : ndocs == 1 ? "another kind of value" : "several");
 		goto out;
 	}
 	rc = interpret(kc, docs[0], err, errlen);
 	if (rc == -ENOMEM)
-		msg(err, errlen, "kubeconfig %s: out of memory", path);
+		errmsg(err, errlen, "kubeconfig %s: out of memory", path);
 out:
 	for (size_t i = 0; i < ndocs; i++)
 		wipe_strings(docs[i], 0);
@@ -421,7 +410,7 @@ int kubeconfig_write(const char *path, const struct kubeconfig_admin *a, bool *c
 	*changed = false;
 	if (!text) {
 		rc = -errno;
-		msg(err, errlen, "%s: %s", path, errno == EINVAL ? "a name, server or token cannot be written" :
+		errmsg(err, errlen, "%s: %s", path, errno == EINVAL ? "a name, server or token cannot be written" :
 								     strerror(errno));
 		return rc;
 	}
@@ -429,12 +418,12 @@ int kubeconfig_write(const char *path, const struct kubeconfig_admin *a, bool *c
 	if (read_text(path, &old, &oldlen, NULL, 0) == 0 && oldlen == len && memcmp(old, text, len) == 0) {
 		rc = chmod(path, 0600) ? -errno : 0;
 		if (rc)
-			msg(err, errlen, "%s: %s", path, strerror(-rc));
+			errmsg(err, errlen, "%s: %s", path, strerror(-rc));
 		goto out;
 	}
 	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp)) {
 		rc = -ENAMETOOLONG;
-		msg(err, errlen, "%s: path too long", path);
+		errmsg(err, errlen, "%s: path too long", path);
 		goto out;
 	}
 	(void)unlink(tmp);
@@ -442,19 +431,19 @@ int kubeconfig_write(const char *path, const struct kubeconfig_admin *a, bool *c
 	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0 || fchmod(fd, 0600) || write(fd, text, len) != (ssize_t)len || fsync(fd)) {
 		rc = errno ? -errno : -EIO;
-		msg(err, errlen, "%s: %s", tmp, strerror(-rc));
+		errmsg(err, errlen, "%s: %s", tmp, strerror(-rc));
 		goto out;
 	}
 	if (close(fd)) {
 		fd = -1;
 		rc = -errno;
-		msg(err, errlen, "%s: %s", tmp, strerror(errno));
+		errmsg(err, errlen, "%s: %s", tmp, strerror(errno));
 		goto out;
 	}
 	fd = -1;
 	if (rename(tmp, path)) {
 		rc = -errno;
-		msg(err, errlen, "%s: %s", path, strerror(errno));
+		errmsg(err, errlen, "%s: %s", path, strerror(errno));
 		goto out;
 	}
 	*changed = true;
