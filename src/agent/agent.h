@@ -59,7 +59,7 @@
  * kind applied to the maps up to that revision */
 #define AGENT_ANN_APPLIED_KINDS "weft.io/applied-revisions"
 /* on a Service, one per node that could not program it: the reason */
-#define AGENT_ANN_UNPROGRAMMED "weft.io/unprogrammed."
+#define AGENT_ANN_UNPROGRAMMED MODEL_ANN_UNPROGRAMMED
 /* on the Node: service map writes refused for lack of room, since start */
 #define AGENT_ANN_MAP_FULL "weft.io/service-map-full"
 /* VNID of a pod whose namespace the agent cannot learn (controller away):

@@ -88,7 +88,8 @@ struct api {
 	struct registry *reg;
 	struct watch_hub *hub;
 	struct metrics *metrics;
-	char token[256];
+	char token[256];		/* the admin's (fixed at start) */
+	struct creds *creds;		/* node credentials (their own lock) */
 	size_t max_body;
 	unsigned max_connections, max_per_client;	/* for /metrics */
 	time_t last_heartbeat;
@@ -105,6 +106,7 @@ struct request {
 	struct timespec start;
 	struct list_job *list;	/* a list waiting for (or holding) its snapshot */
 	bool watch;		/* a watch stream: its connection does not count against its client */
+	struct principal who;	/* who sent it (authenticated before anything else) */
 };
 
 /* A list whose connection is suspended until the lister has its snapshot. */
@@ -125,6 +127,8 @@ struct watch_ctx {
 	struct watch_ctx *prev, *next;
 	bool suspended;
 	bool heartbeat;		/* send one "\n" on the next read */
+	bool revoked;		/* its credential was revoked: the stream ends */
+	char cred[17];		/* the node credential that opened it ("" the admin) */
 	time_t deadline;	/* 0 = none */
 };
 
@@ -437,7 +441,7 @@ static ssize_t watch_reader(void *cls, uint64_t pos, char *buf, size_t max)
 
 	(void)pos;
 	pthread_mutex_lock(&a->lock);
-	if (a->stopping || (w->deadline && time(NULL) >= w->deadline)) {
+	if (a->stopping || w->revoked || (w->deadline && time(NULL) >= w->deadline)) {
 		n = MHD_CONTENT_READER_END_OF_STREAM;
 	} else if ((n = watcher_read(w->watcher, buf, max)) > 0) {
 		a->metrics->watch_writes++;
@@ -520,6 +524,7 @@ static enum MHD_Result start_watch(struct api *a, struct MHD_Connection *c, stru
 	}
 	w->api = a;
 	w->conn = c;
+	snprintf(w->cred, sizeof(w->cred), "%s", rq->who.cred);
 	if (timeout > 0)
 		w->deadline = time(NULL) + (time_t)timeout;
 	resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, watch_reader, w, watch_free);
@@ -755,6 +760,130 @@ static enum MHD_Result handle_podnetwork(struct api *a, struct MHD_Connection *c
 				   "PodNetworkResult", "revision", (json_int_t)rev, "items", out));
 }
 
+/* ------------------------------------------------------------------ node credentials */
+
+/* Every watch stream opened with a credential that is no longer live ends
+ * at its next read (lock held). */
+static void end_revoked_watches(struct api *a)
+{
+	for (struct watch_ctx *w = a->watches; w; w = w->next)
+		if (w->cred[0] && !w->revoked && !creds_alive(a->creds, w->cred)) {
+			w->revoked = true;
+			watch_resume(w);
+		}
+}
+
+/* CRED_PATH or CRED_PATH/NAME: true, *name NULL or the name. */
+static bool is_cred_path(const char *url, const char **name)
+{
+	size_t n = strlen(CRED_PATH);
+
+	if (strncmp(url, CRED_PATH, n) != 0)
+		return false;
+	*name = NULL;
+	if (url[n] == 0)
+		return true;
+	if (url[n] == '/' && url[n + 1] && !strchr(url + n + 1, '/')) {
+		*name = url + n + 1;
+		return true;
+	}
+	return false;
+}
+
+static void wipe_text(void *p)
+{
+	explicit_bzero(p, strlen(p));
+	free(p);
+}
+
+/* An answer that carries a secret: its text is wiped when MHD is done. */
+static enum MHD_Result send_secret_json(struct api *a, struct MHD_Connection *c, struct request *rq,
+					int code, json_t *obj)
+{
+	char *s = json_dumps(obj, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	struct MHD_Response *resp;
+	enum MHD_Result ret;
+
+	if (!s)
+		return MHD_NO;
+	resp = MHD_create_response_from_buffer_with_free_callback(strlen(s), s, wipe_text);
+	if (!resp) {
+		wipe_text(s);
+		return MHD_NO;
+	}
+	MHD_add_response_header(resp, "Content-Type", "application/json");
+	MHD_add_response_header(resp, "Cache-Control", "no-store");
+	ret = MHD_queue_response(c, (unsigned)code, resp);
+	MHD_destroy_response(resp);
+	observe(a, code, elapsed(&rq->start));
+	return ret;
+}
+
+/* POST: {"apiVersion":"weft.io/v1","kind":"NodeCredential","spec":{"nodeName":N}}
+ * (apiVersion and kind may be left out; metadata is ignored: the name is
+ * made).  The answer is the only place the token ever appears. */
+static enum MHD_Result issue_cred(struct api *a, struct MHD_Connection *c, struct request *rq, json_t *body)
+{
+	const char *av = json_string_value(json_object_get(body, "apiVersion"));
+	const char *kind = json_string_value(json_object_get(body, "kind"));
+	json_t *spec = json_object_get(body, "spec"), *out = NULL;
+	const char *node = json_string_value(json_object_get(spec, "nodeName"));
+	char token[CRED_TOKEN_LEN + 1];
+	struct status st = { 0 };
+	enum MHD_Result ret;
+	const char *key;
+	json_t *v;
+
+	if ((json_object_get(body, "apiVersion") && (!av || strcmp(av, CRED_API_VERSION) != 0)) ||
+	    (json_object_get(body, "kind") && (!kind || strcmp(kind, "NodeCredential") != 0)))
+		return fail(a, c, rq, 400, "BadRequest", "%s", "the body must be a NodeCredential of " CRED_API_VERSION);
+	json_object_foreach(body, key, v)
+		if (strcmp(key, "apiVersion") && strcmp(key, "kind") && strcmp(key, "metadata") && strcmp(key, "spec"))
+			return fail(a, c, rq, 400, "BadRequest", "%.64s: unknown field of a NodeCredential", key);
+	if (!node)
+		return fail(a, c, rq, 422, "Invalid", "%s", "spec.nodeName: required (the node the credential is for)");
+	if (creds_issue(a->creds, a->reg->store, node, token, sizeof(token), &out, &st))
+		return send_status(a, c, rq, &st);
+	explicit_bzero(token, sizeof(token));
+	ret = send_secret_json(a, c, rq, 201, out);
+	/* jansson's copy of the token, before the object is freed */
+	v = json_object_get(json_object_get(out, "status"), "token");
+	if (json_string_value(v))
+		explicit_bzero((char *)json_string_value(v), json_string_length(v));
+	json_decref(out);
+	return ret;
+}
+
+/* /apis/weft.io/v1/nodecredentials[/NAME]: the admin's only (authz_route). */
+static enum MHD_Result handle_creds(struct api *a, struct MHD_Connection *c, struct request *rq,
+				    const char *method, const char *name, json_t *body)
+{
+	struct status st = { 0 };
+	json_t *out = NULL;
+	int err;
+
+	if (strcmp(method, "GET") == 0 && !name) {
+		if (creds_list(a->reg->store, &out, &st))
+			return send_status(a, c, rq, &st);
+		return send_json(a, c, rq, 200,
+				 json_pack("{s:s, s:s, s:{}, s:o}", "apiVersion", CRED_API_VERSION, "kind",
+					   "NodeCredentialList", "metadata", "items", out));
+	}
+	if (strcmp(method, "POST") == 0 && !name)
+		return issue_cred(a, c, rq, body);
+	if (strcmp(method, "GET") == 0 && name)
+		err = creds_get(a->reg->store, name, &out, &st);
+	else if (strcmp(method, "DELETE") == 0 && name) {
+		err = creds_revoke(a->creds, a->reg->store, name, &out, &st);
+		if (!err)
+			end_revoked_watches(a);
+	} else
+		return fail(a, c, rq, 405, "MethodNotAllowed", "%s is not allowed on this path", method);
+	if (err)
+		return send_status(a, c, rq, &st);
+	return send_json(a, c, rq, 200, out);
+}
+
 /* What the agents report on their Nodes (annotations weft.io/drops and
  * weft.io/applied-revision), as metrics per node. */
 static void node_metrics(struct api *a, FILE *f)
@@ -925,11 +1054,14 @@ static enum MHD_Result dispatch(struct api *a, struct MHD_Connection *c, struct 
 	bool is_get = strcmp(method, "GET") == 0, is_post = strcmp(method, "POST") == 0,
 	     is_put = strcmp(method, "PUT") == 0, is_delete = strcmp(method, "DELETE") == 0;
 	const char *dry_run = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "dryRun");
+	const char *cred_name = NULL;
+	bool cred_path = is_cred_path(url, &cred_name);
+	int64_t pin_rev = 0;
 
 	if (strcmp(url, "/metrics") == 0 && is_get)
 		return handle_metrics(a, c, rq);
 	code = api_parse_route(url, &r);
-	if (code)
+	if (code && !cred_path)
 		return fail(a, c, rq, 404, "NotFound", "the server could not find the requested resource (%s)", url);
 	if (is_delete && rq->len && !content_type_ok(c, &st))
 		return send_status(a, c, rq, &st);
@@ -953,6 +1085,26 @@ static enum MHD_Result dispatch(struct api *a, struct MHD_Connection *c, struct 
 			json_decref(body);
 			return fail(a, c, rq, 400, "BadRequest", "%s", "the body must be a JSON object");
 		}
+	}
+	if (cred_path) {
+		enum MHD_Result ret = handle_creds(a, c, rq, method, cred_name, body);
+		json_decref(body);
+		return ret;
+	}
+	if (!is_get && authz_write(a->reg, &rq->who, is_post ? AUTHZ_CREATE : is_put ? AUTHZ_UPDATE : AUTHZ_DELETE,
+				   &r, body, &pin_rev, &st)) {
+		json_decref(body);
+		return send_status(a, c, rq, &st);
+	}
+	if (is_put && pin_rev && body) {
+		/* a node's write goes only to the object its authorization read */
+		json_t *md = json_object_get(body, "metadata");
+		const char *rv = obj_str(body, "metadata.resourceVersion");
+		char pin[24];
+
+		snprintf(pin, sizeof(pin), "%" PRId64, pin_rev);
+		if (json_is_object(md) && (!rv || !*rv))
+			json_object_set_new(md, "resourceVersion", json_string(pin));
 	}
 	if (r.podnetwork) {
 		enum MHD_Result ret;
@@ -1002,6 +1154,8 @@ static enum MHD_Result dispatch(struct api *a, struct MHD_Connection *c, struct 
 				return fail(a, c, rq, 413, "RequestEntityTooLarge", "%s", msg);
 			return fail(a, c, rq, 400, "BadRequest", "%s", msg);
 		}
+		if (!want_rev)
+			want_rev = pin_rev;	/* a node's delete: only the pod its authorization read */
 		err = registry_delete_if(a->reg, r.kind, r.ns, r.name, want_rev, &out, &st);
 		code = 200;
 	} else {
@@ -1016,13 +1170,57 @@ static enum MHD_Result dispatch(struct api *a, struct MHD_Connection *c, struct 
 	return send_json(a, c, rq, code, out);
 }
 
-static bool authorized(struct api *a, struct MHD_Connection *c)
+/* The admin token, or a live node credential (cred.c): *who filled. */
+static bool authenticate(struct api *a, struct MHD_Connection *c, struct principal *who)
 {
 	const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
 
+	memset(who, 0, sizeof(*who));
 	if (!h || strncmp(h, "Bearer ", 7) != 0)
 		return false;
-	return token_equal(h + 7, a->token);
+	if (token_equal(h + 7, a->token)) {
+		who->admin = true;
+		return true;
+	}
+	return creds_authenticate(a->creds, h + 7, who);
+}
+
+/* What the request does, for authz_route: a GET of a collection is a list
+ * or a watch; any other method than these is checked as an update. */
+static enum authz_verb verb_of(struct MHD_Connection *c, const char *method, const struct route *r)
+{
+	const char *watch = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "watch");
+
+	if (strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0) {
+		if (watch && (strcmp(watch, "1") == 0 || strcmp(watch, "true") == 0))
+			return AUTHZ_WATCH;
+		return r && r->has_name ? AUTHZ_GET : AUTHZ_LIST;
+	}
+	if (strcmp(method, "POST") == 0)
+		return AUTHZ_CREATE;
+	if (strcmp(method, "DELETE") == 0)
+		return AUTHZ_DELETE;
+	return AUTHZ_UPDATE;
+}
+
+/* The admin passes; a node only where authz_route lets it (paths that are
+ * not object routes — /metrics, pod-network, credentials, unknown ones —
+ * are the admin's). */
+static bool permitted(struct MHD_Connection *c, const char *url, const char *method,
+		      const struct principal *who, struct status *st)
+{
+	struct route r;
+	bool routed;
+
+	if (who->admin)
+		return true;
+	routed = api_parse_route(url, &r) == 0;
+	if (!routed) {
+		status_set(st, 403, "Forbidden", "User \"system:node:%s\" cannot %.16s %.300s: only the admin may",
+			   who->node, method, url);
+		return false;
+	}
+	return authz_route(who, verb_of(c, method, &r), &r, st) == 0;
 }
 
 static enum MHD_Result handle_request(struct api *a, struct MHD_Connection *c, const char *url,
@@ -1057,10 +1255,18 @@ static enum MHD_Result handle_request(struct api *a, struct MHD_Connection *c, c
 			rq->answered = true;
 			return send_body(a, c, rq, 200, "text/plain", strdup("ok\n"), 3);
 		}
-		if (!authorized(a, c)) {
+		if (!authenticate(a, c, &rq->who)) {
 			rq->answered = true;
 			return fail(a, c, rq, 401, "Unauthorized", "%s",
 				    "a valid bearer token is required (Authorization: Bearer <token>)");
+		}
+		{
+			struct status st = { 0 };
+
+			if (!permitted(c, url, method, &rq->who, &st)) {
+				rq->answered = true;
+				return send_status(a, c, rq, &st);
+			}
 		}
 		if (strcmp(method, "POST") == 0 || strcmp(method, "PUT") == 0) {
 			/* as kube-apiserver: the media type before the body is read */
@@ -1213,6 +1419,18 @@ struct api *api_start(const struct api_config *cfg, struct registry *r, struct w
 	pthread_cond_init(&a->list_cond, NULL);
 	a->reader = cfg->reader;
 	snprintf(a->token, sizeof(a->token), "%s", cfg->token);
+	a->creds = creds_new();
+	if (!a->creds || creds_load(a->creds, r->store)) {
+		snprintf(err, errlen, "cannot read the node credentials from the store");
+		creds_free(a->creds);
+		explicit_bzero(a->token, sizeof(a->token));
+		pthread_mutex_destroy(&a->lock);
+		pthread_mutex_destroy(&a->stats_lock);
+		pthread_mutex_destroy(&a->list_lock);
+		pthread_cond_destroy(&a->list_cond);
+		free(a);
+		return NULL;
+	}
 	a->reg = r;
 	a->hub = h;
 	a->metrics = m;
@@ -1242,6 +1460,7 @@ struct api *api_start(const struct api_config *cfg, struct registry *r, struct w
 		snprintf(err, errlen, "cannot listen on %s: %s", cfg->listen, strerror(errno ? errno : EADDRINUSE));
 		lister_stop(a);
 		conns_free(a->conns);
+		creds_free(a->creds);
 		explicit_bzero(a->token, sizeof(a->token));
 		pthread_mutex_destroy(&a->lock);
 		pthread_mutex_destroy(&a->stats_lock);
@@ -1281,6 +1500,7 @@ void api_stop(struct api *a)
 	}
 	MHD_stop_daemon(a->mhd);
 	conns_free(a->conns);	/* MHD closed every connection */
+	creds_free(a->creds);
 	explicit_bzero(a->token, sizeof(a->token));
 	pthread_mutex_destroy(&a->lock);
 	pthread_mutex_destroy(&a->stats_lock);
@@ -1301,6 +1521,13 @@ int api_run(struct api *a, int timeout_ms)
 	 * them (and this retries failed Endpoints writes), watchers wake */
 	(void)endpoints_sync(a->reg->endpoints);
 	(void)watch_hub_sync(a->hub);
+	{
+		/* credentials issued or revoked through another controller */
+		bool changed = false;
+
+		if (creds_sync(a->creds, a->reg->store, &changed) == 0 && changed)
+			end_revoked_watches(a);
+	}
 	now = time(NULL);
 	if (now != a->last_tick) {
 		/* watches past their timeoutSeconds end even when idle */

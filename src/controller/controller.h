@@ -341,6 +341,60 @@ int api_run(struct api *a, int timeout_ms) WUR;
 void api_lock(struct api *a);
 void api_unlock(struct api *a);
 
+/* ---------------------------------------------------------------- node credentials (cred.c) */
+
+#define CRED_PREFIX "/weft/cred/node/"	/* + name → {"node","sha256","created"} */
+#define CRED_API_VERSION "weft.io/v1"
+#define CRED_PATH "/apis/weft.io/v1/nodecredentials"
+#define CRED_TOKEN_LEN 81		/* "<16 hex>.<64 hex>" */
+
+/* Who a request comes from: the admin, or the node a credential is bound to. */
+struct principal {
+	bool admin;
+	char node[254];		/* a node credential's node */
+	char cred[17];		/* ... and its name */
+};
+
+struct creds;
+struct creds *creds_new(void);
+void creds_free(struct creds *c);	/* accepts NULL */
+/* The whole table from the store (at start).  0 or -errno. */
+int creds_load(struct creds *c, struct store *s) WUR;
+/* Events since the table's revision (other controllers' issues and
+ * revocations); *changed when any.  0 or -errno. */
+int creds_sync(struct creds *c, struct store *s, bool *changed) WUR;
+/* true and *p (a node principal) when token is a live node credential's. */
+bool creds_authenticate(struct creds *c, const char *token, struct principal *p);
+bool creds_alive(struct creds *c, const char *name);
+/* A new credential for node: token (>= CRED_TOKEN_LEN + 1 bytes) receives
+ * it, *out the NodeCredential with status.token (new ref).  The caller
+ * wipes token.  0, or -1 with st set. */
+int creds_issue(struct creds *c, struct store *s, const char *node, char *token, size_t len,
+		json_t **out, struct status *st) WUR;
+/* Delete it from the store and the table; *out what it was (new ref).
+ * 0, or -1 with st set (404 unknown). */
+int creds_revoke(struct creds *c, struct store *s, const char *name, json_t **out, struct status *st) WUR;
+int creds_get(struct store *s, const char *name, json_t **out, struct status *st) WUR;
+/* Every credential, without tokens: *items a new array.  0 or -1, st set. */
+int creds_list(struct store *s, json_t **items, struct status *st) WUR;
+
+/* ---------------------------------------------------------------- authorization (authz.c) */
+
+enum authz_verb { AUTHZ_GET, AUTHZ_LIST, AUTHZ_WATCH, AUTHZ_CREATE, AUTHZ_UPDATE, AUTHZ_DELETE };
+const char *authz_verb_name(enum authz_verb v);
+/* What a node may do, by the request alone (no lock; r NULL for a path
+ * that is not an object route: /metrics, pod-network, credentials): 0 it
+ * may, or may if the object agrees (authz_write decides then); -1 with st
+ * set (403) it may not.  The admin may do everything. */
+int authz_route(const struct principal *p, enum authz_verb v, const struct route *r, struct status *st) WUR;
+/* A node's write against the stored object (under the global lock):
+ * its own Node, HostSubnet annotations, Pods bound to it (before and
+ * after), its own unprogrammed-annotation on a Service.  *pin_rev: the
+ * revision of the stored object the decision read (0 none), which the
+ * write must still find.  0 allowed, -1 with st set (403, or 500). */
+int authz_write(struct registry *reg, const struct principal *p, enum authz_verb v, const struct route *r,
+		const json_t *body, int64_t *pin_rev, struct status *st) WUR;
+
 /* ---------------------------------------------------------------- token */
 
 /* Read DIR/admin.token, or create it (0600, 32 random bytes as hex). */

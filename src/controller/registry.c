@@ -245,6 +245,22 @@ static bool same_as_stored(const json_t *work, const json_t *old)
 	return same;
 }
 
+/* body differs from old (as read) in metadata.annotations at most */
+static bool same_but_annotations(const json_t *body, const json_t *old)
+{
+	json_t *w = json_deep_copy(body), *o = json_deep_copy(old);
+	bool same;
+
+	json_object_del(json_object_get(w, "metadata"), "annotations");
+	json_object_del(json_object_get(w, "metadata"), "resourceVersion");
+	json_object_del(json_object_get(o, "metadata"), "annotations");
+	json_object_del(json_object_get(o, "metadata"), "resourceVersion");
+	same = w && o && json_equal(w, o);
+	json_decref(w);
+	json_decref(o);
+	return same;
+}
+
 static int retry_exhausted(struct status *st, const char *what)
 {
 	status_set(st, 409, "Conflict",
@@ -340,7 +356,9 @@ static int write_object(struct registry *r, const struct kind_info *k, const cha
 	 * another kind, another object or over the limits */
 	if (check_request(k, ns, name, obj, st))
 		return -1;
-	if (k->controller_owned) {
+	/* a HostSubnet's annotations are anyone's (its node's agent may keep
+	 * notes there); the rest of it, and NetNamespaces, the controller's */
+	if (k->controller_owned && !(k->id == KIND_HOSTSUBNET && !create_only)) {
 		status_set(st, 405, "MethodNotAllowed",
 			   "%s objects are written by the controller (a %s creates them)", k->kind,
 			   k->id == KIND_HOSTSUBNET ? "Node registration" : "Namespace");
@@ -406,9 +424,25 @@ static int write_object(struct registry *r, const struct kind_info *k, const cha
 			return -1;
 		}
 
+		if (k->controller_owned && !old) {
+			status_set(st, 405, "MethodNotAllowed",
+				   "%s objects are written by the controller (a Node registration creates them)",
+				   k->kind);
+			return -1;
+		}
 		work = json_deep_copy(obj);
 		set_identity(r, work, old);
 		keep_status(work, old);
+		/* the body, not work: HostSubnets are made without uid or
+		 * creationTimestamp, which set_identity adds */
+		if (k->controller_owned && !same_but_annotations(obj, old)) {
+			status_set(st, 405, "MethodNotAllowed",
+				   "%s \"%s\": written by the controller; only metadata.annotations may change",
+				   k->plural, name);
+			json_decref(old);
+			json_decref(work);
+			return -1;
+		}
 
 		txnb_init(&b);
 		if (old)

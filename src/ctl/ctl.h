@@ -71,6 +71,7 @@ int ctl_delete(struct ctl *ctl, int argc, char **argv);
 int ctl_describe(struct ctl *ctl, int argc, char **argv);
 int ctl_podnetwork(struct ctl *ctl, int argc, char **argv);
 int ctl_drops(struct ctl *ctl, int argc, char **argv);
+int ctl_nodecred(struct ctl *ctl, int argc, char **argv);
 
 /* The connection, made on first use.  NULL after printing why (no token,
  * unreadable token or CA file, a kubeconfig that cannot be used, bad

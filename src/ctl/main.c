@@ -31,6 +31,8 @@ static const struct ctl_verb verbs[] = {
 	  "change which projects' pods can reach each other (multitenant mode)" },
 	{ "drops", ctl_drops, "[NODE...]",
 	  "packets the data plane dropped, per node and reason (as the agents report them)" },
+	{ "node-credential", ctl_nodecred, "issue NODE [--output-file FILE] | list [NODE] | revoke NAME...|--node NODE",
+	  "issue, list and revoke the credentials that bind each node's agent to its node" },
 	{ "version", version, "", "print weftctl's version" },
 	{ "help", help, "[VERB]", "show this help, or a verb's usage" },
 };
@@ -44,7 +46,7 @@ static void usage(FILE *f, const char *prog)
 		prog, (int)strlen(prog), "");
 	fprintf(f, "Verbs:\n");
 	for (size_t i = 0; i < NVERBS; i++)
-		fprintf(f, "  %-12s %s\n", verbs[i].name, verbs[i].summary);
+		fprintf(f, "  %-16s %s\n", verbs[i].name, verbs[i].summary);
 	fprintf(f, "\nUsage of each verb:\n");
 	for (size_t i = 0; i < NVERBS; i++)
 		fprintf(f, "  %s %s %s\n", prog, verbs[i].name, verbs[i].usage);

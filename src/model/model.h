@@ -28,6 +28,11 @@
 
 #include "lib/cidr.h"
 
+/* A Service's annotation, one per node that could not program it (the
+ * reason); the node's agent writes it, and its node credential may write
+ * nothing else of a Service (controller/authz.c). */
+#define MODEL_ANN_UNPROGRAMMED "weft.io/unprogrammed."
+
 enum kind_id {
 	KIND_CLUSTERNETWORK,
 	KIND_NODE,
