@@ -77,6 +77,14 @@ printf '$ curl %s/healthz   (no CA given: refused)\n' "$server"
 curl -s -o /dev/null "$server/healthz"
 echo "curl exit $? (60: the certificate is signed by a CA curl does not trust)"
 
+step "least privilege: each agent holds a credential bound to its node, not the admin token"
+run "$lab" weftctl node-credential list
+ca=$(jq -r .controller.caFile "/run/weft-lab/$name/state.json")
+printf '$ curl --cacert %s -H "Authorization: Bearer $(cat /run/weft-lab/%s/node-1/node.token)" %s/api/v1/secrets\n' \
+	"$ca" "$name" "$server"
+curl -s --cacert "$ca" -H @- "$server/api/v1/secrets" <<<"Authorization: Bearer $(cat "/run/weft-lab/$name/node-1/node.token")" |
+	jq -r '"\(.code) \(.message)"'
+
 # ip of each pod, from the lab's status
 declare -A ip
 while read -r p addr; do ip[$p]=$addr; done < <("$lab" status -o json | jq -r '.pods[] | "\(.namespace)/\(.name) \(.ip)"')
@@ -194,6 +202,7 @@ explore "$lab weftctl get netnamespaces" "projects and their VNIDs"
 explore "$lab weftctl pod-network join-projects --to=blue red" "red takes blue's VNID: ping blue <-> red again"
 explore "$lab weftctl pod-network isolate-projects red" "... and red is on its own again"
 explore "$lab weftctl drops" "packets the data plane refused, per node and reason"
+explore "$lab weftctl node-credential revoke --node node-2" "node-2's agent is refused from its next request"
 explore "$lab pod add node-2 green f" "one more pod (a third project)"
 explore "$lab weftctl get services -A" "cluster IPs, NodePorts, VIPs"
 explore "$lab exec default/web-1 -- python3 tests/tools/peer.py serve 8080 web-1" "serve again, then connect to the service"

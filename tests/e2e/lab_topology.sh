@@ -142,6 +142,17 @@ check "status -o json: name, mode, controller" jq_status --arg l "$LAB" \
 	 and (.controller.local.url | test("^https://127\\.0\\.0\\.1:[0-9]+$"))'
 check "the agents trust the lab's CA (--ca-file)" grep -q -- "--ca-file $STATE_DIR/ctrl/pki/ca.crt" \
 	<<<"$(tr '\0' ' ' </proc/"$(jq -r '.nodes[0].agentPid' "$STATE_DIR/state.json")"/cmdline)"
+agent_cmdline() { tr '\0' ' ' </proc/"$(jq -r --arg n "$1" '.nodes[] | select(.name == $n) | .agentPid' "$STATE_DIR/state.json")"/cmdline; }
+for n in node-1 node-2; do
+	check "$n's agent holds its own credential ($n/node.token, mode 600), not the admin token" \
+		bash -c "[ \"\$(stat -c %a '$STATE_DIR/$n/node.token')\" = 600 ] &&
+			 grep -q -- '--token-file $STATE_DIR/$n/node.token ' <<<'$(agent_cmdline "$n")'"
+done
+check "the controller lists one credential per node" \
+	test "$(lab weftctl node-credential list | awk 'NR > 1 { print $2 }' | sort | paste -sd' ')" = "node-1 node-2"
+check "node-1's credential is refused a Secret (403)" \
+	test "$(in_ns node-1 curl -s -o /dev/null -w '%{http_code}' --cacert "$STATE_DIR/ctrl/pki/ca.crt" \
+		-H "Authorization: Bearer $(cat "$STATE_DIR/node-1/node.token")" https://192.168.200.2:8080/api/v1/secrets)" = 403
 check "weft-lab kubeconfig prints the root namespace's kubeconfig" test "$(lab kubeconfig)" = "$STATE_DIR/kubeconfig"
 check "... mode 600" test "$(stat -c %a "$STATE_DIR/kubeconfig")" = 600
 check "KUBECONFIG=\$(weft-lab kubeconfig) weftctl get nodes works from the root namespace" \
