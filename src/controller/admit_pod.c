@@ -43,6 +43,8 @@
  * The model has no spec.hostNetwork (every weft pod has an address of its
  * node's subnet, given by the node's agent): a body carrying one is checked
  * like any other.
+ *
+ * A store written before these keys: podip_index.c adds them at start.
  */
 #include "controller/controller.h"
 

@@ -4,7 +4,8 @@
  * node's subnet (inside, outside, its network, gateway and broadcast, no
  * node, an unknown node, a deleted one), one pod an address (conflicts,
  * release on delete, on a change, in the namespace cascade, stale keys
- * taken over), what fsck says; a randomized run against a list of pods, and two
+ * taken over), the start-up indexing of a store written before the keys,
+ * what fsck says; a randomized run against a list of pods, and two
  * processes claiming the same addresses at once.
  *
  * Nodes: node-1 has 10.128.0.0/23, node-2 10.128.2.0/23.
@@ -333,6 +334,121 @@ TEST(stale_pod_ip_keys_are_named_by_fsck_and_taken_over)
 	CHECK_EQ(fsck_problems(&fx, report, sizeof(report)), 2);
 	CHECK_CONTAINS(report, "pod red/nokey: podIP 10.128.0.20 is not allocated to it (no key)");
 	CHECK_CONTAINS(report, "pod red/twin: podIP 10.128.0.7 is not allocated to it (held by pod red/b)");
+	fx_close(&fx);
+}
+
+/* An older weft's pod, as it stored them: no key. */
+static void old_pod(char *key, size_t klen, char *val, size_t vlen, const char *ns, const char *name,
+		    const char *node, const char *ip)
+{
+	snprintf(key, klen, OBJ_PREFIX "pods/%s/%s", ns, name);
+	snprintf(val, vlen, "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\",\"namespace\":"
+		 "\"%s\"},\"spec\":{\"nodeName\":\"%s\"},\"status\":{\"podIP\":\"%s\"}}", name, ns, node, ip);
+}
+
+TEST(startup_indexes_a_store_written_before_pod_ip_keys)
+{
+	static const char *const pods[][4] = {
+		{ "blue", "a", "node-1", "10.128.0.5" },	/* fits: indexed */
+		{ "blue", "aa", "node-2", "10.128.0.6" },	/* misfit sharing red/x's address: loses */
+		{ "red", "x", "node-1", "10.128.0.6" },		/* fits: wins over blue/aa */
+		{ "blue", "m", "node-2", "10.128.0.20" },	/* misfit alone: indexed, named */
+		{ "blue", "n", "node-9", "10.128.0.21" },	/* unknown node: indexed, named */
+		{ "blue", "d", "node-1", "10.128.0.30" },	/* both fit: the first in key order wins */
+		{ "red", "d", "node-1", "10.128.0.30" },
+		{ "red", "ok", "node-2", "10.128.2.2" },
+	};
+	size_t n = sizeof(pods) / sizeof(pods[0]);
+	char keys[8][128], vals[8][512], report[8192];
+	const char *kv[16];
+	struct pod_ip_index_report rep;
+	struct fixture fx;
+	struct status st = { 0 };
+
+	CHECK(open_cluster(&fx) == 0);
+	for (size_t i = 0; i < n; i++) {
+		old_pod(keys[i], sizeof(keys[i]), vals[i], sizeof(vals[i]), pods[i][0], pods[i][1], pods[i][2],
+			pods[i][3]);
+		kv[2 * i] = keys[i];
+		kv[2 * i + 1] = vals[i];
+	}
+	CHECK(raw_put(&fx, kv, 2 * n) == 0);
+	CHECK(fsck_problems(&fx, report, sizeof(report)) >= n);
+	CHECK_CONTAINS(report, "pod blue/a: podIP 10.128.0.5 is not allocated to it (no key)");
+
+	CHECK(registry_index_pod_ips(&fx.reg, &rep, &st) == 0);
+	CHECK_EQ(rep.indexed, 6);
+	CHECK_EQ(rep.conflicts, 2);
+	CHECK_EQ(rep.misfits, 3);
+	CHECK_EQ(rep.nlines, 5);
+	CHECK_CONTAINS(rep.lines, "pod blue/aa: status.podIP 10.128.0.6 is held by pod red/x, which has that address too");
+	CHECK_CONTAINS(rep.lines, "pod red/d: status.podIP 10.128.0.30 is held by pod blue/d");
+	CHECK_CONTAINS(rep.lines, "status.podIP 10.128.0.20: pod blue/m is on node node-2, whose subnet is 10.128.2.0/23");
+	CHECK_CONTAINS(rep.lines, "status.podIP 10.128.0.21: pod blue/n is on node node-9, which has no HostSubnet");
+	CHECK_CONTAINS(rep.lines, "status.podIP 10.128.0.6: pod blue/aa is on node node-2");
+	CHECK_STR(holder(&fx, "10.128.0.5"), "blue/a");
+	CHECK_STR(holder(&fx, "10.128.0.6"), "red/x");
+	CHECK_STR(holder(&fx, "10.128.0.20"), "blue/m");
+	CHECK_STR(holder(&fx, "10.128.0.21"), "blue/n");
+	CHECK_STR(holder(&fx, "10.128.0.30"), "blue/d");
+	CHECK_STR(holder(&fx, "10.128.2.2"), "red/ok");
+	/* nothing deleted or changed */
+	CHECK_EQ(count(&fx, OBJ_PREFIX "pods/"), n);
+	CHECK_STR(ip_of(&fx, "blue", "aa"), "10.128.0.6");
+
+	/* what is left is for people: fsck names each */
+	CHECK_EQ(fsck_problems(&fx, report, sizeof(report)), 5);
+	CHECK_CONTAINS(report, "status.podIP 10.128.0.6: pod blue/aa is on node node-2, whose subnet is 10.128.2.0/23");
+	CHECK_CONTAINS(report, "pod blue/aa: podIP 10.128.0.6 is not allocated to it (held by pod red/x)");
+	CHECK_CONTAINS(report, "status.podIP 10.128.0.20: pod blue/m is on node node-2");
+	CHECK_CONTAINS(report, "status.podIP 10.128.0.21: pod blue/n is on node node-9, which has no HostSubnet");
+	CHECK_CONTAINS(report, "pod red/d: podIP 10.128.0.30 is not allocated to it (held by pod blue/d)");
+
+	/* the next start adds nothing and says the same */
+	CHECK(registry_index_pod_ips(&fx.reg, &rep, &st) == 0);
+	CHECK_EQ(rep.indexed, 0);
+	CHECK_EQ(rep.conflicts, 2);
+	CHECK_EQ(rep.misfits, 3);
+
+	/* the loser of a conflict is refused until the holder goes */
+	CHECK_EQ(put_pod(&fx, "red", "d", "node-1", NULL, &st), 409);
+	CHECK_STR(st.message, "status.podIP 10.128.0.30 is held by pod blue/d");
+	CHECK(del(&fx, KIND_POD, "blue", "d") == 0);
+	CHECK_EQ(put_pod(&fx, "red", "d", "node-1", NULL, &st), 0);
+	CHECK_STR(holder(&fx, "10.128.0.30"), "red/d");
+	CHECK(del(&fx, KIND_POD, "blue", "aa") == 0);
+	CHECK(del(&fx, KIND_POD, "blue", "m") == 0);
+	CHECK(del(&fx, KIND_POD, "blue", "n") == 0);
+	CHECK(fsck_clean(&fx));
+	fx_close(&fx);
+}
+
+TEST(startup_indexing_pages_through_many_pods)
+{
+	struct fixture fx;
+	struct status st = { 0 };
+	struct pod_ip_index_report rep;
+	enum { N = 700 };	/* several pages */
+	static char keys[N][128], vals[N][512];
+	static const char *kv[2 * N];
+
+	CHECK(open_cluster(&fx) == 0);
+	for (int i = 0; i < N; i++) {
+		char name[16], ip[IP4_STRLEN];
+
+		snprintf(name, sizeof(name), "p%04d", i);
+		ip4_format(0x0a800002u + (uint32_t)(i % 500), ip);	/* 200 pairs share one */
+		old_pod(keys[i], sizeof(keys[i]), vals[i], sizeof(vals[i]), i % 2 ? "red" : "blue", name, "node-1", ip);
+		kv[2 * i] = keys[i];
+		kv[2 * i + 1] = vals[i];
+	}
+	CHECK(raw_put(&fx, kv, 2 * N) == 0);
+	CHECK(registry_index_pod_ips(&fx.reg, &rep, &st) == 0);
+	CHECK_EQ(rep.indexed, 500);
+	CHECK_EQ(rep.conflicts, 200);
+	CHECK_EQ(rep.misfits, 0);
+	CHECK_EQ(rep.nlines, POD_IP_INDEX_LINES);
+	CHECK_EQ(count(&fx, ALLOC_PODIP), 500);
 	fx_close(&fx);
 }
 

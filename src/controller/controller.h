@@ -239,6 +239,23 @@ int pod_ip_fits_node(const char *owner, const char *ip, const char *node, const 
  * b) or holds it (0); -errno when the store failed. */
 int pod_ip_holder_stale(struct registry *r, struct txnb *b, const char *holder, const char *ip) WUR;
 
+/* At start (podip_index.c): a store written before the ALLOC_PODIP keys
+ * has pods with addresses and no keys.  Each such pod gets its key (pods
+ * whose address fits their node first, so they win over one that does not);
+ * a pod whose address another pod holds, or that does not fit its node, is
+ * counted and described in lines (the first few, one a line) — never
+ * deleted: weft-controller logs them and --fsck names them all.
+ * 0, or -1 with st set. */
+struct pod_ip_index_report {
+	size_t indexed;		/* keys added */
+	size_t conflicts;	/* pods whose address another pod holds */
+	size_t misfits;		/* pods whose address is not their node's to give */
+	size_t nlines;		/* problems described in lines (at most POD_IP_INDEX_LINES) */
+	char lines[4096];
+};
+#define POD_IP_INDEX_LINES 16
+int registry_index_pod_ips(struct registry *r, struct pod_ip_index_report *rep, struct status *st) WUR;
+
 /* VIPs of LoadBalancer Services (alloc_vip.c), called by service_admit /
  * service_release with the Service's "namespace/name" as owner. */
 int vip_admit(struct registry *r, struct txnb *b, const json_t *old, json_t *obj, const char *owner,
