@@ -24,6 +24,7 @@
  * without its key.
  */
 #include "controller/controller.h"
+#include "lib/errmsg.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -42,18 +43,14 @@ struct walk {
 
 __attribute__((format(printf, 2, 3))) static void describe(struct pod_ip_index_report *rep, const char *fmt, ...)
 {
-	size_t off = strlen(rep->lines);
 	va_list ap;
 
-	if (rep->nlines == POD_IP_INDEX_LINES || off + 2 >= sizeof(rep->lines))
+	if (rep->nlines == POD_IP_INDEX_LINES)
 		return;
 	va_start(ap, fmt);
-	vsnprintf(rep->lines + off, sizeof(rep->lines) - off - 1, fmt, ap);
+	if (errmsg_vline(rep->lines, sizeof(rep->lines), fmt, ap) == 0)
+		rep->nlines++;
 	va_end(ap);
-	off = strlen(rep->lines);
-	rep->lines[off] = '\n';
-	rep->lines[off + 1] = 0;
-	rep->nlines++;
 }
 
 static int load(struct registry *r, struct walk *w)
