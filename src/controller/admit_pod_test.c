@@ -455,13 +455,7 @@ TEST(startup_indexing_pages_through_many_pods)
 /* ---- randomized: the registry against a list of pods ---- */
 
 static uint64_t rng;
-static uint32_t rnd(uint32_t n)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return (uint32_t)(rng % n);
-}
+static uint32_t rnd(uint32_t n) { return test_rnd(&rng, n); }
 
 struct ref_pod {
 	bool exists;

@@ -393,13 +393,7 @@ TEST(endpoints_handwritten_are_checked_against_tenancy)
 /* ---- randomized: the index against a recomputation from the store ---- */
 
 static uint64_t rng;
-static uint32_t rnd(uint32_t n)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return (uint32_t)(rng % n);
-}
+static uint32_t rnd(uint32_t n) { return test_rnd(&rng, n); }
 
 static const char *const nss[] = { "red", "blue" };
 static const char *const apps[] = { "a", "b", "c" };
