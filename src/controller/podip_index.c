@@ -35,7 +35,7 @@
 #define INDEX_PAGE 256		/* pods a transaction; at most 3 compares each */
 
 struct walk {
-	json_t *held;		/* ip → [holder, key mod_rev (0: taken by this walk, not committed)] */
+	json_t *held;		/* ip → [holder, key mod_rev (0: taken by this walk, by a pod with that address)] */
 	json_t *subnets;	/* node name → its HostSubnet */
 	size_t misfits_without_key;
 	struct pod_ip_index_report *rep;
