@@ -45,9 +45,10 @@
  * benchmark broke (controller did not start or died, a request failed, an
  * event was missing or duplicated), 2 on a bad environment variable.
  *
- * Environment: BENCH_TXNS (phase 1 and 2 pod count, 5000), BENCH_NODES (500,
- * at most 510: the default cluster network has 512 subnets), BENCH_WATCHERS
- * (1000), BENCH_CHURN (10000), BENCH_GETS (20000, phase 2b), BENCH_LIST_PODS
+ * Environment: BENCH_TXNS (phase 1 and 2 pod count, 5000, at most 130304:
+ * phase 2 creates twice as many, 509 on each of at most 512 nodes),
+ * BENCH_NODES (500, at most 510: the default cluster network has 512
+ * subnets), BENCH_WATCHERS (1000), BENCH_CHURN (10000, at most 260608), BENCH_GETS (20000, phase 2b), BENCH_LIST_PODS
  * (20000; 0 skips phase 5), BENCH_LIST_BYTES (2250), BENCH_LISTS (8),
  * BENCH_LIST_ROUNDS (2), WEFT_CONTROLLER (build/release/bin/weft-controller),
  * TMPDIR (/tmp).
@@ -181,25 +182,33 @@ static void on_signal(int sig)
 /* ------------------------------------------------------------------ bodies */
 
 /* A pod of exactly POD_BYTES bytes (padded by an annotation); its name
- * appears once, as metadata.name "p-<i>". */
+ * appears once, as metadata.name "p-<i>".  Its node and address are ones
+ * the controller accepts (a pod's address is its node's to give, one pod
+ * an address): pods fill node-0's subnet, then node-1's, ...; node-k has
+ * the k-th /23 of 10.128.0.0/14 when it is the (k+1)-th node registered
+ * on a fresh store (bench_nodes, pod_nodes register them in that order). */
 #define POD_HEAD								\
 	"{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"p-%u\","	\
 	"\"namespace\":\"default\",\"labels\":{\"app\":\"bench\",\"tier\":\"web\","		\
 	"\"release\":\"stable\"},\"annotations\":{\"bench.weft.io/pad\":\""
 #define POD_TAIL								\
-	"\"}},\"spec\":{\"nodeName\":\"node-1\",\"containers\":[{\"name\":\"app\","		\
+	"\"}},\"spec\":{\"nodeName\":\"node-%u\",\"containers\":[{\"name\":\"app\","		\
 	"\"image\":\"registry.example.com/bench/web:1.2.3\",\"ports\":["		\
 	"{\"name\":\"http\",\"containerPort\":8080,\"protocol\":\"TCP\"},"		\
 	"{\"name\":\"metrics\",\"containerPort\":9090,\"protocol\":\"TCP\"}]}]},"	\
-	"\"status\":{\"podIP\":\"10.%u.%u.%u\"}}"
+	"\"status\":{\"podIP\":\"%u.%u.%u.%u\"}}"
+#define PODS_PER_NODE 509	/* a /23 without its network, gateway and broadcast */
+
+static unsigned pod_node(unsigned i) { return i / PODS_PER_NODE; }
 
 static int pod_json(char *buf, size_t len, unsigned i)
 {
+	uint32_t ip = 0x0a800000u + pod_node(i) * 512u + 2 + i % PODS_PER_NODE;
 	char h[512], t[512];
 	int hn, tn, pad;
 
 	hn = snprintf(h, sizeof(h), POD_HEAD, i);
-	tn = snprintf(t, sizeof(t), POD_TAIL, 128 + (i >> 16) % 4, (i >> 8) & 255, i & 255);
+	tn = snprintf(t, sizeof(t), POD_TAIL, pod_node(i), ip >> 24, (ip >> 16) & 255, (ip >> 8) & 255, ip & 255);
 	pad = POD_BYTES - hn - tn;
 	if (pad < 0 || (size_t)POD_BYTES + 1 > len)
 		return -1;
@@ -905,6 +914,22 @@ static int bench_nodes(struct http *h, unsigned n, double *secs)
 	return rc;
 }
 
+/* The nodes pods 0..npods-1 are on (pod_json), registered on a controller
+ * that has node-0..node-(have-1) already: 0, or -1 (said). */
+static int pod_nodes(struct http *h, unsigned have, unsigned npods)
+{
+	char body[512];
+	struct dbuf resp = { 0 };
+	int rc = 0;
+
+	for (unsigned i = have; npods && i <= pod_node(npods - 1) && rc == 0; i++) {
+		int len = node_json(body, sizeof(body), i);
+		rc = http_expect(h, "POST", "/api/v1/nodes", body, (size_t)len, 201, &resp);
+	}
+	free(resp.data);
+	return rc;
+}
+
 static int bench_pods(struct http *h, unsigned n, double *secs)
 {
 	char body[POD_BYTES + 1];
@@ -1074,7 +1099,8 @@ static int bench_tls_cost(const char *path, unsigned gets, unsigned clients, str
 			h->token = c[m].token;
 			h->cred = c[m].cred;
 		}
-		if (http_expect(&one[m].h, "POST", "/api/v1/namespaces/default/pods", body, (size_t)len, 201, &resp))
+		if (pod_nodes(&one[m].h, 0, 1) ||
+		    http_expect(&one[m].h, "POST", "/api/v1/namespaces/default/pods", body, (size_t)len, 201, &resp))
 			goto out;
 	}
 	for (unsigned r = 0; r < TLS_ROUNDS; r++) {
@@ -1593,6 +1619,8 @@ static int bench_fanout(const char *controller_path, unsigned watchers, unsigned
 	h.port = c.port;
 	h.token = c.token;
 	h.cred = c.cred;
+	if (pod_nodes(&h, 0, churn))
+		goto out;
 	f = calloc(1, sizeof(*f));
 	if (!f || !(f->conns = calloc(watchers, sizeof(*f->conns))) ||
 	    !(f->seen = calloc(((size_t)watchers * churn + 7) / 8, 1)) || !(f->t0 = calloc(churn, sizeof(*f->t0)))) {
@@ -2033,10 +2061,11 @@ int main(void)
 
 	if (!controller_path || !*controller_path)
 		controller_path = "build/release/bin/weft-controller";
-	if (env_unsigned("BENCH_TXNS", 5000, 1, 10000000, &txns) ||
+	/* pods on at most the 512 nodes of the default cluster network (pod_json) */
+	if (env_unsigned("BENCH_TXNS", 5000, 1, 512 * PODS_PER_NODE / 2, &txns) ||
 	    env_unsigned("BENCH_NODES", 500, 1, MAX_NODES, &nodes) ||
 	    env_unsigned("BENCH_WATCHERS", 1000, 1, 100000, &watchers) ||
-	    env_unsigned("BENCH_CHURN", 10000, 1, 10000000, &churn) ||
+	    env_unsigned("BENCH_CHURN", 10000, 1, 512 * PODS_PER_NODE, &churn) ||
 	    env_unsigned("BENCH_RATE", 50, 0, 1000000, &churn_rate) ||
 	    env_unsigned("BENCH_CLIENTS", 4, 1, 64, &clients) ||
 	    env_unsigned("BENCH_GETS", 20000, TLS_ROUNDS, 10000000, &gets) ||
@@ -2081,7 +2110,7 @@ int main(void)
 	h.port = c.port;
 	h.token = c.token;
 	h.cred = c.cred;
-	if (bench_nodes(&h, nodes, &node_secs) || bench_pods(&h, txns, &pod_secs) ||
+	if (bench_nodes(&h, nodes, &node_secs) || pod_nodes(&h, nodes, 2 * txns) || bench_pods(&h, txns, &pod_secs) ||
 	    bench_pods_concurrent(&h, txns, clients, txns, &conc_secs))
 		goto out;
 	if (getenv("BENCH_DEBUG")) {

@@ -14,6 +14,13 @@
  *   ->  DELETE it.
  * Pods that other writers put on this node without a container ID are not
  * ours and are left alone.  A failed call is retried next round.
+ *
+ * The controller refuses a record whose address another Pod holds (409).
+ * When that Pod is the stale record of a lease this node reused the
+ * address of, the same round deletes it (after the upserts: a new
+ * container of the same pod must rewrite its record, labels kept, before
+ * the old record's deletion is tried), and the deletion's watch event
+ * wakes the next round, whose upsert goes through.
  */
 #include <arpa/inet.h>
 #include <errno.h>

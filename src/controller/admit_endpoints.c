@@ -22,7 +22,8 @@
  * from the store's events first); the VNIDs from the NetNamespaces, whose
  * mod_revs guard the write (an isolate-projects racing with it makes it
  * plan again).  Endpoints the endpoints controller writes itself are not
- * checked: their addresses are the Service's own namespace's pods.
+ * checked: their addresses are the Service's own namespace's pods, and each
+ * such address is that pod's alone (admit_pod.c).
  */
 #include "controller/controller.h"
 

@@ -250,6 +250,9 @@ int namespace_release(struct registry *r, struct txnb *b, const json_t *old, str
 		}
 	}
 	store_kv_list_free(&svcs);
+	/* pods hold their addresses (admit_pod.c) */
+	if (pod_release_namespace(r, b, name, st))
+		return -1;
 	for (int k = 0; k < KIND_COUNT; k++) {
 		const struct kind_info *ki = kind_get((enum kind_id)k);
 		if (!ki->namespaced)

@@ -1406,6 +1406,13 @@ struct api *api_start(const struct api_config *cfg, struct registry *r, struct w
 		return NULL;
 	}
 	sa.sin_port = htons((uint16_t)port);
+	a->creds = creds_new();
+	if (!a->creds || creds_load(a->creds, r->store)) {
+		snprintf(err, errlen, "cannot read the node credentials from the store");
+		creds_free(a->creds);
+		free(a);
+		return NULL;
+	}
 	{
 		pthread_mutexattr_t attr;
 
@@ -1419,18 +1426,6 @@ struct api *api_start(const struct api_config *cfg, struct registry *r, struct w
 	pthread_cond_init(&a->list_cond, NULL);
 	a->reader = cfg->reader;
 	snprintf(a->token, sizeof(a->token), "%s", cfg->token);
-	a->creds = creds_new();
-	if (!a->creds || creds_load(a->creds, r->store)) {
-		snprintf(err, errlen, "cannot read the node credentials from the store");
-		creds_free(a->creds);
-		explicit_bzero(a->token, sizeof(a->token));
-		pthread_mutex_destroy(&a->lock);
-		pthread_mutex_destroy(&a->stats_lock);
-		pthread_mutex_destroy(&a->list_lock);
-		pthread_cond_destroy(&a->list_cond);
-		free(a);
-		return NULL;
-	}
 	a->reg = r;
 	a->hub = h;
 	a->metrics = m;

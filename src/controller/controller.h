@@ -23,6 +23,8 @@
  *   /weft/alloc/clusterip/<ip>             → "namespace/name" of the service
  *   /weft/alloc/nodeport/<port>            → "namespace/name" of the service
  *   /weft/alloc/vip/<ip>                   → "namespace/name" of the service
+ *   /weft/alloc/podip/<ip>                 → "namespace/name" of the pod whose
+ *                                            status.podIP it is (admit_pod.c)
  *
  * Controllers inside the controller
  *   The endpoints controller (endpoints_ctl.c) keeps an Endpoints object equal
@@ -54,6 +56,7 @@
 #define ALLOC_CLUSTERIP "/weft/alloc/clusterip/"
 #define ALLOC_NODEPORT "/weft/alloc/nodeport/"
 #define ALLOC_VIP "/weft/alloc/vip/"
+#define ALLOC_PODIP "/weft/alloc/podip/"
 
 #define REGISTRY_RETRIES 16
 #define VNID_MIN 10
@@ -212,6 +215,46 @@ int config_admit(struct registry *r, struct txnb *b, const json_t *old, json_t *
 /* Hand-written Endpoints (admit_endpoints.c): no address inside the cluster
  * network unless it is a pod's that the Endpoints' namespace may reach. */
 int endpoints_admit(struct registry *r, struct txnb *b, const json_t *obj, struct status *st) WUR;
+
+/* A Pod's address (admit_pod.c): status.podIP must be a pod address of
+ * the subnet of spec.nodeName's HostSubnet (422 otherwise), and its key
+ * ALLOC_PODIP<ip> is taken in the pod's transaction (409 naming the pod
+ * that holds it).  pod_release drops the key of a deleted pod,
+ * pod_release_namespace those of a namespace's pods (the cascade). */
+int pod_admit(struct registry *r, struct txnb *b, const json_t *old, json_t *obj, struct status *st) WUR;
+int pod_release(struct registry *r, struct txnb *b, const json_t *old, struct status *st) WUR;
+int pod_release_namespace(struct registry *r, struct txnb *b, const char *ns, struct status *st) WUR;
+/* A pod's status.podIP (borrowed from pod), or NULL when it has none ("" is none). */
+const char *pod_address(const json_t *pod);
+/* "namespace/name" of pod, the holder an ALLOC_PODIP key names. */
+void pod_owner(const json_t *pod, char *buf, size_t len);
+/* Whether pod owner on node (spec.nodeName; NULL: none), whose HostSubnet
+ * is hs (NULL: none), may have address ip: 0, or -1 with why filled (the
+ * 422 message, "status.podIP 10.128.2.5: pod blue/a is on node node-1,
+ * whose subnet is 10.128.0.0/23").  Pure: for admission, fsck and start. */
+int pod_ip_fits_node(const char *owner, const char *ip, const char *node, const json_t *hs, char *why,
+		     size_t len);
+/* The holder of an ALLOC_PODIP key for ip is stale (1: its pod does not
+ * exist or has another address; the guards that keep it so are added to
+ * b) or holds it (0); -errno when the store failed. */
+int pod_ip_holder_stale(struct registry *r, struct txnb *b, const char *holder, const char *ip) WUR;
+
+/* At start (podip_index.c): a store written before the ALLOC_PODIP keys
+ * has pods with addresses and no keys.  Each such pod gets its key (pods
+ * whose address fits their node first, so they win over one that does not);
+ * a pod whose address another pod holds, or that does not fit its node, is
+ * counted and described in lines (the first few, one a line) — never
+ * deleted: weft-controller logs them and --fsck names them all.
+ * 0, or -1 with st set. */
+struct pod_ip_index_report {
+	size_t indexed;		/* keys added */
+	size_t conflicts;	/* pods whose address another pod holds */
+	size_t misfits;		/* pods whose address is not their node's to give */
+	size_t nlines;		/* problems described in lines (at most POD_IP_INDEX_LINES) */
+	char lines[4096];
+};
+#define POD_IP_INDEX_LINES 16
+int registry_index_pod_ips(struct registry *r, struct pod_ip_index_report *rep, struct status *st) WUR;
 
 /* VIPs of LoadBalancer Services (alloc_vip.c), called by service_admit /
  * service_release with the Service's "namespace/name" as owner. */

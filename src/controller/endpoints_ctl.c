@@ -539,7 +539,18 @@ int endpoints_catch_up(struct endpoints_ctl *c)
 
 /* ------------------------------------------------------------------ reconcile */
 
-/* The desired record of a Service (rec from the index), and its subsets. */
+/* The desired record of a Service (rec from the index), and its subsets.
+ *
+ * Whose addresses these are: the candidates are the pods of the Service's
+ * own namespace (nsx, the index of one namespace), and
+ * model_endpoints_subsets drops any pod of another namespace again.  A
+ * pod's status.podIP is its own (admit_pod.c, for every writer: an address
+ * of its node's subnet, held by no other pod), so a namespace cannot lend
+ * its Service another tenant's pod by claiming that pod's address.  That is
+ * why the Endpoints written here skip endpoints_admit (endpoints_writing):
+ * the only addresses they carry are the Service's namespace's pods'.  (A
+ * store from before that check may still hold two pods with one address;
+ * the controller names them at start and --fsck does: see podip_index.c.) */
 static json_t *desired(json_t *nsx, const json_t *rec, json_t **subsets_out)
 {
 	const json_t *svc = json_object_get(rec, "svc");

@@ -46,6 +46,22 @@ static int fx_open(struct fixture *fx, const char *mode)
 	if (e)
 		fprintf(stderr, "registry_init: %s\n", st.message);
 	json_decref(c);
+	/* node-1..3: 10.128.0.0/23, 10.128.2.0/23, 10.128.4.0/23 (a pod's
+	 * address is one of its node's) */
+	for (int i = 1; !e && i <= 3; i++) {
+		char name[32], ip[32];
+		json_t *n, *out = NULL;
+
+		snprintf(name, sizeof(name), "node-%d", i);
+		snprintf(ip, sizeof(ip), "192.168.0.%d", i);
+		n = json_pack("{s:s, s:s, s:{s:s}, s:{s:[{s:s, s:s}]}}", "apiVersion", "v1", "kind", "Node",
+			      "metadata", "name", name, "status", "addresses", "type", "InternalIP", "address", ip);
+		e = registry_create(&fx->reg, kind_get(KIND_NODE), "", n, &out, &st);
+		if (e)
+			fprintf(stderr, "%s: %s\n", name, st.message);
+		json_decref(n);
+		json_decref(out);
+	}
 	return e;
 }
 
@@ -105,16 +121,19 @@ static int add_ns(struct fixture *fx, const char *name)
 	return put(fx, KIND_NAMESPACE, "", buf, NULL, 0);
 }
 
+/* A pod on the node whose subnet has ip (10.128.0.x node-1, 10.128.2.x node-2, ...). */
 static int add_pod(struct fixture *fx, const char *ns, const char *name, const char *labels, const char *ip,
 		   const char *phase)
 {
 	char buf[1024];
+	uint32_t a = 0;
 
+	(void)ip4_parse(ip, &a);
 	snprintf(buf, sizeof(buf),
 		 "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\",\"labels\":%s},"
-		 "\"spec\":{\"nodeName\":\"node-1\",\"containers\":[{\"name\":\"c\",\"ports\":["
+		 "\"spec\":{\"nodeName\":\"node-%u\",\"containers\":[{\"name\":\"c\",\"ports\":["
 		 "{\"name\":\"http\",\"containerPort\":8080}]}]},\"status\":{\"podIP\":\"%s\",\"phase\":\"%s\"}}",
-		 name, labels, ip, phase ? phase : "Running");
+		 name, labels, ((a >> 9) & 0xff) + 1, ip, phase ? phase : "Running");
 	return put(fx, KIND_POD, ns, buf, NULL, 0);
 }
 
@@ -264,10 +283,10 @@ TEST(endpoints_named_ports_and_empty_service)
 	CHECK(add_pod(&fx, "red", "p", "{\"app\":\"x\"}", "10.128.0.7", NULL) == 0);
 	CHECK(put(&fx, KIND_POD, "red",
 		  "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"q\",\"labels\":{\"app\":\"x\"}},"
-		  "\"spec\":{\"containers\":[{\"name\":\"c\",\"ports\":[{\"name\":\"http\",\"containerPort\":80},"
+		  "\"spec\":{\"nodeName\":\"node-1\",\"containers\":[{\"name\":\"c\",\"ports\":[{\"name\":\"http\",\"containerPort\":80},"
 		  "{\"name\":\"metrics\",\"containerPort\":9100}]}]},\"status\":{\"podIP\":\"10.128.0.8\"}}", NULL, 0) == 0);
 	CHECK_STR(subsets(&fx, "red", "two"),
-		  "[{\"addresses\":[{\"ip\":\"10.128.0.8\",\"targetRef\":{\"kind\":\"Pod\",\"namespace\":\"red\",\"name\":\"q\"}}],"
+		  "[{\"addresses\":[{\"ip\":\"10.128.0.8\",\"nodeName\":\"node-1\",\"targetRef\":{\"kind\":\"Pod\",\"namespace\":\"red\",\"name\":\"q\"}}],"
 		  "\"ports\":[{\"name\":\"web\",\"port\":80,\"protocol\":\"TCP\"},{\"name\":\"metrics\",\"port\":9100,\"protocol\":\"TCP\"}]},"
 		  "{\"addresses\":[{\"ip\":\"10.128.0.7\",\"nodeName\":\"node-1\",\"targetRef\":{\"kind\":\"Pod\",\"namespace\":\"red\",\"name\":\"p\"}}],"
 		  "\"ports\":[{\"name\":\"web\",\"port\":8080,\"protocol\":\"TCP\"}]}]");
@@ -374,13 +393,7 @@ TEST(endpoints_handwritten_are_checked_against_tenancy)
 /* ---- randomized: the index against a recomputation from the store ---- */
 
 static uint64_t rng;
-static uint32_t rnd(uint32_t n)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return (uint32_t)(rng % n);
-}
+static uint32_t rnd(uint32_t n) { return test_rnd(&rng, n); }
 
 static const char *const nss[] = { "red", "blue" };
 static const char *const apps[] = { "a", "b", "c" };
@@ -469,13 +482,15 @@ static void random_write(struct fixture *fx, char *what, size_t len)
 		snprintf(name, sizeof(name), "p%u", rnd(12));
 		if (rnd(2))
 			json_object_set_new(labels, "tier", json_string("t"));
-		ip4_format(0x0a800000u + rnd(20), ip);	/* shared IPs happen on purpose */
+		/* shared IPs are tried on purpose: a second pod is refused (409) */
+		ip4_format(0x0a800002u + rnd(20), ip);
 		if (rnd(5))
 			json_object_set_new(status, "podIP", json_string(ip));
 		json_object_set_new(status, "phase", json_string(rnd(4) ? "Running" : "Pending"));
-		o = json_pack("{s:s, s:s, s:{s:s, s:o}, s:{s:[{s:s, s:[{s:s, s:i}]}]}, s:o}", "apiVersion", "v1",
-			      "kind", "Pod", "metadata", "name", name, "labels", labels, "spec", "containers", "name",
-			      "c", "ports", "name", "http", "containerPort", 8000 + (int)rnd(2), "status", status);
+		o = json_pack("{s:s, s:s, s:{s:s, s:o}, s:{s:s, s:[{s:s, s:[{s:s, s:i}]}]}, s:o}", "apiVersion", "v1",
+			      "kind", "Pod", "metadata", "name", name, "labels", labels, "spec", "nodeName", "node-1",
+			      "containers", "name", "c", "ports", "name", "http", "containerPort", 8000 + (int)rnd(2),
+			      "status", status);
 		snprintf(what, len, "pod %s/%s", ns, name);
 	} else if (op < 7) {
 		snprintf(name, sizeof(name), "p%u", rnd(12));

@@ -15,6 +15,10 @@
  *    with the counts right, no VNID key exists);
  *  - every Service's cluster IP, NodePorts and VIP have keys naming it, and
  *    every such key names an existing Service that uses it;
+ *  - every Pod's status.podIP is a pod address of its node's HostSubnet
+ *    and has a key naming the pod (so no two pods share one), and every
+ *    such key names an existing Pod that has that address (admit_pod.c;
+ *    pods read a page at a time);
  *  - every object reads back and is what its key says: kind and apiVersion
  *    of the key's resource, the key's name and namespace, within the
  *    limits on stored objects (model.h; a list of it parses in every
@@ -315,6 +319,87 @@ static int check_services(struct registry *r, struct report *rp)
 
 #define FSCK_PAGE 1000
 
+/* One pod with an address: it fits its node, its key names it. */
+static void check_pod(struct store *s, const json_t *subnets, const json_t *pod, struct report *rp)
+{
+	const char *ip = pod_address(pod), *node = obj_str(pod, "spec.nodeName");
+	char owner[600], key[128], why[1024];
+	struct store_kv kv = { 0 };
+
+	if (!ip)
+		return;
+	pod_owner(pod, owner, sizeof(owner));
+	if (pod_ip_fits_node(owner, ip, node, node ? json_object_get(subnets, node) : NULL, why, sizeof(why)))
+		problem(rp, "%s", why);
+	snprintf(key, sizeof(key), ALLOC_PODIP "%s", ip);
+	if (store_get(s, key, &kv, NULL)) {
+		problem(rp, "pod %s: podIP %s is not allocated to it (no key)", owner, ip);
+		return;
+	}
+	if (strcmp(kv.value, owner) != 0)
+		problem(rp, "pod %s: podIP %s is not allocated to it (held by pod %s)", owner, ip, kv.value);
+	store_kv_free(&kv);
+}
+
+static int check_pods(struct registry *r, struct report *rp)
+{
+	struct store *s = r->store;
+	struct store_kv_list l = { 0 };
+	json_t *subnets = json_object();
+	char after[1024] = "", key[1024];
+	int err = subnets ? store_range(s, OBJ_PREFIX "hostsubnets/", NULL, 0, &l) : -ENOMEM;
+
+	if (err)
+		goto out;
+	for (size_t i = 0; i < l.n; i++) {
+		json_t *hs = json_loadb(l.kvs[i].value, l.kvs[i].value_len, 0, NULL);
+		if (hs && obj_name(hs))
+			json_object_set(subnets, obj_name(hs), hs);
+		json_decref(hs);
+	}
+	store_kv_list_free(&l);
+	for (bool more = true; more;) {
+		err = store_range(s, OBJ_PREFIX "pods/", after[0] ? after : NULL, FSCK_PAGE, &l);
+		if (err)
+			goto out;
+		for (size_t i = 0; i < l.n; i++) {
+			json_t *pod = json_loadb(l.kvs[i].value, l.kvs[i].value_len, 0, NULL);
+			check_pod(s, subnets, pod, rp);
+			json_decref(pod);
+		}
+		more = l.n == FSCK_PAGE;
+		if (l.n)
+			snprintf(after, sizeof(after), "%s", l.kvs[l.n - 1].key);
+		store_kv_list_free(&l);
+	}
+
+	/* keys name existing pods that have the address */
+	err = store_range(s, ALLOC_PODIP, NULL, 0, &l);
+	if (err)
+		goto out;
+	for (size_t i = 0; i < l.n; i++) {
+		const char *ip = l.kvs[i].key + strlen(ALLOC_PODIP), *holder = l.kvs[i].value, *slash;
+		json_t *pod;
+
+		slash = strchr(holder, '/');
+		if (!slash || slash == holder || !slash[1] || strchr(slash + 1, '/')) {
+			problem(rp, "%s: bad holder '%s'", l.kvs[i].key, holder);
+			continue;
+		}
+		snprintf(key, sizeof(key), OBJ_PREFIX "pods/%s", holder);
+		pod = load_json(s, key);
+		if (!pod)
+			problem(rp, "%s: held by pod %s, which does not exist", l.kvs[i].key, holder);
+		else if (!pod_address(pod) || strcmp(pod_address(pod), ip) != 0)
+			problem(rp, "%s: held by pod %s, which does not use it", l.kvs[i].key, holder);
+		json_decref(pod);
+	}
+	store_kv_list_free(&l);
+out:
+	json_decref(subnets);
+	return err;
+}
+
 /* One stored object against its key (OBJ_PREFIX<plural>/[<ns>/]<name>). */
 static void check_object(const struct kind_info *k, const struct store_kv *kv, struct report *rp)
 {
@@ -381,7 +466,7 @@ int registry_fsck(struct registry *r, char *report, size_t len, size_t *problems
 	if (len)
 		report[0] = 0;
 	if ((err = check_objects(r, &rp)) || (err = check_nodes(r, &rp)) || (err = check_namespaces(r, &rp)) ||
-	    (err = check_services(r, &rp)))
+	    (err = check_services(r, &rp)) || (err = check_pods(r, &rp)))
 		return err;
 	*problems = rp.problems;
 	return 0;

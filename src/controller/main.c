@@ -18,9 +18,12 @@
  *
  * At start, before the API answers: in flat and networkpolicy modes every
  * NetNamespace gets VNID 0 if it had another (a store written by a weft
- * that gave namespaces VNIDs in networkpolicy mode); then the endpoints
- * controller resyncs: every Service with a selector gets the Endpoints its
- * pods make now, whatever happened while no controller ran.
+ * that gave namespaces VNIDs in networkpolicy mode); every pod with an
+ * address gets its allocation key if it has none (a store written before
+ * those keys; pods that share an address or do not fit their node's subnet
+ * are logged, kept, and named by --fsck); then the endpoints controller
+ * resyncs: every Service with a selector gets the Endpoints its pods make
+ * now, whatever happened while no controller ran.
  */
 #include "controller/controller.h"
 #include "controller/conns.h"
@@ -209,6 +212,37 @@ static int write_kubeconfig(const char *dir, const char *listen_addr, const stru
 	else if (changed)
 		fprintf(stderr, "weft-controller: wrote %s (server %s)\n", path, server);
 	return rc;
+}
+
+/* The start-up indexing of pod addresses (registry_index_pod_ips), said
+ * on stderr: keys added, and the pods that need a person.  0, or -1 when
+ * the store failed (said). */
+static int index_pod_ips(struct registry *reg)
+{
+	struct pod_ip_index_report rep;
+	struct status st = { 0 };
+	size_t problems;
+
+	if (registry_index_pod_ips(reg, &rep, &st)) {
+		fprintf(stderr, "weft-controller: indexing pod IPs: %s\n", st.message);
+		return -1;
+	}
+	if (rep.indexed)
+		fprintf(stderr, "weft-controller: pod IPs: %zu pod%s had no allocation key (a store written by an "
+				"older weft); added\n",
+			rep.indexed, rep.indexed == 1 ? "" : "s");
+	problems = rep.conflicts + rep.misfits;
+	if (!problems)
+		return 0;
+	fprintf(stderr, "weft-controller: pod IPs: %zu pod%s whose address another pod holds, %zu whose address "
+			"is not its node's to give; kept as they are (delete or correct them):\n",
+		rep.conflicts, rep.conflicts == 1 ? "" : "s", rep.misfits);
+	for (char *line = rep.lines, *nl; (nl = strchr(line, '\n')); line = nl + 1)
+		fprintf(stderr, "weft-controller:   %.*s\n", (int)(nl - line), line);
+	if (problems > rep.nlines)
+		fprintf(stderr, "weft-controller:   ... and %zu more (weft-controller --fsck names them all)\n",
+			problems - rep.nlines);
+	return 0;
 }
 
 /* Raise the descriptor limit's soft value to its hard one (as servers do)
@@ -410,6 +444,8 @@ int main(int argc, char **argv)
 					"(stored by an older weft); set to 0\n",
 				cluster_mode_name(reg.config.mode), changed, changed == 1 ? "" : "s");
 	}
+	if (index_pod_ips(&reg))
+		goto out;
 	endpoints_ctl_enable(reg.endpoints, endpoints_controller);
 	{
 		struct timespec t0, t1;

@@ -128,20 +128,23 @@ TEST(networkpolicy_mode_endpoints_may_aim_at_another_namespaces_pod)
 	struct fixture fx;
 	char msg[1024];
 
+	struct status st = { 0 };
+
 	CHECK(fx_open(&fx, fx_config("networkpolicy")) == 0);
 	CHECK(add_ns(&fx, "red") == 0);
 	CHECK(add_ns(&fx, "blue") == 0);
+	CHECK(add_node(&fx, "node-1", "192.168.0.1", NULL, &st) == 0);	/* 10.128.0.0/23 */
 	CHECK_EQ(put(&fx, KIND_POD, "blue", "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"b1\"},"
-		     "\"spec\":{\"nodeName\":\"node-1\"},\"status\":{\"podIP\":\"10.128.2.2\",\"phase\":\"Running\"}}",
+		     "\"spec\":{\"nodeName\":\"node-1\"},\"status\":{\"podIP\":\"10.128.0.2\",\"phase\":\"Running\"}}",
 		     msg, sizeof(msg)), 0);
 	CHECK_EQ(put(&fx, KIND_ENDPOINTS, "red", "{\"apiVersion\":\"v1\",\"kind\":\"Endpoints\",\"metadata\":"
-		     "{\"name\":\"ext\"},\"subsets\":[{\"addresses\":[{\"ip\":\"10.128.2.2\"}],\"ports\":[{\"port\":80}]}]}",
+		     "{\"name\":\"ext\"},\"subsets\":[{\"addresses\":[{\"ip\":\"10.128.0.2\"}],\"ports\":[{\"port\":80}]}]}",
 		     msg, sizeof(msg)), 0);
 	/* still no address that is nobody's */
 	CHECK_EQ(put(&fx, KIND_ENDPOINTS, "red", "{\"apiVersion\":\"v1\",\"kind\":\"Endpoints\",\"metadata\":"
-		     "{\"name\":\"ext\"},\"subsets\":[{\"addresses\":[{\"ip\":\"10.128.2.3\"}],\"ports\":[{\"port\":80}]}]}",
+		     "{\"name\":\"ext\"},\"subsets\":[{\"addresses\":[{\"ip\":\"10.128.0.3\"}],\"ports\":[{\"port\":80}]}]}",
 		     msg, sizeof(msg)), 403);
-	CHECK_CONTAINS(msg, "10.128.2.3 is inside the cluster network");
+	CHECK_CONTAINS(msg, "10.128.0.3 is inside the cluster network");
 	fx_close(&fx);
 }
 

@@ -61,17 +61,11 @@ struct wanted {
 static void report(struct pki *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void report(struct pki *p, const char *fmt, ...)
 {
-	size_t n = strlen(p->report);
 	va_list ap;
 
-	if (n + 2 >= sizeof(p->report))
-		return;
 	va_start(ap, fmt);
-	vsnprintf(p->report + n, sizeof(p->report) - n - 1, fmt, ap);
+	(void)errmsg_vline(p->report, sizeof(p->report), fmt, ap);
 	va_end(ap);
-	n = strlen(p->report);
-	p->report[n] = '\n';
-	p->report[n + 1] = 0;
 }
 
 static void free_datum_secret(gnutls_datum_t *d)

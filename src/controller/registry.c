@@ -283,13 +283,19 @@ static int run_hooks_admit(struct registry *r, const struct kind_info *k, struct
 		return config_admit(r, b, old, obj, st);
 	case KIND_ENDPOINTS:
 		return endpoints_admit(r, b, obj, st);
+	case KIND_POD:
+		return pod_admit(r, b, old, obj, st);
 	default:
 		return 0;
 	}
 }
 
-static bool has_admission(const struct kind_info *k)
+/* Whether a write of obj has a hook with something to check (a pod
+ * without an address has nothing: its creates stay optimistic). */
+static bool has_admission(const struct kind_info *k, const json_t *obj)
 {
+	if (k->id == KIND_POD)
+		return pod_address(obj) != NULL;
 	return k->id == KIND_NODE || k->id == KIND_NAMESPACE || k->id == KIND_SERVICE ||
 	       k->id == KIND_CLUSTERNETWORK || k->id == KIND_ENDPOINTS;
 }
@@ -388,12 +394,13 @@ static int write_object(struct registry *r, const struct kind_info *k, const cha
 		json_t *old = NULL, *work = NULL;
 		int64_t old_rev = 0, ns_rev = 0, rev = 0;
 		struct txnb b;
-		/* A create of a kind without admission hooks first tries
-		 * without reading: the transaction's compares (name free,
-		 * namespace present) decide, and only a failed attempt reads to
-		 * find out why.  Kinds with hooks read first, so that a taken
-		 * name is reported before what a hook would find. */
-		bool optimistic = create_only && attempt == 0 && !has_admission(k);
+		/* A create that no admission hook has anything to check in
+		 * (has_admission) first tries without reading: the
+		 * transaction's compares (name free, namespace present) decide,
+		 * and only a failed attempt reads to find out why.  The others
+		 * read first, so that a taken name is reported before what a
+		 * hook would find. */
+		bool optimistic = create_only && attempt == 0 && !has_admission(k, obj);
 
 		err = optimistic ? -ENOENT : load(r, key, &old, &old_rev);
 		if (err && err != -ENOENT)
@@ -615,6 +622,8 @@ int registry_delete_if(struct registry *r, const struct kind_info *k, const char
 			hook = namespace_release(r, &b, old, st);
 		else if (k->id == KIND_SERVICE)
 			hook = service_release(r, &b, old, st);
+		else if (k->id == KIND_POD)
+			hook = pod_release(r, &b, old, st);
 		if (hook) {
 			txnb_free(&b);
 			json_decref(old);

@@ -2,7 +2,8 @@
  * registry_fixture.h — for the controller's unit tests only: a registry on
  * a fresh SQLite store in the test's own directory, and the small helpers
  * the tests share (create and delete objects, read a namespace's VNID, run
- * a pod-network verb, count keys, check the store with fsck).
+ * a pod-network verb, count keys, check the store with fsck, register a
+ * node).
  *
  * fx_open makes the store and the registry (config_json: a ClusterNetwork
  * as JSON text, or NULL for the defaults); fx_close frees both.  Objects
@@ -73,6 +74,26 @@ static inline int del(struct fixture *fx, enum kind_id k, const char *ns, const 
 	int e = registry_delete(&fx->reg, kind_get(k), ns, name, &o, &st);
 
 	json_decref(o);
+	return e;
+}
+
+static inline json_t *node_obj(const char *name, const char *ip)
+{
+	return json_pack("{s:s, s:s, s:{s:s}, s:{s:[{s:s, s:s}]}}", "apiVersion", "v1", "kind", "Node",
+			 "metadata", "name", name, "status", "addresses", "type", "InternalIP", "address", ip);
+}
+
+/* Register a Node with InternalIP ip; *out (may be NULL) the stored one. */
+static inline int add_node(struct fixture *fx, const char *name, const char *ip, json_t **out, struct status *st)
+{
+	json_t *n = node_obj(name, ip), *o = NULL;
+	int e = registry_create(&fx->reg, kind_get(KIND_NODE), "", n, &o, st);
+
+	json_decref(n);
+	if (out)
+		*out = o;
+	else
+		json_decref(o);
 	return e;
 }
 

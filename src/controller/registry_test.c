@@ -13,25 +13,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static json_t *node_obj(const char *name, const char *ip)
-{
-	return json_pack("{s:s, s:s, s:{s:s}, s:{s:[{s:s, s:s}]}}", "apiVersion", "v1", "kind", "Node",
-			 "metadata", "name", name, "status", "addresses", "type", "InternalIP", "address", ip);
-}
-
-static int add_node(struct fixture *fx, const char *name, const char *ip, json_t **out, struct status *st)
-{
-	json_t *n = node_obj(name, ip), *o = NULL;
-	int e = registry_create(&fx->reg, kind_get(KIND_NODE), "", n, &o, st);
-
-	json_decref(n);
-	if (out)
-		*out = o;
-	else
-		json_decref(o);
-	return e;
-}
-
 TEST(node_ids_and_subnets_follow_the_formula)
 {
 	struct fixture fx;

@@ -216,13 +216,7 @@ TEST(subsets_single_unnamed_port_publish_not_ready_and_headless)
 /* ---- randomized cross-check ---- */
 
 static uint64_t rng;
-static uint32_t rnd(uint32_t n)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return (uint32_t)(rng % n);
-}
+static uint32_t rnd(uint32_t n) { return test_rnd(&rng, n); }
 
 static const char *const port_names[] = { "http", "https", "dns", "metrics" };
 static const char *const protos[] = { "TCP", "UDP" };

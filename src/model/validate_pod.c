@@ -2,7 +2,11 @@
  * validate_pod.c — a Pod as weft's CNI and services see it: the node it
  * runs on, its containers' ports (named ports are what Services and
  * NetworkPolicies refer to, so names are unique across the pod) and its
- * IPs.
+ * IPs.  A pod has one IPv4 address: status.podIPs, when given, lists
+ * status.podIP and nothing else (Kubernetes: podIPs[0] is podIP, one
+ * address per family).  Whether the address is the pod's to hold (its
+ * node's subnet, no other pod's) is the controller's admission check,
+ * which needs the store.
  */
 #include "model/model.h"
 #include "model/validate.h"
@@ -51,6 +55,22 @@ static void check_containers(struct vctx *v, const json_t *spec, const char *fie
 	}
 }
 
+/* One status.podIPs[].ip (each, valid) against status.podIP. */
+static void check_pod_ips_entry(struct vctx *v, const json_t *status, bool has_ip, uint32_t pod_ip,
+				uint32_t each)
+{
+	const char *given = json_string_value(json_object_get(status, "podIP"));
+	char q[VQUOTE_MAX], ip_s[IP4_STRLEN];
+
+	ip4_format(each, ip_s);
+	if (!has_ip && (!given || !*given))
+		verror(v, "ip", "%s is given without status.podIP (podIPs lists the pod's podIP)",
+		       vquote(ip_s, q));
+	else if (has_ip && each != pod_ip)
+		verror(v, "ip", "%s differs from status.podIP %s (a pod has one IPv4 address)",
+		       vquote(ip_s, q), given);
+}
+
 void validate_pod(struct vctx *v, const json_t *obj)
 {
 	const json_t *spec = vget_object(v, obj, "spec", false);
@@ -67,14 +87,17 @@ void validate_pod(struct vctx *v, const json_t *obj)
 		vpop(v, mark);
 	}
 	if (status) {
+		uint32_t pod_ip = 0, each;
+		bool has_ip;
+
 		mark = vpush(v, "status");
-		vget_ip4(v, status, "podIP", false, NULL);
+		has_ip = vget_ip4(v, status, "podIP", false, &pod_ip);
 		ips = vget_list(v, status, "podIPs", false);
 		json_array_foreach(ips, i, ip) {
 			size_t m;
 
-			if (vpush_item(v, "podIPs", i, ip, &m))
-				vget_ip4(v, ip, "ip", true, NULL);
+			if (vpush_item(v, "podIPs", i, ip, &m) && vget_ip4(v, ip, "ip", true, &each))
+				check_pod_ips_entry(v, status, has_ip, pod_ip, each);
 			vpop(v, m);
 		}
 		vpop(v, mark);

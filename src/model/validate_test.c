@@ -581,9 +581,20 @@ TEST(pod_ips)
 {
 	INVALID_ONLY(POD "metadata: {name: a}\nstatus: {podIP: 10.128.0}\n",
 		     "status.podIP: '10.128.0' is not a valid IPv4 address");
-	INVALID_ONLY(POD "metadata: {name: a}\nstatus: {podIPs: [{ip: 10.128.0.1}, {ip: fe80::1}]}\n",
+	INVALID_ONLY(POD "metadata: {name: a}\nstatus: {podIP: 10.128.0.1, podIPs: [{ip: 10.128.0.1}, {ip: fe80::1}]}\n",
 		     "status.podIPs[1].ip: 'fe80::1' is not a valid IPv4 address");
 	INVALID_ONLY(POD "metadata: {name: a}\nstatus: {podIPs: [{}]}\n", "status.podIPs[0].ip: required");
+	/* podIPs lists podIP, and only it */
+	VALID(POD "metadata: {name: a}\nstatus: {podIP: 10.128.0.5, podIPs: [{ip: 10.128.0.5}]}\n");
+	INVALID_ONLY(POD "metadata: {name: a}\nstatus: {podIP: 10.128.0.5, podIPs: [{ip: 10.128.0.5}, {ip: 10.128.0.6}]}\n",
+		     "status.podIPs[1].ip: '10.128.0.6' differs from status.podIP 10.128.0.5 (a pod has one IPv4 address)");
+	INVALID_ONLY(POD "metadata: {name: a}\nstatus: {podIPs: [{ip: 10.128.0.5}]}\n",
+		     "status.podIPs[0].ip: '10.128.0.5' is given without status.podIP (podIPs lists the pod's podIP)");
+	INVALID_ONLY(POD "metadata: {name: a}\nstatus: {podIP: '', podIPs: [{ip: 10.128.0.5}]}\n",
+		     "status.podIPs[0].ip: '10.128.0.5' is given without status.podIP (podIPs lists the pod's podIP)");
+	/* an invalid podIP is reported once, not again for each podIPs entry */
+	INVALID_ONLY(POD "metadata: {name: a}\nstatus: {podIP: 10.128.0, podIPs: [{ip: 10.128.0.5}]}\n",
+		     "status.podIP: '10.128.0' is not a valid IPv4 address");
 }
 
 /* ---- Service ---- */

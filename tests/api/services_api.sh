@@ -57,14 +57,22 @@ vipNetworks: [192.168.100.0/30]
 EOF
 start_controller "$DIR" --config "$DIR/cluster.yaml" || { fail "controller starts"; finish; exit 1; }
 
-# pod NS NAME LABELS IP [PHASE] [READY]: a pod manifest with named ports
+# node-1..4 hold 10.128.0.0/23, 10.128.2.0/23, 10.128.4.0/23, 10.128.6.0/23;
+# a pod's address is one of its node's
+for i in 1 2 3 4; do
+	api POST /api/v1/nodes -d '{"apiVersion":"v1","kind":"Node","metadata":{"name":"node-'$i'"},
+		"status":{"addresses":[{"type":"InternalIP","address":"192.168.0.'$i'"}]}}' >/dev/null
+done
+node_of() { echo "node-$(( $(cut -d. -f3 <<<"$1") / 2 + 1 ))"; }	# node_of IP
+
+# pod NS NAME LABELS IP [PHASE] [READY]: a pod manifest with named ports, on IP's node
 pod() {
 	cat <<EOF
 apiVersion: v1
 kind: Pod
 metadata: {name: $2, namespace: $1, labels: $3}
 spec:
-  nodeName: node-1
+  nodeName: $(node_of "$4")
   containers:
   - name: app
     ports: [{name: http, containerPort: 8080}, {name: dns, containerPort: 5353, protocol: UDP}]
@@ -125,7 +133,7 @@ apiVersion: v1
 kind: Pod
 metadata: {name: web-2, namespace: red, labels: {app: other}}
 spec:
-  nodeName: node-1
+  nodeName: node-2
   containers:
   - name: app
     ports: [{name: http, containerPort: 8080}, {name: dns, containerPort: 5353, protocol: UDP}]

@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # services_scale.sh — the endpoints controller at scale, through one
 # `weftctl apply -f` of a List: N Services with a selector in one namespace,
-# 3 matching pods each (N=1000 here; SCALE_N=10000 for the figure in
-# docs).  Checks that each Service got exactly one Endpoints write (no
+# 3 matching pods each, on the nodes their addresses belong to (N=1000
+# here; SCALE_N=10000 for the figure in docs).  Checks that each Service got exactly one Endpoints write (no
 # storms), that moving one pod between two Services recomputes those two
 # and writes each once (the cost follows the change, not the N Services:
 # counted, not timed — timings are bench/controller's), and that a
 # restart's resync writes nothing.
 #
-#   weftctl apply -f list.json (N Services + 3N Pods) ──► weft-controller ──► DIR/weft.db
+#   weftctl apply -f list.json (Nodes, N Services + 3N Pods) ──► weft-controller ──► DIR/weft.db
 cd "$(dirname "$0")/../.." && source tests/lib.sh
 
 N=${SCALE_N:-1000}
@@ -16,27 +16,33 @@ DIR=$(tmpdir)
 start_controller "$DIR" || { fail "controller starts"; finish; exit 1; }
 metric() { api GET /metrics | sed '$d' | awk -v m="$1" '$1 == m { print $2 }'; }
 
-python3 - "$N" >"$DIR/list.json" <<'EOF'
+# the pods' nodes: node-K has the K-th /23 of 10.128.0.0/14, 509 pod addresses
+NODES=$(( (3 * N + 508) / 509 ))
+python3 - "$N" "$NODES" >"$DIR/list.json" <<'EOF'
 import json, sys
-n = int(sys.argv[1])
+n, nodes = int(sys.argv[1]), int(sys.argv[2])
 items = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "scale"}}]
+for k in range(nodes):
+    items.append({"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"node-{k + 1}"},
+                  "status": {"addresses": [{"type": "InternalIP", "address": f"192.168.{k // 250}.{k % 250 + 1}"}]}})
 for i in range(n):
     items.append({"apiVersion": "v1", "kind": "Service", "metadata": {"name": f"s{i}", "namespace": "scale"},
                   "spec": {"selector": {"app": f"s{i}", "tier": "web"}, "ports": [{"port": 80, "targetPort": "http"}]}})
-ip = 0x0a800002
 for i in range(n):
     for k in range(3):
-        a = ip; ip += 1
+        j = 3 * i + k
+        a = 0x0a800000 + (j // 509) * 512 + 2 + j % 509   # neither network, gateway nor broadcast
         items.append({"apiVersion": "v1", "kind": "Pod",
                       "metadata": {"name": f"p{i}-{k}", "namespace": "scale", "labels": {"app": f"s{i}", "tier": "web"}},
-                      "spec": {"containers": [{"name": "c", "ports": [{"name": "http", "containerPort": 8080}]}]},
+                      "spec": {"nodeName": f"node-{j // 509 + 1}",
+                               "containers": [{"name": "c", "ports": [{"name": "http", "containerPort": 8080}]}]},
                       "status": {"podIP": f"{a >> 24}.{(a >> 16) & 255}.{(a >> 8) & 255}.{a & 255}"}})
 json.dump({"apiVersion": "v1", "kind": "List", "items": items}, sys.stdout)
 EOF
 t0=$(date +%s%N)
-check "apply $N services and $((3 * N)) pods in one file" bash -c "'$WEFTCTL' apply -f '$DIR/list.json' >'$DIR/apply.out'"
+check "apply $N services and $((3 * N)) pods (on $NODES nodes) in one file" bash -c "'$WEFTCTL' apply -f '$DIR/list.json' >'$DIR/apply.out'"
 t1=$(date +%s%N)
-echo "  ($((N * 4 + 1)) objects applied in $(( (t1 - t0) / 1000000 )) ms)"
+echo "  ($((N * 4 + 1 + NODES)) objects applied in $(( (t1 - t0) / 1000000 )) ms)"
 check "every Service has its 3 pods" test "$(api GET /api/v1/namespaces/scale/endpoints | sed '$d' |
 	jq '[.items[] | (.subsets[0].addresses | length)] | map(select(. == 3)) | length')" = "$N"
 # services first, then pods: one create and three updates per Service

@@ -3,10 +3,12 @@
 weft-controller, one keep-alive connection, each acknowledged write's
 object appended (and flushed) to ACKS as "node NAME" / "pod NAME".  Stops
 at COUNT writes or at the first connection error (the controller died).
+Each node is followed by three pods on it, with the first addresses of the
+subnet the registration gave it (spec.podCIDR of the answer).
 
 usage: api_writer.py URL TOKEN_FILE COUNT ACKS [START]
 """
-import http.client, json, ssl, sys, urllib.parse
+import http.client, ipaddress, json, ssl, sys, urllib.parse
 
 url, token_file, count, acks = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 start = int(sys.argv[5]) if len(sys.argv) > 5 else 0
@@ -17,6 +19,7 @@ if u.scheme == "https":  # the CA: the default trust store (tests set SSL_CERT_F
     conn = http.client.HTTPSConnection(u.hostname, u.port, timeout=10, context=ssl.create_default_context())
 else:
     conn = http.client.HTTPConnection(u.hostname, u.port, timeout=10)
+node, pod_ips = None, []
 with open(acks, "a") as out:
     for i in range(start, start + count):
         if i % 4 == 0:   # one node registration for three pod creates
@@ -28,17 +31,20 @@ with open(acks, "a") as out:
             path, what = "/api/v1/nodes", "node"
         else:
             name = "crash-pod-%d" % i
-            body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
-                    "spec": {"nodeName": "crash-node-0"}, "status": {"podIP": "10.128.0.%d" % (i % 250 + 2)}}
+            body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": {"nodeName": node},
+                    "status": {"podIP": pod_ips[i % 4 - 1]}}
             path, what = "/api/v1/namespaces/default/pods", "pod"
         try:
             conn.request("POST", path, json.dumps(body), hdr)
             r = conn.getresponse()
-            r.read()
+            answer = r.read()
         except Exception:
             sys.exit(0)
         if r.status != 201:
             print("write %s %s: HTTP %d" % (what, name, r.status), file=sys.stderr)
             sys.exit(1)
+        if what == "node":   # its pods get the subnet's addresses after the gateway
+            subnet = ipaddress.ip_network(json.loads(answer)["spec"]["podCIDR"])
+            node, pod_ips = name, [str(subnet.network_address + k) for k in (2, 3, 4)]
         out.write("%s %s\n" % (what, name))
         out.flush()

@@ -66,6 +66,14 @@ const char *test_tmpdir(void)
 
 uint64_t test_seed(void) { return seed; }
 
+uint32_t test_rnd(uint64_t *state, uint32_t n)
+{
+	*state ^= *state << 13;
+	*state ^= *state >> 7;
+	*state ^= *state << 17;
+	return (uint32_t)(*state % n);
+}
+
 static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
 {
 	(void)sb; (void)flag; (void)ftw;

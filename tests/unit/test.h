@@ -26,6 +26,9 @@ void test_fail(const char *file, int line, const char *fmt, ...)
 int test_failed(void);		/* the current test has failed already */
 const char *test_tmpdir(void);	/* a fresh directory for this test, removed after */
 uint64_t test_seed(void);	/* TEST_SEED from the environment, or time-based */
+/* The next number below n (n > 0) of the xorshift sequence in *state
+ * (seed it with test_seed() | 1), for randomized tests. */
+uint32_t test_rnd(uint64_t *state, uint32_t n);
 
 #define TEST(name)                                                          \
 	static void name(void);                                             \
