@@ -11,8 +11,10 @@
 # 2. stdin: empty, not JSON, larger than the bound from a writer that does
 #    not stop (the plugin must not hang);
 # 3. no agent: ADD/DEL/CHECK/GC say "try again later" (11), STATUS 50;
-# 4. thin: the binary links no library of the agent or the controller,
-#    and 50 VERSION calls take well under the time of one pod start.
+# 4. thin: the binary links no library of the agent or the controller
+#    (how fast a pod starts is bench/dataplane's CNI ADD figure, not a
+#    timed check here: on a loaded machine a sanitizer build's start time
+#    says nothing).
 cd "$(dirname "$0")/../.."
 . tests/lib.sh
 
@@ -107,14 +109,10 @@ thin() {
 	[ -z "$heavy" ] || { echo "links: $heavy"; return 1; }
 }
 check "links no agent or controller library" thin
-fast() {
-	local start end i
-	start=$(date +%s%N)
-	for i in $(seq 50); do env -i CNI_COMMAND=VERSION "$CNI" </dev/null >/dev/null || return 1; done
-	end=$(date +%s%N)
-	echo "50 VERSION calls: $(((end - start) / 1000000)) ms"
-	[ $(((end - start) / 1000000)) -lt 5000 ]
+repeated() {
+	local i
+	for i in $(seq 50); do env -i CNI_COMMAND=VERSION "$CNI" </dev/null | grep -q cniVersion || return 1; done
 }
-check "50 VERSION calls in under 5 s (sanitizer build)" fast
+check "50 VERSION calls in a row each answer" repeated
 
 finish
