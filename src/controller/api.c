@@ -52,6 +52,7 @@
 #include "controller/controller.h"
 #include "controller/conns.h"
 #include "controller/list_stream.h"
+#include "controller/tls_io.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -105,6 +106,14 @@ struct request {
 	struct timespec start;
 	struct list_job *list;	/* a list waiting for (or holding) its snapshot */
 	bool watch;		/* a watch stream: its connection does not count against its client */
+	bool head;		/* a HEAD request: MHD sends no body */
+};
+
+/* What MHD keeps for a connection (its socket context), from
+ * MHD_CONNECTION_NOTIFY_STARTED to MHD_CONNECTION_NOTIFY_CLOSED. */
+struct link {
+	struct conn *conn;	/* its record in the connection table, or NULL (untracked) */
+	struct tls_io *tls;	/* the socket under its TLS session, or NULL (plain HTTP, or GnuTLS's own) */
 };
 
 /* A list whose connection is suspended until the lister has its snapshot. */
@@ -165,10 +174,19 @@ static void observe(struct api *a, int code, double secs)
 	pthread_mutex_unlock(&a->stats_lock);
 }
 
+/* MHD's socket context of c: set when MHD started it, NULL if that failed. */
+static struct link *link_of(struct MHD_Connection *c)
+{
+	const union MHD_ConnectionInfo *i = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+
+	return i ? i->socket_context : NULL;
+}
+
 static enum MHD_Result send_body(struct api *a, struct MHD_Connection *c, struct request *rq, int code,
 				 const char *ctype, char *body, size_t len)
 {
 	struct MHD_Response *resp = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+	struct link *l = link_of(c);
 	enum MHD_Result ret;
 
 	if (!resp) {
@@ -176,6 +194,10 @@ static enum MHD_Result send_body(struct api *a, struct MHD_Connection *c, struct
 		return MHD_NO;
 	}
 	MHD_add_response_header(resp, "Content-Type", ctype);
+	/* MHD writes the head and then, at once, the body (a buffer): over
+	 * TLS both go out in one sendmsg.  Not for HEAD (no body follows). */
+	if (l && len && rq && !rq->head)
+		tls_io_join_next(l->tls);
 	ret = MHD_queue_response(c, (unsigned)code, resp);
 	MHD_destroy_response(resp);
 	if (rq)
@@ -371,9 +393,9 @@ int api_parse_route(const char *url, struct route *r)
 /* The table's record of c (set when MHD started it), or NULL. */
 static struct conn *conn_of(struct MHD_Connection *c)
 {
-	const union MHD_ConnectionInfo *i = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	struct link *l = link_of(c);
 
-	return i ? i->socket_context : NULL;
+	return l ? l->conn : NULL;
 }
 
 /* The client's IPv4 address in host order (the API listens on IPv4 only). */
@@ -396,15 +418,29 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
 			  enum MHD_ConnectionNotificationCode code)
 {
 	struct api *a = cls;
+	struct link *l;
 
 	if (code == MHD_CONNECTION_NOTIFY_STARTED) {
 		const union MHD_ConnectionInfo *fd = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
 		const union MHD_ConnectionInfo *addr = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+		const union MHD_ConnectionInfo *tls = MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION);
 
-		*socket_context = conns_open(a->conns, client_of(addr ? addr->client_addr : NULL),
-					     fd ? fd->connect_fd : -1, now_ms());
+		/* without it the connection is untracked, as when conns_open fails */
+		*socket_context = l = calloc(1, sizeof(*l));
+		if (!l)
+			return;
+		l->conn = conns_open(a->conns, client_of(addr ? addr->client_addr : NULL),
+				     fd ? fd->connect_fd : -1, now_ms());
+		/* before the handshake, which is MHD's first read */
+		if (fd && tls && tls->tls_session)
+			l->tls = tls_io_attach(tls->tls_session, fd->connect_fd);
 	} else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
-		conns_close(a->conns, *socket_context);
+		l = *socket_context;
+		if (l) {
+			conns_close(a->conns, l->conn);
+			tls_io_free(l->tls);	/* MHD freed the session before this */
+			free(l);
+		}
 		*socket_context = NULL;
 	}
 }
@@ -1051,6 +1087,7 @@ static enum MHD_Result handle_request(struct api *a, struct MHD_Connection *c, c
 		if (!rq)
 			return MHD_NO;
 		clock_gettime(CLOCK_MONOTONIC, &rq->start);
+		rq->head = strcmp(method, "HEAD") == 0;
 		*ctx = rq;
 		if (strcmp(url, "/healthz") == 0 && (strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0)) {
 			/* MHD sends no body for a HEAD, the headers as for GET */
@@ -1139,8 +1176,15 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **ctx, enum M
 
 	if (rq && rq->watch)
 		conns_set_counted(a->conns, conn_of(c), true);	/* the stream ended; the connection may stay */
-	if (t == MHD_REQUEST_TERMINATED_COMPLETED_OK)
+	if (t == MHD_REQUEST_TERMINATED_COMPLETED_OK) {
+		struct link *l = link_of(c);
+
+		/* a head held for a body that did not follow: not expected
+		 * (send_body joins only when one does), but never leave it */
+		if (l && tls_io_held(l->tls))
+			(void)tls_io_flush(l->tls);
 		conns_response_done(a->conns, conn_of(c), now_ms());	/* the next head is due */
+	}
 	if (rq) {
 		if (rq->list) {
 			/* resumed, then closed before its handler ran: the lister is done with it */
