@@ -3,9 +3,12 @@
  *
  * MHD runs a pool of API_THREADS epoll threads; everything of ours they
  * touch (registry, store, watch hub, metrics, the watch list) is guarded by
- * one mutex, the global lock, held only around dispatch() and the watch
- * callbacks.  What comes before dispatch — /healthz, authentication, the
- * body — takes no lock, so a health check never waits behind a request.
+ * one mutex, the global lock, held only around dispatch() — but a watch
+ * stream in step with the hub's ring is read under the hub's own lock
+ * alone (watch.c, Threads), so the fan-out of an event never waits for
+ * the next write's commit.  What comes before dispatch — /healthz,
+ * authentication, the body — takes no lock, so a health check never waits
+ * behind a request.
  * A list takes no global lock either: its connection is suspended while
  * the lister thread takes the snapshot (one read transaction on a store
  * handle that only that thread uses), then list_stream.c serialises it
@@ -19,7 +22,9 @@
  * there are none it suspends the connection (no busy loop, no thread per
  * watcher) and the hub's wake, after the next write, resumes it — so
  * thousands of watchers cost a socket and a cursor each, and a watcher
- * resumed late sends every event since in one write.  The main thread runs
+ * resumed late sends every event since in one write.  The resumes a write
+ * causes are made after its locks are let go (flush_resumes): a thousand
+ * of them are a thousand system calls.  The main thread runs
  * the timers (api_run): events written by other controllers (for the
  * endpoints controller and the watchers), heartbeats, watch deadlines.
  *
@@ -94,8 +99,9 @@ struct api {
 	unsigned max_connections, max_per_client;	/* for /metrics */
 	time_t last_heartbeat;
 	time_t last_tick;
-	bool stopping;			/* watch streams end at their next read */
+	bool stopping;			/* watch streams end at their next read (set under both locks) */
 	struct watch_ctx *watches;	/* every open watch, for heartbeats */
+	struct watch_ctx *resumes;	/* streams to resume, made by flush_resumes (hub lock; atomic) */
 };
 
 struct request {
@@ -127,6 +133,8 @@ struct list_job {
 	int err;
 };
 
+/* A watch stream.  prev/next: the global lock; suspended, heartbeat and
+ * resume_next: the hub's lock (watch_hub_lock). */
 struct watch_ctx {
 	struct api *api;
 	struct MHD_Connection *conn;
@@ -134,6 +142,7 @@ struct watch_ctx {
 	struct watch_ctx *prev, *next;
 	bool suspended;
 	bool heartbeat;		/* send one "\n" on the next read */
+	struct watch_ctx *resume_next;	/* in api->resumes */
 	time_t deadline;	/* 0 = none */
 };
 
@@ -447,19 +456,46 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
 
 /* ------------------------------------------------------------------ watch */
 
-/* Called with the lock held.  suspended is set, under the lock, in the
- * same critical section that suspends, so a resume never meets a
- * connection that is not suspended. */
+/* Called with the hub's lock held.  suspended is set, under that lock, in
+ * the same critical section that suspends, so a resume never meets a
+ * connection that is not suspended.  The resume itself is queued and made
+ * by flush_resumes once the caller has let go of its locks: it is a system
+ * call that wakes a server thread, and a thousand of them must not hold up
+ * the next commit or the streams' reads.  A queued stream stays suspended
+ * until then (nothing else resumes it: it is no longer marked suspended),
+ * so MHD keeps it, and w, until the resume. */
 static void watch_resume(struct watch_ctx *w)
 {
+	struct api *a = w->api;
+
 	if (w->suspended) {
 		w->suspended = false;
-		w->api->metrics->watch_resumes++;
+		a->metrics->watch_resumes++;
+		w->resume_next = __atomic_load_n(&a->resumes, __ATOMIC_RELAXED);
+		__atomic_store_n(&a->resumes, w, __ATOMIC_RELEASE);
+	}
+}
+
+/* Make the resumes watch_resume queued.  After every critical section
+ * that may sync the hub or resume a stream, with no lock held: each
+ * thread flushes what it queued (or finds it flushed by another). */
+static void flush_resumes(struct api *a)
+{
+	struct watch_ctx *w, *next;
+
+	if (!__atomic_load_n(&a->resumes, __ATOMIC_ACQUIRE))
+		return;
+	watch_hub_lock(a->hub);
+	w = a->resumes;
+	__atomic_store_n(&a->resumes, NULL, __ATOMIC_RELAXED);
+	watch_hub_unlock(a->hub);
+	for (; w; w = next) {
+		next = w->resume_next;	/* w may be gone once its connection runs */
 		MHD_resume_connection(w->conn);
 	}
 }
 
-/* The hub's wake-up (lock held, from the thread that synced the hub). */
+/* The hub's wake-up (its lock held, from the thread that synced it). */
 static void watch_wake(void *arg)
 {
 	watch_resume(arg);
@@ -469,10 +505,15 @@ static ssize_t watch_reader(void *cls, uint64_t pos, char *buf, size_t max)
 {
 	struct watch_ctx *w = cls;
 	struct api *a = w->api;
+	/* a stream in step with the ring (the usual case) reads no store: the
+	 * hub's lock alone, so it never waits behind a commit */
+	bool store = watcher_reads_store(w->watcher);
 	ssize_t n;
 
 	(void)pos;
-	pthread_mutex_lock(&a->lock);
+	if (store)
+		pthread_mutex_lock(&a->lock);
+	watch_hub_lock(a->hub);
 	if (a->stopping || (w->deadline && time(NULL) >= w->deadline)) {
 		n = MHD_CONTENT_READER_END_OF_STREAM;
 	} else if ((n = watcher_read(w->watcher, buf, max)) > 0) {
@@ -488,7 +529,9 @@ static ssize_t watch_reader(void *cls, uint64_t pos, char *buf, size_t max)
 		w->suspended = true;
 		MHD_suspend_connection(w->conn);
 	}
-	pthread_mutex_unlock(&a->lock);
+	watch_hub_unlock(a->hub);
+	if (store)
+		pthread_mutex_unlock(&a->lock);
 	return n;
 }
 
@@ -875,7 +918,7 @@ static enum MHD_Result handle_metrics(struct api *a, struct MHD_Connection *c, s
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
-	uint64_t cum = 0;
+	uint64_t cum = 0, resumes, writes, dropped;
 	int64_t rev = 0;
 
 	if (!f)
@@ -915,17 +958,22 @@ static enum MHD_Result handle_metrics(struct api *a, struct MHD_Connection *c, s
 	fprintf(f, "# HELP weft_endpoints_failures_total Endpoints writes that failed (retried).\n"
 		   "# TYPE weft_endpoints_failures_total counter\nweft_endpoints_failures_total %" PRIu64 "\n",
 		m->endpoints_failures);
+	watch_hub_lock(a->hub);	/* the streams count under it */
+	resumes = m->watch_resumes;
+	writes = m->watch_writes;
+	dropped = m->watchers_dropped_slow;
+	watch_hub_unlock(a->hub);
 	fprintf(f, "# HELP weft_watchers Open watch streams.\n# TYPE weft_watchers gauge\nweft_watchers %zu\n",
 		watch_hub_watchers(a->hub));
 	fprintf(f, "# HELP weft_watch_resumes_total Watch streams resumed because events arrived.\n"
 		   "# TYPE weft_watch_resumes_total counter\nweft_watch_resumes_total %" PRIu64 "\n",
-		m->watch_resumes);
+		resumes);
 	fprintf(f, "# HELP weft_watch_writes_total Writes of event data to watch streams.\n"
 		   "# TYPE weft_watch_writes_total counter\nweft_watch_writes_total %" PRIu64 "\n",
-		m->watch_writes);
+		writes);
 	fprintf(f, "# HELP weft_watchers_dropped_total Watch streams ended because they fell behind.\n"
 		   "# TYPE weft_watchers_dropped_total counter\nweft_watchers_dropped_total %" PRIu64 "\n",
-		m->watchers_dropped_slow);
+		dropped);
 	conns_metrics(a, f);
 	if (store_revision(a->reg->store, &rev) == 0)
 		fprintf(f, "# HELP weft_store_revision The store's revision.\n# TYPE weft_store_revision gauge\n"
@@ -1166,6 +1214,7 @@ static enum MHD_Result handle_request(struct api *a, struct MHD_Connection *c, c
 	pthread_mutex_lock(&a->lock);
 	ret = dispatch(a, c, rq, url, method);
 	pthread_mutex_unlock(&a->lock);
+	flush_resumes(a);	/* the streams a write woke */
 	return ret;
 }
 
@@ -1298,7 +1347,12 @@ struct api *api_start(const struct api_config *cfg, struct registry *r, struct w
 }
 
 void api_lock(struct api *a) { pthread_mutex_lock(&a->lock); }
-void api_unlock(struct api *a) { pthread_mutex_unlock(&a->lock); }
+
+void api_unlock(struct api *a)
+{
+	pthread_mutex_unlock(&a->lock);
+	flush_resumes(a);
+}
 
 void api_stop(struct api *a)
 {
@@ -1310,10 +1364,13 @@ void api_stop(struct api *a)
 	 * until MHD has closed them.  Its threads need the lock meanwhile. */
 	lister_stop(a);
 	pthread_mutex_lock(&a->lock);
+	watch_hub_lock(a->hub);
 	a->stopping = true;
 	for (struct watch_ctx *w = a->watches; w; w = w->next)
 		watch_resume(w);
+	watch_hub_unlock(a->hub);
 	pthread_mutex_unlock(&a->lock);
+	flush_resumes(a);
 	for (int i = 0; i < 500; i++) {
 		bool empty;
 		pthread_mutex_lock(&a->lock);
@@ -1346,6 +1403,7 @@ int api_run(struct api *a, int timeout_ms)
 	(void)endpoints_sync(a->reg->endpoints);
 	(void)watch_hub_sync(a->hub);
 	now = time(NULL);
+	watch_hub_lock(a->hub);
 	if (now != a->last_tick) {
 		/* watches past their timeoutSeconds end even when idle */
 		a->last_tick = now;
@@ -1361,6 +1419,8 @@ int api_run(struct api *a, int timeout_ms)
 			watch_resume(w);
 		}
 	}
+	watch_hub_unlock(a->hub);
 	pthread_mutex_unlock(&a->lock);
+	flush_resumes(a);
 	return 0;
 }

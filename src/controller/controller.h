@@ -274,9 +274,20 @@ size_t endpoints_services(const struct endpoints_ctl *c);
 
 /* ---------------------------------------------------------------- watch hub */
 
+/* Threads (watch.c): the hub has a lock of its own and takes it in every
+ * call but watcher_read, whose caller holds it (watch_hub_lock) so that
+ * what it does on a 0 is atomic with the wake-up that ends it: wake
+ * functions run with it held (and must not take it, nor the store lock).
+ * Calls that read the store also need the caller's store lock, taken
+ * first: watch_hub_sync, watch_hub_written, watcher_open, watcher_close
+ * and watcher_read while watcher_reads_store says so.  So a watcher in
+ * step with the ring is read without the store lock, and never waits for
+ * a commit. */
 struct watch_hub;
 struct watch_hub *watch_hub_new(struct store *s, size_t ring_events);
 void watch_hub_free(struct watch_hub *h);
+void watch_hub_lock(struct watch_hub *h);
+void watch_hub_unlock(struct watch_hub *h);
 /* Pull new events from the store into the ring and wake watchers.  Called
  * after every local write and periodically (other writers). */
 int watch_hub_sync(struct watch_hub *h);
@@ -296,8 +307,12 @@ typedef void (*watcher_wake_fn)(void *arg);
 struct watcher *watcher_open(struct watch_hub *h, const char *prefix, int64_t after_rev,
 			     watcher_wake_fn wake, void *arg, struct status *st);
 /* >0 bytes copied; 0 nothing now (wake will be called); -1 the stream ends
- * (fell too far behind: the client resumes from its last revision). */
+ * (fell too far behind: the client resumes from its last revision).
+ * With the hub lock held, and the store lock too if watcher_reads_store. */
 ssize_t watcher_read(struct watcher *w, char *buf, size_t max);
+/* Its next watcher_read may read the store (it is behind the ring).  Only
+ * its own watcher_read changes this, so its reader may ask without a lock. */
+bool watcher_reads_store(const struct watcher *w);
 void watcher_close(struct watcher *w);
 
 /* ---------------------------------------------------------------- api */
