@@ -6,9 +6,11 @@
  * one mutex, the global lock, held only around dispatch() — but a watch
  * stream in step with the hub's ring is read under the hub's own lock
  * alone (watch.c, Threads), so the fan-out of an event never waits for
- * the next write's commit.  What comes before dispatch — /healthz,
- * authentication, the body — takes no lock, so a health check never waits
- * behind a request.
+ * the next write's commit.  What comes before dispatch — the route, the
+ * body parsed and, for a write, checked and validated (prepare), and
+ * before that /healthz and authentication — takes no lock, so a health
+ * check never waits behind a request and a write holds the lock only to
+ * plan and commit; its answer is serialised after.
  * A list takes no global lock either: its connection is suspended while
  * the lister thread takes the snapshot (one read transaction on a store
  * handle that only that thread uses), then list_stream.c serialises it
@@ -38,9 +40,10 @@
  * heartbeat resets it.
  *
  * Request life:  headers ─► (auth, Content-Type, Content-Length) ─► body
- *                 chunks (bounded) ─► JSON ─► [global lock: route ─►
- *                 registry (body against path, then validation,
- *                 admission) ─► hub sync] ─► response
+ *                 chunks (bounded) ─► prepare: route, JSON, registry's
+ *                 checks (body against path, then validation) ─►
+ *                 [global lock: dispatch: registry (plan, admission,
+ *                 commit) ─► hub sync] ─► streams resumed ─► response
  *                 (a list: suspended ─► [lister thread: snapshot] ─►
  *                  resumed ─► response streamed from the snapshot)
  * A request that fails auth, sends a body that is not JSON (415) or
@@ -999,105 +1002,173 @@ static enum MHD_Result handle_metrics(struct api *a, struct MHD_Connection *c, s
 	return send_body(a, c, rq, 200, "text/plain; version=0.0.4", buf, len);
 }
 
-static enum MHD_Result dispatch(struct api *a, struct MHD_Connection *c, struct request *rq,
-				const char *url, const char *method)
-{
+/* A request as prepare() leaves it for dispatch(). */
+struct call {
+	enum { CALL_METRICS, CALL_WATCH, CALL_LIST, CALL_GET, CALL_CREATE, CALL_REPLACE, CALL_DELETE,
+	       CALL_PODNETWORK } what;
 	struct route r;
+	json_t *body;		/* a write's, checked (registry_check_write); a DELETE's options; or NULL */
+	int64_t want_rev;	/* a DELETE's precondition (0: none) */
+	json_t *out;		/* dispatch's answer, sent after the lock (code) */
+	int code;
+};
+
+/* Everything about a request that needs no lock, in the order its
+ * failures are reported: the route, the body (parsed, and for a create or
+ * replace checked against the path and validated), the query.  true when
+ * it answered (*ret), else call is for dispatch. */
+static bool prepare(struct api *a, struct MHD_Connection *c, struct request *rq, const char *url,
+		    const char *method, struct call *call, enum MHD_Result *ret)
+{
+	struct route *r = &call->r;
 	struct status st = { 0 };
-	json_t *body = NULL, *out = NULL;
-	int code, err;
+	json_t *body = NULL;
 	bool is_get = strcmp(method, "GET") == 0, is_post = strcmp(method, "POST") == 0,
 	     is_put = strcmp(method, "PUT") == 0, is_delete = strcmp(method, "DELETE") == 0;
 	const char *dry_run = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "dryRun");
 
-	if (strcmp(url, "/metrics") == 0 && is_get)
-		return handle_metrics(a, c, rq);
-	code = api_parse_route(url, &r);
-	if (code)
-		return fail(a, c, rq, 404, "NotFound", "the server could not find the requested resource (%s)", url);
-	if (is_delete && rq->len && !content_type_ok(c, &st))
-		return send_status(a, c, rq, &st);
-	if ((is_post || is_put || is_delete) && dry_run && *dry_run)
-		return fail(a, c, rq, 400, "BadRequest", "%s",
-			    "dryRun: not supported (the write would be made for real)");
+	memset(call, 0, sizeof(*call));
+	if (strcmp(url, "/metrics") == 0 && is_get) {
+		call->what = CALL_METRICS;
+		return false;
+	}
+	if (api_parse_route(url, r)) {
+		*ret = fail(a, c, rq, 404, "NotFound", "the server could not find the requested resource (%s)", url);
+		return true;
+	}
+	if (is_delete && rq->len && !content_type_ok(c, &st)) {
+		*ret = send_status(a, c, rq, &st);
+		return true;
+	}
+	if ((is_post || is_put || is_delete) && dry_run && *dry_run) {
+		*ret = fail(a, c, rq, 400, "BadRequest", "%s", "dryRun: not supported (the write would be made for real)");
+		return true;
+	}
 	if (is_post || is_put || (is_delete && rq->len)) {
 		json_error_t jerr;
 		body = json_loadb(rq->body ? rq->body : "", rq->len, JSON_REJECT_DUPLICATES, &jerr);
-		if (!body && json_error_code(&jerr) == json_error_stack_overflow)
-			return fail(a, c, rq, 413, "RequestEntityTooLarge",
+		if (!body && json_error_code(&jerr) == json_error_stack_overflow) {
+			*ret = fail(a, c, rq, 413, "RequestEntityTooLarge",
 				    "the body is over a limit: nested deeper than %d levels (the limit) at line %d, "
 				    "column %d", MODEL_MAX_DEPTH, jerr.line, jerr.column);
+			return true;
+		}
 		if (!body) {
 			char msg[300];
 			snprintf(msg, sizeof(msg), "the body is not valid JSON: line %d, column %d: %s", jerr.line,
 				 jerr.column, jerr.text);
-			return fail(a, c, rq, 400, "BadRequest", "%s", msg);
+			*ret = fail(a, c, rq, 400, "BadRequest", "%s", msg);
+			return true;
 		}
 		if (!json_is_object(body)) {
 			json_decref(body);
-			return fail(a, c, rq, 400, "BadRequest", "%s", "the body must be a JSON object");
+			*ret = fail(a, c, rq, 400, "BadRequest", "%s", "the body must be a JSON object");
+			return true;
 		}
 	}
-	if (r.podnetwork) {
-		enum MHD_Result ret;
-		if (!is_post) {
-			json_decref(body);
-			return fail(a, c, rq, 405, "MethodNotAllowed", "%s", "podnetwork takes POST");
-		}
-		ret = handle_podnetwork(a, c, rq, body);
-		json_decref(body);
-		return ret;
+	call->body = body;
+	if (r->podnetwork) {
+		if (!is_post)
+			goto not_allowed_podnetwork;
+		call->what = CALL_PODNETWORK;
+		return false;
 	}
-	if (r.kind->namespaced && !r.ns[0] && (is_post || r.has_name)) {
-		json_decref(body);
-		return fail(a, c, rq, 404, "NotFound", "%s: a namespaced resource needs /namespaces/NS/ in its path",
+	if (r->kind->namespaced && !r->ns[0] && (is_post || r->has_name)) {
+		*ret = fail(a, c, rq, 404, "NotFound", "%s: a namespaced resource needs /namespaces/NS/ in its path",
 			    url);
+		goto answered;
 	}
-
 	if (is_get) {
 		const char *watch = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "watch");
 		int64_t rv;
 
-		if (watch && (strcmp(watch, "1") == 0 || strcmp(watch, "true") == 0))
-			return start_watch(a, c, rq, &r);
+		if (watch && (strcmp(watch, "1") == 0 || strcmp(watch, "true") == 0)) {
+			call->what = CALL_WATCH;
+			return false;
+		}
 		/* a get or list is always served from the latest state, but a
 		 * resourceVersion that is not one is still an error */
-		if (query_revision(c, "resourceVersion", &rv, &st))
-			return send_status(a, c, rq, &st);
-		if (!r.has_name)
-			return send_list(a, c, rq, &r);
-		err = registry_get(a->reg, r.kind, r.ns, r.name, &out, &st);
-		code = 200;
-	} else if (is_post && !r.has_name) {
-		err = registry_create(a->reg, r.kind, r.ns, body, &out, &st);
-		code = 201;
-	} else if (is_put && r.has_name) {
-		err = registry_replace(a->reg, r.kind, r.ns, r.name, body, &out, &st);
-		code = 200;
-	} else if (is_delete && r.has_name) {
+		if (query_revision(c, "resourceVersion", &rv, &st)) {
+			*ret = send_status(a, c, rq, &st);
+			goto answered;
+		}
+		call->what = r->has_name ? CALL_GET : CALL_LIST;
+		return false;
+	}
+	if ((is_post && !r->has_name) || (is_put && r->has_name)) {
+		/* the registry's own first steps, which read nothing of its state */
+		call->what = is_post ? CALL_CREATE : CALL_REPLACE;
+		if (registry_check_write(r->kind, r->ns, is_put ? r->name : NULL, body, is_post, &st)) {
+			*ret = send_status(a, c, rq, &st);
+			goto answered;
+		}
+		return false;
+	}
+	if (is_delete && r->has_name) {
 		/* DeleteOptions: only preconditions.resourceVersion is honoured */
 		char msg[sizeof(st.message)];
-		int64_t want_rev = 0;
-		int rc = model_delete_options(r.kind, body, &want_rev, msg, sizeof(msg));
+		int rc = model_delete_options(r->kind, body, &call->want_rev, msg, sizeof(msg));
 
 		if (rc) {
-			json_decref(body);
-			if (rc == -E2BIG)
-				return fail(a, c, rq, 413, "RequestEntityTooLarge", "%s", msg);
-			return fail(a, c, rq, 400, "BadRequest", "%s", msg);
+			*ret = rc == -E2BIG ? fail(a, c, rq, 413, "RequestEntityTooLarge", "%s", msg)
+					    : fail(a, c, rq, 400, "BadRequest", "%s", msg);
+			goto answered;
 		}
-		err = registry_delete_if(a->reg, r.kind, r.ns, r.name, want_rev, &out, &st);
-		code = 200;
-	} else {
-		json_decref(body);
-		return fail(a, c, rq, 405, "MethodNotAllowed", "%s is not allowed on this path", method);
+		call->what = CALL_DELETE;
+		return false;
 	}
+	*ret = fail(a, c, rq, 405, "MethodNotAllowed", "%s is not allowed on this path", method);
+	goto answered;
+not_allowed_podnetwork:
+	*ret = fail(a, c, rq, 405, "MethodNotAllowed", "%s", "podnetwork takes POST");
+answered:
 	json_decref(body);
-	if (err)
+	call->body = NULL;
+	return true;
+}
+
+/* Under the global lock: what needs the registry, the store or the hub.
+ * A successful get or write leaves its answer in call->out for the caller
+ * to serialise and send once the lock is free; the rest answer here. */
+static enum MHD_Result dispatch(struct api *a, struct MHD_Connection *c, struct request *rq, struct call *call)
+{
+	struct route *r = &call->r;
+	struct status st = { 0 };
+	int err;
+
+	switch (call->what) {
+	case CALL_METRICS:
+		return handle_metrics(a, c, rq);
+	case CALL_WATCH:
+		return start_watch(a, c, rq, r);
+	case CALL_LIST:
+		return send_list(a, c, rq, r);
+	case CALL_PODNETWORK:
+		return handle_podnetwork(a, c, rq, call->body);
+	case CALL_GET:
+		err = registry_get(a->reg, r->kind, r->ns, r->name, &call->out, &st);
+		call->code = 200;
+		break;
+	case CALL_CREATE:
+	case CALL_REPLACE:
+		err = registry_write_checked(a->reg, r->kind, r->ns, call->body, call->what == CALL_CREATE, &call->out,
+					     &st);
+		call->code = call->what == CALL_CREATE ? 201 : 200;
+		break;
+	case CALL_DELETE:
+		err = registry_delete_if(a->reg, r->kind, r->ns, r->name, call->want_rev, &call->out, &st);
+		call->code = 200;
+		break;
+	default:
+		return MHD_NO;
+	}
+	if (err) {
+		call->out = NULL;
 		return send_status(a, c, rq, &st);
-	if (!is_get)
+	}
+	if (call->what != CALL_GET)
 		(void)watch_hub_written(a->hub, a->reg->last_write_rev);
-	return send_json(a, c, rq, code, out);
+	return MHD_YES;
 }
 
 static bool authorized(struct api *a, struct MHD_Connection *c)
@@ -1125,6 +1196,7 @@ static enum MHD_Result handle_request(struct api *a, struct MHD_Connection *c, c
 {
 	struct request *rq = *ctx;
 	struct route route;
+	struct call call;
 	enum MHD_Result ret;
 
 	if (!rq) {
@@ -1211,10 +1283,15 @@ static enum MHD_Result handle_request(struct api *a, struct MHD_Connection *c, c
 			return send_status(a, c, rq, &st);
 		return list_queue(a, c, rq, &route);
 	}
+	if (prepare(a, c, rq, url, method, &call, &ret))
+		return ret;
 	pthread_mutex_lock(&a->lock);
-	ret = dispatch(a, c, rq, url, method);
+	ret = dispatch(a, c, rq, &call);
 	pthread_mutex_unlock(&a->lock);
+	json_decref(call.body);
 	flush_resumes(a);	/* the streams a write woke */
+	if (call.out)
+		ret = send_json(a, c, rq, call.code, call.out);	/* serialised outside the lock */
 	return ret;
 }
 

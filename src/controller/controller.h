@@ -165,6 +165,17 @@ int registry_list_snapshot(const struct kind_info *k, const char *ns, struct sto
 			   struct store_kv_list *out, struct status *st) WUR;
 int registry_create(struct registry *r, const struct kind_info *k, const char *ns, json_t *obj,
 		    json_t **out, struct status *st) WUR;
+/* A create (create_only) or replace in two halves.  registry_check_write
+ * is what needs no store, in the order a write reports failures:
+ * registry_prepare, then the kind's own rules (a kind the controller
+ * writes, the one ClusterNetwork); it touches no registry state, so the
+ * API runs it before taking the lock.  registry_write_checked is the rest
+ * (plan, admission, commit) for an obj that passed it with the same k, ns,
+ * name and create_only.  registry_create and registry_replace are both. */
+int registry_check_write(const struct kind_info *k, const char *ns, const char *name, json_t *obj,
+			 bool create_only, struct status *st) WUR;
+int registry_write_checked(struct registry *r, const struct kind_info *k, const char *ns, json_t *obj,
+			   bool create_only, json_t **out, struct status *st) WUR;
 /* A PUT of a missing object creates it (how an agent registers its node);
  * a replace that would store what is stored writes nothing and returns the
  * stored object with its resourceVersion. */

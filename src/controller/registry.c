@@ -327,14 +327,10 @@ static int put_checked(struct txnb *b, const char *key, const json_t *work, stru
 	return 0;
 }
 
-static int write_object(struct registry *r, const struct kind_info *k, const char *ns, const char *name,
-			json_t *obj, bool create_only, json_t **out, struct status *st)
+int registry_check_write(const struct kind_info *k, const char *ns, const char *name, json_t *obj,
+			 bool create_only, struct status *st)
 {
 	char key[1024];
-	const char *user_rv;
-	int64_t want_rv = 0;
-	bool has_rv;
-	int err;
 
 	/* the body against the path first: nothing below reads a body of
 	 * another kind, another object or over the limits */
@@ -359,6 +355,23 @@ static int write_object(struct registry *r, const struct kind_info *k, const cha
 		return -1;
 	}
 	if (obj_key(k, ns, name, key, sizeof(key))) {
+		status_set(st, 422, "Invalid", "metadata.name: too long");
+		return -1;
+	}
+	return 0;
+}
+
+int registry_write_checked(struct registry *r, const struct kind_info *k, const char *ns, json_t *obj,
+			   bool create_only, json_t **out, struct status *st)
+{
+	const char *name = obj_name(obj);
+	char key[1024];
+	const char *user_rv;
+	int64_t want_rv = 0;
+	bool has_rv;
+	int err;
+
+	if (obj_key(k, ns, name, key, sizeof(key))) {	/* registry_check_write refused these */
 		status_set(st, 422, "Invalid", "metadata.name: too long");
 		return -1;
 	}
@@ -469,13 +482,17 @@ static int write_object(struct registry *r, const struct kind_info *k, const cha
 int registry_create(struct registry *r, const struct kind_info *k, const char *ns, json_t *obj,
 		    json_t **out, struct status *st)
 {
-	return write_object(r, k, ns, NULL, obj, true, out, st);
+	if (registry_check_write(k, ns, NULL, obj, true, st))
+		return -1;
+	return registry_write_checked(r, k, ns, obj, true, out, st);
 }
 
 int registry_replace(struct registry *r, const struct kind_info *k, const char *ns, const char *name,
 		     json_t *obj, json_t **out, struct status *st)
 {
-	return write_object(r, k, ns, name, obj, false, out, st);
+	if (registry_check_write(k, ns, name, obj, false, st))
+		return -1;
+	return registry_write_checked(r, k, ns, obj, false, out, st);
 }
 
 int registry_get(struct registry *r, const struct kind_info *k, const char *ns, const char *name,
