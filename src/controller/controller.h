@@ -272,6 +272,11 @@ int endpoints_sync(struct endpoints_ctl *c);
  * selector and every controller-made Endpoints (at start: repairs what a
  * crash or a stop missed).  0 or -errno. */
 int endpoints_resync(struct endpoints_ctl *c) WUR;
+/* After a commit at rev whose only change was key, now obj (NULL: key
+ * deleted): what endpoints_sync does, but when the index is at rev - 1 it
+ * takes obj as written instead of reading the event back and parsing it.
+ * obj is borrowed.  0 or -errno. */
+int endpoints_written(struct endpoints_ctl *c, const char *key, const json_t *obj, int64_t rev);
 /* For endpoints_admit: bring the index up to date (reads events, writes
  * nothing), then the "namespace/name"s of the pods whose status.podIP is ip
  * (a JSON object used as a set, borrowed until the next call), or NULL. */

@@ -299,10 +299,16 @@ static int namespace_exists(struct registry *r, const char *ns, int64_t *mod_rev
 
 /* What follows every commit: the controllers inside the controller catch
  * up (endpoints_ctl.c: a pod or Service write updates Endpoints before the
- * caller answers).  Their failures are theirs: counted, retried. */
-static void after_commit(struct registry *r)
+ * caller answers).  Their failures are theirs: counted, retried.  A
+ * commit at rev that changed only key (now obj, or deleted: NULL) is
+ * handed over as it is; key NULL: read the events. */
+static void after_commit(struct registry *r, const char *key, const json_t *obj, int64_t rev)
 {
-	if (r->endpoints)
+	if (!r->endpoints)
+		return;
+	if (key)
+		(void)endpoints_written(r->endpoints, key, obj, rev);
+	else
 		(void)endpoints_sync(r->endpoints);
 }
 
@@ -383,6 +389,7 @@ int registry_write_checked(struct registry *r, const struct kind_info *k, const 
 		json_t *old = NULL, *work = NULL;
 		int64_t old_rev = 0, ns_rev = 0, rev = 0;
 		struct txnb b;
+		bool single;
 		/* A create of a kind without admission hooks first tries
 		 * without reading: the transaction's compares (name free,
 		 * namespace present) decide, and only a failed attempt reads to
@@ -419,7 +426,10 @@ int registry_write_checked(struct registry *r, const struct kind_info *k, const 
 			return -1;
 		}
 
-		work = json_deep_copy(obj);
+		/* the optimistic create takes the body itself, not a copy: a
+		 * retry after it redoes what it changed (identity, status) the
+		 * same way, as a create, from a body that lacked them */
+		work = optimistic ? json_incref(obj) : json_deep_copy(obj);
 		set_identity(r, work, old);
 		keep_status(work, old);
 
@@ -453,6 +463,7 @@ int registry_write_checked(struct registry *r, const struct kind_info *k, const 
 			json_decref(work);
 			return -1;
 		}
+		single = b.nops == 1;	/* no admission hook wrote besides */
 		err = txnb_commit(&b, r->store, &rev);
 		txnb_free(&b);
 		json_decref(old);
@@ -465,7 +476,7 @@ int registry_write_checked(struct registry *r, const struct kind_info *k, const 
 				json_decref(work);
 				return store_failed(st, -EIO);
 			}
-			after_commit(r);
+			after_commit(r, single ? key : NULL, work, rev);
 			*out = work;
 			return 0;
 		}
@@ -574,6 +585,7 @@ int registry_delete_if(struct registry *r, const struct kind_info *k, const char
 		int64_t old_rev = 0;
 		struct txnb b;
 		int hook = 0;
+		bool single;
 
 		err = load(r, key, &old, &old_rev);
 		if (err == -ENOENT) {
@@ -603,10 +615,11 @@ int registry_delete_if(struct registry *r, const struct kind_info *k, const char
 			json_decref(old);
 			return -1;
 		}
+		single = b.nops == 1;
 		err = txnb_commit(&b, r->store, &r->last_write_rev);
 		txnb_free(&b);
 		if (err == 0) {
-			after_commit(r);
+			after_commit(r, single ? key : NULL, NULL, r->last_write_rev);
 			*out = old;
 			return 0;
 		}
