@@ -194,20 +194,85 @@ static struct link *link_of(struct MHD_Connection *c)
 	return i ? i->socket_context : NULL;
 }
 
+/* A body MHD copies out of, a block at a time (body_reader). */
+struct body {
+	char *data;
+	size_t len;
+};
+
+static ssize_t body_reader(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	struct body *b = cls;
+	size_t n;
+
+	if (pos >= b->len)
+		return MHD_CONTENT_READER_END_OF_STREAM;
+	n = b->len - (size_t)pos < max ? b->len - (size_t)pos : max;
+	memcpy(buf, b->data + pos, n);
+	return (ssize_t)n;
+}
+
+static void body_free(void *cls)
+{
+	struct body *b = cls;
+
+	free(b->data);
+	free(b);
+}
+
+#define BODY_BLOCK_MAX (64 * 1024)
+
+/* A response whose body is data (malloc'd; taken over, freed on failure
+ * too), for connection l.
+ *
+ * Plain HTTP: from a buffer, which MHD writes with the head in one sendmsg.
+ * TLS: MHD cannot hand GnuTLS two buffers, so it writes the head, then the
+ * body, and tls_io holds the head's record to send it with the body's.
+ * And there the body is read through a callback, not given as a buffer:
+ * for a buffer that makes a whole response under 1,400 bytes MHD writes
+ * the head "not pushed", which on a TLS connection means it corks the
+ * socket, and from then on pushes every response with a
+ * setsockopt(TCP_NODELAY) of its own — one more system call per response.
+ * A body from a callback is not "complete" to MHD, so the head is pushed,
+ * the socket never corked.  (An iovec of one element MHD turns into a
+ * buffer; of two, it corks for the first.)  The cost: MHD copies the body
+ * into its block. */
+static struct MHD_Response *response_for(struct link *l, char *data, size_t len)
+{
+	struct MHD_Response *resp;
+	struct body *b;
+
+	if (!l || !l->tls || len == 0) {
+		resp = MHD_create_response_from_buffer(len, data, MHD_RESPMEM_MUST_FREE);
+		if (!resp)
+			free(data);
+		return resp;
+	}
+	b = malloc(sizeof(*b));
+	if (!b) {
+		free(data);
+		return NULL;
+	}
+	*b = (struct body){ .data = data, .len = len };
+	resp = MHD_create_response_from_callback(len, len < BODY_BLOCK_MAX ? len : BODY_BLOCK_MAX, body_reader, b,
+						 body_free);
+	if (!resp)
+		body_free(b);
+	return resp;
+}
+
 static enum MHD_Result send_body(struct api *a, struct MHD_Connection *c, struct request *rq, int code,
 				 const char *ctype, char *body, size_t len)
 {
-	struct MHD_Response *resp = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
 	struct link *l = link_of(c);
+	struct MHD_Response *resp = response_for(l, body, len);
 	enum MHD_Result ret;
 
-	if (!resp) {
-		free(body);
+	if (!resp)
 		return MHD_NO;
-	}
 	MHD_add_response_header(resp, "Content-Type", ctype);
-	/* MHD writes the head and then, at once, the body (a buffer): over
-	 * TLS both go out in one sendmsg.  Not for HEAD (no body follows). */
+	/* MHD writes the head and then the body: over TLS both go out in one
+	 * sendmsg.  Not for HEAD (no body follows). */
 	if (l && len && rq && !rq->head)
 		tls_io_join_next(l->tls);
 	ret = MHD_queue_response(c, (unsigned)code, resp);
