@@ -150,6 +150,7 @@ struct watch_ctx {
 	bool revoked;		/* its credential was revoked: the stream ends */
 	char cred[17];		/* the node credential that opened it ("" the admin) */
 	struct watch_ctx *resume_next;	/* in api->resumes */
+	const void *daemon;	/* the MHD thread's daemon that serves it */
 	time_t deadline;	/* 0 = none */
 };
 
@@ -198,20 +199,85 @@ static struct link *link_of(struct MHD_Connection *c)
 	return i ? i->socket_context : NULL;
 }
 
+/* A body MHD copies out of, a block at a time (body_reader). */
+struct body {
+	char *data;
+	size_t len;
+};
+
+static ssize_t body_reader(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	struct body *b = cls;
+	size_t n;
+
+	if (pos >= b->len)
+		return MHD_CONTENT_READER_END_OF_STREAM;
+	n = b->len - (size_t)pos < max ? b->len - (size_t)pos : max;
+	memcpy(buf, b->data + pos, n);
+	return (ssize_t)n;
+}
+
+static void body_free(void *cls)
+{
+	struct body *b = cls;
+
+	free(b->data);
+	free(b);
+}
+
+#define BODY_BLOCK_MAX (64 * 1024)
+
+/* A response whose body is data (malloc'd; taken over, freed on failure
+ * too), for connection l.
+ *
+ * Plain HTTP: from a buffer, which MHD writes with the head in one sendmsg.
+ * TLS: MHD cannot hand GnuTLS two buffers, so it writes the head, then the
+ * body, and tls_io holds the head's record to send it with the body's.
+ * And there the body is read through a callback, not given as a buffer:
+ * for a buffer that makes a whole response under 1,400 bytes MHD writes
+ * the head "not pushed", which on a TLS connection means it corks the
+ * socket, and from then on pushes every response with a
+ * setsockopt(TCP_NODELAY) of its own — one more system call per response.
+ * A body from a callback is not "complete" to MHD, so the head is pushed,
+ * the socket never corked.  (An iovec of one element MHD turns into a
+ * buffer; of two, it corks for the first.)  The cost: MHD copies the body
+ * into its block. */
+static struct MHD_Response *response_for(struct link *l, char *data, size_t len)
+{
+	struct MHD_Response *resp;
+	struct body *b;
+
+	if (!l || !l->tls || len == 0) {
+		resp = MHD_create_response_from_buffer(len, data, MHD_RESPMEM_MUST_FREE);
+		if (!resp)
+			free(data);
+		return resp;
+	}
+	b = malloc(sizeof(*b));
+	if (!b) {
+		free(data);
+		return NULL;
+	}
+	*b = (struct body){ .data = data, .len = len };
+	resp = MHD_create_response_from_callback(len, len < BODY_BLOCK_MAX ? len : BODY_BLOCK_MAX, body_reader, b,
+						 body_free);
+	if (!resp)
+		body_free(b);
+	return resp;
+}
+
 static enum MHD_Result send_body(struct api *a, struct MHD_Connection *c, struct request *rq, int code,
 				 const char *ctype, char *body, size_t len)
 {
-	struct MHD_Response *resp = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
 	struct link *l = link_of(c);
+	struct MHD_Response *resp = response_for(l, body, len);
 	enum MHD_Result ret;
 
-	if (!resp) {
-		free(body);
+	if (!resp)
 		return MHD_NO;
-	}
 	MHD_add_response_header(resp, "Content-Type", ctype);
-	/* MHD writes the head and then, at once, the body (a buffer): over
-	 * TLS both go out in one sendmsg.  Not for HEAD (no body follows). */
+	/* MHD writes the head and then the body: over TLS both go out in one
+	 * sendmsg.  Not for HEAD (no body follows). */
 	if (l && len && rq && !rq->head)
 		tls_io_join_next(l->tls);
 	ret = MHD_queue_response(c, (unsigned)code, resp);
@@ -483,12 +549,23 @@ static void watch_resume(struct watch_ctx *w)
 	}
 }
 
+/* The MHD daemon (one per server thread) that serves c. */
+static const void *daemon_of(struct MHD_Connection *c)
+{
+	const union MHD_ConnectionInfo *i = MHD_get_connection_info(c, MHD_CONNECTION_INFO_DAEMON);
+
+	return i ? i->daemon : NULL;
+}
+
 /* Make the resumes watch_resume queued.  After every critical section
  * that may sync the hub or resume a stream, with no lock held: each
- * thread flushes what it queued (or finds it flushed by another). */
-static void flush_resumes(struct api *a)
+ * thread flushes what it queued (or finds it flushed by another).  self:
+ * the daemon of the server thread that flushes (NULL: not one), whose own
+ * streams go last — it serves them only once the flush is done, while
+ * the other thread can start on its own at once. */
+static void flush_resumes(struct api *a, const void *self)
 {
-	struct watch_ctx *w, *next;
+	struct watch_ctx *w, *next, *mine = NULL, *others = NULL;
 
 	if (!__atomic_load_n(&a->resumes, __ATOMIC_ACQUIRE))
 		return;
@@ -496,10 +573,22 @@ static void flush_resumes(struct api *a)
 	w = a->resumes;
 	__atomic_store_n(&a->resumes, NULL, __ATOMIC_RELAXED);
 	watch_hub_unlock(a->hub);
+	/* still all suspended: ours to relink until resumed */
 	for (; w; w = next) {
-		next = w->resume_next;	/* w may be gone once its connection runs */
-		MHD_resume_connection(w->conn);
+		next = w->resume_next;
+		if (self && w->daemon == self) {
+			w->resume_next = mine;
+			mine = w;
+		} else {
+			w->resume_next = others;
+			others = w;
+		}
 	}
+	for (int pass = 0; pass < 2; pass++)
+		for (w = pass ? mine : others; w; w = next) {
+			next = w->resume_next;	/* w may be gone once its connection runs */
+			MHD_resume_connection(w->conn);
+		}
 }
 
 /* The hub's wake-up (its lock held, from the thread that synced it). */
@@ -607,6 +696,7 @@ static enum MHD_Result start_watch(struct api *a, struct MHD_Connection *c, stru
 	w->api = a;
 	w->conn = c;
 	snprintf(w->cred, sizeof(w->cred), "%s", rq->who.cred);
+	w->daemon = daemon_of(c);
 	if (timeout > 0)
 		w->deadline = time(NULL) + (time_t)timeout;
 	resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, watch_reader, w, watch_free);
@@ -1515,7 +1605,7 @@ static enum MHD_Result handle_request(struct api *a, struct MHD_Connection *c, c
 	ret = dispatch(a, c, rq, &call);
 	pthread_mutex_unlock(&a->lock);
 	json_decref(call.body);
-	flush_resumes(a);	/* the streams a write woke */
+	flush_resumes(a, daemon_of(c));	/* the streams a write woke */
 	if (call.out)
 		ret = send_json(a, c, rq, call.code, call.out);	/* serialised outside the lock */
 	return ret;
@@ -1662,7 +1752,7 @@ void api_lock(struct api *a) { pthread_mutex_lock(&a->lock); }
 void api_unlock(struct api *a)
 {
 	pthread_mutex_unlock(&a->lock);
-	flush_resumes(a);
+	flush_resumes(a, NULL);
 }
 
 void api_stop(struct api *a)
@@ -1681,7 +1771,7 @@ void api_stop(struct api *a)
 		watch_resume(w);
 	watch_hub_unlock(a->hub);
 	pthread_mutex_unlock(&a->lock);
-	flush_resumes(a);
+	flush_resumes(a, NULL);
 	for (int i = 0; i < 500; i++) {
 		bool empty;
 		pthread_mutex_lock(&a->lock);
@@ -1740,6 +1830,6 @@ int api_run(struct api *a, int timeout_ms)
 	}
 	watch_hub_unlock(a->hub);
 	pthread_mutex_unlock(&a->lock);
-	flush_resumes(a);
+	flush_resumes(a, NULL);
 	return 0;
 }
