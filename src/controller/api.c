@@ -3,9 +3,14 @@
  *
  * MHD runs a pool of API_THREADS epoll threads; everything of ours they
  * touch (registry, store, watch hub, metrics, the watch list) is guarded by
- * one mutex, the global lock, held only around dispatch() and the watch
- * callbacks.  What comes before dispatch — /healthz, authentication, the
- * body — takes no lock, so a health check never waits behind a request.
+ * one mutex, the global lock, held only around dispatch() — but a watch
+ * stream in step with the hub's ring is read under the hub's own lock
+ * alone (watch.c, Threads), so the fan-out of an event never waits for
+ * the next write's commit.  What comes before dispatch — the route, the
+ * body parsed and, for a write, checked and validated (prepare), and
+ * before that /healthz and authentication — takes no lock, so a health
+ * check never waits behind a request and a write holds the lock only to
+ * plan and commit; its answer is serialised after.
  * A list takes no global lock either: its connection is suspended while
  * the lister thread takes the snapshot (one read transaction on a store
  * handle that only that thread uses), then list_stream.c serialises it
@@ -19,7 +24,9 @@
  * there are none it suspends the connection (no busy loop, no thread per
  * watcher) and the hub's wake, after the next write, resumes it — so
  * thousands of watchers cost a socket and a cursor each, and a watcher
- * resumed late sends every event since in one write.  The main thread runs
+ * resumed late sends every event since in one write.  The resumes a write
+ * causes are made after its locks are let go (flush_resumes): a thousand
+ * of them are a thousand system calls.  The main thread runs
  * the timers (api_run): events written by other controllers (for the
  * endpoints controller and the watchers), heartbeats, watch deadlines.
  *
@@ -33,9 +40,10 @@
  * heartbeat resets it.
  *
  * Request life:  headers ─► (auth, Content-Type, Content-Length) ─► body
- *                 chunks (bounded) ─► JSON ─► [global lock: route ─►
- *                 registry (body against path, then validation,
- *                 admission) ─► hub sync] ─► response
+ *                 chunks (bounded) ─► prepare: route, JSON, registry's
+ *                 checks (body against path, then validation) ─►
+ *                 [global lock: dispatch: registry (plan, admission,
+ *                 commit) ─► hub sync] ─► streams resumed ─► response
  *                 (a list: suspended ─► [lister thread: snapshot] ─►
  *                  resumed ─► response streamed from the snapshot)
  * A request that fails auth, sends a body that is not JSON (415) or
@@ -52,6 +60,7 @@
 #include "controller/controller.h"
 #include "controller/conns.h"
 #include "controller/list_stream.h"
+#include "controller/tls_io.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -94,8 +103,9 @@ struct api {
 	unsigned max_connections, max_per_client;	/* for /metrics */
 	time_t last_heartbeat;
 	time_t last_tick;
-	bool stopping;			/* watch streams end at their next read */
+	bool stopping;			/* watch streams end at their next read (set under both locks) */
 	struct watch_ctx *watches;	/* every open watch, for heartbeats */
+	struct watch_ctx *resumes;	/* streams to resume, made by flush_resumes (hub lock; atomic) */
 };
 
 struct request {
@@ -107,6 +117,14 @@ struct request {
 	struct list_job *list;	/* a list waiting for (or holding) its snapshot */
 	bool watch;		/* a watch stream: its connection does not count against its client */
 	struct principal who;	/* who sent it (authenticated before anything else) */
+	bool head;		/* a HEAD request: MHD sends no body */
+};
+
+/* What MHD keeps for a connection (its socket context), from
+ * MHD_CONNECTION_NOTIFY_STARTED to MHD_CONNECTION_NOTIFY_CLOSED. */
+struct link {
+	struct conn *conn;	/* its record in the connection table, or NULL (untracked) */
+	struct tls_io *tls;	/* the socket under its TLS session, or NULL (plain HTTP, or GnuTLS's own) */
 };
 
 /* A list whose connection is suspended until the lister has its snapshot. */
@@ -120,6 +138,8 @@ struct list_job {
 	int err;
 };
 
+/* A watch stream.  prev/next: the global lock; suspended, heartbeat and
+ * resume_next: the hub's lock (watch_hub_lock). */
 struct watch_ctx {
 	struct api *api;
 	struct MHD_Connection *conn;
@@ -129,6 +149,8 @@ struct watch_ctx {
 	bool heartbeat;		/* send one "\n" on the next read */
 	bool revoked;		/* its credential was revoked: the stream ends */
 	char cred[17];		/* the node credential that opened it ("" the admin) */
+	struct watch_ctx *resume_next;	/* in api->resumes */
+	const void *daemon;	/* the MHD thread's daemon that serves it */
 	time_t deadline;	/* 0 = none */
 };
 
@@ -169,17 +191,95 @@ static void observe(struct api *a, int code, double secs)
 	pthread_mutex_unlock(&a->stats_lock);
 }
 
+/* MHD's socket context of c: set when MHD started it, NULL if that failed. */
+static struct link *link_of(struct MHD_Connection *c)
+{
+	const union MHD_ConnectionInfo *i = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+
+	return i ? i->socket_context : NULL;
+}
+
+/* A body MHD copies out of, a block at a time (body_reader). */
+struct body {
+	char *data;
+	size_t len;
+};
+
+static ssize_t body_reader(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	struct body *b = cls;
+	size_t n;
+
+	if (pos >= b->len)
+		return MHD_CONTENT_READER_END_OF_STREAM;
+	n = b->len - (size_t)pos < max ? b->len - (size_t)pos : max;
+	memcpy(buf, b->data + pos, n);
+	return (ssize_t)n;
+}
+
+static void body_free(void *cls)
+{
+	struct body *b = cls;
+
+	free(b->data);
+	free(b);
+}
+
+#define BODY_BLOCK_MAX (64 * 1024)
+
+/* A response whose body is data (malloc'd; taken over, freed on failure
+ * too), for connection l.
+ *
+ * Plain HTTP: from a buffer, which MHD writes with the head in one sendmsg.
+ * TLS: MHD cannot hand GnuTLS two buffers, so it writes the head, then the
+ * body, and tls_io holds the head's record to send it with the body's.
+ * And there the body is read through a callback, not given as a buffer:
+ * for a buffer that makes a whole response under 1,400 bytes MHD writes
+ * the head "not pushed", which on a TLS connection means it corks the
+ * socket, and from then on pushes every response with a
+ * setsockopt(TCP_NODELAY) of its own — one more system call per response.
+ * A body from a callback is not "complete" to MHD, so the head is pushed,
+ * the socket never corked.  (An iovec of one element MHD turns into a
+ * buffer; of two, it corks for the first.)  The cost: MHD copies the body
+ * into its block. */
+static struct MHD_Response *response_for(struct link *l, char *data, size_t len)
+{
+	struct MHD_Response *resp;
+	struct body *b;
+
+	if (!l || !l->tls || len == 0) {
+		resp = MHD_create_response_from_buffer(len, data, MHD_RESPMEM_MUST_FREE);
+		if (!resp)
+			free(data);
+		return resp;
+	}
+	b = malloc(sizeof(*b));
+	if (!b) {
+		free(data);
+		return NULL;
+	}
+	*b = (struct body){ .data = data, .len = len };
+	resp = MHD_create_response_from_callback(len, len < BODY_BLOCK_MAX ? len : BODY_BLOCK_MAX, body_reader, b,
+						 body_free);
+	if (!resp)
+		body_free(b);
+	return resp;
+}
+
 static enum MHD_Result send_body(struct api *a, struct MHD_Connection *c, struct request *rq, int code,
 				 const char *ctype, char *body, size_t len)
 {
-	struct MHD_Response *resp = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+	struct link *l = link_of(c);
+	struct MHD_Response *resp = response_for(l, body, len);
 	enum MHD_Result ret;
 
-	if (!resp) {
-		free(body);
+	if (!resp)
 		return MHD_NO;
-	}
 	MHD_add_response_header(resp, "Content-Type", ctype);
+	/* MHD writes the head and then the body: over TLS both go out in one
+	 * sendmsg.  Not for HEAD (no body follows). */
+	if (l && len && rq && !rq->head)
+		tls_io_join_next(l->tls);
 	ret = MHD_queue_response(c, (unsigned)code, resp);
 	MHD_destroy_response(resp);
 	if (rq)
@@ -375,9 +475,9 @@ int api_parse_route(const char *url, struct route *r)
 /* The table's record of c (set when MHD started it), or NULL. */
 static struct conn *conn_of(struct MHD_Connection *c)
 {
-	const union MHD_ConnectionInfo *i = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	struct link *l = link_of(c);
 
-	return i ? i->socket_context : NULL;
+	return l ? l->conn : NULL;
 }
 
 /* The client's IPv4 address in host order (the API listens on IPv4 only). */
@@ -400,34 +500,98 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
 			  enum MHD_ConnectionNotificationCode code)
 {
 	struct api *a = cls;
+	struct link *l;
 
 	if (code == MHD_CONNECTION_NOTIFY_STARTED) {
 		const union MHD_ConnectionInfo *fd = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
 		const union MHD_ConnectionInfo *addr = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+		const union MHD_ConnectionInfo *tls = MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION);
 
-		*socket_context = conns_open(a->conns, client_of(addr ? addr->client_addr : NULL),
-					     fd ? fd->connect_fd : -1, now_ms());
+		/* without it the connection is untracked, as when conns_open fails */
+		*socket_context = l = calloc(1, sizeof(*l));
+		if (!l)
+			return;
+		l->conn = conns_open(a->conns, client_of(addr ? addr->client_addr : NULL),
+				     fd ? fd->connect_fd : -1, now_ms());
+		/* before the handshake, which is MHD's first read */
+		if (fd && tls && tls->tls_session)
+			l->tls = tls_io_attach(tls->tls_session, fd->connect_fd);
 	} else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
-		conns_close(a->conns, *socket_context);
+		l = *socket_context;
+		if (l) {
+			conns_close(a->conns, l->conn);
+			tls_io_free(l->tls);	/* MHD freed the session before this */
+			free(l);
+		}
 		*socket_context = NULL;
 	}
 }
 
 /* ------------------------------------------------------------------ watch */
 
-/* Called with the lock held.  suspended is set, under the lock, in the
- * same critical section that suspends, so a resume never meets a
- * connection that is not suspended. */
+/* Called with the hub's lock held.  suspended is set, under that lock, in
+ * the same critical section that suspends, so a resume never meets a
+ * connection that is not suspended.  The resume itself is queued and made
+ * by flush_resumes once the caller has let go of its locks: it is a system
+ * call that wakes a server thread, and a thousand of them must not hold up
+ * the next commit or the streams' reads.  A queued stream stays suspended
+ * until then (nothing else resumes it: it is no longer marked suspended),
+ * so MHD keeps it, and w, until the resume. */
 static void watch_resume(struct watch_ctx *w)
 {
+	struct api *a = w->api;
+
 	if (w->suspended) {
 		w->suspended = false;
-		w->api->metrics->watch_resumes++;
-		MHD_resume_connection(w->conn);
+		a->metrics->watch_resumes++;
+		w->resume_next = __atomic_load_n(&a->resumes, __ATOMIC_RELAXED);
+		__atomic_store_n(&a->resumes, w, __ATOMIC_RELEASE);
 	}
 }
 
-/* The hub's wake-up (lock held, from the thread that synced the hub). */
+/* The MHD daemon (one per server thread) that serves c. */
+static const void *daemon_of(struct MHD_Connection *c)
+{
+	const union MHD_ConnectionInfo *i = MHD_get_connection_info(c, MHD_CONNECTION_INFO_DAEMON);
+
+	return i ? i->daemon : NULL;
+}
+
+/* Make the resumes watch_resume queued.  After every critical section
+ * that may sync the hub or resume a stream, with no lock held: each
+ * thread flushes what it queued (or finds it flushed by another).  self:
+ * the daemon of the server thread that flushes (NULL: not one), whose own
+ * streams go last — it serves them only once the flush is done, while
+ * the other thread can start on its own at once. */
+static void flush_resumes(struct api *a, const void *self)
+{
+	struct watch_ctx *w, *next, *mine = NULL, *others = NULL;
+
+	if (!__atomic_load_n(&a->resumes, __ATOMIC_ACQUIRE))
+		return;
+	watch_hub_lock(a->hub);
+	w = a->resumes;
+	__atomic_store_n(&a->resumes, NULL, __ATOMIC_RELAXED);
+	watch_hub_unlock(a->hub);
+	/* still all suspended: ours to relink until resumed */
+	for (; w; w = next) {
+		next = w->resume_next;
+		if (self && w->daemon == self) {
+			w->resume_next = mine;
+			mine = w;
+		} else {
+			w->resume_next = others;
+			others = w;
+		}
+	}
+	for (int pass = 0; pass < 2; pass++)
+		for (w = pass ? mine : others; w; w = next) {
+			next = w->resume_next;	/* w may be gone once its connection runs */
+			MHD_resume_connection(w->conn);
+		}
+}
+
+/* The hub's wake-up (its lock held, from the thread that synced it). */
 static void watch_wake(void *arg)
 {
 	watch_resume(arg);
@@ -437,10 +601,15 @@ static ssize_t watch_reader(void *cls, uint64_t pos, char *buf, size_t max)
 {
 	struct watch_ctx *w = cls;
 	struct api *a = w->api;
+	/* a stream in step with the ring (the usual case) reads no store: the
+	 * hub's lock alone, so it never waits behind a commit */
+	bool store = watcher_reads_store(w->watcher);
 	ssize_t n;
 
 	(void)pos;
-	pthread_mutex_lock(&a->lock);
+	if (store)
+		pthread_mutex_lock(&a->lock);
+	watch_hub_lock(a->hub);
 	if (a->stopping || w->revoked || (w->deadline && time(NULL) >= w->deadline)) {
 		n = MHD_CONTENT_READER_END_OF_STREAM;
 	} else if ((n = watcher_read(w->watcher, buf, max)) > 0) {
@@ -456,7 +625,9 @@ static ssize_t watch_reader(void *cls, uint64_t pos, char *buf, size_t max)
 		w->suspended = true;
 		MHD_suspend_connection(w->conn);
 	}
-	pthread_mutex_unlock(&a->lock);
+	watch_hub_unlock(a->hub);
+	if (store)
+		pthread_mutex_unlock(&a->lock);
 	return n;
 }
 
@@ -525,6 +696,7 @@ static enum MHD_Result start_watch(struct api *a, struct MHD_Connection *c, stru
 	w->api = a;
 	w->conn = c;
 	snprintf(w->cred, sizeof(w->cred), "%s", rq->who.cred);
+	w->daemon = daemon_of(c);
 	if (timeout > 0)
 		w->deadline = time(NULL) + (time_t)timeout;
 	resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, watch_reader, w, watch_free);
@@ -766,11 +938,13 @@ static enum MHD_Result handle_podnetwork(struct api *a, struct MHD_Connection *c
  * at its next read (lock held). */
 static void end_revoked_watches(struct api *a)
 {
+	watch_hub_lock(a->hub);	/* the streams' flags and resumes are under it */
 	for (struct watch_ctx *w = a->watches; w; w = w->next)
 		if (w->cred[0] && !w->revoked && !creds_alive(a->creds, w->cred)) {
 			w->revoked = true;
 			watch_resume(w);
 		}
+	watch_hub_unlock(a->hub);
 }
 
 /* CRED_PATH or CRED_PATH/NAME: true, *name NULL or the name. */
@@ -968,7 +1142,7 @@ static enum MHD_Result handle_metrics(struct api *a, struct MHD_Connection *c, s
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
-	uint64_t cum = 0;
+	uint64_t cum = 0, resumes, writes, dropped;
 	int64_t rev = 0;
 
 	if (!f)
@@ -1008,17 +1182,22 @@ static enum MHD_Result handle_metrics(struct api *a, struct MHD_Connection *c, s
 	fprintf(f, "# HELP weft_endpoints_failures_total Endpoints writes that failed (retried).\n"
 		   "# TYPE weft_endpoints_failures_total counter\nweft_endpoints_failures_total %" PRIu64 "\n",
 		m->endpoints_failures);
+	watch_hub_lock(a->hub);	/* the streams count under it */
+	resumes = m->watch_resumes;
+	writes = m->watch_writes;
+	dropped = m->watchers_dropped_slow;
+	watch_hub_unlock(a->hub);
 	fprintf(f, "# HELP weft_watchers Open watch streams.\n# TYPE weft_watchers gauge\nweft_watchers %zu\n",
 		watch_hub_watchers(a->hub));
 	fprintf(f, "# HELP weft_watch_resumes_total Watch streams resumed because events arrived.\n"
 		   "# TYPE weft_watch_resumes_total counter\nweft_watch_resumes_total %" PRIu64 "\n",
-		m->watch_resumes);
+		resumes);
 	fprintf(f, "# HELP weft_watch_writes_total Writes of event data to watch streams.\n"
 		   "# TYPE weft_watch_writes_total counter\nweft_watch_writes_total %" PRIu64 "\n",
-		m->watch_writes);
+		writes);
 	fprintf(f, "# HELP weft_watchers_dropped_total Watch streams ended because they fell behind.\n"
 		   "# TYPE weft_watchers_dropped_total counter\nweft_watchers_dropped_total %" PRIu64 "\n",
-		m->watchers_dropped_slow);
+		dropped);
 	conns_metrics(a, f);
 	if (store_revision(a->reg->store, &rev) == 0)
 		fprintf(f, "# HELP weft_store_revision The store's revision.\n# TYPE weft_store_revision gauge\n"
@@ -1044,130 +1223,216 @@ static enum MHD_Result handle_metrics(struct api *a, struct MHD_Connection *c, s
 	return send_body(a, c, rq, 200, "text/plain; version=0.0.4", buf, len);
 }
 
-static enum MHD_Result dispatch(struct api *a, struct MHD_Connection *c, struct request *rq,
-				const char *url, const char *method)
-{
+/* A request as prepare() leaves it for dispatch(). */
+struct call {
+	enum { CALL_METRICS, CALL_WATCH, CALL_LIST, CALL_GET, CALL_CREATE, CALL_REPLACE, CALL_DELETE,
+	       CALL_PODNETWORK, CALL_CREDS } what;
 	struct route r;
+	const char *method;	/* CALL_CREDS: the request's (MHD's) */
+	const char *cred_name;	/* CALL_CREDS: the credential the path names, or NULL */
+	json_t *body;		/* a write's, checked (registry_check_write); a DELETE's options; or NULL */
+	int64_t want_rev;	/* a DELETE's precondition (0: none) */
+	json_t *out;		/* dispatch's answer, sent after the lock (code) */
+	int code;
+};
+
+/* Everything about a request that needs no lock, in the order its
+ * failures are reported: the route, the body (parsed, and for a create or
+ * replace checked against the path and validated), the query.  true when
+ * it answered (*ret), else call is for dispatch. */
+static bool prepare(struct api *a, struct MHD_Connection *c, struct request *rq, const char *url,
+		    const char *method, struct call *call, enum MHD_Result *ret)
+{
+	struct route *r = &call->r;
 	struct status st = { 0 };
-	json_t *body = NULL, *out = NULL;
-	int code, err;
+	json_t *body = NULL;
 	bool is_get = strcmp(method, "GET") == 0, is_post = strcmp(method, "POST") == 0,
 	     is_put = strcmp(method, "PUT") == 0, is_delete = strcmp(method, "DELETE") == 0;
 	const char *dry_run = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "dryRun");
 	const char *cred_name = NULL;
 	bool cred_path = is_cred_path(url, &cred_name);
-	int64_t pin_rev = 0;
 
-	if (strcmp(url, "/metrics") == 0 && is_get)
-		return handle_metrics(a, c, rq);
-	code = api_parse_route(url, &r);
-	if (code && !cred_path)
-		return fail(a, c, rq, 404, "NotFound", "the server could not find the requested resource (%s)", url);
-	if (is_delete && rq->len && !content_type_ok(c, &st))
-		return send_status(a, c, rq, &st);
-	if ((is_post || is_put || is_delete) && dry_run && *dry_run)
-		return fail(a, c, rq, 400, "BadRequest", "%s",
-			    "dryRun: not supported (the write would be made for real)");
+	memset(call, 0, sizeof(*call));
+	if (strcmp(url, "/metrics") == 0 && is_get) {
+		call->what = CALL_METRICS;
+		return false;
+	}
+	if (api_parse_route(url, r) && !cred_path) {
+		*ret = fail(a, c, rq, 404, "NotFound", "the server could not find the requested resource (%s)", url);
+		return true;
+	}
+	if (is_delete && rq->len && !content_type_ok(c, &st)) {
+		*ret = send_status(a, c, rq, &st);
+		return true;
+	}
+	if ((is_post || is_put || is_delete) && dry_run && *dry_run) {
+		*ret = fail(a, c, rq, 400, "BadRequest", "%s", "dryRun: not supported (the write would be made for real)");
+		return true;
+	}
 	if (is_post || is_put || (is_delete && rq->len)) {
 		json_error_t jerr;
 		body = json_loadb(rq->body ? rq->body : "", rq->len, JSON_REJECT_DUPLICATES, &jerr);
-		if (!body && json_error_code(&jerr) == json_error_stack_overflow)
-			return fail(a, c, rq, 413, "RequestEntityTooLarge",
+		if (!body && json_error_code(&jerr) == json_error_stack_overflow) {
+			*ret = fail(a, c, rq, 413, "RequestEntityTooLarge",
 				    "the body is over a limit: nested deeper than %d levels (the limit) at line %d, "
 				    "column %d", MODEL_MAX_DEPTH, jerr.line, jerr.column);
+			return true;
+		}
 		if (!body) {
 			char msg[300];
 			snprintf(msg, sizeof(msg), "the body is not valid JSON: line %d, column %d: %s", jerr.line,
 				 jerr.column, jerr.text);
-			return fail(a, c, rq, 400, "BadRequest", "%s", msg);
+			*ret = fail(a, c, rq, 400, "BadRequest", "%s", msg);
+			return true;
 		}
 		if (!json_is_object(body)) {
 			json_decref(body);
-			return fail(a, c, rq, 400, "BadRequest", "%s", "the body must be a JSON object");
+			*ret = fail(a, c, rq, 400, "BadRequest", "%s", "the body must be a JSON object");
+			return true;
 		}
 	}
+	call->body = body;
 	if (cred_path) {
-		enum MHD_Result ret = handle_creds(a, c, rq, method, cred_name, body);
-		json_decref(body);
-		return ret;
+		call->what = CALL_CREDS;
+		call->method = method;
+		call->cred_name = cred_name;
+		return false;
 	}
-	if (!is_get && authz_write(a->reg, &rq->who, is_post ? AUTHZ_CREATE : is_put ? AUTHZ_UPDATE : AUTHZ_DELETE,
-				   &r, body, &pin_rev, &st)) {
-		json_decref(body);
-		return send_status(a, c, rq, &st);
+	if (r->podnetwork) {
+		if (!is_post)
+			goto not_allowed_podnetwork;
+		call->what = CALL_PODNETWORK;
+		return false;
 	}
-	if (is_put && pin_rev && body) {
-		/* a node's write goes only to the object its authorization read */
-		json_t *md = json_object_get(body, "metadata");
-		const char *rv = obj_str(body, "metadata.resourceVersion");
-		char pin[24];
-
-		snprintf(pin, sizeof(pin), "%" PRId64, pin_rev);
-		if (json_is_object(md) && (!rv || !*rv))
-			json_object_set_new(md, "resourceVersion", json_string(pin));
-	}
-	if (r.podnetwork) {
-		enum MHD_Result ret;
-		if (!is_post) {
-			json_decref(body);
-			return fail(a, c, rq, 405, "MethodNotAllowed", "%s", "podnetwork takes POST");
-		}
-		ret = handle_podnetwork(a, c, rq, body);
-		json_decref(body);
-		return ret;
-	}
-	if (r.kind->namespaced && !r.ns[0] && (is_post || r.has_name)) {
-		json_decref(body);
-		return fail(a, c, rq, 404, "NotFound", "%s: a namespaced resource needs /namespaces/NS/ in its path",
+	if (r->kind->namespaced && !r->ns[0] && (is_post || r->has_name)) {
+		*ret = fail(a, c, rq, 404, "NotFound", "%s: a namespaced resource needs /namespaces/NS/ in its path",
 			    url);
+		goto answered;
 	}
-
 	if (is_get) {
 		const char *watch = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "watch");
 		int64_t rv;
 
-		if (watch && (strcmp(watch, "1") == 0 || strcmp(watch, "true") == 0))
-			return start_watch(a, c, rq, &r);
+		if (watch && (strcmp(watch, "1") == 0 || strcmp(watch, "true") == 0)) {
+			call->what = CALL_WATCH;
+			return false;
+		}
 		/* a get or list is always served from the latest state, but a
 		 * resourceVersion that is not one is still an error */
-		if (query_revision(c, "resourceVersion", &rv, &st))
-			return send_status(a, c, rq, &st);
-		if (!r.has_name)
-			return send_list(a, c, rq, &r);
-		err = registry_get(a->reg, r.kind, r.ns, r.name, &out, &st);
-		code = 200;
-	} else if (is_post && !r.has_name) {
-		err = registry_create(a->reg, r.kind, r.ns, body, &out, &st);
-		code = 201;
-	} else if (is_put && r.has_name) {
-		err = registry_replace(a->reg, r.kind, r.ns, r.name, body, &out, &st);
-		code = 200;
-	} else if (is_delete && r.has_name) {
+		if (query_revision(c, "resourceVersion", &rv, &st)) {
+			*ret = send_status(a, c, rq, &st);
+			goto answered;
+		}
+		call->what = r->has_name ? CALL_GET : CALL_LIST;
+		return false;
+	}
+	if ((is_post && !r->has_name) || (is_put && r->has_name)) {
+		/* the registry's own first steps, which read nothing of its state */
+		call->what = is_post ? CALL_CREATE : CALL_REPLACE;
+		if (registry_check_write(r->kind, r->ns, is_put ? r->name : NULL, body, is_post, &st)) {
+			*ret = send_status(a, c, rq, &st);
+			goto answered;
+		}
+		return false;
+	}
+	if (is_delete && r->has_name) {
 		/* DeleteOptions: only preconditions.resourceVersion is honoured */
 		char msg[sizeof(st.message)];
-		int64_t want_rev = 0;
-		int rc = model_delete_options(r.kind, body, &want_rev, msg, sizeof(msg));
+		int rc = model_delete_options(r->kind, body, &call->want_rev, msg, sizeof(msg));
 
 		if (rc) {
-			json_decref(body);
-			if (rc == -E2BIG)
-				return fail(a, c, rq, 413, "RequestEntityTooLarge", "%s", msg);
-			return fail(a, c, rq, 400, "BadRequest", "%s", msg);
+			*ret = rc == -E2BIG ? fail(a, c, rq, 413, "RequestEntityTooLarge", "%s", msg)
+					    : fail(a, c, rq, 400, "BadRequest", "%s", msg);
+			goto answered;
 		}
-		if (!want_rev)
-			want_rev = pin_rev;	/* a node's delete: only the pod its authorization read */
-		err = registry_delete_if(a->reg, r.kind, r.ns, r.name, want_rev, &out, &st);
-		code = 200;
-	} else {
-		json_decref(body);
-		return fail(a, c, rq, 405, "MethodNotAllowed", "%s is not allowed on this path", method);
+		call->what = CALL_DELETE;
+		return false;
 	}
+	*ret = fail(a, c, rq, 405, "MethodNotAllowed", "%s is not allowed on this path", method);
+	goto answered;
+not_allowed_podnetwork:
+	*ret = fail(a, c, rq, 405, "MethodNotAllowed", "%s", "podnetwork takes POST");
+answered:
 	json_decref(body);
-	if (err)
+	call->body = NULL;
+	return true;
+}
+
+/* A node's write, decided against what is stored (authz_write, under the
+ * global lock); the write then goes only to the object that was checked:
+ * a precondition on the revision that was read.  0, or -1 with st set. */
+static int authorize_write(struct api *a, struct request *rq, struct call *call, struct status *st)
+{
+	enum authz_verb v = call->what == CALL_CREATE ? AUTHZ_CREATE :
+			    call->what == CALL_REPLACE ? AUTHZ_UPDATE : AUTHZ_DELETE;
+	int64_t pin = 0;
+
+	if (rq->who.admin)
+		return 0;
+	if (authz_write(a->reg, &rq->who, v, &call->r, call->body, &pin, st))
+		return -1;
+	if (pin && v == AUTHZ_DELETE && !call->want_rev)
+		call->want_rev = pin;
+	if (pin && v == AUTHZ_UPDATE) {
+		json_t *md = json_object_get(call->body, "metadata");
+		const char *rv = obj_str(call->body, "metadata.resourceVersion");
+		char text[24];
+
+		snprintf(text, sizeof(text), "%" PRId64, pin);
+		if (json_is_object(md) && (!rv || !*rv))
+			json_object_set_new(md, "resourceVersion", json_string(text));
+	}
+	return 0;
+}
+
+/* Under the global lock: what needs the registry, the store or the hub.
+ * A successful get or write leaves its answer in call->out for the caller
+ * to serialise and send once the lock is free; the rest answer here. */
+static enum MHD_Result dispatch(struct api *a, struct MHD_Connection *c, struct request *rq, struct call *call)
+{
+	struct route *r = &call->r;
+	struct status st = { 0 };
+	int err;
+
+	switch (call->what) {
+	case CALL_METRICS:
+		return handle_metrics(a, c, rq);
+	case CALL_WATCH:
+		return start_watch(a, c, rq, r);
+	case CALL_LIST:
+		return send_list(a, c, rq, r);
+	case CALL_PODNETWORK:
+		return handle_podnetwork(a, c, rq, call->body);
+	case CALL_CREDS:
+		return handle_creds(a, c, rq, call->method, call->cred_name, call->body);
+	case CALL_GET:
+		err = registry_get(a->reg, r->kind, r->ns, r->name, &call->out, &st);
+		call->code = 200;
+		break;
+	case CALL_CREATE:
+	case CALL_REPLACE:
+		if (authorize_write(a, rq, call, &st))
+			return send_status(a, c, rq, &st);
+		err = registry_write_checked(a->reg, r->kind, r->ns, call->body, call->what == CALL_CREATE, &call->out,
+					     &st);
+		call->code = call->what == CALL_CREATE ? 201 : 200;
+		break;
+	case CALL_DELETE:
+		if (authorize_write(a, rq, call, &st))
+			return send_status(a, c, rq, &st);
+		err = registry_delete_if(a->reg, r->kind, r->ns, r->name, call->want_rev, &call->out, &st);
+		call->code = 200;
+		break;
+	default:
+		return MHD_NO;
+	}
+	if (err) {
+		call->out = NULL;
 		return send_status(a, c, rq, &st);
-	if (!is_get)
+	}
+	if (call->what != CALL_GET)
 		(void)watch_hub_written(a->hub, a->reg->last_write_rev);
-	return send_json(a, c, rq, code, out);
+	return MHD_YES;
 }
 
 /* The admin token, or a live node credential (cred.c): *who filled. */
@@ -1239,6 +1504,7 @@ static enum MHD_Result handle_request(struct api *a, struct MHD_Connection *c, c
 {
 	struct request *rq = *ctx;
 	struct route route;
+	struct call call;
 	enum MHD_Result ret;
 
 	if (!rq) {
@@ -1249,6 +1515,7 @@ static enum MHD_Result handle_request(struct api *a, struct MHD_Connection *c, c
 		if (!rq)
 			return MHD_NO;
 		clock_gettime(CLOCK_MONOTONIC, &rq->start);
+		rq->head = strcmp(method, "HEAD") == 0;
 		*ctx = rq;
 		if (strcmp(url, "/healthz") == 0 && (strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0)) {
 			/* MHD sends no body for a HEAD, the headers as for GET */
@@ -1332,9 +1599,15 @@ static enum MHD_Result handle_request(struct api *a, struct MHD_Connection *c, c
 			return send_status(a, c, rq, &st);
 		return list_queue(a, c, rq, &route);
 	}
+	if (prepare(a, c, rq, url, method, &call, &ret))
+		return ret;
 	pthread_mutex_lock(&a->lock);
-	ret = dispatch(a, c, rq, url, method);
+	ret = dispatch(a, c, rq, &call);
 	pthread_mutex_unlock(&a->lock);
+	json_decref(call.body);
+	flush_resumes(a, daemon_of(c));	/* the streams a write woke */
+	if (call.out)
+		ret = send_json(a, c, rq, call.code, call.out);	/* serialised outside the lock */
 	return ret;
 }
 
@@ -1345,8 +1618,15 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **ctx, enum M
 
 	if (rq && rq->watch)
 		conns_set_counted(a->conns, conn_of(c), true);	/* the stream ended; the connection may stay */
-	if (t == MHD_REQUEST_TERMINATED_COMPLETED_OK)
+	if (t == MHD_REQUEST_TERMINATED_COMPLETED_OK) {
+		struct link *l = link_of(c);
+
+		/* a head held for a body that did not follow: not expected
+		 * (send_body joins only when one does), but never leave it */
+		if (l && tls_io_held(l->tls))
+			(void)tls_io_flush(l->tls);
 		conns_response_done(a->conns, conn_of(c), now_ms());	/* the next head is due */
+	}
 	if (rq) {
 		if (rq->list) {
 			/* resumed, then closed before its handler ran: the lister is done with it */
@@ -1468,7 +1748,12 @@ struct api *api_start(const struct api_config *cfg, struct registry *r, struct w
 }
 
 void api_lock(struct api *a) { pthread_mutex_lock(&a->lock); }
-void api_unlock(struct api *a) { pthread_mutex_unlock(&a->lock); }
+
+void api_unlock(struct api *a)
+{
+	pthread_mutex_unlock(&a->lock);
+	flush_resumes(a, NULL);
+}
 
 void api_stop(struct api *a)
 {
@@ -1480,10 +1765,13 @@ void api_stop(struct api *a)
 	 * until MHD has closed them.  Its threads need the lock meanwhile. */
 	lister_stop(a);
 	pthread_mutex_lock(&a->lock);
+	watch_hub_lock(a->hub);
 	a->stopping = true;
 	for (struct watch_ctx *w = a->watches; w; w = w->next)
 		watch_resume(w);
+	watch_hub_unlock(a->hub);
 	pthread_mutex_unlock(&a->lock);
+	flush_resumes(a, NULL);
 	for (int i = 0; i < 500; i++) {
 		bool empty;
 		pthread_mutex_lock(&a->lock);
@@ -1524,6 +1812,7 @@ int api_run(struct api *a, int timeout_ms)
 			end_revoked_watches(a);
 	}
 	now = time(NULL);
+	watch_hub_lock(a->hub);
 	if (now != a->last_tick) {
 		/* watches past their timeoutSeconds end even when idle */
 		a->last_tick = now;
@@ -1539,6 +1828,8 @@ int api_run(struct api *a, int timeout_ms)
 			watch_resume(w);
 		}
 	}
+	watch_hub_unlock(a->hub);
 	pthread_mutex_unlock(&a->lock);
+	flush_resumes(a, NULL);
 	return 0;
 }

@@ -16,7 +16,9 @@
  *  1. an accepted body is of the path's kind and apiVersion, has the
  *     path's name (on a replace) and namespace;
  *  2. an accepted body encodes within the limits or is refused with
- *     -E2BIG, and never to text that does not read back (-EPROTO);
+ *     -E2BIG, never -EPROTO, and its text parses back with the readers'
+ *     settings to an equal object (model_encode_checked does not parse it
+ *     back itself: this is where that is proven);
  *  3. accepted DeleteOptions give a revision > 0 or none.
  */
 #include "controller/controller.h"
@@ -42,6 +44,13 @@ static void check_accepted(const struct route *r, const char *ns, json_t *body)
 	rc = model_encode_checked(body, &text, &len, err, sizeof(err));
 	if (rc != 0 && rc != -E2BIG && rc != -ENOMEM)
 		abort();
+	if (rc == 0) {
+		json_t *back = json_loadb(text, len, 0, NULL);
+
+		if (!back || !json_equal(back, body))
+			abort();
+		json_decref(back);
+	}
 	free(text);
 }
 

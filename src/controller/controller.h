@@ -168,6 +168,17 @@ int registry_list_snapshot(const struct kind_info *k, const char *ns, struct sto
 			   struct store_kv_list *out, struct status *st) WUR;
 int registry_create(struct registry *r, const struct kind_info *k, const char *ns, json_t *obj,
 		    json_t **out, struct status *st) WUR;
+/* A create (create_only) or replace in two halves.  registry_check_write
+ * is what needs no store, in the order a write reports failures:
+ * registry_prepare, then the kind's own rules (a kind the controller
+ * writes, the one ClusterNetwork); it touches no registry state, so the
+ * API runs it before taking the lock.  registry_write_checked is the rest
+ * (plan, admission, commit) for an obj that passed it with the same k, ns,
+ * name and create_only.  registry_create and registry_replace are both. */
+int registry_check_write(const struct kind_info *k, const char *ns, const char *name, json_t *obj,
+			 bool create_only, struct status *st) WUR;
+int registry_write_checked(struct registry *r, const struct kind_info *k, const char *ns, json_t *obj,
+			   bool create_only, json_t **out, struct status *st) WUR;
 /* A PUT of a missing object creates it (how an agent registers its node);
  * a replace that would store what is stored writes nothing and returns the
  * stored object with its resourceVersion. */
@@ -304,6 +315,11 @@ int endpoints_sync(struct endpoints_ctl *c);
  * selector and every controller-made Endpoints (at start: repairs what a
  * crash or a stop missed).  0 or -errno. */
 int endpoints_resync(struct endpoints_ctl *c) WUR;
+/* After a commit at rev whose only change was key, now obj (NULL: key
+ * deleted): what endpoints_sync does, but when the index is at rev - 1 it
+ * takes obj as written instead of reading the event back and parsing it.
+ * obj is borrowed.  0 or -errno. */
+int endpoints_written(struct endpoints_ctl *c, const char *key, const json_t *obj, int64_t rev);
 /* For endpoints_admit: bring the index up to date (reads events, writes
  * nothing), then the "namespace/name"s of the pods whose status.podIP is ip
  * (a JSON object used as a set, borrowed until the next call), or NULL. */
@@ -317,9 +333,20 @@ size_t endpoints_services(const struct endpoints_ctl *c);
 
 /* ---------------------------------------------------------------- watch hub */
 
+/* Threads (watch.c): the hub has a lock of its own and takes it in every
+ * call but watcher_read, whose caller holds it (watch_hub_lock) so that
+ * what it does on a 0 is atomic with the wake-up that ends it: wake
+ * functions run with it held (and must not take it, nor the store lock).
+ * Calls that read the store also need the caller's store lock, taken
+ * first: watch_hub_sync, watch_hub_written, watcher_open, watcher_close
+ * and watcher_read while watcher_reads_store says so.  So a watcher in
+ * step with the ring is read without the store lock, and never waits for
+ * a commit. */
 struct watch_hub;
 struct watch_hub *watch_hub_new(struct store *s, size_t ring_events);
 void watch_hub_free(struct watch_hub *h);
+void watch_hub_lock(struct watch_hub *h);
+void watch_hub_unlock(struct watch_hub *h);
 /* Pull new events from the store into the ring and wake watchers.  Called
  * after every local write and periodically (other writers). */
 int watch_hub_sync(struct watch_hub *h);
@@ -339,8 +366,12 @@ typedef void (*watcher_wake_fn)(void *arg);
 struct watcher *watcher_open(struct watch_hub *h, const char *prefix, int64_t after_rev,
 			     watcher_wake_fn wake, void *arg, struct status *st);
 /* >0 bytes copied; 0 nothing now (wake will be called); -1 the stream ends
- * (fell too far behind: the client resumes from its last revision). */
+ * (fell too far behind: the client resumes from its last revision).
+ * With the hub lock held, and the store lock too if watcher_reads_store. */
 ssize_t watcher_read(struct watcher *w, char *buf, size_t max);
+/* Its next watcher_read may read the store (it is behind the ring).  Only
+ * its own watcher_read changes this, so its reader may ask without a lock. */
+bool watcher_reads_store(const struct watcher *w);
 void watcher_close(struct watcher *w);
 
 /* ---------------------------------------------------------------- api */

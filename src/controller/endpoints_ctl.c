@@ -29,6 +29,8 @@
  * and nothing is ever recomputed for all Services but at a resync.
  *
  *   endpoints_sync:  catch up (events → index, dirty) ──► reconcile dirty:
+ *   (endpoints_written: the registry's own commit of one change, taken as
+ *    written instead of read back, when it is the next revision)
  *      Service with a selector: desired ≠ stored (or not ours) ──► PUT
  *      no such Service (or no selector), stored one is ours    ──► DELETE
  *      otherwise nothing (no write storms: a write only on a change)
@@ -425,26 +427,36 @@ static enum watched parse_key(const char *key, char *ns, size_t nslen, const cha
 	return W_NONE;
 }
 
-static void apply(struct endpoints_ctl *c, const char *key, const char *value, size_t len, bool dirty)
+/* key now holds obj, or nothing (NULL). */
+static void apply_object(struct endpoints_ctl *c, const char *key, const json_t *obj, bool dirty)
 {
 	char ns[256];
 	const char *name;
 	enum watched w = parse_key(key, ns, sizeof(ns), &name);
+
+	if (w == W_POD)
+		apply_pod(c, ns, name, obj, dirty);
+	else if (w == W_SERVICE)
+		apply_service(c, ns, name, obj, dirty);
+	else if (w == W_ENDPOINTS)
+		apply_endpoints(c, ns, name, obj, dirty);
+}
+
+/* key now holds the JSON text value, or nothing (NULL). */
+static void apply(struct endpoints_ctl *c, const char *key, const char *value, size_t len, bool dirty)
+{
+	char ns[256];
+	const char *name;
 	json_t *obj = NULL;
 
-	if (w == W_NONE)
+	if (parse_key(key, ns, sizeof(ns), &name) == W_NONE)
 		return;
 	if (value) {
 		obj = json_loadb(value, len, 0, NULL);
 		if (!obj)
 			return;
 	}
-	if (w == W_POD)
-		apply_pod(c, ns, name, obj, dirty);
-	else if (w == W_SERVICE)
-		apply_service(c, ns, name, obj, dirty);
-	else
-		apply_endpoints(c, ns, name, obj, dirty);
+	apply_object(c, key, obj, dirty);
 	json_decref(obj);
 }
 
@@ -746,6 +758,22 @@ int endpoints_sync(struct endpoints_ctl *c)
 		reconcile(c);
 	c->syncing = false;
 	return err;
+}
+
+int endpoints_written(struct endpoints_ctl *c, const char *key, const json_t *obj, int64_t rev)
+{
+	if (!c || c->syncing)
+		return 0;
+	if (!c->built || rev != c->cursor + 1)
+		return endpoints_sync(c);	/* events before it to read first */
+	/* the index is at rev - 1 and rev is this one change: take it as it is */
+	c->syncing = true;
+	apply_object(c, key, obj, true);
+	c->cursor = rev;
+	if (c->enabled)
+		reconcile(c);
+	c->syncing = false;
+	return 0;
 }
 
 int endpoints_resync(struct endpoints_ctl *c)

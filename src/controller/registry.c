@@ -321,10 +321,16 @@ static int namespace_exists(struct registry *r, const char *ns, int64_t *mod_rev
 
 /* What follows every commit: the controllers inside the controller catch
  * up (endpoints_ctl.c: a pod or Service write updates Endpoints before the
- * caller answers).  Their failures are theirs: counted, retried. */
-static void after_commit(struct registry *r)
+ * caller answers).  Their failures are theirs: counted, retried.  A
+ * commit at rev that changed only key (now obj, or deleted: NULL) is
+ * handed over as it is; key NULL: read the events. */
+static void after_commit(struct registry *r, const char *key, const json_t *obj, int64_t rev)
 {
-	if (r->endpoints)
+	if (!r->endpoints)
+		return;
+	if (key)
+		(void)endpoints_written(r->endpoints, key, obj, rev);
+	else
 		(void)endpoints_sync(r->endpoints);
 }
 
@@ -349,14 +355,10 @@ static int put_checked(struct txnb *b, const char *key, const json_t *work, stru
 	return 0;
 }
 
-static int write_object(struct registry *r, const struct kind_info *k, const char *ns, const char *name,
-			json_t *obj, bool create_only, json_t **out, struct status *st)
+int registry_check_write(const struct kind_info *k, const char *ns, const char *name, json_t *obj,
+			 bool create_only, struct status *st)
 {
 	char key[1024];
-	const char *user_rv;
-	int64_t want_rv = 0;
-	bool has_rv;
-	int err;
 
 	/* the body against the path first: nothing below reads a body of
 	 * another kind, another object or over the limits */
@@ -386,6 +388,23 @@ static int write_object(struct registry *r, const struct kind_info *k, const cha
 		status_set(st, 422, "Invalid", "metadata.name: too long");
 		return -1;
 	}
+	return 0;
+}
+
+int registry_write_checked(struct registry *r, const struct kind_info *k, const char *ns, json_t *obj,
+			   bool create_only, json_t **out, struct status *st)
+{
+	const char *name = obj_name(obj);
+	char key[1024];
+	const char *user_rv;
+	int64_t want_rv = 0;
+	bool has_rv;
+	int err;
+
+	if (obj_key(k, ns, name, key, sizeof(key))) {	/* registry_check_write refused these */
+		status_set(st, 422, "Invalid", "metadata.name: too long");
+		return -1;
+	}
 	/* check_request refused anything but digits */
 	user_rv = obj_str(obj, "metadata.resourceVersion");
 	has_rv = user_rv && *user_rv && model_revision_parse(user_rv, &want_rv) == 0;
@@ -394,6 +413,7 @@ static int write_object(struct registry *r, const struct kind_info *k, const cha
 		json_t *old = NULL, *work = NULL;
 		int64_t old_rev = 0, ns_rev = 0, rev = 0;
 		struct txnb b;
+		bool single;
 		/* A create that no admission hook has anything to check in
 		 * (has_admission) first tries without reading: the
 		 * transaction's compares (name free, namespace present) decide,
@@ -437,7 +457,10 @@ static int write_object(struct registry *r, const struct kind_info *k, const cha
 				   k->kind);
 			return -1;
 		}
-		work = json_deep_copy(obj);
+		/* the optimistic create takes the body itself, not a copy: a
+		 * retry after it redoes what it changed (identity, status) the
+		 * same way, as a create, from a body that lacked them */
+		work = optimistic ? json_incref(obj) : json_deep_copy(obj);
 		set_identity(r, work, old);
 		keep_status(work, old);
 		/* the body, not work: HostSubnets are made without uid or
@@ -481,6 +504,7 @@ static int write_object(struct registry *r, const struct kind_info *k, const cha
 			json_decref(work);
 			return -1;
 		}
+		single = b.nops == 1;	/* no admission hook wrote besides */
 		err = txnb_commit(&b, r->store, &rev);
 		txnb_free(&b);
 		json_decref(old);
@@ -493,7 +517,7 @@ static int write_object(struct registry *r, const struct kind_info *k, const cha
 				json_decref(work);
 				return store_failed(st, -EIO);
 			}
-			after_commit(r);
+			after_commit(r, single ? key : NULL, work, rev);
 			*out = work;
 			return 0;
 		}
@@ -510,13 +534,17 @@ static int write_object(struct registry *r, const struct kind_info *k, const cha
 int registry_create(struct registry *r, const struct kind_info *k, const char *ns, json_t *obj,
 		    json_t **out, struct status *st)
 {
-	return write_object(r, k, ns, NULL, obj, true, out, st);
+	if (registry_check_write(k, ns, NULL, obj, true, st))
+		return -1;
+	return registry_write_checked(r, k, ns, obj, true, out, st);
 }
 
 int registry_replace(struct registry *r, const struct kind_info *k, const char *ns, const char *name,
 		     json_t *obj, json_t **out, struct status *st)
 {
-	return write_object(r, k, ns, name, obj, false, out, st);
+	if (registry_check_write(k, ns, name, obj, false, st))
+		return -1;
+	return registry_write_checked(r, k, ns, obj, false, out, st);
 }
 
 int registry_get(struct registry *r, const struct kind_info *k, const char *ns, const char *name,
@@ -598,6 +626,7 @@ int registry_delete_if(struct registry *r, const struct kind_info *k, const char
 		int64_t old_rev = 0;
 		struct txnb b;
 		int hook = 0;
+		bool single;
 
 		err = load(r, key, &old, &old_rev);
 		if (err == -ENOENT) {
@@ -629,10 +658,11 @@ int registry_delete_if(struct registry *r, const struct kind_info *k, const char
 			json_decref(old);
 			return -1;
 		}
+		single = b.nops == 1;
 		err = txnb_commit(&b, r->store, &r->last_write_rev);
 		txnb_free(&b);
 		if (err == 0) {
-			after_commit(r);
+			after_commit(r, single ? key : NULL, NULL, r->last_write_rev);
 			*out = old;
 			return 0;
 		}

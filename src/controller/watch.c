@@ -19,6 +19,18 @@
  *                     watcher_read copies lines        the ring overwrote its cursor:
  *                                                      watcher_read returns -1 (END)
  *
+ * Threads: two locks.  The caller's store lock (the API's global lock)
+ * covers every store read: watch_hub_sync's, watcher_open's and a
+ * watcher's outside the ring (backlog).  The hub's own lock (h->lock)
+ * covers the ring, the watcher list and every watcher's cursor: the hub
+ * takes it itself, but for watcher_read, whose caller holds it
+ * (watch_hub_lock) so that what it does on a 0 — suspend its stream — is
+ * one critical section with the wake-up that ends it (wake functions run
+ * with the lock held).  watch_hub_sync reads and serialises new events
+ * under the store lock only and takes the hub's lock just to append them
+ * and wake; so a watcher in the ring is read under the hub's lock alone
+ * and never waits for a commit.  Order: store lock, then hub lock.
+ *
  * Invariants
  *  1. Every event with revision > floor_rev that the hub has pulled is in
  *     the ring, in (revision, op) order.
@@ -27,11 +39,14 @@
  *     buffer) together, so a stream that ends, ends between revisions and
  *     the client resumes exactly from the last resourceVersion it saw.
  *  3. A watcher never sends an event with revision <= its sent_rev.
+ *  4. Only the watcher's own watcher_read moves it between backlog and
+ *     ring (in_ring), so its caller may ask watcher_reads_store unlocked.
  */
 #include "controller/controller.h"
 
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,11 +65,17 @@ struct buf {
 	size_t len, off, cap;
 };
 
+/* What the wake-up pass of every sync reads of every watcher comes first,
+ * the prefix last and in the same allocation: with a thousand watchers
+ * each pass is a thousand cache misses, not three thousand. */
 struct watcher {
-	struct watch_hub *hub;
 	struct watcher *prev, *next;
-	char *prefix;
+	bool waiting;
+	bool behind;
+	watcher_wake_fn wake;
+	void *arg;
 	size_t prefix_len;
+	struct watch_hub *hub;
 	int64_t sent_rev;	/* everything <= this is sent (or queued) */
 	bool in_ring;
 	uint64_t seq;		/* ring mode: next ring slot to look at */
@@ -62,13 +83,11 @@ struct watcher {
 	struct buf out;		/* lines queued but not yet copied out */
 	struct store_kv_list initial;	/* INITIAL: objects not yet sent as ADDED */
 	size_t initial_next;
-	bool waiting;
-	bool behind;
-	watcher_wake_fn wake;
-	void *arg;
+	char prefix[];
 };
 
 struct watch_hub {
+	pthread_mutex_t lock;		/* all below but store (see Threads) */
 	struct store *store;
 	struct ring_event *ring;
 	size_t cap;
@@ -171,8 +190,12 @@ struct watch_hub *watch_hub_new(struct store *s, size_t ring_events)
 		return NULL;
 	}
 	h->floor_rev = h->rev;
+	pthread_mutex_init(&h->lock, NULL);
 	return h;
 }
+
+void watch_hub_lock(struct watch_hub *h) { pthread_mutex_lock(&h->lock); }
+void watch_hub_unlock(struct watch_hub *h) { pthread_mutex_unlock(&h->lock); }
 
 static void ring_slot_free(struct ring_event *e)
 {
@@ -190,6 +213,7 @@ void watch_hub_free(struct watch_hub *h)
 	for (uint64_t s = h->first_seq; s < h->next_seq; s++)
 		ring_slot_free(&h->ring[s % h->cap]);
 	free(h->ring);
+	pthread_mutex_destroy(&h->lock);
 	free(h);
 }
 
@@ -227,60 +251,18 @@ static uint64_t ring_seek(struct watch_hub *h, int64_t rev)
 	return lo;
 }
 
-int watch_hub_sync(struct watch_hub *h)
+/* No watchers: forget the ring, the floor moves to rev (hub lock held). */
+static void ring_drop(struct watch_hub *h, int64_t rev)
 {
-	uint64_t before = h->next_seq;
-	bool more = true;
+	for (; h->first_seq < h->next_seq; h->first_seq++)
+		ring_slot_free(&h->ring[h->first_seq % h->cap]);
+	h->rev = h->floor_rev = rev;
+}
 
-	if (h->nwatchers == 0) {
-		/* nobody to serve: move the floor instead of serialising events;
-		 * a later watcher from an older revision reads the store's history */
-		int64_t rev;
-		if (store_revision(h->store, &rev))
-			return -EIO;
-		for (; h->first_seq < h->next_seq; h->first_seq++)
-			ring_slot_free(&h->ring[h->first_seq % h->cap]);
-		h->rev = h->floor_rev = rev;
-		return 0;
-	}
-
-	while (more) {
-		struct store_event_list l = { 0 };
-		int err = store_events(h->store, OBJ_PREFIX, h->rev, 4096, &l);
-
-		if (err == -ESTORE_COMPACTED) {
-			/* someone compacted past us: nobody can be served from before */
-			int64_t rev;
-			if (store_revision(h->store, &rev))
-				return -EIO;
-			h->rev = h->floor_rev = rev;
-			for (struct watcher *w = h->watchers; w; w = w->next)
-				w->behind = true;
-			break;
-		}
-		if (err)
-			return err;
-		for (size_t i = 0; i < l.n; i++) {
-			const struct store_event *e = &l.events[i];
-			size_t len = 0;
-			char *line = event_line(e, &len);
-			char *key = strdup(e->kv.key);
-
-			if (!line || !key) {
-				free(line);
-				free(key);
-				continue;
-			}
-			ring_push(h, e->kv.mod_rev, key, line, len);
-			h->rev = e->kv.mod_rev;
-		}
-		if (!l.more && l.revision > h->rev)
-			h->rev = l.revision;
-		more = l.more;
-		store_event_list_free(&l);
-	}
-
-	/* wake the waiting watchers that have something new */
+/* Wake the waiting watchers that have something in the ring from slot
+ * before on (hub lock held). */
+static void wake_waiting(struct watch_hub *h, uint64_t before)
+{
 	for (struct watcher *w = h->watchers, *next; w; w = next) {
 		bool wake = w->behind;
 
@@ -295,15 +277,85 @@ int watch_hub_sync(struct watch_hub *h)
 				w->wake(w->arg);
 		}
 	}
+}
+
+int watch_hub_sync(struct watch_hub *h)
+{
+	uint64_t before;
+	bool more = true;
+
+	/* h->rev and nwatchers change only under the caller's store lock, which it holds */
+	if (h->nwatchers == 0) {
+		/* nobody to serve: move the floor instead of serialising events;
+		 * a later watcher from an older revision reads the store's history */
+		int64_t rev;
+		if (store_revision(h->store, &rev))
+			return -EIO;
+		pthread_mutex_lock(&h->lock);
+		ring_drop(h, rev);
+		pthread_mutex_unlock(&h->lock);
+		return 0;
+	}
+
+	pthread_mutex_lock(&h->lock);
+	before = h->next_seq;
+	pthread_mutex_unlock(&h->lock);
+	while (more) {
+		struct store_event_list l = { 0 };
+		int err = store_events(h->store, OBJ_PREFIX, h->rev, 4096, &l);
+
+		if (err == -ESTORE_COMPACTED) {
+			/* someone compacted past us: nobody can be served from before */
+			int64_t rev;
+			if (store_revision(h->store, &rev))
+				return -EIO;
+			pthread_mutex_lock(&h->lock);
+			h->rev = h->floor_rev = rev;
+			for (struct watcher *w = h->watchers; w; w = w->next)
+				w->behind = true;
+			pthread_mutex_unlock(&h->lock);
+			break;
+		}
+		if (err)
+			return err;
+		for (size_t i = 0; i < l.n; i++) {
+			const struct store_event *e = &l.events[i];
+			size_t len = 0;
+			/* serialised outside the hub's lock: readers go on meanwhile */
+			char *line = event_line(e, &len);
+			char *key = strdup(e->kv.key);
+
+			if (!line || !key) {
+				free(line);
+				free(key);
+				continue;
+			}
+			pthread_mutex_lock(&h->lock);
+			ring_push(h, e->kv.mod_rev, key, line, len);
+			h->rev = e->kv.mod_rev;
+			pthread_mutex_unlock(&h->lock);
+		}
+		if (!l.more && l.revision > h->rev) {
+			pthread_mutex_lock(&h->lock);
+			h->rev = l.revision;
+			pthread_mutex_unlock(&h->lock);
+		}
+		more = l.more;
+		store_event_list_free(&l);
+	}
+
+	pthread_mutex_lock(&h->lock);
+	wake_waiting(h, before);
+	pthread_mutex_unlock(&h->lock);
 	return 0;
 }
 
 int watch_hub_written(struct watch_hub *h, int64_t rev)
 {
 	if (h->nwatchers == 0 && rev > h->rev) {
-		for (; h->first_seq < h->next_seq; h->first_seq++)
-			ring_slot_free(&h->ring[h->first_seq % h->cap]);
-		h->rev = h->floor_rev = rev;
+		pthread_mutex_lock(&h->lock);
+		ring_drop(h, rev);
+		pthread_mutex_unlock(&h->lock);
 		return 0;
 	}
 	return watch_hub_sync(h);
@@ -325,14 +377,14 @@ struct watcher *watcher_open(struct watch_hub *h, const char *prefix, int64_t af
 			   after_rev, compacted);
 		return NULL;
 	}
-	w = calloc(1, sizeof(*w));
-	if (!w || !(w->prefix = strdup(prefix))) {
-		free(w);
+	w = calloc(1, sizeof(*w) + strlen(prefix) + 1);
+	if (!w) {
 		status_set(st, 500, "InternalError", "out of memory");
 		return NULL;
 	}
 	w->hub = h;
 	w->prefix_len = strlen(prefix);
+	memcpy(w->prefix, prefix, w->prefix_len + 1);
 	w->wake = wake;
 	w->arg = arg;
 
@@ -340,13 +392,13 @@ struct watcher *watcher_open(struct watch_hub *h, const char *prefix, int64_t af
 		/* the initial list: ADDED for every current object, made as it is read */
 		if (store_range(h->store, prefix, NULL, 0, &w->initial)) {
 			status_set(st, 500, "InternalError", "store: cannot list %s", prefix);
-			free(w->prefix);
 			free(w);
 			return NULL;
 		}
 		after_rev = w->initial.revision;
 	}
 	w->sent_rev = after_rev;
+	pthread_mutex_lock(&h->lock);
 	if (after_rev >= h->floor_rev) {
 		w->in_ring = true;
 		w->seq = ring_seek(h, after_rev);
@@ -356,7 +408,13 @@ struct watcher *watcher_open(struct watch_hub *h, const char *prefix, int64_t af
 		h->watchers->prev = w;
 	h->watchers = w;
 	h->nwatchers++;
+	pthread_mutex_unlock(&h->lock);
 	return w;
+}
+
+bool watcher_reads_store(const struct watcher *w)
+{
+	return !w->in_ring;	/* invariant 4 */
 }
 
 /* Backlog mode: read the next page of history into out. */
@@ -469,6 +527,7 @@ void watcher_close(struct watcher *w)
 	if (!w)
 		return;
 	h = w->hub;
+	pthread_mutex_lock(&h->lock);
 	if (w->prev)
 		w->prev->next = w->next;
 	else
@@ -476,8 +535,8 @@ void watcher_close(struct watcher *w)
 	if (w->next)
 		w->next->prev = w->prev;
 	h->nwatchers--;
+	pthread_mutex_unlock(&h->lock);
 	store_kv_list_free(&w->initial);
 	free(w->out.data);
-	free(w->prefix);
 	free(w);
 }

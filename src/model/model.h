@@ -115,10 +115,12 @@ int model_decode_manifest(const char *buf, size_t len, json_t ***docs, size_t *n
  * O(size of obj); stops at the first value over a limit. */
 int model_check_limits(const json_t *obj, char *err, size_t errlen) __attribute__((warn_unused_result));
 /* The text obj is stored as (compact JSON, keys in order), checked: within
- * the limits above and read back by the readers' parser settings to an
- * equal object.  0 with *text (malloc'd, NUL-terminated; the caller frees)
- * and *len; -E2BIG over a limit, -EPROTO when it does not read back (a
- * bug: nothing may be stored then), -ENOMEM; err says which. */
+ * the limits above, and so that it reads back by the readers' parser
+ * settings to an equal object (limits.c, invariant 2: what the walk
+ * ensures, without parsing the text again).  0 with *text (malloc'd,
+ * NUL-terminated; the caller frees) and *len; -E2BIG over a limit, -EPROTO
+ * when it would not read back (a string holding a NUL byte: nothing may be
+ * stored then), -ENOMEM; err says which. */
 int model_encode_checked(const json_t *obj, char **text, size_t *len, char *err, size_t errlen)
 	__attribute__((warn_unused_result));
 

@@ -5,13 +5,17 @@
  *
  * The sweep test sends every kind's body to every other kind's path, as
  * the attacker did; the limits are cross-checked against a naive
- * recursive count on random trees.
+ * recursive count on random trees, and model_encode_checked's text against
+ * the readers' parser (it does not parse it back itself: limits.c,
+ * invariant 2) on random trees of every kind of value.
  */
 #include "model/model.h"
 #include "test.h"
 
 #include <errno.h>
+#include <float.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -380,6 +384,165 @@ TEST(limits_randomized_against_a_naive_count)
 		}
 		json_decref(j);
 	}
+}
+
+static uint64_t next(uint64_t *seed)
+{
+	*seed = *seed * 6364136223846793005ULL + 1442695040888963407ULL;
+	return *seed >> 33;
+}
+
+/* A random valid UTF-8 string of up to 8 code points (any plane, no
+ * surrogates), with a NUL byte in it when nul. */
+static json_t *random_string(uint64_t *seed, bool nul)
+{
+	char buf[64];
+	size_t n = 0;
+
+	for (uint64_t k = next(seed) % 9; k > 0; k--) {
+		uint32_t cp = (uint32_t)next(seed);
+
+		switch (cp % 4) {
+		case 0: cp = 1 + cp % 0x7f; break;		/* ASCII, control characters too */
+		case 1: cp = 0x80 + cp % 0x780; break;
+		case 2: cp = 0x800 + cp % 0xf800; break;
+		default: cp = 0x10000 + cp % 0x100000; break;
+		}
+		if (cp >= 0xd800 && cp <= 0xdfff)
+			cp = '?';
+		if (cp < 0x80) {
+			buf[n++] = (char)cp;
+		} else if (cp < 0x800) {
+			buf[n++] = (char)(0xc0 | cp >> 6);
+			buf[n++] = (char)(0x80 | (cp & 0x3f));
+		} else if (cp < 0x10000) {
+			buf[n++] = (char)(0xe0 | cp >> 12);
+			buf[n++] = (char)(0x80 | (cp >> 6 & 0x3f));
+			buf[n++] = (char)(0x80 | (cp & 0x3f));
+		} else {
+			buf[n++] = (char)(0xf0 | cp >> 18);
+			buf[n++] = (char)(0x80 | (cp >> 12 & 0x3f));
+			buf[n++] = (char)(0x80 | (cp >> 6 & 0x3f));
+			buf[n++] = (char)(0x80 | (cp & 0x3f));
+		}
+	}
+	if (nul)
+		buf[n++] = 0;
+	return json_stringn(buf, n);
+}
+
+/* the naive reference: a string anywhere with a NUL byte */
+static bool holds_nul(const json_t *j)
+{
+	const char *k;
+	json_t *c;
+	size_t i;
+
+	if (json_is_string(j))
+		return strlen(json_string_value(j)) != json_string_length(j);
+	if (json_is_object(j))
+		json_object_foreach((json_t *)j, k, c)
+			if (holds_nul(c))
+				return true;
+	if (json_is_array(j))
+		json_array_foreach(j, i, c)
+			if (holds_nul(c))
+				return true;
+	return false;
+}
+
+static json_t *random_scalar(uint64_t *seed)
+{
+	static const double reals[] = { 0.0, -0.0, 1.0, -1.5, 0.1, 1e300, -1e-300, DBL_MAX, DBL_MIN, 5e-324,
+					123456789.123456789 };
+	uint64_t r = next(seed);
+
+	switch (r % 8) {
+	case 0: return json_integer(r % 2 ? INT64_MAX : INT64_MIN + (json_int_t)(r % 3));
+	case 1: return json_integer((json_int_t)next(seed) - (1 << 30));
+	case 2: return json_real(reals[next(seed) % (sizeof(reals) / sizeof(reals[0]))]);
+	case 3: return json_real(ldexp((double)next(seed), (int)(next(seed) % 200) - 100));
+	case 4: return r % 3 ? json_true() : r % 3 == 1 ? json_false() : json_null();
+	case 5: return random_string(seed, next(seed) % 16 == 0);
+	default: return random_string(seed, false);
+	}
+}
+
+static json_t *random_values(uint64_t *seed, int depth, size_t *budget)
+{
+	uint64_t r = next(seed);
+	json_t *j;
+
+	if (!*budget || r % 3 == 0 || depth > 6) {
+		if (*budget)
+			(*budget)--;
+		return random_scalar(seed);
+	}
+	(*budget)--;
+	j = r % 2 ? json_object() : json_array();
+	for (uint64_t n = r % 6; n > 0; n--) {
+		json_t *child = random_values(seed, depth + 1, budget);
+
+		if (json_is_object(j)) {
+			json_t *key = random_string(seed, false);
+
+			json_object_set_new(j, json_string_value(key), child);
+			json_decref(key);
+		} else {
+			json_array_append_new(j, child);
+		}
+	}
+	return j;
+}
+
+/* What the walk promises against the reference, the readers' parser:
+ * accepted text parses back (flags 0) to an equal object; only a string
+ * with a NUL byte is refused (-EPROTO), and such text would not parse. */
+TEST(encode_checked_randomized_against_the_parser)
+{
+	uint64_t seed = test_seed();
+
+	for (int round = 0; round < 2000; round++) {
+		size_t budget = 1 + (size_t)(next(&seed) % 200), len = 0;
+		/* a stored object is an object (the encoder takes no other root) */
+		json_t *j = json_pack("{s:o}", "spec", random_values(&seed, 2, &budget)), *back;
+		char *text = NULL, *raw;
+		int rc = model_encode_checked(j, &text, &len, err, sizeof(err));
+
+		if (holds_nul(j)) {
+			raw = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
+			back = raw ? json_loads(raw, 0, NULL) : NULL;
+			if (rc != -EPROTO || text || back || !strstr(err, "NUL byte"))
+				test_fail(__FILE__, __LINE__, "round %d: a NUL string: rc %d (%s), parses %s", round, rc,
+					  err, back ? "yes" : "no");
+			json_decref(back);
+			free(raw);
+		} else {
+			back = rc == 0 ? json_loadb(text, len, 0, NULL) : NULL;
+			if (rc != 0 || len != strlen(text) || !back || !json_equal(back, j))
+				test_fail(__FILE__, __LINE__, "round %d: rc %d (%s), text %.200s reads back %s", round,
+					  rc, err, text ? text : "(none)", back ? "unequal" : "not at all");
+			json_decref(back);
+		}
+		free(text);
+		json_decref(j);
+		if (test_failed())
+			return;
+	}
+}
+
+TEST(encode_checked_refuses_a_nul_in_a_string)
+{
+	json_t *j = json_pack("{s:{s:{s:o}}}", "metadata", "annotations", "x", json_stringn("a\0b", 3));
+	char *text = NULL;
+	size_t len = 0;
+
+	CHECK(j);
+	CHECK_EQ(model_encode_checked(j, &text, &len, err, sizeof(err)), -EPROTO);
+	CHECK(text == NULL);
+	CHECK_CONTAINS(err, "metadata.annotations.x: a string holding a NUL byte");
+	CHECK_EQ(model_check_limits(j, err, sizeof(err)), 0);	/* a limit it is not */
+	json_decref(j);
 }
 
 TEST(encode_checked_reads_back)
