@@ -150,7 +150,6 @@ struct watch_ctx {
 	bool revoked;		/* its credential was revoked: the stream ends */
 	char cred[17];		/* the node credential that opened it ("" the admin) */
 	struct watch_ctx *resume_next;	/* in api->resumes */
-	const void *daemon;	/* the MHD thread's daemon that serves it */
 	time_t deadline;	/* 0 = none */
 };
 
@@ -549,23 +548,12 @@ static void watch_resume(struct watch_ctx *w)
 	}
 }
 
-/* The MHD daemon (one per server thread) that serves c. */
-static const void *daemon_of(struct MHD_Connection *c)
-{
-	const union MHD_ConnectionInfo *i = MHD_get_connection_info(c, MHD_CONNECTION_INFO_DAEMON);
-
-	return i ? i->daemon : NULL;
-}
-
 /* Make the resumes watch_resume queued.  After every critical section
  * that may sync the hub or resume a stream, with no lock held: each
- * thread flushes what it queued (or finds it flushed by another).  self:
- * the daemon of the server thread that flushes (NULL: not one), whose own
- * streams go last — it serves them only once the flush is done, while
- * the other thread can start on its own at once. */
-static void flush_resumes(struct api *a, const void *self)
+ * thread flushes what it queued (or finds it flushed by another). */
+static void flush_resumes(struct api *a)
 {
-	struct watch_ctx *w, *next, *mine = NULL, *others = NULL;
+	struct watch_ctx *w, *next;
 
 	if (!__atomic_load_n(&a->resumes, __ATOMIC_ACQUIRE))
 		return;
@@ -573,22 +561,10 @@ static void flush_resumes(struct api *a, const void *self)
 	w = a->resumes;
 	__atomic_store_n(&a->resumes, NULL, __ATOMIC_RELAXED);
 	watch_hub_unlock(a->hub);
-	/* still all suspended: ours to relink until resumed */
 	for (; w; w = next) {
-		next = w->resume_next;
-		if (self && w->daemon == self) {
-			w->resume_next = mine;
-			mine = w;
-		} else {
-			w->resume_next = others;
-			others = w;
-		}
+		next = w->resume_next;	/* w may be gone once its connection runs */
+		MHD_resume_connection(w->conn);
 	}
-	for (int pass = 0; pass < 2; pass++)
-		for (w = pass ? mine : others; w; w = next) {
-			next = w->resume_next;	/* w may be gone once its connection runs */
-			MHD_resume_connection(w->conn);
-		}
 }
 
 /* The hub's wake-up (its lock held, from the thread that synced it). */
@@ -696,7 +672,6 @@ static enum MHD_Result start_watch(struct api *a, struct MHD_Connection *c, stru
 	w->api = a;
 	w->conn = c;
 	snprintf(w->cred, sizeof(w->cred), "%s", rq->who.cred);
-	w->daemon = daemon_of(c);
 	if (timeout > 0)
 		w->deadline = time(NULL) + (time_t)timeout;
 	resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, watch_reader, w, watch_free);
@@ -1605,7 +1580,7 @@ static enum MHD_Result handle_request(struct api *a, struct MHD_Connection *c, c
 	ret = dispatch(a, c, rq, &call);
 	pthread_mutex_unlock(&a->lock);
 	json_decref(call.body);
-	flush_resumes(a, daemon_of(c));	/* the streams a write woke */
+	flush_resumes(a);	/* the streams a write woke */
 	if (call.out)
 		ret = send_json(a, c, rq, call.code, call.out);	/* serialised outside the lock */
 	return ret;
@@ -1752,7 +1727,7 @@ void api_lock(struct api *a) { pthread_mutex_lock(&a->lock); }
 void api_unlock(struct api *a)
 {
 	pthread_mutex_unlock(&a->lock);
-	flush_resumes(a, NULL);
+	flush_resumes(a);
 }
 
 void api_stop(struct api *a)
@@ -1771,7 +1746,7 @@ void api_stop(struct api *a)
 		watch_resume(w);
 	watch_hub_unlock(a->hub);
 	pthread_mutex_unlock(&a->lock);
-	flush_resumes(a, NULL);
+	flush_resumes(a);
 	for (int i = 0; i < 500; i++) {
 		bool empty;
 		pthread_mutex_lock(&a->lock);
@@ -1830,6 +1805,6 @@ int api_run(struct api *a, int timeout_ms)
 	}
 	watch_hub_unlock(a->hub);
 	pthread_mutex_unlock(&a->lock);
-	flush_resumes(a, NULL);
+	flush_resumes(a);
 	return 0;
 }

@@ -65,17 +65,11 @@ struct buf {
 	size_t len, off, cap;
 };
 
-/* What the wake-up pass of every sync reads of every watcher comes first,
- * the prefix last and in the same allocation: with a thousand watchers
- * each pass is a thousand cache misses, not three thousand. */
 struct watcher {
-	struct watcher *prev, *next;
-	bool waiting;
-	bool behind;
-	watcher_wake_fn wake;
-	void *arg;
-	size_t prefix_len;
 	struct watch_hub *hub;
+	struct watcher *prev, *next;
+	char *prefix;
+	size_t prefix_len;
 	int64_t sent_rev;	/* everything <= this is sent (or queued) */
 	bool in_ring;
 	uint64_t seq;		/* ring mode: next ring slot to look at */
@@ -83,7 +77,10 @@ struct watcher {
 	struct buf out;		/* lines queued but not yet copied out */
 	struct store_kv_list initial;	/* INITIAL: objects not yet sent as ADDED */
 	size_t initial_next;
-	char prefix[];
+	bool waiting;
+	bool behind;
+	watcher_wake_fn wake;
+	void *arg;
 };
 
 struct watch_hub {
@@ -377,14 +374,14 @@ struct watcher *watcher_open(struct watch_hub *h, const char *prefix, int64_t af
 			   after_rev, compacted);
 		return NULL;
 	}
-	w = calloc(1, sizeof(*w) + strlen(prefix) + 1);
-	if (!w) {
+	w = calloc(1, sizeof(*w));
+	if (!w || !(w->prefix = strdup(prefix))) {
+		free(w);
 		status_set(st, 500, "InternalError", "out of memory");
 		return NULL;
 	}
 	w->hub = h;
 	w->prefix_len = strlen(prefix);
-	memcpy(w->prefix, prefix, w->prefix_len + 1);
 	w->wake = wake;
 	w->arg = arg;
 
@@ -392,6 +389,7 @@ struct watcher *watcher_open(struct watch_hub *h, const char *prefix, int64_t af
 		/* the initial list: ADDED for every current object, made as it is read */
 		if (store_range(h->store, prefix, NULL, 0, &w->initial)) {
 			status_set(st, 500, "InternalError", "store: cannot list %s", prefix);
+			free(w->prefix);
 			free(w);
 			return NULL;
 		}
@@ -538,5 +536,6 @@ void watcher_close(struct watcher *w)
 	pthread_mutex_unlock(&h->lock);
 	store_kv_list_free(&w->initial);
 	free(w->out.data);
+	free(w->prefix);
 	free(w);
 }
