@@ -34,6 +34,12 @@ check_fails() {
 	if "$@" >/dev/null 2>&1; then fail "$name" "succeeded but should have failed"; else pass "$name"; fi
 }
 
+# How long a test server (python3 peer.py, iperf3) may take to listen: a
+# bound, not a sleep (wait_for returns as soon as it listens).  Python's
+# start alone took over a second on a loaded 2-CPU machine, and the tests
+# start ten at once.
+SERVER_START_S=${SERVER_START_S:-30}
+
 # wait_for SECONDS CMD...: poll until CMD succeeds (every 50 ms).
 wait_for() {
 	local deadline=$(( $(date +%s%N) / 1000000 + $1 * 1000 )); shift

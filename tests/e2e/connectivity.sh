@@ -56,8 +56,8 @@ serve() {
 }
 listening() { ns "$1" ss -Hltn "sport = :${2:-$PORT}" | grep -q .; }
 server_up() {
-	wait_for 5 listening "$1" && return 0
-	echo "expected a peer server listening on :$PORT in $LAB-$1 within 5 s; seen none; its log: $(tail -n 3 "$T_ROOT/server-$1.log")"
+	wait_for $SERVER_START_S listening "$1" && return 0
+	echo "expected a peer server listening on :$PORT in $LAB-$1 within $SERVER_START_S s; seen none; its log: $(tail -n 3 "$T_ROOT/server-$1.log")"
 	return 1
 }
 unserve() { kill "${SERVER_PID[$1]}" && wait "${SERVER_PID[$1]}" 2>/dev/null; true; }
@@ -204,7 +204,7 @@ frag_lines_before=$(frag_lines)
 frags_before_1=$(frag_counters node-1) frags_before_2=$(frag_counters node-2)
 ip netns exec "$LAB-pod-blue-c" iperf3 -s >"$T_ROOT/iperf3-server.log" 2>&1 &
 T_PIDS+=("$!")
-check "iperf3 server in pod c started" wait_for 5 listening pod-blue-c 5201
+check "iperf3 server in pod c started" wait_for $SERVER_START_S listening pod-blue-c 5201
 
 # bulk BYTES [IPERF3 ARGS...]: iperf3 sends BYTES from pod a to pod c (c to a with -R), all of them
 bulk() {

@@ -61,8 +61,8 @@ serve() {
 }
 listening() { ns "$1" ss -Hltn "sport = :$PORT" | grep -q .; }
 server_up() {
-	wait_for 5 listening "$1" && return 0
-	echo "expected peer.py listening on :$PORT in $(netns "$1") within 5 s; its log: $(tail -n 3 "$(server_log "$1")")"
+	wait_for $SERVER_START_S listening "$1" && return 0
+	echo "expected peer.py listening on :$PORT in $(netns "$1") within $SERVER_START_S s; its log: $(tail -n 3 "$(server_log "$1")")"
 	return 1
 }
 

@@ -96,8 +96,8 @@ serve_many() { # flow.py only
 unserve() { local p; for p in ${SERVERS[$1]}; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done; SERVERS[$1]=; true; }
 listening() { ns "$1" ss -Hltn "sport = :$2" | grep -q .; }
 server_up() {
-	wait_for 5 listening "$1" "$2" && return 0
-	echo "expected a server listening on :$2 in $(netns "$1") within 5 s; its log: $(tail -n 3 "$(server_log "$1")"*)"
+	wait_for $SERVER_START_S listening "$1" "$2" && return 0
+	echo "expected a server listening on :$2 in $(netns "$1") within $SERVER_START_S s; its log: $(tail -n 3 "$(server_log "$1")"*)"
 	return 1
 }
 log_size() { stat -c %s "$(server_log "$1")"; }
