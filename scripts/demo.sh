@@ -79,7 +79,7 @@ echo "curl exit $? (60: the certificate is signed by a CA curl does not trust)"
 
 step "least privilege: each agent holds a credential bound to its node, not the admin token"
 run "$lab" weftctl node-credential list
-ca=$(jq -r .controller.caFile "/run/weft-lab/$name/state.json")
+ca=$("$lab" status -o json | jq -r .controller.caFile)
 printf '$ curl --cacert %s -H "Authorization: Bearer $(cat /run/weft-lab/%s/node-1/node.token)" %s/api/v1/secrets\n' \
 	"$ca" "$name" "$server"
 curl -s --cacert "$ca" -H @- "$server/api/v1/secrets" <<<"Authorization: Bearer $(cat "/run/weft-lab/$name/node-1/node.token")" |
