@@ -30,6 +30,13 @@
  * the timers (api_run): events written by other controllers (for the
  * endpoints controller and the watchers), heartbeats, watch deadlines.
  *
+ * Writes are group-committed (store.h): a commit under the lock only
+ * writes, and durable() flushes outside it, one flush for every thread
+ * waiting at once.  Nothing read from the store leaves before the flush
+ * that covers it — an answer, a list, a watch event — so a client never
+ * sees a write that a power cut could take back; and the lock is not held
+ * across a disk flush, so the next write plans while this one flushes.
+ *
  * Connections are bounded by conns.c: in all (MHD's limit, derived from
  * RLIMIT_NOFILE), per client address (refused at accept; watch streams
  * of authenticated clients not counted), and in time (a request head
@@ -43,7 +50,8 @@
  *                 chunks (bounded) ─► prepare: route, JSON, registry's
  *                 checks (body against path, then validation) ─►
  *                 [global lock: dispatch: registry (plan, admission,
- *                 commit) ─► hub sync] ─► streams resumed ─► response
+ *                 commit) ─► hub sync] ─► flush (durable) ─► streams
+ *                 resumed ─► response
  *                 (a list: suspended ─► [lister thread: snapshot] ─►
  *                  resumed ─► response streamed from the snapshot)
  * A request that fails auth, sends a body that is not JSON (415) or
@@ -75,9 +83,10 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <unistd.h>
 
 #define HEARTBEAT_SECONDS 30
-#define API_THREADS 2
+#define API_THREADS 4
 #define LIST_BLOCK_BYTES (64 * 1024)	/* what one reader call of a list serialises */
 /* TLS 1.2 and 1.3 only, GnuTLS's NORMAL choice of ciphers within them */
 #define TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
@@ -567,6 +576,25 @@ static void flush_resumes(struct api *a)
 	}
 }
 
+/* Group commit (store.h): writes are committed under the lock and flushed
+ * outside it.  Before anything read from the store leaves — an answer, a
+ * list, watch events — the thread waits here until every commit made so
+ * far is durable (a superset of what it read; one flush at most, shared by
+ * every thread waiting at once).  A flush that fails leaves no way to tell
+ * what the disk holds: the controller stops at once, before anyone sees
+ * such a write, and the next start reads what the disk kept. */
+static void durable(struct api *a)
+{
+	struct store *s = a->reg->store;
+	int err = store_sync(s, store_commits(s));
+
+	if (err) {
+		fprintf(stderr, "weft-controller: the store's writes cannot be made durable (%s): stopping "
+			"before anyone sees them\n", strerror(-err));
+		_exit(EXIT_FAILURE);
+	}
+}
+
 /* The hub's wake-up (its lock held, from the thread that synced it). */
 static void watch_wake(void *arg)
 {
@@ -604,6 +632,8 @@ static ssize_t watch_reader(void *cls, uint64_t pos, char *buf, size_t max)
 	watch_hub_unlock(a->hub);
 	if (store)
 		pthread_mutex_unlock(&a->lock);
+	if (n > 0)
+		durable(a);
 	return n;
 }
 
@@ -796,6 +826,7 @@ static void *lister_run(void *arg)
 			j->err = -1;
 		} else {
 			j->err = registry_list_snapshot(j->kind, j->ns, a->reader, &j->snap, &j->st);
+			durable(a);
 		}
 		MHD_resume_connection(j->conn);
 	}
@@ -1580,6 +1611,7 @@ static enum MHD_Result handle_request(struct api *a, struct MHD_Connection *c, c
 	ret = dispatch(a, c, rq, &call);
 	pthread_mutex_unlock(&a->lock);
 	json_decref(call.body);
+	durable(a);		/* before the answer (queued or not) leaves */
 	flush_resumes(a);	/* the streams a write woke */
 	if (call.out)
 		ret = send_json(a, c, rq, call.code, call.out);	/* serialised outside the lock */
@@ -1805,6 +1837,7 @@ int api_run(struct api *a, int timeout_ms)
 	}
 	watch_hub_unlock(a->hub);
 	pthread_mutex_unlock(&a->lock);
+	durable(a);	/* the timers' writes (Endpoints) are flushed within a tick */
 	flush_resumes(a);
 	return 0;
 }

@@ -114,6 +114,9 @@ void txnb_put(struct txnb *b, const char *key, const char *value);
 void txnb_put_json(struct txnb *b, const char *key, const json_t *obj);
 void txnb_del(struct txnb *b, const char *key);
 void txnb_del_prefix(struct txnb *b, const char *prefix);
+/* How many of b's operations touch an API object (a key under OBJ_PREFIX,
+ * or a prefix that may hold one); allocation keys do not count. */
+size_t txnb_object_ops(const struct txnb *b);
 /* 0 committed, -EAGAIN a compare failed (plan again), other -errno. */
 int txnb_commit(struct txnb *b, struct store *s, int64_t *rev) WUR;
 

@@ -304,7 +304,7 @@ int main(int argc, char **argv)
 	struct watch_hub *hub = NULL;
 	struct api *api = NULL;
 	json_t *config = NULL;
-	int opt, rc = 1;
+	int opt, rc = 1, sync_err;
 	time_t last_compact = time(NULL);
 
 	while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -468,6 +468,12 @@ int main(int argc, char **argv)
 	reader = store_open(store_url, err, sizeof(err));
 	if (!reader) {
 		fprintf(stderr, "weft-controller: %s (the lists' handle)\n", err);
+		goto out;
+	}
+	/* group commit: writes commit under the API's lock and are flushed
+	 * outside it, before anyone sees them (store.h, api.c) */
+	if ((sync_err = store_defer_sync(store))) {
+		fprintf(stderr, "weft-controller: %s: group commit: %s\n", store_url, strerror(-sync_err));
 		goto out;
 	}
 	hub = watch_hub_new(store, 65536);

@@ -504,7 +504,10 @@ int registry_write_checked(struct registry *r, const struct kind_info *k, const 
 			json_decref(work);
 			return -1;
 		}
-		single = b.nops == 1;	/* no admission hook wrote besides */
+		/* no admission hook wrote another object besides (an
+		 * allocation key, as a pod's address, is none of the
+		 * endpoints controller's business) */
+		single = txnb_object_ops(&b) == 1;
 		err = txnb_commit(&b, r->store, &rev);
 		txnb_free(&b);
 		json_decref(old);
@@ -658,7 +661,7 @@ int registry_delete_if(struct registry *r, const struct kind_info *k, const char
 			json_decref(old);
 			return -1;
 		}
-		single = b.nops == 1;
+		single = txnb_object_ops(&b) == 1;
 		err = txnb_commit(&b, r->store, &r->last_write_rev);
 		txnb_free(&b);
 		if (err == 0) {

@@ -113,6 +113,20 @@ void txnb_del_prefix(struct txnb *b, const char *prefix)
 	add_op(b, STORE_OP_DELETE_PREFIX, prefix, NULL, 0);
 }
 
+size_t txnb_object_ops(const struct txnb *b)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < b->nops; i++) {
+		const char *k = b->ops[i].key;
+		/* a prefix shorter than OBJ_PREFIX may span objects too */
+		if (strncmp(k, OBJ_PREFIX, strlen(OBJ_PREFIX)) == 0 ||
+		    (b->ops[i].type == STORE_OP_DELETE_PREFIX && strncmp(OBJ_PREFIX, k, strlen(k)) == 0))
+			n++;
+	}
+	return n;
+}
+
 int txnb_commit(struct txnb *b, struct store *s, int64_t *rev)
 {
 	struct store_txn txn = {

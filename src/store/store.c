@@ -36,6 +36,7 @@
  */
 #include "store/store.h"
 #include "store/store_limits.h"
+#include "store/store_sync.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -115,13 +116,16 @@ struct store *store_open(const char *url, char *err, size_t errlen)
 	if (!s)
 		return NULL;
 	s->backend = backend;
+	s->sync = NULL;
 	return s;
 }
 
 void store_close(struct store *s)
 {
-	if (s)
-		s->backend->close(s);
+	if (!s)
+		return;
+	store_sync_close(s);
+	s->backend->close(s);
 }
 
 static int check_key(const char *key)
@@ -261,7 +265,10 @@ int store_txn(struct store *s, const struct store_txn *txn, struct store_txn_res
 	r = check_txn(txn);
 	if (r < 0)
 		return r;
-	return s->backend->txn(s, txn, res);
+	r = s->backend->txn(s, txn, res);
+	if (r == 0 && s->sync)
+		store_sync_committed(s);
+	return r;
 }
 
 int store_put(struct store *s, const char *key, const char *value, size_t len, int64_t *rev)

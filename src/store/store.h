@@ -14,6 +14,8 @@
  *     does not increase it.
  *  2. A transaction is atomic and durable before store_txn() returns: after
  *     a crash at any point either all of its operations are visible or none.
+ *     A handle in group commit (store_defer_sync) moves "durable" to the
+ *     next store_sync that covers the transaction; atomic it always is.
  *  3. Every key has create_rev (revision that created it, since its last
  *     delete), mod_rev (revision of its last change) and version (number of
  *     changes since creation, 1 after the create).  A key that does not exist
@@ -29,7 +31,8 @@
  * caller and freed with the matching *_free function.  Keys and values given
  * to the store are borrowed for the duration of the call only.
  *
- * Threads: one struct store may be used by one thread at a time.
+ * Threads: one struct store may be used by one thread at a time, except
+ * store_commits and store_sync, which any thread may call at any time.
  */
 #ifndef WEFT_STORE_H
 #define WEFT_STORE_H
@@ -160,6 +163,24 @@ int store_compact(struct store *s, int64_t rev) WEFT_WUR;
 /* The compaction revision (0 if never compacted). */
 int store_compacted(struct store *s, int64_t *rev) WEFT_WUR;
 
+/* Group commit (store_sync.c).  store_defer_sync switches this handle's
+ * write transactions to "written, not yet flushed": store_txn returns once
+ * the commit is written, and store_sync(s, n) returns once the first n
+ * commits of the handle are durable; threads that wait at once share one
+ * flush.  So a server commits under its lock and flushes outside it, and
+ * waits, before it lets anyone see a write (the writer's answer, a read, a
+ * watch event), until store_sync covers what it read: nothing is seen that
+ * a power cut could take back.  A process killed without a flush loses
+ * nothing either: the written commits are the kernel's.  -ENOTSUP from a
+ * back-end without it.  A failed flush is final: every later store_sync
+ * returns its error (a flush's failure does not say what reached the disk). */
+int store_defer_sync(struct store *s) WEFT_WUR;
+/* Commits made on s so far (0 when not deferred). */
+uint64_t store_commits(struct store *s);
+/* Returns 0 once commits 1..upto are durable (at once when they are), or
+ * the flush's -errno.  Any thread, no lock of the caller's needed. */
+int store_sync(struct store *s, uint64_t upto) WEFT_WUR;
+
 void store_kv_free(struct store_kv *kv);		/* frees the members, not kv */
 void store_kv_list_free(struct store_kv_list *l);
 void store_event_list_free(struct store_event_list *l);
@@ -179,12 +200,19 @@ struct store_backend {
 		      struct store_event_list *out);
 	int (*compact)(struct store *s, int64_t rev);
 	int (*compacted)(struct store *s, int64_t *rev);
+	/* group commit: both NULL when the back-end has none */
+	int (*defer_sync)(struct store *s);	/* commits from now on are not flushed */
+	int (*flush)(struct store *s);		/* flush every commit written so far; thread-safe */
 };
+
+struct store_sync;
 
 /* Every back-end's struct store begins with this. */
 struct store {
 	const struct store_backend *backend;
+	struct store_sync *sync;	/* group commit's state (store_sync.c), NULL when off */
 };
+
 
 extern const struct store_backend store_backend_sqlite;
 

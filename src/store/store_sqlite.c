@@ -31,6 +31,7 @@
  *   nothing changed? --> ROLLBACK, revision unchanged
  *   meta.revision = revision + 1
  *   COMMIT ------------- with synchronous=FULL the WAL is fsynced here
+ *                        (in group commit, NORMAL: by sq_flush, later)
  *
  * Reads (range, events) run inside a deferred BEGIN ... COMMIT so the rows
  * and the revision they report come from one WAL snapshot; get is a single
@@ -60,11 +61,13 @@
 #include "store/store_limits.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define BUSY_TIMEOUT_MS	10000
 #define SCHEMA_VERSION	1
@@ -190,6 +193,7 @@ struct sqlite_store {
 	struct store base;
 	sqlite3 *db;
 	sqlite3_stmt *st[ST_COUNT_STMTS];
+	int wal_fd;		/* group commit: the WAL, flushed by sq_flush; -1 when off */
 };
 
 /* A prefix as the half-open key range [low, high); no high when the
@@ -385,6 +389,8 @@ static void sq_close(struct store *base)
 	for (int i = 0; i < ST_COUNT_STMTS; i++)
 		sqlite3_finalize(s->st[i]);
 	sqlite3_close_v2(s->db);
+	if (s->wal_fd >= 0)
+		close(s->wal_fd);
 	free(s);
 }
 
@@ -496,6 +502,7 @@ static struct store *sq_open(const char *path, char *err, size_t errlen)
 		e = ENOMEM;
 		goto out;
 	}
+	s->wal_fd = -1;
 	rc = sqlite3_open_v2(path, &s->db,
 			     SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
 	if (rc != SQLITE_OK) {
@@ -548,6 +555,38 @@ out:
 		return NULL;
 	}
 	return &s->base;
+}
+
+/* Group commit (store_sync.c): a commit writes its WAL frames and returns;
+ * sq_flush makes them durable.  In WAL mode that is what synchronous=FULL
+ * does at every commit (fsync of the WAL), and synchronous=NORMAL still
+ * flushes the WAL before a checkpoint copies it into the database, so the
+ * file is never left half-copied.  The WAL exists from the first read of a
+ * WAL database (setup_schema's) until the last connection closes; this one
+ * keeps it open, so the descriptor names the live WAL for as long as it is
+ * open (SQLite resets and truncates it in place, never replaces it). */
+static int sq_defer_sync(struct store *base)
+{
+	struct sqlite_store *s = from(base);
+	const char *wal = sqlite3_filename_wal(sqlite3_db_filename(s->db, "main"));
+	int rc;
+
+	if (s->wal_fd < 0) {
+		if (!wal || !*wal)
+			return -ENOTSUP;	/* an in-memory database */
+		s->wal_fd = open(wal, O_RDONLY | O_CLOEXEC);
+		if (s->wal_fd < 0)
+			return -errno;
+	}
+	rc = sqlite3_exec(s->db, "PRAGMA synchronous = NORMAL", NULL, NULL, NULL);
+	return rc == SQLITE_OK ? 0 : -rc_errno(rc);
+}
+
+static int sq_flush(struct store *base)
+{
+	struct sqlite_store *s = from(base);
+
+	return fdatasync(s->wal_fd) ? -errno : 0;
 }
 
 static int sq_revision(struct store *base, int64_t *rev)
@@ -943,4 +982,6 @@ const struct store_backend store_backend_sqlite = {
 	.events = sq_events,
 	.compact = sq_compact,
 	.compacted = sq_compacted,
+	.defer_sync = sq_defer_sync,
+	.flush = sq_flush,
 };
