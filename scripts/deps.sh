@@ -17,6 +17,8 @@ packages=(
   libbpf-dev bpftool libelf-dev zlib1g-dev libmnl-dev nftables
   # lab, end-to-end tests and benchmarks
   containernetworking-plugins iptables iperf3 sockperf tcpdump socat jq iputils-ping
+  # the attacker suite: raw packets from a pod (Debian's python3, not any other)
+  python3-scapy
   # the reference CNI client (cnitool, built from Debian's libcni sources)
   golang-go golang-github-appc-cni-dev
 )
