@@ -86,7 +86,7 @@
 #include <unistd.h>
 
 #define HEARTBEAT_SECONDS 30
-#define API_THREADS 4
+#define API_THREADS 2
 #define LIST_BLOCK_BYTES (64 * 1024)	/* what one reader call of a list serialises */
 /* TLS 1.2 and 1.3 only, GnuTLS's NORMAL choice of ciphers within them */
 #define TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
