@@ -8,7 +8,9 @@
  * thread that needs one while it runs waits for the next, which covers them
  * all.
  *
- * State (under mu):
+ * State (written under mu, except committed; committed and durable are
+ * atomics, so the common case — nothing to flush — takes no lock: a
+ * server calls store_sync before every answer, from several threads):
  *   committed  commits counted so far (store_sync_committed, after each)
  *   durable    commits known flushed: 1..durable
  *   flushing   a thread (the leader) is in the back-end's flush; it
@@ -72,24 +74,14 @@ int store_defer_sync(struct store *s)
 
 void store_sync_committed(struct store *s)
 {
-	struct store_sync *g = s->sync;
-
-	pthread_mutex_lock(&g->mu);
-	g->committed++;
-	pthread_mutex_unlock(&g->mu);
+	__atomic_add_fetch(&s->sync->committed, 1, __ATOMIC_RELEASE);
 }
 
 uint64_t store_commits(struct store *s)
 {
 	struct store_sync *g = s ? s->sync : NULL;
-	uint64_t n;
 
-	if (!g)
-		return 0;
-	pthread_mutex_lock(&g->mu);
-	n = g->committed;
-	pthread_mutex_unlock(&g->mu);
-	return n;
+	return g ? __atomic_load_n(&g->committed, __ATOMIC_ACQUIRE) : 0;
 }
 
 int store_sync(struct store *s, uint64_t upto)
@@ -97,7 +89,7 @@ int store_sync(struct store *s, uint64_t upto)
 	struct store_sync *g = s ? s->sync : NULL;
 	int err = 0;
 
-	if (!g)
+	if (!g || __atomic_load_n(&g->durable, __ATOMIC_ACQUIRE) >= upto)
 		return 0;
 	pthread_mutex_lock(&g->mu);
 	while (g->durable < upto && !g->failed) {
@@ -108,7 +100,7 @@ int store_sync(struct store *s, uint64_t upto)
 			continue;
 		}
 		g->flushing = true;
-		target = g->committed;
+		target = __atomic_load_n(&g->committed, __ATOMIC_ACQUIRE);
 		pthread_mutex_unlock(&g->mu);
 		err = s->backend->flush(s);
 		pthread_mutex_lock(&g->mu);
@@ -116,7 +108,7 @@ int store_sync(struct store *s, uint64_t upto)
 		if (err)
 			g->failed = err;
 		else if (target > g->durable)
-			g->durable = target;
+			__atomic_store_n(&g->durable, target, __ATOMIC_RELEASE);
 		pthread_cond_broadcast(&g->done);
 	}
 	if (g->durable < upto)
