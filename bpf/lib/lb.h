@@ -328,7 +328,9 @@ static __always_inline void lb_ct_forget(const struct l4_tuple *t, const struct 
  * connection's flags.  A new connection is made in this order, and
  * nothing is written before the step that writes it:
  *
- *	opens?  (lb_opens: TCP SYN only) ── no: drop CT_NO_CONNECTION
+ *	no backend ── refuse (LB_REJECT: RST / ICMP), nothing written
+ *	opens?  (lb_opens: TCP SYN only) ── no: drop CT_NO_CONNECTION (a
+ *	        connection whose backend was removed: LB_REJECT, a RST)
  *	choose  (lb_choose: affinity or a slot; reads only)
  *	admit   (lb_admit: tenant rule, later NetworkPolicy) ── drop ISOLATED
  *	count   (ct_source_take: the client's cap) ── drop CT_SOURCE_LIMIT
@@ -350,7 +352,7 @@ static __always_inline int lb_forward(struct __sk_buff *skb, const struct weft_c
 	__be16 dport, sport;
 	__u32 backend_id;
 	__u16 n, flags;
-	int local, err, snat = 0;
+	int local, err, snat = 0, stale = 0;
 
 	if (e) {
 		backend_id = e->backend_id;
@@ -366,6 +368,7 @@ static __always_inline int lb_forward(struct __sk_buff *skb, const struct weft_c
 			return lb_apply_fwd(skb, t, flags, daddr, dport, saddr, sport);
 		}
 		lb_ct_forget(t, e);	/* its backend is gone: choose again */
+		stale = 1;
 	}
 
 	svc = lb_frontend(cfg, t, outside, &fkey);
@@ -379,10 +382,15 @@ static __always_inline int lb_forward(struct __sk_buff *skb, const struct weft_c
 		local = (svc->flags & (WEFT_SVC_F_ITP_LOCAL | WEFT_SVC_F_CLUSTER_IP)) ==
 			(WEFT_SVC_F_ITP_LOCAL | WEFT_SVC_F_CLUSTER_IP);
 	n = local ? svc->local_count : svc->count;
-	if (!lb_opens(t))
-		return -WEFT_DROP_CT_NO_CONNECTION;
 	if (n == 0)
 		return outside && local && svc->count ? -WEFT_DROP_NO_BACKEND : LB_REJECT;
+	if (!lb_opens(t)) {
+		/* a connection whose backend went away is told so (RST);
+		 * anything else that does not open one is dropped */
+		if (stale && !(t->tcp_flags & TCP_F_RST))
+			return LB_REJECT;
+		return -WEFT_DROP_CT_NO_CONNECTION;
+	}
 	err = lb_choose(&fkey, svc, local, n, t->saddr, &backend_id, &b);
 	if (err < 0)
 		return err;

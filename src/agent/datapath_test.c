@@ -2653,7 +2653,14 @@ DP_TEST(svc_stale_backend_is_replaced_with_its_entries)
 	CHECK_EQ(datapath_backend_del(f->dp, first), 0);
 	CHECK_EQ(ct_count(f), 2);
 
+	/* the connection's next segment: its pair goes, the client is told
+	 * (RST), and only its next SYN opens a connection again */
 	tcp_from_a(&p, 40300, SVC_IP, SVC_PORT, TCP_ACK);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
+	CHECK_EQ(r.trace.action, WEFT_ACT_REJECT);
+	CHECK_EQ(ct_count(f), 0);
+	tcp_from_a(&p, 40300, SVC_IP, SVC_PORT, TCP_SYN);
 	CHECK_EQ(run_pod(f, &p, &r), 0);
 	CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
 	CHECK_TUPLE(&r.out, POD_A_IP, 40300, other_ip, BE_PORT);
@@ -2666,7 +2673,7 @@ DP_TEST(svc_stale_backend_is_replaced_with_its_entries)
 
 	/* the remaining backend's ID now names another address (and port) */
 	CHECK_EQ(backend_put(f->dp, other, moved, BE_PORT + 1, IPPROTO_TCP, false, SVC_ID), 0);
-	tcp_from_a(&p, 40300, SVC_IP, SVC_PORT, TCP_ACK);
+	tcp_from_a(&p, 40300, SVC_IP, SVC_PORT, TCP_SYN);
 	CHECK_EQ(run_pod(f, &p, &r), 0);
 	CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
 	CHECK_TUPLE(&r.out, POD_A_IP, 40300, moved, BE_PORT + 1);
@@ -3243,7 +3250,7 @@ static void svc_conntrack_full_body(struct fixture *f)
 
 TEST(svc_conntrack_full_drops_and_leaves_no_half_pair)
 {
-	struct datapath_opts opts = { .trace = true, .max_ct = 3 };
+	struct datapath_opts opts = { .trace = true, .max_ct = 3, .ct_source_max = 100 };
 	struct fixture f;
 
 	if (fixture_up_opts(&f, opts) == 0)
@@ -3338,6 +3345,7 @@ struct rnd_svc {
 		uint16_t flags;
 	} conn[RND_SVC_CLIENTS][RND_SVC_PORTS];
 	uint32_t next_addr;
+	int no_connection;	/* packets that should be dropped as ct-no-connection */
 };
 
 static in_addr_t rnd_svc_addr(struct rnd_svc *m)
@@ -3399,7 +3407,7 @@ static int rnd_svc_step(struct fixture *f, struct rnd_svc *m, uint64_t x, int *p
 	struct weft_ct_entry e;
 	struct result r;
 	struct pkt p;
-	bool kept;
+	bool kept, stale;
 	__typeof__(m->conn[0][0]) *cn = &m->conn[c][k];
 
 	(*packets)++;
@@ -3413,9 +3421,21 @@ static int rnd_svc_step(struct fixture *f, struct rnd_svc *m, uint64_t x, int *p
 
 	kept = cn->has && m->be[cn->id].live && m->be[cn->id].addr == cn->addr &&
 	       m->be[cn->id].port == cn->port;
-	if (!kept && cn->has)
+	stale = !kept && cn->has;
+	if (stale)
 		cn->has = false;	/* the program forgets it */
-	if (!kept && m->n == 0) {
+	if (!kept && m->n > 0 && fl != TCP_SYN) {
+		/* no connection to follow: a removed backend's is refused, a
+		 * packet of none dropped; nothing written either way */
+		if (stale ? r.verdict != TC_ACT_REDIRECT || r.trace.action != WEFT_ACT_REJECT
+			  : r.verdict != TC_ACT_SHOT ||
+				    r.trace.drop_reason != WEFT_DROP_CT_NO_CONNECTION) {
+			test_fail(__FILE__, __LINE__, "not a SYN, %s: verdict %u action %u",
+				  stale ? "stale" : "no entry", r.verdict, r.trace.action);
+			return -1;
+		}
+		m->no_connection += !stale;
+	} else if (!kept && m->n == 0) {
 		if (r.verdict != TC_ACT_REDIRECT || r.trace.action != WEFT_ACT_REJECT ||
 		    r.out.len != 54 ||
 		    l4_of(&r.out)[13] != (fl & TCP_ACK ? TCP_RST : TCP_RST | TCP_ACK)) {
@@ -3512,7 +3532,8 @@ DP_TEST(svc_backend_choice_random_against_model)
 	}
 	CHECK_EQ(ct_count(f), 2 * rnd_svc_connections(&m));
 	CHECK(packets > 400);
-	CHECK_EQ(drops_total(f), 0);
+	CHECK_EQ(drops_of(f, WEFT_DROP_CT_NO_CONNECTION), (uint64_t)m.no_connection);
+	CHECK_EQ(drops_total(f), (uint64_t)m.no_connection);
 }
 
 /* ---- services: answers over the tunnel (vxlan_ingress on a real device) ----
