@@ -258,13 +258,17 @@ static __always_inline void lb_remember(const struct weft_svc_value *svc, __be32
  * backend's ingress rules, before anything is written. */
 static __always_inline int lb_admit(int from, __u32 src_vnid, const struct weft_backend *b)
 {
-	const struct weft_ipcache_entry *dst;
+	const struct weft_ipcache_entry *remote;
+	const struct weft_endpoint *here;
 	__be32 addr = b->addr;
 
 	if (from != LB_FROM_POD)
 		return 0;	/* outside clients and the node are VNID 0: global */
-	dst = bpf_map_lookup_elem(&weft_ipcache, &addr);
-	if (dst && !vnid_allowed(src_vnid, dst->vnid))
+	here = endpoint_lookup(addr);
+	if (here)
+		return vnid_allowed(src_vnid, here->vnid) ? 0 : -WEFT_DROP_ISOLATED;
+	remote = bpf_map_lookup_elem(&weft_ipcache, &addr);
+	if (remote && !vnid_allowed(src_vnid, remote->vnid))
 		return -WEFT_DROP_ISOLATED;
 	return 0;
 }

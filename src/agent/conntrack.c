@@ -263,6 +263,8 @@ static int write_closed(struct sweep *w)
 {
 	size_t i = 0;
 
+	if (!w->nclosed)
+		return 0;
 	qsort(w->closed, w->nclosed, sizeof(*w->closed), cmp_closed);
 	while (i < w->nclosed) {
 		size_t j = i + 1;
@@ -287,7 +289,8 @@ static int collect_held(struct sweep *w)
 	for (size_t i = 0; i < w->s.n; i++)
 		if (!w->s.gone[i] && w->s.keys[i].dir == WEFT_CT_FWD)
 			w->held[w->nheld++] = w->s.keys[i].saddr;
-	qsort(w->held, w->nheld, sizeof(*w->held), cmp_addr);
+	if (w->nheld)
+		qsort(w->held, w->nheld, sizeof(*w->held), cmp_addr);
 	for (size_t i = 0; i < w->nheld;) {
 		size_t j = i + 1;
 
