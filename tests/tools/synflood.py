@@ -26,11 +26,17 @@ def main():
     s = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_TCP)
     sa, da = socket.inet_aton(src), socket.inet_aton(dst)
     t0 = time.monotonic()
-    for i in range(count):
-        sp = sport0 + i % 40000
-        hdr = struct.pack("!HHIIBBHHH", sp, port, 1000 + i, 0, 5 << 4, fl, 64240, 0, 0)
-        c = csum(sa + da + struct.pack("!BBH", 0, 6, len(hdr)) + hdr)
-        s.sendto(hdr[:16] + struct.pack("!H", c) + hdr[18:], (dst, 0))
+    i = 0
+    try:
+        for i in range(count):
+            sp = sport0 + i % 40000
+            hdr = struct.pack("!HHIIBBHHH", sp, port, 1000 + i, 0, 5 << 4, fl, 64240, 0, 0)
+            c = csum(sa + da + struct.pack("!BBH", 0, 6, len(hdr)) + hdr)
+            s.sendto(hdr[:16] + struct.pack("!H", c) + hdr[18:], (dst, 0))
+        i = count
+    except KeyboardInterrupt:
+        pass
+    count = i
     dt = time.monotonic() - t0
     print("sent %d in %.2f s (%d pps)" % (count, dt, count / dt if dt else 0))
 
