@@ -170,7 +170,7 @@ static __always_inline int route_ipv4(struct __sk_buff *skb, const struct weft_c
 		/* frontends are never pod addresses: pod to pod traffic, the
 		 * bulk, skips the conntrack and frontend lookups */
 		if (rc == LB_NONE && (t.daddr & cfg->cluster_mask) != cfg->cluster_net)
-			rc = lb_forward(skb, cfg, &t, LB_FROM_POD, &ct_flags);
+			rc = lb_forward(skb, cfg, &t, LB_FROM_POD, src->vnid, &ct_flags);
 		else if (rc == LB_NONE)
 			lb_forget_clash(&t);
 		if (rc < 0)

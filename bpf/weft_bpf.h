@@ -23,6 +23,11 @@
  *   weft_backends   hash        __u32 backend ID -> struct weft_backend
  *   weft_ct         hash        struct weft_ct_key -> struct weft_ct_entry
  *                   (written by the programs; expired by the agent)
+ *   weft_ct_opened  hash        __be32 client -> __u64 connections the
+ *                   programs opened for that client, less those they
+ *                   closed themselves (programs only, atomic adds)
+ *   weft_ct_closed  hash        __be32 client -> __u64 connections of that
+ *                   client the agent's sweep deleted (agent only)
  *   weft_affinity   LRU hash    struct weft_affinity_key -> struct weft_affinity
  *   weft_svc_dev    array[1]    struct weft_svc_dev    the node's service device
  *   weft_drops      percpu array[WEFT_DROP_MAX] __u64 packets dropped, per reason
@@ -38,8 +43,9 @@
  *  3. Programs never write weft_endpoints, weft_ipcache, weft_nodes,
  *     weft_node_ips, weft_services, weft_backends or weft_svc_dev; only
  *     the agent does.
- *     Programs create weft_ct and weft_affinity entries; the agent deletes
- *     expired ones and those of removed backends.
+ *     Programs create weft_ct, weft_ct_opened and weft_affinity entries;
+ *     the agent deletes expired ones and those of removed backends, and
+ *     writes weft_ct_closed.
  *  4. Every weft_nodes entry's node_ip is a key of weft_node_ips (a node
  *     whose subnet we tunnel to is a node we accept tunnel traffic from).
  *
@@ -77,6 +83,10 @@
 					 * 262,144 slots) */
 #define WEFT_MAX_BACKENDS	262144
 #define WEFT_MAX_CT		524288	/* two entries per connection */
+#define WEFT_MAX_CT_SOURCES	65536	/* weft_ct_opened, weft_ct_closed: clients */
+#define WEFT_CT_SOURCE_SHARE	16	/* by default a client holds at most
+					 * 1/16 of weft_ct's connections
+					 * (16,384 of 262,144: 32,768 entries) */
 #define WEFT_MAX_AFFINITY	65536
 
 /* node-wide settings; key 0 of weft_config.  64 bytes, 8-byte aligned
@@ -187,6 +197,23 @@ struct weft_node_ip {
  * outside the pod network (the reply must come back here).  A FWD entry is
  * used only while weft_backends[backend_id] still is that backend, so a
  * removed backend's flows choose again at their next packet.
+ *
+ * Conntrack admission (bpf/lib/lb.h, lb_forward): entries are written only
+ * for a connection that passed every check (the tenant rule for the
+ * backend chosen, later NetworkPolicy) and, for TCP, only by a SYN
+ * without ACK; any other TCP packet to a frontend without an entry is
+ * dropped (CT_NO_CONNECTION).  Both entries are created with BPF_NOEXIST:
+ * a REV key is what the backend answers, {backend, client address and
+ * port as sent}, and when another connection holds it (a client reusing
+ * one source port towards two frontends that share a backend) the new
+ * connection's source port is rewritten to a free one of the SNAT range
+ * (WEFT_CT_F_SNAT, the client's address kept), so no connection's entry
+ * is ever overwritten.  A client (the FWD key's source) holds at most
+ * ct_source_max connections: weft_ct_opened[client] - weft_ct_closed[client].
+ *
+ * The pair lives and dies together: whoever deletes one entry deletes the
+ * other (the agent's sweep deletes both when either has expired, and an
+ * entry whose partner is gone at its next pass).
  */
 #define WEFT_SCOPE_ALL		0
 #define WEFT_SCOPE_LOCAL	1
@@ -315,6 +342,12 @@ enum weft_drop_reason {
 					 * a backend outside the pod network (host-
 					 * network or hand-written endpoint): refused
 					 * with a RST / ICMP unreachable, counted here */
+	WEFT_DROP_CT_NO_CONNECTION,	/* TCP to a frontend that is not a SYN (or
+					 * is SYN+ACK, RST, FIN) and belongs to no
+					 * tracked connection: not translated, no
+					 * entry written */
+	WEFT_DROP_CT_SOURCE_LIMIT,	/* a new connection of a client that already
+					 * holds ct_source_max connections */
 	WEFT_DROP_MAX
 };
 
@@ -326,7 +359,8 @@ enum weft_drop_reason {
 	"spoofed-mac", "isolated",		\
 	"tunnel-inject", "no-backend",		\
 	"ct-full", "service-map",		\
-	"no-service", "external-backend" }
+	"no-service", "external-backend",	\
+	"ct-no-connection", "ct-source-limit" }
 
 /* what a program decided, for tests (written only when trace is on) */
 enum weft_action {

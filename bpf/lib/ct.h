@@ -7,6 +7,13 @@
  * timeouts depend on the TCP state kept in flags) and those of removed
  * backends.
  *
+ * A client (the FWD key's source: a pod, an outside address, the node's
+ * gateway) may hold at most ct_source_max connections: the count is
+ * weft_ct_opened[client] (added to atomically here, +1 for a pair made,
+ * -1 for a pair a program deletes) less weft_ct_closed[client] (pairs the
+ * agent's sweep deleted; only the agent writes it).  Two counters with one
+ * writer each, so neither side ever overwrites the other's updates.
+ *
  * Time is in ticks of 2^30 ns (WEFT_CT_TICK_SHIFT) of CLOCK_MONOTONIC, so
  * an entry fits a __u32 clock and a busy flow writes its entry at most
  * about once a second, not once a packet.
@@ -17,6 +24,45 @@
 #include "common.h"
 #include "l4.h"
 #include "maps.h"
+
+/* connections one client may hold; the agent sets it before load */
+const volatile __u32 ct_source_max = (WEFT_MAX_CT / 2) / WEFT_CT_SOURCE_SHARE;
+
+/* Count a new connection of client: 0, or -WEFT_DROP_CT_SOURCE_LIMIT (over
+ * the cap: nothing counted) or -WEFT_DROP_CT_FULL (no room for the
+ * counter).  Added first and taken back when over, so CPUs racing cannot
+ * pass the cap together. */
+static __always_inline int ct_source_take(__be32 client)
+{
+	__u64 zero = 0, *opened, *closed, held;
+
+	opened = bpf_map_lookup_elem(&weft_ct_opened, &client);
+	if (!opened) {
+		bpf_map_update_elem(&weft_ct_opened, &client, &zero, BPF_NOEXIST);
+		opened = bpf_map_lookup_elem(&weft_ct_opened, &client);
+		if (!opened)
+			return -WEFT_DROP_CT_FULL;
+	}
+	held = __sync_fetch_and_add(opened, 1);
+	closed = bpf_map_lookup_elem(&weft_ct_closed, &client);
+	if (closed)
+		held -= *closed;
+	if ((__s64)held >= (__s64)ct_source_max) {
+		__sync_fetch_and_add(opened, -1);
+		return -WEFT_DROP_CT_SOURCE_LIMIT;
+	}
+	return 0;
+}
+
+/* A connection of client counted by ct_source_take() is gone (a program
+ * deleted its pair, or failed to write it). */
+static __always_inline void ct_source_put(__be32 client)
+{
+	__u64 *opened = bpf_map_lookup_elem(&weft_ct_opened, &client);
+
+	if (opened)
+		__sync_fetch_and_add(opened, -1);
+}
 
 static __always_inline __u32 ct_now(void)
 {

@@ -63,6 +63,7 @@
 #include "ct.h"
 #include "l4.h"
 #include "maps.h"
+#include "tenant.h"
 
 #define LB_NONE		0
 #define LB_DONE		1
@@ -75,6 +76,7 @@
 #define LB_FROM_HOST	2	/* this node's stack (svc_egress) */
 
 #define LB_SNAT_TRIES	4
+#define LB_EEXIST	17	/* the kernel's EEXIST: the key is taken */
 
 static __always_inline int lb_rewrite_src(struct __sk_buff *skb, struct l4_tuple *t,
 					  __be32 addr, __be16 port)
@@ -158,7 +160,8 @@ static __always_inline void lb_forget_clash(const struct l4_tuple *t)
 	fport = e->nat_port;
 	bpf_map_delete_elem(&weft_ct, &k);
 	ct_key(&k, client, frontend, cport, fport, t->proto, WEFT_CT_FWD);
-	bpf_map_delete_elem(&weft_ct, &k);
+	if (bpf_map_delete_elem(&weft_ct, &k) == 0)
+		ct_source_put(client);
 }
 
 /* The frontend t is addressed to, or NULL.  Outside clients reach only
@@ -191,7 +194,9 @@ static __always_inline int lb_affinity_fresh(__u32 now, __u32 last, __u32 timeou
 	return ((__u64)(now - last) << WEFT_CT_TICK_SHIFT) <= (__u64)timeout * 1000000000ull;
 }
 
-/* Choose a backend of svc for client.  0, or a negative drop reason. */
+/* Choose a backend of svc for client.  0, or a negative drop reason.
+ * Writes nothing: the caller remembers the choice for affinity once the
+ * connection is admitted (lb_remember). */
 static __always_inline int lb_choose(const struct weft_svc_key *fkey,
 				     const struct weft_svc_value *svc, int local, __u16 n,
 				     __be32 client, __u32 *backend_id,
@@ -201,7 +206,7 @@ static __always_inline int lb_choose(const struct weft_svc_key *fkey,
 	const struct weft_svc_value *slot;
 	const struct weft_backend *b;
 	struct weft_svc_key key = *fkey;
-	struct weft_affinity *a, na;
+	struct weft_affinity *a;
 	__u32 id, now = 0;
 
 	if (svc->flags & WEFT_SVC_F_AFFINITY) {
@@ -211,7 +216,6 @@ static __always_inline int lb_choose(const struct weft_svc_key *fkey,
 			id = a->backend_id;
 			b = bpf_map_lookup_elem(&weft_backends, &id);
 			if (b && b->svc_id == svc->svc_id && (!local || (b->flags & WEFT_BE_F_LOCAL))) {
-				a->last_seen = now;
 				*backend_id = id;
 				*backend = b;
 				return 0;
@@ -227,28 +231,74 @@ static __always_inline int lb_choose(const struct weft_svc_key *fkey,
 	b = bpf_map_lookup_elem(&weft_backends, &id);
 	if (!b)
 		return -WEFT_DROP_SERVICE_MAP;
-	if (svc->flags & WEFT_SVC_F_AFFINITY) {
-		na.backend_id = id;
-		na.last_seen = now;
-		bpf_map_update_elem(&weft_affinity, &ak, &na, BPF_ANY);	/* LRU: never full */
-	}
 	*backend_id = id;
 	*backend = b;
 	return 0;
 }
 
-/* Write the REV entry of a new connection; with snat_port set, try ports
- * of the SNAT range until one is free for this backend.  0 or -1. */
+/* Remember the backend a client was given, for session affinity. */
+static __always_inline void lb_remember(const struct weft_svc_value *svc, __be32 client,
+					__u32 backend_id, __u32 now)
+{
+	struct weft_affinity_key ak = { .svc_id = svc->svc_id, .client = client };
+	struct weft_affinity na = { .backend_id = backend_id, .last_seen = now };
+
+	if (svc->flags & WEFT_SVC_F_AFFINITY)
+		bpf_map_update_elem(&weft_affinity, &ak, &na, BPF_ANY);	/* LRU: never full */
+}
+
+/* May the connection from a client (VNID src_vnid for a pod, else 0) to
+ * backend b be made?  0, or a negative drop reason.  Nothing is written
+ * before this says yes.  The tenant rule is decided here for a backend on
+ * any node (weft_ipcache knows every pod's VNID), so a refused connection
+ * leaves no state; the programs that deliver still check it per packet.
+ * A backend outside the pod network has no VNID and passes.
+ *
+ * NetworkPolicy goes here, as a check of the client's egress and the
+ * backend's ingress rules, before anything is written. */
+static __always_inline int lb_admit(int from, __u32 src_vnid, const struct weft_backend *b)
+{
+	const struct weft_ipcache_entry *remote;
+	const struct weft_endpoint *here;
+	__be32 addr = b->addr;
+
+	if (from != LB_FROM_POD)
+		return 0;	/* outside clients and the node are VNID 0: global */
+	here = endpoint_lookup(addr);
+	if (here)
+		return vnid_allowed(src_vnid, here->vnid) ? 0 : -WEFT_DROP_ISOLATED;
+	remote = bpf_map_lookup_elem(&weft_ipcache, &addr);
+	if (remote && !vnid_allowed(src_vnid, remote->vnid))
+		return -WEFT_DROP_ISOLATED;
+	return 0;
+}
+
+/* Is this packet allowed to open a connection?  TCP: a SYN alone (no ACK,
+ * RST or FIN); UDP: any datagram. */
+static __always_inline int lb_opens(const struct l4_tuple *t)
+{
+	return t->proto != IPPROTO_TCP ||
+	       (t->tcp_flags & (TCP_F_SYN | TCP_F_ACK | TCP_F_RST | TCP_F_FIN)) == TCP_F_SYN;
+}
+
+/* Write the REV entry of a new connection, never over another one's
+ * (BPF_NOEXIST): first with the source port as sent (unless snat_port),
+ * then, when that key is taken or snat_port is set, with ports of the SNAT
+ * range until one is free for this backend; *src_port gets the port
+ * chosen and *snat is set when it is not the client's.  0 or -1. */
 static __always_inline int lb_ct_rev(const struct l4_tuple *t, const struct weft_backend *b,
-				     __be32 src, __be16 *src_port, int snat_port,
-				     const struct weft_ct_entry *rev)
+				     __be32 src, __be16 *src_port, int snat_port, int *snat,
+				     struct weft_ct_entry *rev)
 {
 	struct weft_ct_key k;
 
 	if (!snat_port) {
 		ct_key(&k, b->addr, src, b->port, *src_port, t->proto, WEFT_CT_REV);
-		return bpf_map_update_elem(&weft_ct, &k, rev, BPF_ANY) < 0 ? -1 : 0;
+		if (bpf_map_update_elem(&weft_ct, &k, rev, BPF_NOEXIST) == 0)
+			return 0;
 	}
+	/* a new port is a SNAT, undone on the answers (nat_addr2/port2) */
+	rev->flags |= WEFT_CT_F_SNAT;
 	for (int i = 0; i < LB_SNAT_TRIES; i++) {
 		__u16 port = WEFT_SNAT_PORT_MIN +
 			     bpf_get_prandom_u32() % (WEFT_SNAT_PORT_MAX - WEFT_SNAT_PORT_MIN + 1);
@@ -256,6 +306,7 @@ static __always_inline int lb_ct_rev(const struct l4_tuple *t, const struct weft
 		ct_key(&k, b->addr, src, b->port, bpf_htons(port), t->proto, WEFT_CT_REV);
 		if (bpf_map_update_elem(&weft_ct, &k, rev, BPF_NOEXIST) == 0) {
 			*src_port = bpf_htons(port);
+			*snat = 1;
 			return 0;
 		}
 	}
@@ -272,13 +323,27 @@ static __always_inline void lb_ct_forget(const struct l4_tuple *t, const struct 
 	ct_key(&k, e->nat_addr, src, e->nat_port, sport, t->proto, WEFT_CT_REV);
 	bpf_map_delete_elem(&weft_ct, &k);
 	ct_key(&k, t->saddr, t->daddr, t->sport, t->dport, t->proto, WEFT_CT_FWD);
-	bpf_map_delete_elem(&weft_ct, &k);
+	if (bpf_map_delete_elem(&weft_ct, &k) == 0)
+		ct_source_put(t->saddr);
 }
 
-/* A packet to a frontend?  from: LB_FROM_* (a constant).  *ct_flags gets
- * the connection's flags. */
+/* A packet to a frontend?  from: LB_FROM_* (a constant); src_vnid: the
+ * sending pod's VNID (LB_FROM_POD; 0 otherwise).  *ct_flags gets the
+ * connection's flags.  A new connection is made in this order, and
+ * nothing is written before the step that writes it:
+ *
+ *	no backend ── refuse (LB_REJECT: RST / ICMP), nothing written
+ *	opens?  (lb_opens: TCP SYN only) ── no: drop CT_NO_CONNECTION (a
+ *	        connection whose backend was removed: LB_REJECT, a RST)
+ *	choose  (lb_choose: affinity or a slot; reads only)
+ *	admit   (lb_admit: tenant rule, later NetworkPolicy) ── drop ISOLATED
+ *	count   (ct_source_take: the client's cap) ── drop CT_SOURCE_LIMIT
+ *	REV     (lb_ct_rev, BPF_NOEXIST; a taken key picks another port)
+ *	FWD     (BPF_NOEXIST; a packet of the same connection on another CPU
+ *	         may have made it first: ours is taken back and theirs used)
+ *	affinity (lb_remember) */
 static __always_inline int lb_forward(struct __sk_buff *skb, const struct weft_config *cfg,
-				      struct l4_tuple *t, int from, __u16 *ct_flags)
+				      struct l4_tuple *t, int from, __u32 src_vnid, __u16 *ct_flags)
 {
 	int outside = from == LB_FROM_OUTSIDE;
 	struct weft_ct_entry *e = ct_lookup(t, WEFT_CT_FWD);
@@ -291,7 +356,7 @@ static __always_inline int lb_forward(struct __sk_buff *skb, const struct weft_c
 	__be16 dport, sport;
 	__u32 backend_id;
 	__u16 n, flags;
-	int local, err;
+	int local, err, snat = 0, stale = 0;
 
 	if (e) {
 		backend_id = e->backend_id;
@@ -307,6 +372,7 @@ static __always_inline int lb_forward(struct __sk_buff *skb, const struct weft_c
 			return lb_apply_fwd(skb, t, flags, daddr, dport, saddr, sport);
 		}
 		lb_ct_forget(t, e);	/* its backend is gone: choose again */
+		stale = 1;
 	}
 
 	svc = lb_frontend(cfg, t, outside, &fkey);
@@ -322,6 +388,13 @@ static __always_inline int lb_forward(struct __sk_buff *skb, const struct weft_c
 	n = local ? svc->local_count : svc->count;
 	if (n == 0)
 		return outside && local && svc->count ? -WEFT_DROP_NO_BACKEND : LB_REJECT;
+	if (!lb_opens(t)) {
+		/* a connection whose backend went away is told so (RST);
+		 * anything else that does not open one is dropped */
+		if (stale && !(t->tcp_flags & TCP_F_RST))
+			return LB_REJECT;
+		return -WEFT_DROP_CT_NO_CONNECTION;
+	}
 	err = lb_choose(&fkey, svc, local, n, t->saddr, &backend_id, &b);
 	if (err < 0)
 		return err;
@@ -334,6 +407,12 @@ static __always_inline int lb_forward(struct __sk_buff *skb, const struct weft_c
 		}
 		return LB_REFUSE;
 	}
+	err = lb_admit(from, src_vnid, b);
+	if (err < 0)
+		return err;
+	err = ct_source_take(t->saddr);
+	if (err < 0)
+		return err;
 
 	/* the connection's entries: REV first (it may pick the SNAT port) */
 	flags = t->proto == IPPROTO_TCP ? WEFT_CT_F_SYN : 0;
@@ -361,8 +440,14 @@ static __always_inline int lb_forward(struct __sk_buff *skb, const struct weft_c
 	rev.svc_id = svc->svc_id;
 	rev.last_seen = ct_now();
 	rev.flags = flags;
-	if (lb_ct_rev(t, b, saddr, &sport, outside && (flags & WEFT_CT_F_SNAT), &rev) < 0)
+	if (lb_ct_rev(t, b, saddr, &sport, outside && (flags & WEFT_CT_F_SNAT), &snat, &rev) < 0) {
+		ct_source_put(t->saddr);
 		return -WEFT_DROP_CT_FULL;
+	}
+	if (snat)
+		flags |= WEFT_CT_F_SNAT;	/* the client's port was taken towards
+						 * this backend: another one, the
+						 * client's address kept */
 
 	fwd.nat_addr = b->addr;
 	fwd.nat_port = b->port;
@@ -375,11 +460,26 @@ static __always_inline int lb_forward(struct __sk_buff *skb, const struct weft_c
 	daddr = b->addr;
 	dport = b->port;
 	ct_key(&k, t->saddr, t->daddr, t->sport, t->dport, t->proto, WEFT_CT_FWD);
-	if (bpf_map_update_elem(&weft_ct, &k, &fwd, BPF_ANY) < 0) {
+	err = bpf_map_update_elem(&weft_ct, &k, &fwd, BPF_NOEXIST);
+	if (err < 0) {
 		ct_key(&k, daddr, saddr, dport, sport, t->proto, WEFT_CT_REV);
 		bpf_map_delete_elem(&weft_ct, &k);
-		return -WEFT_DROP_CT_FULL;
+		ct_source_put(t->saddr);
+		if (err != -LB_EEXIST)
+			return -WEFT_DROP_CT_FULL;
+		/* another CPU made this connection first: follow it */
+		e = ct_lookup(t, WEFT_CT_FWD);
+		if (!e)
+			return -WEFT_DROP_CT_FULL;
+		flags = e->flags;
+		daddr = e->nat_addr;
+		dport = e->nat_port;
+		saddr = e->nat_addr2;
+		sport = e->nat_port2;
+		*ct_flags = flags;
+		return lb_apply_fwd(skb, t, flags, daddr, dport, saddr, sport);
 	}
+	lb_remember(svc, t->saddr, backend_id, rev.last_seen);
 	*ct_flags = flags;
 	return lb_apply_fwd(skb, t, flags, daddr, dport, saddr, sport);
 }

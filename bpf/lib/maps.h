@@ -9,9 +9,9 @@
  * libbpf refuses to reuse a pin whose type, key size, value size, capacity
  * or flags differ.  Layouts and capacities are in bpf/weft_bpf.h.
  *
- * Invariant: the programs write only weft_drops, weft_trace, weft_ct and
- * weft_affinity; the other maps belong to the agent (weft_bpf.h
- * invariant 3).
+ * Invariant: the programs write only weft_drops, weft_trace, weft_ct,
+ * weft_ct_opened and weft_affinity; the other maps belong to the agent
+ * (weft_bpf.h invariant 3).
  */
 #ifndef WEFT_BPF_LIB_MAPS_H
 #define WEFT_BPF_LIB_MAPS_H
@@ -87,6 +87,26 @@ struct {
 	__type(value, struct weft_ct_entry);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } weft_ct SEC(".maps");
+
+/* per-client connection counts (weft_bpf.h, "Services"): opened by the
+ * programs, closed by the agent's sweep */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, WEFT_MAX_CT_SOURCES);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __be32);
+	__type(value, __u64);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} weft_ct_opened SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, WEFT_MAX_CT_SOURCES);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __be32);
+	__type(value, __u64);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} weft_ct_closed SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);

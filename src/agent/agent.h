@@ -43,6 +43,7 @@
 #include "lib/httpc.h"
 #include "model/model.h"
 #include "agent/cni_server.h"
+#include "agent/conntrack.h"
 #include "agent/datapath.h"
 #include "agent/ipam.h"
 #include "agent/service.h"
@@ -62,6 +63,8 @@
 #define AGENT_ANN_UNPROGRAMMED MODEL_ANN_UNPROGRAMMED
 /* on the Node: service map writes refused for lack of room, since start */
 #define AGENT_ANN_MAP_FULL "weft.io/service-map-full"
+/* on the Node: weft_ct occupancy and sweep figures, JSON (report.c) */
+#define AGENT_ANN_CONNTRACK "weft.io/conntrack"
 /* VNID of a pod whose namespace the agent cannot learn (controller away):
  * reaches only global pods and pods in the same state until re-tagged */
 #define AGENT_VNID_UNKNOWN 0xffffffu
@@ -77,6 +80,7 @@ struct agent_opts {
 	const char *cni_socket;
 	int mtu;			/* 0: detect */
 	uint32_t max_services, max_backends, max_ct;	/* 0: bpf/weft_bpf.h defaults */
+	uint32_t ct_per_source;		/* 0: max_ct / 2 / WEFT_CT_SOURCE_SHARE */
 };
 
 /* a Node as the agent follows it */
@@ -150,6 +154,12 @@ struct agent {
 	struct httpc *http_nodes, *http_pods, *http_netns, *http_report;	/* one per thread */
 	struct httpc *http_services, *http_endpoints;
 	pthread_t t_nodes, t_pods, t_netns, t_report, t_services, t_endpoints, t_ct_gc;
+	/* the conntrack sweep's last figures (service_ct_gc), under ct_lock */
+	pthread_mutex_t ct_lock;
+	struct conntrack_stats ct_stats;
+	uint64_t ct_expired_total, ct_orphans_total;
+	bool ct_swept;
+	char *reported_ct;		/* AGENT_ANN_CONNTRACK as last written (report thread) */
 };
 
 /* logging (stderr, one line, with time and level) */

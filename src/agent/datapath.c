@@ -86,8 +86,11 @@ struct datapath {
 	int services_fd;
 	int backends_fd;
 	int ct_fd;
+	int ct_opened_fd;
+	int ct_closed_fd;
 	int affinity_fd;
 	uint32_t max_services, max_backends, max_ct;
+	uint32_t ct_source_max;
 	int config_fd;
 	int endpoints_fd;
 	int ipcache_fd;
@@ -359,6 +362,15 @@ static int open_skeletons(struct datapath *dp, const struct datapath_opts *opts,
 	dp->node->rodata->trace_enabled = opts->trace ? 1 : 0;
 	dp->pod_out->rodata->trace_enabled = opts->trace ? 1 : 0;
 	dp->svc->rodata->trace_enabled = opts->trace ? 1 : 0;
+	dp->ct_source_max = opts->ct_source_max ? opts->ct_source_max
+			    : or_default(opts->max_ct, WEFT_MAX_CT) / 2 / WEFT_CT_SOURCE_SHARE;
+	if (dp->ct_source_max == 0)
+		dp->ct_source_max = 1;
+	dp->pod->rodata->ct_source_max = dp->ct_source_max;
+	dp->vxlan->rodata->ct_source_max = dp->ct_source_max;
+	dp->node->rodata->ct_source_max = dp->ct_source_max;
+	dp->pod_out->rodata->ct_source_max = dp->ct_source_max;
+	dp->svc->rodata->ct_source_max = dp->ct_source_max;
 	dp->objs[0] = dp->pod->obj;
 	dp->objs[1] = dp->vxlan->obj;
 	dp->objs[2] = dp->node->obj;
@@ -467,6 +479,8 @@ int datapath_open(const struct datapath_opts *opts, struct datapath **out, bool 
 	dp->backends_fd = bpf_map__fd(dp->pod->maps.weft_backends);
 	dp->ct_fd = bpf_map__fd(dp->pod->maps.weft_ct);
 	dp->affinity_fd = bpf_map__fd(dp->pod->maps.weft_affinity);
+	dp->ct_opened_fd = bpf_map__fd(dp->pod->maps.weft_ct_opened);
+	dp->ct_closed_fd = bpf_map__fd(dp->pod->maps.weft_ct_closed);
 	dp->max_services = bpf_map__max_entries(dp->pod->maps.weft_services);
 	dp->max_backends = bpf_map__max_entries(dp->pod->maps.weft_backends);
 	dp->max_ct = bpf_map__max_entries(dp->pod->maps.weft_ct);
@@ -826,6 +840,69 @@ int datapath_ct_del(struct datapath *dp, const struct weft_ct_key *k)
 int datapath_affinity_del(struct datapath *dp, const struct weft_affinity_key *k)
 {
 	return bpf_map_delete_elem(dp->affinity_fd, k);
+}
+
+int datapath_ct_opened_get(struct datapath *dp, in_addr_t client, uint64_t *n)
+{
+	return bpf_map_lookup_elem(dp->ct_opened_fd, &client, n);
+}
+
+int datapath_ct_closed_get(struct datapath *dp, in_addr_t client, uint64_t *n)
+{
+	return bpf_map_lookup_elem(dp->ct_closed_fd, &client, n);
+}
+
+int datapath_ct_closed_add(struct datapath *dp, in_addr_t client, uint64_t n)
+{
+	uint64_t v = 0;
+
+	if (bpf_map_lookup_elem(dp->ct_closed_fd, &client, &v) < 0 && errno != ENOENT)
+		return -errno;
+	v += n;
+	return bpf_map_update_elem(dp->ct_closed_fd, &client, &v, BPF_ANY);
+}
+
+/* A program may count a new connection between the reads and the
+ * deletes; it is then forgotten with the client (one connection held
+ * and not counted, until the client's counts are forgotten again). */
+int datapath_ct_source_forget(struct datapath *dp, in_addr_t client)
+{
+	uint64_t opened = 0, closed = 0;
+
+	if (bpf_map_lookup_elem(dp->ct_opened_fd, &client, &opened) < 0 && errno != ENOENT)
+		return -errno;
+	if (bpf_map_lookup_elem(dp->ct_closed_fd, &client, &closed) < 0 && errno != ENOENT)
+		return -errno;
+	if (opened != closed)
+		return -EBUSY;
+	(void)bpf_map_delete_elem(dp->ct_opened_fd, &client);
+	(void)bpf_map_delete_elem(dp->ct_closed_fd, &client);
+	return 0;
+}
+
+int datapath_ct_closed_foreach(struct datapath *dp,
+			       int (*fn)(in_addr_t client, uint64_t closed, void *arg), void *arg)
+{
+	in_addr_t *keys = NULL;
+	uint64_t v;
+	size_t n;
+	int err;
+
+	err = snapshot_keys(dp->ct_closed_fd, sizeof(*keys), WEFT_MAX_CT_SOURCES, (void **)&keys, &n);
+	if (err < 0)
+		return err;
+	for (size_t i = 0; i < n && err == 0; i++) {
+		if (bpf_map_lookup_elem(dp->ct_closed_fd, &keys[i], &v) < 0)
+			continue;
+		err = fn(keys[i], v, arg);
+	}
+	free(keys);
+	return err;
+}
+
+uint32_t datapath_ct_source_max(struct datapath *dp)
+{
+	return dp->ct_source_max;
 }
 
 void datapath_capacities(struct datapath *dp, uint32_t *services, uint32_t *backends, uint32_t *ct)

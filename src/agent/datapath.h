@@ -42,6 +42,9 @@ struct datapath_opts {
 	uint32_t max_backends;
 	uint32_t max_ct;
 	uint32_t max_affinity;
+	/* connections one client may hold in weft_ct (ct_source_max of the
+	 * programs); 0 = max_ct / 2 / WEFT_CT_SOURCE_SHARE */
+	uint32_t ct_source_max;
 };
 
 /* Load every program, creating or reusing pinned maps.  *rebuilt (may be
@@ -117,6 +120,20 @@ int datapath_ct_get(struct datapath *dp, const struct weft_ct_key *k, struct wef
 int datapath_ct_put(struct datapath *dp, const struct weft_ct_key *k, const struct weft_ct_entry *e);
 int datapath_ct_del(struct datapath *dp, const struct weft_ct_key *k);
 int datapath_affinity_del(struct datapath *dp, const struct weft_affinity_key *k);
+/* Per-client connection counts: weft_ct_opened (the programs') and
+ * weft_ct_closed (the agent's; add adds n to it, creating it at 0).  A
+ * client holds opened - closed connections; get of a missing key is
+ * -ENOENT. */
+int datapath_ct_opened_get(struct datapath *dp, in_addr_t client, uint64_t *n);
+int datapath_ct_closed_get(struct datapath *dp, in_addr_t client, uint64_t *n);
+int datapath_ct_closed_add(struct datapath *dp, in_addr_t client, uint64_t n);
+/* Forget a client whose counts are equal (no connection held): both
+ * entries deleted.  -EBUSY when they differ. */
+int datapath_ct_source_forget(struct datapath *dp, in_addr_t client);
+int datapath_ct_closed_foreach(struct datapath *dp,
+			       int (*fn)(in_addr_t client, uint64_t closed, void *arg), void *arg);
+/* The cap the programs were loaded with. */
+uint32_t datapath_ct_source_max(struct datapath *dp);
 /* The capacities the maps were loaded with. */
 void datapath_capacities(struct datapath *dp, uint32_t *services, uint32_t *backends, uint32_t *ct);
 int datapath_service_foreach(struct datapath *dp,

@@ -37,6 +37,7 @@
  * map against a list, and the backend each connection's conntrack entry
  * holds against a model of the agent's slot writes.
  */
+#include "agent/conntrack.h"
 #include "agent/datapath.h"
 #include "agent/netlink.h"
 #include "test.h"
@@ -2653,7 +2654,14 @@ DP_TEST(svc_stale_backend_is_replaced_with_its_entries)
 	CHECK_EQ(datapath_backend_del(f->dp, first), 0);
 	CHECK_EQ(ct_count(f), 2);
 
+	/* the connection's next segment: its pair goes, the client is told
+	 * (RST), and only its next SYN opens a connection again */
 	tcp_from_a(&p, 40300, SVC_IP, SVC_PORT, TCP_ACK);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
+	CHECK_EQ(r.trace.action, WEFT_ACT_REJECT);
+	CHECK_EQ(ct_count(f), 0);
+	tcp_from_a(&p, 40300, SVC_IP, SVC_PORT, TCP_SYN);
 	CHECK_EQ(run_pod(f, &p, &r), 0);
 	CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
 	CHECK_TUPLE(&r.out, POD_A_IP, 40300, other_ip, BE_PORT);
@@ -2666,7 +2674,7 @@ DP_TEST(svc_stale_backend_is_replaced_with_its_entries)
 
 	/* the remaining backend's ID now names another address (and port) */
 	CHECK_EQ(backend_put(f->dp, other, moved, BE_PORT + 1, IPPROTO_TCP, false, SVC_ID), 0);
-	tcp_from_a(&p, 40300, SVC_IP, SVC_PORT, TCP_ACK);
+	tcp_from_a(&p, 40300, SVC_IP, SVC_PORT, TCP_SYN);
 	CHECK_EQ(run_pod(f, &p, &r), 0);
 	CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
 	CHECK_TUPLE(&r.out, POD_A_IP, 40300, moved, BE_PORT + 1);
@@ -3214,6 +3222,400 @@ DP_TEST(svc_tenant_rule_applies_to_the_backend)
 	CHECK_EQ(drops_of(f, WEFT_DROP_ISOLATED), 1);
 }
 
+/* ---- conntrack admission: what may write weft_ct ---- */
+
+static uint64_t opened_of(struct fixture *f, in_addr_t client)
+{
+	uint64_t n = 0;
+
+	return datapath_ct_opened_get(f->dp, client, &n) < 0 ? 0 : n;
+}
+
+/* A SYN the tenant rule refuses writes nothing, for a backend here and
+ * one on another node (known by weft_ipcache); the same SYN from the
+ * backend's tenant is the control that makes a pair. */
+DP_TEST(ct_tenant_refused_syn_writes_no_entry)
+{
+	static const uint32_t here[] = { 31 }, there[] = { 32 };
+	const in_addr_t remote_blue = IP(10, 128, 2, 31);
+	struct weft_ipcache_entry ic = { .node_ip = REMOTE_NODE_IP, .vnid = VNID_BLUE };
+	const struct svc remote_svc = { IP(10, 96, 0, 12), SVC_PORT, IPPROTO_TCP,
+					WEFT_SVC_F_CLUSTER_IP, 0 };
+	uint8_t red[6], blue[6];
+	struct result r;
+	struct pkt p;
+
+	CHECK_EQ(seed_services(f->dp), 0);
+	CHECK_EQ(backend_put(f->dp, 31, BLUE_DST_IP, BE_PORT, IPPROTO_TCP, true, SVC_ID), 0);
+	CHECK_EQ(backend_put(f->dp, 32, remote_blue, BE_PORT, IPPROTO_TCP, false, SVC_ID), 0);
+	CHECK_EQ(datapath_ipcache_put(f->dp, remote_blue, &ic), 0);
+	CHECK_EQ(svc_put(f->dp, &cluster_tcp, here, 1), 0);
+	CHECK_EQ(svc_put(f->dp, &remote_svc, there, 1), 0);
+	tenant_mac(RED_SRC_IP, red);
+	tenant_mac(BLUE_SRC_IP, blue);
+
+	for (int i = 0; i < 50; i++) {
+		pkt_tcp(&p, gw_b_mac, red, RED_SRC_IP, (uint16_t)(45000 + i),
+			i % 2 ? remote_svc.addr : SVC_IP, SVC_PORT, TCP_SYN, 1, 0);
+		CHECK_EQ(run_pod(f, &p, &r), 0);
+		CHECK_EQ(r.verdict, TC_ACT_SHOT);
+		CHECK_EQ(r.trace.drop_reason, WEFT_DROP_ISOLATED);
+	}
+	CHECK_EQ(ct_count(f), 0);
+	CHECK_EQ(opened_of(f, RED_SRC_IP), 0);
+	CHECK_EQ(drops_of(f, WEFT_DROP_ISOLATED), 50);
+
+	/* control: blue reaches both */
+	pkt_tcp(&p, gw_b_mac, blue, BLUE_SRC_IP, 45100, SVC_IP, SVC_PORT, TCP_SYN, 1, 0);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
+	CHECK_TUPLE(&r.out, BLUE_SRC_IP, 45100, BLUE_DST_IP, BE_PORT);
+	pkt_tcp(&p, gw_b_mac, blue, BLUE_SRC_IP, 45101, remote_svc.addr, SVC_PORT, TCP_SYN, 1, 0);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
+	CHECK_EQ(r.trace.action, WEFT_ACT_TUNNEL);
+	CHECK_EQ(ct_count(f), 4);
+	CHECK_EQ(opened_of(f, BLUE_SRC_IP), 2);
+}
+
+/* TCP without a SYN (an ACK, RST, FIN or SYN+ACK storm) opens nothing,
+ * from a pod or from outside; the SYN after them is the control. */
+DP_TEST(ct_lone_ack_or_rst_writes_no_entry)
+{
+	static const uint32_t ids[] = { BE_REMOTE, BE_REMOTE2 };
+	static const uint8_t storms[] = { TCP_ACK, TCP_RST, TCP_RST | TCP_ACK, TCP_FIN | TCP_ACK,
+					  TCP_SYN | TCP_ACK, TCP_SYN | TCP_RST, TCP_FIN };
+	int n = 0;
+	struct result r;
+	struct pkt p;
+
+	CHECK_EQ(seed_services(f->dp), 0);
+	CHECK_EQ(backends_put3(f->dp, IPPROTO_TCP), 0);
+	CHECK_EQ(svc_put(f->dp, &cluster_tcp, ids, 2), 0);
+	CHECK_EQ(svc_put(f->dp, &nodeport_tcp, ids, 2), 0);
+	for (size_t i = 0; i < sizeof(storms); i++)
+		for (int j = 0; j < 20; j++, n += 2) {
+			tcp_from_a(&p, (uint16_t)(46000 + n), SVC_IP, SVC_PORT, storms[i]);
+			CHECK_EQ(run_pod(f, &p, &r), 0);
+			CHECK_EQ(r.verdict, TC_ACT_SHOT);
+			CHECK_EQ(r.trace.drop_reason, WEFT_DROP_CT_NO_CONNECTION);
+			tcp_from_outside(&p, (uint16_t)(46001 + n), NODE_IP, NODE_PORT, storms[i]);
+			CHECK_EQ(run_node(f, &p, &r), 0);
+			CHECK_EQ(r.verdict, TC_ACT_SHOT);
+			CHECK_EQ(r.trace.drop_reason, WEFT_DROP_CT_NO_CONNECTION);
+		}
+	CHECK_EQ(ct_count(f), 0);
+	CHECK_EQ(opened_of(f, POD_A_IP), 0);
+	CHECK_EQ(drops_of(f, WEFT_DROP_CT_NO_CONNECTION), (uint64_t)n);
+
+	/* control: a SYN from each opens a connection */
+	tcp_from_a(&p, 46999, SVC_IP, SVC_PORT, TCP_SYN);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
+	tcp_from_outside(&p, 46998, NODE_IP, NODE_PORT, TCP_SYN);
+	CHECK_EQ(run_node(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
+	CHECK_EQ(ct_count(f), 4);
+	/* and an ACK of that connection follows it */
+	tcp_from_a(&p, 46999, SVC_IP, SVC_PORT, TCP_ACK);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
+	CHECK_EQ(drops_of(f, WEFT_DROP_CT_NO_CONNECTION), (uint64_t)n);
+}
+
+/* A SYN makes a pair whose halves name each other, and counts one
+ * connection for its client. */
+DP_TEST(ct_syn_creates_a_pair)
+{
+	static const uint32_t ids[] = { BE_REMOTE };
+	struct weft_ct_entry fwd, rev;
+	struct result r;
+	struct pkt p;
+
+	CHECK_EQ(seed_services(f->dp), 0);
+	CHECK_EQ(backends_put3(f->dp, IPPROTO_TCP), 0);
+	CHECK_EQ(svc_put(f->dp, &cluster_tcp, ids, 1), 0);
+	tcp_from_a(&p, 47000, SVC_IP, SVC_PORT, TCP_SYN);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
+	CHECK_EQ(ct_fwd(f, POD_A_IP, 47000, SVC_IP, SVC_PORT, &fwd), 0);
+	CHECK_CT(fwd, REMOTE_BE_IP, BE_PORT, POD_A_IP, 47000, BE_REMOTE, WEFT_CT_F_SYN);
+	CHECK_EQ(ct_rev(f, fwd.nat_addr, ntohs(fwd.nat_port), fwd.nat_addr2, ntohs(fwd.nat_port2),
+			&rev), 0);
+	CHECK_CT(rev, SVC_IP, SVC_PORT, POD_A_IP, 47000, BE_REMOTE, WEFT_CT_F_SYN);
+	CHECK_EQ(ct_count(f), 2);
+	CHECK_EQ(opened_of(f, POD_A_IP), 1);
+	/* its SYN again (a retransmission) makes nothing new */
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
+	CHECK_EQ(ct_count(f), 2);
+	CHECK_EQ(opened_of(f, POD_A_IP), 1);
+}
+
+/* One client port towards two frontends that share a backend: the
+ * backend would see one 4-tuple for both, so the second connection gets
+ * another source port (the client's address kept), each REV entry stays
+ * its connection's, and each answer comes back from its own frontend. */
+DP_TEST(ct_rev_unique_for_one_client_port_to_two_frontends)
+{
+	static const uint32_t ids[] = { BE_LOCAL };
+	const struct svc second = { IP(10, 96, 0, 11), SVC_PORT, IPPROTO_TCP,
+				    WEFT_SVC_F_CLUSTER_IP, 0 };
+	struct weft_ct_entry fwd1, fwd2, rev1, rev2;
+	uint16_t port2;
+	struct result r;
+	struct pkt p;
+
+	CHECK_EQ(seed_services(f->dp), 0);
+	CHECK_EQ(backends_put3(f->dp, IPPROTO_TCP), 0);
+	CHECK_EQ(svc_put(f->dp, &cluster_tcp, ids, 1), 0);
+	CHECK_EQ(svc_put(f->dp, &second, ids, 1), 0);
+
+	tcp_from_a(&p, 47100, SVC_IP, SVC_PORT, TCP_SYN);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
+	CHECK_TUPLE(&r.out, POD_A_IP, 47100, LOCAL_BE_IP, BE_PORT);
+	tcp_from_a(&p, 47100, second.addr, SVC_PORT, TCP_SYN);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
+	CHECK_FORWARDED(&p, &r.out);
+	CHECK_EQ(ip_of(&r.out)->saddr, POD_A_IP);
+	CHECK_EQ(ip_of(&r.out)->daddr, LOCAL_BE_IP);
+	port2 = sport_of(&r.out);
+	CHECK(port2 >= WEFT_SNAT_PORT_MIN);
+	CHECK_EQ(ct_count(f), 4);
+
+	CHECK_EQ(ct_fwd(f, POD_A_IP, 47100, SVC_IP, SVC_PORT, &fwd1), 0);
+	CHECK_EQ(ct_fwd(f, POD_A_IP, 47100, second.addr, SVC_PORT, &fwd2), 0);
+	CHECK_EQ(fwd1.flags, WEFT_CT_F_SYN);
+	CHECK_CT(fwd2, LOCAL_BE_IP, BE_PORT, POD_A_IP, port2, BE_LOCAL,
+		 WEFT_CT_F_SYN | WEFT_CT_F_SNAT);
+	CHECK_EQ(ct_rev(f, LOCAL_BE_IP, BE_PORT, POD_A_IP, 47100, &rev1), 0);
+	CHECK_CT(rev1, SVC_IP, SVC_PORT, POD_A_IP, 47100, BE_LOCAL, WEFT_CT_F_SYN);
+	CHECK_EQ(ct_rev(f, LOCAL_BE_IP, BE_PORT, POD_A_IP, port2, &rev2), 0);
+	CHECK_CT(rev2, second.addr, SVC_PORT, POD_A_IP, 47100, BE_LOCAL,
+		 WEFT_CT_F_SYN | WEFT_CT_F_SNAT);
+
+	/* the answers: each from its frontend, both to the client's port */
+	tcp_from_local_be(&p, BE_PORT, POD_A_IP, 47100, TCP_SYN | TCP_ACK);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
+	CHECK_TUPLE(&r.out, SVC_IP, SVC_PORT, POD_A_IP, 47100);
+	CHECK_CSUMS(&r.out);
+	tcp_from_local_be(&p, BE_PORT, POD_A_IP, port2, TCP_SYN | TCP_ACK);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
+	CHECK_TUPLE(&r.out, second.addr, SVC_PORT, POD_A_IP, 47100);
+	CHECK_CSUMS(&r.out);
+	/* the client's next segments keep their own translations */
+	tcp_from_a(&p, 47100, second.addr, SVC_PORT, TCP_ACK);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_TUPLE(&r.out, POD_A_IP, port2, LOCAL_BE_IP, BE_PORT);
+	tcp_from_a(&p, 47100, SVC_IP, SVC_PORT, TCP_ACK);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_TUPLE(&r.out, POD_A_IP, 47100, LOCAL_BE_IP, BE_PORT);
+	CHECK_EQ(ct_count(f), 4);
+	CHECK_EQ(drops_total(f), 0);
+}
+
+/* A client holds at most ct_source_max connections (3 here): the 4th is
+ * refused and counted, another client is not affected, and once the
+ * sweep frees one of the first client's pairs it may open one again. */
+static void ct_source_cap_body(struct fixture *f)
+{
+	static const uint32_t ids[] = { BE_REMOTE };
+	struct conntrack_stats st;
+	struct weft_ct_entry fwd, rev;
+	struct weft_ct_key k;
+	uint8_t mac[6];
+	struct result r;
+	struct pkt p;
+
+	CHECK_EQ(seed_services(f->dp), 0);
+	CHECK_EQ(backends_put3(f->dp, IPPROTO_TCP), 0);
+	CHECK_EQ(svc_put(f->dp, &cluster_tcp, ids, 1), 0);
+	for (int i = 0; i < 3; i++) {
+		tcp_from_a(&p, (uint16_t)(47200 + i), SVC_IP, SVC_PORT, TCP_SYN);
+		CHECK_EQ(run_pod(f, &p, &r), 0);
+		CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
+	}
+	for (int i = 3; i < 10; i++) {
+		tcp_from_a(&p, (uint16_t)(47200 + i), SVC_IP, SVC_PORT, TCP_SYN);
+		CHECK_EQ(run_pod(f, &p, &r), 0);
+		CHECK_EQ(r.verdict, TC_ACT_SHOT);
+		CHECK_EQ(r.trace.drop_reason, WEFT_DROP_CT_SOURCE_LIMIT);
+	}
+	CHECK_EQ(ct_count(f), 6);
+	CHECK_EQ(opened_of(f, POD_A_IP), 3);
+	CHECK_EQ(drops_of(f, WEFT_DROP_CT_SOURCE_LIMIT), 7);
+	/* another client */
+	tenant_mac(DEF_SRC_IP, mac);
+	pkt_tcp(&p, gw_b_mac, mac, DEF_SRC_IP, 47300, SVC_IP, SVC_PORT, TCP_SYN, 1, 0);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
+	CHECK_EQ(ct_count(f), 8);
+
+	/* the first connection was reset a while ago: the sweep frees it */
+	CHECK_EQ(ct_fwd(f, POD_A_IP, 47200, SVC_IP, SVC_PORT, &fwd), 0);
+	CHECK_EQ(ct_rev(f, REMOTE_BE_IP, BE_PORT, POD_A_IP, 47200, &rev), 0);
+	fwd.flags |= WEFT_CT_F_CLOSING;
+	fwd.last_seen -= 30;
+	rev.last_seen -= 30;
+	k = ct_key(POD_A_IP, 47200, SVC_IP, SVC_PORT, IPPROTO_TCP, WEFT_CT_FWD);
+	CHECK_EQ(datapath_ct_put(f->dp, &k, &fwd), 0);
+	k = ct_key(REMOTE_BE_IP, BE_PORT, POD_A_IP, 47200, IPPROTO_TCP, WEFT_CT_REV);
+	CHECK_EQ(datapath_ct_put(f->dp, &k, &rev), 0);
+	CHECK_EQ(conntrack_sweep(f->dp, conntrack_now(), &st), 0);
+	CHECK_EQ(st.expired_pairs, 1);
+	CHECK_EQ(ct_count(f), 6);
+	tcp_from_a(&p, 47210, SVC_IP, SVC_PORT, TCP_SYN);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
+	tcp_from_a(&p, 47211, SVC_IP, SVC_PORT, TCP_SYN);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_SHOT);
+	CHECK_EQ(r.trace.drop_reason, WEFT_DROP_CT_SOURCE_LIMIT);
+}
+
+TEST(ct_per_client_cap)
+{
+	struct datapath_opts opts = { .trace = true, .ct_source_max = 3 };
+	struct fixture f;
+
+	if (fixture_up_opts(&f, opts) == 0)
+		ct_source_cap_body(&f);
+	fixture_down(&f);
+}
+
+/* ---- the sweep: pairs live and die together, orphans go ---- */
+
+static void ct_put_pair(struct fixture *f, in_addr_t client, uint16_t cport, uint16_t fwd_flags,
+			uint32_t fwd_seen, uint16_t rev_flags, uint32_t rev_seen, bool fwd, bool rev)
+{
+	struct weft_ct_entry e;
+	struct weft_ct_key k;
+
+	memset(&e, 0, sizeof(e));
+	e.nat_addr = REMOTE_BE_IP;
+	e.nat_port = htons(BE_PORT);
+	e.nat_addr2 = client;
+	e.nat_port2 = htons(cport);
+	e.backend_id = BE_REMOTE;
+	e.svc_id = SVC_ID;
+	e.flags = fwd_flags;
+	e.last_seen = fwd_seen;
+	k = ct_key(client, cport, SVC_IP, SVC_PORT, IPPROTO_TCP, WEFT_CT_FWD);
+	if (fwd)
+		CHECK_EQ(datapath_ct_put(f->dp, &k, &e), 0);
+	e.nat_addr = SVC_IP;
+	e.nat_port = htons(SVC_PORT);
+	e.flags = rev_flags;
+	e.last_seen = rev_seen;
+	k = ct_key(REMOTE_BE_IP, BE_PORT, client, cport, IPPROTO_TCP, WEFT_CT_REV);
+	if (rev)
+		CHECK_EQ(datapath_ct_put(f->dp, &k, &e), 0);
+}
+
+static bool ct_has(struct fixture *f, in_addr_t client, uint16_t cport, uint8_t dir)
+{
+	struct weft_ct_entry e;
+
+	return dir == WEFT_CT_FWD ? ct_fwd(f, client, cport, SVC_IP, SVC_PORT, &e) == 0
+				  : ct_rev(f, REMOTE_BE_IP, BE_PORT, client, cport, &e) == 0;
+}
+
+DP_TEST(ct_sweep_deletes_pairs_together_and_orphans)
+{
+	const uint32_t now = 100000, est = WEFT_CT_F_ESTABLISHED;
+	const in_addr_t c1 = POD_A_IP, c2 = IP(10, 128, 0, 77);
+	struct conntrack_stats st;
+	uint64_t closed = 0;
+
+	/* 1 established, both fresh: kept */
+	ct_put_pair(f, c1, 1001, est, now - 1, est, now, true, true);
+	/* 2 the REV saw a RST 20 s ago, the FWD a packet 1 s ago: the pair is
+	 * closing, its last packet 1 s ago: kept (closing lasts 10 s) */
+	ct_put_pair(f, c1, 1002, est, now - 1, est | WEFT_CT_F_CLOSING, now - 20, true, true);
+	/* 3 closing, quiet for 15 s: both go */
+	ct_put_pair(f, c1, 1003, est | WEFT_CT_F_CLOSING, now - 15, est, now - 15, true, true);
+	/* 4 a SYN 8 s ago, never answered: both go (half-open: 5 s) */
+	ct_put_pair(f, c2, 1004, WEFT_CT_F_SYN, now - 8, WEFT_CT_F_SYN, now - 8, true, true);
+	/* 5 a REV whose FWD is gone (answered once, 6 h to live alone before) */
+	ct_put_pair(f, c2, 1005, est, now, est, now - 3, false, true);
+	/* 6 a FWD whose REV is gone */
+	ct_put_pair(f, c2, 1006, est, now - 3, est, now, true, false);
+	/* 7 a REV written this instant (its FWD comes next): kept */
+	ct_put_pair(f, c2, 1007, WEFT_CT_F_SYN, now, WEFT_CT_F_SYN, now, false, true);
+	/* 8 established, the FWD quiet for 7 h, answers flowing: kept */
+	ct_put_pair(f, c1, 1008, est, now - 7 * 3600, est, now, true, true);
+	/* 9 established, both quiet for 7 h: both go */
+	ct_put_pair(f, c1, 1009, est, now - 7 * 3600, est, now - 7 * 3600, true, true);
+	CHECK_EQ(ct_count(f), 15);
+
+	CHECK_EQ(conntrack_sweep(f->dp, now, &st), 0);
+	CHECK_EQ(st.entries, 15);
+	CHECK_EQ(st.expired_pairs, 3);
+	CHECK_EQ(st.orphans, 2);
+	CHECK(ct_has(f, c1, 1001, WEFT_CT_FWD) && ct_has(f, c1, 1001, WEFT_CT_REV));
+	CHECK(ct_has(f, c1, 1002, WEFT_CT_FWD) && ct_has(f, c1, 1002, WEFT_CT_REV));
+	CHECK(!ct_has(f, c1, 1003, WEFT_CT_FWD) && !ct_has(f, c1, 1003, WEFT_CT_REV));
+	CHECK(!ct_has(f, c2, 1004, WEFT_CT_FWD) && !ct_has(f, c2, 1004, WEFT_CT_REV));
+	CHECK(!ct_has(f, c2, 1005, WEFT_CT_REV));
+	CHECK(!ct_has(f, c2, 1006, WEFT_CT_FWD));
+	CHECK(ct_has(f, c2, 1007, WEFT_CT_REV));
+	CHECK(ct_has(f, c1, 1008, WEFT_CT_FWD) && ct_has(f, c1, 1008, WEFT_CT_REV));
+	CHECK(!ct_has(f, c1, 1009, WEFT_CT_FWD) && !ct_has(f, c1, 1009, WEFT_CT_REV));
+	CHECK_EQ(ct_count(f), 7);
+	/* connections closed per client: FWD entries deleted (c1: 3 and 9;
+	 * c2: 4 and the orphan FWD 6) */
+	CHECK_EQ(datapath_ct_closed_get(f->dp, c1, &closed), 0);
+	CHECK_EQ(closed, 2);
+	CHECK_EQ(datapath_ct_closed_get(f->dp, c2, &closed), 0);
+	CHECK_EQ(closed, 2);
+	CHECK_EQ(st.sources, 1);	/* c1 holds 3 FWD entries, c2 none */
+	CHECK_EQ(st.top_source, c1);
+	CHECK_EQ(st.top_source_connections, 3);
+
+	/* the fresh orphan past its grace goes at the next sweep */
+	CHECK_EQ(conntrack_sweep(f->dp, now + CONNTRACK_ORPHAN_GRACE_TICKS + 1, &st), 0);
+	CHECK_EQ(st.orphans, 1);
+	CHECK(!ct_has(f, c2, 1007, WEFT_CT_REV));
+	CHECK_EQ(ct_count(f), 6);
+}
+
+/* The sweep of a full table: one batched read, no syscall per entry to
+ * find partners; 200,000 live entries and 50,000 orphans. */
+static void ct_sweep_large_body(struct fixture *f)
+{
+	const uint32_t now = conntrack_now();
+	struct conntrack_stats st;
+
+	for (uint32_t i = 0; i < 100000; i++)
+		ct_put_pair(f, IP(10, 128, 1, 0) + htonl(i >> 16), (uint16_t)i,
+			    WEFT_CT_F_ESTABLISHED, now, WEFT_CT_F_ESTABLISHED, now, true, true);
+	for (uint32_t i = 0; i < 50000; i++)
+		ct_put_pair(f, IP(10, 128, 3, 0) + htonl(i >> 16), (uint16_t)i,
+			    WEFT_CT_F_ESTABLISHED, now, WEFT_CT_F_ESTABLISHED, now - 10, false, true);
+	CHECK_EQ(conntrack_sweep(f->dp, now, &st), 0);
+	CHECK_EQ(st.entries, 250000);
+	CHECK_EQ(st.orphans, 50000);
+	CHECK_EQ(st.expired_pairs, 0);
+	CHECK_EQ(ct_count(f), 200000);
+	printf("  sweep of 250000 entries (50000 orphans): %llu ms\n",
+	       (unsigned long long)(st.duration_us / 1000));
+	CHECK(st.duration_us < 10 * 1000 * 1000);
+}
+
+TEST(ct_sweep_of_a_large_table_is_batched)
+{
+	struct datapath_opts opts = { .trace = true };
+	struct fixture f;
+
+	if (fixture_up_opts(&f, opts) == 0)
+		ct_sweep_large_body(&f);
+	fixture_down(&f);
+}
+
 /* weft_ct of 3 entries: the second connection's REV fits, its FWD does
  * not; the REV is taken back and the packet dropped as ct-full. */
 static void svc_conntrack_full_body(struct fixture *f)
@@ -3243,7 +3645,7 @@ static void svc_conntrack_full_body(struct fixture *f)
 
 TEST(svc_conntrack_full_drops_and_leaves_no_half_pair)
 {
-	struct datapath_opts opts = { .trace = true, .max_ct = 3 };
+	struct datapath_opts opts = { .trace = true, .max_ct = 3, .ct_source_max = 100 };
 	struct fixture f;
 
 	if (fixture_up_opts(&f, opts) == 0)
@@ -3338,6 +3740,7 @@ struct rnd_svc {
 		uint16_t flags;
 	} conn[RND_SVC_CLIENTS][RND_SVC_PORTS];
 	uint32_t next_addr;
+	int no_connection;	/* packets that should be dropped as ct-no-connection */
 };
 
 static in_addr_t rnd_svc_addr(struct rnd_svc *m)
@@ -3399,7 +3802,7 @@ static int rnd_svc_step(struct fixture *f, struct rnd_svc *m, uint64_t x, int *p
 	struct weft_ct_entry e;
 	struct result r;
 	struct pkt p;
-	bool kept;
+	bool kept, stale;
 	__typeof__(m->conn[0][0]) *cn = &m->conn[c][k];
 
 	(*packets)++;
@@ -3413,9 +3816,21 @@ static int rnd_svc_step(struct fixture *f, struct rnd_svc *m, uint64_t x, int *p
 
 	kept = cn->has && m->be[cn->id].live && m->be[cn->id].addr == cn->addr &&
 	       m->be[cn->id].port == cn->port;
-	if (!kept && cn->has)
+	stale = !kept && cn->has;
+	if (stale)
 		cn->has = false;	/* the program forgets it */
-	if (!kept && m->n == 0) {
+	if (!kept && m->n > 0 && fl != TCP_SYN) {
+		/* no connection to follow: a removed backend's is refused, a
+		 * packet of none dropped; nothing written either way */
+		if (stale ? r.verdict != TC_ACT_REDIRECT || r.trace.action != WEFT_ACT_REJECT
+			  : r.verdict != TC_ACT_SHOT ||
+				    r.trace.drop_reason != WEFT_DROP_CT_NO_CONNECTION) {
+			test_fail(__FILE__, __LINE__, "not a SYN, %s: verdict %u action %u",
+				  stale ? "stale" : "no entry", r.verdict, r.trace.action);
+			return -1;
+		}
+		m->no_connection += !stale;
+	} else if (!kept && m->n == 0) {
 		if (r.verdict != TC_ACT_REDIRECT || r.trace.action != WEFT_ACT_REJECT ||
 		    r.out.len != 54 ||
 		    l4_of(&r.out)[13] != (fl & TCP_ACK ? TCP_RST : TCP_RST | TCP_ACK)) {
@@ -3512,7 +3927,8 @@ DP_TEST(svc_backend_choice_random_against_model)
 	}
 	CHECK_EQ(ct_count(f), 2 * rnd_svc_connections(&m));
 	CHECK(packets > 400);
-	CHECK_EQ(drops_total(f), 0);
+	CHECK_EQ(drops_of(f, WEFT_DROP_CT_NO_CONNECTION), (uint64_t)m.no_connection);
+	CHECK_EQ(drops_total(f), (uint64_t)m.no_connection);
 }
 
 /* ---- services: answers over the tunnel (vxlan_ingress on a real device) ----

@@ -70,6 +70,7 @@ static void usage(FILE *f)
 		"usage: weft-agent --controller URL --token-file FILE [--ca-file FILE] --node NAME --node-ip IP\n"
 		"                  [--state-dir DIR] [--bpf-pin-dir DIR] [--cni-socket PATH] [--mtu N]\n"
 		"                  [--max-services N] [--max-backends N] [--max-conntrack N]\n"
+		"                  [--conntrack-per-client N]\n"
 		"\n"
 		"  --controller URL    weft-controller, e.g. https://192.168.200.2:8080\n"
 		"  --token-file FILE   bearer token for the controller\n"
@@ -85,8 +86,11 @@ static void usage(FILE *f)
 		"                      backend slot (default %u)\n"
 		"  --max-backends N    weft_backends entries (default %u)\n"
 		"  --max-conntrack N   weft_ct entries, two per translated connection (default %u)\n"
-		"                      A capacity other than the pinned maps' rebuilds them.\n",
-		WEFT_MAX_SERVICES, WEFT_MAX_BACKENDS, WEFT_MAX_CT);
+		"                      A capacity other than the pinned maps' rebuilds them.\n"
+		"  --conntrack-per-client N  translated connections one client (a pod, an outside\n"
+		"                      address, the node) may hold at once; more are dropped\n"
+		"                      as ct-source-limit (default: max-conntrack / 2 / %u)\n",
+		WEFT_MAX_SERVICES, WEFT_MAX_BACKENDS, WEFT_MAX_CT, WEFT_CT_SOURCE_SHARE);
 }
 
 static int mkdir_p(const char *path)
@@ -124,6 +128,7 @@ static int parse_flags(int argc, char **argv, struct agent_opts *o)
 		{ "max-services", required_argument, NULL, 'S' },
 		{ "max-backends", required_argument, NULL, 'B' },
 		{ "max-conntrack", required_argument, NULL, 'C' },
+		{ "conntrack-per-client", required_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -169,6 +174,18 @@ static int parse_flags(int argc, char **argv, struct agent_opts *o)
 				o->max_backends = (uint32_t)v;
 			else
 				o->max_ct = (uint32_t)v;
+			break;
+		}
+		case 'P': {
+			char *end;
+			unsigned long v = strtoul(optarg, &end, 10);
+
+			if (*end || !*optarg || optarg[0] == '-' || v < 1 || v > 8388608) {
+				fprintf(stderr, "weft-agent: --conntrack-per-client %s: not a number in "
+					"1..8388608\n", optarg);
+				return -1;
+			}
+			o->ct_per_source = (uint32_t)v;
 			break;
 		}
 		case 'h': usage(stdout); exit(0);
@@ -286,6 +303,7 @@ int main(int argc, char **argv)
 	a.node_ip = ia.s_addr;
 	libbpf_set_print(libbpf_log);
 	pthread_mutex_init(&a.lock, NULL);
+	pthread_mutex_init(&a.ct_lock, NULL);
 	pthread_cond_init(&a.kick, NULL);
 	/* signals go to the main thread's sigwait only */
 	sigemptyset(&set);
@@ -309,6 +327,7 @@ int main(int argc, char **argv)
 	dopts.max_services = a.o.max_services;
 	dopts.max_backends = a.o.max_backends;
 	dopts.max_ct = a.o.max_ct;
+	dopts.ct_source_max = a.o.ct_per_source;
 	rc = datapath_open(&dopts, &a.dp, &rebuilt, err, sizeof(err));
 	if (rc < 0) {
 		LOG_ERR("data plane: %s", err);

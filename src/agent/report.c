@@ -155,7 +155,13 @@ static int remove_record(struct httpc *h, const struct agent_pod *p)
  *                             this node's maps once its kind is >= R)
  *   weft.io/service-map-full  service map writes refused for lack of room
  *   weft.io/drops             {"reason": packets, ...} from weft_drops
- * written when they change (drops at most every DROPS_PERIOD_S), with a
+ *   weft.io/conntrack         weft_ct as the last sweep found it:
+ *                             {"entries", "capacity", "perClientMax",
+ *                             "clients", "topClient", "topClientConnections",
+ *                             "expiredPairs", "orphans" (totals since start),
+ *                             "sweepMicros"}
+ * written when they change (drops and conntrack at most every
+ * DROPS_PERIOD_S), with a
  * conditional PUT of the Node as read.
  */
 #define DROPS_PERIOD_S 5
@@ -198,16 +204,49 @@ static char *drops_json(struct agent *a)
 	return s;
 }
 
+static char *conntrack_json(struct agent *a)
+{
+	struct conntrack_stats st;
+	uint64_t expired, orphans;
+	char top[INET_ADDRSTRLEN] = "";
+	json_t *o;
+	char *s;
+
+	pthread_mutex_lock(&a->ct_lock);
+	if (!a->ct_swept) {
+		pthread_mutex_unlock(&a->ct_lock);
+		return NULL;
+	}
+	st = a->ct_stats;
+	expired = a->ct_expired_total;
+	orphans = a->ct_orphans_total;
+	pthread_mutex_unlock(&a->ct_lock);
+	if (st.top_source)
+		inet_ntop(AF_INET, &st.top_source, top, sizeof(top));
+	o = json_pack("{s:I,s:I,s:I,s:I,s:s,s:I,s:I,s:I,s:I}",
+		      "entries", (json_int_t)st.entries, "capacity", (json_int_t)st.capacity,
+		      "perClientMax", (json_int_t)datapath_ct_source_max(a->dp),
+		      "clients", (json_int_t)st.sources, "topClient", top,
+		      "topClientConnections", (json_int_t)st.top_source_connections,
+		      "expiredPairs", (json_int_t)expired, "orphans", (json_int_t)orphans,
+		      "sweepMicros", (json_int_t)st.duration_us);
+	if (!o)
+		return NULL;
+	s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+	json_decref(o);
+	return s;
+}
+
 static void report_node_status(struct agent *a, struct httpc *h)
 {
 	struct httpc_response r = { 0 };
 	char path[512], err[256], rev[24];
 	json_t *node = NULL, *md, *ann;
-	char *drops = NULL, *body = NULL;
+	char *drops = NULL, *body = NULL, *ct = NULL;
 	char *kinds = NULL, full[24];
 	int64_t applied;
 	uint64_t map_full;
-	bool send_drops, send_kinds;
+	bool send_drops, send_kinds, send_ct;
 	time_t now = time(NULL);
 
 	pthread_mutex_lock(&a->lock);
@@ -219,7 +258,10 @@ static void report_node_status(struct agent *a, struct httpc *h)
 	send_drops = drops && (!a->reported_drops || strcmp(drops, a->reported_drops) != 0) &&
 		     now - a->drops_at >= DROPS_PERIOD_S;
 	send_kinds = kinds && (!a->reported_kinds || strcmp(kinds, a->reported_kinds) != 0);
-	if ((applied < 0 || applied == a->reported_rev) && !send_drops && !send_kinds &&
+	ct = conntrack_json(a);
+	send_ct = ct && (!a->reported_ct || strcmp(ct, a->reported_ct) != 0) &&
+		  now - a->drops_at >= DROPS_PERIOD_S;
+	if ((applied < 0 || applied == a->reported_rev) && !send_drops && !send_kinds && !send_ct &&
 	    map_full == a->reported_map_full)
 		goto out;
 	snprintf(path, sizeof(path), "/api/v1/nodes/%s", a->o.node);
@@ -239,6 +281,8 @@ static void report_node_status(struct agent *a, struct httpc *h)
 	}
 	if (drops)
 		json_object_set_new(ann, AGENT_ANN_DROPS, json_string(drops));
+	if (ct)
+		json_object_set_new(ann, AGENT_ANN_CONNTRACK, json_string(ct));
 	if (kinds)
 		json_object_set_new(ann, AGENT_ANN_APPLIED_KINDS, json_string(kinds));
 	snprintf(full, sizeof(full), "%llu", (unsigned long long)map_full);
@@ -260,11 +304,17 @@ static void report_node_status(struct agent *a, struct httpc *h)
 			drops = NULL;
 			a->drops_at = now;
 		}
+		if (ct) {
+			free(a->reported_ct);
+			a->reported_ct = ct;
+			ct = NULL;
+		}
 	} else if (r.status == 409) {
 		report_kick(a);		/* someone wrote the Node meanwhile: again */
 	}
 out:
 	free(body);
+	free(ct);
 	free(drops);
 	free(kinds);
 	json_decref(node);
@@ -445,6 +495,8 @@ void report_stop(struct agent *a)
 	a->http_report = NULL;
 	free(a->reported_drops);
 	a->reported_drops = NULL;
+	free(a->reported_ct);
+	a->reported_ct = NULL;
 	free(a->reported_kinds);
 	a->reported_kinds = NULL;
 }

@@ -52,6 +52,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/conntrack.h"
 #include "agent/service.h"
 #include "lib/u64map.h"
 
@@ -1088,63 +1089,43 @@ void service_ct_purge(struct agent *a)
 	free(c.ids);
 }
 
-static uint32_t ticks_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint32_t)(((uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec) >>
-			  WEFT_CT_TICK_SHIFT);
-}
-
-/* seconds -> ticks, rounded up */
-static uint32_t ticks_of(uint32_t seconds)
-{
-	return (uint32_t)((((uint64_t)seconds * 1000000000ull) >> WEFT_CT_TICK_SHIFT) + 1);
-}
-
-uint32_t service_ct_timeout(const struct weft_ct_key *k, const struct weft_ct_entry *e)
-{
-	if (k->proto != IPPROTO_TCP)
-		return SERVICE_CT_UDP_S;
-	if (e->flags & WEFT_CT_F_CLOSING)
-		return SERVICE_CT_TCP_CLOSING_S;
-	if (e->flags & WEFT_CT_F_ESTABLISHED)
-		return SERVICE_CT_TCP_ESTABLISHED_S;
-	return SERVICE_CT_TCP_SYN_S;
-}
-
-static int gc_one(const struct weft_ct_key *k, const struct weft_ct_entry *e, void *arg)
-{
-	struct purge_ctx *c = arg;
-
-	if ((uint32_t)(c->now - e->last_seen) > ticks_of(service_ct_timeout(k, e))) {
-		(void)datapath_ct_del(c->a->dp, k);
-		c->deleted++;
-	}
-	return 0;
-}
-
+/* One sweep of weft_ct (conntrack.c); its figures are kept for the Node
+ * annotation (report.c). */
 size_t service_ct_gc(struct agent *a)
 {
-	struct purge_ctx c = { .a = a, .now = ticks_now() };
+	struct conntrack_stats st;
 
-	(void)datapath_ct_foreach(a->dp, gc_one, &c);
-	return c.deleted;
+	if (conntrack_sweep(a->dp, conntrack_now(), &st) < 0)
+		return 0;
+	pthread_mutex_lock(&a->ct_lock);
+	a->ct_stats = st;
+	a->ct_expired_total += st.expired_pairs;
+	a->ct_orphans_total += st.orphans;
+	a->ct_swept = true;
+	pthread_mutex_unlock(&a->ct_lock);
+	return st.expired_pairs * 2 + st.orphans;
 }
 
+/* Sweeps every SERVICE_CT_GC_PERIOD_MS, or, when a sweep of a large table
+ * takes longer, SERVICE_CT_GC_DUTY times its duration after it: the sweep
+ * never takes more than 1/SERVICE_CT_GC_DUTY of a CPU. */
 static void *gc_thread(void *arg)
 {
 	struct agent *a = arg;
-	unsigned ms = 0;
+	uint64_t wait_ms = SERVICE_CT_GC_PERIOD_MS, ms = 0;
 
 	while (!atomic_load(&a->stopping)) {
 		usleep(100 * 1000);
 		service_ct_purge(a);	/* removed backends: at once */
 		ms += 100;
-		if (ms >= SERVICE_CT_GC_PERIOD_S * 1000) {
+		if (ms >= wait_ms) {
 			ms = 0;
 			(void)service_ct_gc(a);
+			pthread_mutex_lock(&a->ct_lock);
+			wait_ms = a->ct_stats.duration_us / 1000 * SERVICE_CT_GC_DUTY;
+			pthread_mutex_unlock(&a->ct_lock);
+			if (wait_ms < SERVICE_CT_GC_PERIOD_MS)
+				wait_ms = SERVICE_CT_GC_PERIOD_MS;
 		}
 	}
 	return NULL;

@@ -18,12 +18,9 @@
 
 struct agent;
 
-/* conntrack timeouts (seconds since the entry's last packet) */
-#define SERVICE_CT_TCP_SYN_S		60
-#define SERVICE_CT_TCP_ESTABLISHED_S	21600
-#define SERVICE_CT_TCP_CLOSING_S	10
-#define SERVICE_CT_UDP_S		60
-#define SERVICE_CT_GC_PERIOD_S		10
+/* conntrack sweeps (timeouts: conntrack.h) */
+#define SERVICE_CT_GC_PERIOD_MS		2000
+#define SERVICE_CT_GC_DUTY		10	/* wait >= 10 x the last sweep's time */
 
 void service_apply(struct agent *a, const json_t *obj);
 void service_remove(struct agent *a, const json_t *obj);
@@ -40,10 +37,11 @@ void service_sweep(struct agent *a);
 
 /* Delete conntrack entries of removed backends (no lock held). */
 void service_ct_purge(struct agent *a);
-/* Delete expired conntrack entries; returns how many. */
+/* Sweep weft_ct (conntrack_sweep) and keep its figures in the agent
+ * (a->ct_stats, under a->ct_lock); returns how many entries went. */
 size_t service_ct_gc(struct agent *a);
-uint32_t service_ct_timeout(const struct weft_ct_key *k, const struct weft_ct_entry *e);
-/* The thread running both every 100 ms / SERVICE_CT_GC_PERIOD_S. */
+/* The thread running both: the purge every 100 ms, the sweep every
+ * SERVICE_CT_GC_PERIOD_MS (longer when a sweep is slow). */
 int service_gc_start(struct agent *a);
 void service_gc_stop(struct agent *a);
 

@@ -3,6 +3,13 @@
  * per node and reason, as each node's agent last reported it (the
  * annotation weft.io/drops on its Node, a JSON object reason -> packets,
  * refreshed at most every few seconds).  Sorted by node, then reason.
+ *
+ * Then the pressure on each node's conntrack table (the annotation
+ * weft.io/conntrack, from the agent's last sweep): entries in use of the
+ * capacity, the per-client cap, the client holding the most connections,
+ * and how many pairs the sweeps expired and orphans they removed.  The
+ * refusals themselves are drop reasons above (ct-full, ct-source-limit,
+ * ct-no-connection).
  */
 #include <stdio.h>
 #include <string.h>
@@ -18,6 +25,46 @@ static bool wanted(const char *name, int argc, char **argv)
 		if (strcmp(argv[i], name) == 0)
 			return true;
 	return false;
+}
+
+static json_int_t int_of(const json_t *o, const char *key)
+{
+	return json_integer_value(json_object_get(o, key));
+}
+
+static void print_conntrack(json_t *items, int argc, char **argv)
+{
+	bool header = false;
+	json_t *node;
+	size_t i;
+
+	json_array_foreach(items, i, node) {
+		const char *name = ctl_str_at(node, "metadata.name");
+		const json_t *ann = json_object_get(json_object_get(node, "metadata"), "annotations");
+		const char *c = json_string_value(json_object_get(ann, "weft.io/conntrack"));
+		json_t *ct;
+
+		if (!name || !wanted(name, argc, argv) || !c || !(ct = json_loads(c, 0, NULL)))
+			continue;
+		if (!header) {
+			printf("\n%-24s %-18s %-12s %-28s %-10s %s\n", "NODE", "CONNTRACK",
+			       "PER-CLIENT", "TOP CLIENT", "EXPIRED", "ORPHANS");
+			header = true;
+		}
+		char used[32], top[64];
+
+		snprintf(used, sizeof(used), "%" JSON_INTEGER_FORMAT "/%" JSON_INTEGER_FORMAT,
+			 int_of(ct, "entries"), int_of(ct, "capacity"));
+		snprintf(top, sizeof(top), "%s (%" JSON_INTEGER_FORMAT " conn)",
+			 json_string_value(json_object_get(ct, "topClient")) &&
+				 *json_string_value(json_object_get(ct, "topClient"))
+			 ? json_string_value(json_object_get(ct, "topClient")) : "-",
+			 int_of(ct, "topClientConnections"));
+		printf("%-24s %-18s %-12" JSON_INTEGER_FORMAT " %-28s %-10" JSON_INTEGER_FORMAT
+		       " %" JSON_INTEGER_FORMAT "\n", name, used, int_of(ct, "perClientMax"), top,
+		       int_of(ct, "expiredPairs"), int_of(ct, "orphans"));
+		json_decref(ct);
+	}
 }
 
 int ctl_drops(struct ctl *ctl, int argc, char **argv)
@@ -73,6 +120,7 @@ int ctl_drops(struct ctl *ctl, int argc, char **argv)
 	}
 	if (!rows)
 		printf("(no drops reported)\n");
+	print_conntrack(items, argc, argv);
 	rc = CTL_EXIT_OK;
 out:
 	ctl_reply_free(&r);

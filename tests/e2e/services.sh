@@ -676,7 +676,7 @@ isolated() {
 	grew "$2" isolated "$before"
 }
 check "red r1 (node-1, the backend's node) -> blue's api: no answer, nothing reaches api, isolated on node-1" isolated red/r1 node-1
-check "red r2 (node-2) -> blue's api: no answer, nothing reaches api, isolated on node-1 (the receiver)" isolated red/r2 node-1
+check "red r2 (node-2) -> blue's api: no answer, nothing reaches api, isolated on node-2 (the client's node: refused before any conntrack entry)" isolated red/r2 node-2
 cat >"$T_ROOT/steal.yaml" <<EOF
 apiVersion: v1
 kind: Service
