@@ -97,6 +97,8 @@ const volatile __u32 trace_enabled = 0;
 #include "lib/arp.h"
 #include "lib/eth.h"
 #include "lib/forward.h"
+#include "lib/frag.h"
+#include "lib/icmp.h"
 #include "lib/ipv4.h"
 #include "lib/l4.h"
 #include "lib/lb.h"
@@ -142,16 +144,114 @@ static __always_inline int answer_arp(struct __sk_buff *skb)
 	return bpf_redirect(skb->ifindex, 0);
 }
 
+/* The way out of a packet judged and translated (ct_flags: its
+ * connection's).  A first fragment let through is remembered on its way
+ * (lib/frag.h). */
+static __always_inline int forward_ipv4(struct __sk_buff *skb, const struct weft_config *cfg,
+					const struct weft_endpoint *src, struct ethhdr *eth,
+					struct iphdr *ip, __u16 ct_flags, const struct frag_id *fr)
+{
+	const struct weft_node_entry *node;
+	const struct weft_endpoint *ep;
+	__u32 reason;
+
+	if (ct_flags & WEFT_CT_F_EXTERNAL) {
+		frag_remember(fr, ip, ct_flags);
+		return to_underlay(skb, ip, cfg);
+	}
+
+	ep = endpoint_lookup(ip->daddr);
+	if (ep) {
+		if (!vnid_allowed(src->vnid, ep->vnid))
+			return drop(WEFT_DROP_ISOLATED);
+		frag_remember(fr, ip, ct_flags);
+		return deliver_to_pod(skb, eth, ip, ep, 0, 0);
+	}
+
+	node = node_lookup(ip->daddr);
+	if (node && node->node_ip != cfg->node_ip) {
+		frag_remember(fr, ip, ct_flags);
+		return tunnel_to(skb, ip, cfg, node->node_ip, src->vnid);
+	}
+	/* the cluster network outside every node subnet: nobody's, and the
+	 * stack would send it to the underlay from the pod's own address */
+	if (!node && (ip->daddr & cfg->cluster_mask) == cfg->cluster_net)
+		return drop(WEFT_DROP_NO_SUBNET);
+
+	reason = tunnel_inject_check(skb, ip, cfg);
+	if (reason != WEFT_DROP_NONE)
+		return drop(reason);
+	frag_remember(fr, ip, ct_flags);
+	if (ct_flags & WEFT_CT_F_HOST)
+		return to_host(skb, eth, 0, 0);	/* answering the node's own connection */
+	return pass(0, 0);
+}
+
+/* what translate_l4() and judge_icmp() return when the packet goes on
+ * (anything else is the tc verdict already taken) */
+#define GO_ON	(-1)
+
+/* TCP/UDP: services (lib/lb.h).  GO_ON, or the tc verdict taken. */
+static __always_inline int translate_l4(struct __sk_buff *skb, const struct weft_config *cfg,
+					struct iphdr *ip, __u16 *ct_flags, int *done)
+{
+	struct l4_tuple t;
+	int rc;
+
+	*done = 0;
+	rc = l4_tuple_read(skb, ip, &t);
+	if (rc < 0)
+		return drop(WEFT_DROP_MALFORMED);
+	if (rc == 0)
+		return GO_ON;
+	rc = lb_reverse(skb, &t, ct_flags);
+	/* frontends are never pod addresses: pod to pod traffic, the
+	 * bulk, skips the conntrack and frontend lookups */
+	if (rc == LB_NONE && (t.daddr & cfg->cluster_mask) != cfg->cluster_net)
+		rc = lb_forward(skb, cfg, &t, LB_FROM_POD, ct_flags);
+	else if (rc == LB_NONE)
+		lb_forget_clash(&t);
+	if (rc < 0)
+		return drop(-rc);
+	if (rc == LB_REJECT)
+		return reject_connection(skb, &t);
+	*done = rc == LB_DONE;
+	return GO_ON;
+}
+
+/* An ICMP error from the pod: judged (lib/icmp.h), and translated back
+ * when it is about a service connection.  GO_ON, or the tc verdict taken. */
+static __always_inline int judge_icmp(struct __sk_buff *skb, struct iphdr *ip,
+				      const struct weft_endpoint *src, __u16 *ct_flags, int *done)
+{
+	struct icmp_error e;
+	__u32 reason;
+	int rc;
+
+	*done = 0;
+	rc = icmp_error_read(skb, ip, &e);
+	if (rc < 0)
+		return drop(-rc);
+	if (rc == 0)
+		return GO_ON;
+	reason = icmp_error_check(&e, ip, src);
+	if (reason != WEFT_DROP_NONE)
+		return drop(reason);
+	rc = icmp_error_translate(skb, &e, ip, ct_flags);
+	if (rc < 0)
+		return drop(-rc);
+	*done = rc == LB_DONE;
+	return GO_ON;
+}
+
 static __always_inline int route_ipv4(struct __sk_buff *skb, const struct weft_config *cfg)
 {
-	const struct weft_endpoint *src, *ep;
-	const struct weft_node_entry *node;
-	struct l4_tuple t;
+	const struct weft_endpoint *src;
+	struct frag_id fr;
 	__u16 ct_flags = 0;
 	struct ethhdr *eth;
 	struct iphdr *ip;
-	__u32 reason;
-	int rc;
+	int rc, done = 0;
 
 	if (ipv4_frame(skb, &eth, &ip) < 0)
 		return drop(WEFT_DROP_MALFORMED);
@@ -162,47 +262,25 @@ static __always_inline int route_ipv4(struct __sk_buff *skb, const struct weft_c
 	if (!mac_equal(eth->h_source, src->pod_mac))
 		return drop(WEFT_DROP_SPOOFED_MAC);
 
-	rc = l4_tuple_read(skb, ip, &t);
-	if (rc < 0)
-		return drop(WEFT_DROP_MALFORMED);
-	if (rc > 0) {
-		rc = lb_reverse(skb, &t, &ct_flags);
-		/* frontends are never pod addresses: pod to pod traffic, the
-		 * bulk, skips the conntrack and frontend lookups */
-		if (rc == LB_NONE && (t.daddr & cfg->cluster_mask) != cfg->cluster_net)
-			rc = lb_forward(skb, cfg, &t, LB_FROM_POD, &ct_flags);
-		else if (rc == LB_NONE)
-			lb_forget_clash(&t);
+	frag_identify(ip, &fr);
+	if (fr.kind == FRAG_LATER) {
+		rc = frag_follow(skb, &fr, ip, &ct_flags);
 		if (rc < 0)
 			return drop(-rc);
-		if (rc == LB_REJECT)
-			return reject_connection(skb, &t);
-		if (rc == LB_DONE) {
-			/* the rewrite may have moved the data */
-			if (ipv4_frame(skb, &eth, &ip) < 0)
-				return drop(WEFT_DROP_MALFORMED);
-			if (ct_flags & WEFT_CT_F_EXTERNAL)
-				return to_underlay(skb, ip, cfg);
-		}
+		done = 1;
+	} else if (ip->protocol == IPPROTO_ICMP) {
+		rc = judge_icmp(skb, ip, src, &ct_flags, &done);
+		if (rc != GO_ON)
+			return rc;
+	} else {
+		rc = translate_l4(skb, cfg, ip, &ct_flags, &done);
+		if (rc != GO_ON)
+			return rc;
 	}
-
-	ep = endpoint_lookup(ip->daddr);
-	if (ep) {
-		if (!vnid_allowed(src->vnid, ep->vnid))
-			return drop(WEFT_DROP_ISOLATED);
-		return deliver_to_pod(skb, eth, ip, ep, 0, 0);
-	}
-
-	node = node_lookup(ip->daddr);
-	if (node && node->node_ip != cfg->node_ip)
-		return tunnel_to(skb, ip, cfg, node->node_ip, src->vnid);
-
-	reason = tunnel_inject_check(skb, ip, cfg);
-	if (reason != WEFT_DROP_NONE)
-		return drop(reason);
-	if (ct_flags & WEFT_CT_F_HOST)
-		return to_host(skb, eth, 0, 0);	/* answering the node's own connection */
-	return pass(0, 0);
+	/* a rewrite may have moved the data */
+	if (done && ipv4_frame(skb, &eth, &ip) < 0)
+		return drop(WEFT_DROP_MALFORMED);
+	return forward_ipv4(skb, cfg, src, eth, ip, ct_flags, &fr);
 }
 
 SEC("tc")

@@ -9,8 +9,8 @@
  * libbpf refuses to reuse a pin whose type, key size, value size, capacity
  * or flags differ.  Layouts and capacities are in bpf/weft_bpf.h.
  *
- * Invariant: the programs write only weft_drops, weft_trace, weft_ct and
- * weft_affinity; the other maps belong to the agent (weft_bpf.h
+ * Invariant: the programs write only weft_drops, weft_trace, weft_ct,
+ * weft_affinity and weft_frags; the other maps belong to the agent (weft_bpf.h
  * invariant 3).
  */
 #ifndef WEFT_BPF_LIB_MAPS_H
@@ -95,6 +95,16 @@ struct {
 	__type(value, struct weft_affinity);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } weft_affinity SEC(".maps");
+
+/* LRU: a full map forgets the least recently used datagram; the keys
+ * bound what one pod can hold (weft_bpf.h, "Fragments"). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, WEFT_MAX_FRAGS);
+	__type(key, struct weft_frag_key);
+	__type(value, struct weft_frag);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} weft_frags SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
