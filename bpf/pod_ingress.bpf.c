@@ -187,23 +187,21 @@ static __always_inline int forward_ipv4(struct __sk_buff *skb, const struct weft
 	return pass(0, 0);
 }
 
-/* what translate_l4() and judge_icmp() return when the packet goes on
- * (anything else is the tc verdict already taken) */
-#define GO_ON	(-1)
-
-/* TCP/UDP: services (lib/lb.h).  GO_ON, or the tc verdict taken. */
+/* TCP/UDP: services (lib/lb.h).  1: the packet goes on (*done: it was
+ * rewritten); 0: *verdict is the tc verdict taken. */
 static __always_inline int translate_l4(struct __sk_buff *skb, const struct weft_config *cfg,
-					struct iphdr *ip, __u16 *ct_flags, int *done)
+					struct iphdr *ip, __u16 *ct_flags, int *done, int *verdict)
 {
 	struct l4_tuple t;
 	int rc;
 
-	*done = 0;
 	rc = l4_tuple_read(skb, ip, &t);
-	if (rc < 0)
-		return drop(WEFT_DROP_MALFORMED);
+	if (rc < 0) {
+		*verdict = drop(WEFT_DROP_MALFORMED);
+		return 0;
+	}
 	if (rc == 0)
-		return GO_ON;
+		return 1;
 	rc = lb_reverse(skb, &t, ct_flags);
 	/* frontends are never pod addresses: pod to pod traffic, the
 	 * bulk, skips the conntrack and frontend lookups */
@@ -211,37 +209,47 @@ static __always_inline int translate_l4(struct __sk_buff *skb, const struct weft
 		rc = lb_forward(skb, cfg, &t, LB_FROM_POD, ct_flags);
 	else if (rc == LB_NONE)
 		lb_forget_clash(&t);
-	if (rc < 0)
-		return drop(-rc);
-	if (rc == LB_REJECT)
-		return reject_connection(skb, &t);
+	if (rc < 0) {
+		*verdict = drop(-rc);
+		return 0;
+	}
+	if (rc == LB_REJECT) {
+		*verdict = reject_connection(skb, &t);
+		return 0;
+	}
 	*done = rc == LB_DONE;
-	return GO_ON;
+	return 1;
 }
 
 /* An ICMP error from the pod: judged (lib/icmp.h), and translated back
- * when it is about a service connection.  GO_ON, or the tc verdict taken. */
+ * when it is about a service connection.  As translate_l4(). */
 static __always_inline int judge_icmp(struct __sk_buff *skb, struct iphdr *ip,
-				      const struct weft_endpoint *src, __u16 *ct_flags, int *done)
+				      const struct weft_endpoint *src, __u16 *ct_flags, int *done,
+				      int *verdict)
 {
 	struct icmp_error e;
 	__u32 reason;
 	int rc;
 
-	*done = 0;
 	rc = icmp_error_read(skb, ip, &e);
-	if (rc < 0)
-		return drop(-rc);
 	if (rc == 0)
-		return GO_ON;
+		return 1;
+	if (rc < 0) {
+		*verdict = drop(-rc);
+		return 0;
+	}
 	reason = icmp_error_check(&e, ip, src);
-	if (reason != WEFT_DROP_NONE)
-		return drop(reason);
+	if (reason != WEFT_DROP_NONE) {
+		*verdict = drop(reason);
+		return 0;
+	}
 	rc = icmp_error_translate(skb, &e, ip, ct_flags);
-	if (rc < 0)
-		return drop(-rc);
+	if (rc < 0) {
+		*verdict = drop(-rc);
+		return 0;
+	}
 	*done = rc == LB_DONE;
-	return GO_ON;
+	return 1;
 }
 
 static __always_inline int route_ipv4(struct __sk_buff *skb, const struct weft_config *cfg)
@@ -251,7 +259,7 @@ static __always_inline int route_ipv4(struct __sk_buff *skb, const struct weft_c
 	__u16 ct_flags = 0;
 	struct ethhdr *eth;
 	struct iphdr *ip;
-	int rc, done = 0;
+	int rc, done = 0, verdict = TC_ACT_SHOT;
 
 	if (ipv4_frame(skb, &eth, &ip) < 0)
 		return drop(WEFT_DROP_MALFORMED);
@@ -269,13 +277,11 @@ static __always_inline int route_ipv4(struct __sk_buff *skb, const struct weft_c
 			return drop(-rc);
 		done = 1;
 	} else if (ip->protocol == IPPROTO_ICMP) {
-		rc = judge_icmp(skb, ip, src, &ct_flags, &done);
-		if (rc != GO_ON)
-			return rc;
+		if (!judge_icmp(skb, ip, src, &ct_flags, &done, &verdict))
+			return verdict;
 	} else {
-		rc = translate_l4(skb, cfg, ip, &ct_flags, &done);
-		if (rc != GO_ON)
-			return rc;
+		if (!translate_l4(skb, cfg, ip, &ct_flags, &done, &verdict))
+			return verdict;
 	}
 	/* a rewrite may have moved the data */
 	if (done && ipv4_frame(skb, &eth, &ip) < 0)
