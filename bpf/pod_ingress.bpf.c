@@ -15,6 +15,14 @@
  *	  │   ├─ malformed ───────────────────────────────── drop MALFORMED
  *	  │   ├─ source IP no endpoint on this ifindex ───── drop SPOOFED_IP
  *	  │   ├─ Ethernet source not the endpoint's MAC ──── drop SPOOFED_MAC
+ *	  │   ├─ later fragment (lib/frag.h)
+ *	  │   │   ├─ no record of its first fragment ──────── drop FRAG_ORPHAN
+ *	  │   │   └─ addresses := the first's ─────────────── on below
+ *	  │   ├─ ICMP error (lib/icmp.h)
+ *	  │   │   ├─ quote shorter than IP header + 8 ────── drop ICMP_TRUNCATED
+ *	  │   │   ├─ quote not about a packet the pod got ─── drop ICMP_FORGED
+ *	  │   │   ├─ about a service connection ── source, quote := frontend
+ *	  │   │   └─ ─────────────────────────────────────── on below
  *	  │   ├─ TCP/UDP: services (lib/lb.h)
  *	  │   │   ├─ a backend here answering a translated
  *	  │   │   │  connection (REV) ── source := frontend
@@ -31,6 +39,7 @@
  *	  │   ├─ destination in another node's subnet
  *	  │   │  (weft_nodes, node_ip != ours) ── tunnel key
  *	  │   │  (id = the sender's VNID) ─────────────────── bpf_redirect(VXLAN device)
+ *	  │   ├─ cluster network, no node subnet ─────────── drop NO_SUBNET
  *	  │   └─ anything else (own subnet without pod, this
  *	  │      node, outside the cluster)
  *	  │       ├─ UDP to the VXLAN port ───────────────── drop TUNNEL_INJECT
@@ -62,8 +71,13 @@
  * VXLAN it sent there would be decapsulated with a VNI of its choosing.
  * So UDP to the VXLAN port that leaves for the stack is dropped.  (The
  * gateway of another node is reached through the tunnel; vxlan_ingress
- * guards it.)  A later IPv4 fragment carries no ports and is not
- * inspected: its first fragment is, and without that it never reassembles.
+ * guards it.)  A later IPv4 fragment carries no ports: it follows its
+ * first fragment's verdict (lib/frag.h), and without one it is dropped.
+ * A first fragment let through (to a pod, a tunnel, the stack) is
+ * remembered on its way out (forward_ipv4).
+ *
+ * Fast path: an unfragmented TCP/UDP packet pays two compares for all of
+ * this (frag_off, protocol); only fragments and ICMP take the new paths.
  *
  * Invariants:
  *  1. A packet is forwarded only while the config is complete (version and
