@@ -54,7 +54,7 @@ cat >"$TOOL" <<'PY'
 #      (a pending socket error), "mtu" prints IP_MTU of the socket
 #  attack.py icmp DST TYPE CODE QSRC QDST QSPORT QDPORT [MTU]   one ICMP
 #      error quoting a UDP header (scapy)
-#  attack.py orphans DST COUNT   later fragments (offset 1480, no first)
+#  attack.py orphans DST COUNT SRC   later fragments (offset 1480, no first)
 #  attack.py sink PORT | echo PORT    UDP servers (echo sends the datagram back)
 #  attack.py exchange DST PORT N SIZE   N request/answers of SIZE bytes,
 #      prints "ok/N"
@@ -91,9 +91,9 @@ def cmd_icmp(dst, typ, code, qsrc, qdst, qsport, qdport, mtu="0"):
         IP(src=qsrc, dst=qdst, len=1400) / UDP(sport=int(qsport), dport=int(qdport), len=1380)
     send(p, verbose=False)
 
-def cmd_orphans(dst, count):
+def cmd_orphans(dst, count, src):
     s = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
-    src = socket.inet_aton(sys.argv[4]) if len(sys.argv) > 4 else b"\0\0\0\0"
+    src = socket.inet_aton(src)
     payload = b"x" * 1400
     for i in range(int(count)):
         hdr = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(payload), i & 0xffff,
@@ -177,17 +177,19 @@ R1=$(pod_ip red/r1) B1=$(pod_ip blue/b1)
 UNDERLAY=$(ns node-1 ip -j -4 addr show | jq -r --arg a "$N1" '.[] | select(.addr_info[].local == $a) | .ifname')
 echo "  lab $LAB: node-1 $N1 ($UNDERLAY), node-2 $N2, outside $OUT, r1 $R1, b1 $B1"
 
-ns outside $PY "$TOOL" sink 9998 & T_PIDS+=("$!")
-ns outside $PY "$TOOL" echo 9996 & T_PIDS+=("$!")
+# in the background through ip netns exec (which execs python3), not ns():
+# $! is then the server's own PID, which cleanup stops
+ip netns exec "$(netns outside)" $PY "$TOOL" sink 9998 & T_PIDS+=("$!")
+ip netns exec "$(netns outside)" $PY "$TOOL" echo 9996 & T_PIDS+=("$!")
 udp_bound() { ns outside ss -Hlun "sport = :$1" | grep -q .; }
 must wait_for $SERVER_START_S udp_bound 9998
 must wait_for $SERVER_START_S udp_bound 9996
 
 # ---------------------------------------------------------------- A
 mkfifo "$T_ROOT/victim.in" "$T_ROOT/control.in"
-ns red/r1 $PY "$TOOL" udpclient 40000 "$OUT" 9998 <"$T_ROOT/victim.in" >"$T_ROOT/victim.out" 2>&1 & T_PIDS+=("$!")
+ip netns exec "$(netns red/r1)" $PY "$TOOL" udpclient 40000 "$OUT" 9998 <"$T_ROOT/victim.in" >"$T_ROOT/victim.out" 2>&1 & T_PIDS+=("$!")
 exec 7>"$T_ROOT/victim.in"
-ns red/r1 $PY "$TOOL" udpclient 40001 "$OUT" 9997 <"$T_ROOT/control.in" >"$T_ROOT/control.out" 2>&1 & T_PIDS+=("$!")
+ip netns exec "$(netns red/r1)" $PY "$TOOL" udpclient 40001 "$OUT" 9997 <"$T_ROOT/control.in" >"$T_ROOT/control.out" 2>&1 & T_PIDS+=("$!")
 exec 8>"$T_ROOT/control.in"
 lines() { [ "$(wc -l <"$1")" -ge "$2" ]; }
 must wait_for 10 lines "$T_ROOT/victim.out" 1
@@ -235,7 +237,7 @@ check "C: after the flood d1 <-> OUT still 10/10" exchange
 unseen_on_underlay() { # unseen_on_underlay DST: b1's datagram to DST never on node-1's underlay
 	local mark=leak-$RANDOM ctl=ctl-$RANDOM out before
 	before=$(drop_count node-1 no-subnet)
-	coproc SNIFF { ns node-1 $PY "$TOOL" sniff "$UNDERLAY" "$mark" "$ctl"; }
+	coproc SNIFF { exec ip netns exec "$(netns node-1)" $PY "$TOOL" sniff "$UNDERLAY" "$mark" "$ctl"; }
 	read -r -u "${SNIFF[0]}" out	# "ready"
 	ns blue/b1 $PY "$TOOL" udp "$1" 9999 "$mark"
 	grew node-1 no-subnet $((before + 1)) || return 1
