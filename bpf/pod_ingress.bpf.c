@@ -15,6 +15,14 @@
  *	  │   ├─ malformed ───────────────────────────────── drop MALFORMED
  *	  │   ├─ source IP no endpoint on this ifindex ───── drop SPOOFED_IP
  *	  │   ├─ Ethernet source not the endpoint's MAC ──── drop SPOOFED_MAC
+ *	  │   ├─ later fragment (lib/frag.h)
+ *	  │   │   ├─ no record of its first fragment ──────── drop FRAG_ORPHAN
+ *	  │   │   └─ addresses := the first's ─────────────── on below
+ *	  │   ├─ ICMP error (lib/icmp.h)
+ *	  │   │   ├─ quote shorter than IP header + 8 ────── drop ICMP_TRUNCATED
+ *	  │   │   ├─ quote not about a packet the pod got ─── drop ICMP_FORGED
+ *	  │   │   ├─ about a service connection ── source, quote := frontend
+ *	  │   │   └─ ─────────────────────────────────────── on below
  *	  │   ├─ TCP/UDP: services (lib/lb.h)
  *	  │   │   ├─ a backend here answering a translated
  *	  │   │   │  connection (REV) ── source := frontend
@@ -31,6 +39,7 @@
  *	  │   ├─ destination in another node's subnet
  *	  │   │  (weft_nodes, node_ip != ours) ── tunnel key
  *	  │   │  (id = the sender's VNID) ─────────────────── bpf_redirect(VXLAN device)
+ *	  │   ├─ cluster network, no node subnet ─────────── drop NO_SUBNET
  *	  │   └─ anything else (own subnet without pod, this
  *	  │      node, outside the cluster)
  *	  │       ├─ UDP to the VXLAN port ───────────────── drop TUNNEL_INJECT
@@ -62,8 +71,13 @@
  * VXLAN it sent there would be decapsulated with a VNI of its choosing.
  * So UDP to the VXLAN port that leaves for the stack is dropped.  (The
  * gateway of another node is reached through the tunnel; vxlan_ingress
- * guards it.)  A later IPv4 fragment carries no ports and is not
- * inspected: its first fragment is, and without that it never reassembles.
+ * guards it.)  A later IPv4 fragment carries no ports: it follows its
+ * first fragment's verdict (lib/frag.h), and without one it is dropped.
+ * A first fragment let through (to a pod, a tunnel, the stack) is
+ * remembered on its way out (forward_ipv4).
+ *
+ * Fast path: an unfragmented TCP/UDP packet pays two compares for all of
+ * this (frag_off, protocol); only fragments and ICMP take the new paths.
  *
  * Invariants:
  *  1. A packet is forwarded only while the config is complete (version and
@@ -97,6 +111,8 @@ const volatile __u32 trace_enabled = 0;
 #include "lib/arp.h"
 #include "lib/eth.h"
 #include "lib/forward.h"
+#include "lib/frag.h"
+#include "lib/icmp.h"
 #include "lib/ipv4.h"
 #include "lib/l4.h"
 #include "lib/lb.h"
@@ -142,16 +158,122 @@ static __always_inline int answer_arp(struct __sk_buff *skb)
 	return bpf_redirect(skb->ifindex, 0);
 }
 
+/* The way out of a packet judged and translated (ct_flags: its
+ * connection's).  A first fragment let through is remembered on its way
+ * (lib/frag.h). */
+static __always_inline int forward_ipv4(struct __sk_buff *skb, const struct weft_config *cfg,
+					const struct weft_endpoint *src, struct ethhdr *eth,
+					struct iphdr *ip, __u16 ct_flags, const struct frag_id *fr)
+{
+	const struct weft_node_entry *node;
+	const struct weft_endpoint *ep;
+	__u32 reason;
+
+	if (ct_flags & WEFT_CT_F_EXTERNAL) {
+		frag_remember(fr, ip, ct_flags);
+		return to_underlay(skb, ip, cfg);
+	}
+
+	ep = endpoint_lookup(ip->daddr);
+	if (ep) {
+		if (!vnid_allowed(src->vnid, ep->vnid))
+			return drop(WEFT_DROP_ISOLATED);
+		frag_remember(fr, ip, ct_flags);
+		return deliver_to_pod(skb, eth, ip, ep, 0, 0);
+	}
+
+	node = node_lookup(ip->daddr);
+	if (node && node->node_ip != cfg->node_ip) {
+		frag_remember(fr, ip, ct_flags);
+		return tunnel_to(skb, ip, cfg, node->node_ip, src->vnid);
+	}
+	/* the cluster network outside every node subnet: nobody's, and the
+	 * stack would send it to the underlay from the pod's own address */
+	if (!node && (ip->daddr & cfg->cluster_mask) == cfg->cluster_net)
+		return drop(WEFT_DROP_NO_SUBNET);
+
+	reason = tunnel_inject_check(skb, ip, cfg);
+	if (reason != WEFT_DROP_NONE)
+		return drop(reason);
+	frag_remember(fr, ip, ct_flags);
+	if (ct_flags & WEFT_CT_F_HOST)
+		return to_host(skb, eth, 0, 0);	/* answering the node's own connection */
+	return pass(0, 0);
+}
+
+/* TCP/UDP: services (lib/lb.h).  1: the packet goes on (*done: it was
+ * rewritten); 0: *verdict is the tc verdict taken. */
+static __always_inline int translate_l4(struct __sk_buff *skb, const struct weft_config *cfg,
+					struct iphdr *ip, __u32 vnid, __u16 *ct_flags, int *done, int *verdict)
+{
+	struct l4_tuple t;
+	int rc;
+
+	rc = l4_tuple_read(skb, ip, &t);
+	if (rc < 0) {
+		*verdict = drop(WEFT_DROP_MALFORMED);
+		return 0;
+	}
+	if (rc == 0)
+		return 1;
+	rc = lb_reverse(skb, &t, ct_flags);
+	/* frontends are never pod addresses: pod to pod traffic, the
+	 * bulk, skips the conntrack and frontend lookups */
+	if (rc == LB_NONE && (t.daddr & cfg->cluster_mask) != cfg->cluster_net)
+		rc = lb_forward(skb, cfg, &t, LB_FROM_POD, vnid, ct_flags);
+	else if (rc == LB_NONE)
+		lb_forget_clash(&t);
+	if (rc < 0) {
+		*verdict = drop(-rc);
+		return 0;
+	}
+	if (rc == LB_REJECT) {
+		*verdict = reject_connection(skb, &t);
+		return 0;
+	}
+	*done = rc == LB_DONE;
+	return 1;
+}
+
+/* An ICMP error from the pod: judged (lib/icmp.h), and translated back
+ * when it is about a service connection.  As translate_l4(). */
+static __always_inline int judge_icmp(struct __sk_buff *skb, struct iphdr *ip,
+				      const struct weft_endpoint *src, __u16 *ct_flags, int *done,
+				      int *verdict)
+{
+	struct icmp_error e;
+	__u32 reason;
+	int rc;
+
+	rc = icmp_error_read(skb, ip, &e);
+	if (rc == 0)
+		return 1;
+	if (rc < 0) {
+		*verdict = drop(-rc);
+		return 0;
+	}
+	reason = icmp_error_check(&e, ip, src);
+	if (reason != WEFT_DROP_NONE) {
+		*verdict = drop(reason);
+		return 0;
+	}
+	rc = icmp_error_translate(skb, &e, ip, ct_flags);
+	if (rc < 0) {
+		*verdict = drop(-rc);
+		return 0;
+	}
+	*done = rc == LB_DONE;
+	return 1;
+}
+
 static __always_inline int route_ipv4(struct __sk_buff *skb, const struct weft_config *cfg)
 {
-	const struct weft_endpoint *src, *ep;
-	const struct weft_node_entry *node;
-	struct l4_tuple t;
+	const struct weft_endpoint *src;
+	struct frag_id fr;
 	__u16 ct_flags = 0;
 	struct ethhdr *eth;
 	struct iphdr *ip;
-	__u32 reason;
-	int rc;
+	int rc, done = 0, verdict = TC_ACT_SHOT;
 
 	if (ipv4_frame(skb, &eth, &ip) < 0)
 		return drop(WEFT_DROP_MALFORMED);
@@ -162,47 +284,23 @@ static __always_inline int route_ipv4(struct __sk_buff *skb, const struct weft_c
 	if (!mac_equal(eth->h_source, src->pod_mac))
 		return drop(WEFT_DROP_SPOOFED_MAC);
 
-	rc = l4_tuple_read(skb, ip, &t);
-	if (rc < 0)
-		return drop(WEFT_DROP_MALFORMED);
-	if (rc > 0) {
-		rc = lb_reverse(skb, &t, &ct_flags);
-		/* frontends are never pod addresses: pod to pod traffic, the
-		 * bulk, skips the conntrack and frontend lookups */
-		if (rc == LB_NONE && (t.daddr & cfg->cluster_mask) != cfg->cluster_net)
-			rc = lb_forward(skb, cfg, &t, LB_FROM_POD, src->vnid, &ct_flags);
-		else if (rc == LB_NONE)
-			lb_forget_clash(&t);
+	frag_identify(ip, &fr);
+	if (fr.kind == FRAG_LATER) {
+		rc = frag_follow(skb, &fr, ip, &ct_flags);
 		if (rc < 0)
 			return drop(-rc);
-		if (rc == LB_REJECT)
-			return reject_connection(skb, &t);
-		if (rc == LB_DONE) {
-			/* the rewrite may have moved the data */
-			if (ipv4_frame(skb, &eth, &ip) < 0)
-				return drop(WEFT_DROP_MALFORMED);
-			if (ct_flags & WEFT_CT_F_EXTERNAL)
-				return to_underlay(skb, ip, cfg);
-		}
+		done = 1;
+	} else if (ip->protocol == IPPROTO_ICMP) {
+		if (!judge_icmp(skb, ip, src, &ct_flags, &done, &verdict))
+			return verdict;
+	} else {
+		if (!translate_l4(skb, cfg, ip, src->vnid, &ct_flags, &done, &verdict))
+			return verdict;
 	}
-
-	ep = endpoint_lookup(ip->daddr);
-	if (ep) {
-		if (!vnid_allowed(src->vnid, ep->vnid))
-			return drop(WEFT_DROP_ISOLATED);
-		return deliver_to_pod(skb, eth, ip, ep, 0, 0);
-	}
-
-	node = node_lookup(ip->daddr);
-	if (node && node->node_ip != cfg->node_ip)
-		return tunnel_to(skb, ip, cfg, node->node_ip, src->vnid);
-
-	reason = tunnel_inject_check(skb, ip, cfg);
-	if (reason != WEFT_DROP_NONE)
-		return drop(reason);
-	if (ct_flags & WEFT_CT_F_HOST)
-		return to_host(skb, eth, 0, 0);	/* answering the node's own connection */
-	return pass(0, 0);
+	/* a rewrite may have moved the data */
+	if (done && ipv4_frame(skb, &eth, &ip) < 0)
+		return drop(WEFT_DROP_MALFORMED);
+	return forward_ipv4(skb, cfg, src, eth, ip, ct_flags, &fr);
 }
 
 SEC("tc")

@@ -13,7 +13,8 @@
  *	  ├─ IPv4
  *	  │   ├─ malformed ────────────────────────────── drop MALFORMED
  *	  │   ├─ TCP/UDP answering a connection this node
- *	  │   │  translated (REV, lib/lb.h) ── source := frontend
+ *	  │   │  translated (REV, lib/lb.h), or a backend's ICMP
+ *	  │   │  error about one (lib/icmp.h) ── source := frontend
  *	  │   │   ├─ the client is outside ────────────── redirect_neigh(underlay)
  *	  │   │   └─ ──────────────────────────────────── on below
  *	  │   ├─ destination a pod here
@@ -57,6 +58,7 @@ const volatile __u32 trace_enabled = 0;
 
 #include "lib/eth.h"
 #include "lib/forward.h"
+#include "lib/icmp.h"
 #include "lib/ipv4.h"
 #include "lib/l4.h"
 #include "lib/lb.h"
@@ -78,20 +80,28 @@ static __always_inline int deliver_ipv4(struct __sk_buff *skb, const struct weft
 	if (ipv4_frame(skb, &eth, &ip) < 0)
 		return drop_tunnel(WEFT_DROP_MALFORMED, key->tunnel_id, key->remote_ipv4);
 
-	/* an answer to a connection this node translated */
-	rc = l4_tuple_read(skb, ip, &t);
-	if (rc < 0)
-		return drop_tunnel(WEFT_DROP_MALFORMED, key->tunnel_id, key->remote_ipv4);
-	if (rc > 0) {
-		rc = lb_reverse(skb, &t, &ct_flags);
+	/* an answer to a connection this node translated, or a backend's
+	 * ICMP error about one (judged by the backend's node) */
+	if (ip->protocol == IPPROTO_ICMP && !(ip->frag_off & bpf_htons(IPV4_FRAG_OFFSET))) {
+		struct icmp_error e;
+
+		rc = icmp_error_read(skb, ip, &e);
+		if (rc > 0)
+			rc = icmp_error_translate(skb, &e, ip, &ct_flags);
+	} else {
+		rc = l4_tuple_read(skb, ip, &t);
 		if (rc < 0)
-			return drop_tunnel(-rc, key->tunnel_id, key->remote_ipv4);
-		if (rc == LB_DONE) {
-			if (ipv4_frame(skb, &eth, &ip) < 0)
-				return drop_tunnel(WEFT_DROP_MALFORMED, key->tunnel_id, key->remote_ipv4);
-			if (ct_flags & WEFT_CT_F_EXTERNAL)
-				return to_underlay(skb, ip, cfg);
-		}
+			rc = -WEFT_DROP_MALFORMED;
+		else if (rc > 0)
+			rc = lb_reverse(skb, &t, &ct_flags);
+	}
+	if (rc < 0)
+		return drop_tunnel(-rc, key->tunnel_id, key->remote_ipv4);
+	if (rc == LB_DONE) {
+		if (ipv4_frame(skb, &eth, &ip) < 0)
+			return drop_tunnel(WEFT_DROP_MALFORMED, key->tunnel_id, key->remote_ipv4);
+		if (ct_flags & WEFT_CT_F_EXTERNAL)
+			return to_underlay(skb, ip, cfg);
 	}
 
 	/* Later: ingress policy for the destination pod goes after the

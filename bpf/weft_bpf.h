@@ -29,6 +29,9 @@
  *   weft_ct_closed  hash        __be32 client -> __u64 connections of that
  *                   client the agent's sweep deleted (agent only)
  *   weft_affinity   LRU hash    struct weft_affinity_key -> struct weft_affinity
+ *   weft_frags      LRU hash    struct weft_frag_key -> struct weft_frag
+ *                   (fragmented datagrams a pod here is sending; see
+ *                   "Fragments" below)
  *   weft_svc_dev    array[1]    struct weft_svc_dev    the node's service device
  *   weft_drops      percpu array[WEFT_DROP_MAX] __u64 packets dropped, per reason
  *   weft_trace      percpu array[1] struct weft_trace  (only written when the
@@ -45,7 +48,8 @@
  *     the agent does.
  *     Programs create weft_ct, weft_ct_opened and weft_affinity entries;
  *     the agent deletes expired ones and those of removed backends, and
- *     writes weft_ct_closed.
+ *     writes weft_ct_closed.  weft_frags is the programs' alone (LRU: it
+ *     never fills, entries age out by last_seen).
  *  4. Every weft_nodes entry's node_ip is a key of weft_node_ips (a node
  *     whose subnet we tunnel to is a node we accept tunnel traffic from).
  *
@@ -68,8 +72,9 @@
 
 #include <linux/types.h>
 
-#define WEFT_CONFIG_VERSION	3	/* 2: vxlan_port, weft_node_ips, tenant isolation;
-					 * 3: services (underlay_ifindex, service maps) */
+#define WEFT_CONFIG_VERSION	4	/* 2: vxlan_port, weft_node_ips, tenant isolation;
+					 * 3: services (underlay_ifindex, service maps);
+					 * 4: weft_frags, ICMP error and fragment drops */
 
 #define WEFT_MAX_ENDPOINTS	4096
 #define WEFT_MAX_IPCACHE	65536
@@ -295,6 +300,49 @@ struct weft_ct_entry {
 #define WEFT_SNAT_PORT_MIN	61000	/* outside Linux's ephemeral range */
 #define WEFT_SNAT_PORT_MAX	65535
 
+/*
+ * Fragments
+ *
+ * Only the first fragment of an IPv4 datagram carries its ports (and an
+ * ICMP message's type), so only it can be translated and judged.
+ * pod_ingress judges it as any packet and, when it lets it through,
+ * remembers the datagram in weft_frags: where it went (the addresses after
+ * translation, the conntrack flags that chose the way out).  A later
+ * fragment (offset > 0) follows that record: same rewrite, same way; one
+ * without a record is dropped (FRAG_ORPHAN), never left to the node's
+ * reassembly.
+ *
+ * Per-source bound: the key is the sending pod and a slot, 0 ..
+ * WEFT_FRAG_SLOTS - 1, a hash of (destination, IP ID, protocol); the
+ * value holds the whole identity, so a later fragment of another datagram
+ * in that slot is an orphan.  A pod therefore owns at most WEFT_FRAG_SLOTS
+ * entries, and a new datagram of it can only replace one of its own; the
+ * capacity (WEFT_MAX_FRAGS) holds every slot of WEFT_MAX_ENDPOINTS pods,
+ * so one pod's datagrams never push out another's.  A record is good for
+ * WEFT_FRAG_TICKS conntrack ticks (fragments of a datagram leave a pod
+ * back to back).
+ */
+#define WEFT_FRAG_SLOTS		16	/* fragmented datagrams in flight per pod */
+#define WEFT_MAX_FRAGS		(WEFT_MAX_ENDPOINTS * WEFT_FRAG_SLOTS)
+#define WEFT_FRAG_TICKS		2	/* about 2 s */
+
+struct weft_frag_key {
+	__be32 saddr;		/* the sending pod */
+	__u32 slot;		/* 0 .. WEFT_FRAG_SLOTS - 1 */
+};
+
+struct weft_frag {
+	__be32 daddr;		/* as the pod sent it */
+	__be32 nat_saddr;	/* the addresses the first fragment left with */
+	__be32 nat_daddr;
+	__be16 id;		/* IP identification */
+	__u8 proto;
+	__u8 pad;		/* 0 */
+	__u16 ct_flags;		/* WEFT_CT_F_* of the translated connection, or 0 */
+	__u16 pad2;		/* 0 */
+	__u32 last_seen;	/* conntrack ticks (WEFT_CT_TICK_SHIFT) */
+};
+
 struct weft_affinity_key {
 	__u32 svc_id;
 	__be32 client;
@@ -348,6 +396,20 @@ enum weft_drop_reason {
 					 * entry written */
 	WEFT_DROP_CT_SOURCE_LIMIT,	/* a new connection of a client that already
 					 * holds ct_source_max connections */
+	WEFT_DROP_ICMP_FORGED,		/* pod: an ICMP error (unreachable, time
+					 * exceeded, parameter problem) that is not
+					 * about a packet this pod received: the
+					 * quoted destination is not the pod, the
+					 * error does not go back to the quoted
+					 * source, or the VNID rule refuses the
+					 * quoted pair */
+	WEFT_DROP_ICMP_TRUNCATED,	/* pod: an ICMP error whose quoted IP header
+					 * and 8 bytes after it do not fit */
+	WEFT_DROP_FRAG_ORPHAN,		/* pod: a later IPv4 fragment whose first
+					 * fragment was not let through (or too long
+					 * ago, or its slot was reused) */
+	WEFT_DROP_NO_SUBNET,		/* pod: to a cluster network address in no
+					 * node subnet (and no service) */
 	WEFT_DROP_MAX
 };
 
@@ -360,7 +422,9 @@ enum weft_drop_reason {
 	"tunnel-inject", "no-backend",		\
 	"ct-full", "service-map",		\
 	"no-service", "external-backend",	\
-	"ct-no-connection", "ct-source-limit" }
+	"ct-no-connection", "ct-source-limit",	\
+	"icmp-forged", "icmp-truncated",	\
+	"frag-orphan", "no-subnet" }
 
 /* what a program decided, for tests (written only when trace is on) */
 enum weft_action {

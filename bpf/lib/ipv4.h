@@ -72,7 +72,25 @@ static __always_inline int ipv4_ttl_decrement(struct __sk_buff *skb, struct iphd
 }
 
 #define IPV4_FRAG_OFFSET	0x1fff	/* in frag_off, host order */
+#define IPV4_FRAG_MORE		0x2000	/* MF */
 #define UDP_HLEN		8
+
+/* Replace the source (src != 0) or destination address of the IPv4
+ * header, patching its checksum only: for packets whose transport
+ * checksum does not cover the address (ICMP, a later fragment).
+ * Invalidates packet pointers.  0 or -1. */
+static __always_inline int ipv4_set_addr(struct __sk_buff *skb, int src, __be32 old, __be32 new)
+{
+	__u32 off = ETH_HLEN + (src ? __builtin_offsetof(struct iphdr, saddr)
+				    : __builtin_offsetof(struct iphdr, daddr));
+
+	if (old == new)
+		return 0;
+	if (bpf_l3_csum_replace(skb, ETH_HLEN + __builtin_offsetof(struct iphdr, check),
+				old, new, sizeof(new)) < 0)
+		return -1;
+	return bpf_skb_store_bytes(skb, off, &new, sizeof(new), 0) < 0 ? -1 : 0;
+}
 
 /* The UDP destination port (host order) of ip into *port.  1 when read;
  * 0 when there is none to read: not UDP, or a later fragment (offset > 0:

@@ -3,10 +3,8 @@
  * and ports with their checksums kept right.
  *
  * Only TCP and UDP carry ports that services translate.  A later IPv4
- * fragment (offset > 0) carries none: it is not translated, so a datagram
- * to a service larger than the path MTU does not work (its first fragment
- * would be translated and the rest not) — pods use the pod MTU and TCP
- * segments to it, which is what every service client does in practice.
+ * fragment (offset > 0) carries none: it is not read here; pod_ingress
+ * makes it follow its first fragment (lib/frag.h).
  *
  * Checksums: an address is part of the TCP/UDP pseudo-header, so changing
  * one patches the IP header checksum and the transport checksum

@@ -712,6 +712,10 @@ DP_TEST(drop_names_cover_every_reason)
 	CHECK_STR(datapath_drop_names[WEFT_DROP_SPOOFED_MAC], "spoofed-mac");
 	CHECK_STR(datapath_drop_names[WEFT_DROP_ISOLATED], "isolated");
 	CHECK_STR(datapath_drop_names[WEFT_DROP_TUNNEL_INJECT], "tunnel-inject");
+	CHECK_STR(datapath_drop_names[WEFT_DROP_ICMP_FORGED], "icmp-forged");
+	CHECK_STR(datapath_drop_names[WEFT_DROP_ICMP_TRUNCATED], "icmp-truncated");
+	CHECK_STR(datapath_drop_names[WEFT_DROP_FRAG_ORPHAN], "frag-orphan");
+	CHECK_STR(datapath_drop_names[WEFT_DROP_NO_SUBNET], "no-subnet");
 }
 
 /* ---- map operations ---- */
@@ -1416,11 +1420,14 @@ DP_TEST(pod_udp_to_the_vxlan_port_is_dropped)
 	CHECK_EQ(r.trace.drop_reason, WEFT_DROP_TUNNEL_INJECT);
 	n++;
 	CHECK_EQ(drops_of(f, WEFT_DROP_TUNNEL_INJECT), n);
-	/* a later fragment does not: its bytes are not read as ports */
+	/* a later fragment does not: its bytes are not read as ports (it
+	 * follows its first fragment, which was refused: an orphan) */
 	pkt_ipv4_ext(&p, gw_a_mac, pod_a_mac, POD_A_IP, NODE_IP, 64, IPPROTO_UDP, 5, 3);
 	pkt_set_dport(&p, VXLAN_PORT);
 	CHECK_EQ(run_pod(f, &p, &r), 0);
-	CHECK_EQ(r.verdict, TC_ACT_OK);
+	CHECK_EQ(r.verdict, TC_ACT_SHOT);
+	CHECK_EQ(r.trace.drop_reason, WEFT_DROP_FRAG_ORPHAN);
+	n++;
 	/* TCP (or anything not UDP) to that port */
 	pkt_ipv4_ext(&p, gw_a_mac, pod_a_mac, POD_A_IP, NODE_IP, 64, IPPROTO_TCP, 5, 0);
 	pkt_set_dport(&p, VXLAN_PORT);
@@ -1432,6 +1439,7 @@ DP_TEST(pod_udp_to_the_vxlan_port_is_dropped)
 	CHECK_EQ(run_pod(f, &p, &r), 0);
 	CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
 	CHECK_EQ(drops_total(f), n);
+	n--;	/* the orphan */
 	/* a UDP header that does not fit */
 	pkt_from_a(&p, NODE_IP, 64);
 	ip_of(&p)->tot_len = htons(20 + 4);
@@ -1658,6 +1666,10 @@ DP_TEST(pod_forwarding_random_against_reference)
 				CHECK_EQ(r.trace.tunnel_remote, ntohl(rnd_nodes[node].node_ip));
 				CHECK_EQ(r.trace.tunnel_id, rnd_eps[se].vnid);
 			}
+		} else if (node < 0 && (ntohl(dst) & 0xfffc0000u) == 0x0a800000u) {
+			/* the cluster network (ready_config's) in no node subnet */
+			CHECK_EQ(r.verdict, TC_ACT_SHOT);
+			CHECK_EQ(r.trace.drop_reason, WEFT_DROP_NO_SUBNET);
 		} else if ((p.b[14 + 20 + 2] << 8 | p.b[14 + 20 + 3]) == VXLAN_PORT) {
 			CHECK_EQ(r.verdict, TC_ACT_SHOT);
 			CHECK_EQ(r.trace.drop_reason, WEFT_DROP_TUNNEL_INJECT);
@@ -3163,7 +3175,8 @@ DP_TEST(svc_map_mid_update_and_non_translatable_packets)
 	CHECK_EQ(backends_put3(f->dp, IPPROTO_TCP), 0);
 	CHECK_EQ(svc_put(f->dp, &cluster_tcp, ids, 2), 0);
 
-	/* not TCP or UDP, or a later fragment: no ports, not translated */
+	/* not TCP or UDP (an ICMP echo: type 0x00 here), not translated; a
+	 * later fragment without its first: no ports, dropped */
 	pkt_ipv4_ext(&p, gw_a_mac, pod_a_mac, POD_A_IP, SVC_IP, 64, IPPROTO_ICMP, 5, 0);
 	CHECK_EQ(run_pod(f, &p, &r), 0);
 	CHECK_EQ(r.verdict, TC_ACT_OK);
@@ -3173,8 +3186,8 @@ DP_TEST(svc_map_mid_update_and_non_translatable_packets)
 	ip_of(&p)->check = 0;
 	ip_of(&p)->check = htons(ip_checksum(ip_of(&p), 20));
 	CHECK_EQ(run_pod(f, &p, &r), 0);
-	CHECK_EQ(r.verdict, TC_ACT_OK);
-	CHECK(memcmp(r.out.b, p.b, p.len) == 0);
+	CHECK_EQ(r.verdict, TC_ACT_SHOT);
+	CHECK_EQ(r.trace.drop_reason, WEFT_DROP_FRAG_ORPHAN);
 	CHECK_EQ(ct_count(f), 0);
 
 	/* the count ahead of the slots, a slot naming a missing backend */
@@ -4779,4 +4792,351 @@ DP_TEST(svc_real_node_connects_and_is_refused_through_the_service_device)
 	svc_real_body(f, &n);
 	svc_netns_down(&n);
 	netns_leave(saved);
+}
+
+/* ---- ICMP errors, fragments and the cluster network from pods ---- */
+
+#define ICMP_UNREACH		3
+#define ICMP_FRAG_NEEDED	4
+#define OUT_HOST_IP		IP(192, 0, 2, 7)	/* a host outside the cluster */
+
+static uint8_t *icmp_of(struct pkt *p)
+{
+	return l4_of(p);
+}
+
+static struct iphdr *quote_of(struct pkt *p)
+{
+	return (struct iphdr *)(icmp_of(p) + 8);
+}
+
+/* the ICMP checksum over the whole message: 0 when right */
+static uint16_t icmp_checksum(struct pkt *p)
+{
+	return fold(sum16(0, icmp_of(p), ntohs(ip_of(p)->tot_len) - ip_of(p)->ihl * 4u));
+}
+
+/* An ICMP error from (src_mac, src) to dst quoting a UDP header
+ * qsrc:qsport -> qdst:qdport; every checksum valid. */
+static void pkt_icmp_error(struct pkt *p, const uint8_t *src_mac, in_addr_t src, in_addr_t dst,
+			   uint8_t type, uint8_t code, in_addr_t qsrc, uint16_t qsport,
+			   in_addr_t qdst, uint16_t qdport)
+{
+	struct iphdr *ip, *q;
+	uint8_t *icmp, *udp;
+
+	pkt_ipv4_ext(p, gw_a_mac, src_mac, src, dst, 64, IPPROTO_ICMP, 5, 0);
+	ip = ip_of(p);
+	ip->tot_len = htons(20 + 8 + 20 + 8);
+	ip->check = 0;
+	ip->check = htons(ip_checksum(ip, 20));
+	icmp = icmp_of(p);
+	memset(icmp, 0, 8 + 20 + 8);
+	icmp[0] = type;
+	icmp[1] = code;
+	if (type == ICMP_UNREACH && code == ICMP_FRAG_NEEDED)
+		put16(icmp + 6, 552);	/* next-hop MTU */
+	q = quote_of(p);
+	q->version = 4;
+	q->ihl = 5;
+	q->tot_len = htons(1400);
+	q->id = htons(77);
+	q->ttl = 63;
+	q->protocol = IPPROTO_UDP;
+	q->saddr = qsrc;
+	q->daddr = qdst;
+	q->check = htons(ip_checksum(q, 20));
+	udp = icmp + 8 + 20;
+	put16(udp, qsport);
+	put16(udp + 2, qdport);
+	put16(udp + 4, 1380);
+	put16(udp + 6, 0x1234);
+	put16(icmp + 2, icmp_checksum(p));
+	p->len = 14 + 20 + 8 + 20 + 8;
+}
+
+static void tenant_error(struct pkt *p, in_addr_t src, in_addr_t dst, in_addr_t qsrc,
+			 in_addr_t qdst)
+{
+	uint8_t mac[6];
+
+	tenant_mac(src, mac);
+	pkt_icmp_error(p, mac, src, dst, ICMP_UNREACH, 3, qsrc, 9999, qdst, 40000);
+}
+
+DP_TEST(pod_icmp_error_not_about_its_own_packet_is_dropped)
+{
+	struct weft_ipcache_entry red = { .node_ip = NODE_IP, .vnid = VNID_RED };
+	struct result r;
+	struct pkt p;
+
+	CHECK_EQ(seed_node(f->dp), 0);
+	CHECK_EQ(datapath_ipcache_put(f->dp, RED_DST_IP, &red), 0);
+
+	/* the attack: quoting a flow of the node's masquerade (a red pod's) */
+	tenant_error(&p, BLUE_SRC_IP, NODE_IP, NODE_IP, OUT_HOST_IP);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_SHOT);
+	CHECK_EQ(r.trace.drop_reason, WEFT_DROP_ICMP_FORGED);
+	/* frag-needed, quoting a red pod as the receiver */
+	pkt_icmp_error(&p, (uint8_t[]){ 0x0a, 0x58, 10, 128, 0, 21 }, BLUE_SRC_IP, NODE_IP,
+		       ICMP_UNREACH, ICMP_FRAG_NEEDED, OUT_HOST_IP, 9999, RED_DST_IP, 40000);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.trace.drop_reason, WEFT_DROP_ICMP_FORGED);
+	/* about the pod's own packet, but not sent back to its source */
+	tenant_error(&p, BLUE_SRC_IP, NODE_IP, OUT_HOST_IP, BLUE_SRC_IP);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.trace.drop_reason, WEFT_DROP_ICMP_FORGED);
+	/* time exceeded and parameter problem are errors too */
+	tenant_error(&p, BLUE_SRC_IP, NODE_IP, NODE_IP, OUT_HOST_IP);
+	icmp_of(&p)[0] = 11;
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.trace.drop_reason, WEFT_DROP_ICMP_FORGED);
+	icmp_of(&p)[0] = 12;
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.trace.drop_reason, WEFT_DROP_ICMP_FORGED);
+	/* about a packet from a pod of another tenant (it could not have
+	 * been received): the quoted pair fails the VNID rule */
+	tenant_error(&p, BLUE_SRC_IP, RED_DST_IP, RED_DST_IP, BLUE_SRC_IP);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_SHOT);
+	CHECK_EQ(r.trace.drop_reason, WEFT_DROP_ICMP_FORGED);
+	CHECK_EQ(drops_of(f, WEFT_DROP_ICMP_FORGED), 6);
+	CHECK_EQ(drops_total(f), 6);
+
+	/* an echo request quoting nothing is not an error: not looked at */
+	tenant_error(&p, BLUE_SRC_IP, NODE_IP, NODE_IP, OUT_HOST_IP);
+	icmp_of(&p)[0] = 8;
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_OK);
+}
+
+DP_TEST(pod_icmp_error_about_its_own_packet_passes)
+{
+	struct weft_ipcache_entry def = { .node_ip = NODE_IP, .vnid = 0 };
+	struct result r;
+	struct pkt p;
+
+	CHECK_EQ(seed_node(f->dp), 0);
+	CHECK_EQ(datapath_ipcache_put(f->dp, DEF_DST_IP, &def), 0);
+
+	/* to a host outside: to the stack, untouched */
+	tenant_error(&p, BLUE_SRC_IP, OUT_HOST_IP, OUT_HOST_IP, BLUE_SRC_IP);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_OK);
+	CHECK_EQ(r.trace.action, WEFT_ACT_PASS);
+	CHECK(memcmp(r.out.b, p.b, p.len) == 0);
+	/* to a pod it may talk to (default, VNID 0), here */
+	tenant_error(&p, BLUE_SRC_IP, DEF_DST_IP, DEF_DST_IP, BLUE_SRC_IP);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
+	CHECK_EQ(r.trace.action, WEFT_ACT_LOCAL);
+	CHECK_EQ(r.trace.ifindex, 53);
+	CHECK_EQ(icmp_checksum(&r.out), 0);
+	/* to the node (its health check): the stack */
+	tenant_error(&p, BLUE_SRC_IP, GATEWAY_IP, GATEWAY_IP, BLUE_SRC_IP);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_OK);
+	CHECK_EQ(drops_total(f), 0);
+}
+
+DP_TEST(pod_icmp_error_with_a_truncated_quote_is_dropped)
+{
+	struct result r;
+	struct pkt p;
+
+	CHECK_EQ(seed_node(f->dp), 0);
+	/* the quoted IP header cut short */
+	for (int cut = 1; cut <= 24; cut += 4) {
+		tenant_error(&p, BLUE_SRC_IP, OUT_HOST_IP, OUT_HOST_IP, BLUE_SRC_IP);
+		ip_of(&p)->tot_len = htons((uint16_t)(20 + 8 + 20 + 8 - cut));
+		ip_of(&p)->check = 0;
+		ip_of(&p)->check = htons(ip_checksum(ip_of(&p), 20));
+		p.len -= (uint32_t)cut;
+		CHECK_EQ(run_pod(f, &p, &r), 0);
+		CHECK_EQ(r.verdict, TC_ACT_SHOT);
+		CHECK_EQ(r.trace.drop_reason, WEFT_DROP_ICMP_TRUNCATED);
+	}
+	/* a quoted header length that runs past the message */
+	tenant_error(&p, BLUE_SRC_IP, OUT_HOST_IP, OUT_HOST_IP, BLUE_SRC_IP);
+	quote_of(&p)->ihl = 15;
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.trace.drop_reason, WEFT_DROP_ICMP_TRUNCATED);
+	/* not IPv4, or a length below the minimum */
+	quote_of(&p)->ihl = 4;
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.trace.drop_reason, WEFT_DROP_ICMP_TRUNCATED);
+	quote_of(&p)->ihl = 5;
+	quote_of(&p)->version = 6;
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.trace.drop_reason, WEFT_DROP_ICMP_TRUNCATED);
+	CHECK_EQ(drops_of(f, WEFT_DROP_ICMP_TRUNCATED), 9);
+	/* no room for the ICMP header itself */
+	tenant_error(&p, BLUE_SRC_IP, OUT_HOST_IP, OUT_HOST_IP, BLUE_SRC_IP);
+	ip_of(&p)->tot_len = htons(20 + 4);
+	ip_of(&p)->check = 0;
+	ip_of(&p)->check = htons(ip_checksum(ip_of(&p), 20));
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.trace.drop_reason, WEFT_DROP_MALFORMED);
+}
+
+DP_TEST(svc_backend_icmp_error_is_translated_to_the_frontend)
+{
+	static const uint32_t ids[] = { BE_LOCAL };
+	uint8_t be_mac[6];
+	struct result r;
+	struct pkt p;
+
+	CHECK_EQ(seed_services(f->dp), 0);
+	CHECK_EQ(backends_put3(f->dp, IPPROTO_UDP), 0);
+	CHECK_EQ(svc_put(f->dp, &cluster_udp, ids, 1), 0);
+	tenant_mac(LOCAL_BE_IP, be_mac);
+
+	/* pod A's datagram to the service reaches the local backend */
+	pkt_l4(&p, gw_a_mac, pod_a_mac, IPPROTO_UDP, POD_A_IP, 40300, SVC_IP, 53, 12);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
+	CHECK_TUPLE(&r.out, POD_A_IP, 40300, LOCAL_BE_IP, BE_PORT);
+
+	/* the backend says "fragmentation needed" about it */
+	pkt_icmp_error(&p, be_mac, LOCAL_BE_IP, POD_A_IP, ICMP_UNREACH, ICMP_FRAG_NEEDED,
+		       POD_A_IP, 40300, LOCAL_BE_IP, BE_PORT);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
+	CHECK_EQ(r.trace.action, WEFT_ACT_LOCAL);
+	CHECK_EQ(r.trace.ifindex, run_ifindex());	/* pod A */
+	CHECK_EQ(ip_of(&r.out)->saddr, SVC_IP);
+	CHECK_EQ(ip_of(&r.out)->daddr, POD_A_IP);
+	CHECK_EQ(quote_of(&r.out)->saddr, POD_A_IP);
+	CHECK_EQ(quote_of(&r.out)->daddr, SVC_IP);
+	CHECK_EQ(get16(icmp_of(&r.out) + 8 + 20), 40300);
+	CHECK_EQ(get16(icmp_of(&r.out) + 8 + 20 + 2), 53);
+	CHECK_EQ(get16(icmp_of(&r.out) + 6), 552);	/* the MTU kept */
+	CHECK_EQ(ip_checksum(ip_of(&r.out), 20), 0);
+	CHECK_EQ(ip_checksum(quote_of(&r.out), 20), 0);
+	CHECK_EQ(icmp_checksum(&r.out), 0);
+	CHECK_EQ(r.out.len, p.len);
+
+	/* an error about a flow no service translated stays as it is */
+	pkt_icmp_error(&p, be_mac, LOCAL_BE_IP, POD_A_IP, ICMP_UNREACH, ICMP_FRAG_NEEDED,
+		       POD_A_IP, 40301, LOCAL_BE_IP, BE_PORT);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
+	CHECK_EQ(ip_of(&r.out)->saddr, LOCAL_BE_IP);
+	CHECK_EQ(quote_of(&r.out)->daddr, LOCAL_BE_IP);
+	CHECK_EQ(drops_total(f), 0);
+}
+
+/* A UDP datagram's fragment from pod A: first (offset 0, MF) or later. */
+static void udp_fragment(struct pkt *p, in_addr_t dst, uint16_t dport, uint16_t id, bool first)
+{
+	pkt_l4(p, gw_a_mac, pod_a_mac, IPPROTO_UDP, POD_A_IP, 40400, dst, dport, 24);
+	ip_of(p)->id = htons(id);
+	ip_of(p)->frag_off = htons(first ? IP_MF : 4);	/* offset 32 bytes */
+	ip_of(p)->check = 0;
+	ip_of(p)->check = htons(ip_checksum(ip_of(p), 20));
+}
+
+DP_TEST(pod_later_fragments_follow_their_first)
+{
+	static const uint32_t ids[] = { BE_REMOTE };
+	struct result r;
+	struct pkt p;
+
+	CHECK_EQ(seed_services(f->dp), 0);
+	CHECK_EQ(backends_put3(f->dp, IPPROTO_UDP), 0);
+	CHECK_EQ(svc_put(f->dp, &cluster_udp, ids, 1), 0);
+
+	/* to a service: the first fragment is translated and tunnelled ... */
+	udp_fragment(&p, SVC_IP, 53, 901, true);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
+	CHECK_EQ(r.trace.action, WEFT_ACT_TUNNEL);
+	CHECK_EQ(ip_of(&r.out)->daddr, REMOTE_BE_IP);
+	/* ... and so is the later one, by the record */
+	udp_fragment(&p, SVC_IP, 53, 901, false);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
+	CHECK_EQ(r.trace.action, WEFT_ACT_TUNNEL);
+	CHECK_EQ(r.trace.tunnel_remote, ntohl(REMOTE_NODE_IP));
+	CHECK_EQ(ip_of(&r.out)->saddr, POD_A_IP);
+	CHECK_EQ(ip_of(&r.out)->daddr, REMOTE_BE_IP);
+	CHECK_EQ(ip_checksum(ip_of(&r.out), 20), 0);
+	CHECK(memcmp(l4_of(&r.out), l4_of(&p), 8 + 24) == 0);	/* payload untouched */
+
+	/* to the outside: both to the stack */
+	udp_fragment(&p, OUT_HOST_IP, 9999, 902, true);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_OK);
+	udp_fragment(&p, OUT_HOST_IP, 9999, 902, false);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_OK);
+	CHECK(memcmp(r.out.b, p.b, p.len) == 0);
+	CHECK_EQ(drops_total(f), 0);
+
+	/* a refused first fragment leaves its later ones orphans */
+	udp_fragment(&p, OUT_HOST_IP, VXLAN_PORT, 903, true);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.trace.drop_reason, WEFT_DROP_TUNNEL_INJECT);
+	udp_fragment(&p, OUT_HOST_IP, VXLAN_PORT, 903, false);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_SHOT);
+	CHECK_EQ(r.trace.drop_reason, WEFT_DROP_FRAG_ORPHAN);
+}
+
+DP_TEST(pod_orphan_later_fragments_are_dropped)
+{
+	struct result r;
+	struct pkt p;
+	int n = 0;
+
+	CHECK_EQ(seed_services(f->dp), 0);
+	/* no first fragment at all, to every kind of destination */
+	for (uint16_t id = 1; id <= 64; id++) {
+		udp_fragment(&p, id % 2 ? SVC_IP : NODE_IP, 53, id, false);
+		CHECK_EQ(run_pod(f, &p, &r), 0);
+		CHECK_EQ(r.verdict, TC_ACT_SHOT);
+		CHECK_EQ(r.trace.drop_reason, WEFT_DROP_FRAG_ORPHAN);
+		n++;
+	}
+	/* a first fragment of another datagram (ID, destination) is no
+	 * licence: the record holds the whole identity */
+	udp_fragment(&p, OUT_HOST_IP, 9999, 500, true);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_OK);
+	udp_fragment(&p, OUT_HOST_IP, 9999, 501, false);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.trace.drop_reason, WEFT_DROP_FRAG_ORPHAN);
+	udp_fragment(&p, NODE_IP, 9999, 500, false);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.trace.drop_reason, WEFT_DROP_FRAG_ORPHAN);
+	CHECK_EQ(drops_of(f, WEFT_DROP_FRAG_ORPHAN), n + 2);
+}
+
+DP_TEST(pod_cluster_address_outside_every_subnet_is_dropped)
+{
+	static const in_addr_t dsts[] = { IP(10, 131, 255, 255), IP(10, 129, 0, 5),
+					  IP(10, 128, 4, 1) };
+	struct result r;
+	struct pkt p;
+
+	CHECK_EQ(seed_node(f->dp), 0);
+	for (size_t i = 0; i < sizeof(dsts) / sizeof(dsts[0]); i++) {
+		pkt_from_a(&p, dsts[i], 64);
+		CHECK_EQ(run_pod(f, &p, &r), 0);
+		CHECK_EQ(r.verdict, TC_ACT_SHOT);
+		CHECK_EQ(r.trace.drop_reason, WEFT_DROP_NO_SUBNET);
+	}
+	CHECK_EQ(drops_of(f, WEFT_DROP_NO_SUBNET), 3);
+	/* node subnets, and outside the cluster network, as before */
+	pkt_from_a(&p, REMOTE_POD_IP, 64);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.trace.action, WEFT_ACT_TUNNEL);
+	pkt_from_a(&p, IP(10, 128, 1, 200), 64);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_OK);
+	pkt_from_a(&p, IP(10, 132, 0, 1), 64);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_OK);
+	CHECK_EQ(drops_total(f), 3);
 }
