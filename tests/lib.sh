@@ -175,9 +175,13 @@ must() {
 	exit 1
 }
 
-# stop_started: stop the processes this script started (T_PIDS), by PID
+# stop_started: stop the processes this script started (T_PIDS), by PID.
+# Always returns 0: a process stopped by its signal exits non-zero, and under
+# set -e (a cleanup trap's too) that status would end the loop at the first
+# PID and leave the others running.
 stop_started() {
 	local p
-	for p in "${T_PIDS[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+	for p in "${T_PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+	for p in "${T_PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
 	T_PIDS=()
 }

@@ -38,13 +38,18 @@ PY=/usr/bin/python3	# Debian's, with scapy
 
 need_lab
 
+# cleanup: after a pass, a failure or a signal (timeout sends TERM) alike,
+# stop what this script started (the servers, r1's sockets, a sniffer still
+# running), remove the lab, then the files.  Nothing here may end it early.
 cleanup() {
-	exec 7>&- 8>&- 2>/dev/null || true
+	set +e
+	exec 7>&- 8>&-
 	stop_started
+	src/lab/weft-lab --lab "$LAB" down >/dev/null 2>&1 || echo "  weft-lab --lab $LAB down failed" >&2
 	t_cleanup
-	src/lab/weft-lab --lab "$LAB" down >/dev/null 2>&1
 }
 trap cleanup EXIT
+trap 'exit 143' TERM INT
 
 TOOL=$T_ROOT/attack.py
 cat >"$TOOL" <<'PY'
@@ -58,8 +63,9 @@ cat >"$TOOL" <<'PY'
 #  attack.py sink PORT | echo PORT    UDP servers (echo sends the datagram back)
 #  attack.py exchange DST PORT N SIZE   N request/answers of SIZE bytes,
 #      prints "ok/N"
-#  attack.py sniff IFACE MARK CONTROL   prints "seen" or "unseen" for MARK
-#      once CONTROL was seen on IFACE (exit 1 after 20 s without CONTROL)
+#  attack.py sniff IFACE MARK CONTROL   prints "ready" once listening, then
+#      "seen" or "unseen" for MARK once CONTROL was seen on IFACE (exit 1
+#      after 20 s without CONTROL)
 #  attack.py udp DST PORT PAYLOAD
 import errno, os, select, socket, struct, sys, time
 
@@ -234,17 +240,34 @@ check "C: b1 floods node-1 with 40,000 orphan later fragments: frag-orphan count
 check "C: after the flood d1 <-> OUT still 10/10" exchange
 
 # ---------------------------------------------------------------- D
-unseen_on_underlay() { # unseen_on_underlay DST: b1's datagram to DST never on node-1's underlay
-	local mark=leak-$RANDOM ctl=ctl-$RANDOM out before
+# the sniffer runs in the background under timeout (it ends within 30 s
+# whatever happens; --foreground keeps it in the test's process group, which
+# a timeout of the whole run signals) with its answers in a file.  It must
+# say "ready" (its socket bound) before b1 sends; every wait on it is polled
+# and bounded, and it is stopped before the check returns.
+sniff_lines() { [ "$(wc -l <"$T_ROOT/sniff.out")" -ge "$1" ]; }
+probe() { # probe DST MARK CONTROL: b1 sends MARK to DST, then CONTROL to OUT
+	local before
 	before=$(drop_count node-1 no-subnet)
-	coproc SNIFF { exec ip netns exec "$(netns node-1)" $PY "$TOOL" sniff "$UNDERLAY" "$mark" "$ctl"; }
-	read -r -u "${SNIFF[0]}" out	# "ready"
-	ns blue/b1 $PY "$TOOL" udp "$1" 9999 "$mark"
+	wait_for 10 sniff_lines 1 && [ "$(head -n 1 "$T_ROOT/sniff.out")" = ready ] ||
+		{ echo "the sniffer on $UNDERLAY is not listening: $(cat "$T_ROOT/sniff.out")"; return 1; }
+	ns blue/b1 $PY "$TOOL" udp "$1" 9999 "$2"
 	grew node-1 no-subnet $((before + 1)) || return 1
-	ns blue/b1 $PY "$TOOL" udp "$OUT" 9999 "$ctl"	# the control: it does leave
-	read -r -u "${SNIFF[0]}" out || { echo "the sniffer on $UNDERLAY never saw the control"; return 1; }
-	wait "$SNIFF_PID" 2>/dev/null || true
-	is "$out" unseen "b1's datagram to $1 on node-1's underlay:"
+	ns blue/b1 $PY "$TOOL" udp "$OUT" 9999 "$3"	# the control: it does leave
+	wait_for 25 sniff_lines 2 ||
+		{ echo "the sniffer on $UNDERLAY never saw the control: $(cat "$T_ROOT/sniff.out")"; return 1; }
+	is "$(sed -n 2p "$T_ROOT/sniff.out")" unseen "b1's datagram to $1 on node-1's underlay:"
+}
+unseen_on_underlay() { # unseen_on_underlay DST: b1's datagram to DST never on node-1's underlay
+	local mark=leak-$RANDOM ctl=ctl-$RANDOM sniffer rc=0
+	: >"$T_ROOT/sniff.out"
+	timeout --foreground 30 ip netns exec "$(netns node-1)" $PY -u "$TOOL" sniff "$UNDERLAY" "$mark" "$ctl" \
+		>"$T_ROOT/sniff.out" 2>&1 &
+	sniffer=$!
+	probe "$1" "$mark" "$ctl" || rc=$?
+	kill "$sniffer" 2>/dev/null || true
+	wait "$sniffer" 2>/dev/null || true
+	return "$rc"
 }
 check "D: b1 -> 10.131.255.255 (no node subnet) never on the underlay, no-subnet counted" unseen_on_underlay 10.131.255.255
 
