@@ -492,7 +492,9 @@ check "weftctl drops node-1 shows unknown-node (within 12 s)" wait_for 12 drops_
 check "weftctl drops node-1 shows spoofed-ip" wait_for 12 drops_show node-1 spoofed-ip
 check "weftctl drops node-1 shows tunnel-inject" wait_for 12 drops_show node-1 tunnel-inject
 check "weftctl drops node-3 shows unknown-node" wait_for 12 drops_show node-3 unknown-node
-only_node() { local out; out=$(lab weftctl drops "$1") || return 1; ! awk -v n="$1" 'NR > 1 && $1 != n' <<<"$out" | grep . ; }
+# every row is the node's: the drops table and the conntrack table under it
+# (each with its NODE header; a blank line between them)
+only_node() { local out; out=$(lab weftctl drops "$1") || return 1; ! awk -v n="$1" 'NF && $1 != "NODE" && $1 != n' <<<"$out" | grep . ; }
 check "weftctl drops node-1 lists only node-1" only_node node-1
 check_fails "weftctl drops node-9 (no such node) fails" lab weftctl drops node-9
 metrics() {
