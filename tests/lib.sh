@@ -167,6 +167,13 @@ pod_ip() { status_json | jq -r --arg p "$1" '.pods[] | select(.namespace + "/" +
 node_field() { status_json | jq -r --arg n "$1" --arg f "$2" '.nodes[] | select(.name == $n) | .[$f]'; }
 
 # must CMD...: a step the rest of the test needs; stop here when it fails
+# service_yaml NS NAME APP: a ClusterIP Service NAME in NS selecting
+# app=APP, port 80 to the pods' 8080/TCP (one YAML document).
+service_yaml() {
+	printf 'apiVersion: v1\nkind: Service\nmetadata: {name: %s, namespace: %s}\n' "$2" "$1"
+	printf 'spec:\n  selector: {app: %s}\n  ports: [{port: 80, targetPort: 8080, protocol: TCP}]\n' "$3"
+}
+
 must() {
 	local out
 	out=$("$@" 2>&1) && return 0

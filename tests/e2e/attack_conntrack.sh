@@ -93,21 +93,7 @@ must lab pod add node-1 default d1
 addresses
 for p in red/web red/red-web blue/evil; do serve "$p"; done
 for p in red/web red/red-web blue/evil; do must wait_for "$SERVER_START_S" listening "$p"; done
-cat >"$T_ROOT/svc.yaml" <<'EOF'
-apiVersion: v1
-kind: Service
-metadata: {name: web, namespace: red}
-spec:
-  selector: {app: web}
-  ports: [{port: 80, targetPort: 8080, protocol: TCP}]
----
-apiVersion: v1
-kind: Service
-metadata: {name: self, namespace: blue}
-spec:
-  selector: {app: self}
-  ports: [{port: 80, targetPort: 8080, protocol: TCP}]
-EOF
+{ service_yaml red web web; echo ---; service_yaml blue self self; } >"$T_ROOT/svc.yaml"
 must lab weftctl apply -f "$T_ROOT/svc.yaml"
 WEB=$(svc_ip web red)
 SELF=$(svc_ip self blue)
