@@ -21,6 +21,9 @@
  *                      keep-alive connection to each, then on several,
  *                      interleaved; client on CPU 0, controllers on CPU 1.
  *                      Ratio = HTTPS rate / plain rate.
+ *   2c. TLS floor      the same against the floor server (floor.h): the
+ *                      least any server must do for these GETs, with the
+ *                      controller's certificates and TLS priorities.
  *   3. watch fan-out   for W = 1 and W = BENCH_WATCHERS, a fresh controller,
  *                      W watch streams on raw sockets in one epoll thread
  *                      (from the pod list's resourceVersion), then C pod
@@ -28,6 +31,9 @@
  *                      connection.  Latency of one delivery = arrival at a
  *                      watcher − CLOCK_MONOTONIC just before the create was
  *                      sent.  Every watcher must see every pod exactly once.
+ *                      Then W = 1 and W = BENCH_WATCHERS against the floor
+ *                      server, with the same client and churn: what this
+ *                      machine allows a server that does nothing else.
  *   4. controller RSS  VmHWM of the W = BENCH_WATCHERS controller.
  *   5. big lists       BENCH_LIST_PODS pods of BENCH_LIST_BYTES (a big
  *                      annotation) written straight into a fresh store,
@@ -97,6 +103,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "floor.h"
 #include "tls.h"
 
 #define POD_BYTES		600
@@ -130,7 +137,7 @@ static double seconds_since(uint64_t start)
 
 /* ------------------------------------------------------------------ cleanup */
 
-static char *tmp_dirs[8];
+static char *tmp_dirs[16];	/* every phase's, removed at the end */
 static size_t ntmp_dirs;
 static volatile sig_atomic_t interrupted;
 static volatile pid_t running_controller;	/* killed by the signal handler (invariant 1) */
@@ -146,8 +153,10 @@ static char *tmpdir_new(void)
 	const char *base = getenv("TMPDIR");
 	char path[4096], *d;
 
-	if (ntmp_dirs == sizeof(tmp_dirs) / sizeof(tmp_dirs[0]))
+	if (ntmp_dirs == sizeof(tmp_dirs) / sizeof(tmp_dirs[0])) {
+		fprintf(stderr, "bench: more than %zu temporary directories\n", ntmp_dirs);
 		return NULL;
+	}
 	snprintf(path, sizeof(path), "%s/weft-bench.XXXXXX", base && *base ? base : "/tmp");
 	if (!mkdtemp(path)) {
 		fprintf(stderr, "bench: mkdtemp %s: %s\n", path, strerror(errno));
@@ -762,6 +771,8 @@ static int controller_start(struct controller *c, const char *path, const char *
 		dup2(log, 1);
 		dup2(log, 2);
 		signal(SIGINT, SIG_IGN);	/* ^C reaches the bench, which stops its controller */
+		if (strcmp(path, FLOOR_PATH) == 0)
+			floor_main(dir, c->port, plain);	/* never returns */
 		execv(path, argv);
 		fprintf(stderr, "exec %s: %s\n", path, strerror(errno));
 		_exit(127);
@@ -2053,7 +2064,8 @@ int main(void)
 	double store_rate, node_rate, pod_rate, conc_rate;
 	struct controller c = { .pid = -1 };
 	struct http h = { .fd = -1 };
-	struct fanout_result one, many;
+	struct fanout_result one, many, floor_one, floor_many;
+	struct tls_cost floor_tc;
 	struct lists_result lr = { 0 };
 	unsigned keepalive_connects;
 	char *dir;
@@ -2179,18 +2191,33 @@ int main(void)
 	       tc.tls_connects == 1 + clients && tc.plain_connects == 1 + clients ? "keep-alive held"
 										 : "the server closed keep-alive connections");
 
-	/* 3 */
+	/* 2c: the same against the floor server (floor.h) */
+	if (bench_tls_cost(FLOOR_PATH, gets, clients, &floor_tc))
+		goto out;
+	printf("%-44s %9u %9.3f %11.1f %8.2f\n", "  floor server: plain HTTP, 1 connection", gets, floor_tc.plain_secs1,
+	       gets / floor_tc.plain_secs1, 1.0);
+	printf("%-44s %9u %9.3f %11.1f %8.2f\n", "  floor server: HTTPS, 1 connection", gets, floor_tc.tls_secs1,
+	       gets / floor_tc.tls_secs1, floor_tc.plain_secs1 / floor_tc.tls_secs1);
+	printf("  (the floor: the least any server must do for these GETs, with the controller's certificates and\n"
+	       "   TLS priorities, measured the same way; %u TLS and %u plain connections)\n\n",
+	       floor_tc.tls_connects, floor_tc.plain_connects);
+
+	/* 3, then the same against the floor server */
 	if (bench_fanout(controller_path, 1, churn, &one))
 		goto out;
 	if (bench_fanout(controller_path, watchers, churn, &many))
 		goto out;
+	if (bench_fanout(FLOOR_PATH, 1, churn, &floor_one))
+		goto out;
+	if (bench_fanout(FLOOR_PATH, watchers, churn, &floor_many))
+		goto out;
 
 	printf("%-9s %7s %11s %11s %8s %5s %5s %7s %8s %8s %8s %9s %9s\n", "watch", "churn", "expected", "delivered",
 	       "missing", "dup", "ooo", "resumes", "p50 ms", "p99 ms", "max ms", "creates/s", "drain ms");
-	for (int k = 0; k < 2; k++) {
-		struct fanout_result *r = k ? &many : &one;
+	for (int k = 0; k < 4; k++) {
+		struct fanout_result *r = k == 0 ? &one : k == 1 ? &many : k == 2 ? &floor_one : &floor_many;
 		char label[32];
-		snprintf(label, sizeof(label), "W=%u", r->watchers);
+		snprintf(label, sizeof(label), "%sW=%u", k < 2 ? "" : "floor ", r->watchers);
 		printf("%-9s %7u %11" PRIu64 " %11" PRIu64 " %8" PRIu64 " %5" PRIu64 " %5" PRIu64 " %7" PRIu64
 		       " %8.2f %8.2f %8.2f %9.1f %9.1f\n",
 		       label, r->churn, r->expected, r->delivered, r->expected - r->delivered, r->duplicates,
@@ -2206,12 +2233,15 @@ int main(void)
 	printf("  (latency = arrival at the watcher - %s; %" PRIu64 "/%" PRIu64 " heartbeat lines)\n",
 	       churn_rate ? "the create's due time (open loop)" : "just before the create was sent (closed loop)",
 	       one.heartbeats, many.heartbeats);
-	for (int k = 0; k < 2; k++) {
-		struct fanout_result *r = k ? &many : &one;
-		printf("  W=%u, churn and drain: %.1f s wall; CPU: controller %.1f s (user %.1f, sys %.1f), "
+	for (int k = 0; k < 4; k++) {
+		struct fanout_result *r = k == 0 ? &one : k == 1 ? &many : k == 2 ? &floor_one : &floor_many;
+		printf("  %sW=%u, churn and drain: %.1f s wall; CPU: %s %.1f s (user %.1f, sys %.1f), "
 		       "watch client thread %.1f s\n",
-		       r->watchers, r->wall_s, r->ctl_user_s + r->ctl_sys_s, r->ctl_user_s, r->ctl_sys_s, r->client_s);
+		       k < 2 ? "" : "floor ", r->watchers, r->wall_s, k < 2 ? "controller" : "floor server",
+		       r->ctl_user_s + r->ctl_sys_s, r->ctl_user_s, r->ctl_sys_s, r->client_s);
 	}
+	printf("  (floor: the same client against the floor server, floor.h: TLS, an fdatasync per create, each\n"
+	       "   event sent once per stream with one wake-up per worker thread, nothing else)\n");
 	printf("%-44s VmHWM %.1f MiB, VmRSS %.1f MiB\n", "controller memory after W=1:", one.hwm_kib / 1024.0,
 	       one.rss_kib / 1024.0);
 	{
@@ -2243,20 +2273,24 @@ int main(void)
 	{
 		double pod_ratio = conc_rate / store_rate;
 		double fan_ratio = one.p99_ms > 0 ? many.p99_ms / one.p99_ms : 0;
+		double floor_fan = floor_one.p99_ms > 0 ? floor_many.p99_ms / floor_one.p99_ms : 0;
 		double hwm_mib = many.hwm_kib / 1024.0;
-		bool delivered = one.ok && many.ok;
+		bool delivered = one.ok && many.ok && floor_one.ok && floor_many.ok;
 
 		printf("GOAL pod_create_rate: %.2fx the raw store rate (%.1f/s from %u connections vs %.1f/s; "
 		       "1 connection: %.2fx) (goal >= 0.5x) %s\n",
 		       pod_ratio, conc_rate, clients, store_rate, pod_rate / store_rate, pass(pod_ratio >= 0.5));
-		printf("GOAL watch_p99_fanout: %.2fx (p99 %.2f ms at W=%u vs %.2f ms at W=1) (goal <= 5x) %s\n", fan_ratio,
-		       many.p99_ms, watchers, one.p99_ms, pass(one.p99_ms > 0 && fan_ratio <= 5));
+		printf("GOAL watch_p99_fanout: %.2fx (p99 %.2f ms at W=%u vs %.2f ms at W=1; the floor server: %.2fx, "
+		       "%.2f vs %.2f ms) (goal <= 5x) %s\n",
+		       fan_ratio, many.p99_ms, watchers, one.p99_ms, floor_fan, floor_many.p99_ms, floor_one.p99_ms,
+		       pass(one.p99_ms > 0 && fan_ratio <= 5));
 		printf("GOAL controller_rss: VmHWM %.1f MiB after W=%u (goal <= 256 MiB) %s\n", hwm_mib, watchers,
 		       pass(many.hwm_kib >= 0 && hwm_mib <= 256));
 		printf("GOAL tls_request_rate: %.2fx plain HTTP (GET of a pod on one keep-alive connection: HTTPS %.1f/s vs "
-		       "%.1f/s; %u connections: %.2fx) (goal >= 0.9x) %s\n",
+		       "%.1f/s; %u connections: %.2fx; the floor server: %.2fx) (goal >= 0.9x) %s\n",
 		       tc.plain_secs1 / tc.tls_secs1, gets / tc.tls_secs1, gets / tc.plain_secs1, clients,
-		       tc.plain_secs / tc.tls_secs, pass(tc.plain_secs1 / tc.tls_secs1 >= 0.9));
+		       tc.plain_secs / tc.tls_secs, floor_tc.plain_secs1 / floor_tc.tls_secs1,
+		       pass(tc.plain_secs1 / tc.tls_secs1 >= 0.9));
 		printf("GOAL watch_delivery: %" PRIu64 "/%" PRIu64 " at W=1, %" PRIu64 "/%" PRIu64
 		       " at W=%u, %" PRIu64 " duplicates (goal every event exactly once) %s\n",
 		       one.delivered, one.expected, many.delivered, many.expected, watchers,
