@@ -229,6 +229,10 @@ int node_admit(struct registry *r, struct txnb *b, const json_t *old, json_t *ob
 		json_t *meta = json_object_get(obj, "metadata");
 		json_t *ann = json_object_get(meta, "annotations");
 
+		/* its identity is its Node's, as a NetNamespace's is its Namespace's */
+		json_object_set(json_object_get(hs, "metadata"), "uid", json_object_get(meta, "uid"));
+		json_object_set(json_object_get(hs, "metadata"), "creationTimestamp",
+				json_object_get(meta, "creationTimestamp"));
 		txnb_put_json(b, hskey, hs);
 		json_decref(hs);
 		set_pod_cidr(obj, subnet_s);

@@ -67,6 +67,7 @@
  */
 #include "controller/controller.h"
 #include "controller/conns.h"
+#include "controller/discovery.h"
 #include "controller/list_stream.h"
 #include "controller/tls_io.h"
 
@@ -1497,6 +1498,30 @@ static bool permitted(struct MHD_Connection *c, const char *url, const char *met
 static enum MHD_Result handle_request(struct api *a, struct MHD_Connection *c, const char *url,
 				      const char *method, const char *upload, size_t *upload_size, void **ctx);
 
+/* A discovery path (discovery.h): true and *ret when url is one. */
+static bool answer_discovery_if(struct api *a, struct MHD_Connection *c, struct request *rq, const char *url,
+				enum MHD_Result *ret)
+{
+	const char *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
+	json_t *doc = NULL;
+
+	if (!discovery_lookup(url, host, &doc))
+		return false;
+	rq->answered = true;
+	*ret = doc ? send_json(a, c, rq, 200, doc)
+		   : fail(a, c, rq, 404, "NotFound", "the server could not find the requested resource (%s)", url);
+	return true;
+}
+
+static enum MHD_Result answer_discovery(struct api *a, struct MHD_Connection *c, struct request *rq,
+					const char *url)
+{
+	enum MHD_Result ret = MHD_NO;
+
+	(void)answer_discovery_if(a, c, rq, url, &ret);
+	return ret;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
 				  const char *version, const char *upload, size_t *upload_size, void **ctx)
 {
@@ -1528,11 +1553,18 @@ static enum MHD_Result handle_request(struct api *a, struct MHD_Connection *c, c
 			rq->answered = true;
 			return send_body(a, c, rq, 200, "text/plain", strdup("ok\n"), 3);
 		}
+		/* /version is anyone's, as /healthz (Kubernetes' public-info-viewer) */
+		if (strcmp(url, "/version") == 0 && (strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0))
+			return answer_discovery(a, c, rq, url);
 		if (!authenticate(a, c, &rq->who)) {
 			rq->answered = true;
 			return fail(a, c, rq, 401, "Unauthorized", "%s",
 				    "a valid bearer token is required (Authorization: Bearer <token>)");
 		}
+		/* discovery is every authenticated client's (Kubernetes' system:discovery) */
+		if ((strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0) &&
+		    answer_discovery_if(a, c, rq, url, &ret))
+			return ret;
 		{
 			struct status st = { 0 };
 

@@ -1,0 +1,32 @@
+/*
+ * discovery.h — what the API serves, described as Kubernetes clients
+ * discover it: /version, /api, /api/v1, /apis, /apis/GROUP and
+ * /apis/GROUP/VERSION (kubectl, client-go and the Python client read these
+ * before any request for an object).
+ *
+ * The documents are built from the kind table (model.h), so a kind added
+ * there is discovered with no change here.  Verbs are what the API does for
+ * the kind: every kind is got, listed and watched; the kinds a user writes
+ * are also created, updated and deleted, the ones only the controller
+ * writes (HostSubnet, NetNamespace) are not.
+ */
+#ifndef WEFT_CONTROLLER_DISCOVERY_H
+#define WEFT_CONTROLLER_DISCOVERY_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+/* The Kubernetes release whose API conventions weft follows (for /version;
+ * clients compare it with their own to warn about skew). */
+#define DISCOVERY_KUBE_MAJOR "1"
+#define DISCOVERY_KUBE_MINOR "28"
+#define DISCOVERY_WEFT_VERSION "0.1.0"
+
+/* True when path is a discovery path (then *out is its document, a new
+ * reference, or NULL for a path under /api or /apis that names no group or
+ * version weft serves: 404).  server is the address clients reached
+ * (the Host header, may be NULL), for /api's serverAddressByClientCIDRs.
+ * False for every other path, *out untouched. */
+bool discovery_lookup(const char *path, const char *server, json_t **out);
+
+#endif

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# discovery.sh — what Kubernetes clients read before any object: /version,
+# /api, /api/v1, /apis, /apis/GROUP, /apis/GROUP/VERSION, against the kind
+# table of docs/api.md; who may read them (anyone /version, any
+# authenticated client the rest); and kubectl on top of them (version,
+# api-resources, get of cluster-scoped and namespaced kinds, OpenShift's).
+#
+#   curl / kubectl ──TLS──► weft-controller (127.0.0.1:random)
+cd "$(dirname "$0")/../.." && source tests/lib.sh
+
+DIR=$(tmpdir)
+start_controller "$DIR" || { fail "controller starts"; finish; exit 1; }
+anon() { curl -s -w '\n%{http_code}\n' "$CTRL_URL$1"; }
+# jq_ok PATH FILTER: GET PATH as the admin answers 200 and FILTER holds
+jq_ok() {
+	local out; out=$(api GET "$1")
+	[ "$(code_of <<<"$out")" = 200 ] || { echo "expected 200 from $1; seen: $out"; return 1; }
+	body_of <<<"$out" | jq -e "$2" >/dev/null || { echo "expected $2 to hold of $1: $(body_of <<<"$out")"; return 1; }
+}
+is_code() { # is_code WANT CMD...: the last line CMD prints is WANT
+	local want=$1 out; shift
+	out=$("$@")
+	[ "$(code_of <<<"$out")" = "$want" ] || { echo "expected HTTP $want; seen: $out"; return 1; }
+}
+
+echo "== /version"
+check "/version without a token: 200, major 1, a gitVersion kubectl can parse" \
+	bash -c "out=\$(curl -sf '$CTRL_URL/version') && jq -e '.major == \"1\" and (.gitVersion | test(\"^v1\\\\.[0-9]+\\\\.[0-9]+\"))' <<<\"\$out\""
+
+echo "== /api and /apis"
+check "/api without a token: 401" is_code 401 anon /api
+check "/api: APIVersions [v1] and the address the client used" \
+	jq_ok /api ".kind == \"APIVersions\" and .versions == [\"v1\"] and .serverAddressByClientCIDRs[0].serverAddress == \"${CTRL_URL#https://}\""
+check "/api/ (a trailing slash) too" jq_ok /api/ '.kind == "APIVersions"'
+CORE='["endpoints","namespaces","nodes","pods","secrets","services"]'
+check "/api/v1: the core kinds of docs/api.md, no others" \
+	jq_ok /api/v1 ".kind == \"APIResourceList\" and .groupVersion == \"v1\" and ([.resources[].name] | sort) == $CORE"
+check "/api/v1 pods: namespaced, Kind Pod, short name po, category all, the verbs the API serves" \
+	jq_ok /api/v1 '.resources[] | select(.name == "pods") | .namespaced and .kind == "Pod" and .singularName == "pod" and .shortNames == ["po"] and .categories == ["all"] and (.verbs | sort) == ["create","delete","get","list","update","watch"]'
+check "/api/v1 nodes and namespaces are cluster-scoped" \
+	jq_ok /api/v1 '[.resources[] | select(.name == "nodes" or .name == "namespaces") | .namespaced] == [false, false]'
+check "/apis: networking.k8s.io, network.openshift.io and route.openshift.io, v1 preferred" \
+	jq_ok /apis '.kind == "APIGroupList" and ([.groups[].name] | sort) == ["network.openshift.io","networking.k8s.io","route.openshift.io"] and all(.groups[]; .preferredVersion.version == "v1")'
+check "/apis/networking.k8s.io: the APIGroup" \
+	jq_ok /apis/networking.k8s.io '.kind == "APIGroup" and .name == "networking.k8s.io" and .versions[0].groupVersion == "networking.k8s.io/v1"'
+check "/apis/networking.k8s.io/v1: ingresses and networkpolicies, namespaced" \
+	jq_ok /apis/networking.k8s.io/v1 '.groupVersion == "networking.k8s.io/v1" and ([.resources[] | select(.namespaced) | .name] | sort) == ["ingresses","networkpolicies"]'
+check "/apis/network.openshift.io/v1: hostsubnets and netnamespaces are read-only (the controller writes them)" \
+	jq_ok /apis/network.openshift.io/v1 '[.resources[] | select(.name == "hostsubnets" or .name == "netnamespaces") | (.verbs | sort)] == [["get","list","watch"],["get","list","watch"]]'
+check "/apis/network.openshift.io/v1: clusternetworks, hostsubnets, netnamespaces, cluster-scoped, with short names" \
+	jq_ok /apis/network.openshift.io/v1 '([.resources[].name] | sort) == ["clusternetworks","hostsubnets","netnamespaces"] and all(.resources[]; .namespaced == false and (.shortNames | length) == 1)'
+check "/apis/route.openshift.io/v1: routes" jq_ok /apis/route.openshift.io/v1 '[.resources[].name] == ["routes"]'
+check "/apis/apps: 404 (no such group here)" is_code 404 api GET /apis/apps
+check "/apis/networking.k8s.io/v2: 404" is_code 404 api GET /apis/networking.k8s.io/v2
+check "/apis/networking.k8s.io/v1beta1: 404" is_code 404 api GET /apis/networking.k8s.io/v1beta1
+check "/apis/ + 300 bytes of group: 404, the server answers" is_code 404 api GET "/apis/$(printf 'g%.0s' $(seq 300))/v1"
+check "POST /api/v1: not a discovery answer (404)" is_code 404 api POST /api/v1 -d '{}'
+
+echo "== a node's credential reads discovery too"
+NT=$("$WEFTCTL" node-credential issue node-1)
+check "GET /apis with a node credential: 200" \
+	test "$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $NT" "$CTRL_URL/apis")" = 200
+
+echo "== kubectl"
+api POST /api/v1/nodes -d '{"apiVersion":"v1","kind":"Node","metadata":{"name":"node-1"},"status":{"addresses":[{"type":"InternalIP","address":"192.168.9.1"}]}}' >/dev/null
+api POST /api/v1/namespaces/default/pods -d '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web"},"spec":{"nodeName":"node-1"}}' >/dev/null
+if command -v kubectl >/dev/null; then
+	K() { kubectl --kubeconfig "$CTRL_KUBECONFIG" --cache-dir "$DIR/kube-cache" "$@"; }
+	k_version() { K version -o json | jq -e '.serverVersion.gitVersion | test("weft")'; }
+	k_resources() {
+		local out; out=$(K api-resources --no-headers)
+		[ "$(wc -l <<<"$out")" = 12 ] || { echo "expected 12 kinds; seen: $out"; return 1; }
+		grep -qE '^hostsubnets +hs +network.openshift.io/v1 +false +HostSubnet' <<<"$out" &&
+			grep -qE '^pods +po +v1 +true +Pod' <<<"$out" || { echo "seen: $out"; return 1; }
+	}
+	k_unknown() { local out; ! out=$(K get nosuchkind 2>&1) && grep -q nosuchkind <<<"$out"; }
+	check "kubectl version: the server's version" k_version
+	check "kubectl api-resources: every kind, with its short name" k_resources
+	check "kubectl get nodes: node-1" bash -c "$(declare -f K); K get nodes --no-headers | grep -q '^node-1 '"
+	check "kubectl get po -A: default/web" bash -c "$(declare -f K); K get po -A --no-headers | grep -qE '^default +web '"
+	check "kubectl get hs node-1 -o json: its subnet, and an age (creationTimestamp)" \
+		bash -c "$(declare -f K); K get hs node-1 -o json | jq -e '.subnet == \"10.128.0.0/23\" and (.metadata.creationTimestamp | length) > 0'"
+	check "kubectl get netns -o name: netnamespace.network.openshift.io/default" \
+		bash -c "$(declare -f K); K get netns -o name | grep -qx 'netnamespace.network.openshift.io/default'"
+	check "kubectl get nosuchkind: fails, naming it" k_unknown
+else
+	echo "  (kubectl is not installed: its checks are skipped)"
+fi
+check_stop "the controller stops cleanly"
+finish
