@@ -119,7 +119,7 @@ delete-a-Namespace DELETE /api/v1/namespaces/red
 update-the-ClusterNetwork PUT /apis/network.openshift.io/v1/clusternetworks/default {}
 delete-node-2 DELETE /api/v1/nodes/node-2
 delete-itself DELETE /api/v1/nodes/node-1
-reach-an-unknown-path GET /version
+reach-an-unknown-path GET /debug/pprof
 EOF
 
 # ---------------------------------------------------------------- 4. pods
