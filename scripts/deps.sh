@@ -23,6 +23,13 @@ packages=(
   golang-go golang-github-appc-cni-dev
 )
 
+# kubectl for the API tests: Debian's kubernetes-client, unless a kubectl is
+# already installed (some images carry a newer one at /usr/bin/kubectl from
+# another package, which kubernetes-client would collide with)
+if ! command -v kubectl >/dev/null 2>&1; then
+  packages+=(kubernetes-client)
+fi
+
 missing=()
 for p in "${packages[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
