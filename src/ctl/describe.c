@@ -29,6 +29,7 @@
 
 #include "ctl/ctl.h"
 #include "ctl/print.h"
+#include "model/columns.h"
 
 #define VALUE_MAX 4096
 #define TOP_WIDTH 20		/* "CreationTimestamp:  " */
@@ -93,7 +94,7 @@ static void member(const char *key, const json_t *v, int indent, int width, bool
 	if (in_tls && !strcmp(key, "key")) {
 		line(indent, key, width, "<hidden>");
 	} else if (scalar(v)) {
-		ctl_scalar(v, value, sizeof(value));
+		columns_scalar(v, value, sizeof(value));
 		line(indent, key, width, value[0] ? value : "<none>");
 	} else if ((json_is_object(v) && !json_object_size(v)) || (json_is_array(v) && !json_array_size(v))) {
 		line(indent, key, width, "<none>");
@@ -105,7 +106,7 @@ static void member(const char *key, const json_t *v, int indent, int width, bool
 		json_array_foreach(v, i, e) {
 			char one[VALUE_MAX];
 
-			ctl_scalar(e, one, sizeof(one));
+			columns_scalar(e, one, sizeof(one));
 			if (i)
 				append(value, sizeof(value), ", ");
 			append(value, sizeof(value), one);
@@ -117,7 +118,7 @@ static void member(const char *key, const json_t *v, int indent, int width, bool
 			if (json_is_object(e)) {
 				walk(e, indent + 2, false);
 			} else {
-				ctl_scalar(e, value, sizeof(value));
+				columns_scalar(e, value, sizeof(value));
 				printf("%*s%s\n", indent + 2, "", value);
 			}
 		}
@@ -151,7 +152,7 @@ static void map_lines(const char *key, const json_t *map)
 	json_object_foreach((json_t *)map, k, v) {
 		char value[VALUE_MAX];
 
-		ctl_scalar(v, value, sizeof(value));
+		columns_scalar(v, value, sizeof(value));
 		if (first)
 			printf("%s:%*s%s=%s\n", key, TOP_WIDTH - (int)strlen(key) - 1, "", k, value);
 		else
@@ -165,7 +166,7 @@ static void describe_secret(const json_t *obj)
 	const char *key;
 	json_t *v;
 
-	line(0, "Type", TOP_WIDTH, ctl_str_at(obj, "type") ?: "Opaque");
+	line(0, "Type", TOP_WIDTH, obj_str(obj, "type") ?: "Opaque");
 	printf("Data:\n");
 	json_object_foreach(json_object_get(obj, "data"), key, v) {
 		size_t n = strlen(json_string_value(v) ?: ""), bytes = n / 4 * 3;
@@ -210,31 +211,31 @@ static void describe_extras(struct ctl *ctl, const struct kind_info *k, const js
 			return;
 		}
 		printf("HostSubnet:\n");
-		line(2, "Subnet", TOP_WIDTH - 2, ctl_str_at(rel, "subnet") ?: "<none>");
-		line(2, "Host IP", TOP_WIDTH - 2, ctl_str_at(rel, "hostIP") ?: "<none>");
-		ctl_scalar(json_object_get(rel, "nodeID"), value, sizeof(value));
+		line(2, "Subnet", TOP_WIDTH - 2, obj_str(rel, "subnet") ?: "<none>");
+		line(2, "Host IP", TOP_WIDTH - 2, obj_str(rel, "hostIP") ?: "<none>");
+		columns_scalar(json_object_get(rel, "nodeID"), value, sizeof(value));
 		line(2, "Node ID", TOP_WIDTH - 2, value[0] ? value : "<none>");
 		json_decref(rel);
 	} else if (k->id == KIND_SERVICE) {
 		char path[CTL_PATH_MAX];
 		struct ctl_reply r = { 0 };
 
-		line(0, "Type", TOP_WIDTH, ctl_str_at(obj, "spec.type") ?: "ClusterIP");
-		line(0, "IP", TOP_WIDTH, ctl_str_at(obj, "spec.clusterIP") ?: "<none>");
-		ctl_service_external_ips(obj, value, sizeof(value));
+		line(0, "Type", TOP_WIDTH, obj_str(obj, "spec.type") ?: "ClusterIP");
+		line(0, "IP", TOP_WIDTH, obj_str(obj, "spec.clusterIP") ?: "<none>");
+		columns_service_external_ips(obj, value, sizeof(value));
 		line(0, "External IP", TOP_WIDTH, value);
-		ctl_service_ports(obj, value, sizeof(value));
+		columns_service_ports(obj, value, sizeof(value));
 		line(0, "Port(s)", TOP_WIDTH, value);
 		snprintf(value, sizeof(value), "<none>");
 		if (ctl_call(ctl, "GET", ctl_path(kind_get(KIND_ENDPOINTS), ns, name, path, sizeof(path)), NULL, &r) == 0 &&
 		    ctl_ok(&r) && json_is_object(r.json))
-			ctl_endpoint_list(r.json, value, sizeof(value));
+			columns_endpoint_list(r.json, value, sizeof(value));
 		ctl_reply_free(&r);
 		line(0, "Endpoints", TOP_WIDTH, value);
 	} else if (k->id == KIND_NAMESPACE) {
-		line(0, "Status", TOP_WIDTH, ctl_str_at(obj, "status.phase") ?: "Active");
+		line(0, "Status", TOP_WIDTH, obj_str(obj, "status.phase") ?: "Active");
 		rel = related(ctl, KIND_NETNAMESPACE, name);
-		ctl_scalar(json_object_get(rel, "netid"), value, sizeof(value));
+		columns_scalar(json_object_get(rel, "netid"), value, sizeof(value));
 		line(0, "NetID", TOP_WIDTH, rel && value[0] ? value : "<none>");
 		json_decref(rel);
 	}
@@ -243,23 +244,23 @@ static void describe_extras(struct ctl *ctl, const struct kind_info *k, const js
 static void describe(struct ctl *ctl, const struct kind_info *k, const json_t *obj)
 {
 	const json_t *meta = json_object_get(obj, "metadata");
-	const char *name = ctl_str_at(obj, "metadata.name") ?: "";
-	const char *created = ctl_str_at(obj, "metadata.creationTimestamp");
+	const char *name = obj_str(obj, "metadata.name") ?: "";
+	const char *created = obj_str(obj, "metadata.creationTimestamp");
 	char value[VALUE_MAX], age[32];
 	const char *key;
 	json_t *v;
 
 	line(0, "Name", TOP_WIDTH, name);
 	if (k->namespaced)
-		line(0, "Namespace", TOP_WIDTH, ctl_str_at(obj, "metadata.namespace") ?: "");
+		line(0, "Namespace", TOP_WIDTH, obj_str(obj, "metadata.namespace") ?: "");
 	map_lines("Labels", json_object_get(meta, "labels"));
 	map_lines("Annotations", json_object_get(meta, "annotations"));
 	if (created) {
-		ctl_age(obj, time(NULL), age, sizeof(age));
+		columns_age(obj, time(NULL), age, sizeof(age));
 		snprintf(value, sizeof(value), "%s (%s ago)", created, age);
 		line(0, "CreationTimestamp", TOP_WIDTH, value);
 	}
-	describe_extras(ctl, k, obj, name, ctl_str_at(obj, "metadata.namespace"));
+	describe_extras(ctl, k, obj, name, obj_str(obj, "metadata.namespace"));
 	if (k->id == KIND_SECRET) {
 		describe_secret(obj);
 		return;

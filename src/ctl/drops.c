@@ -39,7 +39,7 @@ static void print_conntrack(json_t *items, int argc, char **argv)
 	size_t i;
 
 	json_array_foreach(items, i, node) {
-		const char *name = ctl_str_at(node, "metadata.name");
+		const char *name = obj_str(node, "metadata.name");
 		const json_t *ann = json_object_get(json_object_get(node, "metadata"), "annotations");
 		const char *c = json_string_value(json_object_get(ann, "weft.io/conntrack"));
 		json_t *ct;
@@ -91,8 +91,8 @@ int ctl_drops(struct ctl *ctl, int argc, char **argv)
 	if (!items)
 		goto out;
 	json_array_foreach(items, i, node)	/* names first: an error prints no table */
-		if (ctl_str_at(node, "metadata.name") &&
-		    wanted(ctl_str_at(node, "metadata.name"), argc, argv))
+		if (obj_str(node, "metadata.name") &&
+		    wanted(obj_str(node, "metadata.name"), argc, argv))
 			found++;
 	if (argc >= 2 && found < (size_t)(argc - 1)) {
 		fprintf(stderr, "error: %zu of the %d node(s) named do not exist\n",
@@ -101,7 +101,7 @@ int ctl_drops(struct ctl *ctl, int argc, char **argv)
 	}
 	printf("%-24s %-20s %s\n", "NODE", "REASON", "PACKETS");
 	json_array_foreach(items, i, node) {
-		const char *name = ctl_str_at(node, "metadata.name");
+		const char *name = obj_str(node, "metadata.name");
 		const json_t *ann = json_object_get(json_object_get(node, "metadata"), "annotations");
 		const char *d = json_string_value(json_object_get(ann, "weft.io/drops"));
 		json_t *drops, *count;

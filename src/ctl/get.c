@@ -23,9 +23,9 @@ static const char usage[] = "KIND [NAME...] [-n NAMESPACE | -A] [-o wide|json|ya
 static int cmp_obj(const void *a, const void *b)
 {
 	const json_t *x = *(json_t *const *)a, *y = *(json_t *const *)b;
-	int c = strcmp(ctl_str_at(x, "metadata.namespace") ?: "", ctl_str_at(y, "metadata.namespace") ?: "");
+	int c = strcmp(obj_str(x, "metadata.namespace") ?: "", obj_str(y, "metadata.namespace") ?: "");
 
-	return c ? c : strcmp(ctl_str_at(x, "metadata.name") ?: "", ctl_str_at(y, "metadata.name") ?: "");
+	return c ? c : strcmp(obj_str(x, "metadata.name") ?: "", obj_str(y, "metadata.name") ?: "");
 }
 
 /* A new array with items' objects in (namespace, name) order; NULL on ENOMEM. */

@@ -91,8 +91,8 @@ static int issue_verb(struct ctl *ctl, int argc, char **argv)
 		ctl_print_server_error(&r);
 		goto out;
 	}
-	name = ctl_str_at(r.json, "metadata.name");
-	tok = ctl_str_at(r.json, "status.token");
+	name = obj_str(r.json, "metadata.name");
+	tok = obj_str(r.json, "status.token");
 	if (!name || !tok) {
 		fprintf(stderr, "error: the server's answer to POST %s has no token\n", CRED_PATH);
 		goto out;
@@ -108,7 +108,7 @@ static int issue_verb(struct ctl *ctl, int argc, char **argv)
 	}
 out:
 	/* the token, in the raw answer and in its parsed copy */
-	tok = ctl_str_at(r.json, "status.token");
+	tok = obj_str(r.json, "status.token");
 	if (tok)
 		explicit_bzero((char *)tok, strlen(tok));
 	if (r.body)
@@ -143,14 +143,14 @@ static int list_verb(struct ctl *ctl, int argc, char **argv)
 		return CTL_EXIT_FAIL;
 	}
 	json_array_foreach(items, i, it) {
-		const char *nn = ctl_str_at(it, "spec.nodeName");
+		const char *nn = obj_str(it, "spec.nodeName");
 		if (node && (!nn || strcmp(nn, node) != 0))
 			continue;
 		if (n++ == 0)
 			printf("%-18s %-32s %s\n", "NAME", "NODE", "CREATED");
-		printf("%-18s %-32s %s\n", ctl_str_at(it, "metadata.name") ? ctl_str_at(it, "metadata.name") : "?",
-		       nn ? nn : "?", ctl_str_at(it, "metadata.creationTimestamp") ?
-		       ctl_str_at(it, "metadata.creationTimestamp") : "");
+		printf("%-18s %-32s %s\n", obj_str(it, "metadata.name") ? obj_str(it, "metadata.name") : "?",
+		       nn ? nn : "?", obj_str(it, "metadata.creationTimestamp") ?
+		       obj_str(it, "metadata.creationTimestamp") : "");
 	}
 	if (!n)
 		fprintf(stderr, "No resources found\n");
@@ -193,7 +193,7 @@ static int revoke_verb(struct ctl *ctl, int argc, char **argv)
 			return CTL_EXIT_FAIL;
 		}
 		json_array_foreach(items, i, it) {
-			const char *nn = ctl_str_at(it, "spec.nodeName"), *name = ctl_str_at(it, "metadata.name");
+			const char *nn = obj_str(it, "spec.nodeName"), *name = obj_str(it, "metadata.name");
 			if (!nn || !name || strcmp(nn, argv[2]) != 0)
 				continue;
 			n++;

@@ -21,6 +21,7 @@
 
 #include "ctl/ctl.h"
 #include "ctl/print.h"
+#include "model/columns.h"
 
 static const char usage[] =
 	"join-projects --to=PROJECT PROJECT... | isolate-projects PROJECT... | make-projects-global PROJECT...\n"
@@ -62,7 +63,7 @@ static int wait_applied(struct ctl *ctl, int64_t rev, double timeout_s)
 			return 1;
 		}
 		json_array_foreach(items, i, node) {
-			const char *name = ctl_str_at(node, "metadata.name");
+			const char *name = obj_str(node, "metadata.name");
 			const json_t *ann = json_object_get(json_object_get(node, "metadata"), "annotations");
 			const char *at = json_string_value(json_object_get(ann, "weft.io/applied-revision"));
 
@@ -204,8 +205,8 @@ int ctl_podnetwork(struct ctl *ctl, int argc, char **argv)
 	json_array_foreach(items, i, item) {
 		char netid[64];
 
-		ctl_scalar(json_object_get(item, "netid"), netid, sizeof(netid));
-		printf("netnamespace/%s netid %s\n", ctl_str_at(item, "metadata.name") ?: "?", netid[0] ? netid : "?");
+		columns_scalar(json_object_get(item, "netid"), netid, sizeof(netid));
+		printf("netnamespace/%s netid %s\n", obj_str(item, "metadata.name") ?: "?", netid[0] ? netid : "?");
 	}
 	fflush(stdout);
 	rev = json_integer_value(json_object_get(r.json, "revision"));

@@ -3,6 +3,7 @@
  * them, service ports, endpoint lists, selectors, and table alignment.
  */
 #include "ctl/print.h"
+#include "model/columns.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -14,7 +15,7 @@ static const char *dur(long long s)
 {
 	static char buf[32];
 
-	ctl_duration(s, buf, sizeof(buf));
+	columns_duration(s, buf, sizeof(buf));
 	return buf;
 }
 
@@ -43,15 +44,15 @@ TEST(print_time_parse_rfc3339)
 {
 	time_t t;
 
-	CHECK(ctl_time_parse("1970-01-01T00:01:00Z", &t) == 0);
+	CHECK(columns_time_parse("1970-01-01T00:01:00Z", &t) == 0);
 	CHECK_EQ(t, 60);
-	CHECK(ctl_time_parse("1970-01-01T01:00:00.123456Z", &t) == 0);
+	CHECK(columns_time_parse("1970-01-01T01:00:00.123456Z", &t) == 0);
 	CHECK_EQ(t, 3600);
-	CHECK(ctl_time_parse("1970-01-01T01:00:00+01:00", &t) == 0);
+	CHECK(columns_time_parse("1970-01-01T01:00:00+01:00", &t) == 0);
 	CHECK_EQ(t, 0);
-	CHECK(ctl_time_parse("1970-01-01T01:00:00", &t) < 0);
-	CHECK(ctl_time_parse("yesterday", &t) < 0);
-	CHECK(ctl_time_parse("1970-01-01T01:00:00Zjunk", &t) < 0);
+	CHECK(columns_time_parse("1970-01-01T01:00:00", &t) < 0);
+	CHECK(columns_time_parse("yesterday", &t) < 0);
+	CHECK(columns_time_parse("1970-01-01T01:00:00Zjunk", &t) < 0);
 }
 
 TEST(print_age_of_object)
@@ -60,14 +61,14 @@ TEST(print_age_of_object)
 	char buf[32];
 	time_t t;
 
-	CHECK(ctl_time_parse("2024-05-01T12:00:00Z", &t) == 0);
-	ctl_age(o, t + 45, buf, sizeof(buf));
+	CHECK(columns_time_parse("2024-05-01T12:00:00Z", &t) == 0);
+	columns_age(o, t + 45, buf, sizeof(buf));
 	CHECK_STR(buf, "45s");
-	ctl_age(o, t + 5 * 86400, buf, sizeof(buf));
+	columns_age(o, t + 5 * 86400, buf, sizeof(buf));
 	CHECK_STR(buf, "5d");
 	json_decref(o);
 	o = json_object();
-	ctl_age(o, t, buf, sizeof(buf));
+	columns_age(o, t, buf, sizeof(buf));
 	CHECK_STR(buf, "<unknown>");
 	json_decref(o);
 }
@@ -79,15 +80,15 @@ TEST(print_service_ports)
 	char buf[256];
 
 	CHECK(svc != NULL);
-	ctl_service_ports(svc, buf, sizeof(buf));
+	columns_service_ports(svc, buf, sizeof(buf));
 	CHECK_STR(buf, "80:30080/TCP,53/UDP,8443/TCP");
 	json_object_set_new(json_object_get(svc, "spec"), "ports", json_array());
-	ctl_service_ports(svc, buf, sizeof(buf));
+	columns_service_ports(svc, buf, sizeof(buf));
 	CHECK_STR(buf, "<none>");
 	/* truncation never overruns */
 	json_decref(svc);
 	svc = json_loads("{\"spec\":{\"ports\":[{\"port\":80},{\"port\":81}]}}", 0, NULL);
-	ctl_service_ports(svc, buf, 8);
+	columns_service_ports(svc, buf, 8);
 	CHECK_EQ(strlen(buf), 7);
 	json_decref(svc);
 }
@@ -98,17 +99,17 @@ TEST(print_service_external_ip)
 	char buf[256];
 
 	CHECK(svc != NULL);
-	ctl_service_external_ips(svc, buf, sizeof(buf));
+	columns_service_external_ips(svc, buf, sizeof(buf));
 	CHECK_STR(buf, "<pending>");
 	json_object_set_new(json_object_get(svc, "status"), "loadBalancer",
 			    json_loads("{\"ingress\":[{\"ip\":\"192.168.100.1\"}]}", 0, NULL));
-	ctl_service_external_ips(svc, buf, sizeof(buf));
+	columns_service_external_ips(svc, buf, sizeof(buf));
 	CHECK_STR(buf, "192.168.100.1");
 	json_object_set_new(json_object_get(svc, "spec"), "type", json_string("ClusterIP"));
-	ctl_service_external_ips(svc, buf, sizeof(buf));
+	columns_service_external_ips(svc, buf, sizeof(buf));
 	CHECK_STR(buf, "<none>");
 	json_object_set_new(json_object_get(svc, "spec"), "externalIPs", json_loads("[\"1.2.3.4\"]", 0, NULL));
-	ctl_service_external_ips(svc, buf, sizeof(buf));
+	columns_service_external_ips(svc, buf, sizeof(buf));
 	CHECK_STR(buf, "1.2.3.4");
 	json_decref(svc);
 }
@@ -143,15 +144,15 @@ TEST(print_endpoints_truncated)
 	char buf[256];
 
 	CHECK(ep != NULL);
-	ctl_endpoint_list(ep, buf, sizeof(buf));
+	columns_endpoint_list(ep, buf, sizeof(buf));
 	CHECK_STR(buf, "10.128.0.5:80,10.128.0.6:80,10.128.0.5:443 + 1 more...");
 	json_decref(ep);
 	ep = json_loads("{\"subsets\":[{\"addresses\":[{\"ip\":\"10.1.1.1\"}]}]}", 0, NULL);
-	ctl_endpoint_list(ep, buf, sizeof(buf));
+	columns_endpoint_list(ep, buf, sizeof(buf));
 	CHECK_STR(buf, "10.1.1.1");
 	json_decref(ep);
 	ep = json_object();
-	ctl_endpoint_list(ep, buf, sizeof(buf));
+	columns_endpoint_list(ep, buf, sizeof(buf));
 	CHECK_STR(buf, "<none>");
 	json_decref(ep);
 }
@@ -164,11 +165,11 @@ TEST(print_label_selector)
 	char buf[256];
 
 	CHECK(sel != NULL);
-	ctl_label_selector(sel, buf, sizeof(buf));
+	columns_label_selector(sel, buf, sizeof(buf));
 	CHECK_STR(buf, "app=a,tier=web,env in (x,y),!k");
 	json_decref(sel);
 	sel = json_object();
-	ctl_label_selector(sel, buf, sizeof(buf));
+	columns_label_selector(sel, buf, sizeof(buf));
 	CHECK_STR(buf, "<none>");
 	json_decref(sel);
 }

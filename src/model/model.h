@@ -178,6 +178,7 @@ const char *obj_kind(const json_t *obj);
 const char *obj_name(const json_t *obj);
 const char *obj_namespace(const json_t *obj);	/* "" when absent */
 const char *obj_str(const json_t *obj, const char *dotted_path);	/* "spec.clusterIP" */
+const json_t *obj_at(const json_t *obj, const char *dotted_path);	/* any value; NULL if a step is missing */
 json_int_t obj_int(const json_t *obj, const char *dotted_path, json_int_t fallback);
 
 /*

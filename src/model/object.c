@@ -7,7 +7,7 @@
 
 #include <string.h>
 
-static const json_t *walk(const json_t *obj, const char *dotted_path)
+const json_t *obj_at(const json_t *obj, const char *dotted_path)
 {
 	const char *p = dotted_path;
 
@@ -29,12 +29,12 @@ static const json_t *walk(const json_t *obj, const char *dotted_path)
 
 const char *obj_str(const json_t *obj, const char *dotted_path)
 {
-	return json_string_value(walk(obj, dotted_path));
+	return json_string_value(obj_at(obj, dotted_path));
 }
 
 json_int_t obj_int(const json_t *obj, const char *dotted_path, json_int_t fallback)
 {
-	const json_t *j = walk(obj, dotted_path);
+	const json_t *j = obj_at(obj, dotted_path);
 
 	return json_is_integer(j) ? json_integer_value(j) : fallback;
 }
