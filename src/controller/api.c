@@ -69,6 +69,7 @@
 #include "controller/conns.h"
 #include "controller/discovery.h"
 #include "controller/list_stream.h"
+#include "controller/table.h"
 #include "controller/tls_io.h"
 
 #include <arpa/inet.h>
@@ -128,6 +129,7 @@ struct request {
 	bool watch;		/* a watch stream: its connection does not count against its client */
 	struct principal who;	/* who sent it (authenticated before anything else) */
 	bool head;		/* a HEAD request: MHD sends no body */
+	bool table;		/* Accept asks for a Table (kubectl get): table.h */
 };
 
 /* What MHD keeps for a connection (its socket context), from
@@ -765,10 +767,18 @@ static void list_reply_free(void *cls)
 static enum MHD_Result send_snapshot(struct api *a, struct MHD_Connection *c, struct request *rq,
 				     const struct kind_info *k, struct store_kv_list *snap)
 {
-	struct list_reply *lr = calloc(1, sizeof(*lr));
+	struct list_reply *lr;
 	struct MHD_Response *resp;
 	enum MHD_Result ret;
 
+	if (rq->table) {
+		/* rows are a few cells and the metadata: built whole, outside any lock */
+		json_t *t = table_of_snapshot(k, snap, time(NULL));
+
+		store_kv_list_free(snap);
+		return t ? send_json(a, c, rq, 200, t) : fail(a, c, rq, 500, "InternalError", "%s", "out of memory");
+	}
+	lr = calloc(1, sizeof(*lr));
 	if (!lr || !(lr->stream = list_stream_new(k, snap))) {
 		store_kv_list_free(snap);
 		free(lr);
@@ -1547,6 +1557,7 @@ static enum MHD_Result handle_request(struct api *a, struct MHD_Connection *c, c
 			return MHD_NO;
 		clock_gettime(CLOCK_MONOTONIC, &rq->start);
 		rq->head = strcmp(method, "HEAD") == 0;
+		rq->table = table_wanted(MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT));
 		*ctx = rq;
 		if (strcmp(url, "/healthz") == 0 && (strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0)) {
 			/* MHD sends no body for a HEAD, the headers as for GET */
@@ -1645,6 +1656,15 @@ static enum MHD_Result handle_request(struct api *a, struct MHD_Connection *c, c
 	json_decref(call.body);
 	durable(a);		/* before the answer (queued or not) leaves */
 	flush_resumes(a);	/* the streams a write woke */
+	if (call.out && rq->table && call.code == 200 && call.r.has_name && call.r.kind &&
+	    strcmp(method, "GET") == 0) {
+		json_t *t = table_of_object(call.r.kind, call.out, time(NULL));
+
+		json_decref(call.out);
+		call.out = t;
+		if (!t)
+			return fail(a, c, rq, 500, "InternalError", "%s", "out of memory");
+	}
 	if (call.out)
 		ret = send_json(a, c, rq, call.code, call.out);	/* serialised outside the lock */
 	return ret;

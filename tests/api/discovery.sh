@@ -61,9 +61,29 @@ NT=$("$WEFTCTL" node-credential issue node-1)
 check "GET /apis with a node credential: 200" \
 	test "$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $NT" "$CTRL_URL/apis")" = 200
 
-echo "== kubectl"
+echo "== Table answers (what kubectl get asks for)"
 api POST /api/v1/nodes -d '{"apiVersion":"v1","kind":"Node","metadata":{"name":"node-1"},"status":{"addresses":[{"type":"InternalIP","address":"192.168.9.1"}]}}' >/dev/null
 api POST /api/v1/namespaces/default/pods -d '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web"},"spec":{"nodeName":"node-1"}}' >/dev/null
+TABLE='Accept: application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json'
+api POST /api/v1/namespaces/default/services -d '{"apiVersion":"v1","kind":"Service","metadata":{"name":"web"},"spec":{"selector":{"app":"web"},"ports":[{"port":80}]}}' >/dev/null
+table_ok() { # table_ok PATH FILTER [ACCEPT]
+	local out; out=$(api GET "$1" -H "${3:-$TABLE}")
+	[ "$(code_of <<<"$out")" = 200 ] || { echo "expected 200 from $1; seen: $out"; return 1; }
+	body_of <<<"$out" | jq -e "$2" >/dev/null || { echo "expected $2 to hold of $1: $(body_of <<<"$out")"; return 1; }
+}
+check "a list of services as a Table: the columns of weftctl, SELECTOR wide (priority 1)" \
+	table_ok /api/v1/namespaces/default/services '.kind == "Table" and .apiVersion == "meta.k8s.io/v1" and [.columnDefinitions[].name] == ["NAME","TYPE","CLUSTER-IP","EXTERNAL-IP","PORT(S)","AGE","SELECTOR"] and [.columnDefinitions[].priority] == [0,0,0,0,0,0,1] and .columnDefinitions[0].format == "name"'
+check "... one row for web: its cells, and its metadata as PartialObjectMetadata" \
+	table_ok /api/v1/namespaces/default/services '(.rows | length) == 1 and .rows[0].cells[0] == "web" and .rows[0].cells[1] == "ClusterIP" and (.rows[0].cells[2] | test("^172\\.30\\.")) and .rows[0].cells[4] == "80/TCP" and .rows[0].cells[6] == "app=web" and .rows[0].object.kind == "PartialObjectMetadata" and .rows[0].object.metadata.namespace == "default"'
+check "... with the list's resourceVersion" table_ok /api/v1/namespaces/default/services '(.metadata.resourceVersion | tonumber) > 0'
+check "a GET of one pod as a Table: one row, IP and NODE" \
+	table_ok /api/v1/namespaces/default/pods/web '.kind == "Table" and (.rows | length) == 1 and .rows[0].cells[0] == "web" and .rows[0].cells[2] == "node-1"'
+check "Accept: application/json first: the object, not a Table" \
+	table_ok /api/v1/namespaces/default/pods/web '.kind == "Pod"' 'Accept: application/json, application/json;as=Table;v=v1;g=meta.k8s.io'
+check "as=Table of another group: not a Table" \
+	table_ok /api/v1/namespaces/default/pods '.kind == "PodList"' 'Accept: application/json;as=Table;v=v1;g=example.com'
+
+echo "== kubectl"
 if command -v kubectl >/dev/null; then
 	K() { kubectl --kubeconfig "$CTRL_KUBECONFIG" --cache-dir "$DIR/kube-cache" "$@"; }
 	k_version() { K version -o json | jq -e '.serverVersion.gitVersion | test("weft")'; }
@@ -83,6 +103,14 @@ if command -v kubectl >/dev/null; then
 	check "kubectl get netns -o name: netnamespace.network.openshift.io/default" \
 		bash -c "$(declare -f K); K get netns -o name | grep -qx 'netnamespace.network.openshift.io/default'"
 	check "kubectl get nosuchkind: fails, naming it" k_unknown
+	check "kubectl get svc -o wide: weft's columns, SELECTOR included" \
+		bash -c "$(declare -f K); K get svc -o wide | head -1 | grep -qE '^NAME +TYPE +CLUSTER-IP +EXTERNAL-IP +PORT\(S\) +AGE +SELECTOR$'"
+	check "kubectl get svc: no SELECTOR without -o wide" \
+		bash -c "$(declare -f K); K get svc | head -1 | grep -qE '^NAME +TYPE +CLUSTER-IP +EXTERNAL-IP +PORT\(S\) +AGE$'"
+	check "kubectl get hs: HOST, HOST IP, SUBNET, NODE ID" \
+		bash -c "$(declare -f K); K get hs --no-headers | grep -qE '^node-1 +node-1 +192\.168\.9\.1 +10\.128\.0\.0/23 +1$'"
+	check "kubectl get all -A: the pod and the service, with their namespace" \
+		bash -c "$(declare -f K); out=\$(K get all -A); grep -qE '^default +pod/web ' <<<\"\$out\" && grep -qE '^default +service/web +ClusterIP' <<<\"\$out\""
 else
 	echo "  (kubectl is not installed: its checks are skipped)"
 fi

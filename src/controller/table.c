@@ -1,0 +1,143 @@
+/*
+ * table.c — Table answers (see table.h).
+ *
+ *   {"kind":"Table","apiVersion":"meta.k8s.io/v1","metadata":{"resourceVersion":"N"},
+ *    "columnDefinitions":[{"name":"NAME","type":"string","format":"name",
+ *                          "description":"...","priority":0}, ...],
+ *    "rows":[{"cells":["web","10.128.0.2",...],
+ *             "object":{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1",
+ *                       "metadata":{...}}}, ...]}
+ *
+ * Accept is read as kube-apiserver reads it: media types in order, the
+ * first one the server can serve wins; a Table one names as=Table,
+ * g=meta.k8s.io and v=v1 (or v1beta1, which has the same shape).
+ */
+#include "controller/table.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "controller/controller.h"
+#include "model/columns.h"
+
+#define CELL_MAX 1024
+
+/* One media range of Accept (up to ',') is a Table of meta.k8s.io v1/v1beta1. */
+static bool is_table_range(const char *s, size_t n)
+{
+	bool as = false, g = false, v = false;
+	const char *p = memchr(s, ';', n), *end = s + n;
+
+	while (p && p < end) {
+		const char *q = p + 1, *next = memchr(q, ';', (size_t)(end - q));
+		size_t len = (size_t)((next ? next : end) - q);
+
+		while (len && (*q == ' ' || *q == '\t')) {
+			q++;
+			len--;
+		}
+		while (len && (q[len - 1] == ' ' || q[len - 1] == '\t'))
+			len--;
+		as |= len == 8 && strncmp(q, "as=Table", 8) == 0;
+		g |= len == 13 && strncmp(q, "g=meta.k8s.io", 13) == 0;
+		v |= (len == 4 && strncmp(q, "v=v1", 4) == 0) || (len == 9 && strncmp(q, "v=v1beta1", 9) == 0);
+		p = next;
+	}
+	return as && g && v;
+}
+
+bool table_wanted(const char *accept)
+{
+	const char *s = accept;
+
+	while (s && *s) {
+		const char *comma = strchr(s, ',');
+		size_t n = comma ? (size_t)(comma - s) : strlen(s);
+
+		while (n && (*s == ' ' || *s == '\t')) {
+			s++;
+			n--;
+		}
+		if (is_table_range(s, n))
+			return true;
+		/* a plain type the API serves comes first: the client takes that */
+		if ((n >= 16 && strncmp(s, "application/json", 16) == 0 && !memchr(s, ';', n)) ||
+		    (n == 3 && strncmp(s, "*/*", 3) == 0))
+			return false;
+		s = comma ? comma + 1 : NULL;
+	}
+	return false;
+}
+
+static json_t *column_definitions(const struct kind_info *k)
+{
+	size_t n;
+	const struct column *cols = columns_of(k->id, &n);
+	json_t *defs = json_array();
+
+	for (size_t c = 0; defs && c < n; c++)
+		json_array_append_new(defs, json_pack("{s:s, s:s, s:s, s:s, s:i}", "name", cols[c].header, "type",
+						      "string", "format", c == 0 ? "name" : "", "description",
+						      cols[c].header, "priority", cols[c].wide ? 1 : 0));
+	return defs;
+}
+
+static json_t *row_of(const struct kind_info *k, const json_t *obj, time_t now)
+{
+	size_t n;
+	const struct column *cols = columns_of(k->id, &n);
+	json_t *cells = json_array(), *meta = json_object_get(obj, "metadata");
+	char buf[CELL_MAX];
+
+	for (size_t c = 0; cells && c < n; c++) {
+		buf[0] = 0;
+		cols[c].cell(obj, buf, sizeof(buf), now);
+		json_array_append_new(cells, json_string(buf));
+	}
+	return json_pack("{s:o, s:{s:s, s:s, s:O}}", "cells", cells, "object", "kind", "PartialObjectMetadata",
+			 "apiVersion", "meta.k8s.io/v1", "metadata", json_is_object(meta) ? meta : json_object());
+}
+
+static json_t *table_new(const struct kind_info *k, int64_t rev)
+{
+	json_t *t = json_pack("{s:s, s:s, s:{}, s:o, s:[]}", "kind", "Table", "apiVersion", "meta.k8s.io/v1",
+			      "metadata", "columnDefinitions", column_definitions(k), "rows");
+	char rv[24];
+
+	if (t && rev > 0) {
+		snprintf(rv, sizeof(rv), "%" PRId64, rev);
+		json_object_set_new(json_object_get(t, "metadata"), "resourceVersion", json_string(rv));
+	}
+	return t;
+}
+
+json_t *table_of_snapshot(const struct kind_info *k, const struct store_kv_list *snap, time_t now)
+{
+	json_t *t = table_new(k, snap->revision), *rows = json_object_get(t, "rows");
+
+	for (size_t i = 0; t && i < snap->n; i++) {
+		json_t *o = obj_from_kv(&snap->kvs[i]);
+
+		if (!o)
+			continue;	/* not JSON: left out, as a list leaves it out */
+		if (json_array_append_new(rows, row_of(k, o, now))) {
+			json_decref(o);
+			json_decref(t);
+			return NULL;
+		}
+		json_decref(o);
+	}
+	return t;
+}
+
+json_t *table_of_object(const struct kind_info *k, const json_t *obj, time_t now)
+{
+	json_t *t = table_new(k, 0);
+
+	if (t && json_array_append_new(json_object_get(t, "rows"), row_of(k, obj, now))) {
+		json_decref(t);
+		return NULL;
+	}
+	return t;
+}
