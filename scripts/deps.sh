@@ -19,6 +19,8 @@ packages=(
   containernetworking-plugins iptables iperf3 sockperf tcpdump socat jq iputils-ping
   # the attacker suite: raw packets from a pod (Debian's python3, not any other)
   python3-scapy
+  # the API as the official Python client uses it
+  python3-kubernetes
   # the reference CNI client (cnitool, built from Debian's libcni sources)
   golang-go golang-github-appc-cni-dev
 )

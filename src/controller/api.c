@@ -899,15 +899,37 @@ static enum MHD_Result list_answer(struct api *a, struct MHD_Connection *c, stru
 	return ret;
 }
 
+/* A boolean query parameter as Kubernetes parses it (Go's ParseBool):
+ * 1 t T TRUE true True, 0 f F FALSE false False.  false when absent or
+ * not one of these (prepare refuses those with 400). */
+static bool query_true(struct MHD_Connection *c, const char *name)
+{
+	static const char *const yes[] = { "1", "t", "T", "TRUE", "true", "True" };
+	const char *v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, name);
+
+	for (size_t i = 0; v && i < sizeof(yes) / sizeof(yes[0]); i++)
+		if (strcmp(v, yes[i]) == 0)
+			return true;
+	return false;
+}
+
+static bool query_bool_ok(struct MHD_Connection *c, const char *name)
+{
+	static const char *const no[] = { "0", "f", "F", "FALSE", "false", "False" };
+	const char *v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, name);
+
+	for (size_t i = 0; v && i < sizeof(no) / sizeof(no[0]); i++)
+		if (strcmp(v, no[i]) == 0)
+			return true;
+	return !v || query_true(c, name);
+}
+
 /* A GET of a collection (not a watch): the lister's, without the global lock. */
 static bool is_list(struct MHD_Connection *c, const char *url, const char *method, struct route *r)
 {
-	const char *watch;
-
 	if (strcmp(method, "GET") != 0 || api_parse_route(url, r) || r->podnetwork || r->has_name)
 		return false;
-	watch = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "watch");
-	return !(watch && (strcmp(watch, "1") == 0 || strcmp(watch, "true") == 0));
+	return query_bool_ok(c, "watch") && !query_true(c, "watch");
 }
 
 /* ------------------------------------------------------------------ handlers */
@@ -1327,10 +1349,14 @@ static bool prepare(struct api *a, struct MHD_Connection *c, struct request *rq,
 		goto answered;
 	}
 	if (is_get) {
-		const char *watch = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "watch");
 		int64_t rv;
 
-		if (watch && (strcmp(watch, "1") == 0 || strcmp(watch, "true") == 0)) {
+		if (!query_bool_ok(c, "watch")) {
+			*ret = fail(a, c, rq, 400, "BadRequest", "watch: '%.64s' is not a boolean",
+				    MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "watch"));
+			goto answered;
+		}
+		if (query_true(c, "watch")) {
 			call->what = CALL_WATCH;
 			return false;
 		}
@@ -1471,10 +1497,8 @@ static bool authenticate(struct api *a, struct MHD_Connection *c, struct princip
  * or a watch; any other method than these is checked as an update. */
 static enum authz_verb verb_of(struct MHD_Connection *c, const char *method, const struct route *r)
 {
-	const char *watch = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "watch");
-
 	if (strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0) {
-		if (watch && (strcmp(watch, "1") == 0 || strcmp(watch, "true") == 0))
+		if (query_true(c, "watch"))
 			return AUTHZ_WATCH;
 		return r && r->has_name ? AUTHZ_GET : AUTHZ_LIST;
 	}
