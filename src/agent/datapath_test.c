@@ -164,6 +164,15 @@ static void fixture_down(struct fixture *f)
 	f->mounted = false;
 }
 
+/* A new fd of the map pinned as name (weft_*), or a negative errno. */
+static int pinned_map_fd(struct fixture *f, const char *name)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/%s", f->pin, name);
+	return bpf_obj_get(path);
+}
+
 /* A test with a datapath opened with trace on; the body may CHECK freely. */
 #define DP_TEST(name)                                                     \
 	static void name##_body(struct fixture *f);                       \
@@ -716,6 +725,7 @@ DP_TEST(drop_names_cover_every_reason)
 	CHECK_STR(datapath_drop_names[WEFT_DROP_ICMP_TRUNCATED], "icmp-truncated");
 	CHECK_STR(datapath_drop_names[WEFT_DROP_FRAG_ORPHAN], "frag-orphan");
 	CHECK_STR(datapath_drop_names[WEFT_DROP_NO_SUBNET], "no-subnet");
+	CHECK_STR(datapath_drop_names[WEFT_DROP_FRAG_LIMIT], "frag-limit");
 }
 
 /* ---- map operations ---- */
@@ -2843,14 +2853,6 @@ DP_TEST(svc_hairpin_client_sees_the_hairpin_address)
 	CHECK_EQ(drops_total(f), 0);
 }
 
-static int affinity_fd(struct fixture *f)
-{
-	char path[PATH_MAX];
-
-	snprintf(path, sizeof(path), "%s/weft_affinity", f->pin);
-	return bpf_obj_get(path);
-}
-
 /* fd: weft_affinity */
 static void affinity_body(struct fixture *f, int fd)
 {
@@ -2923,7 +2925,7 @@ DP_TEST(svc_affinity_keeps_a_client_on_its_backend_until_the_timeout)
 	s.flags |= WEFT_SVC_F_AFFINITY;
 	s.affinity_timeout = 10;
 	CHECK_EQ(svc_put(f->dp, &s, ids, 3), 0);
-	fd = affinity_fd(f);
+	fd = pinned_map_fd(f, "weft_affinity");
 	CHECK(fd >= 0);
 	affinity_body(f, fd);
 	close(fd);
@@ -4488,7 +4490,7 @@ DP_TEST(svc_host_backend_outside_the_pod_network_is_refused_and_counted)
 	CHECK_EQ(drops_of(f, WEFT_DROP_EXTERNAL_BACKEND), 1);
 	CHECK_EQ(drops_total(f), 1);
 	CHECK_EQ(ct_count(f), 0);
-	CHECK(bpf_map_lookup_elem(affinity_fd(f), &ak, &av) != 0);
+	CHECK(bpf_map_lookup_elem(pinned_map_fd(f, "weft_affinity"), &ak, &av) != 0);
 
 	/* a pod's connection to the same backend is its business (pod_egress) */
 	tcp_from_a(&p, 41401, SVC_IP, SVC_PORT, TCP_SYN);
@@ -5027,14 +5029,24 @@ DP_TEST(svc_backend_icmp_error_is_translated_to_the_frontend)
 	CHECK_EQ(drops_total(f), 0);
 }
 
-/* A UDP datagram's fragment from pod A: first (offset 0, MF) or later. */
-static void udp_fragment(struct pkt *p, in_addr_t dst, uint16_t dport, uint16_t id, bool first)
+/* A fragment of a UDP datagram from pod A, 32 bytes of it (4 units of
+ * 8): at offset (in units), more: more fragments follow.  Offset 0 holds
+ * the UDP header. */
+static void udp_fragment_at(struct pkt *p, in_addr_t dst, uint16_t dport, uint16_t id,
+			    uint16_t offset, bool more)
 {
 	pkt_l4(p, gw_a_mac, pod_a_mac, IPPROTO_UDP, POD_A_IP, 40400, dst, dport, 24);
 	ip_of(p)->id = htons(id);
-	ip_of(p)->frag_off = htons(first ? IP_MF : 4);	/* offset 32 bytes */
+	ip_of(p)->frag_off = htons((uint16_t)((more ? IP_MF : 0) | offset));
 	ip_of(p)->check = 0;
 	ip_of(p)->check = htons(ip_checksum(ip_of(p), 20));
+}
+
+/* The first fragment (offset 0, MF), or the last one right after it
+ * (offset 32 bytes, the datagram's end). */
+static void udp_fragment(struct pkt *p, in_addr_t dst, uint16_t dport, uint16_t id, bool first)
+{
+	udp_fragment_at(p, dst, dport, id, first ? 0 : 4, first);
 }
 
 DP_TEST(pod_later_fragments_follow_their_first)
@@ -5111,6 +5123,254 @@ DP_TEST(pod_orphan_later_fragments_are_dropped)
 	CHECK_EQ(run_pod(f, &p, &r), 0);
 	CHECK_EQ(r.trace.drop_reason, WEFT_DROP_FRAG_ORPHAN);
 	CHECK_EQ(drops_of(f, WEFT_DROP_FRAG_ORPHAN), n + 2);
+}
+
+/* ---- fragments: the open-datagram limit and the slots (lib/frag.h) ---- */
+
+/* lib/frag.h's home slot of a datagram (daddr as sent, id host order) */
+static uint32_t frag_home(in_addr_t daddr, uint16_t id, uint8_t proto)
+{
+	uint32_t h = (uint32_t)daddr ^ ((uint32_t)htons(id) << 8) ^ proto;
+
+	h ^= h >> 16;
+	h *= 0x45d9f3b;
+	h ^= h >> 16;
+	return h & (WEFT_FRAG_SLOTS - 1);
+}
+
+/* The record of sender saddr in slot of the pinned map (weft_frags or
+ * weft_rev_frags).  0 or a negative errno. */
+static int frag_get(struct fixture *f, const char *map, in_addr_t saddr, uint32_t slot,
+		    struct weft_frag *v)
+{
+	struct weft_frag_key k = { .saddr = saddr, .slot = slot };
+	int fd = pinned_map_fd(f, map), rc;
+
+	if (fd < 0)
+		return fd;
+	memset(v, 0, sizeof(*v));
+	rc = bpf_map_lookup_elem(fd, &k, v) < 0 ? -errno : 0;
+	close(fd);
+	return rc;
+}
+
+static int frag_put(struct fixture *f, const char *map, in_addr_t saddr, uint32_t slot,
+		    const struct weft_frag *v)
+{
+	struct weft_frag_key k = { .saddr = saddr, .slot = slot };
+	int fd = pinned_map_fd(f, map), rc;
+
+	if (fd < 0)
+		return fd;
+	rc = bpf_map_update_elem(fd, &k, v, BPF_EXIST) < 0 ? -errno : 0;
+	close(fd);
+	return rc;
+}
+
+/* The slot of pod A's weft_frags holding datagram id, or -1. */
+static int frag_slot_of(struct fixture *f, uint16_t id)
+{
+	struct weft_frag v;
+
+	for (uint32_t slot = 0; slot < WEFT_FRAG_SLOTS; slot++)
+		if (frag_get(f, "weft_frags", POD_A_IP, slot, &v) == 0 && v.id == htons(id))
+			return (int)slot;
+	return -1;
+}
+
+/* pod A's fragment through pod_ingress: the verdict, and the drop reason
+ * when it is a drop */
+#define CHECK_FRAGMENT(f, p, verdict_, reason)                             \
+	do {                                                               \
+		struct result r_;                                          \
+		CHECK_EQ(run_pod((f), (p), &r_), 0);                       \
+		CHECK_EQ(r_.verdict, (verdict_));                          \
+		if ((verdict_) == TC_ACT_SHOT)                             \
+			CHECK_EQ(r_.trace.drop_reason, (reason));          \
+	} while (0)
+
+/* Datagrams pod A opens (first fragment) to OUT_HOST_IP:9999 with IDs
+ * first .. first + n - 1, each let through. */
+static void open_datagrams(struct fixture *f, uint16_t first, int n)
+{
+	struct pkt p;
+
+	for (int i = 0; i < n; i++) {
+		udp_fragment(&p, OUT_HOST_IP, 9999, (uint16_t)(first + i), true);
+		CHECK_FRAGMENT(f, &p, TC_ACT_OK, 0);
+	}
+}
+
+DP_TEST(pod_first_fragment_beyond_16_open_datagrams_is_dropped)
+{
+	static const uint32_t ids[] = { BE_REMOTE };
+	struct pkt p;
+
+	CHECK_EQ(seed_services(f->dp), 0);
+	CHECK_EQ(backends_put3(f->dp, IPPROTO_UDP), 0);
+	CHECK_EQ(svc_put(f->dp, &cluster_udp, ids, 1), 0);
+
+	/* 16 datagrams opened and never finished: every slot in flight */
+	open_datagrams(f, 1, WEFT_FRAG_SLOTS);
+	for (uint16_t id = 1; id <= WEFT_FRAG_SLOTS; id++)
+		CHECK(frag_slot_of(f, id) >= 0);
+	CHECK_EQ(drops_total(f), 0);
+
+	/* the 17th first fragment: dropped, counted */
+	udp_fragment(&p, OUT_HOST_IP, 9999, 100, true);
+	CHECK_FRAGMENT(f, &p, TC_ACT_SHOT, WEFT_DROP_FRAG_LIMIT);
+	CHECK_EQ(drops_of(f, WEFT_DROP_FRAG_LIMIT), 1);
+	CHECK_EQ(frag_slot_of(f, 100), -1);
+	/* to a service, refused before it is translated: no conntrack entry */
+	udp_fragment(&p, SVC_IP, 53, 101, true);
+	CHECK_FRAGMENT(f, &p, TC_ACT_SHOT, WEFT_DROP_FRAG_LIMIT);
+	CHECK_EQ(ct_count(f), 0);
+	/* its later fragment has no record: an orphan */
+	udp_fragment(&p, OUT_HOST_IP, 9999, 100, false);
+	CHECK_FRAGMENT(f, &p, TC_ACT_SHOT, WEFT_DROP_FRAG_ORPHAN);
+	/* an unfragmented packet does not care */
+	pkt_l4(&p, gw_a_mac, pod_a_mac, IPPROTO_UDP, POD_A_IP, 40400, OUT_HOST_IP, 9999, 24);
+	CHECK_FRAGMENT(f, &p, TC_ACT_OK, 0);
+	/* the first fragment of an open datagram again: it keeps its slot */
+	udp_fragment(&p, OUT_HOST_IP, 9999, 5, true);
+	CHECK_FRAGMENT(f, &p, TC_ACT_OK, 0);
+
+	/* the open datagrams' middle fragments follow their records */
+	for (uint16_t id = 1; id <= WEFT_FRAG_SLOTS; id++) {
+		udp_fragment_at(&p, OUT_HOST_IP, 9999, id, 4, true);
+		CHECK_FRAGMENT(f, &p, TC_ACT_OK, 0);
+	}
+	/* a last fragment after a gap (bytes 64..95 never sent) frees
+	 * nothing: whoever reassembles still waits for the middle */
+	udp_fragment_at(&p, OUT_HOST_IP, 9999, 1, 12, false);
+	CHECK_FRAGMENT(f, &p, TC_ACT_OK, 0);
+	udp_fragment(&p, OUT_HOST_IP, 9999, 102, true);
+	CHECK_FRAGMENT(f, &p, TC_ACT_SHOT, WEFT_DROP_FRAG_LIMIT);
+
+	/* the last fragment of datagram 2, in order: its slot is free ... */
+	udp_fragment_at(&p, OUT_HOST_IP, 9999, 2, 8, false);
+	CHECK_FRAGMENT(f, &p, TC_ACT_OK, 0);
+	/* ... and a new datagram takes it, one only */
+	udp_fragment(&p, OUT_HOST_IP, 9999, 103, true);
+	CHECK_FRAGMENT(f, &p, TC_ACT_OK, 0);
+	CHECK_EQ(frag_slot_of(f, 2), -1);
+	CHECK(frag_slot_of(f, 103) >= 0);
+	udp_fragment(&p, OUT_HOST_IP, 9999, 104, true);
+	CHECK_FRAGMENT(f, &p, TC_ACT_SHOT, WEFT_DROP_FRAG_LIMIT);
+	/* another pod has slots of its own */
+	pkt_l4(&p, gw_b_mac, (uint8_t[]){ 0x0a, 0x58, 10, 128, 0, 21 }, IPPROTO_UDP, BLUE_SRC_IP,
+	       40400, OUT_HOST_IP, 9999, 24);
+	ip_of(&p)->frag_off = htons(IP_MF);
+	ip_of(&p)->check = 0;
+	ip_of(&p)->check = htons(ip_checksum(ip_of(&p), 20));
+	CHECK_FRAGMENT(f, &p, TC_ACT_OK, 0);
+	CHECK_EQ(drops_of(f, WEFT_DROP_FRAG_LIMIT), 4);
+	CHECK_EQ(drops_of(f, WEFT_DROP_FRAG_ORPHAN), 1);
+	CHECK_EQ(drops_total(f), 5);
+}
+
+DP_TEST(pod_fragmented_datagrams_in_a_stream_never_reach_the_limit)
+{
+	struct pkt p;
+
+	CHECK_EQ(seed_node(f->dp), 0);
+	/* 300 datagrams of three fragments each, as a pod's stack sends a
+	 * stream of them, to two destinations */
+	for (uint16_t id = 1; id <= 300; id++) {
+		in_addr_t dst = id % 2 ? OUT_HOST_IP : NODE_IP;
+
+		udp_fragment_at(&p, dst, 9999, id, 0, true);
+		CHECK_FRAGMENT(f, &p, TC_ACT_OK, 0);
+		udp_fragment_at(&p, dst, 9999, id, 4, true);
+		CHECK_FRAGMENT(f, &p, TC_ACT_OK, 0);
+		udp_fragment_at(&p, dst, 9999, id, 8, false);
+		CHECK_FRAGMENT(f, &p, TC_ACT_OK, 0);
+	}
+	CHECK_EQ(drops_total(f), 0);
+}
+
+DP_TEST(pod_expired_fragment_slot_is_reused)
+{
+	struct weft_frag v;
+	struct pkt p;
+	int slot;
+
+	CHECK_EQ(seed_node(f->dp), 0);
+	open_datagrams(f, 1, WEFT_FRAG_SLOTS);
+	udp_fragment(&p, OUT_HOST_IP, 9999, 200, true);
+	CHECK_FRAGMENT(f, &p, TC_ACT_SHOT, WEFT_DROP_FRAG_LIMIT);
+
+	/* datagram 7 opened longer ago than WEFT_FRAG_TICKS */
+	slot = frag_slot_of(f, 7);
+	CHECK(slot >= 0);
+	CHECK_EQ(frag_get(f, "weft_frags", POD_A_IP, (uint32_t)slot, &v), 0);
+	CHECK(recent(v.last_seen));
+	CHECK_EQ(v.flags, 0);
+	v.last_seen = now_ticks() - WEFT_FRAG_TICKS - 2;
+	CHECK_EQ(frag_put(f, "weft_frags", POD_A_IP, (uint32_t)slot, &v), 0);
+
+	/* its slot takes the next datagram, which its fragments follow */
+	udp_fragment(&p, OUT_HOST_IP, 9999, 200, true);
+	CHECK_FRAGMENT(f, &p, TC_ACT_OK, 0);
+	CHECK_EQ(frag_slot_of(f, 200), slot);
+	udp_fragment(&p, OUT_HOST_IP, 9999, 200, false);
+	CHECK_FRAGMENT(f, &p, TC_ACT_OK, 0);
+	/* datagram 7's are orphans now; the others still follow */
+	udp_fragment(&p, OUT_HOST_IP, 9999, 7, false);
+	CHECK_FRAGMENT(f, &p, TC_ACT_SHOT, WEFT_DROP_FRAG_ORPHAN);
+	udp_fragment(&p, OUT_HOST_IP, 9999, 8, false);
+	CHECK_FRAGMENT(f, &p, TC_ACT_OK, 0);
+	CHECK_EQ(drops_of(f, WEFT_DROP_FRAG_LIMIT), 1);
+	CHECK_EQ(drops_total(f), 2);
+}
+
+DP_TEST(pod_later_fragments_find_their_first_in_another_slot)
+{
+	static const uint32_t ids[] = { BE_REMOTE };
+	uint32_t home = frag_home(SVC_IP, 300, IPPROTO_UDP);
+	struct weft_frag v;
+	struct result r;
+	struct pkt p;
+	uint16_t other = 0;
+
+	CHECK_EQ(seed_services(f->dp), 0);
+	CHECK_EQ(backends_put3(f->dp, IPPROTO_UDP), 0);
+	CHECK_EQ(svc_put(f->dp, &cluster_udp, ids, 1), 0);
+	/* a datagram to the outside with the same home slot as datagram 300
+	 * to the service */
+	for (uint16_t id = 1; id < 5000 && !other; id++)
+		if (frag_home(OUT_HOST_IP, id, IPPROTO_UDP) == home)
+			other = id;
+	CHECK(other != 0);
+
+	/* it goes first, and takes its home slot */
+	udp_fragment(&p, OUT_HOST_IP, 9999, other, true);
+	CHECK_FRAGMENT(f, &p, TC_ACT_OK, 0);
+	CHECK_EQ(frag_slot_of(f, other), (int)home);
+
+	/* the service's first fragment: translated, tunnelled, recorded in
+	 * the next slot */
+	udp_fragment(&p, SVC_IP, 53, 300, true);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.trace.action, WEFT_ACT_TUNNEL);
+	CHECK_EQ(ip_of(&r.out)->daddr, REMOTE_BE_IP);
+	CHECK_EQ(frag_slot_of(f, 300), (int)((home + 1) % WEFT_FRAG_SLOTS));
+	CHECK_EQ(frag_get(f, "weft_frags", POD_A_IP, (home + 1) % WEFT_FRAG_SLOTS, &v), 0);
+	CHECK_EQ(v.daddr, SVC_IP);
+	CHECK_EQ(v.nat_daddr, REMOTE_BE_IP);
+
+	/* its later fragment finds it there, and goes the same way */
+	udp_fragment(&p, SVC_IP, 53, 300, false);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
+	CHECK_EQ(r.trace.action, WEFT_ACT_TUNNEL);
+	CHECK_EQ(r.trace.tunnel_remote, ntohl(REMOTE_NODE_IP));
+	CHECK_EQ(ip_of(&r.out)->daddr, REMOTE_BE_IP);
+	CHECK_EQ(ip_checksum(ip_of(&r.out), 20), 0);
+	/* and the one in the home slot still finds its own */
+	udp_fragment(&p, OUT_HOST_IP, 9999, other, false);
+	CHECK_FRAGMENT(f, &p, TC_ACT_OK, 0);
+	CHECK_EQ(drops_total(f), 0);
 }
 
 DP_TEST(pod_cluster_address_outside_every_subnet_is_dropped)
