@@ -32,6 +32,9 @@
  *   weft_frags      LRU hash    struct weft_frag_key -> struct weft_frag
  *                   (fragmented datagrams a pod here is sending; see
  *                   "Fragments" below)
+ *   weft_rev_frags  LRU hash    struct weft_frag_key -> struct weft_frag
+ *                   (fragmented answers of backends on other nodes that
+ *                   vxlan_ingress translated back; "Fragments")
  *   weft_svc_dev    array[1]    struct weft_svc_dev    the node's service device
  *   weft_drops      percpu array[WEFT_DROP_MAX] __u64 packets dropped, per reason
  *   weft_trace      percpu array[1] struct weft_trace  (only written when the
@@ -48,8 +51,9 @@
  *     the agent does.
  *     Programs create weft_ct, weft_ct_opened and weft_affinity entries;
  *     the agent deletes expired ones and those of removed backends, and
- *     writes weft_ct_closed.  weft_frags is the programs' alone (LRU: it
- *     never fills, entries age out by last_seen).
+ *     writes weft_ct_closed.  weft_frags and weft_rev_frags are the
+ *     programs' alone (LRU: they never fill, entries age out by
+ *     last_seen).
  *  4. Every weft_nodes entry's node_ip is a key of weft_node_ips (a node
  *     whose subnet we tunnel to is a node we accept tunnel traffic from).
  *
@@ -75,7 +79,8 @@
 #define WEFT_CONFIG_VERSION	5	/* 2: vxlan_port, weft_node_ips, tenant isolation;
 					 * 3: services (underlay_ifindex, service maps);
 					 * 4: weft_frags, ICMP error and fragment drops;
-					 * 5: open-datagram limit (weft_frag flags, next) */
+					 * 5: open-datagram limit (weft_frag flags, next),
+					 *    weft_rev_frags */
 
 #define WEFT_MAX_ENDPOINTS	4096
 #define WEFT_MAX_IPCACHE	65536
@@ -344,13 +349,27 @@ struct weft_ct_entry {
  * so a pod opens at most WEFT_FRAG_SLOTS of them per WEFT_FRAG_TICKS.
  * The capacity (WEFT_MAX_FRAGS) holds every slot of WEFT_MAX_ENDPOINTS
  * pods, so one pod's datagrams never push out another's.
+ *
+ * Answers over the tunnel (vxlan_ingress, weft_rev_frags): a backend on
+ * another node answering a connection this node translated sends its
+ * first fragment here, where it is translated back (REV) and recorded
+ * under the backend's address as received, with the same slots; its
+ * later fragments get the same rewrite and way.  Nothing is dropped
+ * there: with every slot busy the home slot is overwritten (the
+ * backend's own node has bounded its open datagrams), and a later
+ * fragment without a record passes as it came, as every fragment of
+ * pod-to-pod traffic between nodes does (its first fragment was judged
+ * on the sender's node).  Only answers of translated connections are
+ * recorded, in a map as large as weft_frags; were it ever to evict a
+ * record, that datagram's later fragments would pass untranslated.
  */
 #define WEFT_FRAG_SLOTS		16	/* fragmented datagrams in flight per sender */
 #define WEFT_MAX_FRAGS		(WEFT_MAX_ENDPOINTS * WEFT_FRAG_SLOTS)
 #define WEFT_FRAG_TICKS		2	/* about 2 s */
 
 struct weft_frag_key {
-	__be32 saddr;		/* the sending pod */
+	__be32 saddr;		/* the sender: a pod here, or (weft_rev_frags) a
+				 * backend elsewhere, as it sent the datagram */
 	__u32 slot;		/* 0 .. WEFT_FRAG_SLOTS - 1 */
 };
 

@@ -4,9 +4,13 @@
  * fragments, which carry no ports, follow that record (layout, slots,
  * bounds and lifetime: bpf/weft_bpf.h, "Fragments").
  *
- * The map is passed in: pod_ingress keeps the datagrams a pod sends in
- * weft_frags.  A first fragment needs a free slot of its pod (else
- * FRAG_LIMIT), a later fragment a record (else FRAG_ORPHAN).
+ * Two users, each with its map (passed in):
+ *  - pod_ingress, weft_frags: the datagrams a pod sends.  A first fragment
+ *    needs a free slot of its pod (else FRAG_LIMIT), a later fragment a
+ *    record (else FRAG_ORPHAN).
+ *  - vxlan_ingress, weft_rev_frags: the answers of backends on other nodes
+ *    that it translates back.  Nothing is dropped for want of a slot or a
+ *    record there.
  *
  *	frag_identify()  on entry, before any rewrite: is the packet a
  *	                 fragment, which datagram (as its sender sent it), its

@@ -1786,6 +1786,35 @@ DP_TEST(tc_attach_query_replace)
 	netns_leave(saved);
 }
 
+/* A pod of the other node (10.128.2.9) and its gateway there. */
+static const uint8_t remote_pod_mac[6] = { 0x0a, 0x58, 0x0a, 0x80, 0x02, 0x09 };
+static const uint8_t remote_gw_mac[6] = { 0xee, 0xee, 0x00, 0x00, 0x02, 0x01 };
+
+/* The packet p as the other node's pod sends it over the tunnel: from its
+ * MAC to its gateway's, TTL 63 (one hop done), IP checksum right. */
+static void pkt_from_remote(struct pkt *p)
+{
+	memcpy(p->b, remote_gw_mac, 6);
+	memcpy(p->b + 6, remote_pod_mac, 6);
+	ip_of(p)->ttl = 63;
+	ip_of(p)->check = 0;
+	ip_of(p)->check = htons(ip_checksum(ip_of(p), 20));
+}
+
+/* weftvx0, a VXLAN device in external mode on port 4789, up in this
+ * namespace (loopback up too): its ifindex, or a negative errno. */
+static int vxlan_dev_up(void)
+{
+	int ifindex;
+
+	if (sh("ip link set lo up && "
+	       "ip link add weftvx0 type vxlan external dstport 4789 && "
+	       "ip link set weftvx0 up") != 0)
+		return -EIO;
+	ifindex = (int)if_nametoindex("weftvx0");
+	return ifindex > 0 ? ifindex : -ENODEV;
+}
+
 /* Send frame, VXLAN-encapsulated with vni, to this namespace's VXLAN
  * socket; wait until the program has run (the trace count moves). */
 static int vxlan_send(struct fixture *f, uint32_t vni, const struct pkt *frame, struct result *r)
@@ -1824,16 +1853,11 @@ static int vxlan_send(struct fixture *f, uint32_t vni, const struct pkt *frame, 
 static void vxlan_device_body(struct fixture *f)
 {
 	struct weft_config cfg = ready_config();
-	uint8_t remote_pod_mac[6] = { 0x0a, 0x58, 0x0a, 0x80, 0x02, 0x09 };
-	uint8_t remote_gw_mac[6] = { 0xee, 0xee, 0x00, 0x00, 0x02, 0x01 };
 	struct result r;
 	struct pkt p;
 	int ifindex;
 
-	CHECK_EQ(sh("ip link set lo up && "
-		    "ip link add weftvx0 type vxlan external dstport 4789 && "
-		    "ip link set weftvx0 up"), 0);
-	ifindex = (int)if_nametoindex("weftvx0");
+	ifindex = vxlan_dev_up();
 	CHECK(ifindex > 0);
 	CHECK_EQ(seed_node(f->dp), 0);
 	cfg.vxlan_ifindex = (uint32_t)ifindex;
@@ -3996,9 +4020,9 @@ static void drain(int fd)
 		;
 }
 
-/* The next IPv4 TCP frame on fd (others, e.g. IPv6 neighbour discovery,
- * skipped); 0 or -ETIMEDOUT. */
-static int capture_tcp(int fd, struct pkt *p)
+/* The next IPv4 frame of protocol proto on fd (others, e.g. IPv6
+ * neighbour discovery, skipped); 0 or -ETIMEDOUT. */
+static int capture_ipv4(int fd, uint8_t proto, struct pkt *p)
 {
 	for (int i = 0; i < 64; i++) {
 		ssize_t n;
@@ -4007,8 +4031,7 @@ static int capture_tcp(int fd, struct pkt *p)
 		n = recv(fd, p->b, sizeof(p->b), 0);
 		if (n < 0)
 			return -ETIMEDOUT;
-		if (n >= 54 && get16(p->b + 12) == ETHERTYPE_IP &&
-		    ip_of(p)->protocol == IPPROTO_TCP) {
+		if (n >= 34 && get16(p->b + 12) == ETHERTYPE_IP && ip_of(p)->protocol == proto) {
 			p->len = (uint32_t)n;
 			return 0;
 		}
@@ -4069,34 +4092,60 @@ static void svc_netns_down(struct svc_netns *n)
 		close(n->here);
 }
 
+/* body in a namespace of its own, with n's second one (svc_netns_up, by
+ * the body) taken down after it */
+static void in_svc_netns(struct fixture *f, void (*body)(struct fixture *, struct svc_netns *))
+{
+	struct svc_netns n = { -1, -1, -1, -1, NULL, NULL };
+	int saved;
+
+	CHECK_EQ(netns_enter(&saved), 0);
+	body(f, &n);
+	svc_netns_down(&n);
+	netns_leave(saved);
+}
+
+/* The services' node of seed_services() with the devices above: weftvx0
+ * with vxlan_ingress (127.0.0.1 a node), the pod and underlay veths
+ * (*pod, *ul).  0 or a negative errno. */
+static int svc_vxlan_up(struct fixture *f, struct svc_netns *n, struct nl_link *pod,
+			struct nl_link *ul)
+{
+	struct weft_config cfg = ready_config();
+	int vx = vxlan_dev_up(), rc;
+
+	if (vx < 0)
+		return vx;
+	if ((rc = svc_netns_up(n)) < 0 || (rc = nl_link_get(n->nl, "weftpod", pod)) < 0 ||
+	    (rc = nl_link_get(n->nl, "weftul0", ul)) < 0 || (rc = seed_services(f->dp)) < 0)
+		return rc;
+	cfg.vxlan_ifindex = (uint32_t)vx;
+	cfg.underlay_ifindex = (uint32_t)ul->ifindex;
+	if ((rc = datapath_config_set(f->dp, &cfg)) < 0 ||
+	    (rc = datapath_nodeip_put(f->dp, htonl(INADDR_LOOPBACK), 9)) < 0)
+		return rc;
+	return datapath_attach_vxlan(f->dp, vx);
+}
+
+/* Pod A (which opened its connections through test runs, on the test-run
+ * ifindex) is now the pod behind weftpod, where what reaches it is caught. */
+static int pod_a_behind(struct fixture *f, const struct nl_link *pod)
+{
+	struct weft_endpoint a = endpoint((uint32_t)pod->ifindex, VNID_A, pod_a_mac, gw_a_mac);
+
+	return datapath_endpoint_put(f->dp, POD_A_IP, &a);
+}
+
 static void svc_vxlan_body(struct fixture *f, struct svc_netns *n)
 {
 	static const uint32_t ids[] = { BE_REMOTE };
-	uint8_t remote_be_mac[6] = { 0x0a, 0x58, 0x0a, 0x80, 0x02, 0x09 };
-	uint8_t remote_gw_mac[6] = { 0xee, 0xee, 0x00, 0x00, 0x02, 0x01 };
-	struct weft_config cfg = ready_config();
-	struct weft_endpoint a = endpoint(run_ifindex(), VNID_A, pod_a_mac, gw_a_mac);
 	struct weft_ct_entry rev;
 	struct nl_link pod, ul;
 	struct result r;
 	struct pkt p, got;
 	uint16_t snat;
-	int vx;
 
-	CHECK_EQ(sh("ip link set lo up && "
-		    "ip link add weftvx0 type vxlan external dstport 4789 && "
-		    "ip link set weftvx0 up"), 0);
-	vx = (int)if_nametoindex("weftvx0");
-	CHECK(vx > 0);
-	CHECK_EQ(svc_netns_up(n), 0);
-	CHECK_EQ(nl_link_get(n->nl, "weftpod", &pod), 0);
-	CHECK_EQ(nl_link_get(n->nl, "weftul0", &ul), 0);
-	CHECK_EQ(seed_services(f->dp), 0);
-	cfg.vxlan_ifindex = (uint32_t)vx;
-	cfg.underlay_ifindex = (uint32_t)ul.ifindex;
-	CHECK_EQ(datapath_config_set(f->dp, &cfg), 0);
-	CHECK_EQ(datapath_nodeip_put(f->dp, htonl(INADDR_LOOPBACK), 9), 0);
-	CHECK_EQ(datapath_attach_vxlan(f->dp, vx), 0);
+	CHECK_EQ(svc_vxlan_up(f, n, &pod, &ul), 0);
 	CHECK_EQ(backends_put3(f->dp, IPPROTO_TCP), 0);
 	CHECK_EQ(svc_put(f->dp, &cluster_tcp, ids, 1), 0);
 	CHECK_EQ(svc_put(f->dp, &nodeport_tcp, ids, 1), 0);
@@ -4106,22 +4155,18 @@ static void svc_vxlan_body(struct fixture *f, struct svc_netns *n)
 	CHECK_EQ(run_pod(f, &p, &r), 0);
 	CHECK_EQ(r.trace.action, WEFT_ACT_TUNNEL);
 	CHECK_TUPLE(&r.out, POD_A_IP, 43000, REMOTE_BE_IP, BE_PORT);
-	/* pod A is now the pod behind weftpod, where the answer is caught */
-	a.ifindex = (uint32_t)pod.ifindex;
-	CHECK_EQ(datapath_endpoint_put(f->dp, POD_A_IP, &a), 0);
+	CHECK_EQ(pod_a_behind(f, &pod), 0);
 
 	/* the backend's node sends the answer back; it reaches A from the cluster IP */
-	pkt_tcp(&p, remote_gw_mac, remote_be_mac, REMOTE_BE_IP, BE_PORT, POD_A_IP, 43000,
+	pkt_tcp(&p, remote_gw_mac, remote_pod_mac, REMOTE_BE_IP, BE_PORT, POD_A_IP, 43000,
 		TCP_SYN | TCP_ACK, 7000, 1001);
-	ip_of(&p)->ttl = 63;
-	ip_of(&p)->check = 0;
-	ip_of(&p)->check = htons(ip_checksum(ip_of(&p), 20));
+	pkt_from_remote(&p);
 	drain(n->pod_sock);
 	CHECK_EQ(vxlan_send(f, VNID_A, &p, &r), 0);
 	CHECK_EQ(r.trace.action, WEFT_ACT_LOCAL);
 	CHECK_EQ(r.trace.ifindex, pod.ifindex);
 	CHECK_EQ(r.trace.tunnel_remote, INADDR_LOOPBACK);
-	CHECK_EQ(capture_tcp(n->pod_sock, &got), 0);
+	CHECK_EQ(capture_ipv4(n->pod_sock, IPPROTO_TCP, &got), 0);
 	CHECK_TUPLE(&got, SVC_IP, SVC_PORT, POD_A_IP, 43000);
 	CHECK_FORWARDED(&p, &got);
 	CHECK(memcmp(got.b, pod_a_mac, 6) == 0);
@@ -4138,16 +4183,14 @@ static void svc_vxlan_body(struct fixture *f, struct svc_netns *n)
 
 	/* the answer to the gateway port leaves through the underlay, from
 	 * the node port, to the client */
-	pkt_tcp(&p, remote_gw_mac, remote_be_mac, REMOTE_BE_IP, BE_PORT, GATEWAY_IP, snat,
+	pkt_tcp(&p, remote_gw_mac, remote_pod_mac, REMOTE_BE_IP, BE_PORT, GATEWAY_IP, snat,
 		TCP_SYN | TCP_ACK, 8000, 3001);
-	ip_of(&p)->ttl = 63;
-	ip_of(&p)->check = 0;
-	ip_of(&p)->check = htons(ip_checksum(ip_of(&p), 20));
+	pkt_from_remote(&p);
 	drain(n->ul_sock);
 	CHECK_EQ(vxlan_send(f, VNID_A, &p, &r), 0);
 	CHECK_EQ(r.trace.action, WEFT_ACT_UNDERLAY);
 	CHECK_EQ(r.trace.ifindex, ul.ifindex);
-	CHECK_EQ(capture_tcp(n->ul_sock, &got), 0);
+	CHECK_EQ(capture_ipv4(n->ul_sock, IPPROTO_TCP, &got), 0);
 	CHECK_TUPLE(&got, NODE_IP, NODE_PORT, OUTSIDE_IP, 51000);
 	CHECK_FORWARDED(&p, &got);
 	CHECK(memcmp(got.b, outside_mac, 6) == 0);		/* the neighbour's */
@@ -4159,13 +4202,7 @@ static void svc_vxlan_body(struct fixture *f, struct svc_netns *n)
 
 DP_TEST(svc_vxlan_answers_are_translated_back)
 {
-	struct svc_netns n = { -1, -1, -1, -1, NULL, NULL };
-	int saved;
-
-	CHECK_EQ(netns_enter(&saved), 0);
-	svc_vxlan_body(f, &n);
-	svc_netns_down(&n);
-	netns_leave(saved);
+	in_svc_netns(f, svc_vxlan_body);
 }
 
 /* A backend outside the pod network: a host-network pod on this node (its
@@ -4219,9 +4256,9 @@ static void host_backend_body(struct fixture *f, struct svc_netns *n)
 	drain(n->pod_sock);
 	rc = send(n->pod_sock, p.b, p.len, 0) == (ssize_t)p.len ? 0 : -errno;
 	if (rc == 0)
-		rc = capture_tcp(n->pod_sock, &got);	/* its own SYN, outgoing */
+		rc = capture_ipv4(n->pod_sock, IPPROTO_TCP, &got);	/* its own SYN, outgoing */
 	for (int i = 0; rc == 0 && i < 8 && l4_of(&got)[13] != (TCP_SYN | TCP_ACK); i++)
-		rc = capture_tcp(n->pod_sock, &got);
+		rc = capture_ipv4(n->pod_sock, IPPROTO_TCP, &got);
 	close(lfd);
 	CHECK_EQ(rc, 0);
 	CHECK_EQ(l4_of(&got)[13], TCP_SYN | TCP_ACK);	/* the backend got it and answered */
@@ -4230,13 +4267,7 @@ static void host_backend_body(struct fixture *f, struct svc_netns *n)
 
 DP_TEST(svc_answer_of_a_backend_outside_the_pod_network_comes_from_the_frontend)
 {
-	struct svc_netns n = { -1, -1, -1, -1, NULL, NULL };
-	int saved;
-
-	CHECK_EQ(netns_enter(&saved), 0);
-	host_backend_body(f, &n);
-	svc_netns_down(&n);
-	netns_leave(saved);
+	in_svc_netns(f, host_backend_body);
 }
 
 /* ---- services from the node itself: svc_egress ----
@@ -4576,8 +4607,6 @@ static int svc_device_up(struct nl *nl, const char *name, struct nl_link *l)
 static void svc_host_vxlan_body(struct fixture *f, struct nl *nl)
 {
 	static const uint32_t ids[] = { BE_REMOTE };
-	uint8_t remote_be_mac[6] = { 0x0a, 0x58, 0x0a, 0x80, 0x02, 0x09 };
-	uint8_t remote_gw_mac[6] = { 0xee, 0xee, 0x00, 0x00, 0x02, 0x01 };
 	struct weft_config cfg = ready_config();
 	struct sockaddr_ll sll = { .sll_family = AF_PACKET, .sll_protocol = htons(ETH_P_ALL) };
 	struct timeval tv = { .tv_sec = 2 };
@@ -4587,10 +4616,7 @@ static void svc_host_vxlan_body(struct fixture *f, struct nl *nl)
 	struct pkt p, got;
 	int vx, sock = -1, rc;
 
-	CHECK_EQ(sh("ip link set lo up && "
-		    "ip link add weftvx0 type vxlan external dstport 4789 && "
-		    "ip link set weftvx0 up"), 0);
-	vx = (int)if_nametoindex("weftvx0");
+	vx = vxlan_dev_up();
 	CHECK(vx > 0);
 	CHECK_EQ(svc_device_up(nl, "weftsvc0", &svc), 0);
 	CHECK_EQ(seed_host_services(f->dp, (uint32_t)svc.ifindex, svc.mac), 0);
@@ -4615,15 +4641,13 @@ static void svc_host_vxlan_body(struct fixture *f, struct nl *nl)
 	rc = bind(sock, (struct sockaddr *)&sll, sizeof(sll)) < 0 ||
 	     setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0 ? -errno : 0;
 	if (rc == 0) {
-		pkt_tcp(&p, remote_gw_mac, remote_be_mac, REMOTE_BE_IP, BE_PORT, GATEWAY_IP, 43100,
+		pkt_tcp(&p, remote_gw_mac, remote_pod_mac, REMOTE_BE_IP, BE_PORT, GATEWAY_IP, 43100,
 			TCP_SYN | TCP_ACK, 9000, 7001);
-		ip_of(&p)->ttl = 63;
-		ip_of(&p)->check = 0;
-		ip_of(&p)->check = htons(ip_checksum(ip_of(&p), 20));
+		pkt_from_remote(&p);
 		drain(sock);
 		rc = vxlan_send(f, VNID_A, &p, &r);
 		if (rc == 0)
-			rc = capture_tcp(sock, &got);
+			rc = capture_ipv4(sock, IPPROTO_TCP, &got);
 	}
 	close(sock);
 	CHECK_EQ(rc, 0);
@@ -4787,13 +4811,7 @@ static void svc_real_body(struct fixture *f, struct svc_netns *n)
 
 DP_TEST(svc_real_node_connects_and_is_refused_through_the_service_device)
 {
-	struct svc_netns n = { -1, -1, -1, -1, NULL, NULL };
-	int saved;
-
-	CHECK_EQ(netns_enter(&saved), 0);
-	svc_real_body(f, &n);
-	svc_netns_down(&n);
-	netns_leave(saved);
+	in_svc_netns(f, svc_real_body);
 }
 
 /* ---- ICMP errors, fragments and the cluster network from pods ---- */
@@ -5029,6 +5047,16 @@ DP_TEST(svc_backend_icmp_error_is_translated_to_the_frontend)
 	CHECK_EQ(drops_total(f), 0);
 }
 
+/* Make p a fragment: IP ID id, at offset (8-byte units), more: more
+ * fragments follow; the IP checksum made right again. */
+static void pkt_fragment(struct pkt *p, uint16_t id, uint16_t offset, bool more)
+{
+	ip_of(p)->id = htons(id);
+	ip_of(p)->frag_off = htons((uint16_t)((more ? IP_MF : 0) | offset));
+	ip_of(p)->check = 0;
+	ip_of(p)->check = htons(ip_checksum(ip_of(p), 20));
+}
+
 /* A fragment of a UDP datagram from pod A, 32 bytes of it (4 units of
  * 8): at offset (in units), more: more fragments follow.  Offset 0 holds
  * the UDP header. */
@@ -5036,10 +5064,7 @@ static void udp_fragment_at(struct pkt *p, in_addr_t dst, uint16_t dport, uint16
 			    uint16_t offset, bool more)
 {
 	pkt_l4(p, gw_a_mac, pod_a_mac, IPPROTO_UDP, POD_A_IP, 40400, dst, dport, 24);
-	ip_of(p)->id = htons(id);
-	ip_of(p)->frag_off = htons((uint16_t)((more ? IP_MF : 0) | offset));
-	ip_of(p)->check = 0;
-	ip_of(p)->check = htons(ip_checksum(ip_of(p), 20));
+	pkt_fragment(p, id, offset, more);
 }
 
 /* The first fragment (offset 0, MF), or the last one right after it
@@ -5260,9 +5285,7 @@ DP_TEST(pod_first_fragment_beyond_16_open_datagrams_is_dropped)
 	/* another pod has slots of its own */
 	pkt_l4(&p, gw_b_mac, (uint8_t[]){ 0x0a, 0x58, 10, 128, 0, 21 }, IPPROTO_UDP, BLUE_SRC_IP,
 	       40400, OUT_HOST_IP, 9999, 24);
-	ip_of(&p)->frag_off = htons(IP_MF);
-	ip_of(&p)->check = 0;
-	ip_of(&p)->check = htons(ip_checksum(ip_of(&p), 20));
+	pkt_fragment(&p, 1, 0, true);
 	CHECK_FRAGMENT(f, &p, TC_ACT_OK, 0);
 	CHECK_EQ(drops_of(f, WEFT_DROP_FRAG_LIMIT), 4);
 	CHECK_EQ(drops_of(f, WEFT_DROP_FRAG_ORPHAN), 1);
@@ -5371,6 +5394,149 @@ DP_TEST(pod_later_fragments_find_their_first_in_another_slot)
 	udp_fragment(&p, OUT_HOST_IP, 9999, other, false);
 	CHECK_FRAGMENT(f, &p, TC_ACT_OK, 0);
 	CHECK_EQ(drops_total(f), 0);
+}
+
+/* ---- fragments of answers over the tunnel (vxlan_ingress, weft_rev_frags) ----
+ *
+ * On the real VXLAN device of svc_vxlan_up(): a backend on "another node"
+ * (127.0.0.1) answers with fragmented datagrams; what reaches pod A (or
+ * the underlay) is caught and read. */
+
+static const struct svc nodeport_udp = { 0, NODE_PORT, IPPROTO_UDP, WEFT_SVC_F_NODE_PORT, 0 };
+
+/* A fragment of a UDP datagram from a pod of the other node, as its node
+ * tunnels it: 32 bytes at offset (8-byte units). */
+static void remote_fragment(struct pkt *p, in_addr_t src, uint16_t sport, in_addr_t dst,
+			    uint16_t dport, uint16_t id, uint16_t offset, bool more)
+{
+	pkt_l4(p, remote_gw_mac, remote_pod_mac, IPPROTO_UDP, src, sport, dst, dport, 24);
+	pkt_fragment(p, id, offset, more);
+	pkt_from_remote(p);
+}
+
+/* p sent over the tunnel (VNI VNID_A) reaches sock as *got, with the
+ * trace's action; the payload after the IP header as sent. */
+#define CHECK_TUNNELLED_TO(f, p, sock, action_, got)                        \
+	do {                                                                \
+		struct result r_;                                           \
+		drain(sock);                                                \
+		CHECK_EQ(vxlan_send((f), VNID_A, (p), &r_), 0);             \
+		CHECK_EQ(r_.trace.action, (action_));                       \
+		CHECK_EQ(capture_ipv4((sock), IPPROTO_UDP, (got)), 0);      \
+		CHECK_EQ(ip_checksum(ip_of(got), 20), 0);                   \
+		CHECK_EQ(ip_of(got)->ttl, ip_of(p)->ttl - 1);               \
+		CHECK_EQ(ip_of(got)->frag_off, ip_of(p)->frag_off);         \
+	} while (0)
+
+static void vxlan_answer_fragments_body(struct fixture *f, struct svc_netns *n)
+{
+	static const uint32_t ids[] = { BE_REMOTE };
+	uint32_t home = frag_home(POD_A_IP, 700, IPPROTO_UDP);
+	struct nl_link pod, ul;
+	struct weft_frag v;
+	struct result r;
+	struct pkt p, got;
+	uint16_t snat;
+
+	CHECK_EQ(svc_vxlan_up(f, n, &pod, &ul), 0);
+	CHECK_EQ(backends_put3(f->dp, IPPROTO_UDP), 0);
+	CHECK_EQ(svc_put(f->dp, &cluster_udp, ids, 1), 0);
+	CHECK_EQ(svc_put(f->dp, &nodeport_udp, ids, 1), 0);
+
+	/* pod A's datagram to the cluster IP goes to the backend elsewhere */
+	pkt_l4(&p, gw_a_mac, pod_a_mac, IPPROTO_UDP, POD_A_IP, 40400, SVC_IP, 53, 12);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.trace.action, WEFT_ACT_TUNNEL);
+	CHECK_TUPLE(&r.out, POD_A_IP, 40400, REMOTE_BE_IP, BE_PORT);
+	CHECK_EQ(pod_a_behind(f, &pod), 0);
+
+	/* its answer, fragmented: the first fragment is translated by the
+	 * conntrack, and recorded under the backend's address */
+	remote_fragment(&p, REMOTE_BE_IP, BE_PORT, POD_A_IP, 40400, 700, 0, true);
+	CHECK_TUNNELLED_TO(f, &p, n->pod_sock, WEFT_ACT_LOCAL, &got);
+	CHECK_TUPLE(&got, SVC_IP, 53, POD_A_IP, 40400);
+	CHECK_EQ(frag_get(f, "weft_rev_frags", REMOTE_BE_IP, home, &v), 0);
+	CHECK_EQ(v.daddr, POD_A_IP);
+	CHECK_EQ(v.nat_saddr, SVC_IP);
+	CHECK_EQ(v.nat_daddr, POD_A_IP);
+	CHECK_EQ(v.id, htons(700));
+	/* the later fragment, no ports in it, is translated the same way */
+	remote_fragment(&p, REMOTE_BE_IP, BE_PORT, POD_A_IP, 40400, 700, 4, false);
+	CHECK_TUNNELLED_TO(f, &p, n->pod_sock, WEFT_ACT_LOCAL, &got);
+	CHECK_EQ(ip_of(&got)->saddr, SVC_IP);
+	CHECK_EQ(ip_of(&got)->daddr, POD_A_IP);
+	CHECK(memcmp(l4_of(&got), l4_of(&p), 32) == 0);		/* payload untouched */
+	CHECK_EQ(frag_get(f, "weft_rev_frags", REMOTE_BE_IP, home, &v), 0);
+	CHECK_EQ(v.flags, WEFT_FRAG_F_DONE);
+	/* another datagram of the backend's to A (not an answer: another
+	 * port) keeps its address, first and later fragment alike */
+	remote_fragment(&p, REMOTE_BE_IP, 9000, POD_A_IP, 40400, 701, 0, true);
+	CHECK_TUNNELLED_TO(f, &p, n->pod_sock, WEFT_ACT_LOCAL, &got);
+	CHECK_EQ(ip_of(&got)->saddr, REMOTE_BE_IP);
+	remote_fragment(&p, REMOTE_BE_IP, 9000, POD_A_IP, 40400, 701, 4, false);
+	CHECK_TUNNELLED_TO(f, &p, n->pod_sock, WEFT_ACT_LOCAL, &got);
+	CHECK_EQ(ip_of(&got)->saddr, REMOTE_BE_IP);
+
+	/* an outside client's NodePort datagram, SNATed to the gateway ... */
+	pkt_l4(&p, node_mac, outside_mac, IPPROTO_UDP, OUTSIDE_IP, 51000, NODE_IP, NODE_PORT, 12);
+	CHECK_EQ(run_node(f, &p, &r), 0);
+	CHECK_EQ(r.trace.action, WEFT_ACT_TUNNEL);
+	snat = sport_of(&r.out);
+	CHECK_TUPLE(&r.out, GATEWAY_IP, snat, REMOTE_BE_IP, BE_PORT);
+	/* ... answered in three fragments: all leave through the underlay,
+	 * from the node port to the client */
+	remote_fragment(&p, REMOTE_BE_IP, BE_PORT, GATEWAY_IP, snat, 702, 0, true);
+	CHECK_TUNNELLED_TO(f, &p, n->ul_sock, WEFT_ACT_UNDERLAY, &got);
+	CHECK_TUPLE(&got, NODE_IP, NODE_PORT, OUTSIDE_IP, 51000);
+	for (uint16_t off = 4; off <= 8; off += 4) {
+		remote_fragment(&p, REMOTE_BE_IP, BE_PORT, GATEWAY_IP, snat, 702, off, off < 8);
+		CHECK_TUNNELLED_TO(f, &p, n->ul_sock, WEFT_ACT_UNDERLAY, &got);
+		CHECK_EQ(ip_of(&got)->saddr, NODE_IP);
+		CHECK_EQ(ip_of(&got)->daddr, OUTSIDE_IP);
+		CHECK(memcmp(l4_of(&got), l4_of(&p), 32) == 0);
+	}
+	CHECK_EQ(drops_total(f), 0);
+}
+
+DP_TEST(vxlan_later_fragments_of_an_answer_are_translated_as_the_first)
+{
+	in_svc_netns(f, vxlan_answer_fragments_body);
+}
+
+static void vxlan_pod_fragments_body(struct fixture *f, struct svc_netns *n)
+{
+	struct nl_link pod, ul;
+	struct weft_frag v;
+	struct pkt p, got;
+
+	CHECK_EQ(svc_vxlan_up(f, n, &pod, &ul), 0);
+	CHECK_EQ(pod_a_behind(f, &pod), 0);
+
+	/* a remote pod's fragmented datagram to pod A: no service, nothing
+	 * to translate, nothing recorded; delivered as it came */
+	remote_fragment(&p, REMOTE_BE2_IP, 9000, POD_A_IP, 40400, 800, 0, true);
+	CHECK_TUNNELLED_TO(f, &p, n->pod_sock, WEFT_ACT_LOCAL, &got);
+	CHECK_TUPLE(&got, REMOTE_BE2_IP, 9000, POD_A_IP, 40400);
+	CHECK(memcmp(l4_of(&got), l4_of(&p), 32) == 0);
+	for (uint32_t slot = 0; slot < WEFT_FRAG_SLOTS; slot++)
+		CHECK_EQ(frag_get(f, "weft_rev_frags", REMOTE_BE2_IP, slot, &v), -ENOENT);
+	for (uint16_t off = 4; off <= 8; off += 4) {
+		remote_fragment(&p, REMOTE_BE2_IP, 9000, POD_A_IP, 40400, 800, off, off < 8);
+		CHECK_TUNNELLED_TO(f, &p, n->pod_sock, WEFT_ACT_LOCAL, &got);
+		CHECK_EQ(ip_of(&got)->saddr, REMOTE_BE2_IP);
+		CHECK(memcmp(l4_of(&got), l4_of(&p), 32) == 0);
+	}
+	/* a later fragment whose first this node never saw: not this path's
+	 * to judge (the sender's node did), delivered */
+	remote_fragment(&p, REMOTE_BE2_IP, 9000, POD_A_IP, 40400, 801, 4, false);
+	CHECK_TUNNELLED_TO(f, &p, n->pod_sock, WEFT_ACT_LOCAL, &got);
+	CHECK_EQ(ip_of(&got)->saddr, REMOTE_BE2_IP);
+	CHECK_EQ(drops_total(f), 0);
+}
+
+DP_TEST(vxlan_pod_to_pod_fragments_are_delivered_untranslated)
+{
+	in_svc_netns(f, vxlan_pod_fragments_body);
 }
 
 DP_TEST(pod_cluster_address_outside_every_subnet_is_dropped)
