@@ -259,7 +259,7 @@ static __always_inline int judge_icmp(struct __sk_buff *skb, struct iphdr *ip,
 		*verdict = drop(-rc);
 		return 0;
 	}
-	reason = icmp_error_check(&e, ip, src);
+	reason = icmp_error_check(&e, ip, src->vnid);
 	if (reason != WEFT_DROP_NONE) {
 		*verdict = drop(reason);
 		return 0;

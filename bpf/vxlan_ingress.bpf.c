@@ -12,6 +12,9 @@
  *	  ├─ ARP ──────────────────────────────────────── drop ARP
  *	  ├─ IPv4
  *	  │   ├─ malformed ────────────────────────────── drop MALFORMED
+ *	  │   ├─ ICMP error whose quote does not fit ──────── drop ICMP_TRUNCATED
+ *	  │   ├─ ICMP error not about a packet its sender
+ *	  │   │  received (lib/icmp.h, rules 1-3) ────────── drop ICMP_FORGED
  *	  │   ├─ TCP/UDP answering a connection this node
  *	  │   │  translated (REV, lib/lb.h), a backend's ICMP
  *	  │   │  error about one (lib/icmp.h), or a later
@@ -50,6 +53,15 @@
  * bounded its open datagrams); this path drops no fragment for want of a
  * record or a slot.
  *
+ * ICMP errors were judged on the sender's node (pod_ingress); the same
+ * rules (lib/icmp.h: the quoted destination is the sender, the error goes
+ * back to the quoted source, the VNID rule between the quoted source and
+ * the sender, whose VNID is the VNI) are checked again here, before the
+ * translation, so that nothing but a genuine error is ever turned into
+ * one from a frontend.  Every error a node's pod_ingress lets through
+ * passes them again: a pod's error crosses the tunnel only towards the
+ * pod or gateway it quotes as source.
+ *
  * Nobody sends ARP over the tunnel (pod_ingress answers every pod's ARP on
  * its own node), so ARP here is noise or an attack.
  *
@@ -77,12 +89,12 @@ const volatile __u32 trace_enabled = 0;
 #include "lib/trace.h"
 
 /* An answer to a connection this node translated, a backend's ICMP error
- * about one (judged by the backend's node), or a later fragment of such an
- * answer: back to the frontend.  LB_NONE (not one of them: untouched),
+ * about one, or a later fragment of such an answer: back to the frontend
+ * (an ICMP error judged first, vnid its sender's).  LB_NONE (not one of them: untouched),
  * LB_DONE (*ct_flags the connection's) or a negative drop reason.
  * Invalidates packet pointers. */
 static __always_inline int translate_back(struct __sk_buff *skb, const struct iphdr *ip,
-					  const struct frag_id *fr, __u16 *ct_flags)
+					  const struct frag_id *fr, __u32 vnid, __u16 *ct_flags)
 {
 	struct icmp_error e;
 	struct l4_tuple t;
@@ -96,6 +108,8 @@ static __always_inline int translate_back(struct __sk_buff *skb, const struct ip
 		rc = icmp_error_read(skb, ip, &e);
 		if (rc <= 0)
 			return rc;	/* not an error (LB_NONE), or truncated */
+		if (icmp_error_check(&e, ip, vnid) != WEFT_DROP_NONE)
+			return -WEFT_DROP_ICMP_FORGED;
 		return icmp_error_translate(skb, &e, ip, ct_flags);
 	}
 	rc = l4_tuple_read(skb, ip, &t);
@@ -119,7 +133,7 @@ static __always_inline int deliver_ipv4(struct __sk_buff *skb, const struct weft
 		return drop_tunnel(WEFT_DROP_MALFORMED, key->tunnel_id, key->remote_ipv4);
 
 	frag_identify(ip, &fr);
-	rc = translate_back(skb, ip, &fr, &ct_flags);
+	rc = translate_back(skb, ip, &fr, key->tunnel_id, &ct_flags);
 	if (rc < 0)
 		return drop_tunnel(-rc, key->tunnel_id, key->remote_ipv4);
 	if (rc == LB_DONE) {

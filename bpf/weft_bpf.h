@@ -439,15 +439,16 @@ enum weft_drop_reason {
 					 * entry written */
 	WEFT_DROP_CT_SOURCE_LIMIT,	/* a new connection of a client that already
 					 * holds ct_source_max connections */
-	WEFT_DROP_ICMP_FORGED,		/* pod: an ICMP error (unreachable, time
+	WEFT_DROP_ICMP_FORGED,		/* pod, or a pod of another node over the
+					 * tunnel: an ICMP error (unreachable, time
 					 * exceeded, parameter problem) that is not
-					 * about a packet this pod received: the
-					 * quoted destination is not the pod, the
+					 * about a packet the sender received: the
+					 * quoted destination is not the sender, the
 					 * error does not go back to the quoted
 					 * source, or the VNID rule refuses the
 					 * quoted pair */
-	WEFT_DROP_ICMP_TRUNCATED,	/* pod: an ICMP error whose quoted IP header
-					 * and 8 bytes after it do not fit */
+	WEFT_DROP_ICMP_TRUNCATED,	/* pod, tunnel: an ICMP error whose quoted IP
+					 * header and 8 bytes after it do not fit */
 	WEFT_DROP_FRAG_ORPHAN,		/* pod: a later IPv4 fragment whose first
 					 * fragment was not let through (or too long
 					 * ago, or its slot was reused) */

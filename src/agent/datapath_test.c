@@ -5539,6 +5539,171 @@ DP_TEST(vxlan_pod_to_pod_fragments_are_delivered_untranslated)
 	in_svc_netns(f, vxlan_pod_fragments_body);
 }
 
+/* ---- ICMP errors over the tunnel (vxlan_ingress, lib/icmp.h) ---- */
+
+/* An ICMP error from the backend on the other node, as its node tunnels
+ * it (pkt_icmp_error's quote: UDP qsrc:qsport -> qdst:qdport). */
+static void remote_icmp_error(struct pkt *p, in_addr_t dst, uint8_t code, in_addr_t qsrc,
+			      uint16_t qsport, in_addr_t qdst, uint16_t qdport)
+{
+	pkt_icmp_error(p, remote_pod_mac, REMOTE_BE_IP, dst, ICMP_UNREACH, code, qsrc, qsport,
+		       qdst, qdport);
+	pkt_from_remote(p);
+}
+
+/* got is the ICMP error p translated and forwarded: the outer and quoted
+ * addresses and the quoted ports as given, the rest of p kept (TTL one
+ * less, the next-hop MTU, the quoted transport checksum, which covers a
+ * datagram nobody has whole), every checksum it carries right again. */
+#define CHECK_ICMP_TRANSLATED(p, got, src, dst, qsrc, qsport, qdst, qdport)  \
+	do {                                                                 \
+		CHECK_EQ((got)->len, (p)->len);                              \
+		CHECK_EQ(ip_of(got)->saddr, (src));                          \
+		CHECK_EQ(ip_of(got)->daddr, (dst));                          \
+		CHECK_EQ(ip_of(got)->ttl, ip_of(p)->ttl - 1);                \
+		CHECK_EQ(quote_of(got)->saddr, (qsrc));                      \
+		CHECK_EQ(quote_of(got)->daddr, (qdst));                      \
+		CHECK_EQ(get16(icmp_of(got) + 8 + 20), (qsport));            \
+		CHECK_EQ(get16(icmp_of(got) + 8 + 20 + 2), (qdport));        \
+		CHECK_EQ(get16(icmp_of(got) + 6), 552);                      \
+		CHECK_EQ(get16(icmp_of(got) + 8 + 20 + 6), 0x1234);          \
+		CHECK_EQ(ip_checksum(ip_of(got), 20), 0);                    \
+		CHECK_EQ(ip_checksum(quote_of(got), 20), 0);                 \
+		CHECK_EQ(icmp_checksum(got), 0);                             \
+	} while (0)
+
+static void vxlan_icmp_error_body(struct fixture *f, struct svc_netns *n)
+{
+	static const uint32_t ids[] = { BE_REMOTE };
+	struct nl_link pod, ul;
+	struct result r;
+	struct pkt p, got;
+	uint16_t snat;
+
+	CHECK_EQ(svc_vxlan_up(f, n, &pod, &ul), 0);
+	CHECK_EQ(backends_put3(f->dp, IPPROTO_UDP), 0);
+	CHECK_EQ(svc_put(f->dp, &cluster_udp, ids, 1), 0);
+	CHECK_EQ(svc_put(f->dp, &nodeport_udp, ids, 1), 0);
+
+	/* pod A's datagram to the cluster IP, translated to the backend on
+	 * the other node */
+	pkt_l4(&p, gw_a_mac, pod_a_mac, IPPROTO_UDP, POD_A_IP, 40300, SVC_IP, 53, 12);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.trace.action, WEFT_ACT_TUNNEL);
+	CHECK_TUPLE(&r.out, POD_A_IP, 40300, REMOTE_BE_IP, BE_PORT);
+	CHECK_EQ(pod_a_behind(f, &pod), 0);
+
+	/* the backend says "fragmentation needed" about it: A gets it from
+	 * the cluster IP, about the cluster IP and port it sent to */
+	remote_icmp_error(&p, POD_A_IP, ICMP_FRAG_NEEDED, POD_A_IP, 40300, REMOTE_BE_IP, BE_PORT);
+	drain(n->pod_sock);
+	CHECK_EQ(vxlan_send(f, VNID_A, &p, &r), 0);
+	CHECK_EQ(r.trace.action, WEFT_ACT_LOCAL);
+	CHECK_EQ(r.trace.ifindex, pod.ifindex);
+	CHECK_EQ(capture_ipv4(n->pod_sock, IPPROTO_ICMP, &got), 0);
+	CHECK_ICMP_TRANSLATED(&p, &got, SVC_IP, POD_A_IP, POD_A_IP, 40300, SVC_IP, 53);
+
+	/* an outside client's NodePort datagram, SNATed to the gateway: the
+	 * backend's error about it leaves through the underlay, from the node
+	 * IP to the client, quoting the client and the node port */
+	pkt_l4(&p, node_mac, outside_mac, IPPROTO_UDP, OUTSIDE_IP, 51000, NODE_IP, NODE_PORT, 12);
+	CHECK_EQ(run_node(f, &p, &r), 0);
+	snat = sport_of(&r.out);
+	CHECK_TUPLE(&r.out, GATEWAY_IP, snat, REMOTE_BE_IP, BE_PORT);
+	remote_icmp_error(&p, GATEWAY_IP, ICMP_FRAG_NEEDED, GATEWAY_IP, snat, REMOTE_BE_IP, BE_PORT);
+	drain(n->ul_sock);
+	CHECK_EQ(vxlan_send(f, VNID_A, &p, &r), 0);
+	CHECK_EQ(r.trace.action, WEFT_ACT_UNDERLAY);
+	CHECK_EQ(capture_ipv4(n->ul_sock, IPPROTO_ICMP, &got), 0);
+	CHECK_ICMP_TRANSLATED(&p, &got, NODE_IP, OUTSIDE_IP, OUTSIDE_IP, 51000, NODE_IP, NODE_PORT);
+
+	/* an error about a flow no service translated (the backend's own
+	 * with A): delivered as it came */
+	remote_icmp_error(&p, POD_A_IP, 3, POD_A_IP, 40301, REMOTE_BE_IP, 9000);
+	drain(n->pod_sock);
+	CHECK_EQ(vxlan_send(f, VNID_A, &p, &r), 0);
+	CHECK_EQ(r.trace.action, WEFT_ACT_LOCAL);
+	CHECK_EQ(capture_ipv4(n->pod_sock, IPPROTO_ICMP, &got), 0);
+	CHECK(memcmp(l4_of(&got), l4_of(&p), 8 + 20 + 8) == 0);
+	CHECK_EQ(ip_of(&got)->saddr, REMOTE_BE_IP);
+	CHECK_EQ(drops_total(f), 0);
+}
+
+DP_TEST(vxlan_backend_icmp_error_is_translated_to_the_frontend)
+{
+	in_svc_netns(f, vxlan_icmp_error_body);
+}
+
+static void vxlan_forged_icmp_body(struct fixture *f, struct svc_netns *n)
+{
+	static const uint32_t ids[] = { BE_REMOTE };
+	static const struct {
+		in_addr_t dst, qsrc, qdst;	/* outer destination, quoted pair */
+		uint16_t qdport;
+	} forged[] = {
+		/* A's connection to the service (as A sent it, to the
+		 * cluster IP): not what the backend received */
+		{ POD_A_IP, POD_A_IP, SVC_IP, 53 },
+		/* A's packet to another pod of that node */
+		{ POD_A_IP, POD_A_IP, REMOTE_BE2_IP, BE_PORT },
+		/* pod B's packet, the error sent to A */
+		{ POD_A_IP, POD_B_IP, REMOTE_BE_IP, BE_PORT },
+		/* A's connection, the error sent to the gateway */
+		{ GATEWAY_IP, POD_A_IP, REMOTE_BE_IP, BE_PORT },
+	};
+	struct nl_link pod, ul;
+	struct weft_ct_entry rev;
+	struct result r;
+	struct pkt p;
+
+	CHECK_EQ(svc_vxlan_up(f, n, &pod, &ul), 0);
+	CHECK_EQ(backends_put3(f->dp, IPPROTO_UDP), 0);
+	CHECK_EQ(svc_put(f->dp, &cluster_udp, ids, 1), 0);
+	/* A's connection through the service to the backend */
+	pkt_l4(&p, gw_a_mac, pod_a_mac, IPPROTO_UDP, POD_A_IP, 40500, SVC_IP, 53, 12);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(ct_get(f, REMOTE_BE_IP, BE_PORT, POD_A_IP, 40500, IPPROTO_UDP, WEFT_CT_REV, &rev),
+		 0);
+	CHECK_EQ(pod_a_behind(f, &pod), 0);
+
+	/* the backend quotes what it never received, or sends the error
+	 * elsewhere than the quoted source: dropped before any translation */
+	for (size_t i = 0; i < sizeof(forged) / sizeof(forged[0]); i++) {
+		remote_icmp_error(&p, forged[i].dst, 3, forged[i].qsrc, 40500, forged[i].qdst,
+				  forged[i].qdport);
+		CHECK_EQ(vxlan_send(f, VNID_A, &p, &r), 0);
+		CHECK_EQ(r.trace.action, WEFT_ACT_DROP);
+		CHECK_EQ(r.trace.drop_reason, WEFT_DROP_ICMP_FORGED);
+	}
+	CHECK_EQ(drops_of(f, WEFT_DROP_ICMP_FORGED), sizeof(forged) / sizeof(forged[0]));
+	/* a tenant the quoted source may not hear from (VNI) */
+	remote_icmp_error(&p, POD_A_IP, 3, POD_A_IP, 40500, REMOTE_BE_IP, BE_PORT);
+	{
+		struct weft_ipcache_entry a = { .node_ip = NODE_IP, .vnid = VNID_A };
+
+		CHECK_EQ(datapath_ipcache_put(f->dp, POD_A_IP, &a), 0);
+	}
+	CHECK_EQ(vxlan_send(f, VNID_RED, &p, &r), 0);
+	CHECK_EQ(r.trace.drop_reason, WEFT_DROP_ICMP_FORGED);
+	/* a quote cut short */
+	remote_icmp_error(&p, POD_A_IP, 3, POD_A_IP, 40500, REMOTE_BE_IP, BE_PORT);
+	ip_of(&p)->tot_len = htons(20 + 8 + 20);
+	pkt_from_remote(&p);
+	p.len -= 8;
+	CHECK_EQ(vxlan_send(f, VNID_A, &p, &r), 0);
+	CHECK_EQ(r.trace.drop_reason, WEFT_DROP_ICMP_TRUNCATED);
+	/* the genuine error still passes, translated */
+	remote_icmp_error(&p, POD_A_IP, 3, POD_A_IP, 40500, REMOTE_BE_IP, BE_PORT);
+	CHECK_EQ(vxlan_send(f, VNID_A, &p, &r), 0);
+	CHECK_EQ(r.trace.action, WEFT_ACT_LOCAL);
+	CHECK_EQ(drops_total(f), sizeof(forged) / sizeof(forged[0]) + 2);
+}
+
+DP_TEST(vxlan_forged_icmp_error_is_dropped)
+{
+	in_svc_netns(f, vxlan_forged_icmp_body);
+}
+
 DP_TEST(pod_cluster_address_outside_every_subnet_is_dropped)
 {
 	static const in_addr_t dsts[] = { IP(10, 131, 255, 255), IP(10, 129, 0, 5),
