@@ -5396,6 +5396,36 @@ DP_TEST(pod_later_fragments_find_their_first_in_another_slot)
 	CHECK_EQ(drops_total(f), 0);
 }
 
+DP_TEST(pod_later_fragments_of_a_local_backends_answer_are_translated)
+{
+	static const uint32_t ids[] = { BE_LOCAL };
+	uint8_t be_mac[6];
+	struct result r;
+	struct pkt p;
+
+	CHECK_EQ(seed_services(f->dp), 0);
+	CHECK_EQ(backends_put3(f->dp, IPPROTO_UDP), 0);
+	CHECK_EQ(svc_put(f->dp, &cluster_udp, ids, 1), 0);
+	tenant_mac(LOCAL_BE_IP, be_mac);
+	pkt_l4(&p, gw_a_mac, pod_a_mac, IPPROTO_UDP, POD_A_IP, 40400, SVC_IP, 53, 12);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_TUPLE(&r.out, POD_A_IP, 40400, LOCAL_BE_IP, BE_PORT);
+
+	/* the backend here answers in two fragments: both reach A from the
+	 * cluster IP (pod_ingress's own records: the backend is the sender) */
+	for (uint16_t off = 0; off <= 4; off += 4) {
+		pkt_l4(&p, gw_a_mac, be_mac, IPPROTO_UDP, LOCAL_BE_IP, BE_PORT, POD_A_IP, 40400, 24);
+		pkt_fragment(&p, 900, off, off == 0);
+		CHECK_EQ(run_pod(f, &p, &r), 0);
+		CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
+		CHECK_EQ(r.trace.action, WEFT_ACT_LOCAL);
+		CHECK_EQ(ip_of(&r.out)->saddr, SVC_IP);
+		CHECK_EQ(ip_of(&r.out)->daddr, POD_A_IP);
+		CHECK_EQ(ip_checksum(ip_of(&r.out), 20), 0);
+	}
+	CHECK_EQ(drops_total(f), 0);
+}
+
 /* ---- fragments of answers over the tunnel (vxlan_ingress, weft_rev_frags) ----
  *
  * On the real VXLAN device of svc_vxlan_up(): a backend on "another node"
