@@ -294,10 +294,6 @@ check "D: b1 -> 10.131.255.255 (no node subnet) never on the underlay, no-subnet
 # ---------------------------------------------------------------- E
 FIRSTS=5000
 b1_exchange() { is "$(ns blue/b1 $PY "$TOOL" exchange "$OUT" 9996 "$1" 3000)" "$1/$1" "b1's 3000-byte exchanges:"; }
-# reported REASON MIN: `weftctl drops node-1` lists REASON on node-1 with >= MIN packets
-reported() {
-	lab weftctl drops node-1 | awk -v r="$1" -v min="$2" '$1 == "node-1" && $2 == r && $3 >= min { ok = 1 } END { exit !ok }'
-}
 # reassembly queues of node-1's stack (conntrack defrag included)
 reasm_queues() { ns node-1 awk '$1 == "FRAG:" { print $3 }' /proc/net/sockstat; }
 check "E control: b1 <-> OUT, 3000-byte UDP (fragmented), 3/3" b1_exchange 3
@@ -316,7 +312,7 @@ first_flood() {
 }
 check "E: b1 floods N1 with $FIRSTS first fragments: frag-limit counts those over 16 open, node-1's reassembly bounded" first_flood
 check "E: weftctl drops lists frag-limit on node-1" \
-	wait_for 30 reported frag-limit "$(cat "$T_ROOT/frag_limit_min" 2>/dev/null || echo 1)"
+	wait_for 30 drops_reported node-1 frag-limit "$(cat "$T_ROOT/frag_limit_min" 2>/dev/null || echo 1)"
 check "E control: after the flood b1 <-> OUT works again once its open datagrams expire" wait_for 20 b1_exchange 1
 
 finish
