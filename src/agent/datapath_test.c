@@ -5000,23 +5000,37 @@ DP_TEST(pod_icmp_error_with_a_truncated_quote_is_dropped)
 	CHECK_EQ(r.trace.drop_reason, WEFT_DROP_MALFORMED);
 }
 
-DP_TEST(svc_backend_icmp_error_is_translated_to_the_frontend)
+/* seed_services() with the UDP backends, BE_LOCAL (a pod here) behind
+ * cluster_udp, and pod A's datagram from sport to the cluster IP
+ * delivered to it.  0, a negative errno, or -EPROTO when it went astray. */
+static int udp_svc_local(struct fixture *f, uint16_t sport)
 {
 	static const uint32_t ids[] = { BE_LOCAL };
+	struct result r;
+	struct pkt p;
+	int rc;
+
+	if ((rc = seed_services(f->dp)) < 0 || (rc = backends_put3(f->dp, IPPROTO_UDP)) < 0 ||
+	    (rc = svc_put(f->dp, &cluster_udp, ids, 1)) < 0)
+		return rc;
+	pkt_l4(&p, gw_a_mac, pod_a_mac, IPPROTO_UDP, POD_A_IP, sport, SVC_IP, 53, 12);
+	if ((rc = run_pod(f, &p, &r)) < 0)
+		return rc;
+	if (r.verdict != TC_ACT_REDIRECT || ip_of(&r.out)->daddr != LOCAL_BE_IP ||
+	    dport_of(&r.out) != BE_PORT)
+		return -EPROTO;
+	return 0;
+}
+
+DP_TEST(svc_backend_icmp_error_is_translated_to_the_frontend)
+{
 	uint8_t be_mac[6];
 	struct result r;
 	struct pkt p;
 
-	CHECK_EQ(seed_services(f->dp), 0);
-	CHECK_EQ(backends_put3(f->dp, IPPROTO_UDP), 0);
-	CHECK_EQ(svc_put(f->dp, &cluster_udp, ids, 1), 0);
+	/* pod A's datagram to the service reached the local backend */
+	CHECK_EQ(udp_svc_local(f, 40300), 0);
 	tenant_mac(LOCAL_BE_IP, be_mac);
-
-	/* pod A's datagram to the service reaches the local backend */
-	pkt_l4(&p, gw_a_mac, pod_a_mac, IPPROTO_UDP, POD_A_IP, 40300, SVC_IP, 53, 12);
-	CHECK_EQ(run_pod(f, &p, &r), 0);
-	CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
-	CHECK_TUPLE(&r.out, POD_A_IP, 40300, LOCAL_BE_IP, BE_PORT);
 
 	/* the backend says "fragmentation needed" about it */
 	pkt_icmp_error(&p, be_mac, LOCAL_BE_IP, POD_A_IP, ICMP_UNREACH, ICMP_FRAG_NEEDED,
@@ -5046,6 +5060,19 @@ DP_TEST(svc_backend_icmp_error_is_translated_to_the_frontend)
 	CHECK_EQ(quote_of(&r.out)->daddr, LOCAL_BE_IP);
 	CHECK_EQ(drops_total(f), 0);
 }
+
+/* r: a later fragment of pod A's, to the service, went the way of its
+ * first: tunnelled to the backend's node, to the backend, its IP header
+ * checksum right */
+#define CHECK_FOLLOWED_TO_REMOTE_BACKEND(r)                                 \
+	do {                                                                \
+		CHECK_EQ((r)->verdict, TC_ACT_REDIRECT);                    \
+		CHECK_EQ((r)->trace.action, WEFT_ACT_TUNNEL);               \
+		CHECK_EQ((r)->trace.tunnel_remote, ntohl(REMOTE_NODE_IP));  \
+		CHECK_EQ(ip_of(&(r)->out)->saddr, POD_A_IP);                \
+		CHECK_EQ(ip_of(&(r)->out)->daddr, REMOTE_BE_IP);            \
+		CHECK_EQ(ip_checksum(ip_of(&(r)->out), 20), 0);             \
+	} while (0)
 
 /* Make p a fragment: IP ID id, at offset (8-byte units), more: more
  * fragments follow; the IP checksum made right again. */
@@ -5093,12 +5120,7 @@ DP_TEST(pod_later_fragments_follow_their_first)
 	/* ... and so is the later one, by the record */
 	udp_fragment(&p, SVC_IP, 53, 901, false);
 	CHECK_EQ(run_pod(f, &p, &r), 0);
-	CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
-	CHECK_EQ(r.trace.action, WEFT_ACT_TUNNEL);
-	CHECK_EQ(r.trace.tunnel_remote, ntohl(REMOTE_NODE_IP));
-	CHECK_EQ(ip_of(&r.out)->saddr, POD_A_IP);
-	CHECK_EQ(ip_of(&r.out)->daddr, REMOTE_BE_IP);
-	CHECK_EQ(ip_checksum(ip_of(&r.out), 20), 0);
+	CHECK_FOLLOWED_TO_REMOTE_BACKEND(&r);
 	CHECK(memcmp(l4_of(&r.out), l4_of(&p), 8 + 24) == 0);	/* payload untouched */
 
 	/* to the outside: both to the stack */
@@ -5385,11 +5407,7 @@ DP_TEST(pod_later_fragments_find_their_first_in_another_slot)
 	/* its later fragment finds it there, and goes the same way */
 	udp_fragment(&p, SVC_IP, 53, 300, false);
 	CHECK_EQ(run_pod(f, &p, &r), 0);
-	CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
-	CHECK_EQ(r.trace.action, WEFT_ACT_TUNNEL);
-	CHECK_EQ(r.trace.tunnel_remote, ntohl(REMOTE_NODE_IP));
-	CHECK_EQ(ip_of(&r.out)->daddr, REMOTE_BE_IP);
-	CHECK_EQ(ip_checksum(ip_of(&r.out), 20), 0);
+	CHECK_FOLLOWED_TO_REMOTE_BACKEND(&r);
 	/* and the one in the home slot still finds its own */
 	udp_fragment(&p, OUT_HOST_IP, 9999, other, false);
 	CHECK_FRAGMENT(f, &p, TC_ACT_OK, 0);
@@ -5398,18 +5416,12 @@ DP_TEST(pod_later_fragments_find_their_first_in_another_slot)
 
 DP_TEST(pod_later_fragments_of_a_local_backends_answer_are_translated)
 {
-	static const uint32_t ids[] = { BE_LOCAL };
 	uint8_t be_mac[6];
 	struct result r;
 	struct pkt p;
 
-	CHECK_EQ(seed_services(f->dp), 0);
-	CHECK_EQ(backends_put3(f->dp, IPPROTO_UDP), 0);
-	CHECK_EQ(svc_put(f->dp, &cluster_udp, ids, 1), 0);
+	CHECK_EQ(udp_svc_local(f, 40400), 0);
 	tenant_mac(LOCAL_BE_IP, be_mac);
-	pkt_l4(&p, gw_a_mac, pod_a_mac, IPPROTO_UDP, POD_A_IP, 40400, SVC_IP, 53, 12);
-	CHECK_EQ(run_pod(f, &p, &r), 0);
-	CHECK_TUPLE(&r.out, POD_A_IP, 40400, LOCAL_BE_IP, BE_PORT);
 
 	/* the backend here answers in two fragments: both reach A from the
 	 * cluster IP (pod_ingress's own records: the backend is the sender) */
@@ -5444,6 +5456,51 @@ static void remote_fragment(struct pkt *p, in_addr_t src, uint16_t sport, in_add
 	pkt_from_remote(p);
 }
 
+/* svc_vxlan_up() with the UDP backends, BE_REMOTE (on the other node)
+ * behind cluster_udp and nodeport_udp, and pod A's datagram from sport to
+ * the cluster IP sent (tunnelled to the backend) before A moves behind
+ * *pod.  0, a negative errno, or -EPROTO when the datagram went astray. */
+static int udp_svc_over_tunnel(struct fixture *f, struct svc_netns *n, uint16_t sport,
+			       struct nl_link *pod, struct nl_link *ul)
+{
+	static const uint32_t ids[] = { BE_REMOTE };
+	struct result r;
+	struct pkt p;
+	int rc;
+
+	if ((rc = svc_vxlan_up(f, n, pod, ul)) < 0 ||
+	    (rc = backends_put3(f->dp, IPPROTO_UDP)) < 0 ||
+	    (rc = svc_put(f->dp, &cluster_udp, ids, 1)) < 0 ||
+	    (rc = svc_put(f->dp, &nodeport_udp, ids, 1)) < 0)
+		return rc;
+	pkt_l4(&p, gw_a_mac, pod_a_mac, IPPROTO_UDP, POD_A_IP, sport, SVC_IP, 53, 12);
+	if ((rc = run_pod(f, &p, &r)) < 0)
+		return rc;
+	if (r.trace.action != WEFT_ACT_TUNNEL || ip_of(&r.out)->saddr != POD_A_IP ||
+	    ip_of(&r.out)->daddr != REMOTE_BE_IP || dport_of(&r.out) != BE_PORT)
+		return -EPROTO;
+	return pod_a_behind(f, pod);
+}
+
+/* An outside client's datagram OUTSIDE_IP:51000 -> NODE_IP:NODE_PORT
+ * (nodeport_udp), sent on to the backend on the other node from the
+ * gateway: *snat the gateway's port.  0, a negative errno, or -EPROTO. */
+static int udp_nodeport_over_tunnel(struct fixture *f, uint16_t *snat)
+{
+	struct result r;
+	struct pkt p;
+	int rc;
+
+	pkt_l4(&p, node_mac, outside_mac, IPPROTO_UDP, OUTSIDE_IP, 51000, NODE_IP, NODE_PORT, 12);
+	if ((rc = run_node(f, &p, &r)) < 0)
+		return rc;
+	if (r.trace.action != WEFT_ACT_TUNNEL || ip_of(&r.out)->saddr != GATEWAY_IP ||
+	    ip_of(&r.out)->daddr != REMOTE_BE_IP || dport_of(&r.out) != BE_PORT)
+		return -EPROTO;
+	*snat = sport_of(&r.out);
+	return 0;
+}
+
 /* p sent over the tunnel (VNI VNID_A) reaches sock as *got, with the
  * trace's action; the payload after the IP header as sent. */
 #define CHECK_TUNNELLED_TO(f, p, sock, action_, got)                        \
@@ -5460,25 +5517,14 @@ static void remote_fragment(struct pkt *p, in_addr_t src, uint16_t sport, in_add
 
 static void vxlan_answer_fragments_body(struct fixture *f, struct svc_netns *n)
 {
-	static const uint32_t ids[] = { BE_REMOTE };
 	uint32_t home = frag_home(POD_A_IP, 700, IPPROTO_UDP);
 	struct nl_link pod, ul;
 	struct weft_frag v;
-	struct result r;
 	struct pkt p, got;
 	uint16_t snat;
 
-	CHECK_EQ(svc_vxlan_up(f, n, &pod, &ul), 0);
-	CHECK_EQ(backends_put3(f->dp, IPPROTO_UDP), 0);
-	CHECK_EQ(svc_put(f->dp, &cluster_udp, ids, 1), 0);
-	CHECK_EQ(svc_put(f->dp, &nodeport_udp, ids, 1), 0);
-
-	/* pod A's datagram to the cluster IP goes to the backend elsewhere */
-	pkt_l4(&p, gw_a_mac, pod_a_mac, IPPROTO_UDP, POD_A_IP, 40400, SVC_IP, 53, 12);
-	CHECK_EQ(run_pod(f, &p, &r), 0);
-	CHECK_EQ(r.trace.action, WEFT_ACT_TUNNEL);
-	CHECK_TUPLE(&r.out, POD_A_IP, 40400, REMOTE_BE_IP, BE_PORT);
-	CHECK_EQ(pod_a_behind(f, &pod), 0);
+	/* pod A's datagram to the cluster IP went to the backend elsewhere */
+	CHECK_EQ(udp_svc_over_tunnel(f, n, 40400, &pod, &ul), 0);
 
 	/* its answer, fragmented: the first fragment is translated by the
 	 * conntrack, and recorded under the backend's address */
@@ -5508,11 +5554,7 @@ static void vxlan_answer_fragments_body(struct fixture *f, struct svc_netns *n)
 	CHECK_EQ(ip_of(&got)->saddr, REMOTE_BE_IP);
 
 	/* an outside client's NodePort datagram, SNATed to the gateway ... */
-	pkt_l4(&p, node_mac, outside_mac, IPPROTO_UDP, OUTSIDE_IP, 51000, NODE_IP, NODE_PORT, 12);
-	CHECK_EQ(run_node(f, &p, &r), 0);
-	CHECK_EQ(r.trace.action, WEFT_ACT_TUNNEL);
-	snat = sport_of(&r.out);
-	CHECK_TUPLE(&r.out, GATEWAY_IP, snat, REMOTE_BE_IP, BE_PORT);
+	CHECK_EQ(udp_nodeport_over_tunnel(f, &snat), 0);
 	/* ... answered in three fragments: all leave through the underlay,
 	 * from the node port to the client */
 	remote_fragment(&p, REMOTE_BE_IP, BE_PORT, GATEWAY_IP, snat, 702, 0, true);
@@ -5604,24 +5646,14 @@ static void remote_icmp_error(struct pkt *p, in_addr_t dst, uint8_t code, in_add
 
 static void vxlan_icmp_error_body(struct fixture *f, struct svc_netns *n)
 {
-	static const uint32_t ids[] = { BE_REMOTE };
 	struct nl_link pod, ul;
 	struct result r;
 	struct pkt p, got;
 	uint16_t snat;
 
-	CHECK_EQ(svc_vxlan_up(f, n, &pod, &ul), 0);
-	CHECK_EQ(backends_put3(f->dp, IPPROTO_UDP), 0);
-	CHECK_EQ(svc_put(f->dp, &cluster_udp, ids, 1), 0);
-	CHECK_EQ(svc_put(f->dp, &nodeport_udp, ids, 1), 0);
-
 	/* pod A's datagram to the cluster IP, translated to the backend on
 	 * the other node */
-	pkt_l4(&p, gw_a_mac, pod_a_mac, IPPROTO_UDP, POD_A_IP, 40300, SVC_IP, 53, 12);
-	CHECK_EQ(run_pod(f, &p, &r), 0);
-	CHECK_EQ(r.trace.action, WEFT_ACT_TUNNEL);
-	CHECK_TUPLE(&r.out, POD_A_IP, 40300, REMOTE_BE_IP, BE_PORT);
-	CHECK_EQ(pod_a_behind(f, &pod), 0);
+	CHECK_EQ(udp_svc_over_tunnel(f, n, 40300, &pod, &ul), 0);
 
 	/* the backend says "fragmentation needed" about it: A gets it from
 	 * the cluster IP, about the cluster IP and port it sent to */
@@ -5636,10 +5668,7 @@ static void vxlan_icmp_error_body(struct fixture *f, struct svc_netns *n)
 	/* an outside client's NodePort datagram, SNATed to the gateway: the
 	 * backend's error about it leaves through the underlay, from the node
 	 * IP to the client, quoting the client and the node port */
-	pkt_l4(&p, node_mac, outside_mac, IPPROTO_UDP, OUTSIDE_IP, 51000, NODE_IP, NODE_PORT, 12);
-	CHECK_EQ(run_node(f, &p, &r), 0);
-	snat = sport_of(&r.out);
-	CHECK_TUPLE(&r.out, GATEWAY_IP, snat, REMOTE_BE_IP, BE_PORT);
+	CHECK_EQ(udp_nodeport_over_tunnel(f, &snat), 0);
 	remote_icmp_error(&p, GATEWAY_IP, ICMP_FRAG_NEEDED, GATEWAY_IP, snat, REMOTE_BE_IP, BE_PORT);
 	drain(n->ul_sock);
 	CHECK_EQ(vxlan_send(f, VNID_A, &p, &r), 0);
@@ -5666,7 +5695,6 @@ DP_TEST(vxlan_backend_icmp_error_is_translated_to_the_frontend)
 
 static void vxlan_forged_icmp_body(struct fixture *f, struct svc_netns *n)
 {
-	static const uint32_t ids[] = { BE_REMOTE };
 	static const struct {
 		in_addr_t dst, qsrc, qdst;	/* outer destination, quoted pair */
 		uint16_t qdport;
@@ -5686,15 +5714,10 @@ static void vxlan_forged_icmp_body(struct fixture *f, struct svc_netns *n)
 	struct result r;
 	struct pkt p;
 
-	CHECK_EQ(svc_vxlan_up(f, n, &pod, &ul), 0);
-	CHECK_EQ(backends_put3(f->dp, IPPROTO_UDP), 0);
-	CHECK_EQ(svc_put(f->dp, &cluster_udp, ids, 1), 0);
 	/* A's connection through the service to the backend */
-	pkt_l4(&p, gw_a_mac, pod_a_mac, IPPROTO_UDP, POD_A_IP, 40500, SVC_IP, 53, 12);
-	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(udp_svc_over_tunnel(f, n, 40500, &pod, &ul), 0);
 	CHECK_EQ(ct_get(f, REMOTE_BE_IP, BE_PORT, POD_A_IP, 40500, IPPROTO_UDP, WEFT_CT_REV, &rev),
 		 0);
-	CHECK_EQ(pod_a_behind(f, &pod), 0);
 
 	/* the backend quotes what it never received, or sends the error
 	 * elsewhere than the quoted source: dropped before any translation */
