@@ -18,6 +18,8 @@
  *	  │   ├─ later fragment (lib/frag.h)
  *	  │   │   ├─ no record of its first fragment ──────── drop FRAG_ORPHAN
  *	  │   │   └─ addresses := the first's ─────────────── on below
+ *	  │   ├─ first fragment, every slot of the pod holds
+ *	  │   │  a datagram in flight (lib/frag.h) ─────────── drop FRAG_LIMIT
  *	  │   ├─ ICMP error (lib/icmp.h)
  *	  │   │   ├─ quote shorter than IP header + 8 ────── drop ICMP_TRUNCATED
  *	  │   │   ├─ quote not about a packet the pod got ─── drop ICMP_FORGED
@@ -73,11 +75,16 @@
  * gateway of another node is reached through the tunnel; vxlan_ingress
  * guards it.)  A later IPv4 fragment carries no ports: it follows its
  * first fragment's verdict (lib/frag.h), and without one it is dropped.
- * A first fragment let through (to a pod, a tunnel, the stack) is
- * remembered on its way out (forward_ipv4).
+ * A first fragment needs a free slot of its pod (at most WEFT_FRAG_SLOTS
+ * datagrams in flight: first fragments that never complete would fill
+ * the reassembly memory of whoever reassembles them), taken before it is
+ * translated, so a refused one leaves no conntrack entry; let through (to
+ * a pod, a tunnel, the stack) it is remembered on its way out
+ * (forward_ipv4).
  *
  * Fast path: an unfragmented TCP/UDP packet pays two compares for all of
- * this (frag_off, protocol); only fragments and ICMP take the new paths.
+ * this (frag_off, protocol); only fragments and ICMP take the new paths
+ * (a fragment at most WEFT_FRAG_SLOTS lookups of weft_frags).
  *
  * Invariants:
  *  1. A packet is forwarded only while the config is complete (version and
@@ -170,7 +177,7 @@ static __always_inline int forward_ipv4(struct __sk_buff *skb, const struct weft
 	__u32 reason;
 
 	if (ct_flags & WEFT_CT_F_EXTERNAL) {
-		frag_remember(fr, ip, ct_flags);
+		frag_remember(&weft_frags, fr, ip, ct_flags);
 		return to_underlay(skb, ip, cfg);
 	}
 
@@ -178,13 +185,13 @@ static __always_inline int forward_ipv4(struct __sk_buff *skb, const struct weft
 	if (ep) {
 		if (!vnid_allowed(src->vnid, ep->vnid))
 			return drop(WEFT_DROP_ISOLATED);
-		frag_remember(fr, ip, ct_flags);
+		frag_remember(&weft_frags, fr, ip, ct_flags);
 		return deliver_to_pod(skb, eth, ip, ep, 0, 0);
 	}
 
 	node = node_lookup(ip->daddr);
 	if (node && node->node_ip != cfg->node_ip) {
-		frag_remember(fr, ip, ct_flags);
+		frag_remember(&weft_frags, fr, ip, ct_flags);
 		return tunnel_to(skb, ip, cfg, node->node_ip, src->vnid);
 	}
 	/* the cluster network outside every node subnet: nobody's, and the
@@ -195,7 +202,7 @@ static __always_inline int forward_ipv4(struct __sk_buff *skb, const struct weft
 	reason = tunnel_inject_check(skb, ip, cfg);
 	if (reason != WEFT_DROP_NONE)
 		return drop(reason);
-	frag_remember(fr, ip, ct_flags);
+	frag_remember(&weft_frags, fr, ip, ct_flags);
 	if (ct_flags & WEFT_CT_F_HOST)
 		return to_host(skb, eth, 0, 0);	/* answering the node's own connection */
 	return pass(0, 0);
@@ -252,7 +259,7 @@ static __always_inline int judge_icmp(struct __sk_buff *skb, struct iphdr *ip,
 		*verdict = drop(-rc);
 		return 0;
 	}
-	reason = icmp_error_check(&e, ip, src);
+	reason = icmp_error_check(&e, ip, src->vnid);
 	if (reason != WEFT_DROP_NONE) {
 		*verdict = drop(reason);
 		return 0;
@@ -286,16 +293,20 @@ static __always_inline int route_ipv4(struct __sk_buff *skb, const struct weft_c
 
 	frag_identify(ip, &fr);
 	if (fr.kind == FRAG_LATER) {
-		rc = frag_follow(skb, &fr, ip, &ct_flags);
-		if (rc < 0)
-			return drop(-rc);
+		rc = frag_follow(&weft_frags, skb, &fr, ip, &ct_flags);
+		if (rc <= 0)
+			return drop(rc < 0 ? -rc : WEFT_DROP_FRAG_ORPHAN);
 		done = 1;
-	} else if (ip->protocol == IPPROTO_ICMP) {
-		if (!judge_icmp(skb, ip, src, &ct_flags, &done, &verdict))
-			return verdict;
 	} else {
-		if (!translate_l4(skb, cfg, ip, src->vnid, &ct_flags, &done, &verdict))
+		/* a first fragment takes its slot before anything is written */
+		if (fr.kind == FRAG_FIRST && (rc = frag_claim(&weft_frags, &fr)) < 0)
+			return drop(-rc);
+		if (ip->protocol == IPPROTO_ICMP) {
+			if (!judge_icmp(skb, ip, src, &ct_flags, &done, &verdict))
+				return verdict;
+		} else if (!translate_l4(skb, cfg, ip, src->vnid, &ct_flags, &done, &verdict)) {
 			return verdict;
+		}
 	}
 	/* a rewrite may have moved the data */
 	if (done && ipv4_frame(skb, &eth, &ip) < 0)

@@ -12,9 +12,14 @@
  *	  ├─ ARP ──────────────────────────────────────── drop ARP
  *	  ├─ IPv4
  *	  │   ├─ malformed ────────────────────────────── drop MALFORMED
+ *	  │   ├─ ICMP error whose quote does not fit ──────── drop ICMP_TRUNCATED
+ *	  │   ├─ ICMP error not about a packet its sender
+ *	  │   │  received (lib/icmp.h, rules 1-3) ────────── drop ICMP_FORGED
  *	  │   ├─ TCP/UDP answering a connection this node
- *	  │   │  translated (REV, lib/lb.h), or a backend's ICMP
- *	  │   │  error about one (lib/icmp.h) ── source := frontend
+ *	  │   │  translated (REV, lib/lb.h), a backend's ICMP
+ *	  │   │  error about one (lib/icmp.h), or a later
+ *	  │   │  fragment of such an answer (lib/frag.h,
+ *	  │   │  weft_rev_frags) ── source := frontend
  *	  │   │   ├─ the client is outside ────────────── redirect_neigh(underlay)
  *	  │   │   └─ ──────────────────────────────────── on below
  *	  │   ├─ destination a pod here
@@ -39,7 +44,23 @@
  * its conntrack, so a backend on another node answers over the tunnel to
  * here, and the answer is translated back (source := the frontend) before
  * the tenant check, which compares the backend's VNID (the VNI) with the
- * client pod's.
+ * client pod's.  An answer too large for one packet comes fragmented, and
+ * only its first fragment has the ports the conntrack lookup needs: the
+ * translation of a first fragment is recorded (weft_rev_frags, under the
+ * backend's address) and its later fragments get the same one.  A later
+ * fragment without a record passes as it came (pod-to-pod fragments
+ * between nodes: the sender's node judged their first fragment and
+ * bounded its open datagrams); this path drops no fragment for want of a
+ * record or a slot.
+ *
+ * ICMP errors were judged on the sender's node (pod_ingress); the same
+ * rules (lib/icmp.h: the quoted destination is the sender, the error goes
+ * back to the quoted source, the VNID rule between the quoted source and
+ * the sender, whose VNID is the VNI) are checked again here, before the
+ * translation, so that nothing but a genuine error is ever turned into
+ * one from a frontend.  Every error a node's pod_ingress lets through
+ * passes them again: a pod's error crosses the tunnel only towards the
+ * pod or gateway it quotes as source.
  *
  * Nobody sends ARP over the tunnel (pod_ingress answers every pod's ARP on
  * its own node), so ARP here is noise or an attack.
@@ -58,6 +79,7 @@ const volatile __u32 trace_enabled = 0;
 
 #include "lib/eth.h"
 #include "lib/forward.h"
+#include "lib/frag.h"
 #include "lib/icmp.h"
 #include "lib/ipv4.h"
 #include "lib/l4.h"
@@ -66,11 +88,41 @@ const volatile __u32 trace_enabled = 0;
 #include "lib/tenant.h"
 #include "lib/trace.h"
 
+/* An answer to a connection this node translated, a backend's ICMP error
+ * about one, or a later fragment of such an answer: back to the frontend
+ * (an ICMP error judged first, vnid its sender's).  LB_NONE (not one of them: untouched),
+ * LB_DONE (*ct_flags the connection's) or a negative drop reason.
+ * Invalidates packet pointers. */
+static __always_inline int translate_back(struct __sk_buff *skb, const struct iphdr *ip,
+					  const struct frag_id *fr, __u32 vnid, __u16 *ct_flags)
+{
+	struct icmp_error e;
+	struct l4_tuple t;
+	int rc;
+
+	if (fr->kind == FRAG_LATER) {
+		rc = frag_follow(&weft_rev_frags, skb, fr, ip, ct_flags);
+		return rc > 0 ? LB_DONE : rc < 0 ? rc : LB_NONE;
+	}
+	if (ip->protocol == IPPROTO_ICMP) {
+		rc = icmp_error_read(skb, ip, &e);
+		if (rc <= 0)
+			return rc;	/* not an error (LB_NONE), or truncated */
+		if (icmp_error_check(&e, ip, vnid) != WEFT_DROP_NONE)
+			return -WEFT_DROP_ICMP_FORGED;
+		return icmp_error_translate(skb, &e, ip, ct_flags);
+	}
+	rc = l4_tuple_read(skb, ip, &t);
+	if (rc <= 0)
+		return rc < 0 ? -WEFT_DROP_MALFORMED : LB_NONE;
+	return lb_reverse(skb, &t, ct_flags);
+}
+
 static __always_inline int deliver_ipv4(struct __sk_buff *skb, const struct weft_config *cfg,
 					const struct bpf_tunnel_key *key)
 {
 	const struct weft_endpoint *ep;
-	struct l4_tuple t;
+	struct frag_id fr;
 	__u16 ct_flags = 0;
 	struct ethhdr *eth;
 	struct iphdr *ip;
@@ -80,26 +132,19 @@ static __always_inline int deliver_ipv4(struct __sk_buff *skb, const struct weft
 	if (ipv4_frame(skb, &eth, &ip) < 0)
 		return drop_tunnel(WEFT_DROP_MALFORMED, key->tunnel_id, key->remote_ipv4);
 
-	/* an answer to a connection this node translated, or a backend's
-	 * ICMP error about one (judged by the backend's node) */
-	if (ip->protocol == IPPROTO_ICMP && !(ip->frag_off & bpf_htons(IPV4_FRAG_OFFSET))) {
-		struct icmp_error e;
-
-		rc = icmp_error_read(skb, ip, &e);
-		if (rc > 0)
-			rc = icmp_error_translate(skb, &e, ip, &ct_flags);
-	} else {
-		rc = l4_tuple_read(skb, ip, &t);
-		if (rc < 0)
-			rc = -WEFT_DROP_MALFORMED;
-		else if (rc > 0)
-			rc = lb_reverse(skb, &t, &ct_flags);
-	}
+	frag_identify(ip, &fr);
+	rc = translate_back(skb, ip, &fr, key->tunnel_id, &ct_flags);
 	if (rc < 0)
 		return drop_tunnel(-rc, key->tunnel_id, key->remote_ipv4);
 	if (rc == LB_DONE) {
 		if (ipv4_frame(skb, &eth, &ip) < 0)
 			return drop_tunnel(WEFT_DROP_MALFORMED, key->tunnel_id, key->remote_ipv4);
+		/* a first fragment translated: its later ones will follow it
+		 * (every slot busy: the home slot is taken over) */
+		if (fr.kind == FRAG_FIRST) {
+			(void)frag_claim(&weft_rev_frags, &fr);
+			frag_remember(&weft_rev_frags, &fr, ip, ct_flags);
+		}
 		if (ct_flags & WEFT_CT_F_EXTERNAL)
 			return to_underlay(skb, ip, cfg);
 	}

@@ -32,6 +32,9 @@
  *   weft_frags      LRU hash    struct weft_frag_key -> struct weft_frag
  *                   (fragmented datagrams a pod here is sending; see
  *                   "Fragments" below)
+ *   weft_rev_frags  LRU hash    struct weft_frag_key -> struct weft_frag
+ *                   (fragmented answers of backends on other nodes that
+ *                   vxlan_ingress translated back; "Fragments")
  *   weft_svc_dev    array[1]    struct weft_svc_dev    the node's service device
  *   weft_drops      percpu array[WEFT_DROP_MAX] __u64 packets dropped, per reason
  *   weft_trace      percpu array[1] struct weft_trace  (only written when the
@@ -48,8 +51,9 @@
  *     the agent does.
  *     Programs create weft_ct, weft_ct_opened and weft_affinity entries;
  *     the agent deletes expired ones and those of removed backends, and
- *     writes weft_ct_closed.  weft_frags is the programs' alone (LRU: it
- *     never fills, entries age out by last_seen).
+ *     writes weft_ct_closed.  weft_frags and weft_rev_frags are the
+ *     programs' alone (LRU: they never fill, entries age out by
+ *     last_seen).
  *  4. Every weft_nodes entry's node_ip is a key of weft_node_ips (a node
  *     whose subnet we tunnel to is a node we accept tunnel traffic from).
  *
@@ -72,9 +76,11 @@
 
 #include <linux/types.h>
 
-#define WEFT_CONFIG_VERSION	4	/* 2: vxlan_port, weft_node_ips, tenant isolation;
+#define WEFT_CONFIG_VERSION	5	/* 2: vxlan_port, weft_node_ips, tenant isolation;
 					 * 3: services (underlay_ifindex, service maps);
-					 * 4: weft_frags, ICMP error and fragment drops */
+					 * 4: weft_frags, ICMP error and fragment drops;
+					 * 5: open-datagram limit (weft_frag flags, next),
+					 *    weft_rev_frags */
 
 #define WEFT_MAX_ENDPOINTS	4096
 #define WEFT_MAX_IPCACHE	65536
@@ -312,36 +318,73 @@ struct weft_ct_entry {
  * without a record is dropped (FRAG_ORPHAN), never left to the node's
  * reassembly.
  *
- * Per-source bound: the key is the sending pod and a slot, 0 ..
- * WEFT_FRAG_SLOTS - 1, a hash of (destination, IP ID, protocol); the
- * value holds the whole identity, so a later fragment of another datagram
- * in that slot is an orphan.  A pod therefore owns at most WEFT_FRAG_SLOTS
- * entries, and a new datagram of it can only replace one of its own; the
- * capacity (WEFT_MAX_FRAGS) holds every slot of WEFT_MAX_ENDPOINTS pods,
- * so one pod's datagrams never push out another's.  A record is good for
- * WEFT_FRAG_TICKS conntrack ticks (fragments of a datagram leave a pod
- * back to back).
+ * Slots: the key is the sender and a slot, 0 .. WEFT_FRAG_SLOTS - 1; the
+ * value holds the datagram's whole identity (destination, IP ID,
+ * protocol).  A datagram's home slot is a hash of that identity, and its
+ * probe sequence is home, home + 1, ... (mod WEFT_FRAG_SLOTS):
+ *
+ *  1. A first fragment takes the first slot of its sequence that is free:
+ *     empty, finished (WEFT_FRAG_F_DONE), expired (older than
+ *     WEFT_FRAG_TICKS conntrack ticks) or holding this very datagram.
+ *  2. A later fragment looks for its identity along the same sequence and
+ *     stops at the first empty slot: a slot is overwritten, never emptied,
+ *     so a datagram sits before every empty slot of its sequence (only an
+ *     LRU eviction could break that, and the capacity rules it out).
+ *  3. A datagram is finished when its last fragment (more-fragments clear,
+ *     offset > 0) comes right after the fragments before it, all seen in
+ *     order (next: where they end).  A sender's stack sends a datagram's
+ *     fragments in order, so every datagram it completes frees its slot;
+ *     a bare last fragment after a gap frees nothing (the node's
+ *     reassembly queue for it still waits for the middle).
+ *
+ * So a fragment costs at most WEFT_FRAG_SLOTS lookups (one in the usual
+ * case: the home slot), and an unfragmented packet none.
+ *
+ * Per-pod bound (pod_ingress): a pod owns at most WEFT_FRAG_SLOTS entries
+ * of weft_frags, and a new datagram of it can only take one of its own
+ * free slots; when all of them hold live, unfinished datagrams its first
+ * fragment is dropped (FRAG_LIMIT), before any translation.  A first
+ * fragment that never completes opens a reassembly queue wherever it is
+ * reassembled (the node's stack, masquerade's conntrack defrag, a pod),
+ * so a pod opens at most WEFT_FRAG_SLOTS of them per WEFT_FRAG_TICKS.
+ * The capacity (WEFT_MAX_FRAGS) holds every slot of WEFT_MAX_ENDPOINTS
+ * pods, so one pod's datagrams never push out another's.
+ *
+ * Answers over the tunnel (vxlan_ingress, weft_rev_frags): a backend on
+ * another node answering a connection this node translated sends its
+ * first fragment here, where it is translated back (REV) and recorded
+ * under the backend's address as received, with the same slots; its
+ * later fragments get the same rewrite and way.  Nothing is dropped
+ * there: with every slot busy the home slot is overwritten (the
+ * backend's own node has bounded its open datagrams), and a later
+ * fragment without a record passes as it came, as every fragment of
+ * pod-to-pod traffic between nodes does (its first fragment was judged
+ * on the sender's node).  Only answers of translated connections are
+ * recorded, in a map as large as weft_frags; were it ever to evict a
+ * record, that datagram's later fragments would pass untranslated.
  */
-#define WEFT_FRAG_SLOTS		16	/* fragmented datagrams in flight per pod */
+#define WEFT_FRAG_SLOTS		16	/* fragmented datagrams in flight per sender */
 #define WEFT_MAX_FRAGS		(WEFT_MAX_ENDPOINTS * WEFT_FRAG_SLOTS)
 #define WEFT_FRAG_TICKS		2	/* about 2 s */
 
 struct weft_frag_key {
-	__be32 saddr;		/* the sending pod */
+	__be32 saddr;		/* the sender: a pod here, or (weft_rev_frags) a
+				 * backend elsewhere, as it sent the datagram */
 	__u32 slot;		/* 0 .. WEFT_FRAG_SLOTS - 1 */
 };
 
 struct weft_frag {
-	__be32 daddr;		/* as the pod sent it */
+	__be32 daddr;		/* as the sender sent it */
 	__be32 nat_saddr;	/* the addresses the first fragment left with */
 	__be32 nat_daddr;
 	__be16 id;		/* IP identification */
 	__u8 proto;
-	__u8 pad;		/* 0 */
+	__u8 flags;		/* WEFT_FRAG_F_* */
 	__u16 ct_flags;		/* WEFT_CT_F_* of the translated connection, or 0 */
-	__u16 pad2;		/* 0 */
-	__u32 last_seen;	/* conntrack ticks (WEFT_CT_TICK_SHIFT) */
+	__u16 next;		/* 8-byte units: where the fragments seen in order end */
+	__u32 last_seen;	/* conntrack ticks (WEFT_CT_TICK_SHIFT), of the first fragment */
 };
+#define WEFT_FRAG_F_DONE	0x01	/* the last fragment came, in order: the slot is free */
 
 struct weft_affinity_key {
 	__u32 svc_id;
@@ -396,20 +439,24 @@ enum weft_drop_reason {
 					 * entry written */
 	WEFT_DROP_CT_SOURCE_LIMIT,	/* a new connection of a client that already
 					 * holds ct_source_max connections */
-	WEFT_DROP_ICMP_FORGED,		/* pod: an ICMP error (unreachable, time
+	WEFT_DROP_ICMP_FORGED,		/* pod, or a pod of another node over the
+					 * tunnel: an ICMP error (unreachable, time
 					 * exceeded, parameter problem) that is not
-					 * about a packet this pod received: the
-					 * quoted destination is not the pod, the
+					 * about a packet the sender received: the
+					 * quoted destination is not the sender, the
 					 * error does not go back to the quoted
 					 * source, or the VNID rule refuses the
 					 * quoted pair */
-	WEFT_DROP_ICMP_TRUNCATED,	/* pod: an ICMP error whose quoted IP header
-					 * and 8 bytes after it do not fit */
+	WEFT_DROP_ICMP_TRUNCATED,	/* pod, tunnel: an ICMP error whose quoted IP
+					 * header and 8 bytes after it do not fit */
 	WEFT_DROP_FRAG_ORPHAN,		/* pod: a later IPv4 fragment whose first
 					 * fragment was not let through (or too long
 					 * ago, or its slot was reused) */
 	WEFT_DROP_NO_SUBNET,		/* pod: to a cluster network address in no
 					 * node subnet (and no service) */
+	WEFT_DROP_FRAG_LIMIT,		/* pod: a first IPv4 fragment while all its
+					 * WEFT_FRAG_SLOTS datagrams are open (live,
+					 * unfinished): see "Fragments" */
 	WEFT_DROP_MAX
 };
 
@@ -424,7 +471,8 @@ enum weft_drop_reason {
 	"no-service", "external-backend",	\
 	"ct-no-connection", "ct-source-limit",	\
 	"icmp-forged", "icmp-truncated",	\
-	"frag-orphan", "no-subnet" }
+	"frag-orphan", "no-subnet",		\
+	"frag-limit" }
 
 /* what a program decided, for tests (written only when trace is on) */
 enum weft_action {

@@ -166,6 +166,12 @@ status_json() { lab status -o json; }
 pod_ip() { status_json | jq -r --arg p "$1" '.pods[] | select(.namespace + "/" + .name == $p) | .ip'; }
 node_field() { status_json | jq -r --arg n "$1" --arg f "$2" '.nodes[] | select(.name == $n) | .[$f]'; }
 
+# drops_reported NODE REASON MIN: `weftctl drops NODE` lists REASON on NODE
+# with at least MIN packets (what the node's agent last reported)
+drops_reported() {
+	lab weftctl drops "$1" | awk -v n="$1" -v r="$2" -v min="$3" '$1 == n && $2 == r && $3 >= min { ok = 1 } END { exit !ok }'
+}
+
 # must CMD...: a step the rest of the test needs; stop here when it fails
 # service_yaml NS NAME APP: a ClusterIP Service NAME in NS selecting
 # app=APP, port 80 to the pods' 8080/TCP (one YAML document).

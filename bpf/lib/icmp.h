@@ -19,14 +19,18 @@
  *
  * Anything else is ICMP_FORGED; a quote that does not hold an IP header
  * and 8 bytes after it is ICMP_TRUNCATED.  Other ICMP (echo and the rest)
- * is not looked at.
+ * is not looked at.  pod_ingress judges the errors of its pods;
+ * vxlan_ingress judges those of pods of other nodes again (the sender's
+ * VNID is the VNI) before it translates them: a genuine error passes
+ * both.
  *
  * Services: a backend's error about a translated connection quotes
  * {client -> backend:port}, which the client never sent.  The connection's
  * REV entry (looked up read-only, keyed as the backend's answers are)
  * gives the frontend: the quoted destination becomes the frontend and its
- * port, the outer source the frontend; with SNAT (a hairpin) the quoted
- * source and the outer destination become the original client.  The IP
+ * port, the outer source the frontend; with SNAT the quoted source, its
+ * port and the outer destination become the original client
+ * (a hairpin, or an outside client SNATed to a node's gateway).  The IP
  * checksums (outer and quoted) and the ICMP checksum are patched; the
  * quoted transport checksum covers a datagram nobody has whole and is
  * left as it is.  This is what lets path-MTU discovery work through a
@@ -105,10 +109,12 @@ static __always_inline int icmp_error_read(struct __sk_buff *skb, const struct i
 	return 1;
 }
 
-/* Rules 1-3 above for an error sent by the pod src (anti-spoofed: its
- * address is ip->saddr).  WEFT_DROP_NONE or WEFT_DROP_ICMP_FORGED. */
+/* Rules 1-3 above for an error sent from ip->saddr, of VNID src_vnid: a
+ * pod here (anti-spoofed), or a pod of another node (vxlan_ingress: the
+ * VNI; its node judged the error already, and a genuine error passes
+ * again).  WEFT_DROP_NONE or WEFT_DROP_ICMP_FORGED. */
 static __always_inline __u32 icmp_error_check(const struct icmp_error *e, const struct iphdr *ip,
-					      const struct weft_endpoint *src)
+					      __u32 src_vnid)
 {
 	const struct weft_ipcache_entry *peer;
 	__be32 quoted_src = e->saddr;
@@ -116,7 +122,7 @@ static __always_inline __u32 icmp_error_check(const struct icmp_error *e, const 
 	if (e->daddr != ip->saddr || ip->daddr != e->saddr)
 		return WEFT_DROP_ICMP_FORGED;
 	peer = bpf_map_lookup_elem(&weft_ipcache, &quoted_src);
-	if (peer && !vnid_allowed(src->vnid, peer->vnid))
+	if (peer && !vnid_allowed(src_vnid, peer->vnid))
 		return WEFT_DROP_ICMP_FORGED;
 	return WEFT_DROP_NONE;
 }

@@ -10,8 +10,8 @@
  * or flags differ.  Layouts and capacities are in bpf/weft_bpf.h.
  *
  * Invariant: the programs write only weft_drops, weft_trace, weft_ct,
- * weft_ct_opened, weft_affinity and weft_frags; the other maps belong to
- * the agent (weft_bpf.h invariant 3).
+ * weft_ct_opened, weft_affinity, weft_frags and weft_rev_frags; the other
+ * maps belong to the agent (weft_bpf.h invariant 3).
  */
 #ifndef WEFT_BPF_LIB_MAPS_H
 #define WEFT_BPF_LIB_MAPS_H
@@ -125,6 +125,16 @@ struct {
 	__type(value, struct weft_frag);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } weft_frags SEC(".maps");
+
+/* the same for answers translated back over the tunnel (vxlan_ingress):
+ * keyed by the backend that sent them */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, WEFT_MAX_FRAGS);
+	__type(key, struct weft_frag_key);
+	__type(value, struct weft_frag);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} weft_rev_frags SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);

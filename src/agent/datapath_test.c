@@ -164,6 +164,15 @@ static void fixture_down(struct fixture *f)
 	f->mounted = false;
 }
 
+/* A new fd of the map pinned as name (weft_*), or a negative errno. */
+static int pinned_map_fd(struct fixture *f, const char *name)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/%s", f->pin, name);
+	return bpf_obj_get(path);
+}
+
 /* A test with a datapath opened with trace on; the body may CHECK freely. */
 #define DP_TEST(name)                                                     \
 	static void name##_body(struct fixture *f);                       \
@@ -716,6 +725,7 @@ DP_TEST(drop_names_cover_every_reason)
 	CHECK_STR(datapath_drop_names[WEFT_DROP_ICMP_TRUNCATED], "icmp-truncated");
 	CHECK_STR(datapath_drop_names[WEFT_DROP_FRAG_ORPHAN], "frag-orphan");
 	CHECK_STR(datapath_drop_names[WEFT_DROP_NO_SUBNET], "no-subnet");
+	CHECK_STR(datapath_drop_names[WEFT_DROP_FRAG_LIMIT], "frag-limit");
 }
 
 /* ---- map operations ---- */
@@ -1776,6 +1786,35 @@ DP_TEST(tc_attach_query_replace)
 	netns_leave(saved);
 }
 
+/* A pod of the other node (10.128.2.9) and its gateway there. */
+static const uint8_t remote_pod_mac[6] = { 0x0a, 0x58, 0x0a, 0x80, 0x02, 0x09 };
+static const uint8_t remote_gw_mac[6] = { 0xee, 0xee, 0x00, 0x00, 0x02, 0x01 };
+
+/* The packet p as the other node's pod sends it over the tunnel: from its
+ * MAC to its gateway's, TTL 63 (one hop done), IP checksum right. */
+static void pkt_from_remote(struct pkt *p)
+{
+	memcpy(p->b, remote_gw_mac, 6);
+	memcpy(p->b + 6, remote_pod_mac, 6);
+	ip_of(p)->ttl = 63;
+	ip_of(p)->check = 0;
+	ip_of(p)->check = htons(ip_checksum(ip_of(p), 20));
+}
+
+/* weftvx0, a VXLAN device in external mode on port 4789, up in this
+ * namespace (loopback up too): its ifindex, or a negative errno. */
+static int vxlan_dev_up(void)
+{
+	int ifindex;
+
+	if (sh("ip link set lo up && "
+	       "ip link add weftvx0 type vxlan external dstport 4789 && "
+	       "ip link set weftvx0 up") != 0)
+		return -EIO;
+	ifindex = (int)if_nametoindex("weftvx0");
+	return ifindex > 0 ? ifindex : -ENODEV;
+}
+
 /* Send frame, VXLAN-encapsulated with vni, to this namespace's VXLAN
  * socket; wait until the program has run (the trace count moves). */
 static int vxlan_send(struct fixture *f, uint32_t vni, const struct pkt *frame, struct result *r)
@@ -1814,16 +1853,11 @@ static int vxlan_send(struct fixture *f, uint32_t vni, const struct pkt *frame, 
 static void vxlan_device_body(struct fixture *f)
 {
 	struct weft_config cfg = ready_config();
-	uint8_t remote_pod_mac[6] = { 0x0a, 0x58, 0x0a, 0x80, 0x02, 0x09 };
-	uint8_t remote_gw_mac[6] = { 0xee, 0xee, 0x00, 0x00, 0x02, 0x01 };
 	struct result r;
 	struct pkt p;
 	int ifindex;
 
-	CHECK_EQ(sh("ip link set lo up && "
-		    "ip link add weftvx0 type vxlan external dstport 4789 && "
-		    "ip link set weftvx0 up"), 0);
-	ifindex = (int)if_nametoindex("weftvx0");
+	ifindex = vxlan_dev_up();
 	CHECK(ifindex > 0);
 	CHECK_EQ(seed_node(f->dp), 0);
 	cfg.vxlan_ifindex = (uint32_t)ifindex;
@@ -2843,14 +2877,6 @@ DP_TEST(svc_hairpin_client_sees_the_hairpin_address)
 	CHECK_EQ(drops_total(f), 0);
 }
 
-static int affinity_fd(struct fixture *f)
-{
-	char path[PATH_MAX];
-
-	snprintf(path, sizeof(path), "%s/weft_affinity", f->pin);
-	return bpf_obj_get(path);
-}
-
 /* fd: weft_affinity */
 static void affinity_body(struct fixture *f, int fd)
 {
@@ -2923,7 +2949,7 @@ DP_TEST(svc_affinity_keeps_a_client_on_its_backend_until_the_timeout)
 	s.flags |= WEFT_SVC_F_AFFINITY;
 	s.affinity_timeout = 10;
 	CHECK_EQ(svc_put(f->dp, &s, ids, 3), 0);
-	fd = affinity_fd(f);
+	fd = pinned_map_fd(f, "weft_affinity");
 	CHECK(fd >= 0);
 	affinity_body(f, fd);
 	close(fd);
@@ -3994,9 +4020,9 @@ static void drain(int fd)
 		;
 }
 
-/* The next IPv4 TCP frame on fd (others, e.g. IPv6 neighbour discovery,
- * skipped); 0 or -ETIMEDOUT. */
-static int capture_tcp(int fd, struct pkt *p)
+/* The next IPv4 frame of protocol proto on fd (others, e.g. IPv6
+ * neighbour discovery, skipped); 0 or -ETIMEDOUT. */
+static int capture_ipv4(int fd, uint8_t proto, struct pkt *p)
 {
 	for (int i = 0; i < 64; i++) {
 		ssize_t n;
@@ -4005,8 +4031,7 @@ static int capture_tcp(int fd, struct pkt *p)
 		n = recv(fd, p->b, sizeof(p->b), 0);
 		if (n < 0)
 			return -ETIMEDOUT;
-		if (n >= 54 && get16(p->b + 12) == ETHERTYPE_IP &&
-		    ip_of(p)->protocol == IPPROTO_TCP) {
+		if (n >= 34 && get16(p->b + 12) == ETHERTYPE_IP && ip_of(p)->protocol == proto) {
 			p->len = (uint32_t)n;
 			return 0;
 		}
@@ -4067,34 +4092,60 @@ static void svc_netns_down(struct svc_netns *n)
 		close(n->here);
 }
 
+/* body in a namespace of its own, with n's second one (svc_netns_up, by
+ * the body) taken down after it */
+static void in_svc_netns(struct fixture *f, void (*body)(struct fixture *, struct svc_netns *))
+{
+	struct svc_netns n = { -1, -1, -1, -1, NULL, NULL };
+	int saved;
+
+	CHECK_EQ(netns_enter(&saved), 0);
+	body(f, &n);
+	svc_netns_down(&n);
+	netns_leave(saved);
+}
+
+/* The services' node of seed_services() with the devices above: weftvx0
+ * with vxlan_ingress (127.0.0.1 a node), the pod and underlay veths
+ * (*pod, *ul).  0 or a negative errno. */
+static int svc_vxlan_up(struct fixture *f, struct svc_netns *n, struct nl_link *pod,
+			struct nl_link *ul)
+{
+	struct weft_config cfg = ready_config();
+	int vx = vxlan_dev_up(), rc;
+
+	if (vx < 0)
+		return vx;
+	if ((rc = svc_netns_up(n)) < 0 || (rc = nl_link_get(n->nl, "weftpod", pod)) < 0 ||
+	    (rc = nl_link_get(n->nl, "weftul0", ul)) < 0 || (rc = seed_services(f->dp)) < 0)
+		return rc;
+	cfg.vxlan_ifindex = (uint32_t)vx;
+	cfg.underlay_ifindex = (uint32_t)ul->ifindex;
+	if ((rc = datapath_config_set(f->dp, &cfg)) < 0 ||
+	    (rc = datapath_nodeip_put(f->dp, htonl(INADDR_LOOPBACK), 9)) < 0)
+		return rc;
+	return datapath_attach_vxlan(f->dp, vx);
+}
+
+/* Pod A (which opened its connections through test runs, on the test-run
+ * ifindex) is now the pod behind weftpod, where what reaches it is caught. */
+static int pod_a_behind(struct fixture *f, const struct nl_link *pod)
+{
+	struct weft_endpoint a = endpoint((uint32_t)pod->ifindex, VNID_A, pod_a_mac, gw_a_mac);
+
+	return datapath_endpoint_put(f->dp, POD_A_IP, &a);
+}
+
 static void svc_vxlan_body(struct fixture *f, struct svc_netns *n)
 {
 	static const uint32_t ids[] = { BE_REMOTE };
-	uint8_t remote_be_mac[6] = { 0x0a, 0x58, 0x0a, 0x80, 0x02, 0x09 };
-	uint8_t remote_gw_mac[6] = { 0xee, 0xee, 0x00, 0x00, 0x02, 0x01 };
-	struct weft_config cfg = ready_config();
-	struct weft_endpoint a = endpoint(run_ifindex(), VNID_A, pod_a_mac, gw_a_mac);
 	struct weft_ct_entry rev;
 	struct nl_link pod, ul;
 	struct result r;
 	struct pkt p, got;
 	uint16_t snat;
-	int vx;
 
-	CHECK_EQ(sh("ip link set lo up && "
-		    "ip link add weftvx0 type vxlan external dstport 4789 && "
-		    "ip link set weftvx0 up"), 0);
-	vx = (int)if_nametoindex("weftvx0");
-	CHECK(vx > 0);
-	CHECK_EQ(svc_netns_up(n), 0);
-	CHECK_EQ(nl_link_get(n->nl, "weftpod", &pod), 0);
-	CHECK_EQ(nl_link_get(n->nl, "weftul0", &ul), 0);
-	CHECK_EQ(seed_services(f->dp), 0);
-	cfg.vxlan_ifindex = (uint32_t)vx;
-	cfg.underlay_ifindex = (uint32_t)ul.ifindex;
-	CHECK_EQ(datapath_config_set(f->dp, &cfg), 0);
-	CHECK_EQ(datapath_nodeip_put(f->dp, htonl(INADDR_LOOPBACK), 9), 0);
-	CHECK_EQ(datapath_attach_vxlan(f->dp, vx), 0);
+	CHECK_EQ(svc_vxlan_up(f, n, &pod, &ul), 0);
 	CHECK_EQ(backends_put3(f->dp, IPPROTO_TCP), 0);
 	CHECK_EQ(svc_put(f->dp, &cluster_tcp, ids, 1), 0);
 	CHECK_EQ(svc_put(f->dp, &nodeport_tcp, ids, 1), 0);
@@ -4104,22 +4155,18 @@ static void svc_vxlan_body(struct fixture *f, struct svc_netns *n)
 	CHECK_EQ(run_pod(f, &p, &r), 0);
 	CHECK_EQ(r.trace.action, WEFT_ACT_TUNNEL);
 	CHECK_TUPLE(&r.out, POD_A_IP, 43000, REMOTE_BE_IP, BE_PORT);
-	/* pod A is now the pod behind weftpod, where the answer is caught */
-	a.ifindex = (uint32_t)pod.ifindex;
-	CHECK_EQ(datapath_endpoint_put(f->dp, POD_A_IP, &a), 0);
+	CHECK_EQ(pod_a_behind(f, &pod), 0);
 
 	/* the backend's node sends the answer back; it reaches A from the cluster IP */
-	pkt_tcp(&p, remote_gw_mac, remote_be_mac, REMOTE_BE_IP, BE_PORT, POD_A_IP, 43000,
+	pkt_tcp(&p, remote_gw_mac, remote_pod_mac, REMOTE_BE_IP, BE_PORT, POD_A_IP, 43000,
 		TCP_SYN | TCP_ACK, 7000, 1001);
-	ip_of(&p)->ttl = 63;
-	ip_of(&p)->check = 0;
-	ip_of(&p)->check = htons(ip_checksum(ip_of(&p), 20));
+	pkt_from_remote(&p);
 	drain(n->pod_sock);
 	CHECK_EQ(vxlan_send(f, VNID_A, &p, &r), 0);
 	CHECK_EQ(r.trace.action, WEFT_ACT_LOCAL);
 	CHECK_EQ(r.trace.ifindex, pod.ifindex);
 	CHECK_EQ(r.trace.tunnel_remote, INADDR_LOOPBACK);
-	CHECK_EQ(capture_tcp(n->pod_sock, &got), 0);
+	CHECK_EQ(capture_ipv4(n->pod_sock, IPPROTO_TCP, &got), 0);
 	CHECK_TUPLE(&got, SVC_IP, SVC_PORT, POD_A_IP, 43000);
 	CHECK_FORWARDED(&p, &got);
 	CHECK(memcmp(got.b, pod_a_mac, 6) == 0);
@@ -4136,16 +4183,14 @@ static void svc_vxlan_body(struct fixture *f, struct svc_netns *n)
 
 	/* the answer to the gateway port leaves through the underlay, from
 	 * the node port, to the client */
-	pkt_tcp(&p, remote_gw_mac, remote_be_mac, REMOTE_BE_IP, BE_PORT, GATEWAY_IP, snat,
+	pkt_tcp(&p, remote_gw_mac, remote_pod_mac, REMOTE_BE_IP, BE_PORT, GATEWAY_IP, snat,
 		TCP_SYN | TCP_ACK, 8000, 3001);
-	ip_of(&p)->ttl = 63;
-	ip_of(&p)->check = 0;
-	ip_of(&p)->check = htons(ip_checksum(ip_of(&p), 20));
+	pkt_from_remote(&p);
 	drain(n->ul_sock);
 	CHECK_EQ(vxlan_send(f, VNID_A, &p, &r), 0);
 	CHECK_EQ(r.trace.action, WEFT_ACT_UNDERLAY);
 	CHECK_EQ(r.trace.ifindex, ul.ifindex);
-	CHECK_EQ(capture_tcp(n->ul_sock, &got), 0);
+	CHECK_EQ(capture_ipv4(n->ul_sock, IPPROTO_TCP, &got), 0);
 	CHECK_TUPLE(&got, NODE_IP, NODE_PORT, OUTSIDE_IP, 51000);
 	CHECK_FORWARDED(&p, &got);
 	CHECK(memcmp(got.b, outside_mac, 6) == 0);		/* the neighbour's */
@@ -4157,13 +4202,7 @@ static void svc_vxlan_body(struct fixture *f, struct svc_netns *n)
 
 DP_TEST(svc_vxlan_answers_are_translated_back)
 {
-	struct svc_netns n = { -1, -1, -1, -1, NULL, NULL };
-	int saved;
-
-	CHECK_EQ(netns_enter(&saved), 0);
-	svc_vxlan_body(f, &n);
-	svc_netns_down(&n);
-	netns_leave(saved);
+	in_svc_netns(f, svc_vxlan_body);
 }
 
 /* A backend outside the pod network: a host-network pod on this node (its
@@ -4217,9 +4256,9 @@ static void host_backend_body(struct fixture *f, struct svc_netns *n)
 	drain(n->pod_sock);
 	rc = send(n->pod_sock, p.b, p.len, 0) == (ssize_t)p.len ? 0 : -errno;
 	if (rc == 0)
-		rc = capture_tcp(n->pod_sock, &got);	/* its own SYN, outgoing */
+		rc = capture_ipv4(n->pod_sock, IPPROTO_TCP, &got);	/* its own SYN, outgoing */
 	for (int i = 0; rc == 0 && i < 8 && l4_of(&got)[13] != (TCP_SYN | TCP_ACK); i++)
-		rc = capture_tcp(n->pod_sock, &got);
+		rc = capture_ipv4(n->pod_sock, IPPROTO_TCP, &got);
 	close(lfd);
 	CHECK_EQ(rc, 0);
 	CHECK_EQ(l4_of(&got)[13], TCP_SYN | TCP_ACK);	/* the backend got it and answered */
@@ -4228,13 +4267,7 @@ static void host_backend_body(struct fixture *f, struct svc_netns *n)
 
 DP_TEST(svc_answer_of_a_backend_outside_the_pod_network_comes_from_the_frontend)
 {
-	struct svc_netns n = { -1, -1, -1, -1, NULL, NULL };
-	int saved;
-
-	CHECK_EQ(netns_enter(&saved), 0);
-	host_backend_body(f, &n);
-	svc_netns_down(&n);
-	netns_leave(saved);
+	in_svc_netns(f, host_backend_body);
 }
 
 /* ---- services from the node itself: svc_egress ----
@@ -4488,7 +4521,7 @@ DP_TEST(svc_host_backend_outside_the_pod_network_is_refused_and_counted)
 	CHECK_EQ(drops_of(f, WEFT_DROP_EXTERNAL_BACKEND), 1);
 	CHECK_EQ(drops_total(f), 1);
 	CHECK_EQ(ct_count(f), 0);
-	CHECK(bpf_map_lookup_elem(affinity_fd(f), &ak, &av) != 0);
+	CHECK(bpf_map_lookup_elem(pinned_map_fd(f, "weft_affinity"), &ak, &av) != 0);
 
 	/* a pod's connection to the same backend is its business (pod_egress) */
 	tcp_from_a(&p, 41401, SVC_IP, SVC_PORT, TCP_SYN);
@@ -4574,8 +4607,6 @@ static int svc_device_up(struct nl *nl, const char *name, struct nl_link *l)
 static void svc_host_vxlan_body(struct fixture *f, struct nl *nl)
 {
 	static const uint32_t ids[] = { BE_REMOTE };
-	uint8_t remote_be_mac[6] = { 0x0a, 0x58, 0x0a, 0x80, 0x02, 0x09 };
-	uint8_t remote_gw_mac[6] = { 0xee, 0xee, 0x00, 0x00, 0x02, 0x01 };
 	struct weft_config cfg = ready_config();
 	struct sockaddr_ll sll = { .sll_family = AF_PACKET, .sll_protocol = htons(ETH_P_ALL) };
 	struct timeval tv = { .tv_sec = 2 };
@@ -4585,10 +4616,7 @@ static void svc_host_vxlan_body(struct fixture *f, struct nl *nl)
 	struct pkt p, got;
 	int vx, sock = -1, rc;
 
-	CHECK_EQ(sh("ip link set lo up && "
-		    "ip link add weftvx0 type vxlan external dstport 4789 && "
-		    "ip link set weftvx0 up"), 0);
-	vx = (int)if_nametoindex("weftvx0");
+	vx = vxlan_dev_up();
 	CHECK(vx > 0);
 	CHECK_EQ(svc_device_up(nl, "weftsvc0", &svc), 0);
 	CHECK_EQ(seed_host_services(f->dp, (uint32_t)svc.ifindex, svc.mac), 0);
@@ -4613,15 +4641,13 @@ static void svc_host_vxlan_body(struct fixture *f, struct nl *nl)
 	rc = bind(sock, (struct sockaddr *)&sll, sizeof(sll)) < 0 ||
 	     setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0 ? -errno : 0;
 	if (rc == 0) {
-		pkt_tcp(&p, remote_gw_mac, remote_be_mac, REMOTE_BE_IP, BE_PORT, GATEWAY_IP, 43100,
+		pkt_tcp(&p, remote_gw_mac, remote_pod_mac, REMOTE_BE_IP, BE_PORT, GATEWAY_IP, 43100,
 			TCP_SYN | TCP_ACK, 9000, 7001);
-		ip_of(&p)->ttl = 63;
-		ip_of(&p)->check = 0;
-		ip_of(&p)->check = htons(ip_checksum(ip_of(&p), 20));
+		pkt_from_remote(&p);
 		drain(sock);
 		rc = vxlan_send(f, VNID_A, &p, &r);
 		if (rc == 0)
-			rc = capture_tcp(sock, &got);
+			rc = capture_ipv4(sock, IPPROTO_TCP, &got);
 	}
 	close(sock);
 	CHECK_EQ(rc, 0);
@@ -4785,13 +4811,7 @@ static void svc_real_body(struct fixture *f, struct svc_netns *n)
 
 DP_TEST(svc_real_node_connects_and_is_refused_through_the_service_device)
 {
-	struct svc_netns n = { -1, -1, -1, -1, NULL, NULL };
-	int saved;
-
-	CHECK_EQ(netns_enter(&saved), 0);
-	svc_real_body(f, &n);
-	svc_netns_down(&n);
-	netns_leave(saved);
+	in_svc_netns(f, svc_real_body);
 }
 
 /* ---- ICMP errors, fragments and the cluster network from pods ---- */
@@ -4980,23 +5000,37 @@ DP_TEST(pod_icmp_error_with_a_truncated_quote_is_dropped)
 	CHECK_EQ(r.trace.drop_reason, WEFT_DROP_MALFORMED);
 }
 
-DP_TEST(svc_backend_icmp_error_is_translated_to_the_frontend)
+/* seed_services() with the UDP backends, BE_LOCAL (a pod here) behind
+ * cluster_udp, and pod A's datagram from sport to the cluster IP
+ * delivered to it.  0, a negative errno, or -EPROTO when it went astray. */
+static int udp_svc_local(struct fixture *f, uint16_t sport)
 {
 	static const uint32_t ids[] = { BE_LOCAL };
+	struct result r;
+	struct pkt p;
+	int rc;
+
+	if ((rc = seed_services(f->dp)) < 0 || (rc = backends_put3(f->dp, IPPROTO_UDP)) < 0 ||
+	    (rc = svc_put(f->dp, &cluster_udp, ids, 1)) < 0)
+		return rc;
+	pkt_l4(&p, gw_a_mac, pod_a_mac, IPPROTO_UDP, POD_A_IP, sport, SVC_IP, 53, 12);
+	if ((rc = run_pod(f, &p, &r)) < 0)
+		return rc;
+	if (r.verdict != TC_ACT_REDIRECT || ip_of(&r.out)->daddr != LOCAL_BE_IP ||
+	    dport_of(&r.out) != BE_PORT)
+		return -EPROTO;
+	return 0;
+}
+
+DP_TEST(svc_backend_icmp_error_is_translated_to_the_frontend)
+{
 	uint8_t be_mac[6];
 	struct result r;
 	struct pkt p;
 
-	CHECK_EQ(seed_services(f->dp), 0);
-	CHECK_EQ(backends_put3(f->dp, IPPROTO_UDP), 0);
-	CHECK_EQ(svc_put(f->dp, &cluster_udp, ids, 1), 0);
+	/* pod A's datagram to the service reached the local backend */
+	CHECK_EQ(udp_svc_local(f, 40300), 0);
 	tenant_mac(LOCAL_BE_IP, be_mac);
-
-	/* pod A's datagram to the service reaches the local backend */
-	pkt_l4(&p, gw_a_mac, pod_a_mac, IPPROTO_UDP, POD_A_IP, 40300, SVC_IP, 53, 12);
-	CHECK_EQ(run_pod(f, &p, &r), 0);
-	CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
-	CHECK_TUPLE(&r.out, POD_A_IP, 40300, LOCAL_BE_IP, BE_PORT);
 
 	/* the backend says "fragmentation needed" about it */
 	pkt_icmp_error(&p, be_mac, LOCAL_BE_IP, POD_A_IP, ICMP_UNREACH, ICMP_FRAG_NEEDED,
@@ -5027,14 +5061,44 @@ DP_TEST(svc_backend_icmp_error_is_translated_to_the_frontend)
 	CHECK_EQ(drops_total(f), 0);
 }
 
-/* A UDP datagram's fragment from pod A: first (offset 0, MF) or later. */
-static void udp_fragment(struct pkt *p, in_addr_t dst, uint16_t dport, uint16_t id, bool first)
+/* r: a later fragment of pod A's, to the service, went the way of its
+ * first: tunnelled to the backend's node, to the backend, its IP header
+ * checksum right */
+#define CHECK_FOLLOWED_TO_REMOTE_BACKEND(r)                                 \
+	do {                                                                \
+		CHECK_EQ((r)->verdict, TC_ACT_REDIRECT);                    \
+		CHECK_EQ((r)->trace.action, WEFT_ACT_TUNNEL);               \
+		CHECK_EQ((r)->trace.tunnel_remote, ntohl(REMOTE_NODE_IP));  \
+		CHECK_EQ(ip_of(&(r)->out)->saddr, POD_A_IP);                \
+		CHECK_EQ(ip_of(&(r)->out)->daddr, REMOTE_BE_IP);            \
+		CHECK_EQ(ip_checksum(ip_of(&(r)->out), 20), 0);             \
+	} while (0)
+
+/* Make p a fragment: IP ID id, at offset (8-byte units), more: more
+ * fragments follow; the IP checksum made right again. */
+static void pkt_fragment(struct pkt *p, uint16_t id, uint16_t offset, bool more)
 {
-	pkt_l4(p, gw_a_mac, pod_a_mac, IPPROTO_UDP, POD_A_IP, 40400, dst, dport, 24);
 	ip_of(p)->id = htons(id);
-	ip_of(p)->frag_off = htons(first ? IP_MF : 4);	/* offset 32 bytes */
+	ip_of(p)->frag_off = htons((uint16_t)((more ? IP_MF : 0) | offset));
 	ip_of(p)->check = 0;
 	ip_of(p)->check = htons(ip_checksum(ip_of(p), 20));
+}
+
+/* A fragment of a UDP datagram from pod A, 32 bytes of it (4 units of
+ * 8): at offset (in units), more: more fragments follow.  Offset 0 holds
+ * the UDP header. */
+static void udp_fragment_at(struct pkt *p, in_addr_t dst, uint16_t dport, uint16_t id,
+			    uint16_t offset, bool more)
+{
+	pkt_l4(p, gw_a_mac, pod_a_mac, IPPROTO_UDP, POD_A_IP, 40400, dst, dport, 24);
+	pkt_fragment(p, id, offset, more);
+}
+
+/* The first fragment (offset 0, MF), or the last one right after it
+ * (offset 32 bytes, the datagram's end). */
+static void udp_fragment(struct pkt *p, in_addr_t dst, uint16_t dport, uint16_t id, bool first)
+{
+	udp_fragment_at(p, dst, dport, id, first ? 0 : 4, first);
 }
 
 DP_TEST(pod_later_fragments_follow_their_first)
@@ -5056,12 +5120,7 @@ DP_TEST(pod_later_fragments_follow_their_first)
 	/* ... and so is the later one, by the record */
 	udp_fragment(&p, SVC_IP, 53, 901, false);
 	CHECK_EQ(run_pod(f, &p, &r), 0);
-	CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
-	CHECK_EQ(r.trace.action, WEFT_ACT_TUNNEL);
-	CHECK_EQ(r.trace.tunnel_remote, ntohl(REMOTE_NODE_IP));
-	CHECK_EQ(ip_of(&r.out)->saddr, POD_A_IP);
-	CHECK_EQ(ip_of(&r.out)->daddr, REMOTE_BE_IP);
-	CHECK_EQ(ip_checksum(ip_of(&r.out), 20), 0);
+	CHECK_FOLLOWED_TO_REMOTE_BACKEND(&r);
 	CHECK(memcmp(l4_of(&r.out), l4_of(&p), 8 + 24) == 0);	/* payload untouched */
 
 	/* to the outside: both to the stack */
@@ -5111,6 +5170,591 @@ DP_TEST(pod_orphan_later_fragments_are_dropped)
 	CHECK_EQ(run_pod(f, &p, &r), 0);
 	CHECK_EQ(r.trace.drop_reason, WEFT_DROP_FRAG_ORPHAN);
 	CHECK_EQ(drops_of(f, WEFT_DROP_FRAG_ORPHAN), n + 2);
+}
+
+/* ---- fragments: the open-datagram limit and the slots (lib/frag.h) ---- */
+
+/* lib/frag.h's home slot of a datagram (daddr as sent, id host order) */
+static uint32_t frag_home(in_addr_t daddr, uint16_t id, uint8_t proto)
+{
+	uint32_t h = (uint32_t)daddr ^ ((uint32_t)htons(id) << 8) ^ proto;
+
+	h ^= h >> 16;
+	h *= 0x45d9f3b;
+	h ^= h >> 16;
+	return h & (WEFT_FRAG_SLOTS - 1);
+}
+
+/* The record of sender saddr in slot of the pinned map (weft_frags or
+ * weft_rev_frags).  0 or a negative errno. */
+static int frag_get(struct fixture *f, const char *map, in_addr_t saddr, uint32_t slot,
+		    struct weft_frag *v)
+{
+	struct weft_frag_key k = { .saddr = saddr, .slot = slot };
+	int fd = pinned_map_fd(f, map), rc;
+
+	if (fd < 0)
+		return fd;
+	memset(v, 0, sizeof(*v));
+	rc = bpf_map_lookup_elem(fd, &k, v) < 0 ? -errno : 0;
+	close(fd);
+	return rc;
+}
+
+static int frag_put(struct fixture *f, const char *map, in_addr_t saddr, uint32_t slot,
+		    const struct weft_frag *v)
+{
+	struct weft_frag_key k = { .saddr = saddr, .slot = slot };
+	int fd = pinned_map_fd(f, map), rc;
+
+	if (fd < 0)
+		return fd;
+	rc = bpf_map_update_elem(fd, &k, v, BPF_EXIST) < 0 ? -errno : 0;
+	close(fd);
+	return rc;
+}
+
+/* The slot of pod A's weft_frags holding datagram id, or -1. */
+static int frag_slot_of(struct fixture *f, uint16_t id)
+{
+	struct weft_frag v;
+
+	for (uint32_t slot = 0; slot < WEFT_FRAG_SLOTS; slot++)
+		if (frag_get(f, "weft_frags", POD_A_IP, slot, &v) == 0 && v.id == htons(id))
+			return (int)slot;
+	return -1;
+}
+
+/* pod A's fragment through pod_ingress: the verdict, and the drop reason
+ * when it is a drop */
+#define CHECK_FRAGMENT(f, p, verdict_, reason)                             \
+	do {                                                               \
+		struct result r_;                                          \
+		CHECK_EQ(run_pod((f), (p), &r_), 0);                       \
+		CHECK_EQ(r_.verdict, (verdict_));                          \
+		if ((verdict_) == TC_ACT_SHOT)                             \
+			CHECK_EQ(r_.trace.drop_reason, (reason));          \
+	} while (0)
+
+/* Datagrams pod A opens (first fragment) to OUT_HOST_IP:9999 with IDs
+ * first .. first + n - 1, each let through. */
+static void open_datagrams(struct fixture *f, uint16_t first, int n)
+{
+	struct pkt p;
+
+	for (int i = 0; i < n; i++) {
+		udp_fragment(&p, OUT_HOST_IP, 9999, (uint16_t)(first + i), true);
+		CHECK_FRAGMENT(f, &p, TC_ACT_OK, 0);
+	}
+}
+
+DP_TEST(pod_first_fragment_beyond_16_open_datagrams_is_dropped)
+{
+	static const uint32_t ids[] = { BE_REMOTE };
+	struct pkt p;
+
+	CHECK_EQ(seed_services(f->dp), 0);
+	CHECK_EQ(backends_put3(f->dp, IPPROTO_UDP), 0);
+	CHECK_EQ(svc_put(f->dp, &cluster_udp, ids, 1), 0);
+
+	/* 16 datagrams opened and never finished: every slot in flight */
+	open_datagrams(f, 1, WEFT_FRAG_SLOTS);
+	for (uint16_t id = 1; id <= WEFT_FRAG_SLOTS; id++)
+		CHECK(frag_slot_of(f, id) >= 0);
+	CHECK_EQ(drops_total(f), 0);
+
+	/* the 17th first fragment: dropped, counted */
+	udp_fragment(&p, OUT_HOST_IP, 9999, 100, true);
+	CHECK_FRAGMENT(f, &p, TC_ACT_SHOT, WEFT_DROP_FRAG_LIMIT);
+	CHECK_EQ(drops_of(f, WEFT_DROP_FRAG_LIMIT), 1);
+	CHECK_EQ(frag_slot_of(f, 100), -1);
+	/* to a service, refused before it is translated: no conntrack entry */
+	udp_fragment(&p, SVC_IP, 53, 101, true);
+	CHECK_FRAGMENT(f, &p, TC_ACT_SHOT, WEFT_DROP_FRAG_LIMIT);
+	CHECK_EQ(ct_count(f), 0);
+	/* its later fragment has no record: an orphan */
+	udp_fragment(&p, OUT_HOST_IP, 9999, 100, false);
+	CHECK_FRAGMENT(f, &p, TC_ACT_SHOT, WEFT_DROP_FRAG_ORPHAN);
+	/* an unfragmented packet does not care */
+	pkt_l4(&p, gw_a_mac, pod_a_mac, IPPROTO_UDP, POD_A_IP, 40400, OUT_HOST_IP, 9999, 24);
+	CHECK_FRAGMENT(f, &p, TC_ACT_OK, 0);
+	/* the first fragment of an open datagram again: it keeps its slot */
+	udp_fragment(&p, OUT_HOST_IP, 9999, 5, true);
+	CHECK_FRAGMENT(f, &p, TC_ACT_OK, 0);
+
+	/* the open datagrams' middle fragments follow their records */
+	for (uint16_t id = 1; id <= WEFT_FRAG_SLOTS; id++) {
+		udp_fragment_at(&p, OUT_HOST_IP, 9999, id, 4, true);
+		CHECK_FRAGMENT(f, &p, TC_ACT_OK, 0);
+	}
+	/* a last fragment after a gap (bytes 64..95 never sent) frees
+	 * nothing: whoever reassembles still waits for the middle */
+	udp_fragment_at(&p, OUT_HOST_IP, 9999, 1, 12, false);
+	CHECK_FRAGMENT(f, &p, TC_ACT_OK, 0);
+	udp_fragment(&p, OUT_HOST_IP, 9999, 102, true);
+	CHECK_FRAGMENT(f, &p, TC_ACT_SHOT, WEFT_DROP_FRAG_LIMIT);
+
+	/* the last fragment of datagram 2, in order: its slot is free ... */
+	udp_fragment_at(&p, OUT_HOST_IP, 9999, 2, 8, false);
+	CHECK_FRAGMENT(f, &p, TC_ACT_OK, 0);
+	/* ... and a new datagram takes it, one only */
+	udp_fragment(&p, OUT_HOST_IP, 9999, 103, true);
+	CHECK_FRAGMENT(f, &p, TC_ACT_OK, 0);
+	CHECK_EQ(frag_slot_of(f, 2), -1);
+	CHECK(frag_slot_of(f, 103) >= 0);
+	udp_fragment(&p, OUT_HOST_IP, 9999, 104, true);
+	CHECK_FRAGMENT(f, &p, TC_ACT_SHOT, WEFT_DROP_FRAG_LIMIT);
+	/* another pod has slots of its own */
+	pkt_l4(&p, gw_b_mac, (uint8_t[]){ 0x0a, 0x58, 10, 128, 0, 21 }, IPPROTO_UDP, BLUE_SRC_IP,
+	       40400, OUT_HOST_IP, 9999, 24);
+	pkt_fragment(&p, 1, 0, true);
+	CHECK_FRAGMENT(f, &p, TC_ACT_OK, 0);
+	CHECK_EQ(drops_of(f, WEFT_DROP_FRAG_LIMIT), 4);
+	CHECK_EQ(drops_of(f, WEFT_DROP_FRAG_ORPHAN), 1);
+	CHECK_EQ(drops_total(f), 5);
+}
+
+DP_TEST(pod_fragmented_datagrams_in_a_stream_never_reach_the_limit)
+{
+	struct pkt p;
+
+	CHECK_EQ(seed_node(f->dp), 0);
+	/* 300 datagrams of three fragments each, as a pod's stack sends a
+	 * stream of them, to two destinations */
+	for (uint16_t id = 1; id <= 300; id++) {
+		in_addr_t dst = id % 2 ? OUT_HOST_IP : NODE_IP;
+
+		udp_fragment_at(&p, dst, 9999, id, 0, true);
+		CHECK_FRAGMENT(f, &p, TC_ACT_OK, 0);
+		udp_fragment_at(&p, dst, 9999, id, 4, true);
+		CHECK_FRAGMENT(f, &p, TC_ACT_OK, 0);
+		udp_fragment_at(&p, dst, 9999, id, 8, false);
+		CHECK_FRAGMENT(f, &p, TC_ACT_OK, 0);
+	}
+	CHECK_EQ(drops_total(f), 0);
+}
+
+DP_TEST(pod_expired_fragment_slot_is_reused)
+{
+	struct weft_frag v;
+	struct pkt p;
+	int slot;
+
+	CHECK_EQ(seed_node(f->dp), 0);
+	open_datagrams(f, 1, WEFT_FRAG_SLOTS);
+	udp_fragment(&p, OUT_HOST_IP, 9999, 200, true);
+	CHECK_FRAGMENT(f, &p, TC_ACT_SHOT, WEFT_DROP_FRAG_LIMIT);
+
+	/* datagram 7 opened longer ago than WEFT_FRAG_TICKS */
+	slot = frag_slot_of(f, 7);
+	CHECK(slot >= 0);
+	CHECK_EQ(frag_get(f, "weft_frags", POD_A_IP, (uint32_t)slot, &v), 0);
+	CHECK(recent(v.last_seen));
+	CHECK_EQ(v.flags, 0);
+	v.last_seen = now_ticks() - WEFT_FRAG_TICKS - 2;
+	CHECK_EQ(frag_put(f, "weft_frags", POD_A_IP, (uint32_t)slot, &v), 0);
+
+	/* its slot takes the next datagram, which its fragments follow */
+	udp_fragment(&p, OUT_HOST_IP, 9999, 200, true);
+	CHECK_FRAGMENT(f, &p, TC_ACT_OK, 0);
+	CHECK_EQ(frag_slot_of(f, 200), slot);
+	udp_fragment(&p, OUT_HOST_IP, 9999, 200, false);
+	CHECK_FRAGMENT(f, &p, TC_ACT_OK, 0);
+	/* datagram 7's are orphans now; the others still follow */
+	udp_fragment(&p, OUT_HOST_IP, 9999, 7, false);
+	CHECK_FRAGMENT(f, &p, TC_ACT_SHOT, WEFT_DROP_FRAG_ORPHAN);
+	udp_fragment(&p, OUT_HOST_IP, 9999, 8, false);
+	CHECK_FRAGMENT(f, &p, TC_ACT_OK, 0);
+	CHECK_EQ(drops_of(f, WEFT_DROP_FRAG_LIMIT), 1);
+	CHECK_EQ(drops_total(f), 2);
+}
+
+DP_TEST(pod_later_fragments_find_their_first_in_another_slot)
+{
+	static const uint32_t ids[] = { BE_REMOTE };
+	uint32_t home = frag_home(SVC_IP, 300, IPPROTO_UDP);
+	struct weft_frag v;
+	struct result r;
+	struct pkt p;
+	uint16_t other = 0;
+
+	CHECK_EQ(seed_services(f->dp), 0);
+	CHECK_EQ(backends_put3(f->dp, IPPROTO_UDP), 0);
+	CHECK_EQ(svc_put(f->dp, &cluster_udp, ids, 1), 0);
+	/* a datagram to the outside with the same home slot as datagram 300
+	 * to the service */
+	for (uint16_t id = 1; id < 5000 && !other; id++)
+		if (frag_home(OUT_HOST_IP, id, IPPROTO_UDP) == home)
+			other = id;
+	CHECK(other != 0);
+
+	/* it goes first, and takes its home slot */
+	udp_fragment(&p, OUT_HOST_IP, 9999, other, true);
+	CHECK_FRAGMENT(f, &p, TC_ACT_OK, 0);
+	CHECK_EQ(frag_slot_of(f, other), (int)home);
+
+	/* the service's first fragment: translated, tunnelled, recorded in
+	 * the next slot */
+	udp_fragment(&p, SVC_IP, 53, 300, true);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.trace.action, WEFT_ACT_TUNNEL);
+	CHECK_EQ(ip_of(&r.out)->daddr, REMOTE_BE_IP);
+	CHECK_EQ(frag_slot_of(f, 300), (int)((home + 1) % WEFT_FRAG_SLOTS));
+	CHECK_EQ(frag_get(f, "weft_frags", POD_A_IP, (home + 1) % WEFT_FRAG_SLOTS, &v), 0);
+	CHECK_EQ(v.daddr, SVC_IP);
+	CHECK_EQ(v.nat_daddr, REMOTE_BE_IP);
+
+	/* its later fragment finds it there, and goes the same way */
+	udp_fragment(&p, SVC_IP, 53, 300, false);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_FOLLOWED_TO_REMOTE_BACKEND(&r);
+	/* and the one in the home slot still finds its own */
+	udp_fragment(&p, OUT_HOST_IP, 9999, other, false);
+	CHECK_FRAGMENT(f, &p, TC_ACT_OK, 0);
+	CHECK_EQ(drops_total(f), 0);
+}
+
+DP_TEST(pod_later_fragments_of_a_local_backends_answer_are_translated)
+{
+	uint8_t be_mac[6];
+	struct result r;
+	struct pkt p;
+
+	CHECK_EQ(udp_svc_local(f, 40400), 0);
+	tenant_mac(LOCAL_BE_IP, be_mac);
+
+	/* the backend here answers in two fragments: both reach A from the
+	 * cluster IP (pod_ingress's own records: the backend is the sender) */
+	for (uint16_t off = 0; off <= 4; off += 4) {
+		pkt_l4(&p, gw_a_mac, be_mac, IPPROTO_UDP, LOCAL_BE_IP, BE_PORT, POD_A_IP, 40400, 24);
+		pkt_fragment(&p, 900, off, off == 0);
+		CHECK_EQ(run_pod(f, &p, &r), 0);
+		CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
+		CHECK_EQ(r.trace.action, WEFT_ACT_LOCAL);
+		CHECK_EQ(ip_of(&r.out)->saddr, SVC_IP);
+		CHECK_EQ(ip_of(&r.out)->daddr, POD_A_IP);
+		CHECK_EQ(ip_checksum(ip_of(&r.out), 20), 0);
+	}
+	CHECK_EQ(drops_total(f), 0);
+}
+
+/* ---- fragments of answers over the tunnel (vxlan_ingress, weft_rev_frags) ----
+ *
+ * On the real VXLAN device of svc_vxlan_up(): a backend on "another node"
+ * (127.0.0.1) answers with fragmented datagrams; what reaches pod A (or
+ * the underlay) is caught and read. */
+
+static const struct svc nodeport_udp = { 0, NODE_PORT, IPPROTO_UDP, WEFT_SVC_F_NODE_PORT, 0 };
+
+/* A fragment of a UDP datagram from a pod of the other node, as its node
+ * tunnels it: 32 bytes at offset (8-byte units). */
+static void remote_fragment(struct pkt *p, in_addr_t src, uint16_t sport, in_addr_t dst,
+			    uint16_t dport, uint16_t id, uint16_t offset, bool more)
+{
+	pkt_l4(p, remote_gw_mac, remote_pod_mac, IPPROTO_UDP, src, sport, dst, dport, 24);
+	pkt_fragment(p, id, offset, more);
+	pkt_from_remote(p);
+}
+
+/* svc_vxlan_up() with the UDP backends, BE_REMOTE (on the other node)
+ * behind cluster_udp and nodeport_udp, and pod A's datagram from sport to
+ * the cluster IP sent (tunnelled to the backend) before A moves behind
+ * *pod.  0, a negative errno, or -EPROTO when the datagram went astray. */
+static int udp_svc_over_tunnel(struct fixture *f, struct svc_netns *n, uint16_t sport,
+			       struct nl_link *pod, struct nl_link *ul)
+{
+	static const uint32_t ids[] = { BE_REMOTE };
+	struct result r;
+	struct pkt p;
+	int rc;
+
+	if ((rc = svc_vxlan_up(f, n, pod, ul)) < 0 ||
+	    (rc = backends_put3(f->dp, IPPROTO_UDP)) < 0 ||
+	    (rc = svc_put(f->dp, &cluster_udp, ids, 1)) < 0 ||
+	    (rc = svc_put(f->dp, &nodeport_udp, ids, 1)) < 0)
+		return rc;
+	pkt_l4(&p, gw_a_mac, pod_a_mac, IPPROTO_UDP, POD_A_IP, sport, SVC_IP, 53, 12);
+	if ((rc = run_pod(f, &p, &r)) < 0)
+		return rc;
+	if (r.trace.action != WEFT_ACT_TUNNEL || ip_of(&r.out)->saddr != POD_A_IP ||
+	    ip_of(&r.out)->daddr != REMOTE_BE_IP || dport_of(&r.out) != BE_PORT)
+		return -EPROTO;
+	return pod_a_behind(f, pod);
+}
+
+/* An outside client's datagram OUTSIDE_IP:51000 -> NODE_IP:NODE_PORT
+ * (nodeport_udp), sent on to the backend on the other node from the
+ * gateway: *snat the gateway's port.  0, a negative errno, or -EPROTO. */
+static int udp_nodeport_over_tunnel(struct fixture *f, uint16_t *snat)
+{
+	struct result r;
+	struct pkt p;
+	int rc;
+
+	pkt_l4(&p, node_mac, outside_mac, IPPROTO_UDP, OUTSIDE_IP, 51000, NODE_IP, NODE_PORT, 12);
+	if ((rc = run_node(f, &p, &r)) < 0)
+		return rc;
+	if (r.trace.action != WEFT_ACT_TUNNEL || ip_of(&r.out)->saddr != GATEWAY_IP ||
+	    ip_of(&r.out)->daddr != REMOTE_BE_IP || dport_of(&r.out) != BE_PORT)
+		return -EPROTO;
+	*snat = sport_of(&r.out);
+	return 0;
+}
+
+/* p sent over the tunnel (VNI VNID_A) reaches sock as *got, with the
+ * trace's action; the payload after the IP header as sent. */
+#define CHECK_TUNNELLED_TO(f, p, sock, action_, got)                        \
+	do {                                                                \
+		struct result r_;                                           \
+		drain(sock);                                                \
+		CHECK_EQ(vxlan_send((f), VNID_A, (p), &r_), 0);             \
+		CHECK_EQ(r_.trace.action, (action_));                       \
+		CHECK_EQ(capture_ipv4((sock), IPPROTO_UDP, (got)), 0);      \
+		CHECK_EQ(ip_checksum(ip_of(got), 20), 0);                   \
+		CHECK_EQ(ip_of(got)->ttl, ip_of(p)->ttl - 1);               \
+		CHECK_EQ(ip_of(got)->frag_off, ip_of(p)->frag_off);         \
+	} while (0)
+
+static void vxlan_answer_fragments_body(struct fixture *f, struct svc_netns *n)
+{
+	uint32_t home = frag_home(POD_A_IP, 700, IPPROTO_UDP);
+	struct nl_link pod, ul;
+	struct weft_frag v;
+	struct pkt p, got;
+	uint16_t snat;
+
+	/* pod A's datagram to the cluster IP went to the backend elsewhere */
+	CHECK_EQ(udp_svc_over_tunnel(f, n, 40400, &pod, &ul), 0);
+
+	/* its answer, fragmented: the first fragment is translated by the
+	 * conntrack, and recorded under the backend's address */
+	remote_fragment(&p, REMOTE_BE_IP, BE_PORT, POD_A_IP, 40400, 700, 0, true);
+	CHECK_TUNNELLED_TO(f, &p, n->pod_sock, WEFT_ACT_LOCAL, &got);
+	CHECK_TUPLE(&got, SVC_IP, 53, POD_A_IP, 40400);
+	CHECK_EQ(frag_get(f, "weft_rev_frags", REMOTE_BE_IP, home, &v), 0);
+	CHECK_EQ(v.daddr, POD_A_IP);
+	CHECK_EQ(v.nat_saddr, SVC_IP);
+	CHECK_EQ(v.nat_daddr, POD_A_IP);
+	CHECK_EQ(v.id, htons(700));
+	/* the later fragment, no ports in it, is translated the same way */
+	remote_fragment(&p, REMOTE_BE_IP, BE_PORT, POD_A_IP, 40400, 700, 4, false);
+	CHECK_TUNNELLED_TO(f, &p, n->pod_sock, WEFT_ACT_LOCAL, &got);
+	CHECK_EQ(ip_of(&got)->saddr, SVC_IP);
+	CHECK_EQ(ip_of(&got)->daddr, POD_A_IP);
+	CHECK(memcmp(l4_of(&got), l4_of(&p), 32) == 0);		/* payload untouched */
+	CHECK_EQ(frag_get(f, "weft_rev_frags", REMOTE_BE_IP, home, &v), 0);
+	CHECK_EQ(v.flags, WEFT_FRAG_F_DONE);
+	/* another datagram of the backend's to A (not an answer: another
+	 * port) keeps its address, first and later fragment alike */
+	remote_fragment(&p, REMOTE_BE_IP, 9000, POD_A_IP, 40400, 701, 0, true);
+	CHECK_TUNNELLED_TO(f, &p, n->pod_sock, WEFT_ACT_LOCAL, &got);
+	CHECK_EQ(ip_of(&got)->saddr, REMOTE_BE_IP);
+	remote_fragment(&p, REMOTE_BE_IP, 9000, POD_A_IP, 40400, 701, 4, false);
+	CHECK_TUNNELLED_TO(f, &p, n->pod_sock, WEFT_ACT_LOCAL, &got);
+	CHECK_EQ(ip_of(&got)->saddr, REMOTE_BE_IP);
+
+	/* an outside client's NodePort datagram, SNATed to the gateway ... */
+	CHECK_EQ(udp_nodeport_over_tunnel(f, &snat), 0);
+	/* ... answered in three fragments: all leave through the underlay,
+	 * from the node port to the client */
+	remote_fragment(&p, REMOTE_BE_IP, BE_PORT, GATEWAY_IP, snat, 702, 0, true);
+	CHECK_TUNNELLED_TO(f, &p, n->ul_sock, WEFT_ACT_UNDERLAY, &got);
+	CHECK_TUPLE(&got, NODE_IP, NODE_PORT, OUTSIDE_IP, 51000);
+	for (uint16_t off = 4; off <= 8; off += 4) {
+		remote_fragment(&p, REMOTE_BE_IP, BE_PORT, GATEWAY_IP, snat, 702, off, off < 8);
+		CHECK_TUNNELLED_TO(f, &p, n->ul_sock, WEFT_ACT_UNDERLAY, &got);
+		CHECK_EQ(ip_of(&got)->saddr, NODE_IP);
+		CHECK_EQ(ip_of(&got)->daddr, OUTSIDE_IP);
+		CHECK(memcmp(l4_of(&got), l4_of(&p), 32) == 0);
+	}
+	CHECK_EQ(drops_total(f), 0);
+}
+
+DP_TEST(vxlan_later_fragments_of_an_answer_are_translated_as_the_first)
+{
+	in_svc_netns(f, vxlan_answer_fragments_body);
+}
+
+static void vxlan_pod_fragments_body(struct fixture *f, struct svc_netns *n)
+{
+	struct nl_link pod, ul;
+	struct weft_frag v;
+	struct pkt p, got;
+
+	CHECK_EQ(svc_vxlan_up(f, n, &pod, &ul), 0);
+	CHECK_EQ(pod_a_behind(f, &pod), 0);
+
+	/* a remote pod's fragmented datagram to pod A: no service, nothing
+	 * to translate, nothing recorded; delivered as it came */
+	remote_fragment(&p, REMOTE_BE2_IP, 9000, POD_A_IP, 40400, 800, 0, true);
+	CHECK_TUNNELLED_TO(f, &p, n->pod_sock, WEFT_ACT_LOCAL, &got);
+	CHECK_TUPLE(&got, REMOTE_BE2_IP, 9000, POD_A_IP, 40400);
+	CHECK(memcmp(l4_of(&got), l4_of(&p), 32) == 0);
+	for (uint32_t slot = 0; slot < WEFT_FRAG_SLOTS; slot++)
+		CHECK_EQ(frag_get(f, "weft_rev_frags", REMOTE_BE2_IP, slot, &v), -ENOENT);
+	for (uint16_t off = 4; off <= 8; off += 4) {
+		remote_fragment(&p, REMOTE_BE2_IP, 9000, POD_A_IP, 40400, 800, off, off < 8);
+		CHECK_TUNNELLED_TO(f, &p, n->pod_sock, WEFT_ACT_LOCAL, &got);
+		CHECK_EQ(ip_of(&got)->saddr, REMOTE_BE2_IP);
+		CHECK(memcmp(l4_of(&got), l4_of(&p), 32) == 0);
+	}
+	/* a later fragment whose first this node never saw: not this path's
+	 * to judge (the sender's node did), delivered */
+	remote_fragment(&p, REMOTE_BE2_IP, 9000, POD_A_IP, 40400, 801, 4, false);
+	CHECK_TUNNELLED_TO(f, &p, n->pod_sock, WEFT_ACT_LOCAL, &got);
+	CHECK_EQ(ip_of(&got)->saddr, REMOTE_BE2_IP);
+	CHECK_EQ(drops_total(f), 0);
+}
+
+DP_TEST(vxlan_pod_to_pod_fragments_are_delivered_untranslated)
+{
+	in_svc_netns(f, vxlan_pod_fragments_body);
+}
+
+/* ---- ICMP errors over the tunnel (vxlan_ingress, lib/icmp.h) ---- */
+
+/* An ICMP error from the backend on the other node, as its node tunnels
+ * it (pkt_icmp_error's quote: UDP qsrc:qsport -> qdst:qdport). */
+static void remote_icmp_error(struct pkt *p, in_addr_t dst, uint8_t code, in_addr_t qsrc,
+			      uint16_t qsport, in_addr_t qdst, uint16_t qdport)
+{
+	pkt_icmp_error(p, remote_pod_mac, REMOTE_BE_IP, dst, ICMP_UNREACH, code, qsrc, qsport,
+		       qdst, qdport);
+	pkt_from_remote(p);
+}
+
+/* got is the ICMP error p translated and forwarded: the outer and quoted
+ * addresses and the quoted ports as given, the rest of p kept (TTL one
+ * less, the next-hop MTU, the quoted transport checksum, which covers a
+ * datagram nobody has whole), every checksum it carries right again. */
+#define CHECK_ICMP_TRANSLATED(p, got, src, dst, qsrc, qsport, qdst, qdport)  \
+	do {                                                                 \
+		CHECK_EQ((got)->len, (p)->len);                              \
+		CHECK_EQ(ip_of(got)->saddr, (src));                          \
+		CHECK_EQ(ip_of(got)->daddr, (dst));                          \
+		CHECK_EQ(ip_of(got)->ttl, ip_of(p)->ttl - 1);                \
+		CHECK_EQ(quote_of(got)->saddr, (qsrc));                      \
+		CHECK_EQ(quote_of(got)->daddr, (qdst));                      \
+		CHECK_EQ(get16(icmp_of(got) + 8 + 20), (qsport));            \
+		CHECK_EQ(get16(icmp_of(got) + 8 + 20 + 2), (qdport));        \
+		CHECK_EQ(get16(icmp_of(got) + 6), 552);                      \
+		CHECK_EQ(get16(icmp_of(got) + 8 + 20 + 6), 0x1234);          \
+		CHECK_EQ(ip_checksum(ip_of(got), 20), 0);                    \
+		CHECK_EQ(ip_checksum(quote_of(got), 20), 0);                 \
+		CHECK_EQ(icmp_checksum(got), 0);                             \
+	} while (0)
+
+static void vxlan_icmp_error_body(struct fixture *f, struct svc_netns *n)
+{
+	struct nl_link pod, ul;
+	struct result r;
+	struct pkt p, got;
+	uint16_t snat;
+
+	/* pod A's datagram to the cluster IP, translated to the backend on
+	 * the other node */
+	CHECK_EQ(udp_svc_over_tunnel(f, n, 40300, &pod, &ul), 0);
+
+	/* the backend says "fragmentation needed" about it: A gets it from
+	 * the cluster IP, about the cluster IP and port it sent to */
+	remote_icmp_error(&p, POD_A_IP, ICMP_FRAG_NEEDED, POD_A_IP, 40300, REMOTE_BE_IP, BE_PORT);
+	drain(n->pod_sock);
+	CHECK_EQ(vxlan_send(f, VNID_A, &p, &r), 0);
+	CHECK_EQ(r.trace.action, WEFT_ACT_LOCAL);
+	CHECK_EQ(r.trace.ifindex, pod.ifindex);
+	CHECK_EQ(capture_ipv4(n->pod_sock, IPPROTO_ICMP, &got), 0);
+	CHECK_ICMP_TRANSLATED(&p, &got, SVC_IP, POD_A_IP, POD_A_IP, 40300, SVC_IP, 53);
+
+	/* an outside client's NodePort datagram, SNATed to the gateway: the
+	 * backend's error about it leaves through the underlay, from the node
+	 * IP to the client, quoting the client and the node port */
+	CHECK_EQ(udp_nodeport_over_tunnel(f, &snat), 0);
+	remote_icmp_error(&p, GATEWAY_IP, ICMP_FRAG_NEEDED, GATEWAY_IP, snat, REMOTE_BE_IP, BE_PORT);
+	drain(n->ul_sock);
+	CHECK_EQ(vxlan_send(f, VNID_A, &p, &r), 0);
+	CHECK_EQ(r.trace.action, WEFT_ACT_UNDERLAY);
+	CHECK_EQ(capture_ipv4(n->ul_sock, IPPROTO_ICMP, &got), 0);
+	CHECK_ICMP_TRANSLATED(&p, &got, NODE_IP, OUTSIDE_IP, OUTSIDE_IP, 51000, NODE_IP, NODE_PORT);
+
+	/* an error about a flow no service translated (the backend's own
+	 * with A): delivered as it came */
+	remote_icmp_error(&p, POD_A_IP, 3, POD_A_IP, 40301, REMOTE_BE_IP, 9000);
+	drain(n->pod_sock);
+	CHECK_EQ(vxlan_send(f, VNID_A, &p, &r), 0);
+	CHECK_EQ(r.trace.action, WEFT_ACT_LOCAL);
+	CHECK_EQ(capture_ipv4(n->pod_sock, IPPROTO_ICMP, &got), 0);
+	CHECK(memcmp(l4_of(&got), l4_of(&p), 8 + 20 + 8) == 0);
+	CHECK_EQ(ip_of(&got)->saddr, REMOTE_BE_IP);
+	CHECK_EQ(drops_total(f), 0);
+}
+
+DP_TEST(vxlan_backend_icmp_error_is_translated_to_the_frontend)
+{
+	in_svc_netns(f, vxlan_icmp_error_body);
+}
+
+static void vxlan_forged_icmp_body(struct fixture *f, struct svc_netns *n)
+{
+	static const struct {
+		in_addr_t dst, qsrc, qdst;	/* outer destination, quoted pair */
+		uint16_t qdport;
+	} forged[] = {
+		/* A's connection to the service (as A sent it, to the
+		 * cluster IP): not what the backend received */
+		{ POD_A_IP, POD_A_IP, SVC_IP, 53 },
+		/* A's packet to another pod of that node */
+		{ POD_A_IP, POD_A_IP, REMOTE_BE2_IP, BE_PORT },
+		/* pod B's packet, the error sent to A */
+		{ POD_A_IP, POD_B_IP, REMOTE_BE_IP, BE_PORT },
+		/* A's connection, the error sent to the gateway */
+		{ GATEWAY_IP, POD_A_IP, REMOTE_BE_IP, BE_PORT },
+	};
+	struct nl_link pod, ul;
+	struct weft_ct_entry rev;
+	struct result r;
+	struct pkt p;
+
+	/* A's connection through the service to the backend */
+	CHECK_EQ(udp_svc_over_tunnel(f, n, 40500, &pod, &ul), 0);
+	CHECK_EQ(ct_get(f, REMOTE_BE_IP, BE_PORT, POD_A_IP, 40500, IPPROTO_UDP, WEFT_CT_REV, &rev),
+		 0);
+
+	/* the backend quotes what it never received, or sends the error
+	 * elsewhere than the quoted source: dropped before any translation */
+	for (size_t i = 0; i < sizeof(forged) / sizeof(forged[0]); i++) {
+		remote_icmp_error(&p, forged[i].dst, 3, forged[i].qsrc, 40500, forged[i].qdst,
+				  forged[i].qdport);
+		CHECK_EQ(vxlan_send(f, VNID_A, &p, &r), 0);
+		CHECK_EQ(r.trace.action, WEFT_ACT_DROP);
+		CHECK_EQ(r.trace.drop_reason, WEFT_DROP_ICMP_FORGED);
+	}
+	CHECK_EQ(drops_of(f, WEFT_DROP_ICMP_FORGED), sizeof(forged) / sizeof(forged[0]));
+	/* a tenant the quoted source may not hear from (VNI) */
+	remote_icmp_error(&p, POD_A_IP, 3, POD_A_IP, 40500, REMOTE_BE_IP, BE_PORT);
+	{
+		struct weft_ipcache_entry a = { .node_ip = NODE_IP, .vnid = VNID_A };
+
+		CHECK_EQ(datapath_ipcache_put(f->dp, POD_A_IP, &a), 0);
+	}
+	CHECK_EQ(vxlan_send(f, VNID_RED, &p, &r), 0);
+	CHECK_EQ(r.trace.drop_reason, WEFT_DROP_ICMP_FORGED);
+	/* a quote cut short */
+	remote_icmp_error(&p, POD_A_IP, 3, POD_A_IP, 40500, REMOTE_BE_IP, BE_PORT);
+	ip_of(&p)->tot_len = htons(20 + 8 + 20);
+	pkt_from_remote(&p);
+	p.len -= 8;
+	CHECK_EQ(vxlan_send(f, VNID_A, &p, &r), 0);
+	CHECK_EQ(r.trace.drop_reason, WEFT_DROP_ICMP_TRUNCATED);
+	/* the genuine error still passes, translated */
+	remote_icmp_error(&p, POD_A_IP, 3, POD_A_IP, 40500, REMOTE_BE_IP, BE_PORT);
+	CHECK_EQ(vxlan_send(f, VNID_A, &p, &r), 0);
+	CHECK_EQ(r.trace.action, WEFT_ACT_LOCAL);
+	CHECK_EQ(drops_total(f), sizeof(forged) / sizeof(forged[0]) + 2);
+}
+
+DP_TEST(vxlan_forged_icmp_error_is_dropped)
+{
+	in_svc_netns(f, vxlan_forged_icmp_body);
 }
 
 DP_TEST(pod_cluster_address_outside_every_subnet_is_dropped)

@@ -25,6 +25,13 @@
 #   D. b1 sends to 10.131.255.255 (cluster network, no node subnet): it
 #      never appears on node-1's underlay device; no-subnet counts it.
 #      Control: the same datagram to OUT does appear there.
+#   E. b1 floods N1 with 5,000 first fragments whose datagrams never
+#      complete: a pod holds at most 16 datagrams in flight, so frag-limit
+#      counts all the others (`weftctl drops` shows it on node-1) and
+#      node-1's reassembly holds no more queues than b1 could open while
+#      it sent.  Control: b1's own 3,000-byte UDP exchange with OUT
+#      (fragmented both ways) works before the flood, and again once the
+#      flood's datagrams have expired (about 2 s).
 #
 # Lab t<pid>-ai, so a demo lab or another test's is not touched.
 set -e
@@ -60,6 +67,8 @@ cat >"$TOOL" <<'PY'
 #  attack.py icmp DST TYPE CODE QSRC QDST QSPORT QDPORT [MTU]   one ICMP
 #      error quoting a UDP header (scapy)
 #  attack.py orphans DST COUNT SRC   later fragments (offset 1480, no first)
+#  attack.py firsts DST COUNT SRC    first fragments (offset 0, more
+#      fragments), never the rest, IDs 1..COUNT; prints the seconds taken
 #  attack.py sink PORT | echo PORT    UDP servers (echo sends the datagram back)
 #  attack.py exchange DST PORT N SIZE   N request/answers of SIZE bytes,
 #      prints "ok/N"
@@ -105,6 +114,17 @@ def cmd_orphans(dst, count, src):
         hdr = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(payload), i & 0xffff,
                           0x2000 | 185, 64, 17, 0, src, socket.inet_aton(dst))
         s.sendto(hdr + payload, (dst, 0))
+
+def cmd_firsts(dst, count, src):
+    s = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
+    src, daddr = socket.inet_aton(src), socket.inet_aton(dst)
+    payload = struct.pack("!HHHH", 40000, 9999, 3008, 0) + b"y" * 1392
+    start = time.time()
+    for i in range(int(count)):
+        hdr = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(payload), i + 1,
+                          0x2000, 64, 17, 0, src, daddr)
+        s.sendto(hdr + payload, (dst, 0))
+    print("%.2f" % (time.time() - start))
 
 def cmd_sink(port):
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -270,5 +290,29 @@ unseen_on_underlay() { # unseen_on_underlay DST: b1's datagram to DST never on n
 	return "$rc"
 }
 check "D: b1 -> 10.131.255.255 (no node subnet) never on the underlay, no-subnet counted" unseen_on_underlay 10.131.255.255
+
+# ---------------------------------------------------------------- E
+FIRSTS=5000
+b1_exchange() { is "$(ns blue/b1 $PY "$TOOL" exchange "$OUT" 9996 "$1" 3000)" "$1/$1" "b1's 3000-byte exchanges:"; }
+# reassembly queues of node-1's stack (conntrack defrag included)
+reasm_queues() { ns node-1 awk '$1 == "FRAG:" { print $3 }' /proc/net/sockstat; }
+check "E control: b1 <-> OUT, 3000-byte UDP (fragmented), 3/3" b1_exchange 3
+first_flood() {
+	local before secs open
+	before=$(drop_count node-1 frag-limit)
+	secs=$(ns blue/b1 $PY "$TOOL" firsts "$N1" "$FIRSTS" "$B1") || return 1
+	# b1 opens 16 datagrams, and 16 more each time those expire (after
+	# WEFT_FRAG_TICKS, more than 2 s): the most it can have let through
+	open=$((16 * (2 + ${secs%.*} / 2)))
+	echo "$FIRSTS first fragments in ${secs}s: at most $open let through"
+	grew node-1 frag-limit $((before + FIRSTS - open)) || return 1
+	[ "$(reasm_queues)" -le "$open" ] ||
+		{ echo "expected at most $open reassembly queues on node-1; seen $(reasm_queues)"; return 1; }
+	echo "$((FIRSTS - open))" >"$T_ROOT/frag_limit_min"
+}
+check "E: b1 floods N1 with $FIRSTS first fragments: frag-limit counts those over 16 open, node-1's reassembly bounded" first_flood
+check "E: weftctl drops lists frag-limit on node-1" \
+	wait_for 30 drops_reported node-1 frag-limit "$(cat "$T_ROOT/frag_limit_min" 2>/dev/null || echo 1)"
+check "E control: after the flood b1 <-> OUT works again once its open datagrams expire" wait_for 20 b1_exchange 1
 
 finish

@@ -60,10 +60,6 @@ flood() { # flood FLAGS COUNT: COUNT segments from evil to red's web, all sent
 	out=$(lab exec blue/evil -- "$FLOOD" "$WEB" 80 -f "$1" -n "$2" -r 50000 -d 30) &&
 		[ "$(sent "$out")" = "$2" ]
 }
-# reported REASON MIN: `weftctl drops node-1` lists REASON on node-1 with >= MIN packets
-reported() {
-	lab weftctl drops node-1 | awk -v r="$1" -v min="$2" '$1 == "node-1" && $2 == r && $3 >= min { ok = 1 } END { exit !ok }'
-}
 conntrack_line() { # the pressure row: node, entries/capacity, the cap
 	lab weftctl drops node-1 | grep -qE "^node-1 +[0-9]+/[1-9][0-9]* +$PER_CLIENT "
 }
@@ -111,9 +107,9 @@ EOF
 check "evil: $((3 * PER_CLIENT)) short connections to itself through blue's self" pin_attempt
 
 # ------------------------------------------------------------ what the user sees
-check "weftctl drops: node-1 isolated >= 20,000" wait_for 30 reported isolated 20000
-check "weftctl drops: node-1 ct-no-connection >= 5,000" wait_for 30 reported ct-no-connection 5000
-check "weftctl drops: node-1 ct-source-limit > 0" wait_for 30 reported ct-source-limit 1
+check "weftctl drops: node-1 isolated >= 20,000" wait_for 30 drops_reported node-1 isolated 20000
+check "weftctl drops: node-1 ct-no-connection >= 5,000" wait_for 30 drops_reported node-1 ct-no-connection 5000
+check "weftctl drops: node-1 ct-source-limit > 0" wait_for 30 drops_reported node-1 ct-source-limit 1
 check "weftctl drops: the conntrack line for node-1 (entries/capacity, cap $PER_CLIENT)" conntrack_line
 check "weftctl drops (every node): both nodes' conntrack lines" eval \
 	'[ "$(lab weftctl drops | grep -cE "^node-[12] +[0-9]+/[1-9][0-9]* +$PER_CLIENT ")" -eq 2 ]'
