@@ -382,6 +382,23 @@ static bool content_type_ok(struct MHD_Connection *c, struct status *st)
 	return false;
 }
 
+/* A PATCH's Content-Type: one of the three patch types (model/patch.h),
+ * into *t (may be NULL); anything else, or none, is 415 naming it and them. */
+static bool patch_type_ok(struct MHD_Connection *c, enum patch_type *t, struct status *st)
+{
+	char msg[sizeof(st->message)];
+	enum patch_type got;
+
+	if (patch_type_parse(MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE), &got, msg,
+			     sizeof(msg))) {
+		status_set(st, 415, "UnsupportedMediaType", "%s", msg);
+		return false;
+	}
+	if (t)
+		*t = got;
+	return true;
+}
+
 /* A revision in a query parameter (absent and "" are none): 0 with *out
  * (-1 for none), or -1 with st set (400 naming it). */
 static int query_revision(struct MHD_Connection *c, const char *param, int64_t *out, struct status *st)
@@ -1232,11 +1249,12 @@ static enum MHD_Result handle_metrics(struct api *a, struct MHD_Connection *c, s
 /* A request as prepare() leaves it for dispatch(). */
 struct call {
 	enum { CALL_METRICS, CALL_WATCH, CALL_LIST, CALL_GET, CALL_CREATE, CALL_REPLACE, CALL_DELETE,
-	       CALL_PODNETWORK, CALL_CREDS } what;
+	       CALL_PODNETWORK, CALL_CREDS, CALL_PATCH } what;
 	struct route r;
 	const char *method;	/* CALL_CREDS: the request's (MHD's) */
 	const char *cred_name;	/* CALL_CREDS: the credential the path names, or NULL */
-	json_t *body;		/* a write's, checked (registry_check_write); a DELETE's options; or NULL */
+	json_t *body;		/* a write's, checked (registry_check_write); a DELETE's options; a PATCH's patch; or NULL */
+	enum patch_type patch_type;	/* CALL_PATCH: its Content-Type's */
 	int64_t want_rev;	/* a DELETE's precondition (0: none) */
 	json_t *out;		/* dispatch's answer, sent after the lock (code) */
 	int code;
@@ -1253,7 +1271,8 @@ static bool prepare(struct api *a, struct MHD_Connection *c, struct request *rq,
 	struct status st = { 0 };
 	json_t *body = NULL;
 	bool is_get = strcmp(method, "GET") == 0, is_post = strcmp(method, "POST") == 0,
-	     is_put = strcmp(method, "PUT") == 0, is_delete = strcmp(method, "DELETE") == 0;
+	     is_put = strcmp(method, "PUT") == 0, is_delete = strcmp(method, "DELETE") == 0,
+	     is_patch = strcmp(method, "PATCH") == 0;
 	const char *dry_run = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "dryRun");
 	const char *cred_name = NULL;
 	bool cred_path = is_cred_path(url, &cred_name);
@@ -1271,11 +1290,11 @@ static bool prepare(struct api *a, struct MHD_Connection *c, struct request *rq,
 		*ret = send_status(a, c, rq, &st);
 		return true;
 	}
-	if ((is_post || is_put || is_delete) && dry_run && *dry_run) {
+	if ((is_post || is_put || is_delete || is_patch) && dry_run && *dry_run) {
 		*ret = fail(a, c, rq, 400, "BadRequest", "%s", "dryRun: not supported (the write would be made for real)");
 		return true;
 	}
-	if (is_post || is_put || (is_delete && rq->len)) {
+	if (is_post || is_put || is_patch || (is_delete && rq->len)) {
 		json_error_t jerr;
 		body = json_loadb(rq->body ? rq->body : "", rq->len, JSON_REJECT_DUPLICATES, &jerr);
 		if (!body && json_error_code(&jerr) == json_error_stack_overflow) {
@@ -1291,7 +1310,7 @@ static bool prepare(struct api *a, struct MHD_Connection *c, struct request *rq,
 			*ret = fail(a, c, rq, 400, "BadRequest", "%s", msg);
 			return true;
 		}
-		if (!json_is_object(body)) {
+		if (!json_is_object(body) && !is_patch) {	/* a patch's shape is its type's */
 			json_decref(body);
 			*ret = fail(a, c, rq, 400, "BadRequest", "%s", "the body must be a JSON object");
 			return true;
@@ -1354,6 +1373,15 @@ static bool prepare(struct api *a, struct MHD_Connection *c, struct request *rq,
 		call->what = CALL_DELETE;
 		return false;
 	}
+	if (is_patch && r->has_name) {
+		/* the Content-Type was checked before the body was read */
+		call->what = CALL_PATCH;
+		if (!patch_type_ok(c, &call->patch_type, &st) || registry_patch_check(call->patch_type, body, &st)) {
+			*ret = send_status(a, c, rq, &st);
+			goto answered;
+		}
+		return false;
+	}
 	*ret = fail(a, c, rq, 405, "MethodNotAllowed", "%s is not allowed on this path", method);
 	goto answered;
 not_allowed_podnetwork:
@@ -1391,6 +1419,24 @@ static int authorize_write(struct api *a, struct request *rq, struct call *call,
 	return 0;
 }
 
+/* A PATCH's patched object, just before it is written (registry_patch):
+ * a node's PATCH is the update a PUT of that object would be. */
+struct patch_authz {
+	struct api *api;
+	struct request *rq;
+	const struct call *call;
+};
+
+static int authorize_patched(void *arg, json_t *obj, struct status *st)
+{
+	struct patch_authz *p = arg;
+	struct call replace = *p->call;
+
+	replace.what = CALL_REPLACE;
+	replace.body = obj;
+	return authorize_write(p->api, p->rq, &replace, st);
+}
+
 /* Under the global lock: what needs the registry, the store or the hub.
  * A successful get or write leaves its answer in call->out for the caller
  * to serialise and send once the lock is free; the rest answer here. */
@@ -1422,6 +1468,11 @@ static enum MHD_Result dispatch(struct api *a, struct MHD_Connection *c, struct 
 		err = registry_write_checked(a->reg, r->kind, r->ns, call->body, call->what == CALL_CREATE, &call->out,
 					     &st);
 		call->code = call->what == CALL_CREATE ? 201 : 200;
+		break;
+	case CALL_PATCH:
+		err = registry_patch(a->reg, r->kind, r->ns, r->name, call->patch_type, call->body, authorize_patched,
+				     &(struct patch_authz){ .api = a, .rq = rq, .call = call }, &call->out, &st);
+		call->code = 200;
 		break;
 	case CALL_DELETE:
 		if (authorize_write(a, rq, call, &st))
@@ -1457,7 +1508,8 @@ static bool authenticate(struct api *a, struct MHD_Connection *c, struct princip
 }
 
 /* What the request does, for authz_route: a GET of a collection is a list
- * or a watch; any other method than these is checked as an update. */
+ * or a watch; any other method than these (PUT, PATCH) is checked as an
+ * update. */
 static enum authz_verb verb_of(struct MHD_Connection *c, const char *method, const struct route *r)
 {
 	const char *watch = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "watch");
@@ -1541,11 +1593,11 @@ static enum MHD_Result handle_request(struct api *a, struct MHD_Connection *c, c
 				return send_status(a, c, rq, &st);
 			}
 		}
-		if (strcmp(method, "POST") == 0 || strcmp(method, "PUT") == 0) {
+		if (strcmp(method, "POST") == 0 || strcmp(method, "PUT") == 0 || strcmp(method, "PATCH") == 0) {
 			/* as kube-apiserver: the media type before the body is read */
 			struct status st = { 0 };
 
-			if (!content_type_ok(c, &st)) {
+			if (strcmp(method, "PATCH") == 0 ? !patch_type_ok(c, NULL, &st) : !content_type_ok(c, &st)) {
 				rq->answered = true;
 				return send_status(a, c, rq, &st);
 			}
