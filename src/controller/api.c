@@ -69,6 +69,7 @@
 #include "controller/conns.h"
 #include "controller/list_stream.h"
 #include "controller/tls_io.h"
+#include "lib/media.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -81,7 +82,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -364,17 +364,11 @@ fail(struct api *a, struct MHD_Connection *c, struct request *rq, int code, cons
  * else is 415 naming it.  Parameters (charset=utf-8) are allowed. */
 static bool content_type_ok(struct MHD_Connection *c, struct status *st)
 {
-	const char *ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+	const char *header = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
 	size_t n;
+	const char *ct = media_type_of(header, &n);
 
-	if (!ct)
-		return true;
-	while (*ct == ' ' || *ct == '\t')
-		ct++;
-	n = strcspn(ct, ";");
-	while (n && (ct[n - 1] == ' ' || ct[n - 1] == '\t'))
-		n--;
-	if (n == 0 || (n == strlen("application/json") && strncasecmp(ct, "application/json", n) == 0))
+	if (n == 0 || media_type_is(header, "application/json"))
 		return true;
 	status_set(st, 415, "UnsupportedMediaType",
 		   "the body's Content-Type '%.*s' is not supported: send application/json", (int)(n > 200 ? 200 : n),

@@ -16,12 +16,12 @@
  *  2. doc is never changed: every type works on a deep copy.
  */
 #include "model/patch_shared.h"
+#include "lib/media.h"
 
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#include <strings.h>
 
 static const char *const media[] = {
 	[PATCH_JSON] = PATCH_MEDIA_JSON,
@@ -62,16 +62,11 @@ const char *patch_type_media(enum patch_type t)
 
 int patch_type_parse(const char *content_type, enum patch_type *t, char *err, size_t errlen)
 {
-	const char *ct = content_type ? content_type : "";
 	size_t n;
+	const char *ct = media_type_of(content_type, &n);
 
-	while (*ct == ' ' || *ct == '\t')
-		ct++;
-	n = strcspn(ct, ";");
-	while (n && (ct[n - 1] == ' ' || ct[n - 1] == '\t'))
-		n--;
 	for (size_t i = 0; i < sizeof(media) / sizeof(media[0]); i++)
-		if (n == strlen(media[i]) && strncasecmp(ct, media[i], n) == 0) {
+		if (media_type_is(content_type, media[i])) {
 			*t = (enum patch_type)i;
 			return 0;
 		}

@@ -227,6 +227,13 @@ static int item_key(const struct list_rule *r, const json_t *item, char **out)
 	return *out ? 0 : -ENOMEM;
 }
 
+static void keys_free(char **keys, size_t n)
+{
+	for (size_t i = 0; keys && i < n; i++)
+		free(keys[i]);
+	free(keys);
+}
+
 /* Positions by key: a JSON object from key text to the first position. */
 static int index_add(json_t *index, const char *key, size_t pos)
 {
@@ -579,9 +586,7 @@ static int merge_keyed(struct smp *s, const struct list_rule *r, const json_t *s
 out:
 	if (rc == -ENOMEM)
 		smp_fail(s, rc, "out of memory");
-	for (i = 0; keys && i < np; i++)
-		free(keys[i]);
-	free(keys);
+	keys_free(keys, np);
 	slots_free(&l);
 	json_decref(dels);
 	json_decref(where);
@@ -727,9 +732,7 @@ out:
 	if (rc == -ENOMEM)
 		smp_fail(s, rc, "out of memory");
 	pop(s);
-	for (i = 0; keys && i < n; i++)
-		free(keys[i]);
-	free(keys);
+	keys_free(keys, n);
 	slots_free(&l);
 	json_decref(merged);
 	json_decref(where);
