@@ -29,6 +29,17 @@ static const char *const media[] = {
 	[PATCH_STRATEGIC] = PATCH_MEDIA_STRATEGIC,
 };
 
+/* Bytes of the UTF-8 sequence at s (1-4), or 0 when none starts there. */
+static size_t utf8_len(const unsigned char *s)
+{
+	size_t n = s[0] < 0x80 ? 1 : (s[0] & 0xe0) == 0xc0 ? 2 : (s[0] & 0xf0) == 0xe0 ? 3 : (s[0] & 0xf8) == 0xf0 ? 4 : 0;
+
+	for (size_t i = 1; i < n; i++)
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+	return n;
+}
+
 int patch_fail(char *err, size_t errlen, int rc, const char *fmt, ...)
 {
 	va_list ap;
@@ -37,6 +48,15 @@ int patch_fail(char *err, size_t errlen, int rc, const char *fmt, ...)
 		va_start(ap, fmt);
 		vsnprintf(err, errlen, fmt, ap);
 		va_end(ap);
+		/* a message goes into a JSON answer: a name cut in the middle of
+		 * a character, where a buffer ran out, loses that character */
+		for (unsigned char *p = (unsigned char *)err; *p;) {
+			size_t n = utf8_len(p);
+			if (!n)
+				*p++ = '?';
+			else
+				p += n;
+		}
 	}
 	return rc;
 }
