@@ -58,7 +58,9 @@
  * declares one over the limit (413) is answered at once and its body is
  * not read.  What a body may be is decided in one place, the model's
  * request check (src/model/request.c), which the registry runs first on
- * every write; this file only parses and routes.
+ * every write; this file only parses and routes.  A PATCH is checked in
+ * two steps: the patch alone in prepare, the patched object under the
+ * lock, where the stored object is read (registry_patch.c).
  *
  * The API is HTTPS (GnuTLS inside MHD, TLS 1.2 and 1.3) with the
  * certificate main hands over (pki.h); plain HTTP only when main asks for
