@@ -70,6 +70,7 @@
 #include "controller/controller.h"
 #include "controller/conns.h"
 #include "controller/list_stream.h"
+#include "controller/registry_patch.h"
 #include "controller/tls_io.h"
 #include "lib/media.h"
 

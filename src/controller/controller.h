@@ -45,7 +45,6 @@
 #include <sys/types.h>
 
 #include "model/model.h"
-#include "model/patch.h"
 #include "store/store.h"
 
 #define WUR __attribute__((warn_unused_result))
@@ -188,19 +187,6 @@ int registry_write_checked(struct registry *r, const struct kind_info *k, const 
  * stored object with its resourceVersion. */
 int registry_replace(struct registry *r, const struct kind_info *k, const char *ns, const char *name,
 		     json_t *obj, json_t **out, struct status *st) WUR;
-/* PATCH (registry_patch.c): the stored object patched by patch (of type
- * t), then checked and written as registry_replace would write it, against
- * the revision it was read at; a write in between makes it read and patch
- * again (at most 5 times, as kube-apiserver), unless the patch set its own
- * resourceVersion.  authorize (NULL: none) sees each patched object just
- * before it is written.  registry_patch_check is what needs no object
- * (the patch's shape and bounds).  404 for a missing object, 400/422/413
- * for a patch that is malformed / does not apply / is over a bound. */
-typedef int (*registry_authorize_fn)(void *arg, json_t *obj, struct status *st);
-int registry_patch_check(enum patch_type t, const json_t *patch, struct status *st) WUR;
-int registry_patch(struct registry *r, const struct kind_info *k, const char *ns, const char *name,
-		   enum patch_type t, const json_t *patch, registry_authorize_fn authorize, void *arg,
-		   json_t **out, struct status *st) WUR;
 int registry_delete(struct registry *r, const struct kind_info *k, const char *ns, const char *name,
 		    json_t **out, struct status *st) WUR;
 /* The same, only while the object is at revision want_rev (0: any):

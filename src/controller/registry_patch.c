@@ -28,7 +28,7 @@
  *     admission and write.  A patch that changes the name, namespace, kind
  *     or apiVersion is the 400 such a PUT gets.
  */
-#include "controller/controller.h"
+#include "controller/registry_patch.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -7,6 +7,7 @@
  * of times; a patch with its own stale resourceVersion is a 409 at once.
  */
 #include "controller/registry_fixture.h"
+#include "controller/registry_patch.h"
 
 #include <errno.h>
 #include <stdio.h>
