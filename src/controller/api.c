@@ -58,7 +58,9 @@
  * declares one over the limit (413) is answered at once and its body is
  * not read.  What a body may be is decided in one place, the model's
  * request check (src/model/request.c), which the registry runs first on
- * every write; this file only parses and routes.
+ * every write; this file only parses and routes.  A PATCH is checked in
+ * two steps: the patch alone in prepare, the patched object under the
+ * lock, where the stored object is read (registry_patch.c).
  *
  * The API is HTTPS (GnuTLS inside MHD, TLS 1.2 and 1.3) with the
  * certificate main hands over (pki.h); plain HTTP only when main asks for
@@ -70,7 +72,9 @@
 #include "controller/discovery.h"
 #include "controller/list_stream.h"
 #include "controller/table.h"
+#include "controller/registry_patch.h"
 #include "controller/tls_io.h"
+#include "lib/media.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -83,7 +87,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -367,22 +370,33 @@ fail(struct api *a, struct MHD_Connection *c, struct request *rq, int code, cons
  * else is 415 naming it.  Parameters (charset=utf-8) are allowed. */
 static bool content_type_ok(struct MHD_Connection *c, struct status *st)
 {
-	const char *ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+	const char *header = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
 	size_t n;
+	const char *ct = media_type_of(header, &n);
 
-	if (!ct)
-		return true;
-	while (*ct == ' ' || *ct == '\t')
-		ct++;
-	n = strcspn(ct, ";");
-	while (n && (ct[n - 1] == ' ' || ct[n - 1] == '\t'))
-		n--;
-	if (n == 0 || (n == strlen("application/json") && strncasecmp(ct, "application/json", n) == 0))
+	if (n == 0 || media_type_is(header, "application/json"))
 		return true;
 	status_set(st, 415, "UnsupportedMediaType",
 		   "the body's Content-Type '%.*s' is not supported: send application/json", (int)(n > 200 ? 200 : n),
 		   ct);
 	return false;
+}
+
+/* A PATCH's Content-Type: one of the three patch types (model/patch.h),
+ * into *t (may be NULL); anything else, or none, is 415 naming it and them. */
+static bool patch_type_ok(struct MHD_Connection *c, enum patch_type *t, struct status *st)
+{
+	char msg[sizeof(st->message)];
+	enum patch_type got;
+
+	if (patch_type_parse(MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE), &got, msg,
+			     sizeof(msg))) {
+		status_set(st, 415, "UnsupportedMediaType", "%s", msg);
+		return false;
+	}
+	if (t)
+		*t = got;
+	return true;
 }
 
 /* A revision in a query parameter (absent and "" are none): 0 with *out
@@ -1265,11 +1279,12 @@ static enum MHD_Result handle_metrics(struct api *a, struct MHD_Connection *c, s
 /* A request as prepare() leaves it for dispatch(). */
 struct call {
 	enum { CALL_METRICS, CALL_WATCH, CALL_LIST, CALL_GET, CALL_CREATE, CALL_REPLACE, CALL_DELETE,
-	       CALL_PODNETWORK, CALL_CREDS } what;
+	       CALL_PODNETWORK, CALL_CREDS, CALL_PATCH } what;
 	struct route r;
 	const char *method;	/* CALL_CREDS: the request's (MHD's) */
 	const char *cred_name;	/* CALL_CREDS: the credential the path names, or NULL */
-	json_t *body;		/* a write's, checked (registry_check_write); a DELETE's options; or NULL */
+	json_t *body;		/* a write's, checked (registry_check_write); a DELETE's options; a PATCH's patch; or NULL */
+	enum patch_type patch_type;	/* CALL_PATCH: its Content-Type's */
 	int64_t want_rev;	/* a DELETE's precondition (0: none) */
 	json_t *out;		/* dispatch's answer, sent after the lock (code) */
 	int code;
@@ -1286,7 +1301,8 @@ static bool prepare(struct api *a, struct MHD_Connection *c, struct request *rq,
 	struct status st = { 0 };
 	json_t *body = NULL;
 	bool is_get = strcmp(method, "GET") == 0, is_post = strcmp(method, "POST") == 0,
-	     is_put = strcmp(method, "PUT") == 0, is_delete = strcmp(method, "DELETE") == 0;
+	     is_put = strcmp(method, "PUT") == 0, is_delete = strcmp(method, "DELETE") == 0,
+	     is_patch = strcmp(method, "PATCH") == 0;
 	const char *dry_run = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "dryRun");
 	const char *cred_name = NULL;
 	bool cred_path = is_cred_path(url, &cred_name);
@@ -1304,11 +1320,11 @@ static bool prepare(struct api *a, struct MHD_Connection *c, struct request *rq,
 		*ret = send_status(a, c, rq, &st);
 		return true;
 	}
-	if ((is_post || is_put || is_delete) && dry_run && *dry_run) {
+	if ((is_post || is_put || is_delete || is_patch) && dry_run && *dry_run) {
 		*ret = fail(a, c, rq, 400, "BadRequest", "%s", "dryRun: not supported (the write would be made for real)");
 		return true;
 	}
-	if (is_post || is_put || (is_delete && rq->len)) {
+	if (is_post || is_put || is_patch || (is_delete && rq->len)) {
 		json_error_t jerr;
 		body = json_loadb(rq->body ? rq->body : "", rq->len, JSON_REJECT_DUPLICATES, &jerr);
 		if (!body && json_error_code(&jerr) == json_error_stack_overflow) {
@@ -1324,7 +1340,7 @@ static bool prepare(struct api *a, struct MHD_Connection *c, struct request *rq,
 			*ret = fail(a, c, rq, 400, "BadRequest", "%s", msg);
 			return true;
 		}
-		if (!json_is_object(body)) {
+		if (!json_is_object(body) && !is_patch) {	/* a patch's shape is its type's */
 			json_decref(body);
 			*ret = fail(a, c, rq, 400, "BadRequest", "%s", "the body must be a JSON object");
 			return true;
@@ -1391,6 +1407,15 @@ static bool prepare(struct api *a, struct MHD_Connection *c, struct request *rq,
 		call->what = CALL_DELETE;
 		return false;
 	}
+	if (is_patch && r->has_name) {
+		/* the Content-Type was checked before the body was read */
+		call->what = CALL_PATCH;
+		if (!patch_type_ok(c, &call->patch_type, &st) || registry_patch_check(call->patch_type, body, &st)) {
+			*ret = send_status(a, c, rq, &st);
+			goto answered;
+		}
+		return false;
+	}
 	*ret = fail(a, c, rq, 405, "MethodNotAllowed", "%s is not allowed on this path", method);
 	goto answered;
 not_allowed_podnetwork:
@@ -1428,6 +1453,24 @@ static int authorize_write(struct api *a, struct request *rq, struct call *call,
 	return 0;
 }
 
+/* A PATCH's patched object, just before it is written (registry_patch):
+ * a node's PATCH is the update a PUT of that object would be. */
+struct patch_authz {
+	struct api *api;
+	struct request *rq;
+	const struct call *call;
+};
+
+static int authorize_patched(void *arg, json_t *obj, struct status *st)
+{
+	struct patch_authz *p = arg;
+	struct call replace = *p->call;
+
+	replace.what = CALL_REPLACE;
+	replace.body = obj;
+	return authorize_write(p->api, p->rq, &replace, st);
+}
+
 /* Under the global lock: what needs the registry, the store or the hub.
  * A successful get or write leaves its answer in call->out for the caller
  * to serialise and send once the lock is free; the rest answer here. */
@@ -1459,6 +1502,11 @@ static enum MHD_Result dispatch(struct api *a, struct MHD_Connection *c, struct 
 		err = registry_write_checked(a->reg, r->kind, r->ns, call->body, call->what == CALL_CREATE, &call->out,
 					     &st);
 		call->code = call->what == CALL_CREATE ? 201 : 200;
+		break;
+	case CALL_PATCH:
+		err = registry_patch(a->reg, r->kind, r->ns, r->name, call->patch_type, call->body, authorize_patched,
+				     &(struct patch_authz){ .api = a, .rq = rq, .call = call }, &call->out, &st);
+		call->code = 200;
 		break;
 	case CALL_DELETE:
 		if (authorize_write(a, rq, call, &st))
@@ -1494,7 +1542,8 @@ static bool authenticate(struct api *a, struct MHD_Connection *c, struct princip
 }
 
 /* What the request does, for authz_route: a GET of a collection is a list
- * or a watch; any other method than these is checked as an update. */
+ * or a watch; any other method than these (PUT, PATCH) is checked as an
+ * update. */
 static enum authz_verb verb_of(struct MHD_Connection *c, const char *method, const struct route *r)
 {
 	if (strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0) {
@@ -1608,11 +1657,11 @@ static enum MHD_Result handle_request(struct api *a, struct MHD_Connection *c, c
 				return send_status(a, c, rq, &st);
 			}
 		}
-		if (strcmp(method, "POST") == 0 || strcmp(method, "PUT") == 0) {
+		if (strcmp(method, "POST") == 0 || strcmp(method, "PUT") == 0 || strcmp(method, "PATCH") == 0) {
 			/* as kube-apiserver: the media type before the body is read */
 			struct status st = { 0 };
 
-			if (!content_type_ok(c, &st)) {
+			if (strcmp(method, "PATCH") == 0 ? !patch_type_ok(c, NULL, &st) : !content_type_ok(c, &st)) {
 				rq->answered = true;
 				return send_status(a, c, rq, &st);
 			}

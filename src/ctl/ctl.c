@@ -105,6 +105,12 @@ struct httpc *ctl_http(struct ctl *ctl)
 
 int ctl_call(struct ctl *ctl, const char *method, const char *path, const json_t *body, struct ctl_reply *r)
 {
+	return ctl_call_typed(ctl, method, path, NULL, body, r);
+}
+
+int ctl_call_typed(struct ctl *ctl, const char *method, const char *path, const char *content_type,
+		   const json_t *body, struct ctl_reply *r)
+{
 	struct httpc *h = ctl_http(ctl);
 	struct httpc_response resp = { 0 };
 	char err[1024];
@@ -121,7 +127,7 @@ int ctl_call(struct ctl *ctl, const char *method, const char *path, const json_t
 			return -ENOMEM;
 		}
 	}
-	rc = httpc_request(h, method, path, text, text ? strlen(text) : 0, &resp, err, sizeof(err));
+	rc = httpc_request_typed(h, method, path, content_type, text, text ? strlen(text) : 0, &resp, err, sizeof(err));
 	free(text);
 	if (rc < 0) {
 		fprintf(stderr, "error: %s\n", err);
@@ -277,6 +283,40 @@ bool ctl_name_ok(const char *what, const char *name)
 	if (!ok)
 		fprintf(stderr, "error: invalid %s \"%s\"\n", what, name);
 	return ok;
+}
+
+int ctl_one_object(const struct ctl *ctl, const char *verb, const char *usage, int argc, char **argv, int first,
+		   const struct kind_info **k, const char **name)
+{
+	char kind[256], *slash;
+	int next;
+
+	if (first >= argc) {
+		fprintf(stderr, "error: %s needs KIND NAME\n", verb);
+		return ctl_usage(ctl, verb, usage);
+	}
+	snprintf(kind, sizeof(kind), "%s", argv[first]);
+	slash = strchr(kind, '/');
+	if (slash) {
+		*slash = 0;
+		*name = argv[first] + (slash - kind) + 1;
+		next = first + 1;
+	} else {
+		*name = first + 1 < argc ? argv[first + 1] : NULL;
+		next = first + 2;
+	}
+	if (!*name) {
+		fprintf(stderr, "error: %s needs a NAME\n", verb);
+		return ctl_usage(ctl, verb, usage);
+	}
+	if (next < argc) {
+		fprintf(stderr, "error: %s takes one NAME\n", verb);
+		return ctl_usage(ctl, verb, usage);
+	}
+	*k = ctl_kind(kind);
+	if (!*k || !ctl_name_ok("name", *name))
+		return CTL_EXIT_FAIL;
+	return 0;
 }
 
 const char *ctl_ref(const struct kind_info *k, const char *ns, const char *name, char *buf, size_t len)

@@ -72,6 +72,7 @@ int ctl_describe(struct ctl *ctl, int argc, char **argv);
 int ctl_podnetwork(struct ctl *ctl, int argc, char **argv);
 int ctl_drops(struct ctl *ctl, int argc, char **argv);
 int ctl_nodecred(struct ctl *ctl, int argc, char **argv);
+int ctl_patch(struct ctl *ctl, int argc, char **argv);
 
 /* The connection, made on first use.  NULL after printing why (no token,
  * unreadable token or CA file, a kubeconfig that cannot be used, bad
@@ -93,6 +94,9 @@ struct ctl_reply {
  */
 int ctl_call(struct ctl *ctl, const char *method, const char *path, const json_t *body, struct ctl_reply *r)
 	__attribute__((warn_unused_result));
+/* The same with a body of media type content_type (NULL: application/json). */
+int ctl_call_typed(struct ctl *ctl, const char *method, const char *path, const char *content_type,
+		   const json_t *body, struct ctl_reply *r) __attribute__((warn_unused_result));
 void ctl_reply_free(struct ctl_reply *r);
 
 static inline bool ctl_ok(const struct ctl_reply *r) { return r->status >= 200 && r->status < 300; }
@@ -123,6 +127,11 @@ const struct kind_info *ctl_kind(const char *arg);
 /* A name or namespace from the command line: true if it can be put in a
  * path; else prints `error: invalid WHAT "x"` and returns false. */
 bool ctl_name_ok(const char *what, const char *name);
+/* The one object a verb names, in argv[first..argc): KIND NAME or
+ * KIND/NAME.  0 with *k and *name (borrowed from argv), or the exit code
+ * after printing why (usage, or an unknown kind or bad name). */
+int ctl_one_object(const struct ctl *ctl, const char *verb, const char *usage, int argc, char **argv, int first,
+		   const struct kind_info **k, const char **name);
 /* "service/red/x", or "node/x" for a cluster-scoped kind (or ns NULL/""). */
 const char *ctl_ref(const struct kind_info *k, const char *ns, const char *name, char *buf, size_t len);
 /* model_api_path that cannot fail for names that passed ctl_name_ok

@@ -288,7 +288,7 @@ int ctl_describe(struct ctl *ctl, int argc, char **argv)
 	};
 	const char *ns = CTL_DEFAULT_NAMESPACE, *name;
 	const struct kind_info *k;
-	char kind[256], *slash, path[CTL_PATH_MAX];
+	char path[CTL_PATH_MAX];
 	struct ctl_reply r = { 0 };
 	int c, rc = CTL_EXIT_FAIL;
 
@@ -309,31 +309,8 @@ int ctl_describe(struct ctl *ctl, int argc, char **argv)
 			return ctl_usage(ctl, "describe", usage);
 		}
 	}
-	if (optind >= argc) {
-		fprintf(stderr, "error: describe needs KIND NAME\n");
-		return ctl_usage(ctl, "describe", usage);
-	}
-	snprintf(kind, sizeof(kind), "%s", argv[optind]);
-	slash = strchr(kind, '/');
-	if (slash) {
-		*slash = 0;
-		name = argv[optind] + (slash - kind) + 1;
-		optind++;
-	} else {
-		name = optind + 1 < argc ? argv[optind + 1] : NULL;
-		optind += 2;
-	}
-	if (!name) {
-		fprintf(stderr, "error: describe needs a NAME\n");
-		return ctl_usage(ctl, "describe", usage);
-	}
-	if (optind < argc) {
-		fprintf(stderr, "error: describe takes one NAME\n");
-		return ctl_usage(ctl, "describe", usage);
-	}
-	k = ctl_kind(kind);
-	if (!k || !ctl_name_ok("name", name))
-		return CTL_EXIT_FAIL;
+	if ((c = ctl_one_object(ctl, "describe", usage, argc, argv, optind, &k, &name)))
+		return c;
 	if (ctl_call(ctl, "GET", ctl_path(k, ns, name, path, sizeof(path)), NULL, &r) < 0)
 		goto out;
 	if (r.status == 404) {

@@ -25,6 +25,8 @@ static const struct ctl_verb verbs[] = {
 	{ "get", ctl_get, "KIND [NAME...] [-n NAMESPACE | -A] [-o wide|json|yaml|name]",
 	  "list objects, or show some by name" },
 	{ "describe", ctl_describe, "KIND NAME [-n NAMESPACE]", "show one object in detail" },
+	{ "patch", ctl_patch, "KIND NAME -p PATCH [--type strategic|merge|json] [-n NAMESPACE]",
+	  "change fields of one object (strategic merge, JSON merge or JSON Patch)" },
 	{ "delete", ctl_delete, "KIND NAME... [-n NAMESPACE] | -f FILE|DIR|-", "delete objects" },
 	{ "pod-network", ctl_podnetwork,
 	  "join-projects --to=PROJECT PROJECT... | isolate-projects PROJECT... | make-projects-global PROJECT...",

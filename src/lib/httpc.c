@@ -19,8 +19,9 @@
  *  1. x.body and x.line never exceed h->max_body bytes (plus the NUL).
  *  2. In stream mode the decision "stream or gather" is taken at the first
  *     byte of the body, when the final status is known, and never changes.
- *  3. The token exists only inside h->headers and h->headers_body; both are
- *     wiped in httpc_destroy before curl frees them.
+ *  3. The token exists only inside h->headers and h->headers_body, and a
+ *     typed request's own copy of them (typed_headers); they are wiped
+ *     before curl frees them (httpc_destroy; the end of the call).
  *  4. For https, setup() gives curl the handle's CA as the only trust
  *     anchors (CAINFO_BLOB; the default bundle and directory are cleared)
  *     or, without one, leaves curl's system defaults; verification of the
@@ -473,8 +474,43 @@ static int check_request(const char *method, const char *path)
 	return 0;
 }
 
+/* The headers of a request whose body is of media type ct: the handle's,
+ * with that Content-Type (a list of the call's own; it holds a copy of the
+ * token, so it is wiped before it is freed).  NULL on ENOMEM. */
+static struct curl_slist *typed_headers(const struct httpc *h, const char *ct)
+{
+	struct curl_slist *l = NULL, *a;
+	char line[256];
+
+	snprintf(line, sizeof(line), "Content-Type: %s", ct);
+	for (const struct curl_slist *i = h->headers; i; i = i->next) {
+		if (!(a = curl_slist_append(l, i->data)))
+			goto fail;
+		l = a;
+	}
+	if ((a = curl_slist_append(l, line)))
+		return a;
+fail:
+	wipe_list(l);
+	curl_slist_free_all(l);
+	return NULL;
+}
+
+/* A media type a header may carry: printable ASCII, no more than fits. */
+static bool media_type_ok(const char *ct)
+{
+	size_t n = strlen(ct);
+
+	if (!n || n > 200)
+		return false;
+	for (const char *p = ct; *p; p++)
+		if ((unsigned char)*p < 0x20 || (unsigned char)*p >= 0x7f)
+			return false;
+	return true;
+}
+
 static CURLcode setup(struct httpc *h, const char *method, const char *url, const char *body, size_t len,
-		      bool stream, struct xfer *x)
+		      const struct curl_slist *headers, bool stream, struct xfer *x)
 {
 	CURL *c = h->curl;
 	CURLcode rc = CURLE_OK;
@@ -490,7 +526,7 @@ static CURLcode setup(struct httpc *h, const char *method, const char *url, cons
 	SET(CURLOPT_CONNECTTIMEOUT_MS, h->connect_timeout_ms);
 	SET(CURLOPT_TIMEOUT_MS, stream ? 0L : h->timeout_ms);
 	SET(CURLOPT_TCP_KEEPALIVE, 1L);
-	SET(CURLOPT_HTTPHEADER, body ? h->headers_body : h->headers);
+	SET(CURLOPT_HTTPHEADER, headers);
 	SET(CURLOPT_WRITEFUNCTION, on_data);
 	SET(CURLOPT_WRITEDATA, x);
 	SET(CURLOPT_NOPROGRESS, 0L);
@@ -583,10 +619,12 @@ static int fail(struct httpc *h, CURLcode rc, const struct xfer *x, const char *
 	}
 }
 
-static int perform(struct httpc *h, const char *method, const char *path, const char *body, size_t len,
-		   httpc_line_fn fn, void *arg, struct httpc_response *resp, char *err, size_t errlen)
+static int perform(struct httpc *h, const char *method, const char *path, const char *content_type,
+		   const char *body, size_t len, httpc_line_fn fn, void *arg, struct httpc_response *resp, char *err,
+		   size_t errlen)
 {
 	struct xfer x = { .h = h, .fn = fn, .arg = arg };
+	struct curl_slist *typed = NULL;
 	char *url = NULL;
 	CURLcode crc;
 	long status = 0;
@@ -610,7 +648,19 @@ static int perform(struct httpc *h, const char *method, const char *path, const 
 		errmsg(err, errlen, "out of memory");
 		goto out;
 	}
-	crc = setup(h, method, url, body, len, fn != NULL, &x);
+	if (body && content_type) {
+		if (!media_type_ok(content_type)) {
+			rc = -EINVAL;
+			errmsg(err, errlen, "%s: invalid Content-Type '%.200s'", h->server, content_type);
+			goto out;
+		}
+		if (!(typed = typed_headers(h, content_type))) {
+			rc = -ENOMEM;
+			errmsg(err, errlen, "out of memory");
+			goto out;
+		}
+	}
+	crc = setup(h, method, url, body, len, typed ? typed : body ? h->headers_body : h->headers, fn != NULL, &x);
 	if (crc != CURLE_OK) {
 		rc = -EINVAL;
 		errmsg(err, errlen, "%s: %s", h->server, curl_easy_strerror(crc));
@@ -648,6 +698,8 @@ static int perform(struct httpc *h, const char *method, const char *path, const 
 	x.body.data = NULL;
 	rc = 0;
 out:
+	wipe_list(typed);
+	curl_slist_free_all(typed);
 	free(x.body.data);
 	free(x.line.data);
 	free(url);
@@ -657,7 +709,13 @@ out:
 int httpc_request(struct httpc *h, const char *method, const char *path, const char *body, size_t len,
 		  struct httpc_response *resp, char *err, size_t errlen)
 {
-	return perform(h, method, path, body, len, NULL, NULL, resp, err, errlen);
+	return perform(h, method, path, NULL, body, len, NULL, NULL, resp, err, errlen);
+}
+
+int httpc_request_typed(struct httpc *h, const char *method, const char *path, const char *content_type,
+			const char *body, size_t len, struct httpc_response *resp, char *err, size_t errlen)
+{
+	return perform(h, method, path, content_type, body, len, NULL, NULL, resp, err, errlen);
 }
 
 int httpc_stream(struct httpc *h, const char *path, httpc_line_fn fn, void *arg, struct httpc_response *resp,
@@ -668,5 +726,5 @@ int httpc_stream(struct httpc *h, const char *path, httpc_line_fn fn, void *arg,
 		errmsg(err, errlen, "%s: httpc_stream without a line callback", h->server);
 		return -EINVAL;
 	}
-	return perform(h, "GET", path, NULL, 0, fn, arg, resp, err, errlen);
+	return perform(h, "GET", path, NULL, NULL, 0, fn, arg, resp, err, errlen);
 }

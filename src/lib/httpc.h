@@ -95,6 +95,13 @@ int httpc_request(struct httpc *h, const char *method, const char *path,
 		  const char *body, size_t len, struct httpc_response *resp,
 		  char *err, size_t errlen) __attribute__((warn_unused_result));
 
+/* The same with a body of another media type than application/json
+ * (content_type, e.g. "application/merge-patch+json"; printable ASCII, at
+ * most 200 bytes, else -EINVAL; NULL: application/json). */
+int httpc_request_typed(struct httpc *h, const char *method, const char *path, const char *content_type,
+			const char *body, size_t len, struct httpc_response *resp, char *err, size_t errlen)
+	__attribute__((warn_unused_result));
+
 /*
  * Called for each complete line of a streamed response, without its '\n'
  * (and without a '\r' before it); line is NUL-terminated and borrowed for

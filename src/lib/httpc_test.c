@@ -237,6 +237,35 @@ TEST(httpc_post_sends_json_body)
 	httpc_response_free(&r);
 }
 
+TEST(httpc_typed_request_sends_its_content_type_only)
+{
+	static const char body[] = "{\"metadata\":{\"labels\":{\"a\":null}}}";
+	static const char answer[] = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}";
+	struct server s;
+	struct httpc_response r = { 0 };
+	struct httpc *h;
+	char err[256];
+	int rc = -1, bad = 0;
+
+	CHECK(server_start(&s, answer, strlen(answer)) == 0);
+	h = client(&s, "t", 0, err, sizeof(err));
+	if (h) {
+		bad = httpc_request_typed(h, "PATCH", "/x", "a\r\nX-Evil: 1", body, strlen(body), &r, err, sizeof(err));
+		rc = httpc_request_typed(h, "PATCH", "/api/v1/namespaces/red", "application/merge-patch+json", body,
+					 strlen(body), &r, err, sizeof(err));
+	}
+	httpc_destroy(h);
+	server_stop(&s);
+	CHECK_EQ(bad, -EINVAL);
+	CHECK_EQ(rc, 0);
+	CHECK_CONTAINS(s.request, "PATCH /api/v1/namespaces/red HTTP/1.1\r\n");
+	CHECK_CONTAINS(s.request, "\r\nContent-Type: application/merge-patch+json\r\n");
+	CHECK_CONTAINS(s.request, "\r\nAuthorization: Bearer t\r\n");
+	CHECK(strstr(s.request, "Content-Type: application/json\r\n") == NULL);
+	CHECK(strstr(s.request, "X-Evil") == NULL);
+	httpc_response_free(&r);
+}
+
 TEST(httpc_http_error_is_not_a_failure)
 {
 	static const char answer[] = "HTTP/1.1 404 Not Found\r\nContent-Length: 13\r\n\r\n{\"code\":404}\n";

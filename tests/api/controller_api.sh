@@ -62,7 +62,7 @@ expect "hostSubnetLength that does not fit: 422" 422 Invalid PUT /apis/network.o
 expect "cluster network change orphaning subnets: 409" 409 Conflict PUT /apis/network.openshift.io/v1/clusternetworks/default -d '{"apiVersion":"network.openshift.io/v1","kind":"ClusterNetwork","metadata":{"name":"default"},"clusterNetworks":[{"cidr":"10.0.0.0/14","hostSubnetLength":9}],"serviceNetwork":"172.30.0.0/16"}'
 expect "pod in a missing namespace: 404" 404 NotFound POST /api/v1/namespaces/nosuch/pods -d '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"}}'
 expect "namespace mismatch body/path: 400" 400 BadRequest POST /api/v1/namespaces/default/pods -d '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"other"}}'
-expect "PATCH is not allowed: 405" 405 MethodNotAllowed PATCH /api/v1/nodes/node-1 -d '{}'
+expect "PATCH with Content-Type application/json (no patch type): 415" 415 UnsupportedMediaType PATCH /api/v1/nodes/node-1 -d '{}'
 expect "stale resourceVersion: 409" 409 Conflict PUT /api/v1/nodes/node-1 -d '{"apiVersion":"v1","kind":"Node","metadata":{"name":"node-1","resourceVersion":"1"},"status":{"addresses":[{"type":"InternalIP","address":"192.168.10.1"}]}}'
 api POST /api/v1/namespaces -d '{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"red"}}' >/dev/null
 expect "cluster IP outside the service network: 422" 422 Invalid POST /api/v1/namespaces/red/services -d '{"apiVersion":"v1","kind":"Service","metadata":{"name":"s1"},"spec":{"clusterIP":"10.0.0.1","ports":[{"port":80}]}}'
