@@ -21,10 +21,12 @@
 
 static json_t *verbs_of(const struct kind_info *k)
 {
-	static const char *const all[] = { "create", "delete", "get", "list", "update", "watch" };
+	static const char *const all[] = { "create", "delete", "get", "list", "patch", "update", "watch" };
+	static const char *const annotate[] = { "get", "list", "patch", "update", "watch" };
 	static const char *const read[] = { "get", "list", "watch" };
-	const char *const *v = k->controller_owned ? read : all;
-	size_t n = k->controller_owned ? 3 : 6;
+	/* a HostSubnet's annotations are its node's to write (docs/api.md) */
+	const char *const *v = !k->controller_owned ? all : k->id == KIND_HOSTSUBNET ? annotate : read;
+	size_t n = !k->controller_owned ? 7 : k->id == KIND_HOSTSUBNET ? 5 : 3;
 	json_t *a = json_array();
 
 	for (size_t i = 0; a && i < n; i++)

@@ -7,8 +7,9 @@
  * The documents are built from the kind table (model.h), so a kind added
  * there is discovered with no change here.  Verbs are what the API does for
  * the kind: every kind is got, listed and watched; the kinds a user writes
- * are also created, updated and deleted, the ones only the controller
- * writes (HostSubnet, NetNamespace) are not.
+ * are also created, patched, updated and deleted; of the ones the
+ * controller writes, a HostSubnet is also patched and updated (its
+ * annotations), a NetNamespace is not.
  */
 #ifndef WEFT_CONTROLLER_DISCOVERY_H
 #define WEFT_CONTROLLER_DISCOVERY_H

@@ -36,7 +36,7 @@ CORE='["endpoints","namespaces","nodes","pods","secrets","services"]'
 check "/api/v1: the core kinds of docs/api.md, no others" \
 	jq_ok /api/v1 ".kind == \"APIResourceList\" and .groupVersion == \"v1\" and ([.resources[].name] | sort) == $CORE"
 check "/api/v1 pods: namespaced, Kind Pod, short name po, category all, the verbs the API serves" \
-	jq_ok /api/v1 '.resources[] | select(.name == "pods") | .namespaced and .kind == "Pod" and .singularName == "pod" and .shortNames == ["po"] and .categories == ["all"] and (.verbs | sort) == ["create","delete","get","list","update","watch"]'
+	jq_ok /api/v1 '.resources[] | select(.name == "pods") | .namespaced and .kind == "Pod" and .singularName == "pod" and .shortNames == ["po"] and .categories == ["all"] and (.verbs | sort) == ["create","delete","get","list","patch","update","watch"]'
 check "/api/v1 nodes and namespaces are cluster-scoped" \
 	jq_ok /api/v1 '[.resources[] | select(.name == "nodes" or .name == "namespaces") | .namespaced] == [false, false]'
 check "/apis: networking.k8s.io, network.openshift.io and route.openshift.io, v1 preferred" \
@@ -45,8 +45,8 @@ check "/apis/networking.k8s.io: the APIGroup" \
 	jq_ok /apis/networking.k8s.io '.kind == "APIGroup" and .name == "networking.k8s.io" and .versions[0].groupVersion == "networking.k8s.io/v1"'
 check "/apis/networking.k8s.io/v1: ingresses and networkpolicies, namespaced" \
 	jq_ok /apis/networking.k8s.io/v1 '.groupVersion == "networking.k8s.io/v1" and ([.resources[] | select(.namespaced) | .name] | sort) == ["ingresses","networkpolicies"]'
-check "/apis/network.openshift.io/v1: hostsubnets and netnamespaces are read-only (the controller writes them)" \
-	jq_ok /apis/network.openshift.io/v1 '[.resources[] | select(.name == "hostsubnets" or .name == "netnamespaces") | (.verbs | sort)] == [["get","list","watch"],["get","list","watch"]]'
+check "/apis/network.openshift.io/v1: the controller writes hostsubnets (nodes their annotations) and netnamespaces" \
+	jq_ok /apis/network.openshift.io/v1 '[.resources[] | select(.name == "hostsubnets" or .name == "netnamespaces") | (.verbs | sort)] == [["get","list","patch","update","watch"],["get","list","watch"]]'
 check "/apis/network.openshift.io/v1: clusternetworks, hostsubnets, netnamespaces, cluster-scoped, with short names" \
 	jq_ok /apis/network.openshift.io/v1 '([.resources[].name] | sort) == ["clusternetworks","hostsubnets","netnamespaces"] and all(.resources[]; .namespaced == false and (.shortNames | length) == 1)'
 check "/apis/route.openshift.io/v1: routes" jq_ok /apis/route.openshift.io/v1 '[.resources[].name] == ["routes"]'
