@@ -242,6 +242,28 @@ int store_range(struct store *s, const char *prefix, const char *start_after, si
 	return r;
 }
 
+int store_range_at(struct store *s, const char *prefix, const char *start_after, size_t limit, int64_t rev,
+		   struct store_kv_list *out, size_t *count)
+{
+	size_t ignored;
+	int r;
+
+	if (!s || !out || rev < 0)
+		return -EINVAL;
+	memset(out, 0, sizeof(*out));
+	r = check_prefix(prefix);
+	if (r == 0 && start_after)
+		r = check_prefix(start_after);
+	if (r < 0)
+		return r;
+	if (!s->backend->range_at)
+		return -ENOTSUP;
+	r = s->backend->range_at(s, prefix, start_after, limit, rev, out, count ? count : &ignored);
+	if (r < 0)
+		store_kv_list_free(out);
+	return r;
+}
+
 int store_count(struct store *s, const char *prefix, size_t *n)
 {
 	int r;
