@@ -27,10 +27,11 @@ names() {
 	local p=$1; shift
 	api GET "$p" -G "$@" | body_of | jq -r '[.items[].metadata.name] | sort | join(" ")'
 }
-# status PATH [curl args]: "CODE REASON" of the answer
+# status PATH [curl args]: "CODE REASON" of the answer (a watch that is
+# answered with a stream instead gives up after 10 s: "000")
 status() {
 	local p=$1 res; shift
-	res=$(api GET "$p" -G "$@")
+	res=$(api GET "$p" -G -m 10 "$@")
 	echo "$(code_of <<<"$res") $(body_of <<<"$res" | jq -r .reason 2>/dev/null)"
 }
 # watch_start NAME PATH [curl args]: a watch stream into $dir/NAME until the
