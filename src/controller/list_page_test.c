@@ -8,7 +8,7 @@
  * randomized run: every way of paging a random collection gives the
  * naive filtered list of the snapshot.
  */
-#include "controller/controller.h"
+#include "controller/registry_fixture.h"
 #include "controller/list_page.h"
 #include "controller/list_query.h"
 #include "test.h"
@@ -17,8 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static char err[512];
 
 /* Query parameters for list_query_parse: name=value pairs, NULL-terminated. */
 static const char *param(void *ctx, const char *name)
@@ -34,20 +32,6 @@ static const char *param(void *ctx, const char *name)
 static int query(struct list_query *q, const char *const *kv, struct status *st)
 {
 	return list_query_parse(q, kind_get(KIND_POD), false, param, (void *)kv, st);
-}
-
-static struct store *open_store(void)
-{
-	char url[300];
-	struct store *s;
-
-	snprintf(url, sizeof(url), "sqlite:%s/p.db", test_tmpdir());
-	s = store_open(url, err, sizeof(err));
-	if (s && store_defer_sync(s)) {
-		store_close(s);
-		s = NULL;
-	}
-	return s;
 }
 
 static int64_t put_pod(struct store *s, const char *ns, int i, const char *app)
@@ -81,7 +65,7 @@ static const char *page_names(const struct list_page *p, char *buf, size_t len)
 
 TEST(list_pages_of_ten)
 {
-	struct store *s = open_store();
+	struct store *s = fx_store("p.db");
 	struct list_query q;
 	struct list_page p;
 	struct status st = { 0 };
@@ -140,7 +124,7 @@ TEST(list_pages_of_ten)
 
 TEST(list_pages_with_selectors)
 {
-	struct store *s = open_store();
+	struct store *s = fx_store("p.db");
 	struct list_query q;
 	struct list_page p;
 	struct status st = { 0 };
@@ -179,7 +163,7 @@ TEST(list_pages_with_selectors)
 
 TEST(list_page_refusals)
 {
-	struct store *s = open_store();
+	struct store *s = fx_store("p.db");
 	struct list_query q;
 	struct list_page p;
 	struct status st = { 0 };
@@ -260,7 +244,7 @@ TEST(list_page_refusals)
 
 TEST(list_pages_random_against_snapshot)
 {
-	struct store *s = open_store();
+	struct store *s = fx_store("p.db");
 	uint64_t st_rnd = test_seed() | 1;
 	static const char *const apps[] = { "web", "db", "cache" };
 	static const char *const selectors[] = { "", "app=web", "app!=db", "app in (web,cache)" };

@@ -16,7 +16,7 @@
  *     stream equal to a naive reference that judges every write against
  *     every watcher by hand-written predicates.
  */
-#include "controller/controller.h"
+#include "controller/registry_fixture.h"
 #include "controller/watch_index.h"
 #include "test.h"
 
@@ -27,21 +27,6 @@
 #include <string.h>
 
 static char err[512];
-
-/* A store whose commits are not flushed (nothing here survives a crash). */
-static struct store *open_store(void)
-{
-	char url[300];
-	struct store *s;
-
-	snprintf(url, sizeof(url), "sqlite:%s/w.db", test_tmpdir());
-	s = store_open(url, err, sizeof(err));
-	if (s && store_defer_sync(s)) {
-		store_close(s);
-		s = NULL;
-	}
-	return s;
-}
 
 static char *pod_json(const char *ns, const char *name, const char *node, const char *app)
 {
@@ -217,7 +202,7 @@ static struct watcher *open_watcher(struct watch_hub *h, const char *prefix, con
 TEST(watch_hub_wakes_only_the_selected)
 {
 	enum { N = 1000 };
-	struct store *s = open_store();
+	struct store *s = fx_store("w.db");
 	struct watch_hub *h = s ? watch_hub_new(s, 1024) : NULL;
 	struct reader *r = calloc(N + 1, sizeof(*r));
 	int woken = 0;
@@ -273,7 +258,7 @@ TEST(watch_hub_wakes_only_the_selected)
 
 TEST(watch_hub_label_changes)
 {
-	struct store *s = open_store();
+	struct store *s = fx_store("w.db");
 	struct watch_hub *h = s ? watch_hub_new(s, 0) : NULL;
 	struct reader *r = calloc(1, sizeof(*r));
 	char key[128], sum[128];
@@ -315,7 +300,7 @@ TEST(watch_hub_label_changes)
 
 TEST(watch_hub_one_object)
 {
-	struct store *s = open_store();
+	struct store *s = fx_store("w.db");
 	struct watch_hub *h = s ? watch_hub_new(s, 0) : NULL;
 	struct reader *r = calloc(2, sizeof(*r));
 	int64_t rev = 0;
@@ -590,7 +575,7 @@ static void random_read(struct watch_hub *h, struct rwatcher *w, int64_t rev, ui
 
 TEST(watch_hub_random_against_reference)
 {
-	struct store *s = open_store();
+	struct store *s = fx_store("w.db");
 	struct watch_hub *h = s ? watch_hub_new(s, 48) : NULL;	/* small: it overflows */
 	struct rwatcher *ws = calloc(WATCHERS, sizeof(*ws));
 	uint64_t st = test_seed() | 1;

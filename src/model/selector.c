@@ -31,9 +31,9 @@
  *     SELECTOR_MAX_BYTES before anything else is looked at.
  */
 #include "model/selector.h"
+#include "lib/errmsg.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,17 +49,8 @@ const char *selector_field_name(enum selector_field f)
 	return (unsigned)f < SELECTOR_FIELDS ? field_names[f] : "?";
 }
 
-__attribute__((format(printf, 3, 4))) static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err && errlen) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return -EINVAL;
-}
+/* Fill err (lib/errmsg.h) and give -EINVAL. */
+#define fail(err, errlen, ...) (errmsg((err), (errlen), __VA_ARGS__), -EINVAL)
 
 /* ---------------------------------------------------------------- terms */
 
@@ -154,7 +145,7 @@ static int too_long(const char *text, const char *what, char *err, size_t errlen
 {
 	if (strnlen(text, SELECTOR_MAX_BYTES + 1) <= SELECTOR_MAX_BYTES)
 		return 0;
-	fail(err, errlen, "longer than %d bytes (the limit for a %s selector)", SELECTOR_MAX_BYTES, what);
+	errmsg(err, errlen, "longer than %d bytes (the limit for a %s selector)", SELECTOR_MAX_BYTES, what);
 	return -E2BIG;
 }
 
@@ -413,12 +404,12 @@ int selector_parse_labels(struct selector *s, const char *text, char *err, size_
 		t = term_add(&terms, &n, &rc);
 		if (!t) {
 			if (rc == -E2BIG)
-				fail(err, errlen, "more than %d requirements (the limit)", SELECTOR_MAX_TERMS);
+				errmsg(err, errlen, "more than %d requirements (the limit)", SELECTOR_MAX_TERMS);
 			break;
 		}
 		rc = requirement(&p, t);
 		if (rc == -E2BIG)
-			fail(err, errlen, "more than %d values in one set (the limit)", SELECTOR_MAX_VALUES);
+			errmsg(err, errlen, "more than %d values in one set (the limit)", SELECTOR_MAX_VALUES);
 		if (rc || peek(&p, true) == T_END)
 			break;
 		if (peek(&p, true) != T_COMMA) {
@@ -430,9 +421,9 @@ int selector_parse_labels(struct selector *s, const char *text, char *err, size_
 			rc = found(&p, "identifier after ','");
 	}
 	if (rc == 0 && (rc = terms_move(&s->labels, &s->nlabels, &terms, &n)) == -E2BIG)
-		fail(err, errlen, "more than %d requirements (the limit)", SELECTOR_MAX_TERMS);
+		errmsg(err, errlen, "more than %d requirements (the limit)", SELECTOR_MAX_TERMS);
 	if (rc == -ENOMEM)
-		fail(err, errlen, "out of memory");
+		errmsg(err, errlen, "out of memory");
 	terms_free(terms, n);
 	return rc;
 }
@@ -533,9 +524,9 @@ int selector_parse_fields(struct selector *s, const struct kind_info *k, const c
 	if (rc == 0)
 		rc = terms_move(&s->fields, &s->nfields, &terms, &n);
 	if (rc == -E2BIG)
-		fail(err, errlen, "more than %d requirements (the limit)", SELECTOR_MAX_TERMS);
+		errmsg(err, errlen, "more than %d requirements (the limit)", SELECTOR_MAX_TERMS);
 	if (rc == -ENOMEM)
-		fail(err, errlen, "out of memory");
+		errmsg(err, errlen, "out of memory");
 	terms_free(terms, n);
 	return rc;
 }
