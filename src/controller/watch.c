@@ -69,8 +69,9 @@
  *     it at the sync that pulls it; it joins the ring only once sent_rev >=
  *     max(join_rev, floor_rev).
  *  6. A selective watcher's queue holds (seq, rev) in ring order, at most
- *     the ring's capacity of them; an entry whose slot the ring overwrote
- *     ends the stream (like a plain cursor) unless its revision was sent.
+ *     QUEUE_MAX (an eighth of the ring's capacity) of them; an entry whose slot the
+ *     ring overwrote, or that a full queue dropped, ends the stream (like a
+ *     plain cursor overtaken) unless its revision was sent.
  */
 #include "controller/controller.h"
 #include "controller/watch_event.h"
@@ -85,6 +86,9 @@
 #include <string.h>
 
 #define BACKLOG_PAGE 512
+/* Events queued on a selective watcher that has not read them: an eighth
+ * of the ring (8,192 of the controller's 65,536), at least 16. */
+#define QUEUE_MAX(cap) ((cap) / 8 > 16 ? (cap) / 8 : (cap) < 16 ? (cap) : 16)
 
 struct ring_event {
 	int64_t rev;
@@ -313,40 +317,42 @@ static void wake_waiting(struct watch_hub *h, uint64_t before)
 
 /* ------------------------------------------------------------------ dispatch to selective watchers */
 
-/* Queue (seq, rev, how) on w (hub lock held).  A queue as long as the ring
- * holds only slots the ring has overwritten at its head: that one goes,
- * and a watcher in the ring has lost it (invariant 6). */
+/* Queue (seq, rev, how) on w (hub lock held).  A queue holds at most
+ * QUEUE_MAX entries (never more than the ring): when full, the oldest
+ * goes, and if it was still to be sent the stream ends (behind) and its
+ * client resumes, as a plain watcher the ring overtakes (invariant 6). */
 static void queue_add(struct watch_hub *h, struct watcher *w, uint64_t seq, int64_t rev, enum watch_delivery how)
 {
 	struct queue *q = &w->queue;
+	size_t max = QUEUE_MAX(h->cap);
 
-	if (q->n == q->cap) {
+	if (q->n == q->cap && q->cap < max) {
 		size_t ncap = q->cap ? 2 * q->cap : 16;
 		struct queued *nq;
 
-		if (ncap > h->cap)
-			ncap = h->cap;
-		nq = ncap > q->cap ? malloc(ncap * sizeof(*nq)) : NULL;
-		if (!nq && q->cap == 0) {
-			w->behind = true;	/* no memory for any: the stream ends and resumes */
+		if (ncap > max)
+			ncap = max;
+		nq = malloc(ncap * sizeof(*nq));
+		if (!nq) {
+			w->behind = true;	/* the stream ends and resumes */
 			wake_one(w);
 			return;
 		}
-		if (!nq) {
-			/* as long as the ring: the oldest entry's slot is overwritten
-			 * (if there was memory to grow, it could be live: end then) */
-			if ((w->in_ring && q->q[q->head].rev > w->sent_rev) || q->cap < h->cap)
-				w->behind = true;
-			q->head = (q->head + 1) % q->cap;
-			q->n--;
-		} else {
-			for (size_t i = 0; i < q->n; i++)
-				nq[i] = q->q[(q->head + i) % q->cap];
-			free(q->q);
-			q->q = nq;
-			q->head = 0;
-			q->cap = ncap;
-		}
+		for (size_t i = 0; i < q->n; i++)
+			nq[i] = q->q[(q->head + i) % q->cap];
+		free(q->q);
+		q->q = nq;
+		q->head = 0;
+		q->cap = ncap;
+	}
+	if (q->n == q->cap) {
+		const struct queued *old = &q->q[q->head];
+
+		/* lost if still to be sent: from the ring now, or later (its slot is live) */
+		if (old->rev > w->sent_rev && (w->in_ring || old->seq >= h->first_seq))
+			w->behind = true;
+		q->head = (q->head + 1) % q->cap;
+		q->n--;
 	}
 	q->q[(q->head + q->n) % q->cap] = (struct queued){ seq, rev, how };
 	q->n++;
