@@ -12,10 +12,15 @@
  * check never waits behind a request and a write holds the lock only to
  * plan and commit; its answer is serialised after.
  * A list takes no global lock either: its connection is suspended while
- * the lister thread takes the snapshot (one read transaction on a store
- * handle that only that thread uses), then list_stream.c serialises it
- * outside any lock, a piece per reader call — so a 45 MB list blocks no
- * writer, no health check and no other connection of its MHD thread.
+ * the lister thread reads its page (list_page.c: one read at one revision
+ * on a store handle that only that thread uses, filtered by the query's
+ * selectors, cut at its limit), then list_stream.c serialises it outside
+ * any lock, a piece per reader call — so a 45 MB list blocks no writer, no
+ * health check and no other connection of its MHD thread.  The query of a
+ * list or a watch (selectors, limit and continue, resourceVersion,
+ * timeoutSeconds, allowWatchBookmarks) is checked by list_query.c before
+ * any of that, without a lock; a watch's selector goes to the hub, which
+ * files it in its index (watch.c).
  *
  * The expensive part of a watch,
  * the kernel's send to each watcher, happens in MHD after a callback
