@@ -12,10 +12,15 @@
  * check never waits behind a request and a write holds the lock only to
  * plan and commit; its answer is serialised after.
  * A list takes no global lock either: its connection is suspended while
- * the lister thread takes the snapshot (one read transaction on a store
- * handle that only that thread uses), then list_stream.c serialises it
- * outside any lock, a piece per reader call — so a 45 MB list blocks no
- * writer, no health check and no other connection of its MHD thread.
+ * the lister thread reads its page (list_page.c: one read at one revision
+ * on a store handle that only that thread uses, filtered by the query's
+ * selectors, cut at its limit), then list_stream.c serialises it outside
+ * any lock, a piece per reader call — so a 45 MB list blocks no writer, no
+ * health check and no other connection of its MHD thread.  The query of a
+ * list or a watch (selectors, limit and continue, resourceVersion,
+ * timeoutSeconds, allowWatchBookmarks) is checked by list_query.c before
+ * any of that, without a lock; a watch's selector goes to the hub, which
+ * files it in its index (watch.c).
  *
  * The expensive part of a watch,
  * the kernel's send to each watcher, happens in MHD after a callback
@@ -70,6 +75,8 @@
 #include "controller/controller.h"
 #include "controller/conns.h"
 #include "controller/discovery.h"
+#include "controller/list_page.h"
+#include "controller/list_query.h"
 #include "controller/list_stream.h"
 #include "controller/table.h"
 #include "controller/registry_patch.h"
@@ -91,6 +98,7 @@
 #include <unistd.h>
 
 #define HEARTBEAT_SECONDS 30
+#define BOOKMARK_SECONDS 60	/* default: Kubernetes' watch cache sends about one a minute */
 #define API_THREADS 2
 #define LIST_BLOCK_BYTES (64 * 1024)	/* what one reader call of a list serialises */
 /* TLS 1.2 and 1.3 only, GnuTLS's NORMAL choice of ciphers within them */
@@ -116,6 +124,8 @@ struct api {
 	size_t max_body;
 	unsigned max_connections, max_per_client;	/* for /metrics */
 	time_t last_heartbeat;
+	time_t last_bookmark;
+	unsigned bookmark_interval;	/* seconds between BOOKMARKs on streams that allow them */
 	time_t last_tick;
 	bool stopping;			/* watch streams end at their next read (set under both locks) */
 	struct watch_ctx *watches;	/* every open watch, for heartbeats */
@@ -142,13 +152,14 @@ struct link {
 	struct tls_io *tls;	/* the socket under its TLS session, or NULL (plain HTTP, or GnuTLS's own) */
 };
 
-/* A list whose connection is suspended until the lister has its snapshot. */
+/* A list whose connection is suspended until the lister has its page. */
 struct list_job {
 	struct list_job *next;
 	struct MHD_Connection *conn;
 	const struct kind_info *kind;
 	char ns[256];
-	struct store_kv_list snap;	/* filled by the lister */
+	struct list_query q;		/* its query, checked */
+	struct list_page page;		/* filled by the lister */
 	struct status st;		/* ... or this, when it failed */
 	int err;
 };
@@ -162,6 +173,9 @@ struct watch_ctx {
 	struct watch_ctx *prev, *next;
 	bool suspended;
 	bool heartbeat;		/* send one "\n" on the next read */
+	bool bookmarks;		/* allowWatchBookmarks */
+	bool bookmark_due;	/* send a BOOKMARK on the next read that has nothing else */
+	const struct kind_info *kind;	/* for the BOOKMARK's object */
 	bool revoked;		/* its credential was revoked: the stream ends */
 	char cred[17];		/* the node credential that opened it ("" the admin) */
 	struct watch_ctx *resume_next;	/* in api->resumes */
@@ -280,8 +294,9 @@ static struct MHD_Response *response_for(struct link *l, char *data, size_t len)
 	return resp;
 }
 
-static enum MHD_Result send_body(struct api *a, struct MHD_Connection *c, struct request *rq, int code,
-				 const char *ctype, char *body, size_t len)
+/* A response of body (taken over), with Retry-After when retry_after > 0. */
+static enum MHD_Result send_body_retry(struct api *a, struct MHD_Connection *c, struct request *rq, int code,
+				       const char *ctype, char *body, size_t len, int retry_after)
 {
 	struct link *l = link_of(c);
 	struct MHD_Response *resp = response_for(l, body, len);
@@ -290,6 +305,12 @@ static enum MHD_Result send_body(struct api *a, struct MHD_Connection *c, struct
 	if (!resp)
 		return MHD_NO;
 	MHD_add_response_header(resp, "Content-Type", ctype);
+	if (retry_after > 0) {
+		char secs[16];
+
+		snprintf(secs, sizeof(secs), "%d", retry_after);
+		MHD_add_response_header(resp, "Retry-After", secs);
+	}
 	/* MHD writes the head and then the body: over TLS both go out in one
 	 * sendmsg.  Not for HEAD (no body follows). */
 	if (l && len && rq && !rq->head)
@@ -301,8 +322,15 @@ static enum MHD_Result send_body(struct api *a, struct MHD_Connection *c, struct
 	return ret;
 }
 
-static enum MHD_Result send_json(struct api *a, struct MHD_Connection *c, struct request *rq, int code,
-				 json_t *obj)
+static enum MHD_Result send_body(struct api *a, struct MHD_Connection *c, struct request *rq, int code,
+				 const char *ctype, char *body, size_t len)
+{
+	return send_body_retry(a, c, rq, code, ctype, body, len, 0);
+}
+
+/* obj (taken over) as one line of compact JSON. */
+static enum MHD_Result send_json_retry(struct api *a, struct MHD_Connection *c, struct request *rq, int code,
+				       json_t *obj, int retry_after)
 {
 	char *s = json_dumps(obj, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	size_t len;
@@ -320,14 +348,33 @@ static enum MHD_Result send_json(struct api *a, struct MHD_Connection *c, struct
 	}
 	t[len] = '\n';
 	t[len + 1] = 0;
-	return send_body(a, c, rq, code, "application/json", t, len + 1);
+	return send_body_retry(a, c, rq, code, "application/json", t, len + 1, retry_after);
 }
 
+static enum MHD_Result send_json(struct api *a, struct MHD_Connection *c, struct request *rq, int code,
+				 json_t *obj)
+{
+	return send_json_retry(a, c, rq, code, obj, 0);
+}
+
+/* A Status; one that says when to retry (504 Timeout for a resourceVersion
+ * from the future) carries Kubernetes' details: retryAfterSeconds, and
+ * the cause ResourceVersionTooLarge. */
 static json_t *status_object(const struct status *st, const char *message)
 {
-	return json_pack("{s:s, s:s, s:{}, s:s, s:s, s:s, s:i}", "kind", "Status", "apiVersion", "v1",
-			 "metadata", "status", "Failure", "message", message, "reason",
-			 st->reason ? st->reason : "", "code", st->code);
+	json_t *o = json_pack("{s:s, s:s, s:{}, s:s, s:s, s:s, s:i}", "kind", "Status", "apiVersion", "v1",
+			      "metadata", "status", "Failure", "message", message, "reason",
+			      st->reason ? st->reason : "", "code", st->code);
+
+	if (o && st->retry_after > 0 &&
+	    json_object_set_new(o, "details", json_pack("{s:[{s:s, s:s}], s:i}", "causes", "reason",
+							 "ResourceVersionTooLarge", "message",
+							 "Too large resource version", "retryAfterSeconds",
+							 st->retry_after))) {
+		json_decref(o);
+		o = NULL;
+	}
+	return o;
 }
 
 static enum MHD_Result send_status(struct api *a, struct MHD_Connection *c, struct request *rq,
@@ -347,7 +394,7 @@ static enum MHD_Result send_status(struct api *a, struct MHD_Connection *c, stru
 		clean[i] = 0;
 		o = status_object(st, clean);
 	}
-	return send_json(a, c, rq, st->code, o);
+	return send_json_retry(a, c, rq, st->code, o, st->retry_after);
 }
 
 __attribute__((format(printf, 6, 7))) static enum MHD_Result
@@ -618,6 +665,24 @@ static void watch_wake(void *arg)
 	watch_resume(arg);
 }
 
+/* A BOOKMARK into buf when one is due and the stream is caught up with
+ * something newer to say (hub lock held): its length, or 0. */
+static ssize_t bookmark(struct watch_ctx *w, char *buf, size_t max)
+{
+	int64_t rev;
+	int n;
+
+	if (!w->bookmark_due)
+		return 0;
+	w->bookmark_due = false;
+	rev = watcher_bookmark(w->watcher);
+	if (rev < 0)
+		return 0;
+	n = snprintf(buf, max, "{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"%s\",\"apiVersion\":\"%s\","
+		     "\"metadata\":{\"resourceVersion\":\"%" PRId64 "\"}}}\n", w->kind->kind, w->kind->api_version, rev);
+	return n > 0 && (size_t)n < max ? n : 0;
+}
+
 static ssize_t watch_reader(void *cls, uint64_t pos, char *buf, size_t max)
 {
 	struct watch_ctx *w = cls;
@@ -638,6 +703,8 @@ static ssize_t watch_reader(void *cls, uint64_t pos, char *buf, size_t max)
 	} else if (n < 0) {
 		a->metrics->watchers_dropped_slow++;
 		n = MHD_CONTENT_READER_END_OF_STREAM;
+	} else if ((n = bookmark(w, buf, max)) > 0) {
+		a->metrics->watch_writes++;
 	} else if (w->heartbeat) {
 		w->heartbeat = false;
 		buf[0] = '\n';
@@ -673,51 +740,74 @@ static void watch_free(void *cls)
 	free(w);
 }
 
-static enum MHD_Result start_watch(struct api *a, struct MHD_Connection *c, struct request *rq,
-				   const struct route *r)
+/* What a watch of route r with query q follows (q's selector is moved
+ * into sel).  A watch of one object is its namespace's (or the cluster's)
+ * collection with an equality on metadata.name, read from the store under
+ * its key alone: only that object streams, not others whose names start
+ * with its name. */
+static int watch_spec_of(const struct route *r, struct list_query *q, struct selector *sel, char *prefix,
+			 size_t plen, char *key, size_t klen, struct watch_spec *spec)
 {
-	const char *to_s = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "timeoutSeconds");
-	char prefix[600];
+	if (r->kind->namespaced && r->ns[0])
+		snprintf(prefix, plen, OBJ_PREFIX "%s/%s/", r->kind->plural, r->ns);
+	else
+		snprintf(prefix, plen, OBJ_PREFIX "%s/", r->kind->plural);
+	*sel = q->sel;
+	memset(&q->sel, 0, sizeof(q->sel));
+	*spec = (struct watch_spec){ .prefix = prefix, .sel = sel };
+	if (r->has_name) {
+		snprintf(key, klen, "%s%s", prefix, r->name);
+		spec->scan = key;
+		return selector_add_field(sel, SELECTOR_FIELD_NAME, r->name);
+	}
+	return 0;
+}
+
+static enum MHD_Result start_watch(struct api *a, struct MHD_Connection *c, struct request *rq,
+				   const struct route *r, struct list_query *q)
+{
+	char prefix[600], key[900];
+	struct selector sel = { 0 };
+	struct watch_spec spec;
 	struct status st = { 0 };
 	struct watch_ctx *w;
 	struct MHD_Response *resp;
-	int64_t rv = -1, timeout = 0;
+	unsigned timeout = q->timeout;
 	enum MHD_Result ret;
 
 	if (a->stopping) {
 		status_set(&st, 503, "ServiceUnavailable", "the controller is stopping");
 		return send_status(a, c, rq, &st);
 	}
-	if (query_revision(c, "resourceVersion", &rv, &st))
-		return send_status(a, c, rq, &st);
-	if (rv == 0)
-		rv = -1;	/* Kubernetes: 0 = from any point, with the current state first */
-	if (to_s && *to_s && (model_revision_parse(to_s, &timeout) || timeout > 365 * 86400))
-		return fail(a, c, rq, 400, "BadRequest", "timeoutSeconds: '%.64s' is not a number of seconds",
-			    to_s);
-	if (r->kind->namespaced && r->ns[0])
-		snprintf(prefix, sizeof(prefix), OBJ_PREFIX "%s/%s/", r->kind->plural, r->ns);
-	else
-		snprintf(prefix, sizeof(prefix), OBJ_PREFIX "%s/", r->kind->plural);
-	if (r->has_name) {
-		/* a watch of one object: its key exactly (a trailing NUL-free prefix) */
-		size_t l = strlen(prefix);
-		snprintf(prefix + l, sizeof(prefix) - l, "%s", r->name);
+	if (watch_spec_of(r, q, &sel, prefix, sizeof(prefix), key, sizeof(key), &spec)) {
+		selector_free(&sel);
+		return fail(a, c, rq, 500, "InternalError", "%s", "out of memory");
 	}
 	w = calloc(1, sizeof(*w));
-	if (!w)
+	if (!w) {
+		selector_free(&sel);
 		return MHD_NO;
+	}
 	if (watch_hub_sync(a->hub)) {
 		free(w);
+		selector_free(&sel);
 		return fail(a, c, rq, 500, "InternalError", "%s", "store: cannot read events");
 	}
-	w->watcher = watcher_open(a->hub, prefix, rv, watch_wake, w, &st);
+	/* a revision the store has not reached: as Kubernetes, the watch waits
+	 * for it (events after it stream when they come), until its timeout,
+	 * which is then at most WATCH_TIMEOUT_MAX even when none was asked for */
+	if (q->rv > watch_hub_revision(a->hub) && !timeout)
+		timeout = WATCH_TIMEOUT_MAX;
+	w->watcher = watcher_open(a->hub, &spec, q->rv, watch_wake, w, &st);
+	selector_free(&sel);	/* taken over when the watcher opened */
 	if (!w->watcher) {
 		free(w);
 		return send_status(a, c, rq, &st);
 	}
 	w->api = a;
 	w->conn = c;
+	w->kind = r->kind;
+	w->bookmarks = q->bookmarks;
 	snprintf(w->cred, sizeof(w->cred), "%s", rq->who.cred);
 	if (timeout > 0)
 		w->deadline = time(NULL) + (time_t)timeout;
@@ -777,9 +867,9 @@ static void list_reply_free(void *cls)
 	free(lr);
 }
 
-/* Answer with the list of kind k streamed from *snap (taken over). */
-static enum MHD_Result send_snapshot(struct api *a, struct MHD_Connection *c, struct request *rq,
-				     const struct kind_info *k, struct store_kv_list *snap)
+/* Answer with the list of kind k streamed from *page (its items taken over). */
+static enum MHD_Result send_page(struct api *a, struct MHD_Connection *c, struct request *rq,
+				 const struct kind_info *k, struct list_page *page)
 {
 	struct list_reply *lr;
 	struct MHD_Response *resp;
@@ -787,17 +877,18 @@ static enum MHD_Result send_snapshot(struct api *a, struct MHD_Connection *c, st
 
 	if (rq->table) {
 		/* rows are a few cells and the metadata: built whole, outside any lock */
-		json_t *t = table_of_snapshot(k, snap, time(NULL));
+		json_t *t = table_of_page(k, &page->items, page->cont, page->remaining, time(NULL));
 
-		store_kv_list_free(snap);
+		list_page_free(page);
 		return t ? send_json(a, c, rq, 200, t) : fail(a, c, rq, 500, "InternalError", "%s", "out of memory");
 	}
 	lr = calloc(1, sizeof(*lr));
-	if (!lr || !(lr->stream = list_stream_new(k, snap))) {
-		store_kv_list_free(snap);
+	if (!lr || !(lr->stream = list_stream_new(k, &page->items, page->cont, page->remaining))) {
+		list_page_free(page);
 		free(lr);
 		return fail(a, c, rq, 500, "InternalError", "%s", "out of memory");
 	}
+	list_page_free(page);
 	lr->api = a;
 	lr->start = rq->start;
 	resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, LIST_BLOCK_BYTES, list_reader, lr,
@@ -815,14 +906,14 @@ static enum MHD_Result send_snapshot(struct api *a, struct MHD_Connection *c, st
 
 /* A list without a lister (no reader handle): under the global lock, on the registry's store. */
 static enum MHD_Result send_list(struct api *a, struct MHD_Connection *c, struct request *rq,
-				 const struct route *r)
+				 const struct route *r, const struct list_query *q)
 {
-	struct store_kv_list snap = { 0 };
+	struct list_page page;
 	struct status st = { 0 };
 
-	if (registry_list_snapshot(r->kind, r->ns, a->reg->store, &snap, &st))
+	if (list_page_read(a->reg->store, r->kind, r->ns, q, &page, &st))
 		return send_status(a, c, rq, &st);
-	return send_snapshot(a, c, rq, r->kind, &snap);
+	return send_page(a, c, rq, r->kind, &page);
 }
 
 /* The lister thread: snapshots in the order asked, each followed by a
@@ -850,11 +941,26 @@ static void *lister_run(void *arg)
 			status_set(&j->st, 503, "ServiceUnavailable", "the controller is stopping");
 			j->err = -1;
 		} else {
-			j->err = registry_list_snapshot(j->kind, j->ns, a->reader, &j->snap, &j->st);
+			j->err = list_page_read(a->reader, j->kind, j->ns, &j->q, &j->page, &j->st);
 			durable(a);
 		}
 		MHD_resume_connection(j->conn);
 	}
+}
+
+static void list_job_free(struct list_job *j)
+{
+	if (!j)
+		return;
+	list_query_free(&j->q);
+	list_page_free(&j->page);
+	free(j);
+}
+
+/* The value of a query parameter, for list_query_parse. */
+static const char *query_arg(void *ctx, const char *name)
+{
+	return MHD_lookup_connection_value(ctx, MHD_GET_ARGUMENT_KIND, name);
 }
 
 /* Hand a list to the lister and suspend its connection until it is done. */
@@ -862,16 +968,21 @@ static enum MHD_Result list_queue(struct api *a, struct MHD_Connection *c, struc
 				  const struct route *r)
 {
 	struct list_job *j = calloc(1, sizeof(*j));
+	struct status st = { 0 };
 
 	if (!j)
 		return fail(a, c, rq, 500, "InternalError", "%s", "out of memory");
+	if (list_query_parse(&j->q, r->kind, false, query_arg, c, &st)) {
+		free(j);
+		return send_status(a, c, rq, &st);
+	}
 	j->conn = c;
 	j->kind = r->kind;
 	snprintf(j->ns, sizeof(j->ns), "%s", r->ns);
 	pthread_mutex_lock(&a->list_lock);
 	if (a->list_stop) {
 		pthread_mutex_unlock(&a->list_lock);
-		free(j);
+		list_job_free(j);
 		return fail(a, c, rq, 503, "ServiceUnavailable", "%s", "the controller is stopping");
 	}
 	rq->list = j;
@@ -907,9 +1018,8 @@ static enum MHD_Result list_answer(struct api *a, struct MHD_Connection *c, stru
 	if (j->err)
 		ret = send_status(a, c, rq, &j->st);
 	else
-		ret = send_snapshot(a, c, rq, j->kind, &j->snap);
-	store_kv_list_free(&j->snap);
-	free(j);
+		ret = send_page(a, c, rq, j->kind, &j->page);
+	list_job_free(j);
 	return ret;
 }
 
@@ -1288,6 +1398,8 @@ struct call {
 	int64_t want_rev;	/* a DELETE's precondition (0: none) */
 	json_t *out;		/* dispatch's answer, sent after the lock (code) */
 	int code;
+	struct list_query q;	/* CALL_WATCH, CALL_LIST: the query, checked (list_query_free) */
+	int64_t get_rv;		/* CALL_GET: resourceVersion, -1 none */
 };
 
 /* Everything about a request that needs no lock, in the order its
@@ -1365,24 +1477,23 @@ static bool prepare(struct api *a, struct MHD_Connection *c, struct request *rq,
 		goto answered;
 	}
 	if (is_get) {
-		int64_t rv;
+		bool watching;
 
 		if (!query_bool_ok(c, "watch")) {
 			*ret = fail(a, c, rq, 400, "BadRequest", "watch: '%.64s' is not a boolean",
 				    MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "watch"));
 			goto answered;
 		}
-		if (query_true(c, "watch")) {
-			call->what = CALL_WATCH;
-			return false;
-		}
-		/* a get or list is always served from the latest state, but a
-		 * resourceVersion that is not one is still an error */
-		if (query_revision(c, "resourceVersion", &rv, &st)) {
+		watching = query_true(c, "watch");
+		call->what = watching ? CALL_WATCH : r->has_name ? CALL_GET : CALL_LIST;
+		/* a get or list is served from the latest state, but a
+		 * resourceVersion that is not one, or is one from the future,
+		 * is still an error */
+		if (call->what == CALL_GET ? query_revision(c, "resourceVersion", &call->get_rv, &st)
+					   : list_query_parse(&call->q, r->kind, watching, query_arg, c, &st)) {
 			*ret = send_status(a, c, rq, &st);
 			goto answered;
 		}
-		call->what = r->has_name ? CALL_GET : CALL_LIST;
 		return false;
 	}
 	if ((is_post && !r->has_name) || (is_put && r->has_name)) {
@@ -1484,15 +1595,17 @@ static enum MHD_Result dispatch(struct api *a, struct MHD_Connection *c, struct 
 	case CALL_METRICS:
 		return handle_metrics(a, c, rq);
 	case CALL_WATCH:
-		return start_watch(a, c, rq, r);
+		return start_watch(a, c, rq, r, &call->q);
 	case CALL_LIST:
-		return send_list(a, c, rq, r);
+		return send_list(a, c, rq, r, &call->q);
 	case CALL_PODNETWORK:
 		return handle_podnetwork(a, c, rq, call->body);
 	case CALL_CREDS:
 		return handle_creds(a, c, rq, call->method, call->cred_name, call->body);
 	case CALL_GET:
-		err = registry_get(a->reg, r->kind, r->ns, r->name, &call->out, &st);
+		err = list_revision_check(a->reg->store, call->get_rv, &st);
+		if (!err)
+			err = registry_get(a->reg, r->kind, r->ns, r->name, &call->out, &st);
 		call->code = 200;
 		break;
 	case CALL_CREATE:
@@ -1711,22 +1824,15 @@ static enum MHD_Result handle_request(struct api *a, struct MHD_Connection *c, c
 		snprintf(msg, sizeof(msg), "the request body is over the limit of %zu bytes", a->max_body);
 		return fail(a, c, rq, 413, "RequestEntityTooLarge", "%s", msg);
 	}
-	if (a->lister_running && is_list(c, url, method, &route)) {
-		/* a list is always of the latest state, but a resourceVersion
-		 * that is not one is still an error */
-		struct status st = { 0 };
-		int64_t rv;
-
-		if (query_revision(c, "resourceVersion", &rv, &st))
-			return send_status(a, c, rq, &st);
+	if (a->lister_running && is_list(c, url, method, &route))
 		return list_queue(a, c, rq, &route);
-	}
 	if (prepare(a, c, rq, url, method, &call, &ret))
 		return ret;
 	pthread_mutex_lock(&a->lock);
 	ret = dispatch(a, c, rq, &call);
 	pthread_mutex_unlock(&a->lock);
 	json_decref(call.body);
+	list_query_free(&call.q);
 	durable(a);		/* before the answer (queued or not) leaves */
 	flush_resumes(a);	/* the streams a write woke */
 	if (call.out && rq->table && call.code == 200 && call.r.has_name && call.r.kind &&
@@ -1760,11 +1866,8 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **ctx, enum M
 		conns_response_done(a->conns, conn_of(c), now_ms());	/* the next head is due */
 	}
 	if (rq) {
-		if (rq->list) {
-			/* resumed, then closed before its handler ran: the lister is done with it */
-			store_kv_list_free(&rq->list->snap);
-			free(rq->list);
-		}
+		/* resumed, then closed before its handler ran: the lister is done with it */
+		list_job_free(rq->list);
 		free(rq->body);
 		free(rq);
 		*ctx = NULL;
@@ -1844,7 +1947,8 @@ struct api *api_start(const struct api_config *cfg, struct registry *r, struct w
 	a->max_body = cfg->max_body;
 	a->max_connections = cfg->max_connections;
 	a->max_per_client = cfg->max_per_client;
-	a->last_heartbeat = time(NULL);
+	a->last_heartbeat = a->last_bookmark = time(NULL);
+	a->bookmark_interval = cfg->bookmark_interval ? cfg->bookmark_interval : BOOKMARK_SECONDS;
 	/* without a lister (no reader handle, or no thread) lists are served under the global lock */
 	a->lister_running = a->reader && pthread_create(&a->lister, NULL, lister_run, a) == 0;
 	a->conns = conns_new(&(struct conns_limits){ .max_total = cfg->max_connections,
@@ -1951,6 +2055,15 @@ int api_run(struct api *a, int timeout_ms)
 		for (struct watch_ctx *w = a->watches; w; w = w->next)
 			if (w->deadline && now >= w->deadline)
 				watch_resume(w);
+	}
+	if (now - a->last_bookmark >= (time_t)a->bookmark_interval) {
+		/* streams that allow bookmarks get one when idle and behind the hub */
+		a->last_bookmark = now;
+		for (struct watch_ctx *w = a->watches; w; w = w->next)
+			if (w->bookmarks) {
+				w->bookmark_due = true;
+				watch_resume(w);
+			}
 	}
 	if (now - a->last_heartbeat >= HEARTBEAT_SECONDS) {
 		/* an idle stream sends a blank line now and then: dead clients are found and closed */

@@ -45,6 +45,7 @@
 #include <sys/types.h>
 
 #include "model/model.h"
+#include "model/selector.h"
 #include "store/store.h"
 
 #define WUR __attribute__((warn_unused_result))
@@ -69,6 +70,7 @@ struct status {
 	int code;		/* 0 = success */
 	const char *reason;	/* "Invalid", "Conflict", ... (static) */
 	char message[1024];
+	int retry_after;	/* seconds (details.retryAfterSeconds, Retry-After), 0: none */
 };
 void status_set(struct status *st, int code, const char *reason, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
@@ -337,12 +339,13 @@ size_t endpoints_services(const struct endpoints_ctl *c);
 /* ---------------------------------------------------------------- watch hub */
 
 /* Threads (watch.c): the hub has a lock of its own and takes it in every
- * call but watcher_read, whose caller holds it (watch_hub_lock) so that
- * what it does on a 0 is atomic with the wake-up that ends it: wake
- * functions run with it held (and must not take it, nor the store lock).
- * Calls that read the store also need the caller's store lock, taken
- * first: watch_hub_sync, watch_hub_written, watcher_open, watcher_close
- * and watcher_read while watcher_reads_store says so.  So a watcher in
+ * call but watcher_read and watcher_bookmark, whose caller holds it
+ * (watch_hub_lock) so that what it does on a 0 is atomic with the wake-up
+ * that ends it: wake functions run with it held (and must not take it,
+ * nor the store lock).  Calls that read the store or change the set of
+ * watchers also need the caller's store lock, taken first:
+ * watch_hub_sync, watch_hub_written, watcher_open, watcher_close and
+ * watcher_read while watcher_reads_store says so.  So a watcher in
  * step with the ring is read without the store lock, and never waits for
  * a commit. */
 struct watch_hub;
@@ -359,15 +362,28 @@ int watch_hub_written(struct watch_hub *h, int64_t rev);
 size_t watch_hub_watchers(struct watch_hub *h);
 int64_t watch_hub_revision(struct watch_hub *h);
 
-/* A watcher follows the keys under prefix from after_rev (exclusive).
- * after_rev < 0: first an ADDED event for every current object, then the
+/* What a watcher follows: the keys under prefix (a collection, or one
+ * namespace's) that sel selects (taken over, left zeroed; NULL or empty:
+ * every key).  scan, when set, is a narrower prefix holding every key sel
+ * can select (a watch of one object: its key), which the watcher's store
+ * reads (the initial list, history) use instead of prefix. */
+struct watch_spec {
+	const char *prefix;
+	const char *scan;
+	struct selector *sel;
+};
+
+/* A watcher follows spec from after_rev (exclusive).  after_rev < 0:
+ * first an ADDED event for every current object selected, then the
  * changes.  Events come as newline-terminated JSON lines, a transaction's
- * events never split across a disconnect point.  wake(arg) is called (from
- * watch_hub_sync) when a watcher that read 0 has data again. */
+ * events never split across a disconnect point; with a selector, an
+ * update that takes an object out of the selection is a DELETED of it and
+ * one that brings it in an ADDED (watch_event.h).  wake(arg) is called
+ * (from watch_hub_sync) when a watcher that read 0 has data again. */
 struct watcher;
 typedef void (*watcher_wake_fn)(void *arg);
-struct watcher *watcher_open(struct watch_hub *h, const char *prefix, int64_t after_rev,
-			     watcher_wake_fn wake, void *arg, struct status *st);
+struct watcher *watcher_open(struct watch_hub *h, struct watch_spec *spec, int64_t after_rev, watcher_wake_fn wake,
+			     void *arg, struct status *st);
 /* >0 bytes copied; 0 nothing now (wake will be called); -1 the stream ends
  * (fell too far behind: the client resumes from its last revision).
  * With the hub lock held, and the store lock too if watcher_reads_store. */
@@ -375,6 +391,11 @@ ssize_t watcher_read(struct watcher *w, char *buf, size_t max);
 /* Its next watcher_read may read the store (it is behind the ring).  Only
  * its own watcher_read changes this, so its reader may ask without a lock. */
 bool watcher_reads_store(const struct watcher *w);
+/* After a watcher_read that returned 0 (hub lock held): the revision a
+ * BOOKMARK may carry now — every event up to it that the watcher is to see
+ * has been copied out, and none at or below it will come — or -1 (not
+ * caught up, or nothing newer than what it last carried). */
+int64_t watcher_bookmark(struct watcher *w);
 void watcher_close(struct watcher *w);
 
 /* ---------------------------------------------------------------- api */
@@ -387,6 +408,7 @@ struct api_config {
 	unsigned max_per_client;	/* of one client address, watch streams not counted */
 	unsigned header_timeout;	/* seconds from accept to a complete request head */
 	unsigned idle_timeout;		/* seconds from a response to the next request head */
+	unsigned bookmark_interval;	/* seconds between BOOKMARKs of idle watches that allow them (0: 60) */
 	struct store *reader;		/* a second handle on the store, for lists (borrowed; NULL:
 					 * lists read the registry's, under the global lock) */
 	/* HTTPS: the served certificate (chain) and its key, PEM, borrowed
@@ -411,7 +433,7 @@ struct api *api_start(const struct api_config *cfg, struct registry *r, struct w
 		      struct metrics *m, char *err, size_t errlen);
 void api_stop(struct api *a);
 /* The main thread's timers: wait timeout_ms, then pull events written by
- * other controllers, end expired watches, send heartbeats. */
+ * other controllers, end expired watches, send heartbeats and bookmarks. */
 int api_run(struct api *a, int timeout_ms) WUR;
 /* The API's threads share the registry, store and hub: any other thread
  * that uses them (compaction in main) holds this lock. */

@@ -63,17 +63,22 @@ static int scratch_add(const char *s, size_t n, void *arg)
 
 /* The list object without its items, dumped, with its closing '}'
  * replaced by ',"items":[' — jansson writes the keys in this order. */
-static char *make_head(const struct kind_info *k, int64_t rev)
+static char *make_head(const struct kind_info *k, int64_t rev, const char *cont, int64_t remaining)
 {
 	char kind[80], rv[24], *s, *head;
-	json_t *o;
+	json_t *o, *md;
 	size_t n;
 
 	snprintf(kind, sizeof(kind), "%sList", k->kind);
 	snprintf(rv, sizeof(rv), "%" PRId64, rev);
 	o = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", k->api_version, "kind", kind, "metadata",
 		      "resourceVersion", rv);
-	s = o ? json_dumps(o, DUMP_FLAGS) : NULL;
+	md = json_object_get(o, "metadata");
+	if (md && cont && json_object_set_new(md, "continue", json_string(cont)))
+		md = NULL;
+	if (md && remaining >= 0 && json_object_set_new(md, "remainingItemCount", json_integer(remaining)))
+		md = NULL;
+	s = o && md ? json_dumps(o, DUMP_FLAGS) : NULL;
 	json_decref(o);
 	if (!s)
 		return NULL;
@@ -87,11 +92,12 @@ static char *make_head(const struct kind_info *k, int64_t rev)
 	return head;
 }
 
-struct list_stream *list_stream_new(const struct kind_info *k, struct store_kv_list *snap)
+struct list_stream *list_stream_new(const struct kind_info *k, struct store_kv_list *snap, const char *cont,
+				    int64_t remaining)
 {
 	struct list_stream *ls = calloc(1, sizeof(*ls));
 
-	if (!ls || !(ls->head = make_head(k, snap->revision))) {
+	if (!ls || !(ls->head = make_head(k, snap->revision, cont, remaining))) {
 		free(ls);
 		store_kv_list_free(snap);
 		memset(snap, 0, sizeof(*snap));

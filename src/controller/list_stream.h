@@ -1,7 +1,9 @@
 /*
  * list_stream.h — the body of a list response (`{"apiVersion":..,"kind":
  * "PodList","metadata":{"resourceVersion":"N"},"items":[..]}` and a
- * newline), made piece by piece from a snapshot of the store.
+ * newline; a page of a longer list has "continue" and, when known,
+ * "remainingItemCount" in its metadata), made piece by piece from a
+ * snapshot of the store.
  *
  * Why: serialising a big collection (tens of MB) is the slowest thing the
  * API does.  The snapshot (store_range: raw values, one read transaction)
@@ -26,6 +28,7 @@
 #define WEFT_CONTROLLER_LIST_STREAM_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "model/model.h"
@@ -33,9 +36,12 @@
 
 struct list_stream;
 
-/* A stream of the list of kind k made of *snap (taken over, *snap zeroed).
- * NULL with errno ENOMEM (the snapshot is freed then too). */
-struct list_stream *list_stream_new(const struct kind_info *k, struct store_kv_list *snap);
+/* A stream of the list of kind k made of *snap (taken over, *snap zeroed),
+ * with metadata.continue cont (NULL: none) and remainingItemCount
+ * remaining (< 0: none).  NULL with errno ENOMEM (the snapshot is freed
+ * then too). */
+struct list_stream *list_stream_new(const struct kind_info *k, struct store_kv_list *snap, const char *cont,
+				    int64_t remaining);
 /* Up to max bytes of the response into buf: how many (> 0), 0 once it has
  * all been read, -ENOMEM (the stream cannot go on). */
 ssize_t list_stream_read(struct list_stream *ls, char *buf, size_t max);

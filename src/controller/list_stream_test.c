@@ -65,7 +65,7 @@ static void random_snapshot(struct store_kv_list *l, size_t n)
 }
 
 /* What the API answered before it streamed: the whole object, dumped. */
-static char *reference(const struct kind_info *k, const struct store_kv_list *l)
+static char *reference(const struct kind_info *k, const struct store_kv_list *l, const char *cont, int64_t remaining)
 {
 	json_t *items = json_array(), *list;
 	char kind[80], rv[24], *s, *line;
@@ -77,8 +77,13 @@ static char *reference(const struct kind_info *k, const struct store_kv_list *l)
 	}
 	snprintf(kind, sizeof(kind), "%sList", k->kind);
 	snprintf(rv, sizeof(rv), "%" PRId64, l->revision);
-	list = json_pack("{s:s, s:s, s:{s:s}, s:o}", "apiVersion", k->api_version, "kind", kind, "metadata",
-			 "resourceVersion", rv, "items", items);
+	list = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", k->api_version, "kind", kind, "metadata",
+			 "resourceVersion", rv);
+	if (cont)
+		json_object_set_new(json_object_get(list, "metadata"), "continue", json_string(cont));
+	if (remaining >= 0)
+		json_object_set_new(json_object_get(list, "metadata"), "remainingItemCount", json_integer(remaining));
+	json_object_set_new(list, "items", items);
 	s = json_dumps(list, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	json_decref(list);
 	line = malloc(strlen(s) + 2);
@@ -114,7 +119,7 @@ static char *read_all(struct list_stream *ls, size_t max_piece, size_t *len)
 TEST(list_stream_empty)
 {
 	struct store_kv_list l = { .revision = 7 };
-	struct list_stream *ls = list_stream_new(kind_get(KIND_POD), &l);
+	struct list_stream *ls = list_stream_new(kind_get(KIND_POD), &l, NULL, -1);
 	char buf[256];
 	ssize_t n;
 
@@ -138,10 +143,13 @@ TEST(list_stream_random_against_reference)
 		struct store_kv_list l;
 		struct list_stream *ls;
 		char *want, *got;
+		/* a page of a longer list, sometimes */
+		const char *cont = rnd() % 2 ? "eyJ2IjoxfQ" : NULL;
+		int64_t remaining = cont && rnd() % 2 ? (int64_t)(rnd() % 1000) : -1;
 
 		random_snapshot(&l, n);
-		want = reference(k, &l);
-		ls = list_stream_new(k, &l);
+		want = reference(k, &l, cont, remaining);
+		ls = list_stream_new(k, &l, cont, remaining);
 		CHECK(ls != NULL);
 		CHECK_EQ(l.n, 0);	/* taken over */
 		got = read_all(ls, rnd() % 2 ? 7 : 5000, &got_len);
@@ -165,7 +173,7 @@ TEST(list_stream_frees_before_the_end)
 
 	state = test_seed() + 1;
 	random_snapshot(&l, 50);
-	ls = list_stream_new(kind_get(KIND_NODE), &l);
+	ls = list_stream_new(kind_get(KIND_NODE), &l, NULL, -1);
 	CHECK(ls != NULL);
 	CHECK(list_stream_read(ls, buf, sizeof(buf)) > 0);
 	list_stream_free(ls);	/* LeakSanitizer checks the rest */

@@ -6,7 +6,7 @@
  *                   [--store URL] [--max-body BYTES] [--history REVISIONS]
  *                   [--max-connections N] [--max-connections-per-client N]
  *                   [--header-timeout SECONDS] [--idle-timeout SECONDS]
- *                   [--no-endpoints-controller]
+ *                   [--bookmark-interval SECONDS] [--no-endpoints-controller]
  *                   [--tls-san NAME|IP]... [--tls-cert-file F --tls-key-file F] [--insecure-http]
  *   weft-controller --data-dir DIR --fsck
  *
@@ -73,6 +73,7 @@ static void usage(FILE *f)
 		"                       [--compact-interval SECONDS] [--no-endpoints-controller]\n"
 		"                       [--max-connections N] [--max-connections-per-client N]\n"
 		"                       [--header-timeout SECONDS] [--idle-timeout SECONDS]\n"
+		"                       [--bookmark-interval SECONDS]\n"
 		"                       [--tls-san NAME|IP]... [--tls-cert-file FILE --tls-key-file FILE]\n"
 		"                       [--insecure-http]\n"
 		"       weft-controller --data-dir DIR --fsck\n"
@@ -103,6 +104,9 @@ static void usage(FILE *f)
 		"  --header-timeout SECONDS  a connection that has not sent a complete request head\n"
 		"                     this long after it opened is closed (default %u)\n"
 		"  --idle-timeout SECONDS  ... or this long after its last response (default %u)\n"
+		"  --bookmark-interval SECONDS  how often an idle watch that allows bookmarks\n"
+		"                     (allowWatchBookmarks=true) is sent a BOOKMARK of the latest\n"
+		"                     revision, when it has advanced (default 60)\n"
 		"  --no-endpoints-controller  do not write Endpoints for Services with a selector\n"
 		"                     (another controller does; hand-written Endpoints are still checked)\n"
 		"  --fsck             check the store's allocations and exit (0 = consistent)\n",
@@ -277,6 +281,7 @@ int main(int argc, char **argv)
 		{ "max-connections-per-client", required_argument, NULL, 'P' },
 		{ "header-timeout", required_argument, NULL, 'T' },
 		{ "idle-timeout", required_argument, NULL, 'I' },
+		{ "bookmark-interval", required_argument, NULL, 'B' },
 		{ "tls-san", required_argument, NULL, 'S' },
 		{ "tls-cert-file", required_argument, NULL, 'X' },
 		{ "tls-key-file", required_argument, NULL, 'K' },
@@ -290,7 +295,7 @@ int main(int argc, char **argv)
 	long compact_interval = 60;
 	uint64_t nofile;
 	unsigned conn_ceiling, max_connections = 0, per_client = DEFAULT_PER_CLIENT;
-	unsigned header_timeout = DEFAULT_HEADER_TIMEOUT, idle_timeout = DEFAULT_IDLE_TIMEOUT;
+	unsigned header_timeout = DEFAULT_HEADER_TIMEOUT, idle_timeout = DEFAULT_IDLE_TIMEOUT, bookmark_interval = 60;
 	bool fsck = false, endpoints_controller = true, insecure_http = false;
 	char err[1024], token[256] = "", url[4200], host[256];
 	const char *sans[PKI_MAX_SANS];
@@ -322,6 +327,7 @@ int main(int argc, char **argv)
 		case 'P': per_client = (unsigned)number_flag("max-connections-per-client", optarg, 1, CONNS_MAX); break;
 		case 'T': header_timeout = (unsigned)number_flag("header-timeout", optarg, 1, 3600); break;
 		case 'I': idle_timeout = (unsigned)number_flag("idle-timeout", optarg, 1, 86400); break;
+		case 'B': bookmark_interval = (unsigned)number_flag("bookmark-interval", optarg, 1, 3600); break;
 		case 'S':
 			if (pki_san_check(optarg, err, sizeof(err)) || nsans == PKI_MAX_SANS) {
 				fprintf(stderr, "weft-controller: %s\n",
@@ -496,6 +502,7 @@ int main(int argc, char **argv)
 	api = api_start(&(struct api_config){ .listen = listen_addr, .token = token, .max_body = max_body,
 					      .max_connections = max_connections, .max_per_client = per_client,
 					      .header_timeout = header_timeout, .idle_timeout = idle_timeout,
+					      .bookmark_interval = bookmark_interval,
 					      .reader = reader, .tls_cert = pki.cert_pem,
 					      .tls_key = pki.key_pem },
 			&reg, hub, &metrics, err, sizeof(err));

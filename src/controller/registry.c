@@ -38,6 +38,7 @@ void status_set(struct status *st, int code, const char *reason, const char *fmt
 
 	st->code = code;
 	st->reason = reason;
+	st->retry_after = 0;
 	va_start(ap, fmt);
 	vsnprintf(st->message, sizeof(st->message), fmt, ap);
 	va_end(ap);

@@ -6,7 +6,8 @@
  * node).
  *
  * fx_open makes the store and the registry (config_json: a ClusterNetwork
- * as JSON text, or NULL for the defaults); fx_close frees both.  Objects
+ * as JSON text, or NULL for the defaults); fx_close frees both.  fx_store
+ * is a store alone (store_close frees it).  Objects
  * that get returns are the caller's to json_decref.  Include after test.h.
  */
 #ifndef WEFT_REGISTRY_FIXTURE_H
@@ -29,6 +30,23 @@ static inline const char *fx_config(const char *mode)
 		 "{\"name\":\"default\"},\"clusterNetworks\":[{\"cidr\":\"10.128.0.0/14\",\"hostSubnetLength\":9}],"
 		 "\"serviceNetwork\":\"172.30.0.0/16\",\"mode\":\"%s\"}", mode);
 	return buf;
+}
+
+/* A store of its own in the test's directory (file: its name), whose
+ * commits are not flushed (nothing a test writes must survive a crash);
+ * NULL if it cannot be made. */
+static inline struct store *fx_store(const char *file)
+{
+	char url[600], err[256];
+	struct store *s;
+
+	snprintf(url, sizeof(url), "sqlite:%s/%s", test_tmpdir(), file);
+	s = store_open(url, err, sizeof(err));
+	if (s && store_defer_sync(s)) {
+		store_close(s);
+		s = NULL;
+	}
+	return s;
 }
 
 struct fixture {

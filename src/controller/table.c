@@ -112,9 +112,16 @@ static json_t *table_new(const struct kind_info *k, int64_t rev)
 	return t;
 }
 
-json_t *table_of_snapshot(const struct kind_info *k, const struct store_kv_list *snap, time_t now)
+json_t *table_of_page(const struct kind_info *k, const struct store_kv_list *snap, const char *cont,
+		      int64_t remaining, time_t now)
 {
 	json_t *t = table_new(k, snap->revision), *rows = json_object_get(t, "rows");
+
+	/* a page of a longer list: where the next one starts, as a list's */
+	if (t && cont)
+		json_object_set_new(json_object_get(t, "metadata"), "continue", json_string(cont));
+	if (t && cont && remaining >= 0)
+		json_object_set_new(json_object_get(t, "metadata"), "remainingItemCount", json_integer(remaining));
 
 	for (size_t i = 0; t && i < snap->n; i++) {
 		json_t *o = obj_from_kv(&snap->kvs[i]);

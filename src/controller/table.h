@@ -24,8 +24,11 @@
 bool table_wanted(const char *accept);
 /* A Table of the objects of kind k in snap (values as stored: the rows'
  * metadata get their resourceVersion from the key, as obj_from_kv does),
- * metadata.resourceVersion the snapshot's revision. */
-json_t *table_of_snapshot(const struct kind_info *k, const struct store_kv_list *snap, time_t now);
+ * metadata.resourceVersion the snapshot's revision; a page of a longer
+ * list also carries its continue token (cont, or NULL) and, when known
+ * (remaining >= 0), remainingItemCount, as the list would. */
+json_t *table_of_page(const struct kind_info *k, const struct store_kv_list *snap, const char *cont,
+		      int64_t remaining, time_t now);
 /* A Table of one object (a GET by name). */
 json_t *table_of_object(const struct kind_info *k, const json_t *obj, time_t now);
 

@@ -4,12 +4,12 @@
  *
  * The hub pulls events from the store (watch_hub_sync, after every local
  * write and periodically for other writers) into a ring of ready-to-send
- * JSON lines.  A watcher is a cursor into that ring plus a prefix filter;
- * reading copies the lines it has not sent into the caller's buffer.  A
- * watcher that starts before what the ring holds first reads the store's
- * history in pages (backlog), then joins the ring.  A watcher without a
- * revision starts with an ADDED event for every object: it keeps the
- * store's snapshot and serialises it a read at a time (INITIAL), so a
+ * JSON lines.  A plain watcher is a cursor into that ring plus a prefix
+ * filter; reading copies the lines it has not sent into the caller's
+ * buffer.  A watcher that starts before what the ring holds first reads the
+ * store's history in pages (backlog), then joins the ring.  A watcher
+ * without a revision starts with an ADDED event for every object: it keeps
+ * the store's snapshot and serialises it a read at a time (INITIAL), so a
  * watch of a big collection never holds the caller's lock for the whole
  * of it.
  *
@@ -19,45 +19,84 @@
  *                     watcher_read copies lines        the ring overwrote its cursor:
  *                                                      watcher_read returns -1 (END)
  *
+ * Selective watchers.  A watcher with a selector (labelSelector,
+ * fieldSelector, or the name of a watch of one object) does not scan the
+ * ring: it is filed in the hub's index (watch_index.c) by the exact field
+ * value it requires, and watch_hub_sync, which has every new event parsed
+ * anyway, asks the index which watchers the event may concern, judges
+ * those by their selector (watch_event.c: an update out of a selection is
+ * a DELETED for it, into it an ADDED) and queues (ring slot, what to send)
+ * on each that is sent something, waking it.  So an event costs the
+ * unindexed selective watchers plus its buckets, not every watcher, and a
+ * selective watcher is woken only for what it is sent.  Plain watchers do
+ * not pay for any of it: without selective watchers the sync parses and
+ * serialises exactly as before, and with them it parses an update's old
+ * value once more.  A selective watcher reads every event from before it
+ * was opened from the store (its backlog ends at the hub's revision when
+ * it opened, join_rev), since the index never saw those; an update that
+ * moves an object out of some watcher's selection gets its DELETED line
+ * made once, kept in the ring slot beside the event's own line.
+ *
  * Threads: two locks.  The caller's store lock (the API's global lock)
  * covers every store read: watch_hub_sync's, watcher_open's and a
- * watcher's outside the ring (backlog).  The hub's own lock (h->lock)
- * covers the ring, the watcher list and every watcher's cursor: the hub
- * takes it itself, but for watcher_read, whose caller holds it
+ * watcher's outside the ring (backlog); and the set of watchers and the
+ * index, which only watcher_open and watcher_close change and
+ * watch_hub_sync reads.  The hub's own lock (h->lock) covers the ring,
+ * the watcher lists and every watcher's cursor and queue: the hub takes it
+ * itself, but for watcher_read and watcher_bookmark, whose caller holds it
  * (watch_hub_lock) so that what it does on a 0 — suspend its stream — is
  * one critical section with the wake-up that ends it (wake functions run
- * with the lock held).  watch_hub_sync reads and serialises new events
- * under the store lock only and takes the hub's lock just to append them
- * and wake; so a watcher in the ring is read under the hub's lock alone
- * and never waits for a commit.  Order: store lock, then hub lock.
+ * with the lock held).  watch_hub_sync reads, serialises and judges new
+ * events under the store lock only and takes the hub's lock just to append
+ * a page of them, queue and wake; so a watcher in the ring is read under
+ * the hub's lock alone and never waits for a commit.  Order: store lock,
+ * then hub lock.
  *
  * Invariants
  *  1. Every event with revision > floor_rev that the hub has pulled is in
  *     the ring, in (revision, op) order.
- *  2. A watcher's ring cursor only moves by whole revisions: a transaction's
- *     events are copied (into the caller's buffer or the watcher's pending
- *     buffer) together, so a stream that ends, ends between revisions and
- *     the client resumes exactly from the last resourceVersion it saw.
+ *  2. A watcher's ring cursor (or queue) only moves by whole revisions: a
+ *     transaction's events are appended to the ring in one critical
+ *     section, and copied (into the caller's buffer or the watcher's
+ *     pending buffer) together, so a stream that ends, ends between
+ *     revisions and the client resumes exactly from the last
+ *     resourceVersion it saw.
  *  3. A watcher never sends an event with revision <= its sent_rev.
  *  4. Only the watcher's own watcher_read moves it between backlog and
  *     ring (in_ring), so its caller may ask watcher_reads_store unlocked.
+ *  5. A selective watcher is in the index from watcher_open to
+ *     watcher_close, so every event with revision > join_rev is judged for
+ *     it at the sync that pulls it; it joins the ring only once sent_rev >=
+ *     max(join_rev, floor_rev).
+ *  6. A selective watcher's queue holds (seq, rev) in ring order, at most
+ *     QUEUE_MAX (an eighth of the ring's capacity) of them; an entry whose slot the
+ *     ring overwrote, or that a full queue dropped, ends the stream (like a
+ *     plain cursor overtaken) unless its revision was sent.
  */
 #include "controller/controller.h"
+#include "controller/watch_event.h"
+#include "controller/watch_index.h"
 
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define BACKLOG_PAGE 512
+/* Events queued on a selective watcher that has not read them: an eighth
+ * of the ring (8,192 of the controller's 65,536), at least 16. */
+#define QUEUE_MAX(cap) ((cap) / 8 > 16 ? (cap) / 8 : (cap) < 16 ? (cap) : 16)
 
 struct ring_event {
 	int64_t rev;
 	char *key;
 	char *line;		/* "{...}\n" */
 	size_t len;
+	char *left;		/* the DELETED line for watchers an update left (or NULL) */
+	size_t left_len;
 };
 
 struct buf {
@@ -65,15 +104,34 @@ struct buf {
 	size_t len, off, cap;
 };
 
+/* What the hub dispatched to a selective watcher: ring slot seq (of
+ * revision rev), to be sent as how. */
+struct queued {
+	uint64_t seq;
+	int64_t rev;
+	enum watch_delivery how;
+};
+
+struct queue {
+	struct queued *q;	/* circular: [head, head + n) modulo cap */
+	size_t head, n, cap;
+};
+
 struct watcher {
 	struct watch_hub *hub;
-	struct watcher *prev, *next;
+	struct watcher *prev, *next;		/* every watcher */
+	struct watcher *plain_prev, *plain_next;	/* plain watchers only */
 	char *prefix;
 	size_t prefix_len;
+	char *scan;		/* what its store reads cover: prefix, or narrower (struct watch_spec) */
+	struct selector sel;
+	bool selective;
+	struct watch_index_entry entry;		/* selective: in the hub's index (invariant 5) */
+	int64_t join_rev;			/* selective: the ring serves it after this */
 	int64_t sent_rev;	/* everything <= this is sent (or queued) */
 	bool in_ring;
-	uint64_t seq;		/* ring mode: next ring slot to look at */
-	bool history_done;	/* backlog mode: the store had nothing more */
+	uint64_t seq;		/* plain, ring mode: next ring slot to look at */
+	struct queue queue;	/* selective: what the sync sent it (invariant 6) */
 	struct buf out;		/* lines queued but not yet copied out */
 	struct store_kv_list initial;	/* INITIAL: objects not yet sent as ADDED */
 	size_t initial_next;
@@ -84,15 +142,17 @@ struct watcher {
 };
 
 struct watch_hub {
-	pthread_mutex_t lock;		/* all below but store (see Threads) */
+	pthread_mutex_t lock;		/* all below but store, index (see Threads) */
 	struct store *store;
 	struct ring_event *ring;
 	size_t cap;
 	uint64_t first_seq, next_seq;	/* ring holds [first_seq, next_seq) */
 	int64_t rev;			/* pulled up to this revision */
 	int64_t floor_rev;		/* invariant 1 */
-	struct watcher *watchers;
-	size_t nwatchers;
+	struct watcher *watchers;	/* all */
+	struct watcher *plain;		/* those without a selector */
+	size_t nwatchers, nselective;
+	struct watch_index index;	/* the selective ones */
 };
 
 static int buf_append(struct buf *b, const char *s, size_t n)
@@ -131,45 +191,14 @@ static size_t buf_take(struct buf *b, char *dst, size_t max)
 	return n;
 }
 
+static bool buf_empty(const struct buf *b)
+{
+	return b->len == b->off;
+}
+
 static bool has_prefix(const char *key, const char *prefix, size_t len)
 {
 	return strncmp(key, prefix, len) == 0;
-}
-
-/* The JSON line for one store event: {"type":..,"object":..}\n (malloc'd). */
-static char *event_line(const struct store_event *e, size_t *len)
-{
-	const struct store_kv *src = e->type == STORE_EVENT_DELETE ? &e->prev : &e->kv;
-	struct store_kv kv;
-	json_t *obj, *ev;
-	const char *type;
-	char *s, *line;
-
-	if (!src->key)
-		return NULL;
-	kv = *src;
-	kv.mod_rev = e->kv.mod_rev;	/* a deleted object carries the delete's revision */
-	obj = obj_from_kv(&kv);
-	if (!obj)
-		return NULL;
-	if (e->type == STORE_EVENT_DELETE)
-		type = "DELETED";
-	else
-		type = e->kv.create_rev == e->kv.mod_rev ? "ADDED" : "MODIFIED";
-	ev = json_pack("{s:s, s:o}", "type", type, "object", obj);
-	s = ev ? json_dumps(ev, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
-	json_decref(ev);
-	if (!s)
-		return NULL;
-	*len = strlen(s) + 1;
-	line = realloc(s, *len + 1);
-	if (!line) {
-		free(s);
-		return NULL;
-	}
-	line[*len - 1] = '\n';
-	line[*len] = 0;
-	return line;
 }
 
 struct watch_hub *watch_hub_new(struct store *s, size_t ring_events)
@@ -198,6 +227,7 @@ static void ring_slot_free(struct ring_event *e)
 {
 	free(e->key);
 	free(e->line);
+	free(e->left);
 	memset(e, 0, sizeof(*e));
 }
 
@@ -210,6 +240,7 @@ void watch_hub_free(struct watch_hub *h)
 	for (uint64_t s = h->first_seq; s < h->next_seq; s++)
 		ring_slot_free(&h->ring[s % h->cap]);
 	free(h->ring);
+	watch_index_free(&h->index);
 	pthread_mutex_destroy(&h->lock);
 	free(h);
 }
@@ -217,19 +248,20 @@ void watch_hub_free(struct watch_hub *h)
 size_t watch_hub_watchers(struct watch_hub *h) { return h->nwatchers; }
 int64_t watch_hub_revision(struct watch_hub *h) { return h->rev; }
 
-static void ring_push(struct watch_hub *h, int64_t rev, char *key, char *line, size_t len)
+/* Append one event (hub lock held); its slot is h->next_seq - 1 after. */
+static void ring_push(struct watch_hub *h, struct ring_event *e)
 {
 	if (h->next_seq - h->first_seq == h->cap) {
 		struct ring_event *old = &h->ring[h->first_seq % h->cap];
 		if (old->rev > h->floor_rev)
 			h->floor_rev = old->rev;
-		for (struct watcher *w = h->watchers; w; w = w->next)
+		for (struct watcher *w = h->plain; w; w = w->plain_next)
 			if (w->in_ring && w->seq <= h->first_seq)
 				w->behind = true;
 		ring_slot_free(old);
 		h->first_seq++;
 	}
-	h->ring[h->next_seq % h->cap] = (struct ring_event){ rev, key, line, len };
+	h->ring[h->next_seq % h->cap] = *e;
 	h->next_seq++;
 }
 
@@ -256,24 +288,179 @@ static void ring_drop(struct watch_hub *h, int64_t rev)
 	h->rev = h->floor_rev = rev;
 }
 
-/* Wake the waiting watchers that have something in the ring from slot
- * before on (hub lock held). */
+/* Wake w if it waits (hub lock held). */
+static void wake_one(struct watcher *w)
+{
+	if (w->waiting) {
+		w->waiting = false;
+		if (w->wake)
+			w->wake(w->arg);
+	}
+}
+
+/* Wake the waiting plain watchers that have something in the ring from
+ * slot before on (hub lock held). */
 static void wake_waiting(struct watch_hub *h, uint64_t before)
 {
-	for (struct watcher *w = h->watchers, *next; w; w = next) {
+	for (struct watcher *w = h->plain, *next; w; w = next) {
 		bool wake = w->behind;
 
-		next = w->next;
+		next = w->plain_next;
 		if (!w->waiting)
 			continue;
 		for (uint64_t s = before > h->first_seq ? before : h->first_seq; !wake && s < h->next_seq; s++)
 			wake = has_prefix(h->ring[s % h->cap].key, w->prefix, w->prefix_len);
-		if (wake) {
-			w->waiting = false;
-			if (w->wake)
-				w->wake(w->arg);
-		}
+		if (wake)
+			wake_one(w);
 	}
+}
+
+/* ------------------------------------------------------------------ dispatch to selective watchers */
+
+/* Queue (seq, rev, how) on w (hub lock held).  A queue holds at most
+ * QUEUE_MAX entries (never more than the ring): when full, the oldest
+ * goes, and if it was still to be sent the stream ends (behind) and its
+ * client resumes, as a plain watcher the ring overtakes (invariant 6). */
+static void queue_add(struct watch_hub *h, struct watcher *w, uint64_t seq, int64_t rev, enum watch_delivery how)
+{
+	struct queue *q = &w->queue;
+	size_t max = QUEUE_MAX(h->cap);
+
+	if (q->n == q->cap && q->cap < max) {
+		size_t ncap = q->cap ? 2 * q->cap : 16;
+		struct queued *nq;
+
+		if (ncap > max)
+			ncap = max;
+		nq = malloc(ncap * sizeof(*nq));
+		if (!nq) {
+			w->behind = true;	/* the stream ends and resumes */
+			wake_one(w);
+			return;
+		}
+		for (size_t i = 0; i < q->n; i++)
+			nq[i] = q->q[(q->head + i) % q->cap];
+		free(q->q);
+		q->q = nq;
+		q->head = 0;
+		q->cap = ncap;
+	}
+	if (q->n == q->cap) {
+		const struct queued *old = &q->q[q->head];
+
+		/* lost if still to be sent: from the ring now, or later (its slot is live) */
+		if (old->rev > w->sent_rev && (w->in_ring || old->seq >= h->first_seq))
+			w->behind = true;
+		q->head = (q->head + 1) % q->cap;
+		q->n--;
+	}
+	q->q[(q->head + q->n) % q->cap] = (struct queued){ seq, rev, how };
+	q->n++;
+	wake_one(w);
+}
+
+/* A page of events being judged for the selective watchers (store lock
+ * held, hub lock not): for each event, the watchers sent something. */
+struct target {
+	size_t event;		/* index in the page */
+	struct watcher *w;
+	enum watch_delivery how;
+};
+
+struct dispatch {
+	struct target *t;
+	size_t n, cap;
+	const struct watch_event *ev;	/* the event being judged */
+	size_t event;
+	const char *key;
+	bool left;			/* some watcher is sent WATCH_LEFT for it */
+	int error;
+};
+
+static void judge(void *owner, void *arg)
+{
+	struct watcher *w = owner;
+	struct dispatch *d = arg;
+	enum watch_delivery how;
+
+	if (!has_prefix(d->key, w->prefix, w->prefix_len))
+		return;
+	how = watch_event_delivery(d->ev, &w->sel);
+	if (how == WATCH_NOTHING)
+		return;
+	if (d->n == d->cap) {
+		size_t ncap = d->cap ? 2 * d->cap : 64;
+		struct target *nt = realloc(d->t, ncap * sizeof(*nt));
+
+		if (!nt) {
+			d->error = -ENOMEM;	/* append_page ends the selective streams: they resume */
+			return;
+		}
+		d->t = nt;
+		d->cap = ncap;
+	}
+	d->t[d->n++] = (struct target){ d->event, w, how };
+	d->left |= how == WATCH_LEFT;
+}
+
+/* One store event made ready for the ring: its line, and for the
+ * selective watchers the targets it has (added to d). */
+static void prepare(struct watch_hub *h, const struct store_event *e, size_t i, struct dispatch *d,
+		    struct ring_event *out)
+{
+	struct watch_event ev;
+
+	memset(out, 0, sizeof(*out));
+	if (watch_event_parse(e, h->nselective > 0, &ev))
+		return;
+	out->rev = e->kv.mod_rev;
+	out->key = strdup(e->kv.key);
+	out->line = watch_event_line(ev.type, ev.obj, &out->len);
+	if (out->key && out->line && h->nselective) {
+		d->ev = &ev;
+		d->event = i;
+		d->key = e->kv.key;
+		d->left = false;
+		watch_index_candidates(&h->index, e->kv.key, ev.has_now ? &ev.now : NULL,
+				       ev.has_before ? &ev.before : NULL, judge, d);
+		if (d->left)
+			out->left = watch_event_line_for(&ev, WATCH_LEFT, &out->left_len);
+	}
+	if (!out->key || !out->line)
+		ring_slot_free(out);
+	watch_event_free(&ev);
+}
+
+/* Append a prepared page to the ring and queue its targets (hub lock held). */
+static void append_page(struct watch_hub *h, struct ring_event *page, size_t n, const struct dispatch *d)
+{
+	uint64_t *seq = d->n ? calloc(n, sizeof(*seq)) : NULL;
+	size_t t = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (!page[i].line)
+			continue;
+		if (seq)
+			seq[i] = h->next_seq;
+		ring_push(h, &page[i]);
+		memset(&page[i], 0, sizeof(page[i]));
+	}
+	for (struct watcher *w = d->error ? h->watchers : NULL; w; w = w->next)
+		if (w->selective) {
+			w->behind = true;
+			wake_one(w);
+		}
+	for (; t < d->n; t++) {
+		struct target *x = &d->t[t];
+
+		if (!seq || (x->how == WATCH_LEFT && !h->ring[seq[x->event] % h->cap].left))
+			x->w->behind = true;	/* out of memory: the stream ends and resumes */
+		else
+			queue_add(h, x->w, seq[x->event], h->ring[seq[x->event] % h->cap].rev, x->how);
+		if (x->w->behind)
+			wake_one(x->w);
+	}
+	free(seq);
 }
 
 int watch_hub_sync(struct watch_hub *h)
@@ -299,6 +486,8 @@ int watch_hub_sync(struct watch_hub *h)
 	pthread_mutex_unlock(&h->lock);
 	while (more) {
 		struct store_event_list l = { 0 };
+		struct dispatch d = { 0 };
+		struct ring_event *page;
 		int err = store_events(h->store, OBJ_PREFIX, h->rev, 4096, &l);
 
 		if (err == -ESTORE_COMPACTED) {
@@ -308,35 +497,35 @@ int watch_hub_sync(struct watch_hub *h)
 				return -EIO;
 			pthread_mutex_lock(&h->lock);
 			h->rev = h->floor_rev = rev;
-			for (struct watcher *w = h->watchers; w; w = w->next)
+			for (struct watcher *w = h->watchers; w; w = w->next) {
 				w->behind = true;
+				if (w->selective)
+					wake_one(w);
+			}
 			pthread_mutex_unlock(&h->lock);
 			break;
 		}
 		if (err)
 			return err;
-		for (size_t i = 0; i < l.n; i++) {
-			const struct store_event *e = &l.events[i];
-			size_t len = 0;
-			/* serialised outside the hub's lock: readers go on meanwhile */
-			char *line = event_line(e, &len);
-			char *key = strdup(e->kv.key);
-
-			if (!line || !key) {
-				free(line);
-				free(key);
-				continue;
-			}
-			pthread_mutex_lock(&h->lock);
-			ring_push(h, e->kv.mod_rev, key, line, len);
-			h->rev = e->kv.mod_rev;
-			pthread_mutex_unlock(&h->lock);
+		page = calloc(l.n ? l.n : 1, sizeof(*page));
+		if (!page) {
+			store_event_list_free(&l);
+			return -ENOMEM;
 		}
-		if (!l.more && l.revision > h->rev) {
-			pthread_mutex_lock(&h->lock);
+		/* serialised and judged outside the hub's lock: readers go on meanwhile */
+		for (size_t i = 0; i < l.n; i++)
+			prepare(h, &l.events[i], i, &d, &page[i]);
+		pthread_mutex_lock(&h->lock);
+		append_page(h, page, l.n, &d);	/* a page holds whole revisions: invariant 2 */
+		if (l.n)
+			h->rev = l.events[l.n - 1].kv.mod_rev;
+		if (!l.more && l.revision > h->rev)
 			h->rev = l.revision;
-			pthread_mutex_unlock(&h->lock);
-		}
+		pthread_mutex_unlock(&h->lock);
+		for (size_t i = 0; i < l.n; i++)
+			ring_slot_free(&page[i]);
+		free(page);
+		free(d.t);
 		more = l.more;
 		store_event_list_free(&l);
 	}
@@ -358,8 +547,92 @@ int watch_hub_written(struct watch_hub *h, int64_t rev)
 	return watch_hub_sync(h);
 }
 
-struct watcher *watcher_open(struct watch_hub *h, const char *prefix, int64_t after_rev,
-			     watcher_wake_fn wake, void *arg, struct status *st)
+/* ------------------------------------------------------------------ watchers */
+
+/* The resource a prefix is of (/weft/obj/pods/... -> "pods"), into buf. */
+static const char *resource_of(const char *prefix, char *buf, size_t len)
+{
+	const char *r = prefix + strlen(OBJ_PREFIX), *slash = strchr(r, '/');
+	size_t n = slash ? (size_t)(slash - r) : strlen(r);
+
+	if (n >= len)
+		n = len - 1;
+	memcpy(buf, r, n);
+	buf[n] = 0;
+	return buf;
+}
+
+/* File w in the hub's lists and index (store and hub locks held). */
+static int watcher_link(struct watch_hub *h, struct watcher *w)
+{
+	if (w->selective) {
+		char resource[128];
+		int err;
+
+		w->entry.owner = w;
+		err = watch_index_add(&h->index, &w->entry, resource_of(w->prefix, resource, sizeof(resource)),
+				      &w->sel);
+		if (err)
+			return err;
+		h->nselective++;
+	} else {
+		w->plain_next = h->plain;
+		if (h->plain)
+			h->plain->plain_prev = w;
+		h->plain = w;
+	}
+	w->next = h->watchers;
+	if (h->watchers)
+		h->watchers->prev = w;
+	h->watchers = w;
+	h->nwatchers++;
+	return 0;
+}
+
+static void watcher_unlink(struct watch_hub *h, struct watcher *w)
+{
+	if (w->prev)
+		w->prev->next = w->next;
+	else
+		h->watchers = w->next;
+	if (w->next)
+		w->next->prev = w->prev;
+	if (w->selective) {
+		watch_index_remove(&h->index, &w->entry);
+		h->nselective--;
+	} else {
+		if (w->plain_prev)
+			w->plain_prev->plain_next = w->plain_next;
+		else
+			h->plain = w->plain_next;
+		if (w->plain_next)
+			w->plain_next->plain_prev = w->plain_prev;
+	}
+	h->nwatchers--;
+}
+
+static void watcher_free(struct watcher *w)
+{
+	if (!w)
+		return;
+	store_kv_list_free(&w->initial);
+	selector_free(&w->sel);
+	free(w->queue.q);
+	free(w->out.data);
+	if (w->scan != w->prefix)
+		free(w->scan);
+	free(w->prefix);
+	free(w);
+}
+
+/* The revision from which the ring serves w. */
+static int64_t ring_from(const struct watch_hub *h, const struct watcher *w)
+{
+	return w->selective && w->join_rev > h->floor_rev ? w->join_rev : h->floor_rev;
+}
+
+struct watcher *watcher_open(struct watch_hub *h, struct watch_spec *spec, int64_t after_rev, watcher_wake_fn wake,
+			     void *arg, struct status *st)
 {
 	struct watcher *w;
 	int64_t compacted = 0;
@@ -375,37 +648,45 @@ struct watcher *watcher_open(struct watch_hub *h, const char *prefix, int64_t af
 		return NULL;
 	}
 	w = calloc(1, sizeof(*w));
-	if (!w || !(w->prefix = strdup(prefix))) {
-		free(w);
+	if (w && (w->prefix = strdup(spec->prefix)))
+		w->scan = spec->scan ? strdup(spec->scan) : w->prefix;
+	if (!w || !w->prefix || !w->scan) {
+		watcher_free(w);
 		status_set(st, 500, "InternalError", "out of memory");
 		return NULL;
 	}
 	w->hub = h;
-	w->prefix_len = strlen(prefix);
+	w->prefix_len = strlen(w->prefix);
 	w->wake = wake;
 	w->arg = arg;
+	if (spec->sel) {
+		w->sel = *spec->sel;	/* taken over */
+		memset(spec->sel, 0, sizeof(*spec->sel));
+		w->selective = !selector_empty(&w->sel);
+	}
 
 	if (after_rev < 0) {
 		/* the initial list: ADDED for every current object, made as it is read */
-		if (store_range(h->store, prefix, NULL, 0, &w->initial)) {
-			status_set(st, 500, "InternalError", "store: cannot list %s", prefix);
-			free(w->prefix);
-			free(w);
+		if (store_range(h->store, w->scan, NULL, 0, &w->initial)) {
+			status_set(st, 500, "InternalError", "store: cannot list %s", w->scan);
+			watcher_free(w);
 			return NULL;
 		}
 		after_rev = w->initial.revision;
 	}
 	w->sent_rev = after_rev;
 	pthread_mutex_lock(&h->lock);
-	if (after_rev >= h->floor_rev) {
+	w->join_rev = h->rev;	/* invariant 5: later events are judged for it */
+	if (watcher_link(h, w)) {
+		pthread_mutex_unlock(&h->lock);
+		status_set(st, 500, "InternalError", "out of memory");
+		watcher_free(w);
+		return NULL;
+	}
+	if (after_rev >= ring_from(h, w)) {
 		w->in_ring = true;
 		w->seq = ring_seek(h, after_rev);
 	}
-	w->next = h->watchers;
-	if (h->watchers)
-		h->watchers->prev = w;
-	h->watchers = w;
-	h->nwatchers++;
 	pthread_mutex_unlock(&h->lock);
 	return w;
 }
@@ -415,30 +696,45 @@ bool watcher_reads_store(const struct watcher *w)
 	return !w->in_ring;	/* invariant 4 */
 }
 
+/* The line for a store event that w is sent, appended to out (a
+ * selective watcher's are judged here: the index never saw these). */
+static int backlog_event(struct watcher *w, const struct store_event *e)
+{
+	struct watch_event ev;
+	enum watch_delivery how;
+	char *line;
+	size_t len;
+	int err;
+
+	if (watch_event_parse(e, w->selective, &ev))
+		return 0;
+	how = w->selective ? watch_event_delivery(&ev, &w->sel) : WATCH_AS_IS;
+	line = how == WATCH_NOTHING ? NULL : watch_event_line_for(&ev, how, &len);
+	err = how != WATCH_NOTHING && !line ? -ENOMEM : 0;
+	if (line)
+		err = buf_append(&w->out, line, len);
+	free(line);
+	watch_event_free(&ev);
+	return err;
+}
+
 /* Backlog mode: read the next page of history into out. */
 static int backlog_fill(struct watcher *w)
 {
 	struct watch_hub *h = w->hub;
 	struct store_event_list l = { 0 };
-	int err = store_events(h->store, w->prefix, w->sent_rev, BACKLOG_PAGE, &l);
+	int err = store_events(h->store, w->scan, w->sent_rev, BACKLOG_PAGE, &l);
 
 	if (err)
 		return err;
-	for (size_t i = 0; i < l.n; i++) {
-		size_t len;
-		char *line = event_line(&l.events[i], &len);
-		if (line) {
-			err = buf_append(&w->out, line, len);
-			free(line);
-			if (err)
-				break;
-		}
+	for (size_t i = 0; i < l.n && !err; i++) {
+		err = backlog_event(w, &l.events[i]);
 		w->sent_rev = l.events[i].kv.mod_rev;
 	}
-	if (!l.more) {
+	if (!err && !l.more) {
 		if (l.revision > w->sent_rev)
 			w->sent_rev = l.revision;
-		if (w->sent_rev >= h->floor_rev) {
+		if (w->sent_rev >= ring_from(h, w)) {
 			w->in_ring = true;
 			w->seq = ring_seek(h, w->sent_rev);
 		}
@@ -447,20 +743,16 @@ static int backlog_fill(struct watcher *w)
 	return err;
 }
 
-/* INITIAL: queue ADDED lines for the snapshot's objects until max bytes
- * are queued, freeing each object once queued. */
+/* INITIAL: queue ADDED lines for the snapshot's objects (those the
+ * selector selects) until max bytes are queued, freeing each object once
+ * queued. */
 static void initial_fill(struct watcher *w, size_t max)
 {
 	while (w->initial_next < w->initial.n && w->out.len - w->out.off < max) {
 		struct store_event e = { .type = STORE_EVENT_PUT, .kv = w->initial.kvs[w->initial_next] };
-		size_t len;
-		char *line;
 
 		e.kv.create_rev = e.kv.mod_rev;	/* ADDED */
-		line = event_line(&e, &len);
-		if (line)
-			(void)buf_append(&w->out, line, len);
-		free(line);
+		(void)backlog_event(w, &e);
 		store_kv_free(&w->initial.kvs[w->initial_next++]);
 	}
 	if (w->initial_next == w->initial.n) {
@@ -469,7 +761,7 @@ static void initial_fill(struct watcher *w, size_t max)
 	}
 }
 
-/* Ring mode: queue whole revisions from the cursor until max bytes are queued. */
+/* Ring mode, plain: queue whole revisions from the cursor until max bytes are queued. */
 static void ring_fill(struct watcher *w, size_t max)
 {
 	struct watch_hub *h = w->hub;
@@ -486,6 +778,60 @@ static void ring_fill(struct watcher *w, size_t max)
 		if (rev > w->sent_rev)
 			w->sent_rev = rev;
 	}
+}
+
+/* One queued line into out. */
+static void queued_line(struct watcher *w, const struct queued *x)
+{
+	const struct ring_event *e = &w->hub->ring[x->seq % w->hub->cap];
+	size_t head = strlen(WATCH_MODIFIED_HEAD);
+
+	switch (x->how) {
+	case WATCH_ENTERED:
+		/* the update's line, as an ADDED */
+		if (e->len > head && !memcmp(e->line, WATCH_MODIFIED_HEAD, head)) {
+			(void)buf_append(&w->out, WATCH_ADDED_HEAD, strlen(WATCH_ADDED_HEAD));
+			(void)buf_append(&w->out, e->line + head, e->len - head);
+			break;
+		}
+		/* not an update's line (cannot happen): as is */
+		/* fall through */
+	case WATCH_AS_IS:
+		(void)buf_append(&w->out, e->line, e->len);
+		break;
+	case WATCH_LEFT:
+		(void)buf_append(&w->out, e->left, e->left_len);
+		break;
+	case WATCH_NOTHING:
+		break;
+	}
+}
+
+/* Ring mode, selective: queue whole revisions of what the sync queued
+ * until max bytes are queued.  -1: a slot it was to send is overwritten. */
+static int queue_fill(struct watcher *w, size_t max)
+{
+	struct watch_hub *h = w->hub;
+	struct queue *q = &w->queue;
+
+	while (q->n && w->out.len - w->out.off < max) {
+		int64_t rev = q->q[q->head].rev;
+
+		if (rev > w->sent_rev) {
+			for (size_t i = 0; i < q->n && q->q[(q->head + i) % q->cap].rev == rev; i++)
+				if (q->q[(q->head + i) % q->cap].seq < h->first_seq)
+					return -1;	/* invariant 6 */
+		}
+		while (q->n && q->q[q->head].rev == rev) {
+			if (rev > w->sent_rev)
+				queued_line(w, &q->q[q->head]);
+			q->head = (q->head + 1) % q->cap;
+			q->n--;
+		}
+		if (rev > w->sent_rev)
+			w->sent_rev = rev;
+	}
+	return 0;
 }
 
 ssize_t watcher_read(struct watcher *w, char *dst, size_t max)
@@ -505,17 +851,36 @@ ssize_t watcher_read(struct watcher *w, char *dst, size_t max)
 		if (!w->in_ring) {
 			if (backlog_fill(w))
 				return n ? (ssize_t)n : -1;
-			if (w->out.len == w->out.off && !w->in_ring)
+			if (buf_empty(&w->out) && !w->in_ring)
 				continue;
+		} else if (w->selective) {
+			if (queue_fill(w, max - n))
+				return n ? (ssize_t)n : -1;
+			if (buf_empty(&w->out))
+				break;
 		} else {
 			ring_fill(w, max - n);
-			if (w->out.len == w->out.off)
+			if (buf_empty(&w->out))
 				break;
 		}
 	}
 	if (n == 0)
 		w->waiting = true;
 	return (ssize_t)n;
+}
+
+int64_t watcher_bookmark(struct watcher *w)
+{
+	struct watch_hub *h = w->hub;
+
+	/* caught up: everything up to the hub's revision was judged for it and
+	 * what it was sent has left */
+	if (!w->in_ring || w->initial.n || w->behind || !buf_empty(&w->out) || h->rev <= w->sent_rev)
+		return -1;
+	if (w->selective ? w->queue.n != 0 : w->seq != h->next_seq)
+		return -1;
+	w->sent_rev = h->rev;	/* invariant 3: nothing at or below it comes later */
+	return h->rev;
 }
 
 void watcher_close(struct watcher *w)
@@ -526,16 +891,7 @@ void watcher_close(struct watcher *w)
 		return;
 	h = w->hub;
 	pthread_mutex_lock(&h->lock);
-	if (w->prev)
-		w->prev->next = w->next;
-	else
-		h->watchers = w->next;
-	if (w->next)
-		w->next->prev = w->prev;
-	h->nwatchers--;
+	watcher_unlink(h, w);
 	pthread_mutex_unlock(&h->lock);
-	store_kv_list_free(&w->initial);
-	free(w->out.data);
-	free(w->prefix);
-	free(w);
+	watcher_free(w);
 }

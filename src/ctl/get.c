@@ -1,8 +1,12 @@
 /*
- * get.c — `weftctl get KIND [NAME...] [-n NS | -A] [-o wide|json|yaml|name]`.
+ * get.c — `weftctl get KIND [NAME...] [-n NS | -A] [-l SELECTOR]
+ * [--field-selector SELECTOR] [-o wide|json|yaml|name]`.
  *
  * Without NAME: one list request (the namespace's collection, or every
- * namespace with -A) and the items printed in (namespace, name) order;
+ * namespace with -A), with the selectors passed to the server as they are
+ * (labelSelector, fieldSelector: the server parses and refuses them, as
+ * kubectl leaves it to kube-apiserver), and the items printed in
+ * (namespace, name) order;
  * -o json/yaml print the List as the server sent it.  With NAMEs: one get
  * each; a missing one is reported (exit 1) and the others still printed;
  * -o json/yaml print the object itself when there is one NAME, a List
@@ -18,7 +22,40 @@
 #include "ctl/ctl.h"
 #include "ctl/print.h"
 
-static const char usage[] = "KIND [NAME...] [-n NAMESPACE | -A] [-o wide|json|yaml|name]";
+static const char usage[] = "KIND [NAME...] [-n NAMESPACE | -A] [-l SELECTOR] [--field-selector SELECTOR] "
+			    "[-o wide|json|yaml|name]";
+
+/* The selectors of a list, as given (NULL: none). */
+struct selectors {
+	const char *labels, *fields;
+};
+
+/* Append "?name=value" (or "&...") to path, the value percent-encoded
+ * (RFC 3986 unreserved bytes kept).  false when it does not fit. */
+static bool add_query(char *path, size_t len, const char *name, const char *value)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t n = strlen(path);
+	int w = snprintf(path + n, len - n, "%c%s=", strchr(path, '?') ? '&' : '?', name);
+
+	if (w < 0 || (size_t)w >= len - n)
+		return false;
+	n += (size_t)w;
+	for (const unsigned char *v = (const unsigned char *)value; *v; v++) {
+		if (n + 4 > len)
+			return false;
+		if ((*v >= 'A' && *v <= 'Z') || (*v >= 'a' && *v <= 'z') || (*v >= '0' && *v <= '9') ||
+		    strchr("-._~", *v)) {
+			path[n++] = (char)*v;
+		} else {
+			path[n++] = '%';
+			path[n++] = hex[*v >> 4];
+			path[n++] = hex[*v & 15];
+		}
+	}
+	path[n] = 0;
+	return true;
+}
 
 static int cmp_obj(const void *a, const void *b)
 {
@@ -81,14 +118,21 @@ static int print_document(const json_t *v, enum ctl_output out)
 	return rc;
 }
 
-static int get_list(struct ctl *ctl, const struct kind_info *k, const char *ns, bool all, enum ctl_output out)
+static int get_list(struct ctl *ctl, const struct kind_info *k, const char *ns, bool all,
+		    const struct selectors *sel, enum ctl_output out)
 {
-	char path[CTL_PATH_MAX];
+	char path[CTL_PATH_MAX + 2 * 3 * 4096];
 	struct ctl_reply r = { 0 };
 	const json_t *items;
 	int rc = CTL_EXIT_FAIL;
 
-	if (ctl_call(ctl, "GET", ctl_path(k, all ? NULL : ns, NULL, path, sizeof(path)), NULL, &r) < 0)
+	ctl_path(k, all ? NULL : ns, NULL, path, sizeof(path));
+	if ((sel->labels && !add_query(path, sizeof(path), "labelSelector", sel->labels)) ||
+	    (sel->fields && !add_query(path, sizeof(path), "fieldSelector", sel->fields))) {
+		fprintf(stderr, "error: the selectors are too long (4096 bytes each at most)\n");
+		return CTL_EXIT_USAGE;
+	}
+	if (ctl_call(ctl, "GET", path, NULL, &r) < 0)
 		goto out;
 	if (!ctl_ok(&r)) {
 		ctl_print_server_error(&r);
@@ -178,9 +222,12 @@ int ctl_get(struct ctl *ctl, int argc, char **argv)
 		{ "namespace", required_argument, NULL, 'n' },
 		{ "all-namespaces", no_argument, NULL, 'A' },
 		{ "output", required_argument, NULL, 'o' },
+		{ "selector", required_argument, NULL, 'l' },
+		{ "field-selector", required_argument, NULL, 'F' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
+	struct selectors sel = { NULL, NULL };
 	const char *ns = NULL, *output = "";
 	bool all = false;
 	enum ctl_output out;
@@ -192,7 +239,7 @@ int ctl_get(struct ctl *ctl, int argc, char **argv)
 
 	optind = 0;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":n:Ao:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":n:Ao:l:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'n':
 			if (!ctl_name_ok("namespace", optarg))
@@ -204,6 +251,12 @@ int ctl_get(struct ctl *ctl, int argc, char **argv)
 			break;
 		case 'o':
 			output = optarg;
+			break;
+		case 'l':
+			sel.labels = optarg;
+			break;
+		case 'F':
+			sel.fields = optarg;
 			break;
 		case 'h':
 			printf("usage: %s get %s\n", ctl->prog, usage);
@@ -246,6 +299,10 @@ int ctl_get(struct ctl *ctl, int argc, char **argv)
 		fprintf(stderr, "error: a resource cannot be retrieved by name across all namespaces\n");
 		return ctl_usage(ctl, "get", usage);
 	}
+	if (nnames && (sel.labels || sel.fields)) {
+		fprintf(stderr, "error: selectors cannot be used with names (they select from a list)\n");
+		return ctl_usage(ctl, "get", usage);
+	}
 	if (!k->namespaced) {
 		ns = NULL;
 		all = false;
@@ -254,5 +311,5 @@ int ctl_get(struct ctl *ctl, int argc, char **argv)
 	}
 	if (nnames)
 		return get_named(ctl, k, ns, names, nnames, out);
-	return get_list(ctl, k, ns, all, out);
+	return get_list(ctl, k, ns, all, &sel, out);
 }

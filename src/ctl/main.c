@@ -22,7 +22,7 @@ static int version(struct ctl *ctl, int argc, char **argv);
 static const struct ctl_verb verbs[] = {
 	{ "apply", ctl_apply, "-f FILE|DIR|- [-f ...] [-n NAMESPACE]",
 	  "create or update the objects of manifests (all validated first)" },
-	{ "get", ctl_get, "KIND [NAME...] [-n NAMESPACE | -A] [-o wide|json|yaml|name]",
+	{ "get", ctl_get, "KIND [NAME...] [-n NAMESPACE | -A] [-l SELECTOR] [--field-selector SELECTOR] [-o wide|json|yaml|name]",
 	  "list objects, or show some by name" },
 	{ "describe", ctl_describe, "KIND NAME [-n NAMESPACE]", "show one object in detail" },
 	{ "patch", ctl_patch, "KIND NAME -p PATCH [--type strategic|merge|json] [-n NAMESPACE]",

@@ -223,8 +223,8 @@ int store_get(struct store *s, const char *key, struct store_kv *out, int64_t *r
 	return s->backend->get(s, key, out, rev ? rev : &ignored);
 }
 
-int store_range(struct store *s, const char *prefix, const char *start_after, size_t limit,
-		struct store_kv_list *out)
+/* The arguments of a range (invariants 1 and 2); out zeroed. */
+static int check_range(struct store *s, const char *prefix, const char *start_after, struct store_kv_list *out)
 {
 	int r;
 
@@ -234,9 +234,35 @@ int store_range(struct store *s, const char *prefix, const char *start_after, si
 	r = check_prefix(prefix);
 	if (r == 0 && start_after)
 		r = check_prefix(start_after);
+	return r;
+}
+
+int store_range(struct store *s, const char *prefix, const char *start_after, size_t limit,
+		struct store_kv_list *out)
+{
+	int r = check_range(s, prefix, start_after, out);
+
 	if (r < 0)
 		return r;
 	r = s->backend->range(s, prefix, start_after, limit, out);
+	if (r < 0)
+		store_kv_list_free(out);
+	return r;
+}
+
+int store_range_at(struct store *s, const char *prefix, const char *start_after, size_t limit, int64_t rev,
+		   struct store_kv_list *out, size_t *count)
+{
+	size_t ignored;
+	int r = check_range(s, prefix, start_after, out);
+
+	if (r < 0)
+		return r;
+	if (rev < 0)
+		return -EINVAL;
+	if (!s->backend->range_at)
+		return -ENOTSUP;
+	r = s->backend->range_at(s, prefix, start_after, limit, rev, out, count ? count : &ignored);
 	if (r < 0)
 		store_kv_list_free(out);
 	return r;

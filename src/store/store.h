@@ -138,6 +138,17 @@ int store_get(struct store *s, const char *key, struct store_kv *out, int64_t *r
 int store_range(struct store *s, const char *prefix, const char *start_after,
 		size_t limit, struct store_kv_list *out) WEFT_WUR;
 
+/* store_range as the store was at revision rev (0: now), read in one
+ * snapshot, as etcd's Range with a revision: out->revision is rev (or the
+ * current revision for 0).  count (may be NULL) receives how many keys the
+ * range (prefix, after start_after) held then, limit aside.  Costs the
+ * page plus the events of the range since rev (and a count of the range
+ * when count is asked for).  -ESTORE_COMPACTED when rev is older than the
+ * compaction, -ERANGE when it is newer than the store, -ENOTSUP from a
+ * back-end without history reads. */
+int store_range_at(struct store *s, const char *prefix, const char *start_after, size_t limit, int64_t rev,
+		   struct store_kv_list *out, size_t *count) WEFT_WUR;
+
 /* Count keys under a prefix. */
 int store_count(struct store *s, const char *prefix, size_t *n) WEFT_WUR;
 
@@ -194,6 +205,8 @@ struct store_backend {
 	int (*get)(struct store *s, const char *key, struct store_kv *out, int64_t *rev);
 	int (*range)(struct store *s, const char *prefix, const char *start_after, size_t limit,
 		     struct store_kv_list *out);
+	int (*range_at)(struct store *s, const char *prefix, const char *start_after, size_t limit, int64_t rev,
+			struct store_kv_list *out, size_t *count);	/* NULL: not supported */
 	int (*count)(struct store *s, const char *prefix, size_t *n);
 	int (*txn)(struct store *s, const struct store_txn *txn, struct store_txn_result *res);
 	int (*events)(struct store *s, const char *prefix, int64_t after_rev, size_t limit,

@@ -37,6 +37,17 @@
  * and the revision they report come from one WAL snapshot; get is a single
  * statement and therefore a snapshot by itself.
  *
+ * A range at an older revision R (sq_range_at), in one such snapshot:
+ *   1. the history rows after R in the range, in order: the first row of a
+ *      key holds its state at R (prev_*, NULL when it had none), the last
+ *      one whether it exists now; those keys are "touched", sorted by key
+ *   2. current, stepped in key order from the range's start, skipping
+ *      touched keys, merged with the touched keys that existed at R, until
+ *      the page is full
+ *   3. the count, when asked: current's count of the range, minus the
+ *      touched keys that exist now, plus those that existed at R
+ * So a page costs the events of its range since R plus the page.
+ *
  * Invariants
  *  1. meta.revision is the rev of the newest history row whenever history
  *     holds rows newer than meta.compacted; every current row has
@@ -59,6 +70,7 @@
  */
 #include "store/store.h"
 #include "store/store_limits.h"
+#include "lib/u64map.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -682,6 +694,240 @@ static int sq_range(struct store *base, const char *prefix, const char *start_af
 	return r;
 }
 
+/* A key changed after the revision a range is read at (sq_range_at). */
+struct touched {
+	struct store_kv then;	/* its state at the revision; key set, value NULL when it had none */
+	bool now;		/* it exists now */
+};
+
+struct touched_set {
+	struct touched *t;
+	size_t n, cap;
+	struct u64map index;	/* hash of the key (probed on collision) -> position + 1 */
+};
+
+static void touched_free(struct touched_set *ts)
+{
+	for (size_t i = 0; i < ts->n; i++)
+		store_kv_free(&ts->t[i].then);
+	free(ts->t);
+	u64map_free(&ts->index);
+}
+
+static int by_touched_key(const void *a, const void *b)
+{
+	return strcmp(((const struct touched *)a)->then.key, ((const struct touched *)b)->then.key);
+}
+
+/* The touched entry of the history row st is on (columns as EVENTS_SELECT):
+ * the first row of a key records its state before; every row its presence. */
+static int touched_row(struct touched_set *ts, sqlite3_stmt *st)
+{
+	const char *key = (const char *)sqlite3_column_blob(st, 1);
+	size_t len = (size_t)sqlite3_column_bytes(st, 1);
+	uint64_t h = u64map_hash_bytes(key, len), pos;
+	struct touched *t;
+	int r;
+
+	while (u64map_get(&ts->index, h, &pos)) {
+		t = &ts->t[pos - 1];
+		if (strlen(t->then.key) == len && !memcmp(t->then.key, key, len)) {
+			t->now = sqlite3_column_int(st, 2) != EVENT_DELETE;
+			return 0;
+		}
+		h = h * 0x100000001b3ull + 1;	/* another key with this hash: probe on */
+	}
+	if (ts->n == ts->cap) {
+		size_t ncap = ts->cap ? 2 * ts->cap : 16;
+		struct touched *nt = realloc(ts->t, ncap * sizeof(*nt));
+
+		if (!nt)
+			return -ENOMEM;
+		ts->t = nt;
+		ts->cap = ncap;
+	}
+	t = &ts->t[ts->n];
+	memset(t, 0, sizeof(*t));
+	r = sqlite3_column_type(st, 9) != SQLITE_NULL ? column_kv(st, 1, 7, &t->then)
+						      : column_copy(st, 1, &t->then.key, NULL);
+	if (r == 0)
+		r = u64map_put(&ts->index, h, ts->n + 1);
+	if (r < 0) {
+		store_kv_free(&t->then);
+		return r;
+	}
+	t->now = sqlite3_column_int(st, 2) != EVENT_DELETE;
+	ts->n++;
+	return 0;
+}
+
+/* Step 1: every key of b changed after rev. */
+static int touched_since(struct sqlite_store *s, const struct bounds *b, int64_t rev, struct touched_set *ts)
+{
+	sqlite3_stmt *st = s->st[b->has_high ? ST_EVENTS : ST_EVENTS_FROM];
+	int r = bind_int(st, 1, rev), rc = SQLITE_DONE;
+
+	if (r == 0)
+		r = bind_bounds(st, b, 2, 3);
+	while (r == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW)
+		r = touched_row(ts, st);
+	if (r == 0 && rc != SQLITE_DONE)
+		r = rc_errno(rc);
+	done(st);
+	if (r == 0 && ts->n)
+		qsort(ts->t, ts->n, sizeof(*ts->t), by_touched_key);
+	return r;
+}
+
+static struct touched *touched_find(const struct touched_set *ts, const char *key)
+{
+	struct touched probe = { .then.key = (char *)key };
+
+	return ts->n ? bsearch(&probe, ts->t, ts->n, sizeof(*ts->t), by_touched_key) : NULL;
+}
+
+static int kv_copy(const struct store_kv *from, struct store_kv *to)
+{
+	*to = *from;
+	to->key = strdup(from->key);
+	to->value = malloc(from->value_len + 1);
+	if (!to->key || !to->value) {
+		store_kv_free(to);
+		return -ENOMEM;
+	}
+	memcpy(to->value, from->value, from->value_len + 1);
+	return 0;
+}
+
+static int list_push(struct store_kv_list *out, size_t *cap, struct store_kv *kv)
+{
+	if (out->n == *cap) {
+		size_t ncap = *cap ? 2 * *cap : 16;
+		struct store_kv *kvs = realloc(out->kvs, ncap * sizeof(*kvs));
+
+		if (!kvs) {
+			store_kv_free(kv);
+			return -ENOMEM;
+		}
+		out->kvs = kvs;
+		*cap = ncap;
+	}
+	out->kvs[out->n++] = *kv;
+	memset(kv, 0, sizeof(*kv));
+	return 0;
+}
+
+/* Step 2: current merged with the touched keys' states at the revision. */
+static int merge_page(struct sqlite_store *s, const struct bounds *b, size_t limit, struct touched_set *ts,
+		      struct store_kv_list *out)
+{
+	sqlite3_stmt *st = s->st[b->has_high ? ST_RANGE : ST_RANGE_FROM];
+	struct store_kv row = { 0 };
+	size_t cap = 0, ti = 0;
+	bool have_row = false;
+	int r = bind_bounds(st, b, 1, 3), rc = SQLITE_ROW;
+
+	if (r == 0)
+		r = bind_int(st, 2, -1);
+	while (r == 0) {
+		bool from_touched;
+
+		while (!have_row && rc == SQLITE_ROW) {
+			rc = sqlite3_step(st);
+			if (rc != SQLITE_ROW)
+				break;
+			r = column_kv(st, 0, 1, &row);
+			if (r < 0)
+				break;
+			have_row = !touched_find(ts, row.key);
+			if (!have_row)
+				store_kv_free(&row);	/* its state at the revision is the touched one */
+		}
+		if (r < 0)
+			break;
+		while (ti < ts->n && !ts->t[ti].then.value)
+			ti++;
+		if (!have_row && ti == ts->n)
+			break;
+		if (limit && out->n == limit) {
+			out->more = true;
+			break;
+		}
+		from_touched = ti < ts->n && (!have_row || strcmp(ts->t[ti].then.key, row.key) < 0);
+		if (from_touched) {
+			struct store_kv copy;	/* the set stays whole: it is searched on */
+
+			r = kv_copy(&ts->t[ti++].then, &copy);
+			if (r == 0)
+				r = list_push(out, &cap, &copy);
+		} else {
+			r = list_push(out, &cap, &row);
+			have_row = false;
+		}
+	}
+	if (r == 0 && rc != SQLITE_ROW && rc != SQLITE_DONE)
+		r = rc_errno(rc);
+	store_kv_free(&row);
+	done(st);
+	return r;
+}
+
+/* Step 3: how many keys b held at the revision. */
+static int count_then(struct sqlite_store *s, const struct bounds *b, const struct touched_set *ts, size_t *count)
+{
+	sqlite3_stmt *st = s->st[b->has_high ? ST_COUNT : ST_COUNT_FROM];
+	int r = bind_bounds(st, b, 1, 2), rc;
+	int64_t n = 0;
+
+	if (r == 0) {
+		rc = sqlite3_step(st);
+		if (rc == SQLITE_ROW)
+			n = sqlite3_column_int64(st, 0);
+		else
+			r = rc_errno(rc);
+	}
+	done(st);
+	for (size_t i = 0; r == 0 && i < ts->n; i++)
+		n += (ts->t[i].then.key && ts->t[i].then.value ? 1 : 0) - (ts->t[i].now ? 1 : 0);
+	*count = n > 0 ? (size_t)n : 0;
+	return r;
+}
+
+static int sq_range_at(struct store *base, const char *prefix, const char *start_after, size_t limit,
+		       int64_t rev, struct store_kv_list *out, size_t *count)
+{
+	struct sqlite_store *s = from(base);
+	struct touched_set ts = { 0 };
+	int64_t current, compacted;
+	struct bounds b;
+	int r;
+
+	bounds_init(&b, prefix, start_after);
+	r = begin(s, ST_BEGIN_READ);
+	if (r < 0)
+		return r;
+	r = read_meta(s, &current, &compacted);
+	if (r == 0 && rev == 0)
+		rev = current;
+	if (r == 0 && rev > current)
+		r = -ERANGE;
+	if (r == 0 && rev < compacted)
+		r = -ESTORE_COMPACTED;
+	out->revision = rev;
+	if (r == 0 && rev < current)
+		r = touched_since(s, &b, rev, &ts);
+	if (r == 0)
+		r = merge_page(s, &b, limit, &ts, out);
+	if (r == 0 && count)
+		r = count_then(s, &b, &ts, count);
+	touched_free(&ts);
+	if (r == 0)
+		r = commit(s);
+	if (r < 0)
+		rollback(s);
+	return r;
+}
+
 static int sq_count(struct store *base, const char *prefix, size_t *n)
 {
 	struct sqlite_store *s = from(base);
@@ -977,6 +1223,7 @@ const struct store_backend store_backend_sqlite = {
 	.revision = sq_revision,
 	.get = sq_get,
 	.range = sq_range,
+	.range_at = sq_range_at,
 	.count = sq_count,
 	.txn = sq_txn,
 	.events = sq_events,

@@ -1133,6 +1133,58 @@ static void model_check_events(struct store *s, const struct model *m, int step)
 	store_event_list_free(&ev);
 }
 
+/* store_range_at against the model's state at a random revision (its
+ * events replayed up to it): keys, values, revisions, paging and count. */
+static void model_check_range_at(struct store *s, const struct model *m, int step)
+{
+	const char *prefix = model_prefixes[pick(sizeof(model_prefixes) / sizeof(model_prefixes[0]))];
+	const char *after = pick(3) ? NULL : model_keys[pick(MODEL_KEYS)];
+	int64_t at = pick(4) ? m->compacted + (int64_t)pick((unsigned)(m->revision - m->compacted + 1)) : 0;
+	size_t limit = pick(5), want_n = 0, count = 0, want_count = 0;
+	struct model_kv then[MODEL_KEYS] = { 0 };
+	struct store_kv_list l;
+	bool more = false;
+	int r;
+
+	for (size_t i = 0; i < m->nevents && m->events[i].kv.mod_rev <= (at ? at : m->revision); i++) {
+		const struct model_event *e = &m->events[i];
+
+		if (e->type == STORE_EVENT_PUT)
+			then[e->key] = e->kv;
+		else
+			memset(&then[e->key], 0, sizeof(then[e->key]));
+	}
+	r = store_range_at(s, prefix, after, limit, at, &l, &count);
+	if (r != 0) {
+		test_fail(__FILE__, __LINE__, "step %d: range_at %s rev %" PRId64 ": %d", step, prefix, at, r);
+		return;
+	}
+	for (int i = 0; i < MODEL_KEYS; i++) {
+		if (!then[i].exists || !has_prefix(model_keys[i], prefix) || (after && strcmp(model_keys[i], after) <= 0))
+			continue;
+		want_count++;
+		if (more || (limit && want_n == limit)) {
+			more = true;
+			continue;
+		}
+		if (want_n >= l.n || !kv_matches(&l.kvs[want_n], model_keys[i], &then[i])) {
+			test_fail(__FILE__, __LINE__, "step %d: range_at %s after %s limit %zu rev %" PRId64 ": item %zu",
+				  step, prefix, after ? after : "-", limit, at, want_n);
+			store_kv_list_free(&l);
+			return;
+		}
+		want_n++;
+	}
+	if (l.n != want_n || l.more != more || l.revision != (at ? at : m->revision) || count != want_count)
+		test_fail(__FILE__, __LINE__, "step %d: range_at %s rev %" PRId64 ": n %zu/%zu more %d/%d count %zu/%zu",
+			  step, prefix, at, l.n, want_n, l.more, more, count, want_count);
+	store_kv_list_free(&l);
+	if (m->compacted > 0 && store_range_at(s, prefix, NULL, 0, m->compacted - 1, &l, NULL) != -ESTORE_COMPACTED)
+		test_fail(__FILE__, __LINE__, "step %d: range_at before the compaction did not fail", step);
+	if (store_range_at(s, prefix, NULL, 0, m->revision + 1, &l, NULL) != -ERANGE)
+		test_fail(__FILE__, __LINE__, "step %d: range_at a future revision did not fail", step);
+}
+
 static void random_op(struct store_op *op, char *value)
 {
 	unsigned kind = pick(20);
@@ -1199,6 +1251,8 @@ TEST(store_matches_model_randomized)
 		model_check_state(s, &m, step);
 		if (step % 25 == 0)
 			model_check_events(s, &m, step);
+		if (step % 5 == 0)
+			model_check_range_at(s, &m, step);
 		if (step % 400 == 399) {
 			int64_t to = m.compacted + (int64_t)pick((unsigned)(m.revision - m.compacted + 1));
 

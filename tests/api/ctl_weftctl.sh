@@ -196,6 +196,39 @@ check "not found" expect 1 'pods "nope" not found' W get pod nope -n red
 check "unknown kind" expect 1 "doesn't have a resource type \"gizmo\"" W get gizmo
 check "bad output format is a usage error" expect 2 'unknown output format' W get pods -o xml
 
+echo "== get with selectors"
+cat >"$DIR/labelled.yaml" <<'EOF'
+apiVersion: v1
+kind: Pod
+metadata: {name: web-1, labels: {app: web}}
+spec: {nodeName: node-1}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: web-2, labels: {app: web}}
+spec: {nodeName: node-2}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: db-1, labels: {app: db}}
+spec: {nodeName: node-1}
+EOF
+W apply -f "$DIR/labelled.yaml" >/dev/null
+check "get -l app=web" stdout_is "pod/web-1
+pod/web-2" W get pods -l app=web -o name
+check "get --selector 'app in (db)' (spaces and parentheses pass through)" stdout_is "pod/db-1" W get pods --selector 'app in (db)' -o name
+check "get --field-selector spec.nodeName=node-1" stdout_is "pod/db-1
+pod/web-1" W get pods --field-selector spec.nodeName=node-1 -o name
+check "get -l and --field-selector together" stdout_is "pod/web-2" W get pods -l app=web --field-selector spec.nodeName=node-2 -o name
+check "get -A -l app!=web" expect 0 '^default +db-1 ' W get pods -A -l 'app!=web'
+check "get -l that selects nothing" expect 0 '^No resources found in default namespace\.$' W get pods -l app=nothing
+check "a malformed selector: the server's 400, naming it" \
+	expect 1 "Error from server \(BadRequest\): labelSelector 'app in \(x'" W get pods -l 'app in (x'
+check "a field services do not have: field label not supported" \
+	expect 1 'field label not supported: spec.nodeName' W get svc --field-selector spec.nodeName=node-1
+check "names and a selector: usage error" expect 2 'selectors cannot be used with names' W get pods web-1 -l app=web
+W delete pods web-1 web-2 db-1 >/dev/null
+
 echo "== refusals"
 S=$(snapshot)
 [ -n "$S" ] || fail "snapshot is empty"

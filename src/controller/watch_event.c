@@ -1,0 +1,103 @@
+/*
+ * watch_event.c — one store event as watchers see it (watch_event.h):
+ * parsed once, judged against selectors, written as watch lines.
+ */
+#include "controller/watch_event.h"
+#include "controller/controller.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* The object of kv as it reads at revision rev (a deleted object carries
+ * the delete's revision). */
+static json_t *object_at(const struct store_kv *kv, int64_t rev)
+{
+	struct store_kv at = *kv;
+
+	at.mod_rev = rev;
+	return obj_from_kv(&at);
+}
+
+int watch_event_parse(const struct store_event *e, bool judged, struct watch_event *ev)
+{
+	bool deleted = e->type == STORE_EVENT_DELETE;
+	const struct store_kv *src = deleted ? &e->prev : &e->kv;
+
+	memset(ev, 0, sizeof(*ev));
+	if (!src->key || !(ev->obj = object_at(src, e->kv.mod_rev)) || !json_is_object(ev->obj)) {
+		watch_event_free(ev);
+		return -1;
+	}
+	if (deleted)
+		ev->type = "DELETED";
+	else
+		ev->type = e->kv.create_rev == e->kv.mod_rev ? "ADDED" : "MODIFIED";
+	if (!judged)
+		return 0;
+	ev->has_now = !deleted;
+	ev->has_before = deleted;
+	selector_view_of(ev->obj, deleted ? &ev->before : &ev->now);
+	if (!deleted && e->prev.key) {
+		ev->old = object_at(&e->prev, e->kv.mod_rev);
+		if (json_is_object(ev->old)) {
+			ev->has_before = true;
+			selector_view_of(ev->old, &ev->before);
+		}
+	}
+	return 0;
+}
+
+void watch_event_free(struct watch_event *ev)
+{
+	json_decref(ev->obj);
+	json_decref(ev->old);
+	memset(ev, 0, sizeof(*ev));
+}
+
+char *watch_event_line(const char *type, const json_t *obj, size_t *len)
+{
+	json_t *ev = json_pack("{s:s, s:O}", "type", type, "object", obj);
+	char *s = ev ? json_dumps(ev, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+	char *line;
+
+	json_decref(ev);
+	if (!s)
+		return NULL;
+	*len = strlen(s) + 1;
+	line = realloc(s, *len + 1);
+	if (!line) {
+		free(s);
+		return NULL;
+	}
+	line[*len - 1] = '\n';
+	line[*len] = 0;
+	return line;
+}
+
+enum watch_delivery watch_event_delivery(const struct watch_event *ev, const struct selector *s)
+{
+	bool now = ev->has_now && selector_matches(s, &ev->now);
+	bool before = ev->has_before && selector_matches(s, &ev->before);
+	bool update = ev->has_now && ev->old;
+
+	if (now)
+		return before || !update ? WATCH_AS_IS : WATCH_ENTERED;
+	if (before)
+		return update ? WATCH_LEFT : WATCH_AS_IS;
+	return WATCH_NOTHING;
+}
+
+char *watch_event_line_for(const struct watch_event *ev, enum watch_delivery d, size_t *len)
+{
+	switch (d) {
+	case WATCH_AS_IS:
+		return watch_event_line(ev->type, ev->obj, len);
+	case WATCH_ENTERED:
+		return watch_event_line("ADDED", ev->obj, len);
+	case WATCH_LEFT:
+		return watch_event_line("DELETED", ev->old, len);
+	case WATCH_NOTHING:
+		break;
+	}
+	return NULL;
+}
