@@ -34,7 +34,8 @@ static void check_port(struct vctx *v, const json_t *p, size_t nports, bool node
 	if (name && !vset_add(names, name))
 		verror(v, "name", "duplicate port name %s", vquote(name, q));
 	proto = vget_protocol(v, p, "protocol");
-	if (!proto && !json_object_get(p, "protocol"))
+	/* absent or null: TCP once defaulted, so a duplicate of an 80/TCP too */
+	if (!proto && (!json_object_get(p, "protocol") || json_is_null(json_object_get(p, "protocol"))))
 		proto = "TCP";
 	if (vget_port(v, p, "port", true, &port) && proto) {
 		snprintf(pair, sizeof(pair), "%" JSON_INTEGER_FORMAT "/%s", port, proto);

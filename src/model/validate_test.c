@@ -676,6 +676,9 @@ TEST(service_duplicate_port_protocol)
 	INVALID_ONLY(SVC "spec: {ports: [{name: a, port: 80}, {name: b, port: 80, protocol: TCP}]}\n",
 		     "spec.ports[1].port: duplicate port 80/TCP");
 	VALID(SVC "spec: {ports: [{name: a, port: 80}, {name: b, port: 80, protocol: UDP}]}\n");
+	/* a null protocol is TCP once defaulted (found by manifest_fuzz) */
+	INVALID_ONLY(SVC "spec: {ports: [{name: a, port: 80}, {name: b, port: 80, protocol: null}]}\n",
+		     "spec.ports[1].port: duplicate port 80/TCP");
 }
 
 TEST(service_cluster_ip)
