@@ -22,18 +22,25 @@
  * any of that, without a lock; a watch's selector goes to the hub, which
  * files it in its index (watch.c).
  *
- * The expensive part of a watch,
- * the kernel's send to each watcher, happens in MHD after a callback
- * returns, so the threads send in parallel and alongside commits.  A watch
- * is a chunked response whose reader pulls lines from its watcher; when
- * there are none it suspends the connection (no busy loop, no thread per
- * watcher) and the hub's wake, after the next write, resumes it — so
- * thousands of watchers cost a socket and a cursor each, and a watcher
- * resumed late sends every event since in one write.  The resumes a write
- * causes are made after its locks are let go (flush_resumes): a thousand
- * of them are a thousand system calls.  The main thread runs
- * the timers (api_run): events written by other controllers (for the
- * endpoints controller and the watchers), heartbeats, watch deadlines.
+ * The expensive part of a watch, the kernel's send to each watcher,
+ * happens outside every lock and alongside commits.  A watch is a
+ * chunked response whose reader pulls lines from its watcher, in MHD
+ * until it first has nothing to send; then the connection is suspended
+ * and parked with the sender threads (watch_sender.h), which write it
+ * from then on through the TLS session (or socket) MHD was using.  The
+ * hub's wake, after a write, queues the parked streams it concerns; once
+ * the write's locks are let go (flush_resumes) each sender thread is
+ * woken once, however many streams are queued on it, and sends each
+ * stream everything since its last send in one chunk, one TLS record and
+ * one system call.  So thousands of watchers cost a socket and a cursor
+ * each, and an event costs a send per watcher and a wake-up per thread —
+ * not a wake-up, a pass of MHD's state machine and two reader calls per
+ * watcher, as resuming each stream in MHD would.  A stream the sender
+ * lets go (its end, its client gone, its socket full for the idle
+ * timeout) is resumed in MHD, whose reader ends the response.  The main
+ * thread runs the timers (api_run): events written by other controllers
+ * (for the endpoints controller and the watchers), heartbeats, watch
+ * deadlines.
  *
  * Writes are group-committed (store.h): a commit under the lock only
  * writes, and durable() flushes outside it, one flush for every thread
@@ -48,8 +55,8 @@
  * within header_timeout of accept, the next within idle_timeout of the
  * last response; the timer in api_run shuts down the late ones).  MHD's
  * own inactivity timeout, a second longer, covers a request or response
- * that stalls half-way; suspended watches are exempt from it, and a
- * heartbeat resets it.
+ * that stalls half-way; parked watches are exempt from it, and the
+ * sender lets go of one whose socket stays full as long.
  *
  * Request life:  headers ─► (auth, Content-Type, Content-Length) ─► body
  *                 chunks (bounded) ─► prepare: route, JSON, registry's
@@ -81,6 +88,7 @@
 #include "controller/table.h"
 #include "controller/registry_patch.h"
 #include "controller/tls_io.h"
+#include "controller/watch_sender.h"
 #include "lib/media.h"
 
 #include <arpa/inet.h>
@@ -129,7 +137,7 @@ struct api {
 	time_t last_tick;
 	bool stopping;			/* watch streams end at their next read (set under both locks) */
 	struct watch_ctx *watches;	/* every open watch, for heartbeats */
-	struct watch_ctx *resumes;	/* streams to resume, made by flush_resumes (hub lock; atomic) */
+	struct watch_sender *sender;	/* writes the streams MHD keeps suspended (watch_sender.h) */
 };
 
 struct request {
@@ -164,21 +172,21 @@ struct list_job {
 	int err;
 };
 
-/* A watch stream.  prev/next: the global lock; suspended, heartbeat and
- * resume_next: the hub's lock (watch_hub_lock). */
+/* A watch stream.  prev/next: the global lock; park, ended, failed,
+ * heartbeat and bookmark_due: the hub's lock (watch_hub_lock). */
 struct watch_ctx {
 	struct api *api;
 	struct MHD_Connection *conn;
 	struct watcher *watcher;
 	struct watch_ctx *prev, *next;
-	bool suspended;
+	struct sender_stream *park;	/* parked: suspended in MHD, written by the sender */
+	bool ended, failed;	/* the sender let it go: MHD ends the response (failed: closes) */
 	bool heartbeat;		/* send one "\n" on the next read */
 	bool bookmarks;		/* allowWatchBookmarks */
 	bool bookmark_due;	/* send a BOOKMARK on the next read that has nothing else */
 	const struct kind_info *kind;	/* for the BOOKMARK's object */
 	bool revoked;		/* its credential was revoked: the stream ends */
 	char cred[17];		/* the node credential that opened it ("" the admin) */
-	struct watch_ctx *resume_next;	/* in api->resumes */
 	time_t deadline;	/* 0 = none */
 };
 
@@ -601,43 +609,24 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
 
 /* ------------------------------------------------------------------ watch */
 
-/* Called with the hub's lock held.  suspended is set, under that lock, in
- * the same critical section that suspends, so a resume never meets a
- * connection that is not suspended.  The resume itself is queued and made
- * by flush_resumes once the caller has let go of its locks: it is a system
- * call that wakes a server thread, and a thousand of them must not hold up
- * the next commit or the streams' reads.  A queued stream stays suspended
- * until then (nothing else resumes it: it is no longer marked suspended),
- * so MHD keeps it, and w, until the resume. */
+/* The stream may have something to send (hub lock held): a parked one
+ * is queued on its sender thread, which flush_resumes wakes once the
+ * caller has let go of its locks.  A stream not parked is in MHD, which
+ * reads it anyway: it is running or about to park. */
 static void watch_resume(struct watch_ctx *w)
 {
-	struct api *a = w->api;
-
-	if (w->suspended) {
-		w->suspended = false;
-		a->metrics->watch_resumes++;
-		w->resume_next = __atomic_load_n(&a->resumes, __ATOMIC_RELAXED);
-		__atomic_store_n(&a->resumes, w, __ATOMIC_RELEASE);
+	if (w->park) {
+		w->api->metrics->watch_resumes++;
+		watch_sender_wake(w->park);
 	}
 }
 
-/* Make the resumes watch_resume queued.  After every critical section
- * that may sync the hub or resume a stream, with no lock held: each
- * thread flushes what it queued (or finds it flushed by another). */
+/* Wake the sender threads that watch_resume gave work: a system call
+ * each, after every critical section that may sync the hub or resume a
+ * stream, with no lock held — however many streams an event woke. */
 static void flush_resumes(struct api *a)
 {
-	struct watch_ctx *w, *next;
-
-	if (!__atomic_load_n(&a->resumes, __ATOMIC_ACQUIRE))
-		return;
-	watch_hub_lock(a->hub);
-	w = a->resumes;
-	__atomic_store_n(&a->resumes, NULL, __ATOMIC_RELAXED);
-	watch_hub_unlock(a->hub);
-	for (; w; w = next) {
-		next = w->resume_next;	/* w may be gone once its connection runs */
-		MHD_resume_connection(w->conn);
-	}
+	watch_sender_kick(a->sender);
 }
 
 /* Group commit (store.h): writes are committed under the lock and flushed
@@ -683,6 +672,55 @@ static ssize_t bookmark(struct watch_ctx *w, char *buf, size_t max)
 	return n > 0 && (size_t)n < max ? n : 0;
 }
 
+/* What stream w sends next into buf: its length, 0 when there is nothing
+ * now, or -1 when the stream ends (hub lock held, and the global lock
+ * when the watcher reads the store). */
+static ssize_t watch_next(struct watch_ctx *w, char *buf, size_t max)
+{
+	struct api *a = w->api;
+	ssize_t n;
+
+	if (a->stopping || w->revoked || (w->deadline && time(NULL) >= w->deadline))
+		return -1;
+	if ((n = watcher_read(w->watcher, buf, max)) > 0) {
+		a->metrics->watch_writes++;
+		return n;
+	}
+	if (n < 0) {
+		a->metrics->watchers_dropped_slow++;
+		return -1;
+	}
+	if ((n = bookmark(w, buf, max)) > 0) {
+		a->metrics->watch_writes++;
+		return n;
+	}
+	if (w->heartbeat) {
+		w->heartbeat = false;
+		buf[0] = '\n';
+		return 1;
+	}
+	return 0;
+}
+
+/* Park w with the sender (hub lock held, on MHD's thread, inside its
+ * reader): MHD suspends it, and the session or socket it wrote is the
+ * sender's until release.  False: not parked (the stream ends). */
+static bool watch_park(struct watch_ctx *w)
+{
+	const union MHD_ConnectionInfo *fd = MHD_get_connection_info(w->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	const union MHD_ConnectionInfo *tls = MHD_get_connection_info(w->conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+
+	if (!fd)
+		return false;
+	w->park = watch_sender_park(w->api->sender, w, tls ? tls->tls_session : NULL, fd->connect_fd);
+	if (!w->park)
+		return false;
+	MHD_suspend_connection(w->conn);
+	return true;
+}
+
+/* MHD's reader: the stream from its start until it first has nothing to
+ * send, then again only to end it once the sender has let it go. */
 static ssize_t watch_reader(void *cls, uint64_t pos, char *buf, size_t max)
 {
 	struct watch_ctx *w = cls;
@@ -696,29 +734,50 @@ static ssize_t watch_reader(void *cls, uint64_t pos, char *buf, size_t max)
 	if (store)
 		pthread_mutex_lock(&a->lock);
 	watch_hub_lock(a->hub);
-	if (a->stopping || w->revoked || (w->deadline && time(NULL) >= w->deadline)) {
+	if (w->ended)
+		n = w->failed ? MHD_CONTENT_READER_END_WITH_ERROR : MHD_CONTENT_READER_END_OF_STREAM;
+	else if ((n = watch_next(w, buf, max)) < 0 || (n == 0 && !watch_park(w)))
 		n = MHD_CONTENT_READER_END_OF_STREAM;
-	} else if ((n = watcher_read(w->watcher, buf, max)) > 0) {
-		a->metrics->watch_writes++;
-	} else if (n < 0) {
-		a->metrics->watchers_dropped_slow++;
-		n = MHD_CONTENT_READER_END_OF_STREAM;
-	} else if ((n = bookmark(w, buf, max)) > 0) {
-		a->metrics->watch_writes++;
-	} else if (w->heartbeat) {
-		w->heartbeat = false;
-		buf[0] = '\n';
-		n = 1;
-	} else {
-		w->suspended = true;
-		MHD_suspend_connection(w->conn);
-	}
 	watch_hub_unlock(a->hub);
 	if (store)
 		pthread_mutex_unlock(&a->lock);
 	if (n > 0)
 		durable(a);
 	return n;
+}
+
+/* The sender's fill: as the reader, on a sender thread. */
+static ssize_t watch_fill(void *cls, char *buf, size_t max)
+{
+	struct watch_ctx *w = cls;
+	struct api *a = w->api;
+	bool store = watcher_reads_store(w->watcher);
+	ssize_t n;
+
+	if (store)
+		pthread_mutex_lock(&a->lock);
+	watch_hub_lock(a->hub);
+	n = watch_next(w, buf, max);
+	watch_hub_unlock(a->hub);
+	if (store)
+		pthread_mutex_unlock(&a->lock);
+	if (n > 0)
+		durable(a);
+	return n < 0 ? WATCH_SENDER_END : n;
+}
+
+/* The sender let w go: MHD takes it back and its reader ends it. */
+static void watch_release(void *cls, bool failed)
+{
+	struct watch_ctx *w = cls;
+	struct api *a = w->api;
+
+	watch_hub_lock(a->hub);
+	w->park = NULL;	/* no more wakes for it */
+	w->ended = true;
+	w->failed = failed;
+	watch_hub_unlock(a->hub);
+	MHD_resume_connection(w->conn);
 }
 
 static void watch_free(void *cls)
@@ -1352,7 +1411,7 @@ static enum MHD_Result handle_metrics(struct api *a, struct MHD_Connection *c, s
 	watch_hub_unlock(a->hub);
 	fprintf(f, "# HELP weft_watchers Open watch streams.\n# TYPE weft_watchers gauge\nweft_watchers %zu\n",
 		watch_hub_watchers(a->hub));
-	fprintf(f, "# HELP weft_watch_resumes_total Watch streams resumed because events arrived.\n"
+	fprintf(f, "# HELP weft_watch_resumes_total Watch streams woken because events arrived.\n"
 		   "# TYPE weft_watch_resumes_total counter\nweft_watch_resumes_total %" PRIu64 "\n",
 		resumes);
 	fprintf(f, "# HELP weft_watch_writes_total Writes of event data to watch streams.\n"
@@ -1361,6 +1420,15 @@ static enum MHD_Result handle_metrics(struct api *a, struct MHD_Connection *c, s
 	fprintf(f, "# HELP weft_watchers_dropped_total Watch streams ended because they fell behind.\n"
 		   "# TYPE weft_watchers_dropped_total counter\nweft_watchers_dropped_total %" PRIu64 "\n",
 		dropped);
+	{
+		size_t parked, blocked;
+
+		watch_sender_count(a->sender, &parked, &blocked);
+		fprintf(f, "# HELP weft_watch_streams_parked Watch streams written by the sender threads.\n"
+			   "# TYPE weft_watch_streams_parked gauge\nweft_watch_streams_parked %zu\n", parked);
+		fprintf(f, "# HELP weft_watch_streams_blocked Parked watch streams waiting for a full socket.\n"
+			   "# TYPE weft_watch_streams_blocked gauge\nweft_watch_streams_blocked %zu\n", blocked);
+	}
 	conns_metrics(a, f);
 	if (store_revision(a->reg->store, &rev) == 0)
 		fprintf(f, "# HELP weft_store_revision The store's revision.\n# TYPE weft_store_revision gauge\n"
@@ -1951,7 +2019,9 @@ struct api *api_start(const struct api_config *cfg, struct registry *r, struct w
 	a->bookmark_interval = cfg->bookmark_interval ? cfg->bookmark_interval : BOOKMARK_SECONDS;
 	/* without a lister (no reader handle, or no thread) lists are served under the global lock */
 	a->lister_running = a->reader && pthread_create(&a->lister, NULL, lister_run, a) == 0;
-	a->conns = conns_new(&(struct conns_limits){ .max_total = cfg->max_connections,
+	a->sender = watch_sender_new(API_THREADS, cfg->idle_timeout,
+				     &(struct watch_sender_ops){ .fill = watch_fill, .release = watch_release });
+	a->conns = !a->sender ? NULL : conns_new(&(struct conns_limits){ .max_total = cfg->max_connections,
 						       .max_per_client = cfg->max_per_client,
 						       .header_timeout_ms = cfg->header_timeout * 1000u,
 						       .idle_timeout_ms = cfg->idle_timeout * 1000u });
@@ -1970,6 +2040,8 @@ struct api *api_start(const struct api_config *cfg, struct registry *r, struct w
 	if (!a->mhd) {
 		snprintf(err, errlen, "cannot listen on %s: %s", cfg->listen, strerror(errno ? errno : EADDRINUSE));
 		lister_stop(a);
+		watch_sender_stop(a->sender);
+		watch_sender_free(a->sender);
 		conns_free(a->conns);
 		creds_free(a->creds);
 		explicit_bzero(a->token, sizeof(a->token));
@@ -2008,6 +2080,7 @@ void api_stop(struct api *a)
 	watch_hub_unlock(a->hub);
 	pthread_mutex_unlock(&a->lock);
 	flush_resumes(a);
+	watch_sender_stop(a->sender);	/* every parked stream back in MHD, ended */
 	for (int i = 0; i < 500; i++) {
 		bool empty;
 		pthread_mutex_lock(&a->lock);
@@ -2018,6 +2091,7 @@ void api_stop(struct api *a)
 		poll(NULL, 0, 10);
 	}
 	MHD_stop_daemon(a->mhd);
+	watch_sender_free(a->sender);
 	conns_free(a->conns);	/* MHD closed every connection */
 	creds_free(a->creds);
 	explicit_bzero(a->token, sizeof(a->token));
