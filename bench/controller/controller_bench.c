@@ -34,6 +34,12 @@
  *                      Then W = 1 and W = BENCH_WATCHERS against the floor
  *                      server, with the same client and churn: what this
  *                      machine allows a server that does nothing else.
+ *   3b. selected       W = BENCH_WATCHERS watchers of the controller, each
+ *                      asking fieldSelector=spec.nodeName=node-<i mod N>
+ *                      (N = min(W, 510) nodes), and pod j created on
+ *                      node-<j mod N>: each create is for W/N watchers, a
+ *                      pod delivered to a watcher of another node is an
+ *                      error.  Ratio = its p99 ÷ the unfiltered W's p99.
  *   4. controller RSS  VmHWM of the W = BENCH_WATCHERS controller.
  *   5. big lists       BENCH_LIST_PODS pods of BENCH_LIST_BYTES (a big
  *                      annotation) written straight into a fresh store,
@@ -208,11 +214,21 @@ static void on_signal(int sig)
 	"\"status\":{\"podIP\":\"%u.%u.%u.%u\"}}"
 #define PODS_PER_NODE 509	/* a /23 without its network, gateway and broadcast */
 
-static unsigned pod_node(unsigned i) { return i / PODS_PER_NODE; }
+/* Where pod i goes: packed (node 0 until its subnet is full, then node
+ * 1, ...), or, while pod_spread is set (the selective fan-out run), pod i
+ * on node i % pod_spread, so that every node gets pods from the start. */
+static unsigned pod_spread;
+static unsigned pod_node(unsigned i) { return pod_spread ? i % pod_spread : i / PODS_PER_NODE; }
+static unsigned pod_slot(unsigned i) { return pod_spread ? i / pod_spread : i % PODS_PER_NODE; }
+/* Nodes that npods > 0 pods occupy: node-0 .. node-(n-1). */
+static unsigned pod_node_count(unsigned npods)
+{
+	return pod_spread ? (npods < pod_spread ? npods : pod_spread) : pod_node(npods - 1) + 1;
+}
 
 static int pod_json(char *buf, size_t len, unsigned i)
 {
-	uint32_t ip = 0x0a800000u + pod_node(i) * 512u + 2 + i % PODS_PER_NODE;
+	uint32_t ip = 0x0a800000u + pod_node(i) * 512u + 2 + pod_slot(i);
 	char h[512], t[512];
 	int hn, tn, pad;
 
@@ -933,7 +949,7 @@ static int pod_nodes(struct http *h, unsigned have, unsigned npods)
 	struct dbuf resp = { 0 };
 	int rc = 0;
 
-	for (unsigned i = have; npods && i <= pod_node(npods - 1) && rc == 0; i++) {
+	for (unsigned i = have; npods && i < pod_node_count(npods) && rc == 0; i++) {
 		int len = node_json(body, sizeof(body), i);
 		rc = http_expect(h, "POST", "/api/v1/nodes", body, (size_t)len, 201, &resp);
 	}
@@ -1215,6 +1231,8 @@ struct watch_conn {
 	struct chunked ck;
 	struct dbuf line;	/* a line split across reads or chunks */
 	uint64_t received;	/* distinct pods */
+	uint64_t expect;	/* pods it should receive: all, or its node's */
+	unsigned node;		/* selective: it watches the pods of node-<node> */
 	uint64_t last_index;	/* +1; 0 = none yet */
 	int64_t last_rv;
 	unsigned resumes;
@@ -1227,6 +1245,7 @@ struct fanout {
 	gnutls_certificate_credentials_t cred;	/* NULL: plain HTTP */
 	unsigned watchers;
 	unsigned churn;
+	bool select;			/* each watcher selects one node's pods (fieldSelector) */
 	int64_t list_rv;
 	struct watch_conn *conns;
 	uint8_t *seen;			/* watchers × churn bits */
@@ -1235,6 +1254,7 @@ struct fanout {
 	uint64_t samples;
 	/* problems */
 	uint64_t duplicates, out_of_order, unknown_lines, not_added, before_send, heartbeats, resumes;
+	uint64_t misrouted;		/* selective: a pod of another node */
 	unsigned failed_watchers;
 	char first_error[512];
 	/* shared with the main thread */
@@ -1285,6 +1305,12 @@ static void watch_event(struct watch_conn *w, const char *line, size_t len)
 		fanout_error(f, "watch event for an unknown pod: %.200s", line);
 		return;
 	}
+	if (f->select && pod_node((unsigned)idx) != w->node) {
+		f->misrouted++;
+		fanout_error(f, "watcher of node-%u got pod p-%" PRIu64 " of node-%u", w->node, idx,
+			     pod_node((unsigned)idx));
+		return;
+	}
 	if (len < 20 || memcmp(line, "{\"type\":\"ADDED\"", 15) != 0)
 		f->not_added++;
 	p = memmem(line, len, rv_key, sizeof(rv_key) - 1);
@@ -1309,7 +1335,7 @@ static void watch_event(struct watch_conn *w, const char *line, size_t len)
 	}
 	__atomic_add_fetch(&f->events_total, 1, __ATOMIC_RELAXED);
 	__atomic_store_n(&f->last_event_ns, f->batch_now, __ATOMIC_RELAXED);
-	if (++w->received == f->churn)
+	if (++w->received == w->expect)
 		__atomic_add_fetch(&f->complete, 1, __ATOMIC_RELEASE);
 }
 
@@ -1348,11 +1374,15 @@ static int watch_data(void *arg, const char *data, size_t n)
 
 static int watch_send_request(struct watch_conn *w, int64_t rv)
 {
-	char req[1024];
-	int n = snprintf(req, sizeof(req),
-			 "GET /api/v1/namespaces/default/pods?watch=1&resourceVersion=%" PRId64 " HTTP/1.1\r\n"
-			 "Host: 127.0.0.1:%d\r\nAuthorization: Bearer %s\r\nAccept: application/json\r\n\r\n",
-			 rv, w->f->port, w->f->token);
+	char req[1024], sel[64] = "";
+	int n;
+
+	if (w->f->select)
+		snprintf(sel, sizeof(sel), "&fieldSelector=spec.nodeName%%3Dnode-%u", w->node);
+	n = snprintf(req, sizeof(req),
+		     "GET /api/v1/namespaces/default/pods?watch=1&resourceVersion=%" PRId64 "%s HTTP/1.1\r\n"
+		     "Host: 127.0.0.1:%d\r\nAuthorization: Bearer %s\r\nAccept: application/json\r\n\r\n",
+		     rv, sel, w->f->port, w->f->token);
 
 	if (n < 0 || (size_t)n >= sizeof(req))
 		return -E2BIG;
@@ -1419,13 +1449,14 @@ static void watch_ended(struct watch_conn *w, int epfd, const char *why)
 {
 	int e;
 
-	if (w->received == w->f->churn) {
+	if (w->received == w->expect) {
 		watch_close(w);
 		w->state = W_DONE;
 		return;
 	}
 	if (__atomic_load_n(&w->f->stop, __ATOMIC_RELAXED))
-		return watch_fail(w, "stream ended (%s) with %" PRIu64 " of %u pods", why, w->received, w->f->churn);
+		return watch_fail(w, "stream ended (%s) with %" PRIu64 " of %" PRIu64 " pods", why, w->received,
+				  w->expect);
 	if (!w->got_headers || w->resumes >= MAX_RESUMES)
 		return watch_fail(w, "stream ended (%s) %s", why, w->got_headers ? "too often" : "before a response");
 	watch_close(w);
@@ -1551,6 +1582,8 @@ static void *fanout_thread(void *arg)
 
 struct fanout_result {
 	unsigned watchers, churn;
+	bool select;			/* each watcher selected one node's pods */
+	uint64_t misrouted;		/* ... and got a pod of another node */
 	uint64_t expected, delivered;
 	double p50_ms, p99_ms, max_ms;
 	double churn_secs;		/* the C creates */
@@ -1605,7 +1638,10 @@ static int list_revision(struct http *h, int64_t *rv)
 	return rc;
 }
 
-static int bench_fanout(const char *controller_path, unsigned watchers, unsigned churn, struct fanout_result *res)
+/* W watchers of every pod, or (select) each of one node's pods, against
+ * churn creates. */
+static int bench_fanout(const char *controller_path, unsigned watchers, unsigned churn, bool select,
+			struct fanout_result *res)
 {
 	struct controller c = { .pid = -1 };
 	struct http h = { .fd = -1 };
@@ -1623,7 +1659,9 @@ static int bench_fanout(const char *controller_path, unsigned watchers, unsigned
 	memset(res, 0, sizeof(*res));
 	res->watchers = watchers;
 	res->churn = churn;
+	res->select = select;
 	res->hwm_kib = res->rss_kib = -1;
+	pod_spread = select ? (watchers < MAX_NODES ? watchers : MAX_NODES) : 0;
 	dir = tmpdir_new();
 	if (!dir || controller_start(&c, controller_path, dir, false, -1))
 		goto out;
@@ -1638,8 +1676,21 @@ static int bench_fanout(const char *controller_path, unsigned watchers, unsigned
 		fprintf(stderr, "bench: out of memory for %u watchers × %u pods\n", watchers, churn);
 		goto out;
 	}
-	for (unsigned i = 0; i < watchers; i++)
-		f->conns[i].fd = -1;
+	for (unsigned i = 0; i < watchers; i++) {
+		struct watch_conn *w = &f->conns[i];
+
+		w->fd = -1;
+		w->expect = churn;
+		if (select) {
+			/* pods j with j % spread == node */
+			w->node = i % pod_spread;
+			w->expect = churn / pod_spread + (w->node < churn % pod_spread);
+			if (!w->expect)
+				__atomic_add_fetch(&f->complete, 1, __ATOMIC_RELAXED);
+		}
+		res->expected += w->expect;
+	}
+	f->select = select;
 	f->port = c.port;
 	f->token = c.token;
 	f->cred = c.cred;
@@ -1744,7 +1795,6 @@ static int bench_fanout(const char *controller_path, unsigned watchers, unsigned
 		}
 		free(mresp.data);
 	}
-	res->expected = (uint64_t)watchers * churn;
 	res->delivered = f->events_total;
 	res->p50_ms = hist_quantile_ms(f->hist, f->samples, 0.50);
 	res->p99_ms = hist_quantile_ms(f->hist, f->samples, 0.99);
@@ -1756,10 +1806,11 @@ static int bench_fanout(const char *controller_path, unsigned watchers, unsigned
 	res->before_send = f->before_send;
 	res->heartbeats = f->heartbeats;
 	res->resumes = f->resumes;
+	res->misrouted = f->misrouted;
 	res->failed_watchers = f->failed_watchers;
 	res->fewest = churn;
 	for (unsigned i = 0; i < watchers; i++) {
-		if (f->conns[i].received < churn)
+		if (f->conns[i].received < f->conns[i].expect)
 			res->incomplete++;
 		if (f->conns[i].received < res->fewest)
 			res->fewest = f->conns[i].received;
@@ -1773,7 +1824,7 @@ static int bench_fanout(const char *controller_path, unsigned watchers, unsigned
 	if (controller_memory(c.pid, &res->hwm_kib, &res->rss_kib))
 		fprintf(stderr, "bench: cannot read /proc/%d/status\n", (int)c.pid);
 	res->ok = res->delivered == res->expected && !res->duplicates && !res->unknown_lines && !res->not_added &&
-		  !res->failed_watchers && !res->before_send;
+		  !res->failed_watchers && !res->before_send && !res->misrouted;
 	rc = 0;
 out:
 	if (thread_started) {
@@ -1784,6 +1835,7 @@ out:
 	free(h.in.data);
 	free(resp.data);
 	controller_stop(&c);
+	pod_spread = 0;
 	if (f) {
 		for (unsigned i = 0; f->conns && i < watchers; i++)
 			free(f->conns[i].line.data);
@@ -2064,7 +2116,7 @@ int main(void)
 	double store_rate, node_rate, pod_rate, conc_rate;
 	struct controller c = { .pid = -1 };
 	struct http h = { .fd = -1 };
-	struct fanout_result one, many, floor_one, floor_many;
+	struct fanout_result one, many, floor_one, floor_many, selected;
 	struct tls_cost floor_tc;
 	struct lists_result lr = { 0 };
 	unsigned keepalive_connects;
@@ -2203,33 +2255,43 @@ int main(void)
 	       floor_tc.tls_connects, floor_tc.plain_connects);
 
 	/* 3, then the same against the floor server */
-	if (bench_fanout(controller_path, 1, churn, &one))
+	if (bench_fanout(controller_path, 1, churn, false, &one))
 		goto out;
-	if (bench_fanout(controller_path, watchers, churn, &many))
+	if (bench_fanout(controller_path, watchers, churn, false, &many))
 		goto out;
-	if (bench_fanout(FLOOR_PATH, 1, churn, &floor_one))
+	if (bench_fanout(FLOOR_PATH, 1, churn, false, &floor_one))
 		goto out;
-	if (bench_fanout(FLOOR_PATH, watchers, churn, &floor_many))
+	if (bench_fanout(FLOOR_PATH, watchers, churn, false, &floor_many))
+		goto out;
+	/* 3b: each watcher selects one node's pods */
+	if (bench_fanout(controller_path, watchers, churn, true, &selected))
 		goto out;
 
 	printf("%-9s %7s %11s %11s %8s %5s %5s %7s %8s %8s %8s %9s %9s\n", "watch", "churn", "expected", "delivered",
 	       "missing", "dup", "ooo", "resumes", "p50 ms", "p99 ms", "max ms", "creates/s", "drain ms");
-	for (int k = 0; k < 4; k++) {
-		struct fanout_result *r = k == 0 ? &one : k == 1 ? &many : k == 2 ? &floor_one : &floor_many;
+	for (int k = 0; k < 5; k++) {
+		struct fanout_result *r = k == 0 ? &one : k == 1 ? &many : k == 2 ? &floor_one : k == 3 ? &floor_many
+													  : &selected;
 		char label[32];
-		snprintf(label, sizeof(label), "%sW=%u", k < 2 ? "" : "floor ", r->watchers);
+		snprintf(label, sizeof(label), "%sW=%u%s", k == 2 || k == 3 ? "floor " : "", r->watchers,
+			 r->select ? " sel" : "");
 		printf("%-9s %7u %11" PRIu64 " %11" PRIu64 " %8" PRIu64 " %5" PRIu64 " %5" PRIu64 " %7" PRIu64
 		       " %8.2f %8.2f %8.2f %9.1f %9.1f\n",
 		       label, r->churn, r->expected, r->delivered, r->expected - r->delivered, r->duplicates,
 		       r->out_of_order, r->resumes, r->p50_ms, r->p99_ms, r->max_ms, r->churn / r->churn_secs,
 		       r->drain_ms);
-		if (r->unknown_lines || r->not_added || r->before_send || r->failed_watchers || r->incomplete)
+		if (r->unknown_lines || r->not_added || r->before_send || r->failed_watchers || r->incomplete ||
+		    r->misrouted)
 			printf("  W=%u: %u watchers incomplete (the worst got %" PRIu64 " of %u), %u streams failed, %" PRIu64
 			       " unparsable lines, %" PRIu64 " non-ADDED events, %" PRIu64
-			       " events before their create was sent\n",
+			       " events before their create was sent, %" PRIu64 " pods sent to a watcher of another node\n",
 			       r->watchers, r->incomplete, r->fewest, r->churn, r->failed_watchers, r->unknown_lines,
-			       r->not_added, r->before_send);
+			       r->not_added, r->before_send, r->misrouted);
 	}
+	printf("  (W=%u sel: each watcher asks fieldSelector=spec.nodeName=node-<i mod %u> and pod j runs on\n"
+	       "   node-<j mod %u>: a create is for %u watchers, and a pod of another node is an error)\n",
+	       watchers, watchers < MAX_NODES ? watchers : MAX_NODES, watchers < MAX_NODES ? watchers : MAX_NODES,
+	       (watchers + MAX_NODES - 1) / MAX_NODES);
 	printf("  (latency = arrival at the watcher - %s; %" PRIu64 "/%" PRIu64 " heartbeat lines)\n",
 	       churn_rate ? "the create's due time (open loop)" : "just before the create was sent (closed loop)",
 	       one.heartbeats, many.heartbeats);
@@ -2276,6 +2338,7 @@ int main(void)
 		double floor_fan = floor_one.p99_ms > 0 ? floor_many.p99_ms / floor_one.p99_ms : 0;
 		double hwm_mib = many.hwm_kib / 1024.0;
 		bool delivered = one.ok && many.ok && floor_one.ok && floor_many.ok;
+		double sel_ratio = many.p99_ms > 0 ? selected.p99_ms / many.p99_ms : 0;
 
 		printf("GOAL pod_create_rate: %.2fx the raw store rate (%.1f/s from %u connections vs %.1f/s; "
 		       "1 connection: %.2fx) (goal >= 0.5x) %s\n",
@@ -2295,7 +2358,13 @@ int main(void)
 		       " at W=%u, %" PRIu64 " duplicates (goal every event exactly once) %s\n",
 		       one.delivered, one.expected, many.delivered, many.expected, watchers,
 		       one.duplicates + many.duplicates, pass(delivered));
-		rc = delivered ? 0 : 1;
+		printf("GOAL watch_p99_selected: %.2fx the unfiltered fan-out (p99 %.2f ms with %u watchers each selecting "
+		       "one node's pods vs %.2f ms with %u watching all; %" PRIu64 "/%" PRIu64
+		       " delivered, %" PRIu64 " to a watcher of another node) (goal <= 1x, each create only where "
+		       "it matches) %s\n",
+		       sel_ratio, selected.p99_ms, watchers, many.p99_ms, watchers, selected.delivered, selected.expected,
+		       selected.misrouted, pass(many.p99_ms > 0 && sel_ratio <= 1 && selected.ok));
+		rc = delivered && selected.ok ? 0 : 1;
 	}
 out:
 	http_drop(&h);
