@@ -1445,6 +1445,30 @@ static unsigned write_flags(const struct call *call)
 	       (call->r.status ? REGISTRY_STATUS : 0);
 }
 
+/* DeleteOptions' dryRun (kubectl delete --dry-run=server sends it in the
+ * body): [] or ["All"], taken out of body into *dry_run; anything else is
+ * -EBADMSG, as the query parameter. */
+static int delete_dry_run(json_t *body, bool *dry_run, char *msg, size_t len)
+{
+	json_t *v = json_object_get(body, "dryRun"), *item;
+	size_t i;
+
+	if (!v)
+		return 0;
+	if (!json_is_array(v) || json_array_size(v) > 1)
+		goto bad;
+	json_array_foreach(v, i, item) {
+		if (!json_is_string(item) || strcmp(json_string_value(item), "All") != 0)
+			goto bad;
+		*dry_run = true;
+	}
+	json_object_del(body, "dryRun");
+	return 0;
+bad:
+	snprintf(msg, len, "%s", "dryRun: unsupported value (supported: [\"All\"])");
+	return -EBADMSG;
+}
+
 /* Everything about a request that needs no lock, in the order its
  * failures are reported: the route, the body (parsed, and for a create or
  * replace checked against the path and validated), the query.  true when
@@ -1563,7 +1587,10 @@ static bool prepare(struct api *a, struct MHD_Connection *c, struct request *rq,
 	if (is_delete && r->has_name) {
 		/* DeleteOptions: only preconditions.resourceVersion is honoured */
 		char msg[sizeof(st.message)];
-		int rc = model_delete_options(r->kind, body, &call->want_rev, msg, sizeof(msg));
+		int rc = delete_dry_run(body, &call->dry_run, msg, sizeof(msg));
+
+		if (!rc)
+			rc = model_delete_options(r->kind, body, &call->want_rev, msg, sizeof(msg));
 
 		if (rc) {
 			*ret = rc == -E2BIG ? fail(a, c, rq, 413, "RequestEntityTooLarge", "%s", msg)

@@ -5,6 +5,8 @@
 #include "lib/media.h"
 #include "test.h"
 
+#include <stdio.h>
+
 TEST(media_type_drops_blanks_and_parameters)
 {
 	size_t n = 99;
