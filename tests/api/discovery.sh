@@ -82,8 +82,10 @@ check "a GET of one pod as a Table: one row, IP and NODE" \
 	table_ok /api/v1/namespaces/default/pods/web '.kind == "Table" and (.rows | length) == 1 and .rows[0].cells[0] == "web" and .rows[0].cells[2] == "node-1"'
 check "Accept: application/json first: the object, not a Table" \
 	table_ok /api/v1/namespaces/default/pods/web '.kind == "Pod"' 'Accept: application/json, application/json;as=Table;v=v1;g=meta.k8s.io'
-check "as=Table of another group: not a Table" \
-	table_ok /api/v1/namespaces/default/pods '.kind == "PodList"' 'Accept: application/json;as=Table;v=v1;g=example.com'
+check "as=Table of another group and nothing else: 406, as kube-apiserver (nothing it asks for is served)" \
+	is_code 406 api GET /api/v1/namespaces/default/pods -H 'Accept: application/json;as=Table;v=v1;g=example.com'
+check "... with a JSON fallback: the list" \
+	table_ok /api/v1/namespaces/default/pods '.kind == "PodList"' 'Accept: application/json;as=Table;v=v1;g=example.com, application/json'
 
 echo "== kubectl"
 if command -v kubectl >/dev/null; then
