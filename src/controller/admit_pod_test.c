@@ -262,7 +262,7 @@ TEST(pod_ip_released_on_delete_change_and_removal)
 	p = get(&fx, KIND_POD, "blue", "a");
 	CHECK(p && model_revision_parse(obj_str(p, "metadata.resourceVersion"), &rev) == 0);
 	json_decref(p);
-	CHECK(registry_delete_if(&fx.reg, kind_get(KIND_POD), "blue", "a", rev, &out, &st) == 0);
+	CHECK(registry_delete_if(&fx.reg, kind_get(KIND_POD), "blue", "a", rev, 0, &out, &st) == 0);
 	json_decref(out);
 	CHECK_STR(holder(&fx, "10.128.2.8"), "-");
 	CHECK(fsck_clean(&fx));

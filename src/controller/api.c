@@ -80,6 +80,7 @@
  * the TLS port fails its handshake and is closed; nothing is logged.
  */
 #include "controller/controller.h"
+#include "controller/answer.h"
 #include "controller/conns.h"
 #include "controller/discovery.h"
 #include "controller/list_page.h"
@@ -150,7 +151,7 @@ struct request {
 	bool watch;		/* a watch stream: its connection does not count against its client */
 	struct principal who;	/* who sent it (authenticated before anything else) */
 	bool head;		/* a HEAD request: MHD sends no body */
-	bool table;		/* Accept asks for a Table (kubectl get): table.h */
+	enum answer_form form;	/* what Accept asks for (answer.h): JSON, YAML or a Table (kubectl get) */
 };
 
 /* What MHD keeps for a connection (its socket context), from
@@ -336,27 +337,19 @@ static enum MHD_Result send_body(struct api *a, struct MHD_Connection *c, struct
 	return send_body_retry(a, c, rq, code, ctype, body, len, 0);
 }
 
-/* obj (taken over) as one line of compact JSON. */
+/* obj (taken over) as the request's form (answer.h): one line of compact
+ * JSON, or YAML when Accept asked for it. */
 static enum MHD_Result send_json_retry(struct api *a, struct MHD_Connection *c, struct request *rq, int code,
 				       json_t *obj, int retry_after)
 {
-	char *s = json_dumps(obj, JSON_COMPACT | JSON_PRESERVE_ORDER);
-	size_t len;
+	const char *ctype = "application/json";
+	size_t len = 0;
+	char *s = obj ? answer_text(obj, rq ? rq->form : ANSWER_JSON, &len, &ctype) : NULL;
 
 	json_decref(obj);
 	if (!s)
 		return MHD_NO;
-	len = strlen(s);
-	s[len] = 0;
-	/* one object a line, like the watch stream */
-	char *t = realloc(s, len + 2);
-	if (!t) {
-		free(s);
-		return MHD_NO;
-	}
-	t[len] = '\n';
-	t[len + 1] = 0;
-	return send_body_retry(a, c, rq, code, "application/json", t, len + 1, retry_after);
+	return send_body_retry(a, c, rq, code, ctype, s, len, retry_after);
 }
 
 static enum MHD_Result send_json(struct api *a, struct MHD_Connection *c, struct request *rq, int code,
@@ -420,7 +413,7 @@ fail(struct api *a, struct MHD_Connection *c, struct request *rq, int code, cons
 
 /* ------------------------------------------------------------------ request checks */
 
-/* A request body's Content-Type: JSON, or none (kube-apiserver reads a
+/* A request body's Content-Type: JSON or YAML, or none (kube-apiserver reads a
  * body without one as its first media type, application/json).  Anything
  * else is 415 naming it.  Parameters (charset=utf-8) are allowed. */
 static bool content_type_ok(struct MHD_Connection *c, struct status *st)
@@ -429,11 +422,11 @@ static bool content_type_ok(struct MHD_Connection *c, struct status *st)
 	size_t n;
 	const char *ct = media_type_of(header, &n);
 
-	if (n == 0 || media_type_is(header, "application/json"))
+	if (n == 0 || media_type_is(header, "application/json") || media_type_is(header, "application/yaml"))
 		return true;
 	status_set(st, 415, "UnsupportedMediaType",
-		   "the body's Content-Type '%.*s' is not supported: send application/json", (int)(n > 200 ? 200 : n),
-		   ct);
+		   "the body's Content-Type '%.*s' is not supported: send application/json or application/yaml",
+		   (int)(n > 200 ? 200 : n), ct);
 	return false;
 }
 
@@ -542,10 +535,15 @@ int api_parse_route(const char *url, struct route *r)
 		return 404;
 	i++;
 	if (i < n) {
-		if (i + 1 != n || strlen(seg[i]) >= sizeof(r->name))
+		if (strlen(seg[i]) >= sizeof(r->name))
 			return 404;
 		strcpy(r->name, seg[i]);
 		r->has_name = true;
+		/* NAME/status: the status subresource, where the kind has one */
+		if (i + 2 == n && strcmp(seg[i + 1], "status") == 0 && r->kind->status_subresource)
+			r->status = true;
+		else if (i + 1 != n)
+			return 404;
 	}
 	return 0;
 }
@@ -926,6 +924,41 @@ static void list_reply_free(void *cls)
 	free(lr);
 }
 
+/* A list asked for as YAML: the JSON list the stream would send, read
+ * whole and emitted as one YAML document (outside any lock; it costs the
+ * list's size a few times over, which a client asking for YAML pays). */
+static enum MHD_Result send_page_whole(struct api *a, struct MHD_Connection *c, struct request *rq,
+				       const struct kind_info *k, struct list_page *page)
+{
+	struct list_stream *ls = list_stream_new(k, &page->items, page->cont, page->remaining);
+	char *text = NULL;
+	size_t len = 0, cap = 0;
+	ssize_t n = ls ? 0 : -1;
+	json_t *list;
+
+	list_page_free(page);
+	while (ls) {
+		if (cap - len < LIST_BLOCK_BYTES) {
+			char *grown = realloc(text, cap + 4 * LIST_BLOCK_BYTES);
+
+			if (!grown) {
+				n = -1;
+				break;
+			}
+			text = grown;
+			cap += 4 * LIST_BLOCK_BYTES;
+		}
+		n = list_stream_read(ls, text + len, LIST_BLOCK_BYTES);
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+	}
+	list_stream_free(ls);
+	list = n < 0 ? NULL : json_loadb(text, len, 0, NULL);
+	free(text);
+	return list ? send_json(a, c, rq, 200, list) : fail(a, c, rq, 500, "InternalError", "%s", "out of memory");
+}
+
 /* Answer with the list of kind k streamed from *page (its items taken over). */
 static enum MHD_Result send_page(struct api *a, struct MHD_Connection *c, struct request *rq,
 				 const struct kind_info *k, struct list_page *page)
@@ -934,7 +967,9 @@ static enum MHD_Result send_page(struct api *a, struct MHD_Connection *c, struct
 	struct MHD_Response *resp;
 	enum MHD_Result ret;
 
-	if (rq->table) {
+	if (rq->form == ANSWER_YAML)
+		return send_page_whole(a, c, rq, k, page);
+	if (rq->form == ANSWER_TABLE) {
 		/* rows are a few cells and the metadata: built whole, outside any lock */
 		json_t *t = table_of_page(k, &page->items, page->cont, page->remaining, time(NULL));
 
@@ -1468,7 +1503,39 @@ struct call {
 	int code;
 	struct list_query q;	/* CALL_WATCH, CALL_LIST: the query, checked (list_query_free) */
 	int64_t get_rv;		/* CALL_GET: resourceVersion, -1 none */
+	bool dry_run;		/* dryRun=All: everything but the commit */
 };
+
+/* A write's registry flags (controller.h). */
+static unsigned write_flags(const struct call *call)
+{
+	return (call->what == CALL_CREATE ? REGISTRY_CREATE : 0) | (call->dry_run ? REGISTRY_DRY_RUN : 0) |
+	       (call->r.status ? REGISTRY_STATUS : 0);
+}
+
+/* DeleteOptions' dryRun (kubectl delete --dry-run=server sends it in the
+ * body): [] or ["All"], taken out of body into *dry_run; anything else is
+ * -EBADMSG, as the query parameter. */
+static int delete_dry_run(json_t *body, bool *dry_run, char *msg, size_t len)
+{
+	json_t *v = json_object_get(body, "dryRun"), *item;
+	size_t i;
+
+	if (!v)
+		return 0;
+	if (!json_is_array(v) || json_array_size(v) > 1)
+		goto bad;
+	json_array_foreach(v, i, item) {
+		if (!json_is_string(item) || strcmp(json_string_value(item), "All") != 0)
+			goto bad;
+		*dry_run = true;
+	}
+	json_object_del(body, "dryRun");
+	return 0;
+bad:
+	snprintf(msg, len, "%s", "dryRun: unsupported value (supported: [\"All\"])");
+	return -EBADMSG;
+}
 
 /* Everything about a request that needs no lock, in the order its
  * failures are reported: the route, the body (parsed, and for a create or
@@ -1500,24 +1567,27 @@ static bool prepare(struct api *a, struct MHD_Connection *c, struct request *rq,
 		*ret = send_status(a, c, rq, &st);
 		return true;
 	}
+	/* as kube-apiserver: "All" is the one dry run; empty is none */
 	if ((is_post || is_put || is_delete || is_patch) && dry_run && *dry_run) {
-		*ret = fail(a, c, rq, 400, "BadRequest", "%s", "dryRun: not supported (the write would be made for real)");
-		return true;
-	}
-	if (is_post || is_put || is_patch || (is_delete && rq->len)) {
-		json_error_t jerr;
-		body = json_loadb(rq->body ? rq->body : "", rq->len, JSON_REJECT_DUPLICATES, &jerr);
-		if (!body && json_error_code(&jerr) == json_error_stack_overflow) {
-			*ret = fail(a, c, rq, 413, "RequestEntityTooLarge",
-				    "the body is over a limit: nested deeper than %d levels (the limit) at line %d, "
-				    "column %d", MODEL_MAX_DEPTH, jerr.line, jerr.column);
+		if (strcmp(dry_run, "All") != 0) {
+			*ret = fail(a, c, rq, 400, "BadRequest", "dryRun: unsupported value '%.64s' (supported: All)",
+				    dry_run);
 			return true;
 		}
-		if (!body) {
-			char msg[300];
-			snprintf(msg, sizeof(msg), "the body is not valid JSON: line %d, column %d: %s", jerr.line,
-				 jerr.column, jerr.text);
-			*ret = fail(a, c, rq, 400, "BadRequest", "%s", msg);
+		call->dry_run = true;
+	}
+	if (is_post || is_put || is_patch || (is_delete && rq->len)) {
+		/* JSON, or YAML (application/yaml) decoded to JSON once */
+		bool yaml = !is_patch && media_type_is(MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+										   MHD_HTTP_HEADER_CONTENT_TYPE),
+							 "application/yaml");
+		char msg[sizeof(st.message)];
+		int rc = model_body_decode(rq->body, rq->len, yaml, &body, msg, sizeof(msg));
+
+		if (rc) {
+			*ret = rc == -E2BIG ? fail(a, c, rq, 413, "RequestEntityTooLarge", "%s", msg)
+			     : rc == -EBADMSG ? fail(a, c, rq, 400, "BadRequest", "%s", msg)
+					      : fail(a, c, rq, 500, "InternalError", "%s", "out of memory");
 			return true;
 		}
 		if (!json_is_object(body) && !is_patch) {	/* a patch's shape is its type's */
@@ -1544,6 +1614,11 @@ static bool prepare(struct api *a, struct MHD_Connection *c, struct request *rq,
 			    url);
 		goto answered;
 	}
+	if (r->status && !is_get && !is_put && !is_patch) {
+		*ret = fail(a, c, rq, 405, "MethodNotAllowed", "%s is not allowed on a status subresource (GET, PUT, PATCH)",
+			    method);
+		goto answered;
+	}
 	if (is_get) {
 		bool watching;
 
@@ -1554,6 +1629,10 @@ static bool prepare(struct api *a, struct MHD_Connection *c, struct request *rq,
 		}
 		watching = query_true(c, "watch");
 		call->what = watching ? CALL_WATCH : r->has_name ? CALL_GET : CALL_LIST;
+		if (watching && r->status) {
+			*ret = fail(a, c, rq, 405, "MethodNotAllowed", "%s", "watch is not allowed on a status subresource");
+			goto answered;
+		}
 		/* a get or list is served from the latest state, but a
 		 * resourceVersion that is not one, or is one from the future,
 		 * is still an error */
@@ -1567,7 +1646,7 @@ static bool prepare(struct api *a, struct MHD_Connection *c, struct request *rq,
 	if ((is_post && !r->has_name) || (is_put && r->has_name)) {
 		/* the registry's own first steps, which read nothing of its state */
 		call->what = is_post ? CALL_CREATE : CALL_REPLACE;
-		if (registry_check_write(r->kind, r->ns, is_put ? r->name : NULL, body, is_post, &st)) {
+		if (registry_check_write(r->kind, r->ns, is_put ? r->name : NULL, body, is_post && !r->status, &st)) {
 			*ret = send_status(a, c, rq, &st);
 			goto answered;
 		}
@@ -1576,7 +1655,10 @@ static bool prepare(struct api *a, struct MHD_Connection *c, struct request *rq,
 	if (is_delete && r->has_name) {
 		/* DeleteOptions: only preconditions.resourceVersion is honoured */
 		char msg[sizeof(st.message)];
-		int rc = model_delete_options(r->kind, body, &call->want_rev, msg, sizeof(msg));
+		int rc = delete_dry_run(body, &call->dry_run, msg, sizeof(msg));
+
+		if (!rc)
+			rc = model_delete_options(r->kind, body, &call->want_rev, msg, sizeof(msg));
 
 		if (rc) {
 			*ret = rc == -E2BIG ? fail(a, c, rq, 413, "RequestEntityTooLarge", "%s", msg)
@@ -1680,19 +1762,20 @@ static enum MHD_Result dispatch(struct api *a, struct MHD_Connection *c, struct 
 	case CALL_REPLACE:
 		if (authorize_write(a, rq, call, &st))
 			return send_status(a, c, rq, &st);
-		err = registry_write_checked(a->reg, r->kind, r->ns, call->body, call->what == CALL_CREATE, &call->out,
-					     &st);
+		err = registry_write_checked(a->reg, r->kind, r->ns, call->body, write_flags(call), &call->out, &st);
 		call->code = call->what == CALL_CREATE ? 201 : 200;
 		break;
 	case CALL_PATCH:
-		err = registry_patch(a->reg, r->kind, r->ns, r->name, call->patch_type, call->body, authorize_patched,
+		err = registry_patch(a->reg, r->kind, r->ns, r->name, call->patch_type, call->body, write_flags(call),
+				     authorize_patched,
 				     &(struct patch_authz){ .api = a, .rq = rq, .call = call }, &call->out, &st);
 		call->code = 200;
 		break;
 	case CALL_DELETE:
 		if (authorize_write(a, rq, call, &st))
 			return send_status(a, c, rq, &st);
-		err = registry_delete_if(a->reg, r->kind, r->ns, r->name, call->want_rev, &call->out, &st);
+		err = registry_delete_if(a->reg, r->kind, r->ns, r->name, call->want_rev, write_flags(call), &call->out,
+					 &st);
 		call->code = 200;
 		break;
 	default:
@@ -1702,7 +1785,7 @@ static enum MHD_Result dispatch(struct api *a, struct MHD_Connection *c, struct 
 		call->out = NULL;
 		return send_status(a, c, rq, &st);
 	}
-	if (call->what != CALL_GET)
+	if (call->what != CALL_GET && !call->dry_run)
 		(void)watch_hub_written(a->hub, a->reg->last_write_rev);
 	return MHD_YES;
 }
@@ -1811,7 +1894,6 @@ static enum MHD_Result handle_request(struct api *a, struct MHD_Connection *c, c
 			return MHD_NO;
 		clock_gettime(CLOCK_MONOTONIC, &rq->start);
 		rq->head = strcmp(method, "HEAD") == 0;
-		rq->table = table_wanted(MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT));
 		*ctx = rq;
 		if (strcmp(url, "/healthz") == 0 && (strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0)) {
 			/* MHD sends no body for a HEAD, the headers as for GET */
@@ -1834,6 +1916,14 @@ static enum MHD_Result handle_request(struct api *a, struct MHD_Connection *c, c
 			struct status st = { 0 };
 
 			if (!permitted(c, url, method, &rq->who, &st)) {
+				rq->answered = true;
+				return send_status(a, c, rq, &st);
+			}
+			/* as kube-apiserver, what the answer may be before the
+			 * body is read (an object route's; /metrics is text) */
+			if (api_parse_route(url, &route) == 0 &&
+			    answer_negotiate(MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT),
+					     strcmp(method, "GET") == 0 && query_true(c, "watch"), &rq->form, &st)) {
 				rq->answered = true;
 				return send_status(a, c, rq, &st);
 			}
@@ -1903,7 +1993,7 @@ static enum MHD_Result handle_request(struct api *a, struct MHD_Connection *c, c
 	list_query_free(&call.q);
 	durable(a);		/* before the answer (queued or not) leaves */
 	flush_resumes(a);	/* the streams a write woke */
-	if (call.out && rq->table && call.code == 200 && call.r.has_name && call.r.kind &&
+	if (call.out && rq->form == ANSWER_TABLE && call.code == 200 && call.r.has_name && call.r.kind &&
 	    strcmp(method, "GET") == 0) {
 		json_t *t = table_of_object(call.r.kind, call.out, time(NULL));
 

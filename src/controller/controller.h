@@ -182,8 +182,22 @@ int registry_create(struct registry *r, const struct kind_info *k, const char *n
  * name and create_only.  registry_create and registry_replace are both. */
 int registry_check_write(const struct kind_info *k, const char *ns, const char *name, json_t *obj,
 			 bool create_only, struct status *st) WUR;
+/* How registry_write_checked, registry_delete_if and registry_patch write:
+ * REGISTRY_CREATE, a create (the name must be free), else a replace;
+ * REGISTRY_DRY_RUN (dryRun=All), everything — reads, defaults,
+ * admission, allocation planned in the transaction — but the commit:
+ * the answer is what the write would answer (a create without a
+ * resourceVersion, a replace at the stored one), and nothing is stored,
+ * allocated, sent to watchers or moves the revision;
+ * REGISTRY_STATUS, a write of the status subresource: only the body's
+ * status is taken (for a Pod its labels and annotations too, as
+ * kube-apiserver's pods/status), the rest of the stored object kept; the
+ * object must exist. */
+#define REGISTRY_CREATE 1u
+#define REGISTRY_DRY_RUN 2u
+#define REGISTRY_STATUS 4u
 int registry_write_checked(struct registry *r, const struct kind_info *k, const char *ns, json_t *obj,
-			   bool create_only, json_t **out, struct status *st) WUR;
+			   unsigned flags, json_t **out, struct status *st) WUR;
 /* A PUT of a missing object creates it (how an agent registers its node);
  * a replace that would store what is stored writes nothing and returns the
  * stored object with its resourceVersion. */
@@ -194,7 +208,7 @@ int registry_delete(struct registry *r, const struct kind_info *k, const char *n
 /* The same, only while the object is at revision want_rev (0: any):
  * a DELETE with preconditions.resourceVersion.  409 otherwise. */
 int registry_delete_if(struct registry *r, const struct kind_info *k, const char *ns,
-		       const char *name, int64_t want_rev, json_t **out, struct status *st) WUR;
+		       const char *name, int64_t want_rev, unsigned flags, json_t **out, struct status *st) WUR;
 
 /* pod-network verbs; *out = array of the changed NetNamespaces. */
 enum podnet_action { PODNET_JOIN, PODNET_ISOLATE, PODNET_GLOBAL };
@@ -424,6 +438,7 @@ struct route {
 	char ns[256];
 	char name[256];
 	bool has_name;
+	bool status;		/* NAME/status: the status subresource (kind->status_subresource) */
 	bool podnetwork;
 };
 /* 0 with r filled, or 404 when the path names nothing. */

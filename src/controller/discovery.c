@@ -51,6 +51,15 @@ static json_t *resource_of(const struct kind_info *k)
 	return r;
 }
 
+static json_t *status_of(const struct kind_info *k)
+{
+	char name[96];
+
+	snprintf(name, sizeof(name), "%s/status", k->plural);
+	return json_pack("{s:s, s:s, s:b, s:s, s:[s,s,s]}", "name", name, "singularName", "", "namespaced",
+			 k->namespaced, "kind", k->kind, "verbs", "get", "patch", "update");
+}
+
 static json_t *resource_list(const char *group, const char *version)
 {
 	const char *gv = NULL;
@@ -61,6 +70,9 @@ static json_t *resource_list(const char *group, const char *version)
 
 		if (strcmp(k->group, group) == 0 && strcmp(k->version, version) == 0) {
 			json_array_append_new(items, resource_of(k));
+			/* as kube-apiserver lists pods/status: name, kind, verbs */
+			if (k->status_subresource)
+				json_array_append_new(items, status_of(k));
 			gv = k->api_version;
 		}
 	}

@@ -392,9 +392,54 @@ int registry_check_write(const struct kind_info *k, const char *ns, const char *
 	return 0;
 }
 
-int registry_write_checked(struct registry *r, const struct kind_info *k, const char *ns, json_t *obj,
-			   bool create_only, json_t **out, struct status *st)
+/* A status write's object: old with body's status (and, for a Pod, its
+ * labels and annotations); a new reference, or NULL out of memory. */
+static json_t *status_update(const struct kind_info *k, const json_t *old, const json_t *body)
 {
+	json_t *work = json_deep_copy(old), *status = json_object_get(body, "status");
+	json_t *md = json_object_get(work, "metadata"), *bmd = json_object_get(body, "metadata");
+
+	if (!work)
+		return NULL;
+	if (status && !json_is_null(status))
+		json_object_set_new(work, "status", json_deep_copy(status));
+	else
+		json_object_del(work, "status");
+	if (k->id == KIND_POD && json_is_object(md)) {
+		static const char *const kept[] = { "labels", "annotations" };
+
+		for (size_t i = 0; i < 2; i++) {
+			json_t *v = json_object_get(bmd, kept[i]);
+
+			if (v)
+				json_object_set_new(md, kept[i], json_deep_copy(v));
+			else
+				json_object_del(md, kept[i]);
+		}
+	}
+	return work;
+}
+
+/* The answer of a dry run: work as it would be stored, at the revision it
+ * has now (a create: none). */
+static void dry_run_revision(json_t *work, int64_t old_rev)
+{
+	json_t *md = json_object_get(work, "metadata");
+	char rv[24];
+
+	if (!old_rev) {
+		json_object_del(md, "resourceVersion");
+		return;
+	}
+	snprintf(rv, sizeof(rv), "%" PRId64, old_rev);
+	json_object_set_new(md, "resourceVersion", json_string(rv));
+}
+
+int registry_write_checked(struct registry *r, const struct kind_info *k, const char *ns, json_t *obj,
+			   unsigned flags, json_t **out, struct status *st)
+{
+	bool create_only = flags & REGISTRY_CREATE, dry_run = flags & REGISTRY_DRY_RUN,
+	     status_only = flags & REGISTRY_STATUS;
 	const char *name = obj_name(obj);
 	char key[1024];
 	const char *user_rv;
@@ -421,7 +466,7 @@ int registry_write_checked(struct registry *r, const struct kind_info *k, const 
 		 * and only a failed attempt reads to find out why.  The others
 		 * read first, so that a taken name is reported before what a
 		 * hook would find. */
-		bool optimistic = create_only && attempt == 0 && !has_admission(k, obj);
+		bool optimistic = create_only && attempt == 0 && !has_admission(k, obj) && !dry_run;
 
 		err = optimistic ? -ENOENT : load(r, key, &old, &old_rev);
 		if (err && err != -ENOENT)
@@ -443,7 +488,7 @@ int registry_write_checked(struct registry *r, const struct kind_info *k, const 
 			json_decref(old);
 			return -1;
 		}
-		if (!old && has_rv) {
+		if (!old && (has_rv || status_only)) {
 			status_set(st, 404, "NotFound", "%s \"%s\" not found", k->plural, name);
 			return -1;
 		}
@@ -461,9 +506,14 @@ int registry_write_checked(struct registry *r, const struct kind_info *k, const 
 		/* the optimistic create takes the body itself, not a copy: a
 		 * retry after it redoes what it changed (identity, status) the
 		 * same way, as a create, from a body that lacked them */
-		work = optimistic ? json_incref(obj) : json_deep_copy(obj);
+		work = optimistic ? json_incref(obj) : status_only ? status_update(k, old, obj) : json_deep_copy(obj);
+		if (!work) {
+			json_decref(old);
+			return store_failed(st, -ENOMEM);
+		}
 		set_identity(r, work, old);
-		keep_status(work, old);
+		if (!status_only)
+			keep_status(work, old);
 		/* the body, not work: HostSubnets are made without uid or
 		 * creationTimestamp, which set_identity adds */
 		if (k->controller_owned && !same_but_annotations(obj, old)) {
@@ -505,6 +555,15 @@ int registry_write_checked(struct registry *r, const struct kind_info *k, const 
 			json_decref(work);
 			return -1;
 		}
+		if (dry_run) {
+			/* everything was planned into b; without its commit
+			 * nothing of it happens (allocations included) */
+			txnb_free(&b);
+			json_decref(old);
+			dry_run_revision(work, old_rev);
+			*out = work;
+			return 0;
+		}
 		/* no admission hook wrote another object besides (an
 		 * allocation key, as a pod's address, is none of the
 		 * endpoints controller's business) */
@@ -540,7 +599,7 @@ int registry_create(struct registry *r, const struct kind_info *k, const char *n
 {
 	if (registry_check_write(k, ns, NULL, obj, true, st))
 		return -1;
-	return registry_write_checked(r, k, ns, obj, true, out, st);
+	return registry_write_checked(r, k, ns, obj, REGISTRY_CREATE, out, st);
 }
 
 int registry_replace(struct registry *r, const struct kind_info *k, const char *ns, const char *name,
@@ -548,7 +607,7 @@ int registry_replace(struct registry *r, const struct kind_info *k, const char *
 {
 	if (registry_check_write(k, ns, name, obj, false, st))
 		return -1;
-	return registry_write_checked(r, k, ns, obj, false, out, st);
+	return registry_write_checked(r, k, ns, obj, 0, out, st);
 }
 
 int registry_get(struct registry *r, const struct kind_info *k, const char *ns, const char *name,
@@ -601,11 +660,11 @@ int registry_list(struct registry *r, const struct kind_info *k, const char *ns,
 int registry_delete(struct registry *r, const struct kind_info *k, const char *ns, const char *name,
 		    json_t **out, struct status *st)
 {
-	return registry_delete_if(r, k, ns, name, 0, out, st);
+	return registry_delete_if(r, k, ns, name, 0, 0, out, st);
 }
 
 int registry_delete_if(struct registry *r, const struct kind_info *k, const char *ns,
-		       const char *name, int64_t want_rev, json_t **out, struct status *st)
+		       const char *name, int64_t want_rev, unsigned flags, json_t **out, struct status *st)
 {
 	char key[1024];
 	int err;
@@ -657,10 +716,14 @@ int registry_delete_if(struct registry *r, const struct kind_info *k, const char
 			hook = service_release(r, &b, old, st);
 		else if (k->id == KIND_POD)
 			hook = pod_release(r, &b, old, st);
-		if (hook) {
+		if (hook || (flags & REGISTRY_DRY_RUN)) {
 			txnb_free(&b);
-			json_decref(old);
-			return -1;
+			if (hook) {
+				json_decref(old);
+				return -1;
+			}
+			*out = old;	/* what the delete would answer; nothing released */
+			return 0;
 		}
 		single = txnb_object_ops(&b) == 1;
 		err = txnb_commit(&b, r->store, &r->last_write_rev);

@@ -87,7 +87,7 @@ static bool own_precondition(json_t *obj, int64_t rev)
 }
 
 int registry_patch(struct registry *r, const struct kind_info *k, const char *ns, const char *name,
-		   enum patch_type t, const json_t *patch, registry_authorize_fn authorize, void *arg,
+		   enum patch_type t, const json_t *patch, unsigned flags, registry_authorize_fn authorize, void *arg,
 		   json_t **out, struct status *st)
 {
 	struct status conflict = { 0 };
@@ -118,7 +118,7 @@ int registry_patch(struct registry *r, const struct kind_info *k, const char *ns
 		if (!rc && authorize)
 			rc = authorize(arg, obj, st);
 		if (!rc)
-			rc = registry_write_checked(r, k, ns, obj, false, out, st);
+			rc = registry_write_checked(r, k, ns, obj, flags & ~REGISTRY_CREATE, out, st);
 		json_decref(obj);
 		if (!rc)
 			return 0;

@@ -23,9 +23,11 @@ typedef int (*registry_authorize_fn)(void *arg, json_t *obj, struct status *st);
 
 /* What can be refused without the object: the patch's shape and bounds. */
 int registry_patch_check(enum patch_type t, const json_t *patch, struct status *st) WUR;
-/* authorize may be NULL (no check). */
+/* authorize may be NULL (no check).  flags: REGISTRY_DRY_RUN,
+ * REGISTRY_STATUS (the patch applies to the whole object; what of it is
+ * written is registry_write_checked's). */
 int registry_patch(struct registry *r, const struct kind_info *k, const char *ns, const char *name,
-		   enum patch_type t, const json_t *patch, registry_authorize_fn authorize, void *arg,
+		   enum patch_type t, const json_t *patch, unsigned flags, registry_authorize_fn authorize, void *arg,
 		   json_t **out, struct status *st) WUR;
 
 #endif

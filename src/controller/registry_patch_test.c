@@ -39,7 +39,7 @@ static int patch(struct fixture *fx, enum kind_id k, const char *ns, const char 
 	*out = NULL;
 	if (!p)
 		return -2;
-	e = registry_patch(&fx->reg, kind_get(k), ns, name, t, p, authorize, arg, out, st);
+	e = registry_patch(&fx->reg, kind_get(k), ns, name, t, p, 0, authorize, arg, out, st);
 	json_decref(p);
 	return e;
 }

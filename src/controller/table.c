@@ -8,9 +8,7 @@
  *             "object":{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1",
  *                       "metadata":{...}}}, ...]}
  *
- * Accept is read as kube-apiserver reads it: media types in order, the
- * first one the server can serve wins; a Table one names as=Table,
- * g=meta.k8s.io and v=v1 (or v1beta1, which has the same shape).
+ * Whether a request gets a Table is answer.c's (its Accept header).
  */
 #include "controller/table.h"
 
@@ -22,53 +20,6 @@
 #include "model/columns.h"
 
 #define CELL_MAX 1024
-
-/* One media range of Accept (up to ',') is a Table of meta.k8s.io v1/v1beta1. */
-static bool is_table_range(const char *s, size_t n)
-{
-	bool as = false, g = false, v = false;
-	const char *p = memchr(s, ';', n), *end = s + n;
-
-	while (p && p < end) {
-		const char *q = p + 1, *next = memchr(q, ';', (size_t)(end - q));
-		size_t len = (size_t)((next ? next : end) - q);
-
-		while (len && (*q == ' ' || *q == '\t')) {
-			q++;
-			len--;
-		}
-		while (len && (q[len - 1] == ' ' || q[len - 1] == '\t'))
-			len--;
-		as |= len == 8 && strncmp(q, "as=Table", 8) == 0;
-		g |= len == 13 && strncmp(q, "g=meta.k8s.io", 13) == 0;
-		v |= (len == 4 && strncmp(q, "v=v1", 4) == 0) || (len == 9 && strncmp(q, "v=v1beta1", 9) == 0);
-		p = next;
-	}
-	return as && g && v;
-}
-
-bool table_wanted(const char *accept)
-{
-	const char *s = accept;
-
-	while (s && *s) {
-		const char *comma = strchr(s, ',');
-		size_t n = comma ? (size_t)(comma - s) : strlen(s);
-
-		while (n && (*s == ' ' || *s == '\t')) {
-			s++;
-			n--;
-		}
-		if (is_table_range(s, n))
-			return true;
-		/* a plain type the API serves comes first: the client takes that */
-		if ((n >= 16 && strncmp(s, "application/json", 16) == 0 && !memchr(s, ';', n)) ||
-		    (n == 3 && strncmp(s, "*/*", 3) == 0))
-			return false;
-		s = comma ? comma + 1 : NULL;
-	}
-	return false;
-}
 
 static json_t *column_definitions(const struct kind_info *k)
 {

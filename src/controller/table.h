@@ -1,7 +1,7 @@
 /*
  * table.h — the API's Table answers (meta.k8s.io/v1 Table), which kubectl
  * asks for on every `get` (Accept: application/json;as=Table;v=v1;
- * g=meta.k8s.io): the kind's columns (model/columns.h, the same as
+ * g=meta.k8s.io; answer.c decides): the kind's columns (model/columns.h, the same as
  * weftctl's), one row of cells per object, and each object's metadata as a
  * PartialObjectMetadata (kubectl reads the namespace column of -A from it).
  * Columns marked wide have priority 1: kubectl shows them with -o wide.
@@ -19,9 +19,6 @@
 #include "model/model.h"
 #include "store/store.h"
 
-/* Does an Accept header ask for a Table (as=Table, g=meta.k8s.io, v=v1 or
- * v1beta1) before any media type the API would answer otherwise? */
-bool table_wanted(const char *accept);
 /* A Table of the objects of kind k in snap (values as stored: the rows'
  * metadata get their resourceVersion from the key, as obj_from_kv does),
  * metadata.resourceVersion the snapshot's revision; a page of a longer

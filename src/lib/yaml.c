@@ -11,9 +11,12 @@
  * Invariants:
  *   1. The input handed to libfyaml is valid UTF-8 without NUL bytes (we
  *      check first: libfyaml 0.7 silently ends the stream at a bad byte).
- *   2. At most YAML_MAX_EXPANDED_NODES JSON values are made per stream,
- *      and nesting (alias expansion included) stays under YAML_MAX_DEPTH,
- *      so an alias bomb fails early and small, and nothing recurses deeply.
+ *   2. At most the caller's limits of JSON values and of bytes of text
+ *      (struct yaml_limits; YAML_MAX_EXPANDED_NODES and _BYTES by default)
+ *      are made per stream, each counted before it is made, and nesting
+ *      (alias expansion included) stays under YAML_MAX_DEPTH, so an alias
+ *      bomb — of many values or of one long string — fails early and
+ *      small, and nothing recurses deeply.
  *   3. An alias that refers to a node being expanded (a cycle) is an error;
  *      an alias is always expanded into fresh values (no sharing), so a
  *      caller may modify one copy without changing the other.
@@ -160,7 +163,9 @@ static int int_value(const char *s, size_t n, json_int_t *out)
 #define TAG_PREFIX "tag:yaml.org,2002:"
 
 struct decoder {
+	struct yaml_limits lim;			/* what this stream may make (yaml_decode_limited) */
 	size_t nodes;				/* JSON values made in this stream */
+	size_t bytes;				/* bytes of strings and keys made in this stream */
 	struct fy_node *open[YAML_MAX_DEPTH];	/* nodes being converted, outermost first */
 	int depth;
 	int line, column;			/* last position seen, 1-based */
@@ -257,11 +262,22 @@ static const char *excerpt(const char *s, size_t n, char buf[64])
 
 static bool count_node(struct decoder *d)
 {
-	if (++d->nodes > YAML_MAX_EXPANDED_NODES) {
-		fail(d, -EINVAL, "more than %d values after expanding aliases",
-		     YAML_MAX_EXPANDED_NODES);
+	if (++d->nodes > d->lim.max_nodes) {
+		fail(d, d->lim.over, "more than %zu values after expanding aliases", d->lim.max_nodes);
 		return false;
 	}
+	return true;
+}
+
+/* Invariant 2: the bytes of text made (an alias of a long string counts
+ * each time it is expanded), before they are copied. */
+static bool count_bytes(struct decoder *d, size_t n)
+{
+	if (n > d->lim.max_bytes - d->bytes) {
+		fail(d, d->lim.over, "more than %zu bytes of text after expanding aliases", d->lim.max_bytes);
+		return false;
+	}
+	d->bytes += n;
 	return true;
 }
 
@@ -358,6 +374,8 @@ static json_t *scalar_value(struct decoder *d, struct fy_node *fyn)
 		break;
 	}
 	default:
+		if (!count_bytes(d, n))
+			return NULL;
 		v = json_stringn(s, n);
 		if (!v) {
 			/* input is valid UTF-8, so an escape made it invalid */
@@ -456,7 +474,7 @@ static json_t *mapping_value(struct decoder *d, struct fy_node *fyn)
 		json_t *value;
 		char ex[64];
 
-		if (key_text(d, fy_node_pair_key(pair), &ks, &kn) < 0)
+		if (key_text(d, fy_node_pair_key(pair), &ks, &kn) < 0 || !count_bytes(d, kn))
 			goto fail;
 		key = strndup(ks, kn);
 		if (!key) {
@@ -532,8 +550,8 @@ static json_t *convert(struct decoder *d, struct fy_node *fyn)
 	}
 	if (remember_anchor(d, fyn) < 0)
 		return NULL;
-	if (d->depth == YAML_MAX_DEPTH) {
-		fail(d, -EINVAL, "nesting deeper than %d levels", YAML_MAX_DEPTH);
+	if (d->depth == d->lim.max_depth) {
+		fail(d, d->lim.over, "nesting deeper than %d levels", d->lim.max_depth);
 		return NULL;
 	}
 	d->open[d->depth++] = fyn;
@@ -642,7 +660,19 @@ void yaml_docs_free(json_t **docs, size_t ndocs)
 int yaml_decode_stream(const char *buf, size_t len, json_t ***docs, size_t *ndocs,
 		       char *err, size_t errlen)
 {
-	struct decoder d = { .line = 1, .column = 1, .msg = err, .msglen = errlen };
+	static const struct yaml_limits stream = { .max_docs = YAML_MAX_DOCS,
+						   .max_nodes = YAML_MAX_EXPANDED_NODES,
+						   .max_bytes = YAML_MAX_EXPANDED_BYTES,
+						   .max_depth = YAML_MAX_DEPTH,
+						   .over = -EINVAL };
+
+	return yaml_decode_limited(buf, len, &stream, docs, ndocs, err, errlen);
+}
+
+int yaml_decode_limited(const char *buf, size_t len, const struct yaml_limits *lim, json_t ***docs,
+			size_t *ndocs, char *err, size_t errlen)
+{
+	struct decoder d = { .lim = *lim, .line = 1, .column = 1, .msg = err, .msglen = errlen };
 	struct fy_diag_cfg dcfg;
 	struct fy_parse_cfg pcfg;
 	struct fy_diag *diag = NULL;
@@ -652,6 +682,10 @@ int yaml_decode_stream(const char *buf, size_t len, json_t ***docs, size_t *ndoc
 	size_t n = 0, cap = 0;
 	char *text = NULL;
 
+	if (d.lim.max_depth <= 0 || d.lim.max_depth > YAML_MAX_DEPTH)
+		d.lim.max_depth = YAML_MAX_DEPTH;
+	if (d.lim.over >= 0)
+		d.lim.over = -EINVAL;
 	*docs = NULL;
 	*ndocs = 0;
 	if (err && errlen)
@@ -706,9 +740,9 @@ int yaml_decode_stream(const char *buf, size_t len, json_t ***docs, size_t *ndoc
 			json_decref(v);
 			continue;
 		}
-		if (n == YAML_MAX_DOCS) {
+		if (n == d.lim.max_docs) {
 			json_decref(v);
-			fail(&d, -EINVAL, "more than %d documents", YAML_MAX_DOCS);
+			fail(&d, -EINVAL, "more than %zu document%s", d.lim.max_docs, d.lim.max_docs == 1 ? "" : "s");
 			goto out;
 		}
 		if (n == cap) {

@@ -237,6 +237,46 @@ TEST(yaml_alias_bomb_is_an_error)
 	CHECK_CONTAINS(ERROR_OF(buf), "more than 1000000 values after expanding aliases");
 }
 
+/* A caller's limits (a request body): a bomb of values or of one long
+ * string fails at the limit with the caller's code, and so does nesting. */
+TEST(yaml_limited_decode_stops_at_the_callers_limits)
+{
+	const struct yaml_limits lim = { .max_docs = 1, .max_nodes = 1000, .max_bytes = 4096, .max_depth = 8,
+					 .over = -E2BIG };
+	char buf[8192], err[256];
+	json_t **docs = NULL;
+	size_t n = 0, k = 0;
+
+	k += (size_t)snprintf(buf + k, sizeof(buf) - k, "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+	for (int i = 1; i < 6; i++)
+		k += (size_t)snprintf(buf + k, sizeof(buf) - k, "a%d: &a%d [*a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, "
+				      "*a%d, *a%d, *a%d]\n", i, i, i - 1, i - 1, i - 1, i - 1, i - 1, i - 1, i - 1, i - 1,
+				      i - 1, i - 1);
+	CHECK_EQ(yaml_decode_limited(buf, k, &lim, &docs, &n, err, sizeof(err)), -E2BIG);
+	CHECK_CONTAINS(err, "more than 1000 values after expanding aliases");
+	CHECK(docs == NULL && n == 0);
+
+	/* one string of 1000 bytes, expanded 5 times: over 4096 bytes */
+	k = (size_t)snprintf(buf, sizeof(buf), "s: &s ");
+	memset(buf + k, 'y', 1000);
+	k += 1000;
+	k += (size_t)snprintf(buf + k, sizeof(buf) - k, "\nt: [*s, *s, *s, *s]\n");
+	CHECK_EQ(yaml_decode_limited(buf, k, &lim, &docs, &n, err, sizeof(err)), -E2BIG);
+	CHECK_CONTAINS(err, "more than 4096 bytes of text after expanding aliases");
+
+	CHECK_EQ(yaml_decode_limited("a: [[[[[[[[[1]]]]]]]]]\n", strlen("a: [[[[[[[[[1]]]]]]]]]\n"), &lim, &docs, &n, err, sizeof(err)), -E2BIG);
+	CHECK_CONTAINS(err, "nesting deeper than 8 levels");
+
+	/* a second document is malformed for this caller, not too large */
+	CHECK_EQ(yaml_decode_limited("a: 1\n---\nb: 2\n", strlen("a: 1\n---\nb: 2\n"), &lim, &docs, &n, err, sizeof(err)), -EINVAL);
+	CHECK_CONTAINS(err, "more than 1 document");
+
+	/* within the limits: as yaml_decode_stream */
+	CHECK_EQ(yaml_decode_limited("a: &x [1, 2]\nb: *x\n", strlen("a: &x [1, 2]\nb: *x\n"), &lim, &docs, &n, err, sizeof(err)), 0);
+	CHECK(n == 1 && json_array_size(json_object_get(docs[0], "b")) == 2);
+	yaml_docs_free(docs, n);
+}
+
 TEST(yaml_alias_errors)
 {
 	CHECK_CONTAINS(ERROR_OF("a: &x [1, *x]\n"), "refers to a node that contains it");

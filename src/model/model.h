@@ -60,6 +60,7 @@ struct kind_info {
 	const char *api_version;	/* "networking.k8s.io/v1" or "v1" */
 	bool namespaced;
 	bool controller_owned;		/* written by the controller only (HostSubnet, NetNamespace) */
+	bool status_subresource;	/* has NAME/status, whose status others write (pods, services, ingresses, routes) */
 };
 
 const struct kind_info *kind_get(enum kind_id id);
@@ -145,6 +146,15 @@ int model_encode_checked(const json_t *obj, char **text, size_t *len, char *err,
  */
 int model_request_check(const struct kind_info *k, const char *ns, const char *name, json_t *body,
 			char *err, size_t errlen) __attribute__((warn_unused_result));
+/*
+ * A request body (buf, len) as a new JSON value in *out: JSON (duplicate
+ * keys refused), or YAML when yaml (application/yaml: exactly one
+ * document; anchors and aliases expanded within MODEL_MAX_VALUES values
+ * and MODEL_MAX_OBJECT_BYTES bytes of text).  0; -EBADMSG when it does
+ * not parse (400), -E2BIG over a limit (413), -ENOMEM; err says why.
+ */
+int model_body_decode(const char *buf, size_t len, bool yaml, json_t **out, char *err, size_t errlen)
+	__attribute__((warn_unused_result));
 /*
  * A DELETE's body, Kubernetes DeleteOptions (NULL: there was none): kind
  * absent or DeleteOptions; apiVersion absent, v1, meta.k8s.io/v1 or the

@@ -13,6 +13,12 @@
  * create and replace), so after it the body is of the path's kind and the
  * rest of the write can rely on that.
  *
+ * The body itself is decoded here too (model_body_decode): JSON, or YAML
+ * turned into the same JSON value once, so that everything after reads
+ * one form and counts its limits on what was decoded.  The YAML decoder
+ * is given the object limits (values, bytes of text, one document), so an
+ * alias bomb stops at them having made no more than they allow.
+ *
  * Errors: -EBADMSG (the API answers 400 BadRequest, as kube-apiserver does
  * for "the API version in the data does not match" and an unrecognized
  * object) or -E2BIG (413), with a message naming what the body says and
@@ -20,6 +26,7 @@
  */
 #include "model/model.h"
 #include "model/validate.h"
+#include "lib/yaml.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -235,5 +242,49 @@ int model_delete_options(const struct kind_info *k, const json_t *body, int64_t 
 		*want_rev = 0;
 		return bad(err, errlen, "preconditions.resourceVersion: %s is not a revision", vquote(rv, q));
 	}
+	return 0;
+}
+
+int model_body_decode(const char *buf, size_t len, bool yaml, json_t **out, char *err, size_t errlen)
+{
+	const struct yaml_limits lim = { .max_docs = 1, .max_nodes = MODEL_MAX_VALUES,
+					 .max_bytes = MODEL_MAX_OBJECT_BYTES, .max_depth = YAML_MAX_DEPTH,
+					 .over = -E2BIG };
+	char why[256];
+	json_error_t jerr;
+	json_t **docs = NULL;
+	size_t ndocs = 0;
+	int rc;
+
+	*out = NULL;
+	if (!yaml) {
+		*out = json_loadb(buf ? buf : "", len, JSON_REJECT_DUPLICATES, &jerr);
+		if (*out)
+			return 0;
+		if (json_error_code(&jerr) == json_error_stack_overflow) {
+			snprintf(err, errlen, "the body is over a limit: nested deeper than %d levels (the limit) at "
+				 "line %d, column %d", MODEL_MAX_DEPTH, jerr.line, jerr.column);
+			return -E2BIG;
+		}
+		return bad(err, errlen, "the body is not valid JSON: line %d, column %d: %s", jerr.line, jerr.column,
+			   jerr.text);
+	}
+	rc = yaml_decode_limited(buf, len, &lim, &docs, &ndocs, why, sizeof(why));
+	if (rc == -E2BIG) {
+		snprintf(err, errlen, "the body is over a limit: %s (the limit)", why);
+		return -E2BIG;
+	}
+	if (rc == -ENOMEM)
+		return rc;
+	if (rc)
+		return bad(err, errlen, "the body is not valid YAML: %s%s", why,
+			   strstr(why, "more than 1 document") ? " (send one object a request)" : "");
+	if (ndocs != 1) {
+		yaml_docs_free(docs, ndocs);
+		return bad(err, errlen, "%s", "the body is empty: send one object");
+	}
+	*out = docs[0];
+	docs[0] = NULL;
+	yaml_docs_free(docs, ndocs);
 	return 0;
 }

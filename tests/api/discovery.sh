@@ -32,8 +32,8 @@ check "/api without a token: 401" is_code 401 anon /api
 check "/api: APIVersions [v1] and the address the client used" \
 	jq_ok /api ".kind == \"APIVersions\" and .versions == [\"v1\"] and .serverAddressByClientCIDRs[0].serverAddress == \"${CTRL_URL#https://}\""
 check "/api/ (a trailing slash) too" jq_ok /api/ '.kind == "APIVersions"'
-CORE='["endpoints","namespaces","nodes","pods","secrets","services"]'
-check "/api/v1: the core kinds of docs/api.md, no others" \
+CORE='["endpoints","namespaces","nodes","pods","pods/status","secrets","services","services/status"]'
+check "/api/v1: the core kinds of docs/api.md and their status subresources, no others" \
 	jq_ok /api/v1 ".kind == \"APIResourceList\" and .groupVersion == \"v1\" and ([.resources[].name] | sort) == $CORE"
 check "/api/v1 pods: namespaced, Kind Pod, short name po, category all, the verbs the API serves" \
 	jq_ok /api/v1 '.resources[] | select(.name == "pods") | .namespaced and .kind == "Pod" and .singularName == "pod" and .shortNames == ["po"] and .categories == ["all"] and (.verbs | sort) == ["create","delete","get","list","patch","update","watch"]'
@@ -44,12 +44,14 @@ check "/apis: networking.k8s.io, network.openshift.io and route.openshift.io, v1
 check "/apis/networking.k8s.io: the APIGroup" \
 	jq_ok /apis/networking.k8s.io '.kind == "APIGroup" and .name == "networking.k8s.io" and .versions[0].groupVersion == "networking.k8s.io/v1"'
 check "/apis/networking.k8s.io/v1: ingresses and networkpolicies, namespaced" \
-	jq_ok /apis/networking.k8s.io/v1 '.groupVersion == "networking.k8s.io/v1" and ([.resources[] | select(.namespaced) | .name] | sort) == ["ingresses","networkpolicies"]'
+	jq_ok /apis/networking.k8s.io/v1 '.groupVersion == "networking.k8s.io/v1" and ([.resources[] | select(.namespaced) | .name] | sort) == ["ingresses","ingresses/status","networkpolicies"]'
 check "/apis/network.openshift.io/v1: the controller writes hostsubnets (nodes their annotations) and netnamespaces" \
 	jq_ok /apis/network.openshift.io/v1 '[.resources[] | select(.name == "hostsubnets" or .name == "netnamespaces") | (.verbs | sort)] == [["get","list","patch","update","watch"],["get","list","watch"]]'
 check "/apis/network.openshift.io/v1: clusternetworks, hostsubnets, netnamespaces, cluster-scoped, with short names" \
 	jq_ok /apis/network.openshift.io/v1 '([.resources[].name] | sort) == ["clusternetworks","hostsubnets","netnamespaces"] and all(.resources[]; .namespaced == false and (.shortNames | length) == 1)'
-check "/apis/route.openshift.io/v1: routes" jq_ok /apis/route.openshift.io/v1 '[.resources[].name] == ["routes"]'
+check "/apis/route.openshift.io/v1: routes, routes/status" jq_ok /apis/route.openshift.io/v1 '[.resources[].name] == ["routes","routes/status"]'
+check "/api/v1 pods/status: get, patch, update, as kube-apiserver lists it" \
+	jq_ok /api/v1 '.resources[] | select(.name == "pods/status") | .namespaced and .kind == "Pod" and (.verbs | sort) == ["get","patch","update"]'
 check "/apis/apps: 404 (no such group here)" is_code 404 api GET /apis/apps
 check "/apis/networking.k8s.io/v2: 404" is_code 404 api GET /apis/networking.k8s.io/v2
 check "/apis/networking.k8s.io/v1beta1: 404" is_code 404 api GET /apis/networking.k8s.io/v1beta1
@@ -80,8 +82,10 @@ check "a GET of one pod as a Table: one row, IP and NODE" \
 	table_ok /api/v1/namespaces/default/pods/web '.kind == "Table" and (.rows | length) == 1 and .rows[0].cells[0] == "web" and .rows[0].cells[2] == "node-1"'
 check "Accept: application/json first: the object, not a Table" \
 	table_ok /api/v1/namespaces/default/pods/web '.kind == "Pod"' 'Accept: application/json, application/json;as=Table;v=v1;g=meta.k8s.io'
-check "as=Table of another group: not a Table" \
-	table_ok /api/v1/namespaces/default/pods '.kind == "PodList"' 'Accept: application/json;as=Table;v=v1;g=example.com'
+check "as=Table of another group and nothing else: 406, as kube-apiserver (nothing it asks for is served)" \
+	is_code 406 api GET /api/v1/namespaces/default/pods -H 'Accept: application/json;as=Table;v=v1;g=example.com'
+check "... with a JSON fallback: the list" \
+	table_ok /api/v1/namespaces/default/pods '.kind == "PodList"' 'Accept: application/json;as=Table;v=v1;g=example.com, application/json'
 
 echo "== kubectl"
 if command -v kubectl >/dev/null; then
