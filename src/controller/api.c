@@ -81,6 +81,7 @@
 #include "controller/table.h"
 #include "controller/registry_patch.h"
 #include "controller/tls_io.h"
+#include "controller/watch_table.h"
 #include "lib/media.h"
 
 #include <arpa/inet.h>
@@ -143,6 +144,7 @@ struct request {
 	struct principal who;	/* who sent it (authenticated before anything else) */
 	bool head;		/* a HEAD request: MHD sends no body */
 	bool table;		/* Accept asks for a Table (kubectl get): table.h */
+	enum table_include include;	/* ... and what its rows carry (includeObject) */
 };
 
 /* What MHD keeps for a connection (its socket context), from
@@ -180,6 +182,7 @@ struct watch_ctx {
 	char cred[17];		/* the node credential that opened it ("" the admin) */
 	struct watch_ctx *resume_next;	/* in api->resumes */
 	time_t deadline;	/* 0 = none */
+	struct watch_table *table;	/* a Table watch's converter, or NULL (plain JSON) */
 };
 
 static uint64_t now_ms(void)
@@ -678,6 +681,8 @@ static ssize_t bookmark(struct watch_ctx *w, char *buf, size_t max)
 	rev = watcher_bookmark(w->watcher);
 	if (rev < 0)
 		return 0;
+	if (w->table)
+		return (ssize_t)watch_table_bookmark(w->table, rev, buf, max);
 	n = snprintf(buf, max, "{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"%s\",\"apiVersion\":\"%s\","
 		     "\"metadata\":{\"resourceVersion\":\"%" PRId64 "\"}}}\n", w->kind->kind, w->kind->api_version, rev);
 	return n > 0 && (size_t)n < max ? n : 0;
@@ -689,17 +694,21 @@ static ssize_t watch_reader(void *cls, uint64_t pos, char *buf, size_t max)
 	struct api *a = w->api;
 	/* a stream in step with the ring (the usual case) reads no store: the
 	 * hub's lock alone, so it never waits behind a commit */
-	bool store = watcher_reads_store(w->watcher);
+	bool store = watcher_reads_store(w->watcher), pulled = false;
 	ssize_t n;
 
 	(void)pos;
+	/* a Table watch first hands out what it converted (watch_table.h) */
+	if (w->table && (n = watch_table_take(w->table, buf, max)) != 0)
+		return n > 0 ? n : MHD_CONTENT_READER_END_WITH_ERROR;
 	if (store)
 		pthread_mutex_lock(&a->lock);
 	watch_hub_lock(a->hub);
 	if (a->stopping || w->revoked || (w->deadline && time(NULL) >= w->deadline)) {
 		n = MHD_CONTENT_READER_END_OF_STREAM;
-	} else if ((n = watcher_read(w->watcher, buf, max)) > 0) {
+	} else if ((n = w->table ? watch_table_pull(w->table, w->watcher) : watcher_read(w->watcher, buf, max)) > 0) {
 		a->metrics->watch_writes++;
+		pulled = w->table != NULL;
 	} else if (n < 0) {
 		a->metrics->watchers_dropped_slow++;
 		n = MHD_CONTENT_READER_END_OF_STREAM;
@@ -718,6 +727,8 @@ static ssize_t watch_reader(void *cls, uint64_t pos, char *buf, size_t max)
 		pthread_mutex_unlock(&a->lock);
 	if (n > 0)
 		durable(a);
+	if (pulled && (n = watch_table_take(w->table, buf, max)) <= 0)
+		n = MHD_CONTENT_READER_END_WITH_ERROR;	/* out of memory */
 	return n;
 }
 
@@ -737,6 +748,7 @@ static void watch_free(void *cls)
 		w->next->prev = w->prev;
 	watcher_close(w->watcher);
 	pthread_mutex_unlock(&a->lock);
+	watch_table_free(w->table);
 	free(w);
 }
 
@@ -804,6 +816,11 @@ static enum MHD_Result start_watch(struct api *a, struct MHD_Connection *c, stru
 		free(w);
 		return send_status(a, c, rq, &st);
 	}
+	if (rq->table && !(w->table = watch_table_new(r->kind, rq->include))) {
+		watcher_close(w->watcher);
+		free(w);
+		return MHD_NO;
+	}
 	w->api = a;
 	w->conn = c;
 	w->kind = r->kind;
@@ -814,6 +831,7 @@ static enum MHD_Result start_watch(struct api *a, struct MHD_Connection *c, stru
 	resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, watch_reader, w, watch_free);
 	if (!resp) {
 		watcher_close(w->watcher);
+		watch_table_free(w->table);
 		free(w);
 		return MHD_NO;
 	}
@@ -877,7 +895,7 @@ static enum MHD_Result send_page(struct api *a, struct MHD_Connection *c, struct
 
 	if (rq->table) {
 		/* rows are a few cells and the metadata: built whole, outside any lock */
-		json_t *t = table_of_page(k, &page->items, page->cont, page->remaining, time(NULL));
+		json_t *t = table_of_page(k, &page->items, page->cont, page->remaining, rq->include, time(NULL));
 
 		list_page_free(page);
 		return t ? send_json(a, c, rq, 200, t) : fail(a, c, rq, 500, "InternalError", "%s", "out of memory");
@@ -1770,6 +1788,12 @@ static enum MHD_Result handle_request(struct api *a, struct MHD_Connection *c, c
 				return send_status(a, c, rq, &st);
 			}
 		}
+		if (rq->table && table_include_parse(MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "includeObject"),
+						     &rq->include)) {
+			rq->answered = true;
+			return fail(a, c, rq, 400, "BadRequest", "unrecognized includeObject value: \"%.64s\"",
+				    MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "includeObject"));
+		}
 		if (strcmp(method, "POST") == 0 || strcmp(method, "PUT") == 0 || strcmp(method, "PATCH") == 0) {
 			/* as kube-apiserver: the media type before the body is read */
 			struct status st = { 0 };
@@ -1837,7 +1861,7 @@ static enum MHD_Result handle_request(struct api *a, struct MHD_Connection *c, c
 	flush_resumes(a);	/* the streams a write woke */
 	if (call.out && rq->table && call.code == 200 && call.r.has_name && call.r.kind &&
 	    strcmp(method, "GET") == 0) {
-		json_t *t = table_of_object(call.r.kind, call.out, time(NULL));
+		json_t *t = table_of_object(call.r.kind, call.out, rq->include, time(NULL));
 
 		json_decref(call.out);
 		call.out = t;
