@@ -29,7 +29,10 @@
  * there are none it suspends the connection (no busy loop, no thread per
  * watcher) and the hub's wake, after the next write, resumes it — so
  * thousands of watchers cost a socket and a cursor each, and a watcher
- * resumed late sends every event since in one write.  The resumes a write
+ * resumed late sends every event since in one write.  A watch that asks
+ * for Tables (kubectl get -w) reads its watcher's lines through
+ * watch_table.c: raw lines under the hub's lock, each converted to a
+ * Table event outside it, so plain watchers pay nothing.  The resumes a write
  * causes are made after its locks are let go (flush_resumes): a thousand
  * of them are a thousand system calls.  The main thread runs
  * the timers (api_run): events written by other controllers (for the
