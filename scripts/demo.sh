@@ -207,3 +207,11 @@ explore "$lab pod add node-2 green f" "one more pod (a third project)"
 explore "$lab weftctl get services -A" "cluster IPs, NodePorts, VIPs"
 explore "$lab exec default/web-1 -- python3 tests/tools/peer.py serve 8080 web-1" "serve again, then connect to the service"
 explore "$lab down" "remove the lab (everything it made)"
+
+# last, so it is what is on the screen: a line to paste as it is
+step "kubectl works against it too: the lab's admin kubeconfig, from this namespace"
+if command -v kubectl >/dev/null; then
+	echo "KUBECONFIG=$kubeconfig kubectl get pods -A"
+else
+	echo "KUBECONFIG=$kubeconfig kubectl get pods -A    (kubectl is not installed here)"
+fi

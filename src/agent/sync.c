@@ -8,7 +8,11 @@
  *             through the VXLAN device with the tunnel remote
  *   Pods   -> weft_ipcache (pod IP -> node IP, VNID); entries of this
  *             node's own pods come from the leases (pod.c) and are never
- *             removed by an event
+ *             removed by an event.  So every pod of the cluster is
+ *             watched, not only this node's (no spec.nodeName
+ *             selector): a remote pod's VNID is what isolates tenants
+ *             and what a service backend on another node is checked
+ *             against (bpf/weft_bpf.h, weft_ipcache)
  *   NetNamespaces -> the VNID of each namespace; a change re-tags the
  *             namespace's pods in weft_ipcache and weft_endpoints
  *   Services, Endpoints -> service.c (weft_services, weft_backends)

@@ -40,7 +40,10 @@
  * timeout) is resumed in MHD, whose reader ends the response.  The main
  * thread runs the timers (api_run): events written by other controllers
  * (for the endpoints controller and the watchers), heartbeats, watch
- * deadlines.
+ * deadlines.  A watch that asks for Tables (kubectl get -w) reads its
+ * watcher's lines through watch_table.c: raw lines under the hub's lock,
+ * each converted to a Table event outside it, so plain watchers pay
+ * nothing.
  *
  * Writes are group-committed (store.h): a commit under the lock only
  * writes, and durable() flushes outside it, one flush for every thread
@@ -90,6 +93,7 @@
 #include "controller/registry_patch.h"
 #include "controller/tls_io.h"
 #include "controller/watch_sender.h"
+#include "controller/watch_table.h"
 #include "lib/media.h"
 
 #include <arpa/inet.h>
@@ -152,6 +156,7 @@ struct request {
 	struct principal who;	/* who sent it (authenticated before anything else) */
 	bool head;		/* a HEAD request: MHD sends no body */
 	enum answer_form form;	/* what Accept asks for (answer.h): JSON, YAML or a Table (kubectl get) */
+	enum table_include include;	/* ... and what a Table's rows carry (includeObject) */
 };
 
 /* What MHD keeps for a connection (its socket context), from
@@ -189,6 +194,7 @@ struct watch_ctx {
 	bool revoked;		/* its credential was revoked: the stream ends */
 	char cred[17];		/* the node credential that opened it ("" the admin) */
 	time_t deadline;	/* 0 = none */
+	struct watch_table *table;	/* a Table watch's converter, or NULL (plain JSON) */
 };
 
 static uint64_t now_ms(void)
@@ -665,6 +671,8 @@ static ssize_t bookmark(struct watch_ctx *w, char *buf, size_t max)
 	rev = watcher_bookmark(w->watcher);
 	if (rev < 0)
 		return 0;
+	if (w->table)
+		return (ssize_t)watch_table_bookmark(w->table, rev, buf, max);
 	n = snprintf(buf, max, "{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"%s\",\"apiVersion\":\"%s\","
 		     "\"metadata\":{\"resourceVersion\":\"%" PRId64 "\"}}}\n", w->kind->kind, w->kind->api_version, rev);
 	return n > 0 && (size_t)n < max ? n : 0;
@@ -672,16 +680,18 @@ static ssize_t bookmark(struct watch_ctx *w, char *buf, size_t max)
 
 /* What stream w sends next into buf: its length, 0 when there is nothing
  * now, or -1 when the stream ends (hub lock held, and the global lock
- * when the watcher reads the store). */
-static ssize_t watch_next(struct watch_ctx *w, char *buf, size_t max)
+ * when the watcher reads the store).  A Table watch pulls a raw line into
+ * its converter instead (*pulled), to be converted outside the locks. */
+static ssize_t watch_next(struct watch_ctx *w, char *buf, size_t max, bool *pulled)
 {
 	struct api *a = w->api;
 	ssize_t n;
 
 	if (a->stopping || w->revoked || (w->deadline && time(NULL) >= w->deadline))
 		return -1;
-	if ((n = watcher_read(w->watcher, buf, max)) > 0) {
+	if ((n = w->table ? watch_table_pull(w->table, w->watcher) : watcher_read(w->watcher, buf, max)) > 0) {
 		a->metrics->watch_writes++;
+		*pulled = w->table != NULL;
 		return n;
 	}
 	if (n < 0) {
@@ -717,51 +727,57 @@ static bool watch_park(struct watch_ctx *w)
 	return true;
 }
 
-/* MHD's reader: the stream from its start until it first has nothing to
- * send, then again only to end it once the sender has let it go. */
-static ssize_t watch_reader(void *cls, uint64_t pos, char *buf, size_t max)
+/* Up to max bytes of stream w into buf, for MHD's reader (reader: then
+ * a stream with nothing to send is parked) or the sender's fill: their
+ * count, 0 for nothing now, WATCH_END (-1) when the stream ends cleanly,
+ * WATCH_FAILED (-2) when it must be cut.  Takes the locks it needs. */
+#define WATCH_END (-1)
+#define WATCH_FAILED (-2)
+static ssize_t watch_take(struct watch_ctx *w, char *buf, size_t max, bool reader)
 {
-	struct watch_ctx *w = cls;
 	struct api *a = w->api;
 	/* a stream in step with the ring (the usual case) reads no store: the
 	 * hub's lock alone, so it never waits behind a commit */
-	bool store = watcher_reads_store(w->watcher);
+	bool store = watcher_reads_store(w->watcher), pulled = false;
 	ssize_t n;
 
-	(void)pos;
+	/* a Table watch first hands out what it converted (watch_table.h) */
+	if (w->table && (n = watch_table_take(w->table, buf, max)) != 0)
+		return n > 0 ? n : WATCH_FAILED;
 	if (store)
 		pthread_mutex_lock(&a->lock);
 	watch_hub_lock(a->hub);
 	if (w->ended)
-		n = w->failed ? MHD_CONTENT_READER_END_WITH_ERROR : MHD_CONTENT_READER_END_OF_STREAM;
-	else if ((n = watch_next(w, buf, max)) < 0 || (n == 0 && !watch_park(w)))
-		n = MHD_CONTENT_READER_END_OF_STREAM;
+		n = w->failed ? WATCH_FAILED : WATCH_END;
+	else if ((n = watch_next(w, buf, max, &pulled)) < 0 || (n == 0 && reader && !watch_park(w)))
+		n = WATCH_END;
 	watch_hub_unlock(a->hub);
 	if (store)
 		pthread_mutex_unlock(&a->lock);
 	if (n > 0)
 		durable(a);
+	if (pulled && (n = watch_table_take(w->table, buf, max)) <= 0)
+		n = WATCH_FAILED;	/* out of memory */
 	return n;
+}
+
+/* MHD's reader: the stream from its start until it first has nothing to
+ * send, then again only to end it once the sender has let it go. */
+static ssize_t watch_reader(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	ssize_t n = watch_take(cls, buf, max, true);
+
+	(void)pos;
+	return n == WATCH_END ? MHD_CONTENT_READER_END_OF_STREAM
+	       : n == WATCH_FAILED ? MHD_CONTENT_READER_END_WITH_ERROR : n;
 }
 
 /* The sender's fill: as the reader, on a sender thread. */
 static ssize_t watch_fill(void *cls, char *buf, size_t max)
 {
-	struct watch_ctx *w = cls;
-	struct api *a = w->api;
-	bool store = watcher_reads_store(w->watcher);
-	ssize_t n;
+	ssize_t n = watch_take(cls, buf, max, false);
 
-	if (store)
-		pthread_mutex_lock(&a->lock);
-	watch_hub_lock(a->hub);
-	n = watch_next(w, buf, max);
-	watch_hub_unlock(a->hub);
-	if (store)
-		pthread_mutex_unlock(&a->lock);
-	if (n > 0)
-		durable(a);
-	return n < 0 ? WATCH_SENDER_END : n;
+	return n == WATCH_END ? WATCH_SENDER_END : n;	/* WATCH_FAILED: the sender cuts it */
 }
 
 /* The sender let w go: MHD takes it back and its reader ends it. */
@@ -794,6 +810,7 @@ static void watch_free(void *cls)
 		w->next->prev = w->prev;
 	watcher_close(w->watcher);
 	pthread_mutex_unlock(&a->lock);
+	watch_table_free(w->table);
 	free(w);
 }
 
@@ -861,6 +878,11 @@ static enum MHD_Result start_watch(struct api *a, struct MHD_Connection *c, stru
 		free(w);
 		return send_status(a, c, rq, &st);
 	}
+	if (rq->form == ANSWER_TABLE && !(w->table = watch_table_new(r->kind, rq->include))) {
+		watcher_close(w->watcher);
+		free(w);
+		return MHD_NO;
+	}
 	w->api = a;
 	w->conn = c;
 	w->kind = r->kind;
@@ -871,6 +893,7 @@ static enum MHD_Result start_watch(struct api *a, struct MHD_Connection *c, stru
 	resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, watch_reader, w, watch_free);
 	if (!resp) {
 		watcher_close(w->watcher);
+		watch_table_free(w->table);
 		free(w);
 		return MHD_NO;
 	}
@@ -971,7 +994,7 @@ static enum MHD_Result send_page(struct api *a, struct MHD_Connection *c, struct
 		return send_page_whole(a, c, rq, k, page);
 	if (rq->form == ANSWER_TABLE) {
 		/* rows are a few cells and the metadata: built whole, outside any lock */
-		json_t *t = table_of_page(k, &page->items, page->cont, page->remaining, time(NULL));
+		json_t *t = table_of_page(k, &page->items, page->cont, page->remaining, rq->include, time(NULL));
 
 		list_page_free(page);
 		return t ? send_json(a, c, rq, 200, t) : fail(a, c, rq, 500, "InternalError", "%s", "out of memory");
@@ -1928,6 +1951,12 @@ static enum MHD_Result handle_request(struct api *a, struct MHD_Connection *c, c
 				return send_status(a, c, rq, &st);
 			}
 		}
+		if (rq->form == ANSWER_TABLE && table_include_parse(MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "includeObject"),
+						     &rq->include)) {
+			rq->answered = true;
+			return fail(a, c, rq, 400, "BadRequest", "unrecognized includeObject value: \"%.64s\"",
+				    MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "includeObject"));
+		}
 		if (strcmp(method, "POST") == 0 || strcmp(method, "PUT") == 0 || strcmp(method, "PATCH") == 0) {
 			/* as kube-apiserver: the media type before the body is read */
 			struct status st = { 0 };
@@ -1995,7 +2024,7 @@ static enum MHD_Result handle_request(struct api *a, struct MHD_Connection *c, c
 	flush_resumes(a);	/* the streams a write woke */
 	if (call.out && rq->form == ANSWER_TABLE && call.code == 200 && call.r.has_name && call.r.kind &&
 	    strcmp(method, "GET") == 0) {
-		json_t *t = table_of_object(call.r.kind, call.out, time(NULL));
+		json_t *t = table_of_object(call.r.kind, call.out, rq->include, time(NULL));
 
 		json_decref(call.out);
 		call.out = t;

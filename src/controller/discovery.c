@@ -10,48 +10,94 @@
  *   /apis/GROUP           APIGroup
  *   /apis/GROUP/VERSION   APIResourceList of the group's kinds
  *
- * A trailing slash is accepted, as kube-apiserver does.
+ * A resource is a stored kind of the kind table (model.h) or one of the
+ * few objects the API serves beside them (resources[] below: weft's
+ * NodeCredential), each as a `struct resource`; discovery walks both
+ * through one index, kinds first.  A trailing slash is accepted, as
+ * kube-apiserver does.
  */
 #include "controller/discovery.h"
 
 #include <stdbool.h>
 #include <string.h>
 
+#include "controller/controller.h"
 #include "model/model.h"
 
-static json_t *verbs_of(const struct kind_info *k)
+/* What discovery says of one resource. */
+struct resource {
+	const char *group, *version, *api_version;
+	const char *plural, *singular, *kind;
+	bool namespaced;
+	const char *verbs[8];		/* NULL-terminated */
+	const char *shortnames[3];	/* NULL-terminated */
+	const char *category;		/* or NULL */
+	bool status;			/* has NAME/status (a stored kind's status_subresource) */
+};
+
+/* Served by the API beside the stored kinds (api.c's routes for them). */
+static const struct resource resources[] = {
+	/* CRED_PATH: issued, listed, read and revoked by the admin */
+	{ "weft.io", "v1", CRED_API_VERSION, "nodecredentials", "nodecredential", "NodeCredential", false,
+	  { "create", "delete", "get", "list", NULL }, { "nodecred", NULL }, "weft", false },
+};
+#define RESOURCE_COUNT (KIND_COUNT + (int)(sizeof(resources) / sizeof(resources[0])))
+
+/* Resource i: kind i of the kind table, then resources[]. */
+static struct resource resource_get(int i)
 {
-	static const char *const all[] = { "create", "delete", "get", "list", "patch", "update", "watch" };
-	static const char *const annotate[] = { "get", "list", "patch", "update", "watch" };
-	static const char *const read[] = { "get", "list", "watch" };
+	static const char *const all[] = { "create", "delete", "get", "list", "patch", "update", "watch", NULL };
+	static const char *const annotate[] = { "get", "list", "patch", "update", "watch", NULL };
+	static const char *const read[] = { "get", "list", "watch", NULL };
+	const struct kind_info *k;
+	const char *const *verbs;
+	struct resource r;
+
+	if (i >= KIND_COUNT)
+		return resources[i - KIND_COUNT];
+	k = kind_get((enum kind_id)i);
+	r = (struct resource){ k->group, k->version, k->api_version, k->plural, k->singular, k->kind,
+			       k->namespaced, { NULL }, { NULL }, NULL, false };
 	/* a HostSubnet's annotations are its node's to write (docs/api.md) */
-	const char *const *v = !k->controller_owned ? all : k->id == KIND_HOSTSUBNET ? annotate : read;
-	size_t n = !k->controller_owned ? 7 : k->id == KIND_HOSTSUBNET ? 5 : 3;
+	verbs = !k->controller_owned ? all : k->id == KIND_HOSTSUBNET ? annotate : read;
+	for (int v = 0; verbs[v]; v++)
+		r.verbs[v] = verbs[v];
+	for (int j = 0; j < 3 && k->shortnames[j]; j++)
+		r.shortnames[j] = k->shortnames[j];
+	/* `kubectl get all`, as Kubernetes files them; `kubectl get weft`:
+	 * the cluster network's own objects */
+	if (k->id == KIND_POD || k->id == KIND_SERVICE)
+		r.category = "all";
+	else if (k->id == KIND_CLUSTERNETWORK || k->id == KIND_HOSTSUBNET || k->id == KIND_NETNAMESPACE)
+		r.category = "weft";
+	r.status = k->status_subresource;
+	return r;
+}
+
+static json_t *strings_of(const char *const *v, size_t max)
+{
 	json_t *a = json_array();
 
-	for (size_t i = 0; a && i < n; i++)
+	for (size_t i = 0; a && i < max && v[i]; i++)
 		json_array_append_new(a, json_string(v[i]));
 	return a;
 }
 
-static json_t *resource_of(const struct kind_info *k)
+static json_t *resource_of(const struct resource *k)
 {
 	json_t *r = json_pack("{s:s, s:s, s:b, s:s, s:o}", "name", k->plural, "singularName", k->singular,
-			      "namespaced", k->namespaced, "kind", k->kind, "verbs", verbs_of(k));
-	json_t *shorts = json_array();
+			      "namespaced", k->namespaced, "kind", k->kind, "verbs", strings_of(k->verbs, 8));
+	json_t *shorts = strings_of(k->shortnames, 3);
 
-	for (int i = 0; shorts && i < 3 && k->shortnames[i]; i++)
-		json_array_append_new(shorts, json_string(k->shortnames[i]));
 	if (r && shorts && json_array_size(shorts))
 		json_object_set(r, "shortNames", shorts);
 	json_decref(shorts);
-	/* `kubectl get all`, as Kubernetes files them */
-	if (r && (k->id == KIND_POD || k->id == KIND_SERVICE))
-		json_object_set_new(r, "categories", json_pack("[s]", "all"));
+	if (r && k->category)
+		json_object_set_new(r, "categories", json_pack("[s]", k->category));
 	return r;
 }
 
-static json_t *status_of(const struct kind_info *k)
+static json_t *status_of(const struct resource *k)
 {
 	char name[96];
 
@@ -65,15 +111,15 @@ static json_t *resource_list(const char *group, const char *version)
 	const char *gv = NULL;
 	json_t *items = json_array();
 
-	for (int id = 0; items && id < KIND_COUNT; id++) {
-		const struct kind_info *k = kind_get((enum kind_id)id);
+	for (int i = 0; items && i < RESOURCE_COUNT; i++) {
+		struct resource k = resource_get(i);
 
-		if (strcmp(k->group, group) == 0 && strcmp(k->version, version) == 0) {
-			json_array_append_new(items, resource_of(k));
+		if (strcmp(k.group, group) == 0 && strcmp(k.version, version) == 0) {
+			json_array_append_new(items, resource_of(&k));
 			/* as kube-apiserver lists pods/status: name, kind, verbs */
-			if (k->status_subresource)
-				json_array_append_new(items, status_of(k));
-			gv = k->api_version;
+			if (k.status)
+				json_array_append_new(items, status_of(&k));
+			gv = k.api_version;
 		}
 	}
 	if (!gv) {
@@ -85,7 +131,7 @@ static json_t *resource_list(const char *group, const char *version)
 }
 
 /* The group's entry of an APIGroupList, or the APIGroup itself (with kind). */
-static json_t *group_of(const struct kind_info *k, bool document)
+static json_t *group_of(const struct resource *k, bool document)
 {
 	json_t *gv = json_pack("{s:s, s:s}", "groupVersion", k->api_version, "version", k->version);
 	json_t *g = json_pack("{s:s, s:[O], s:O}", "name", k->group, "versions", gv, "preferredVersion", gv);
@@ -102,27 +148,30 @@ static json_t *group_list(void)
 {
 	json_t *groups = json_array();
 
-	for (int id = 0; groups && id < KIND_COUNT; id++) {
-		const struct kind_info *k = kind_get((enum kind_id)id);
-		bool seen = !*k->group;	/* the core group is /api's */
+	for (int i = 0; groups && i < RESOURCE_COUNT; i++) {
+		struct resource k = resource_get(i);
+		bool seen = !*k.group;	/* the core group is /api's */
 
-		for (int j = 0; !seen && j < id; j++)
-			seen = strcmp(kind_get((enum kind_id)j)->group, k->group) == 0;
+		for (int j = 0; !seen && j < i; j++)
+			seen = strcmp(resource_get(j).group, k.group) == 0;
 		if (!seen)
-			json_array_append_new(groups, group_of(k, false));
+			json_array_append_new(groups, group_of(&k, false));
 	}
 	return json_pack("{s:s, s:s, s:o}", "kind", "APIGroupList", "apiVersion", "v1", "groups", groups);
 }
 
-static const struct kind_info *first_in_group(const char *group, size_t len)
+/* The first resource of group (len bytes) into *out; false if none. */
+static bool first_in_group(const char *group, size_t len, struct resource *out)
 {
-	for (int id = 0; id < KIND_COUNT; id++) {
-		const struct kind_info *k = kind_get((enum kind_id)id);
+	for (int i = 0; i < RESOURCE_COUNT; i++) {
+		struct resource k = resource_get(i);
 
-		if (*k->group && strlen(k->group) == len && strncmp(k->group, group, len) == 0)
-			return k;
+		if (*k.group && strlen(k.group) == len && strncmp(k.group, group, len) == 0) {
+			*out = k;
+			return true;
+		}
 	}
-	return NULL;
+	return false;
 }
 
 static json_t *version_info(void)
@@ -168,9 +217,9 @@ bool discovery_lookup(const char *path, const char *server, json_t **out)
 	rest = path + 6;
 	slash = memchr(rest, '/', len - 6);
 	if (!slash) {
-		const struct kind_info *k = first_in_group(rest, len - 6);
+		struct resource k;
 
-		*out = k ? group_of(k, true) : NULL;
+		*out = first_in_group(rest, len - 6, &k) ? group_of(&k, true) : NULL;
 		return true;
 	}
 	if (memchr(slash + 1, '/', (size_t)(path + len - slash - 1)))

@@ -5,11 +5,15 @@
  * before any request for an object).
  *
  * The documents are built from the kind table (model.h), so a kind added
- * there is discovered with no change here.  Verbs are what the API does for
- * the kind: every kind is got, listed and watched; the kinds a user writes
- * are also created, patched, updated and deleted; of the ones the
- * controller writes, a HostSubnet is also patched and updated (its
- * annotations), a NetNamespace is not.
+ * there is discovered with no change here, and from the few objects the
+ * API serves beside the stored kinds (weft.io's NodeCredential: created,
+ * listed, got and deleted).  Verbs are what the API does for the kind:
+ * every kind is got, listed and watched; the kinds a user writes are also
+ * created, patched, updated and deleted; of the ones the controller
+ * writes, a HostSubnet is also patched and updated (its annotations), a
+ * NetNamespace is not.  Categories: Pods and Services are in `all`, the
+ * network's own kinds (ClusterNetwork, HostSubnet, NetNamespace,
+ * NodeCredential) in `weft`.
  */
 #ifndef WEFT_CONTROLLER_DISCOVERY_H
 #define WEFT_CONTROLLER_DISCOVERY_H

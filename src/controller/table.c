@@ -12,6 +12,7 @@
  */
 #include "controller/table.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -34,7 +35,20 @@ static json_t *column_definitions(const struct kind_info *k)
 	return defs;
 }
 
-static json_t *row_of(const struct kind_info *k, const json_t *obj, time_t now)
+int table_include_parse(const char *value, enum table_include *out)
+{
+	if (!value || !*value || strcmp(value, "Metadata") == 0)
+		*out = TABLE_INCLUDE_METADATA;
+	else if (strcmp(value, "Object") == 0)
+		*out = TABLE_INCLUDE_OBJECT;
+	else if (strcmp(value, "None") == 0)
+		*out = TABLE_INCLUDE_NONE;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+static json_t *row_of(const struct kind_info *k, const json_t *obj, enum table_include include, time_t now)
 {
 	size_t n;
 	const struct column *cols = columns_of(k->id, &n);
@@ -46,6 +60,10 @@ static json_t *row_of(const struct kind_info *k, const json_t *obj, time_t now)
 		cols[c].cell(obj, buf, sizeof(buf), now);
 		json_array_append_new(cells, json_string(buf));
 	}
+	if (include == TABLE_INCLUDE_NONE)
+		return json_pack("{s:o}", "cells", cells);
+	if (include == TABLE_INCLUDE_OBJECT)
+		return json_pack("{s:o, s:O}", "cells", cells, "object", obj);
 	return json_pack("{s:o, s:{s:s, s:s, s:O}}", "cells", cells, "object", "kind", "PartialObjectMetadata",
 			 "apiVersion", "meta.k8s.io/v1", "metadata", json_is_object(meta) ? meta : json_object());
 }
@@ -64,7 +82,7 @@ static json_t *table_new(const struct kind_info *k, int64_t rev)
 }
 
 json_t *table_of_page(const struct kind_info *k, const struct store_kv_list *snap, const char *cont,
-		      int64_t remaining, time_t now)
+		      int64_t remaining, enum table_include include, time_t now)
 {
 	json_t *t = table_new(k, snap->revision), *rows = json_object_get(t, "rows");
 
@@ -79,7 +97,7 @@ json_t *table_of_page(const struct kind_info *k, const struct store_kv_list *sna
 
 		if (!o)
 			continue;	/* not JSON: left out, as a list leaves it out */
-		if (json_array_append_new(rows, row_of(k, o, now))) {
+		if (json_array_append_new(rows, row_of(k, o, include, now))) {
 			json_decref(o);
 			json_decref(t);
 			return NULL;
@@ -89,13 +107,26 @@ json_t *table_of_page(const struct kind_info *k, const struct store_kv_list *sna
 	return t;
 }
 
-json_t *table_of_object(const struct kind_info *k, const json_t *obj, time_t now)
+json_t *table_of_object(const struct kind_info *k, const json_t *obj, enum table_include include, time_t now)
 {
 	json_t *t = table_new(k, 0);
 
-	if (t && json_array_append_new(json_object_get(t, "rows"), row_of(k, obj, now))) {
+	if (t && json_array_append_new(json_object_get(t, "rows"), row_of(k, obj, include, now))) {
 		json_decref(t);
 		return NULL;
 	}
+	return t;
+}
+
+json_t *table_of_event(const struct kind_info *k, const json_t *obj, enum table_include include, bool headers,
+		       time_t now)
+{
+	json_t *t = table_of_object(k, obj, include, now);
+	json_t *rv = json_object_get(json_object_get(obj, "metadata"), "resourceVersion");
+
+	if (t && !headers)
+		json_object_set_new(t, "columnDefinitions", json_array());
+	if (t && json_is_string(rv))
+		json_object_set(json_object_get(t, "metadata"), "resourceVersion", rv);
 	return t;
 }

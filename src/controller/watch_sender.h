@@ -52,7 +52,8 @@ struct sender_stream;
 
 struct watch_sender_ops {
 	/* Up to max bytes for stream ctx into buf: their count, 0 (nothing
-	 * now: the stream waits for its next wake) or WATCH_SENDER_END. */
+	 * now: the stream waits for its next wake), WATCH_SENDER_END, or
+	 * another negative number: the stream fails (released as failed). */
 	ssize_t (*fill)(void *ctx, char *buf, size_t max);
 	/* The stream has left the sender (failed: its connection must close). */
 	void (*release)(void *ctx, bool failed);
