@@ -1442,7 +1442,7 @@ struct call {
 static unsigned write_flags(const struct call *call)
 {
 	return (call->what == CALL_CREATE ? REGISTRY_CREATE : 0) | (call->dry_run ? REGISTRY_DRY_RUN : 0) |
-	       (call->r.status ? REGISTRY_STATUS : 0);
+	       (call->r.status ? REGISTRY_STATUS : REGISTRY_MAIN);
 }
 
 /* DeleteOptions' dryRun (kubectl delete --dry-run=server sends it in the

@@ -12,7 +12,9 @@
 #    nothing changes (object, list resourceVersion), the clusterIP a dry
 #    create showed is still free; an unknown dryRun value is 400;
 #    kubectl create/delete --dry-run=server.
-# 4. NAME/status: GET, PUT and PATCH change only the status.
+# 4. NAME/status: GET, PUT and PATCH change only the status; PUT and PATCH
+#    of the main resource ignore a status change; a Service is created
+#    without the status it is sent.
 # 5. Status reasons and codes.
 cd "$(dirname "$0")/../.." && source tests/lib.sh
 
@@ -152,6 +154,19 @@ ans=$(curl -s -X PATCH -H @- -H 'Content-Type: application/merge-patch+json' -w 
 	--data-binary '{"spec":{"nodeName":"x"},"status":{"phase":"Pending"}}' "$CTRL_URL$PODS/web/status" <<<"Authorization: Bearer $ADMIN")
 check "PATCH NAME/status: status only" \
 	eval '[ "$(code_of <<<"$ans")" = 200 ] && json $PODS/web | jq -e ".status.phase == \"Pending\" and .spec.nodeName == null" >/dev/null'
+ans=$(req PUT $PODS/web application/json application/json "$(json $PODS/web | jq -c '.status = {"phase":"Failed"} | .metadata.labels.main = "yes"')")
+check "PUT of the main resource: 200, its status change ignored, the rest written" \
+	eval '[ "$(code_of <<<"$ans")" = 200 ] && json $PODS/web | jq -e ".status.phase == \"Pending\" and .metadata.labels.main == \"yes\"" >/dev/null'
+ans=$(curl -s -X PATCH -H @- -H 'Content-Type: application/merge-patch+json' -w '\n%{http_code}\n' \
+	--data-binary '{"status":{"phase":"Succeeded"}}' "$CTRL_URL$PODS/web" <<<"Authorization: Bearer $ADMIN")
+check "PATCH of the main resource: its status change ignored" \
+	eval '[ "$(code_of <<<"$ans")" = 200 ] && json $PODS/web | jq -e ".status.phase == \"Pending\"" >/dev/null'
+ans=$(req POST $SVCS application/json application/json '{"apiVersion":"v1","kind":"Service","metadata":{"name":"st"},"spec":{"ports":[{"port":80}]},"status":{"loadBalancer":{"ingress":[{"ip":"10.9.9.9"}]}}}')
+check "a Service created with a status: 201, the status not taken (the VIP allocator's)" \
+	eval '[ "$(code_of <<<"$ans")" = 201 ] && json $SVCS/st | jq -e ".status.loadBalancer.ingress == null" >/dev/null'
+ans=$(req PUT $SVCS/st/status application/json application/json "$(json $SVCS/st | jq -c '.status.conditions = [{"type":"X","status":"True","reason":"R","message":"m","lastTransitionTime":"2024-01-01T00:00:00Z"}]')")
+check "a Service's NAME/status: 200, written" \
+	eval '[ "$(code_of <<<"$ans")" = 200 ] && json $SVCS/st | jq -e ".status.conditions[0].type == \"X\"" >/dev/null'
 check "POST to NAME/status: 405" reason 405 MethodNotAllowed "$(req POST $PODS/web/status application/json application/json '{}')"
 check "a kind without status subresource: 404" test "$(api GET /api/v1/namespaces/red/endpoints/x/status | code_of)" = 404
 check "NAME/status of a missing object: 404" reason 404 NotFound "$(req PUT $PODS/nope/status application/json application/json '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"nope"},"spec":{"containers":[{"name":"a","image":"b"}]}}')"
