@@ -10,6 +10,10 @@
  *   container ID  ->  GET the Pod (to keep what others wrote in it), set
  *   spec.nodeName, status.podIP/podIPs/hostIP/phase and the annotation
  *   weft.io/container-id, PUT it (conditional on the resourceVersion read);
+ *   the main resource ignores a status it is sent, except on a create
+ *   (which makes the record whole in one write), so when the answer's
+ *   status is not the one sent, PUT it to NAME/status (conditional on the
+ *   resourceVersion the first PUT answered);
  *   cached Pod on this node carrying a container ID that no lease has
  *   ->  DELETE it.
  * Pods that other writers put on this node without a container ID are not
@@ -67,7 +71,7 @@ static int upsert(struct agent *a, struct httpc *h, const struct ipam_lease *l)
 {
 	struct httpc_response r = { 0 };
 	char path[1024], err[256], ip[INET_ADDRSTRLEN];
-	json_t *pod = NULL, *md, *ann, *spec;
+	json_t *pod = NULL, *want = NULL, *md, *ann, *spec;
 	char *body = NULL;
 	int rc;
 
@@ -100,20 +104,42 @@ static int upsert(struct agent *a, struct httpc *h, const struct ipam_lease *l)
 	json_object_set_new(pod, "status",
 			    json_pack("{s:s, s:s, s:[{s:s}], s:s}", "phase", "Running", "podIP", ip,
 				      "podIPs", "ip", ip, "hostIP", a->o.node_ip_str));
+	want = json_incref(json_object_get(pod, "status"));
 	body = json_dumps(pod, JSON_COMPACT);
 	rc = httpc_request(h, "PUT", path, body, strlen(body), &r, err, sizeof(err));
 	if (rc < 0)
 		goto out;
-	if (r.status != 200 && r.status != 201) {
-		LOG_WARN("pod %s/%s: the controller refused its record (HTTP %ld): %.300s",
-			 l->owner.pod_namespace, l->owner.pod_name, r.status, r.body);
+	if (r.status != 200 && r.status != 201)
+		goto refused;
+	/* a record that existed kept its status: write ours to NAME/status */
+	json_decref(pod);
+	pod = json_loads(r.body, 0, NULL);
+	if (!pod) {
 		rc = -EPROTO;
 		goto out;
 	}
+	if (!json_equal(json_object_get(pod, "status"), want)) {
+		json_object_set(pod, "status", want);
+		free(body);
+		body = json_dumps(pod, JSON_COMPACT);
+		httpc_response_free(&r);
+		strncat(path, "/status", sizeof(path) - strlen(path) - 1);
+		rc = httpc_request(h, "PUT", path, body, strlen(body), &r, err, sizeof(err));
+		if (rc < 0)
+			goto out;
+		if (r.status != 200)
+			goto refused;
+	}
 	LOG_INFO("pod %s/%s: reported (%s on %s)", l->owner.pod_namespace, l->owner.pod_name, ip,
 		 a->o.node);
+	goto out;
+refused:
+	LOG_WARN("pod %s/%s: the controller refused its record (HTTP %ld): %.300s", l->owner.pod_namespace,
+		 l->owner.pod_name, r.status, r.body);
+	rc = -EPROTO;
 out:
 	free(body);
+	json_decref(want);
 	json_decref(pod);
 	httpc_response_free(&r);
 	return rc;

@@ -91,6 +91,7 @@
 #include "controller/list_stream.h"
 #include "controller/table.h"
 #include "controller/registry_patch.h"
+#include "controller/status_json.h"
 #include "controller/tls_io.h"
 #include "controller/watch_sender.h"
 #include "controller/watch_table.h"
@@ -157,6 +158,10 @@ struct request {
 	bool head;		/* a HEAD request: MHD sends no body */
 	enum answer_form form;	/* what Accept asks for (answer.h): JSON, YAML or a Table (kubectl get) */
 	enum table_include include;	/* ... and what a Table's rows carry (includeObject) */
+	/* what a failure is about, for its Status' details (status_json.h):
+	 * the route's kind, and its name or a create's metadata.name */
+	const struct kind_info *about_kind;
+	char about_name[256];
 };
 
 /* What MHD keeps for a connection (its socket context), from
@@ -364,30 +369,12 @@ static enum MHD_Result send_json(struct api *a, struct MHD_Connection *c, struct
 	return send_json_retry(a, c, rq, code, obj, 0);
 }
 
-/* A Status; one that says when to retry (504 Timeout for a resourceVersion
- * from the future) carries Kubernetes' details: retryAfterSeconds, and
- * the cause ResourceVersionTooLarge. */
-static json_t *status_object(const struct status *st, const char *message)
-{
-	json_t *o = json_pack("{s:s, s:s, s:{}, s:s, s:s, s:s, s:i}", "kind", "Status", "apiVersion", "v1",
-			      "metadata", "status", "Failure", "message", message, "reason",
-			      st->reason ? st->reason : "", "code", st->code);
-
-	if (o && st->retry_after > 0 &&
-	    json_object_set_new(o, "details", json_pack("{s:[{s:s, s:s}], s:i}", "causes", "reason",
-							 "ResourceVersionTooLarge", "message",
-							 "Too large resource version", "retryAfterSeconds",
-							 st->retry_after))) {
-		json_decref(o);
-		o = NULL;
-	}
-	return o;
-}
-
 static enum MHD_Result send_status(struct api *a, struct MHD_Connection *c, struct request *rq,
 				   const struct status *st)
 {
-	json_t *o = status_object(st, st->message);
+	const struct kind_info *k = rq ? rq->about_kind : NULL;
+	const char *name = rq ? rq->about_name : NULL;
+	json_t *o = status_json_new(st, st->message, k, name);
 
 	if (!o) {
 		/* a message quoting a request's bytes that are not UTF-8 (a
@@ -399,7 +386,7 @@ static enum MHD_Result send_status(struct api *a, struct MHD_Connection *c, stru
 			clean[i] = (unsigned char)st->message[i] < 0x20 || (unsigned char)st->message[i] >= 0x7f
 				   ? '?' : st->message[i];
 		clean[i] = 0;
-		o = status_object(st, clean);
+		o = status_json_new(st, clean, k, name);
 	}
 	return send_json_retry(a, c, rq, st->code, o, st->retry_after);
 }
@@ -1533,7 +1520,7 @@ struct call {
 static unsigned write_flags(const struct call *call)
 {
 	return (call->what == CALL_CREATE ? REGISTRY_CREATE : 0) | (call->dry_run ? REGISTRY_DRY_RUN : 0) |
-	       (call->r.status ? REGISTRY_STATUS : 0);
+	       (call->r.status ? REGISTRY_STATUS : REGISTRY_MAIN);
 }
 
 /* DeleteOptions' dryRun (kubectl delete --dry-run=server sends it in the
@@ -1620,6 +1607,12 @@ static bool prepare(struct api *a, struct MHD_Connection *c, struct request *rq,
 		}
 	}
 	call->body = body;
+	if (r->kind && !cred_path) {
+		const char *named = r->has_name ? r->name : json_is_object(body) ? obj_name(body) : NULL;
+
+		rq->about_kind = r->kind;
+		snprintf(rq->about_name, sizeof(rq->about_name), "%s", named ? named : "");
+	}
 	if (cred_path) {
 		call->what = CALL_CREDS;
 		call->method = method;

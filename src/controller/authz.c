@@ -20,6 +20,12 @@
  *                            status.podIP inside that node's subnet;
  *                            a Service, only its own annotation
  *                            weft.io/unprogrammed.<node>.
+ *   update NAME/status       a Pod's, where the stored Pod is bound to it
+ *                            (the status write keeps the stored spec, so
+ *                            the binding is the stored one's; the
+ *                            admission keeps the podIP in its subnet).
+ *                            No other kind's status (a Service's
+ *                            status.loadBalancer is the controller's).
  *   delete                   Pods bound to it.
  *   anything else            403.
  *
@@ -154,9 +160,9 @@ static bool bound_to(const json_t *pod, const char *node)
 
 /* o as a node's Service write is compared: without what the node may
  * change (its own annotation), the revision, kind and apiVersion (the
- * request check holds those to the path), and without a status when the
- * body has none (the registry keeps the stored one then). */
-static json_t *service_sans_own(const json_t *o, const char *annotation, bool drop_status)
+ * request check holds those to the path), and without a status (a write
+ * of the main resource ignores the body's, registry.c main_status). */
+static json_t *service_sans_own(const json_t *o, const char *annotation)
 {
 	json_t *c = json_deep_copy(o), *md = json_object_get(c, "metadata");
 	json_t *ann = json_object_get(md, "annotations");
@@ -164,8 +170,7 @@ static json_t *service_sans_own(const json_t *o, const char *annotation, bool dr
 	json_object_del(md, "resourceVersion");
 	json_object_del(c, "kind");
 	json_object_del(c, "apiVersion");
-	if (drop_status)
-		json_object_del(c, "status");
+	json_object_del(c, "status");
 	if (json_is_object(ann)) {
 		json_object_del(ann, annotation);
 		if (json_object_size(ann) == 0)
@@ -178,14 +183,12 @@ static int service_write(const struct principal *p, const struct route *r, const
 			 const json_t *old, struct status *st)
 {
 	char annotation[320];
-	const json_t *status = json_object_get(body, "status");
-	bool no_status = !status || json_is_null(status);
 	json_t *a, *b;
 	bool same;
 
 	snprintf(annotation, sizeof(annotation), "%s%s", MODEL_ANN_UNPROGRAMMED, p->node);
-	a = service_sans_own(body, annotation, no_status);
-	b = service_sans_own(old, annotation, no_status);
+	a = service_sans_own(body, annotation);
+	b = service_sans_own(old, annotation);
 	same = a && b && json_equal(a, b);
 	json_decref(a);
 	json_decref(b);
@@ -220,6 +223,16 @@ int authz_write(struct registry *reg, const struct principal *p, enum authz_verb
 			return forbid(st, p, v, r, "a node may write only its own HostSubnet (\"%s\")", p->node);
 		return 0;	/* annotations only: the registry's rule for every writer */
 	case KIND_POD:
+		if (r->status) {
+			/* the body's spec is ignored: the stored pod decides */
+			if (stored(reg, r, &old, pin_rev, st))
+				return -1;
+			if (!old || !bound_to(old, p->node))
+				rc = forbid(st, p, v, r, "a node may write the status only of pods bound to it "
+							 "(spec.nodeName \"%s\")", p->node);
+			json_decref(old);
+			return rc;
+		}
 		if (v != AUTHZ_DELETE && !bound_to(body, p->node))
 			return forbid(st, p, v, r, "a node may write only pods bound to it (spec.nodeName \"%s\")",
 				      p->node);
@@ -233,6 +246,8 @@ int authz_write(struct registry *reg, const struct principal *p, enum authz_verb
 		json_decref(old);
 		return rc;
 	case KIND_SERVICE:
+		if (r->status)
+			return forbid(st, p, v, r, "a node may not write a Service's status");
 		if (stored(reg, r, &old, pin_rev, st))
 			return -1;
 		if (!old)

@@ -192,10 +192,15 @@ int registry_check_write(const struct kind_info *k, const char *ns, const char *
  * REGISTRY_STATUS, a write of the status subresource: only the body's
  * status is taken (for a Pod its labels and annotations too, as
  * kube-apiserver's pods/status), the rest of the stored object kept; the
- * object must exist. */
+ * object must exist;
+ * REGISTRY_MAIN, a write of the main resource through the API: for a kind
+ * with a status subresource the body's status is ignored (registry.c,
+ * main_status).  Without it (the controller's own writers) a body's
+ * status is written as sent, and a body without one keeps the stored. */
 #define REGISTRY_CREATE 1u
 #define REGISTRY_DRY_RUN 2u
 #define REGISTRY_STATUS 4u
+#define REGISTRY_MAIN 8u
 int registry_write_checked(struct registry *r, const struct kind_info *k, const char *ns, json_t *obj,
 			   unsigned flags, json_t **out, struct status *st) WUR;
 /* A PUT of a missing object creates it (how an agent registers its node);

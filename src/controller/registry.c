@@ -218,9 +218,11 @@ int registry_reload_config(struct registry *r)
 
 /* A replace whose body has no status (absent or null) keeps the stored one:
  * `weftctl apply -f pod.yaml` must not wipe the status.podIP an agent
- * wrote, nor a Service apply its status.loadBalancer.  (Kubernetes ignores
- * status on the main resource altogether; weft's agents write status with
- * a PUT of the object, so a status in the body replaces.) */
+ * wrote, nor a Service apply its status.loadBalancer.  This is the rule of
+ * the controller's own writers (registry_replace: the allocators, the
+ * endpoints controller) and of the kinds without a status subresource;
+ * the API's writes of pods, services, ingresses and routes go by
+ * main_status below. */
 static void keep_status(json_t *work, const json_t *old)
 {
 	json_t *had = old ? json_object_get(old, "status") : NULL;
@@ -231,6 +233,28 @@ static void keep_status(json_t *work, const json_t *old)
 	if (had && !json_is_null(had))
 		json_object_set_new(work, "status", json_deep_copy(had));	/* hooks may change it */
 	else if (now)
+		json_object_del(work, "status");
+}
+
+/* A write of the main resource of a kind with a status subresource
+ * (REGISTRY_MAIN), as kube-apiserver: the body's status is ignored.  A
+ * replace keeps the stored status; a create of a Service, Ingress or
+ * Route starts without one (upstream's PrepareForCreate; a Service's
+ * status.loadBalancer is then the VIP allocator's, alloc_vip.c).  A Pod's
+ * create keeps the status it is sent, where upstream resets it: weft's
+ * agent creates a pod's record whole — nodeName, container ID and
+ * status.podIP in one transaction, admitted against the node's subnet
+ * (admit_pod.c) — so that no one sees a pod on a node without its
+ * address.  Every later change of a status goes through NAME/status. */
+static void main_status(const struct kind_info *k, json_t *work, const json_t *old)
+{
+	json_t *had = old ? json_object_get(old, "status") : NULL;
+
+	if (!old && k->id == KIND_POD)
+		return;
+	if (had && !json_is_null(had))
+		json_object_set_new(work, "status", json_deep_copy(had));
+	else
 		json_object_del(work, "status");
 }
 
@@ -439,7 +463,7 @@ int registry_write_checked(struct registry *r, const struct kind_info *k, const 
 			   unsigned flags, json_t **out, struct status *st)
 {
 	bool create_only = flags & REGISTRY_CREATE, dry_run = flags & REGISTRY_DRY_RUN,
-	     status_only = flags & REGISTRY_STATUS;
+	     status_only = flags & REGISTRY_STATUS, main_only = (flags & REGISTRY_MAIN) && k->status_subresource;
 	const char *name = obj_name(obj);
 	char key[1024];
 	const char *user_rv;
@@ -512,7 +536,9 @@ int registry_write_checked(struct registry *r, const struct kind_info *k, const 
 			return store_failed(st, -ENOMEM);
 		}
 		set_identity(r, work, old);
-		if (!status_only)
+		if (main_only && !status_only)
+			main_status(k, work, old);
+		else if (!status_only)
 			keep_status(work, old);
 		/* the body, not work: HostSubnets are made without uid or
 		 * creationTimestamp, which set_identity adds */

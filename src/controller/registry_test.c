@@ -942,3 +942,92 @@ TEST(node_ports_randomized_no_duplicates)
 	CHECK(fsck_clean(&fx));
 	fx_close(&fx);
 }
+
+/* write body (taken over) to ns/its name with flags; the stored object, or
+ * NULL with *st set */
+static json_t *write_as(struct fixture *fx, const struct kind_info *k, json_t *body, unsigned flags,
+			struct status *st)
+{
+	json_t *out = NULL;
+	int rc = registry_check_write(k, "default", (flags & REGISTRY_CREATE) ? NULL : obj_name(body), body,
+				      flags & REGISTRY_CREATE, st);
+
+	if (!rc)
+		rc = registry_write_checked(&fx->reg, k, "default", body, flags, &out, st);
+	json_decref(body);
+	return rc ? NULL : out;
+}
+
+static const char *status_str(const json_t *o, const char *path)
+{
+	char full[128];
+
+	snprintf(full, sizeof(full), "status.%s", path);
+	return obj_str(o, full);
+}
+
+/* The main resource of a kind with a status subresource (REGISTRY_MAIN)
+ * ignores a status change; NAME/status (REGISTRY_STATUS) changes only
+ * the status; the controller's own writers (no flag) write what they send. */
+TEST(main_resource_ignores_status)
+{
+	const struct kind_info *pods = kind_get(KIND_POD), *ing = kind_get(KIND_INGRESS);
+	struct fixture fx;
+	struct status st = { 0 };
+	json_t *b, *o;
+
+	CHECK(fx_open(&fx, NULL) == 0);
+	/* a Pod's create keeps its status (an agent's record, made whole) */
+	b = valid_body(pods, "p");
+	json_object_set_new(b, "status", json_pack("{s:s}", "phase", "Running"));
+	o = write_as(&fx, pods, b, REGISTRY_CREATE | REGISTRY_MAIN, &st);
+	CHECK(o && !strcmp(status_str(o, "phase"), "Running"));
+	/* a replace of the main resource: the stored status, the new labels */
+	b = json_deep_copy(o);
+	json_decref(o);
+	json_object_set_new(json_object_get(b, "status"), "phase", json_string("Failed"));
+	json_object_set_new(json_object_get(b, "metadata"), "labels", json_pack("{s:s}", "a", "b"));
+	o = write_as(&fx, pods, b, REGISTRY_MAIN, &st);
+	CHECK(o && !strcmp(status_str(o, "phase"), "Running") && !strcmp(obj_str(o, "metadata.labels.a"), "b"));
+	/* without a status at all: still kept */
+	b = json_deep_copy(o);
+	json_decref(o);
+	json_object_del(b, "status");
+	o = write_as(&fx, pods, b, REGISTRY_MAIN, &st);
+	CHECK(o && !strcmp(status_str(o, "phase"), "Running"));
+	/* NAME/status: the status, not the spec */
+	b = json_deep_copy(o);
+	json_decref(o);
+	json_object_set_new(json_object_get(b, "status"), "phase", json_string("Succeeded"));
+	json_object_set_new(json_object_get(b, "spec"), "nodeName", json_string("node-9"));
+	o = write_as(&fx, pods, b, REGISTRY_STATUS, &st);
+	CHECK(o && !strcmp(status_str(o, "phase"), "Succeeded") && obj_str(o, "spec.nodeName") == NULL);
+	/* a controller's own write takes the status it sends */
+	b = json_deep_copy(o);
+	json_decref(o);
+	json_object_set_new(json_object_get(b, "status"), "phase", json_string("Pending"));
+	o = write_as(&fx, pods, b, 0, &st);
+	CHECK(o && !strcmp(status_str(o, "phase"), "Pending"));
+	json_decref(o);
+
+	/* an Ingress is created without the status it is sent */
+	b = valid_body(ing, "i");
+	json_object_set_new(b, "status", json_pack("{s:{s:[{s:s}]}}", "loadBalancer", "ingress", "ip", "10.9.9.9"));
+	o = write_as(&fx, ing, b, REGISTRY_CREATE | REGISTRY_MAIN, &st);
+	CHECK(o && json_object_get(o, "status") == NULL);
+	b = json_deep_copy(o);
+	json_decref(o);
+	json_object_set_new(b, "status", json_pack("{s:{s:[{s:s}]}}", "loadBalancer", "ingress", "ip", "10.9.9.9"));
+	o = write_as(&fx, ing, json_deep_copy(b), REGISTRY_MAIN, &st);
+	CHECK(o && json_object_get(o, "status") == NULL);
+	json_decref(o);
+	o = write_as(&fx, ing, b, REGISTRY_STATUS, &st);
+	CHECK(o && json_object_get(o, "status") != NULL);
+	b = json_deep_copy(o);
+	json_decref(o);
+	json_object_del(b, "status");
+	o = write_as(&fx, ing, b, REGISTRY_MAIN, &st);
+	CHECK(o && json_object_get(json_object_get(o, "status"), "loadBalancer") != NULL);
+	json_decref(o);
+	fx_close(&fx);
+}

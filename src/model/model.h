@@ -147,6 +147,16 @@ int model_encode_checked(const json_t *obj, char **text, size_t *len, char *err,
 int model_request_check(const struct kind_info *k, const char *ns, const char *name, json_t *body,
 			char *err, size_t errlen) __attribute__((warn_unused_result));
 /*
+ * The causes of an error text of the validators' form (one problem a line,
+ * "FIELD: MESSAGE"; cause.c) as a new JSON array of Kubernetes
+ * StatusCauses: {reason, message, field}, field absent where a line names
+ * none, reason FieldValueRequired, FieldValueDuplicate,
+ * FieldValueNotSupported, FieldValueTooLong, FieldValueTooMany or
+ * FieldValueInvalid.  At most MODEL_MAX_CAUSES; NULL when out of memory.
+ */
+#define MODEL_MAX_CAUSES 64
+json_t *model_error_causes(const char *text);
+/*
  * A request body (buf, len) as a new JSON value in *out: JSON (duplicate
  * keys refused), or YAML when yaml (application/yaml: exactly one
  * document; anchors and aliases expanded within MODEL_MAX_VALUES values

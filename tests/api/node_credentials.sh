@@ -12,7 +12,9 @@
 #    Ingresses, Routes, /metrics, pod-network, credentials, Services and
 #    policies and NetNamespaces and Namespaces written, another node.
 # 4. Pods: only those bound to node-1, before and after; addresses only
-#    from node-1's subnet.
+#    from node-1's subnet.  NAME/status: node-1 writes that of its own pods
+#    (an address of its subnet), not node-2's pods', nor a Service's; the
+#    main resource keeps the stored status whatever a node sends there.
 # 5. a Service: only node-1's own annotation weft.io/unprogrammed.node-1.
 # 6. HostSubnets: node-1's own, annotations only (for everyone).
 # 7. revoke: the next request is 401 and node-1's open watch ends; forged
@@ -128,13 +130,29 @@ check "node-1 reports a pod bound to it, with an address of its subnet" \
 	code_is 201 "$N1" POST /api/v1/namespaces/blue/pods "$(pod_body blue a node-1 "$IP1")"
 check "node-1 may not write a pod bound to node-2" \
 	code_is 403 "$N1" POST /api/v1/namespaces/blue/pods "$(pod_body blue x node-2)"
-check "node-1 may not give its pod an address of node-2's subnet (422)" \
-	code_is 422 "$N1" PUT /api/v1/namespaces/blue/pods/a "$(pod_body blue a node-1 "$IP2")"
+check "node-1 may not give its pod an address of node-2's subnet through NAME/status (422)" \
+	code_is 422 "$N1" PUT /api/v1/namespaces/blue/pods/a/status "$(pod_body blue a node-1 "$IP2")"
+pod_ip_of() { as "$ADMIN" GET "/api/v1/namespaces/$1/pods/$2" | body_of | jq -r '.status.podIP // "-"'; }
+check "node-1 writes its pod's status (another address of its subnet) through NAME/status" \
+	code_is 200 "$N1" PUT /api/v1/namespaces/blue/pods/a/status "$(pod_body blue a node-1 "$(ip_in "$SUB1" 13)")"
+check "... stored" test "$(pod_ip_of blue a)" = "$(ip_in "$SUB1" 13)"
+check "a status sent to the main resource is ignored (200, the stored address kept)" \
+	eval 'code_is 200 "$N1" PUT /api/v1/namespaces/blue/pods/a "$(pod_body blue a node-1 "$(ip_in "$SUB1" 14)")" &&
+	      [ "$(pod_ip_of blue a)" = "$(ip_in "$SUB1" 13)" ]'
 code_is 201 "$ADMIN" POST /api/v1/namespaces/red/pods "$(pod_body red b node-2 "$IP2")" >/dev/null
 check "node-1 may not take node-2's pod red/b (rebind it to itself)" \
 	code_is 403 "$N1" PUT /api/v1/namespaces/red/pods/b "$(pod_body red b node-1 "$(ip_in "$SUB1" 11)")"
 check "... and the refusal says whose pod it is" \
 	message_has 'the pod is bound to node "node-2"' "$N1" PUT /api/v1/namespaces/red/pods/b "$(pod_body red b node-1)"
+check "node-1 may not write the status of node-2's pod red/b" \
+	code_is 403 "$N1" PUT /api/v1/namespaces/red/pods/b/status "$(pod_body red b node-2 "$(ip_in "$SUB2" 11)")"
+check "... not even naming itself in the body (the stored binding decides)" \
+	code_is 403 "$N1" PUT /api/v1/namespaces/red/pods/b/status "$(pod_body red b node-1 "$(ip_in "$SUB1" 11)")"
+check "... nor PATCH it" eval '[ "$(curl -s -X PATCH -H @- -H "Content-Type: application/merge-patch+json" -o /dev/null -w "%{http_code}" \
+	--data-binary "{\"status\":{\"phase\":\"Failed\"}}" "$CTRL_URL/api/v1/namespaces/red/pods/b/status" <<<"Authorization: Bearer $N1")" = 403 ]'
+check "... and its status is as node-2's admin wrote it" test "$(pod_ip_of red b)" = "$IP2"
+check "node-1 may not write the status of a pod that does not exist" \
+	code_is 403 "$N1" PUT /api/v1/namespaces/blue/pods/nope/status "$(pod_body blue nope node-1 "$(ip_in "$SUB1" 15)")"
 check "node-1 may not delete node-2's pod" code_is 403 "$N1" DELETE /api/v1/namespaces/red/pods/b
 still_node2s() { as "$ADMIN" GET /api/v1/namespaces/red/pods/b | body_of | jq -e '.spec.nodeName == "node-2"' >/dev/null; }
 check "red/b is still there, bound to node-2" still_node2s
@@ -163,6 +181,11 @@ svc_unchanged() {
 	as "$ADMIN" GET /api/v1/namespaces/blue/services/web | body_of |
 		jq -e '.spec.ports[0].port == 80 and .spec.selector.app == "a" and ((.metadata.annotations // {}) | length == 0)' >/dev/null
 }
+check "node-1 may not write the Service's status (NAME/status)" code_is 403 "$N1" PUT \
+	/api/v1/namespaces/blue/services/web/status "$(svc_with '.status.loadBalancer = {"ingress":[{"ip":"10.9.9.9"}]}')"
+check "node-1's status on the main resource is ignored (200, status kept)" eval \
+	'code_is 200 "$N1" PUT /api/v1/namespaces/blue/services/web "$(svc_with '"'"'.status.loadBalancer = {"ingress":[{"ip":"10.9.9.9"}]}'"'"')" &&
+	 as "$ADMIN" GET /api/v1/namespaces/blue/services/web | body_of | jq -e ".status.loadBalancer.ingress == null" >/dev/null'
 check "the Service is as the admin made it" svc_unchanged
 
 # ---------------------------------------------------------------- 6. HostSubnets

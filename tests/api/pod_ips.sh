@@ -31,10 +31,15 @@ pod() {
 			+ (if $node == "" then {} else {nodeName: $node} end)),
 		 status: {phase: "Running", podIP: $ip, podIPs: [{ip: $ip}], hostIP: "192.168.0.1"}}'
 }
-# send METHOD NS NAME BODY: POST to the collection, PUT to the pod
+# send METHOD NS NAME BODY: POST to the collection; PUT as the agent reports:
+# a pod that exists has its status written to NAME/status (the main
+# resource ignores a status change), a missing one is created whole
 send() {
 	local path=/api/v1/namespaces/$2/pods
-	[ "$1" = PUT ] && path=$path/$3
+	if [ "$1" = PUT ]; then
+		path=$path/$3
+		[ "$(api GET "$path" | code_of)" = 200 ] && path=$path/status
+	fi
 	api "$1" "$path" -d "$4"
 }
 # eps NS NAME: every address of the Endpoints, ready or not ("-": none)
@@ -96,8 +101,11 @@ check "a PUT moving blue/a onto 10.128.0.7: 409 naming red/b" \
 	test "$(code_of <<<"$out") $(message_of <<<"$out")" = "409 status.podIP 10.128.0.7 is held by pod red/b"
 check "... blue/a kept 10.128.0.8" test "$(pod_ip blue a)" = 10.128.0.8
 # the same pod with red's address on another node, or with a podIPs that differs
-out=$(send PUT blue a "$(pod blue a node-2 10.128.0.7 '{"app":"web"}')")
-check "claimed from node-2 (not its subnet): 422" test "$(code_of <<<"$out")" = 422
+out=$(api PUT /api/v1/namespaces/blue/pods/a -d "$(pod blue a node-2 10.128.0.7 '{"app":"web"}')")
+check "blue/a rebound to node-2 (its address is not node-2's): 422" test "$(code_of <<<"$out")" = 422
+out=$(api PUT /api/v1/namespaces/blue/pods/a -d "$(pod blue a node-1 10.128.0.9 '{"app":"web"}')")
+check "an address sent to the main resource is ignored: 200, blue/a kept 10.128.0.8" \
+	test "$(code_of <<<"$out") $(pod_ip blue a)" = "200 10.128.0.8"
 out=$(send PUT blue a "$(pod blue a node-1 10.128.0.8 '{"app":"web"}' | jq -c '.status.podIPs = [{ip: "10.128.0.7"}]')")
 check "podIPs naming red's address beside its own: 422" \
 	test "$(code_of <<<"$out") $(message_of <<<"$out")" = "422 status.podIPs[0].ip: '10.128.0.7' differs from status.podIP 10.128.0.8 (a pod has one IPv4 address)"

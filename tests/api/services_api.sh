@@ -159,8 +159,8 @@ api PUT /api/v1/namespaces/red/pods/web-1 -d "$(api GET /api/v1/namespaces/red/p
 check "no Endpoints write when nothing they show changed" \
 	test "$(api GET /api/v1/namespaces/red/endpoints/web | body_of | jq -r .metadata.resourceVersion)" = "$ep_rv"
 
-# readiness changes (the agent's PUT with status), pod delete, selector change
-api PUT /api/v1/namespaces/red/pods/web-3 -d "$(api GET /api/v1/namespaces/red/pods/web-3 | body_of |
+# readiness changes (the agent's PUT of NAME/status), pod delete, selector change
+api PUT /api/v1/namespaces/red/pods/web-3/status -d "$(api GET /api/v1/namespaces/red/pods/web-3 | body_of |
 	jq -c '.status.conditions = [{"type": "Ready", "status": "True"}] | del(.metadata.resourceVersion)')" >/dev/null
 check "a pod turning ready moves to addresses" \
 	test "$(eps red web) / $(notready red web)" = "10.128.0.9:8080 10.128.0.12:8080 10.128.0.9:5353 10.128.0.12:5353 / "
