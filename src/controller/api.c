@@ -11,6 +11,8 @@
  * before that /healthz and authentication — takes no lock, so a health
  * check never waits behind a request and a write holds the lock only to
  * plan and commit; its answer is serialised after.
+ * Discovery and the OpenAPI documents (openapi.c: made once at start,
+ * read-only after) are answered there too, after authentication.
  * A list takes no global lock either: its connection is suspended while
  * the lister thread reads its page (list_page.c: one read at one revision
  * on a store handle that only that thread uses, filtered by the query's
@@ -78,6 +80,7 @@
 #include "controller/list_page.h"
 #include "controller/list_query.h"
 #include "controller/list_stream.h"
+#include "controller/openapi.h"
 #include "controller/table.h"
 #include "controller/registry_patch.h"
 #include "controller/tls_io.h"
@@ -121,6 +124,7 @@ struct api {
 	struct metrics *metrics;
 	char token[256];		/* the admin's (fixed at start) */
 	struct creds *creds;		/* node credentials (their own lock) */
+	struct openapi *openapi;	/* the OpenAPI documents (made at start, then only read: no lock) */
 	size_t max_body;
 	unsigned max_connections, max_per_client;	/* for /metrics */
 	time_t last_heartbeat;
@@ -1709,6 +1713,51 @@ static bool answer_discovery_if(struct api *a, struct MHD_Connection *c, struct 
 	return true;
 }
 
+/* An OpenAPI path (openapi.h): true and *ret when url is one. */
+static bool answer_openapi_if(struct api *a, struct MHD_Connection *c, struct request *rq, const char *url,
+			      enum MHD_Result *ret)
+{
+	struct openapi_answer ans;
+	struct MHD_Response *resp;
+	struct link *l = link_of(c);
+	char *body = NULL;
+
+	if (!openapi_lookup(a->openapi, url, MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "hash"),
+			    MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT),
+			    MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_IF_NONE_MATCH), time(NULL),
+			    &ans))
+		return false;
+	rq->answered = true;
+	*ret = MHD_NO;
+	if (ans.code == 404 || ans.code == 406) {
+		*ret = fail(a, c, rq, ans.code, ans.code == 404 ? "NotFound" : "NotAcceptable", "%s", ans.message);
+		return true;
+	}
+	if (ans.len && !(body = malloc(ans.len)))	/* the documents stay; MHD frees its copy */
+		return true;
+	if (ans.len)
+		memcpy(body, ans.body, ans.len);
+	if (!(resp = response_for(l, body, ans.len)))
+		return true;
+	MHD_add_response_header(resp, "Vary", "Accept");
+	if (ans.content_type)
+		MHD_add_response_header(resp, "Content-Type", ans.content_type);
+	if (ans.etag[0])
+		MHD_add_response_header(resp, "ETag", ans.etag);
+	if (ans.location[0])
+		MHD_add_response_header(resp, "Location", ans.location);
+	if (ans.immutable) {
+		MHD_add_response_header(resp, "Cache-Control", "public, immutable");
+		MHD_add_response_header(resp, "Expires", ans.expires);
+	}
+	if (l && ans.len && !rq->head)
+		tls_io_join_next(l->tls);
+	*ret = MHD_queue_response(c, (unsigned)ans.code, resp);
+	MHD_destroy_response(resp);
+	observe(a, ans.code, elapsed(&rq->start));
+	return true;
+}
+
 static enum MHD_Result answer_discovery(struct api *a, struct MHD_Connection *c, struct request *rq,
 					const char *url)
 {
@@ -1758,9 +1807,10 @@ static enum MHD_Result handle_request(struct api *a, struct MHD_Connection *c, c
 			return fail(a, c, rq, 401, "Unauthorized", "%s",
 				    "a valid bearer token is required (Authorization: Bearer <token>)");
 		}
-		/* discovery is every authenticated client's (Kubernetes' system:discovery) */
+		/* discovery and the OpenAPI schema are every authenticated
+		 * client's (Kubernetes' system:discovery) */
 		if ((strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0) &&
-		    answer_discovery_if(a, c, rq, url, &ret))
+		    (answer_discovery_if(a, c, rq, url, &ret) || answer_openapi_if(a, c, rq, url, &ret)))
 			return ret;
 		{
 			struct status st = { 0 };
@@ -1921,10 +1971,16 @@ struct api *api_start(const struct api_config *cfg, struct registry *r, struct w
 		return NULL;
 	}
 	sa.sin_port = htons((uint16_t)port);
+	a->openapi = openapi_create(err, errlen);
+	if (!a->openapi) {
+		free(a);
+		return NULL;
+	}
 	a->creds = creds_new();
 	if (!a->creds || creds_load(a->creds, r->store)) {
 		snprintf(err, errlen, "cannot read the node credentials from the store");
 		creds_free(a->creds);
+		openapi_destroy(a->openapi);
 		free(a);
 		return NULL;
 	}
@@ -1972,6 +2028,7 @@ struct api *api_start(const struct api_config *cfg, struct registry *r, struct w
 		lister_stop(a);
 		conns_free(a->conns);
 		creds_free(a->creds);
+		openapi_destroy(a->openapi);
 		explicit_bzero(a->token, sizeof(a->token));
 		pthread_mutex_destroy(&a->lock);
 		pthread_mutex_destroy(&a->stats_lock);
@@ -2020,6 +2077,7 @@ void api_stop(struct api *a)
 	MHD_stop_daemon(a->mhd);
 	conns_free(a->conns);	/* MHD closed every connection */
 	creds_free(a->creds);
+	openapi_destroy(a->openapi);
 	explicit_bzero(a->token, sizeof(a->token));
 	pthread_mutex_destroy(&a->lock);
 	pthread_mutex_destroy(&a->stats_lock);

@@ -19,14 +19,40 @@
 
 #include "model/model.h"
 
-static json_t *verbs_of(const struct kind_info *k)
+const char *const *discovery_verbs(const struct kind_info *k, size_t *n)
 {
 	static const char *const all[] = { "create", "delete", "get", "list", "patch", "update", "watch" };
 	static const char *const annotate[] = { "get", "list", "patch", "update", "watch" };
 	static const char *const read[] = { "get", "list", "watch" };
+
 	/* a HostSubnet's annotations are its node's to write (docs/api.md) */
-	const char *const *v = !k->controller_owned ? all : k->id == KIND_HOSTSUBNET ? annotate : read;
-	size_t n = !k->controller_owned ? 7 : k->id == KIND_HOSTSUBNET ? 5 : 3;
+	if (!k->controller_owned) {
+		*n = sizeof(all) / sizeof(all[0]);
+		return all;
+	}
+	if (k->id == KIND_HOSTSUBNET) {
+		*n = sizeof(annotate) / sizeof(annotate[0]);
+		return annotate;
+	}
+	*n = sizeof(read) / sizeof(read[0]);
+	return read;
+}
+
+bool discovery_allows(const struct kind_info *k, const char *verb)
+{
+	size_t n;
+	const char *const *v = discovery_verbs(k, &n);
+
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(v[i], verb))
+			return true;
+	return false;
+}
+
+static json_t *verbs_of(const struct kind_info *k)
+{
+	size_t n;
+	const char *const *v = discovery_verbs(k, &n);
 	json_t *a = json_array();
 
 	for (size_t i = 0; a && i < n; i++)
