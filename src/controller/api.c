@@ -147,6 +147,7 @@ struct request {
 	struct principal who;	/* who sent it (authenticated before anything else) */
 	bool head;		/* a HEAD request: MHD sends no body */
 	bool table;		/* Accept asks for a Table (kubectl get): table.h */
+	char *warnings;		/* Warning headers of the answer, one a line (fieldValidation=Warn), or NULL */
 };
 
 /* What MHD keeps for a connection (its socket context), from
@@ -298,6 +299,33 @@ static struct MHD_Response *response_for(struct link *l, char *data, size_t len)
 	return resp;
 }
 
+/* The request's warnings, field paths one a line, as Warning headers
+ * (RFC 7234: 299, the text quoted; kubectl prints each as "Warning:
+ * unknown field "spec.foo"").  A path is the client's own bytes: quotes
+ * and backslashes are escaped, control bytes become '?'. */
+static void add_warnings(struct MHD_Response *resp, const struct request *rq)
+{
+	for (const char *w = rq ? rq->warnings : NULL; w && *w;) {
+		static const char head[] = "299 - \"unknown field \\\"", tail[] = "\\\"\"";
+		char header[600];
+		size_t k = sizeof(head) - 1;
+
+		memcpy(header, head, k);
+		for (; *w && *w != '\n'; w++) {
+			unsigned char ch = (unsigned char)*w;
+
+			if (k + 2 + sizeof(tail) >= sizeof(header))
+				continue;	/* cut: skip to the line's end */
+			if (ch == '"' || ch == '\\')
+				header[k++] = '\\';
+			header[k++] = ch < 0x20 || ch == 0x7f ? '?' : (char)ch;
+		}
+		memcpy(header + k, tail, sizeof(tail));
+		MHD_add_response_header(resp, "Warning", header);
+		w += *w == '\n';
+	}
+}
+
 /* A response of body (taken over), with Retry-After when retry_after > 0. */
 static enum MHD_Result send_body_retry(struct api *a, struct MHD_Connection *c, struct request *rq, int code,
 				       const char *ctype, char *body, size_t len, int retry_after)
@@ -309,6 +337,7 @@ static enum MHD_Result send_body_retry(struct api *a, struct MHD_Connection *c, 
 	if (!resp)
 		return MHD_NO;
 	MHD_add_response_header(resp, "Content-Type", ctype);
+	add_warnings(resp, rq);
 	if (retry_after > 0) {
 		char secs[16];
 
@@ -1406,6 +1435,53 @@ struct call {
 	int64_t get_rv;		/* CALL_GET: resourceVersion, -1 none */
 };
 
+/* ?fieldValidation= of a create, replace or patch, as Kubernetes reads it:
+ * Ignore (or none) keeps the fields the kind's schema does not declare,
+ * as weft always has; Warn keeps them and names each in a Warning header;
+ * Strict refuses the write (400) naming them; another value is 400.  What
+ * is judged is what the client sent, the body or the patch
+ * (openapi_fields.c), never what is stored.  0, or -1 with st. */
+static int field_validation(struct api *a, struct MHD_Connection *c, struct request *rq, const struct call *call,
+			    struct status *st)
+{
+	const char *mode = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "fieldValidation");
+	const struct model_openapi *m = openapi_model(a->openapi);
+	const struct kind_info *k = call->r.kind;
+	char names[800], list[900];
+	size_t n, shown = 0, used = 0;
+
+	if (!mode || !*mode || !strcmp(mode, "Ignore"))
+		return 0;
+	if (strcmp(mode, "Strict") != 0 && strcmp(mode, "Warn") != 0) {
+		status_set(st, 400, "BadRequest",
+			   "fieldValidation: Unsupported value: \"%.64s\": supported values: \"Ignore\", \"Strict\", \"Warn\"",
+			   mode);
+		return -1;
+	}
+	if (call->what == CALL_PATCH && call->patch_type == PATCH_JSON)
+		n = model_openapi_unknown_json_patch(m, k->id, call->body, names, sizeof(names));
+	else
+		n = model_openapi_unknown_fields(m, k->id, call->body, call->what == CALL_PATCH, names, sizeof(names));
+	if (!n)
+		return 0;
+	if (!strcmp(mode, "Warn")) {
+		free(rq->warnings);
+		rq->warnings = strdup(names);
+		return 0;
+	}
+	list[0] = 0;
+	for (const char *f = names; *f && used < sizeof(list); shown++) {
+		size_t len = strcspn(f, "\n");
+		int w = snprintf(list + used, sizeof(list) - used, "%sunknown field \"%.*s\"", shown ? ", " : "", (int)len, f);
+
+		used += w > 0 ? (size_t)w : 0;
+		f += len + (f[len] == '\n');
+	}
+	status_set(st, 400, "BadRequest", "%s in version \"%s\" cannot be handled as a %s: strict decoding error: %s%s",
+		   k->kind, k->api_version, k->kind, list, n > shown ? ", ..." : "");
+	return -1;
+}
+
 /* Everything about a request that needs no lock, in the order its
  * failures are reported: the route, the body (parsed, and for a create or
  * replace checked against the path and validated), the query.  true when
@@ -1503,7 +1579,8 @@ static bool prepare(struct api *a, struct MHD_Connection *c, struct request *rq,
 	if ((is_post && !r->has_name) || (is_put && r->has_name)) {
 		/* the registry's own first steps, which read nothing of its state */
 		call->what = is_post ? CALL_CREATE : CALL_REPLACE;
-		if (registry_check_write(r->kind, r->ns, is_put ? r->name : NULL, body, is_post, &st)) {
+		if (registry_check_write(r->kind, r->ns, is_put ? r->name : NULL, body, is_post, &st) ||
+		    field_validation(a, c, rq, call, &st)) {
 			*ret = send_status(a, c, rq, &st);
 			goto answered;
 		}
@@ -1525,7 +1602,8 @@ static bool prepare(struct api *a, struct MHD_Connection *c, struct request *rq,
 	if (is_patch && r->has_name) {
 		/* the Content-Type was checked before the body was read */
 		call->what = CALL_PATCH;
-		if (!patch_type_ok(c, &call->patch_type, &st) || registry_patch_check(call->patch_type, body, &st)) {
+		if (!patch_type_ok(c, &call->patch_type, &st) || registry_patch_check(call->patch_type, body, &st) ||
+		    field_validation(a, c, rq, call, &st)) {
 			*ret = send_status(a, c, rq, &st);
 			goto answered;
 		}
@@ -1919,6 +1997,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **ctx, enum M
 		/* resumed, then closed before its handler ran: the lister is done with it */
 		list_job_free(rq->list);
 		free(rq->body);
+		free(rq->warnings);
 		free(rq);
 		*ctx = NULL;
 	}

@@ -44,6 +44,7 @@ struct group_version {
 };
 
 struct openapi {
+	struct model_openapi *model;	/* the schema they are made from */
 	struct rep v2_json, v2_proto, v3_index;
 	struct group_version gv[KIND_COUNT];
 	size_t ngv;
@@ -58,6 +59,7 @@ void openapi_destroy(struct openapi *o)
 {
 	if (!o)
 		return;
+	model_openapi_free(o->model);
 	rep_free(&o->v2_json);
 	rep_free(&o->v2_proto);
 	rep_free(&o->v3_index);
@@ -128,7 +130,7 @@ static int make_v3(struct openapi *o, const struct model_openapi *m)
 struct openapi *openapi_create(char *err, size_t errlen)
 {
 	struct openapi *o = calloc(1, sizeof(*o));
-	struct model_openapi *m = NULL;
+	struct model_openapi *m;
 	struct pb proto;
 	json_t *v2 = NULL;
 	int rc = -ENOMEM;
@@ -138,9 +140,10 @@ struct openapi *openapi_create(char *err, size_t errlen)
 		err[0] = 0;
 	if (!o)
 		goto out;
-	rc = model_openapi_load(model_openapi_files, model_openapi_files_count, &m, err, errlen);
+	rc = model_openapi_load(model_openapi_files, model_openapi_files_count, &o->model, err, errlen);
 	if (rc)
 		goto out;
+	m = o->model;
 	rc = -ENOMEM;
 	v2 = openapi_doc_v2(m);
 	if (!v2)
@@ -160,13 +163,17 @@ out:
 		snprintf(err, errlen, "making the OpenAPI documents: %s", strerror(-rc));
 	json_decref(v2);
 	pb_free(&proto);
-	model_openapi_free(m);
 	if (rc) {
 		openapi_destroy(o);
 		errno = -rc;
 		return NULL;
 	}
 	return o;
+}
+
+const struct model_openapi *openapi_model(const struct openapi *o)
+{
+	return o->model;
 }
 
 /* ------------------------------------------------------------------ Accept */

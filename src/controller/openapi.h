@@ -35,6 +35,8 @@
 #include <stddef.h>
 #include <time.h>
 
+#include "model/openapi.h"
+
 #define OPENAPI_V2_PROTOBUF "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
 
 struct openapi;
@@ -44,6 +46,8 @@ struct openapi;
  * runs out. */
 struct openapi *openapi_create(char *err, size_t errlen);
 void openapi_destroy(struct openapi *o);
+/* The schema the documents are made from (borrowed; for fieldValidation). */
+const struct model_openapi *openapi_model(const struct openapi *o);
 
 struct openapi_answer {
 	int code;			/* 200, 301, 304, 404 or 406 */

@@ -56,8 +56,12 @@ static const struct param get_params[] = {
 	{ "resourceVersion", "string", "At least this revision (one newer than the store's is 504)." },
 };
 
-/* The query parameters of a write: none that a client must know of. */
-static const struct param write_params[1] = { { NULL, NULL, NULL } };
+/* What a write (create, replace, patch) reads of its query. */
+static const struct param write_params[] = {
+	{ "fieldValidation", "string",
+	  "What to do with fields the kind's schema does not declare: Ignore (keep them, as without the parameter), "
+	  "Warn (keep them, with a Warning header naming each) or Strict (refuse the write, 400, naming them)." },
+};
 
 /* ------------------------------------------------------------------ definitions */
 

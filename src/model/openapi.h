@@ -1,7 +1,7 @@
 /*
  * openapi.h — weft's kinds described as OpenAPI schemas: the one source
  * from which the controller serves /openapi/v2 and /openapi/v3, and which
- * strict field validation walks.
+ * strict field validation walks (openapi_fields.c, below).
  *
  * The schemas are the YAML files of src/model/openapi/ (meta.yaml says
  * how they are written), built into the binary by the Makefile
@@ -40,6 +40,7 @@
 #define WEFT_MODEL_OPENAPI_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "lib/embedded.h"
@@ -63,5 +64,20 @@ const json_t *model_openapi_definitions(const struct model_openapi *o);
 /* The names of the kind's definition and of its list's (borrowed). */
 const char *model_openapi_kind_definition(const struct model_openapi *o, enum kind_id id);
 const char *model_openapi_list_definition(const struct model_openapi *o, enum kind_id id);
+
+/*
+ * Fields a write carries that the kind's schema does not declare (what
+ * ?fieldValidation=Strict refuses; openapi_fields.c): their count, and the
+ * first of them, as paths ("spec.containers[0].bogus") one a line, in out
+ * (cut at outlen; "" when none).  obj is an object of kind id, or with
+ * patch a merge or strategic merge patch of one (its $ directives and nulls
+ * passed over); ops a JSON Patch (the places its add, replace, move and
+ * copy operations name, and the values add and replace bring).  A member
+ * of an open object is never unknown.
+ */
+size_t model_openapi_unknown_fields(const struct model_openapi *m, enum kind_id id, const json_t *obj, bool patch,
+				    char *out, size_t outlen);
+size_t model_openapi_unknown_json_patch(const struct model_openapi *m, enum kind_id id, const json_t *ops, char *out,
+					size_t outlen);
 
 #endif

@@ -297,3 +297,67 @@ TEST(openapi_patch_annotations_match_strategic_merge)
 	}
 	CHECK(c.lists > 100);	/* every kind's lists, ObjectMeta's in each */
 }
+
+/* ------------------------------------------------------------------ unknown fields */
+
+static size_t unknown_of(const struct model_openapi *o, enum kind_id id, const char *text, int how, char *out,
+			 size_t outlen)
+{
+	json_t *v = json_loads(text, JSON_ALLOW_NUL, NULL);
+	size_t n;
+
+	if (!v) {
+		snprintf(out, outlen, "(not JSON)");
+		return 999;
+	}
+	n = how == 2 ? model_openapi_unknown_json_patch(o, id, v, out, outlen)
+		     : model_openapi_unknown_fields(o, id, v, how == 1, out, outlen);
+	json_decref(v);
+	return n;
+}
+
+TEST(openapi_unknown_fields_are_named)
+{
+	static const struct {
+		enum kind_id kind;
+		int how;	/* 0 object, 1 merge or strategic patch, 2 JSON Patch */
+		const char *text, *want;
+		size_t count;
+	} cases[] = {
+		{ KIND_POD, 0, "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"a\",\"labels\":{\"x\":\"y\"}},"
+		  "\"spec\":{\"foo\":1,\"containers\":[{\"name\":\"c\",\"resources\":{\"any\":{\"thing\":1}},"
+		  "\"ports\":[{\"containerPort\":80},{\"containerPort\":81,\"bogus\":true}]}]}}",
+		  "spec.foo\nspec.containers[0].ports[1].bogus", 2 },
+		{ KIND_POD, 0, "{\"spec\":{\"affinity\":{\"whatever\":{}},\"volumes\":[{\"name\":\"v\",\"emptyDir\":{}}]}}", "", 0 },
+		{ KIND_SERVICE, 0, "{\"spec\":{\"ports\":[{\"port\":80,\"targetPort\":\"http\"}]},\"extra\":1}", "extra", 1 },
+		{ KIND_HOSTSUBNET, 0, "{\"host\":\"n\",\"subnet\":\"10.0.0.0/23\",\"metadata\":{\"annotations\":{\"a\":\"b\"}}}", "", 0 },
+		{ KIND_ROUTE, 0, "{\"spec\":{\"to\":{\"name\":\"s\",\"wieght\":1}}}", "spec.to.wieght", 1 },
+		{ KIND_POD, 1, "{\"spec\":{\"$setElementOrder/containers\":[{\"name\":\"c\"}],\"containers\":[{\"name\":\"c\","
+		  "\"$patch\":\"delete\"}],\"gone\":null,\"foo\":{}}}", "spec.foo", 1 },
+		{ KIND_SERVICE, 1, "{\"metadata\":{\"labels\":{\"a\":null}},\"spec\":{\"$retainKeys\":[\"type\"]}}", "", 0 },
+		{ KIND_POD, 2, "[{\"op\":\"add\",\"path\":\"/spec/foo\",\"value\":1},{\"op\":\"remove\",\"path\":\"/spec/bar\"},"
+		  "{\"op\":\"replace\",\"path\":\"/spec/containers/0\",\"value\":{\"name\":\"c\",\"nope\":1}},"
+		  "{\"op\":\"add\",\"path\":\"/metadata/labels/a~1b\",\"value\":\"x\"},"
+		  "{\"op\":\"add\",\"path\":\"/spec/containers/-\",\"value\":{\"name\":\"d\"}},"
+		  "{\"op\":\"copy\",\"from\":\"/x\",\"path\":\"/status/what\"}]",
+		  "spec.foo\nspec.containers[0].nope\nstatus.what", 3 },
+		{ KIND_POD, 2, "[{\"op\":\"add\",\"path\":\"/spec/affinity/a/b\",\"value\":{\"c\":1}}]", "", 0 },
+	};
+	struct model_openapi *o = builtin();
+	char out[512];
+
+	CHECK(o);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		size_t n = unknown_of(o, cases[i].kind, cases[i].text, cases[i].how, out, sizeof(out));
+
+		if (n != cases[i].count || strcmp(out, cases[i].want) != 0) {
+			test_fail(__FILE__, __LINE__, "case %zu: %zu '%s', want %zu '%s'", i, n, out, cases[i].count,
+				  cases[i].want);
+			break;
+		}
+	}
+	/* a short buffer: the count is exact, the names cut */
+	CHECK_EQ(unknown_of(o, KIND_POD, "{\"a\":1,\"b\":2,\"cccccccccccccccc\":3}", 0, out, 6), 3);
+	CHECK_STR(out, "a\nb");
+	model_openapi_free(o);
+}

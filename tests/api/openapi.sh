@@ -101,6 +101,46 @@ check "an old hash: 301 to the current one" \
 	bash -c "[ \"\$(curl -s -o /dev/null -w '%{http_code} %{redirect_url}' -H 'Authorization: Bearer $(cat "$CTRL_TOKEN_FILE")' '$CTRL_URL/openapi/v3/apis/networking.k8s.io/v1?hash=0BAD')\" = '301 $CTRL_URL$URL' ]"
 check "a group-version weft does not serve: 404" test "$(code /openapi/v3/apis/apps/v1)" = 404
 
+echo "== fieldValidation (what kubectl sends on create, apply and patch)"
+POD='{"apiVersion":"v1","kind":"Pod","metadata":{"name":"NAME"},"spec":{"foo":1,"containers":[{"name":"c","image":"i","ports":[{"containerPort":80,"bogus":true}]}]}}'
+post_pod() { # post_pod NAME QUERY [curl args]: create the pod with spec.foo and a port's bogus
+	api POST "/api/v1/namespaces/default/pods$2" -d "${POD/NAME/$1}" "${@:3}"
+}
+strict_refuses() {
+	local out; out=$(post_pod strict '?fieldValidation=Strict')
+	[ "$(code_of <<<"$out")" = 400 ] || { echo "expected 400: $out"; return 1; }
+	body_of <<<"$out" | jq -e '.reason == "BadRequest" and .message == "Pod in version \"v1\" cannot be handled as a Pod: strict decoding error: unknown field \"spec.foo\", unknown field \"spec.containers[0].ports[0].bogus\""' >/dev/null ||
+		{ echo "$out"; return 1; }
+	[ "$(code /api/v1/namespaces/default/pods/strict)" = 404 ]
+}
+check "Strict: 400 naming each unknown field as kube-apiserver does; nothing stored" strict_refuses
+warns() {
+	local h; h=$(post_pod warned '?fieldValidation=Warn' -D - | tr -d '\r')
+	grep -q '^201$' <<<"$h" && grep -qx 'Warning: 299 - "unknown field \\"spec.foo\\""' <<<"$h" &&
+		grep -qx 'Warning: 299 - "unknown field \\"spec.containers\[0\].ports\[0\].bogus\\""' <<<"$h" || { echo "$h"; return 1; }
+}
+check "Warn: created, a Warning header for each unknown field" warns
+check "Ignore: created, the unknown field kept (as without the parameter)" \
+	bash -c "$(declare -f api post_pod code_of); POD='$POD' CTRL_URL=$CTRL_URL CTRL_CA=$CTRL_CA CTRL_TOKEN_FILE=$CTRL_TOKEN_FILE; [ \"\$(post_pod ignored '?fieldValidation=Ignore' | code_of)\" = 201 ]"
+check "... stored with spec.foo" jq_ok /api/v1/namespaces/default/pods/ignored '.spec.foo == 1'
+check "fieldValidation=strict (not a value Kubernetes takes): 400" \
+	bash -c "$(declare -f api post_pod code_of); POD='$POD' CTRL_URL=$CTRL_URL CTRL_CA=$CTRL_CA CTRL_TOKEN_FILE=$CTRL_TOKEN_FILE; post_pod x '?fieldValidation=strict' | grep -q 'Unsupported value: \\\\\"strict\\\\\"'"
+patch_code() { # patch_code TYPE PATCH: the code of a Strict PATCH of the pod ignored
+	curl -s -o /dev/null -w '%{http_code}' -X PATCH -H "Authorization: Bearer $(cat "$CTRL_TOKEN_FILE")" \
+		-H "Content-Type: application/$1" --data-binary "$2" \
+		"$CTRL_URL/api/v1/namespaces/default/pods/ignored?fieldValidation=Strict"
+}
+check "Strict PATCH (strategic) of a known field: 200, though the stored object has spec.foo" \
+	test "$(patch_code strategic-merge-patch+json '{"metadata":{"labels":{"a":"b"}},"spec":{"$setElementOrder/containers":[{"name":"c"}],"containers":[{"name":"c","image":"j"}]}}')" = 200
+check "Strict PATCH (merge) of an unknown field: 400" test "$(patch_code merge-patch+json '{"spec":{"bar":1}}')" = 400
+check "Strict PATCH (JSON Patch) adding an unknown field: 400" \
+	test "$(patch_code json-patch+json '[{"op":"add","path":"/spec/bar","value":1}]')" = 400
+check "Strict PATCH (JSON Patch) removing one: 200" \
+	test "$(patch_code json-patch+json '[{"op":"remove","path":"/spec/foo"}]')" = 200
+check "the v3 PATCH of a Pod lists fieldValidation (kubectl 1.28 then leaves validation to the server)" \
+	jq_ok "$(api GET /openapi/v3 | body_of | jq -r '.paths."api/v1".serverRelativeURL')" \
+	'[.paths."/api/v1/namespaces/{namespace}/pods/{name}".patch.parameters[].name] | index("fieldValidation")'
+
 echo "== kubectl"
 if ! command -v kubectl >/dev/null; then
 	fail "kubectl is installed (scripts/deps.sh installs kubernetes-client)"

@@ -1,5 +1,5 @@
 /*
- * openapi_test.c — the OpenAPI endpoints as a client meets them: content
+ * openapi_serve_test.c — the OpenAPI endpoints as a client meets them: content
  * negotiation, ETags, 304, ?hash= (immutable, or 301 to the current one),
  * 404 and 406; what kubectl reads in the documents (each kind's paths with
  * their GVK, a PATCH's patch types, v3 references wrapped in allOf); and
