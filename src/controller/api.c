@@ -299,30 +299,16 @@ static struct MHD_Response *response_for(struct link *l, char *data, size_t len)
 	return resp;
 }
 
-/* The request's warnings, field paths one a line, as Warning headers
- * (RFC 7234: 299, the text quoted; kubectl prints each as "Warning:
- * unknown field "spec.foo"").  A path is the client's own bytes: quotes
- * and backslashes are escaped, control bytes become '?'. */
+/* The request's Warning headers (fieldValidation=Warn), one a line. */
 static void add_warnings(struct MHD_Response *resp, const struct request *rq)
 {
 	for (const char *w = rq ? rq->warnings : NULL; w && *w;) {
-		static const char head[] = "299 - \"unknown field \\\"", tail[] = "\\\"\"";
-		char header[600];
-		size_t k = sizeof(head) - 1;
+		size_t len = strcspn(w, "\n");
+		char value[1024];
 
-		memcpy(header, head, k);
-		for (; *w && *w != '\n'; w++) {
-			unsigned char ch = (unsigned char)*w;
-
-			if (k + 2 + sizeof(tail) >= sizeof(header))
-				continue;	/* cut: skip to the line's end */
-			if (ch == '"' || ch == '\\')
-				header[k++] = '\\';
-			header[k++] = ch < 0x20 || ch == 0x7f ? '?' : (char)ch;
-		}
-		memcpy(header + k, tail, sizeof(tail));
-		MHD_add_response_header(resp, "Warning", header);
-		w += *w == '\n';
+		snprintf(value, sizeof(value), "%.*s", (int)(len < sizeof(value) ? len : sizeof(value) - 1), w);
+		MHD_add_response_header(resp, "Warning", value);
+		w += len + (w[len] == '\n');
 	}
 }
 
@@ -1435,50 +1421,26 @@ struct call {
 	int64_t get_rv;		/* CALL_GET: resourceVersion, -1 none */
 };
 
-/* ?fieldValidation= of a create, replace or patch, as Kubernetes reads it:
- * Ignore (or none) keeps the fields the kind's schema does not declare,
- * as weft always has; Warn keeps them and names each in a Warning header;
- * Strict refuses the write (400) naming them; another value is 400.  What
- * is judged is what the client sent, the body or the patch
- * (openapi_fields.c), never what is stored.  0, or -1 with st. */
+/* ?fieldValidation= of a create, replace or patch (openapi.h): Warn
+ * keeps the Warning headers for the answer, Strict and a bad value are
+ * 400.  0, or -1 with st. */
 static int field_validation(struct api *a, struct MHD_Connection *c, struct request *rq, const struct call *call,
 			    struct status *st)
 {
-	const char *mode = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "fieldValidation");
-	const struct model_openapi *m = openapi_model(a->openapi);
-	const struct kind_info *k = call->r.kind;
-	char names[800], list[900];
-	size_t n, shown = 0, used = 0;
+	enum openapi_body what = call->what != CALL_PATCH	     ? OPENAPI_OBJECT :
+				 call->patch_type == PATCH_JSON ? OPENAPI_JSON_PATCH : OPENAPI_MERGE_PATCH;
+	char msg[sizeof(st->message)];
+	int rc;
 
-	if (!mode || !*mode || !strcmp(mode, "Ignore"))
+	free(rq->warnings);
+	rc = openapi_field_validation(a->openapi, MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "fieldValidation"),
+				      call->r.kind, what, call->body, &rq->warnings, msg, sizeof(msg));
+	if (rc == 0)
 		return 0;
-	if (strcmp(mode, "Strict") != 0 && strcmp(mode, "Warn") != 0) {
-		status_set(st, 400, "BadRequest",
-			   "fieldValidation: Unsupported value: \"%.64s\": supported values: \"Ignore\", \"Strict\", \"Warn\"",
-			   mode);
-		return -1;
-	}
-	if (call->what == CALL_PATCH && call->patch_type == PATCH_JSON)
-		n = model_openapi_unknown_json_patch(m, k->id, call->body, names, sizeof(names));
+	if (rc == -ENOMEM)
+		status_set(st, 500, "InternalError", "%s", "out of memory");
 	else
-		n = model_openapi_unknown_fields(m, k->id, call->body, call->what == CALL_PATCH, names, sizeof(names));
-	if (!n)
-		return 0;
-	if (!strcmp(mode, "Warn")) {
-		free(rq->warnings);
-		rq->warnings = strdup(names);
-		return 0;
-	}
-	list[0] = 0;
-	for (const char *f = names; *f && used < sizeof(list); shown++) {
-		size_t len = strcspn(f, "\n");
-		int w = snprintf(list + used, sizeof(list) - used, "%sunknown field \"%.*s\"", shown ? ", " : "", (int)len, f);
-
-		used += w > 0 ? (size_t)w : 0;
-		f += len + (f[len] == '\n');
-	}
-	status_set(st, 400, "BadRequest", "%s in version \"%s\" cannot be handled as a %s: strict decoding error: %s%s",
-		   k->kind, k->api_version, k->kind, list, n > shown ? ", ..." : "");
+		status_set(st, 400, "BadRequest", "%s", msg);
 	return -1;
 }
 

@@ -9,6 +9,8 @@
  *     text's SHA-512 its ETag
  *   openapi_lookup: path ──► representation (Accept picks) ──► 304 if
  *     If-None-Match names its ETag, 301 if ?hash= is stale, else 200
+ *   openapi_field_validation: a write's body ──model_openapi_unknown_*──►
+ *     the fields its schema lacks ──► Warning headers or a 400's message
  *
  * Accept is read as goautoneg (and so kube-openapi) reads it: clauses by
  * q (q=0 refused), the more specific first at equal q; the first clause
@@ -171,9 +173,73 @@ out:
 	return o;
 }
 
-const struct model_openapi *openapi_model(const struct openapi *o)
+/* ------------------------------------------------------------------ fieldValidation */
+
+#define NAMES_MAX 800		/* the unknown fields named; the rest counted */
+
+/* One Warning header's value for field path f (len bytes), at out. */
+static size_t warning_of(const char *f, size_t len, char *out, size_t outlen)
 {
-	return o->model;
+	static const char head[] = "299 - \"unknown field \\\"", tail[] = "\\\"\"";
+	size_t k = sizeof(head) - 1;
+
+	memcpy(out, head, k);
+	for (size_t i = 0; i < len && k + 2 + sizeof(tail) < outlen; i++) {
+		unsigned char ch = (unsigned char)f[i];
+
+		if (ch == '"' || ch == '\\')
+			out[k++] = '\\';
+		out[k++] = ch < 0x20 || ch == 0x7f ? '?' : (char)ch;
+	}
+	memcpy(out + k, tail, sizeof(tail));
+	return k + sizeof(tail) - 1;
+}
+
+int openapi_field_validation(const struct openapi *o, const char *mode, const struct kind_info *k,
+			     enum openapi_body what, const json_t *body, char **warnings, char *msg, size_t msglen)
+{
+	char names[NAMES_MAX], list[NAMES_MAX + 128];
+	size_t n, shown = 0, used = 0;
+	bool warn;
+
+	*warnings = NULL;
+	if (!mode || !*mode || !strcmp(mode, "Ignore"))
+		return 0;
+	warn = !strcmp(mode, "Warn");
+	if (!warn && strcmp(mode, "Strict") != 0) {
+		snprintf(msg, msglen, "fieldValidation: Unsupported value: \"%.64s\": supported values: \"Ignore\", "
+			 "\"Strict\", \"Warn\"", mode);
+		return -EINVAL;
+	}
+	if (what == OPENAPI_JSON_PATCH)
+		n = model_openapi_unknown_json_patch(o->model, k->id, body, names, sizeof(names));
+	else
+		n = model_openapi_unknown_fields(o->model, k->id, body, what == OPENAPI_MERGE_PATCH, names, sizeof(names));
+	if (!n)
+		return 0;
+	list[0] = 0;
+	for (const char *f = names; *f; shown++) {
+		size_t len = strcspn(f, "\n");
+
+		if (warn)
+			used += warning_of(f, len, list + used, sizeof(list) - used - 1);
+		else
+			used += (size_t)snprintf(list + used, sizeof(list) - used, "%sunknown field \"%.*s\"",
+						 shown ? ", " : "", (int)len, f);
+		if (used >= sizeof(list) - 1)
+			break;
+		if (warn)
+			list[used++] = '\n';
+		f += len + (f[len] == '\n');
+	}
+	if (warn) {
+		list[used && list[used - 1] == '\n' ? used - 1 : used] = 0;
+		*warnings = strdup(list);
+		return *warnings ? 0 : -ENOMEM;
+	}
+	snprintf(msg, msglen, "%s in version \"%s\" cannot be handled as a %s: strict decoding error: %s%s", k->kind,
+		 k->api_version, k->kind, list, n > shown ? ", ..." : "");
+	return -EINVAL;
 }
 
 /* ------------------------------------------------------------------ Accept */

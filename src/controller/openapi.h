@@ -27,15 +27,19 @@
  * borrowed from struct openapi, which any number of threads may read at
  * once without a lock.  Who may read them (every authenticated client, as
  * kube-apiserver's system:discovery) is api.c's to decide.
+ *
+ * The same schema decides ?fieldValidation= of writes
+ * (openapi_field_validation, below).
  */
 #ifndef WEFT_CONTROLLER_OPENAPI_H
 #define WEFT_CONTROLLER_OPENAPI_H
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <time.h>
 
-#include "model/openapi.h"
+#include "model/model.h"
 
 #define OPENAPI_V2_PROTOBUF "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
 
@@ -46,8 +50,32 @@ struct openapi;
  * runs out. */
 struct openapi *openapi_create(char *err, size_t errlen);
 void openapi_destroy(struct openapi *o);
-/* The schema the documents are made from (borrowed; for fieldValidation). */
-const struct model_openapi *openapi_model(const struct openapi *o);
+
+/* What a write sends, for openapi_field_validation. */
+enum openapi_body { OPENAPI_OBJECT, OPENAPI_MERGE_PATCH, OPENAPI_JSON_PATCH };
+
+/*
+ * ?fieldValidation=mode of a create, replace or patch of kind k, as
+ * Kubernetes reads it, judged on what the client sent (body: the object,
+ * a merge or strategic merge patch, or a JSON Patch; model/openapi.h says
+ * how each is walked):
+ *   NULL, "" or Ignore  0: made, unknown fields kept (weft's way without it)
+ *   Warn                0, and when there are unknown fields *warnings: the
+ *                       values of the Warning headers to answer with, one a
+ *                       line (299 - "unknown field "spec.foo""; malloc'd,
+ *                       the caller frees)
+ *   Strict              -EINVAL when there are unknown fields, with
+ *                       kube-apiserver's message in msg ("Pod in version
+ *                       "v1" cannot be handled as a Pod: strict decoding
+ *                       error: unknown field "spec.foo"")
+ *   anything else       -EINVAL, naming the values it may take
+ * -ENOMEM when the warnings cannot be kept.  Field paths are the client's
+ * bytes: in a header, quotes and backslashes are escaped and control bytes
+ * made '?'.
+ */
+int openapi_field_validation(const struct openapi *o, const char *mode, const struct kind_info *k,
+			     enum openapi_body what, const json_t *body, char **warnings, char *msg, size_t msglen)
+	__attribute__((warn_unused_result));
 
 struct openapi_answer {
 	int code;			/* 200, 301, 304, 404 or 406 */

@@ -12,6 +12,7 @@
 #include "model/model.h"
 #include "test.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -392,5 +393,38 @@ TEST(openapi_protobuf_reads_back_as_the_json)
 	json_decref(defs);
 	json_decref(paths);
 	json_decref(doc);
+	openapi_destroy(o);
+}
+
+/* ------------------------------------------------------------------ fieldValidation */
+
+TEST(openapi_field_validation_modes)
+{
+	struct openapi *o = made();
+	const struct kind_info *pod = kind_get(KIND_POD);
+	json_t *body = json_loads("{\"spec\":{\"foo\":1,\"containers\":[{\"name\":\"c\",\"a\\\"b\\n\":2}]}}", 0, NULL);
+	json_t *ok = json_loads("{\"spec\":{\"containers\":[{\"name\":\"c\"}]}}", 0, NULL);
+	json_t *ops = json_loads("[{\"op\":\"add\",\"path\":\"/spec/bar\",\"value\":1}]", 0, NULL);
+	char *w = (char *)"x", msg[1024];
+
+	CHECK(o && body && ok && ops);
+	CHECK_EQ(openapi_field_validation(o, NULL, pod, OPENAPI_OBJECT, body, &w, msg, sizeof(msg)), 0);
+	CHECK(w == NULL);
+	CHECK_EQ(openapi_field_validation(o, "Ignore", pod, OPENAPI_OBJECT, body, &w, msg, sizeof(msg)), 0);
+	CHECK_EQ(openapi_field_validation(o, "Strict", pod, OPENAPI_OBJECT, ok, &w, msg, sizeof(msg)), 0);
+	CHECK_EQ(openapi_field_validation(o, "Strict", pod, OPENAPI_OBJECT, body, &w, msg, sizeof(msg)), -EINVAL);
+	CHECK_STR(msg, "Pod in version \"v1\" cannot be handled as a Pod: strict decoding error: unknown field "
+		       "\"spec.foo\", unknown field \"spec.containers[0].a\"b?\"");
+	CHECK_EQ(openapi_field_validation(o, "Strict", pod, OPENAPI_JSON_PATCH, ops, &w, msg, sizeof(msg)), -EINVAL);
+	CHECK_CONTAINS(msg, "unknown field \"spec.bar\"");
+	CHECK_EQ(openapi_field_validation(o, "Warn", pod, OPENAPI_OBJECT, body, &w, msg, sizeof(msg)), 0);
+	/* one header value a line; the path's quote escaped, its newline '?' */
+	CHECK_STR(w, "299 - \"unknown field \\\"spec.foo\\\"\"\n299 - \"unknown field \\\"spec.containers[0].a\\\"b?\\\"\"");
+	free(w);
+	CHECK_EQ(openapi_field_validation(o, "strict", pod, OPENAPI_OBJECT, ok, &w, msg, sizeof(msg)), -EINVAL);
+	CHECK_STR(msg, "fieldValidation: Unsupported value: \"strict\": supported values: \"Ignore\", \"Strict\", \"Warn\"");
+	json_decref(body);
+	json_decref(ok);
+	json_decref(ops);
 	openapi_destroy(o);
 }

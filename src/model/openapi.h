@@ -68,8 +68,8 @@ const char *model_openapi_list_definition(const struct model_openapi *o, enum ki
 /*
  * Fields a write carries that the kind's schema does not declare (what
  * ?fieldValidation=Strict refuses; openapi_fields.c): their count, and the
- * first of them, as paths ("spec.containers[0].bogus") one a line, in out
- * (cut at outlen; "" when none).  obj is an object of kind id, or with
+ * first of them, as paths ("spec.containers[0].bogus", a key's control
+ * bytes as '?') one a line, in out (cut at outlen; "" when none).  obj is an object of kind id, or with
  * patch a merge or strategic merge patch of one (its $ directives and nulls
  * passed over); ops a JSON Patch (the places its add, replace, move and
  * copy operations name, and the values add and replace bring).  A member

@@ -72,8 +72,8 @@ static void unknown(struct walk *w)
 		return;
 	if (w->used)
 		w->out[w->used++] = '\n';
-	memcpy(w->out + w->used, w->path, n);
-	w->used += n;
+	for (size_t i = 0; i < n; i++)	/* a key's control bytes (a newline) as '?' */
+		w->out[w->used++] = (unsigned char)w->path[i] < 0x20 || w->path[i] == 0x7f ? '?' : w->path[i];
 	w->out[w->used] = 0;
 }
 
