@@ -112,6 +112,23 @@ $(BUILD)/obj/%.o: src/%.c
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(CFLAGS) -c $< -o $@
 
+# Text the model carries (the OpenAPI schema files), as C made by
+# scripts/embed.sh.  build/gen does not depend on SAN: every build shares it.
+GEN          := build/gen
+OPENAPI_YAML := $(sort $(wildcard src/model/openapi/*.yaml))
+GENSRC       := $(GEN)/model/openapi_files.c
+$(GEN)/model/openapi_files.c: $(OPENAPI_YAML) scripts/embed.sh
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  GEN     $@")
+	$(Q)bash scripts/embed.sh model_openapi_files $(OPENAPI_YAML) > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/obj/gen/%.o: $(GEN)/%.c
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/libweft_model.a: $(BUILD)/obj/gen/model/openapi_files.o
+
 define archive_rule
 $(BUILD)/libweft_$(1).a: $(call objs,$(1))
 	@mkdir -p $$(dir $$@)
@@ -157,7 +174,7 @@ $(BUILD)/bench/%: bench/%.c $(ARCHIVES)
 # fuzzers: clang libFuzzer, short runs in `make test`
 FUZZSRC  := $(wildcard src/*/*_fuzz.c)
 FUZZBINS := $(patsubst src/%_fuzz.c,build/fuzz/%_fuzz,$(FUZZSRC))
-FUZZLIBSRC := $(foreach m,lib model controller store,$(call srcs,$(m))) src/agent/cni_server.c
+FUZZLIBSRC := $(foreach m,lib model controller store,$(call srcs,$(m))) src/agent/cni_server.c $(GENSRC)
 build/fuzz/%_fuzz: src/%_fuzz.c $(FUZZLIBSRC)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  FUZZ-LD $@")

@@ -21,6 +21,8 @@ packages=(
   python3-scapy
   # the API as the official Python client uses it
   python3-kubernetes
+  # the OpenAPI test decodes the protobuf document (protoc --decode_raw)
+  protobuf-compiler
   # the reference CNI client (cnitool, built from Debian's libcni sources)
   golang-go golang-github-appc-cni-dev
 )

@@ -11,6 +11,8 @@
  * before that /healthz and authentication — takes no lock, so a health
  * check never waits behind a request and a write holds the lock only to
  * plan and commit; its answer is serialised after.
+ * Discovery and the OpenAPI documents (openapi.c: made once at start,
+ * read-only after) are answered there too, after authentication.
  * A list takes no global lock either: its connection is suspended while
  * the lister thread reads its page (list_page.c: one read at one revision
  * on a store handle that only that thread uses, filtered by the query's
@@ -89,6 +91,7 @@
 #include "controller/list_page.h"
 #include "controller/list_query.h"
 #include "controller/list_stream.h"
+#include "controller/openapi.h"
 #include "controller/table.h"
 #include "controller/registry_patch.h"
 #include "controller/status_json.h"
@@ -135,6 +138,7 @@ struct api {
 	struct metrics *metrics;
 	char token[256];		/* the admin's (fixed at start) */
 	struct creds *creds;		/* node credentials (their own lock) */
+	struct openapi *openapi;	/* the OpenAPI documents (made at start, then only read: no lock) */
 	size_t max_body;
 	unsigned max_connections, max_per_client;	/* for /metrics */
 	time_t last_heartbeat;
@@ -162,6 +166,7 @@ struct request {
 	 * the route's kind, and its name or a create's metadata.name */
 	const struct kind_info *about_kind;
 	char about_name[256];
+	char *warnings;		/* Warning headers of the answer, one a line (fieldValidation=Warn), or NULL */
 };
 
 /* What MHD keeps for a connection (its socket context), from
@@ -314,6 +319,19 @@ static struct MHD_Response *response_for(struct link *l, char *data, size_t len)
 	return resp;
 }
 
+/* The request's Warning headers (fieldValidation=Warn), one a line. */
+static void add_warnings(struct MHD_Response *resp, const struct request *rq)
+{
+	for (const char *w = rq ? rq->warnings : NULL; w && *w;) {
+		size_t len = strcspn(w, "\n");
+		char value[1024];
+
+		snprintf(value, sizeof(value), "%.*s", (int)(len < sizeof(value) ? len : sizeof(value) - 1), w);
+		MHD_add_response_header(resp, "Warning", value);
+		w += len + (w[len] == '\n');
+	}
+}
+
 /* A response of body (taken over), with Retry-After when retry_after > 0. */
 static enum MHD_Result send_body_retry(struct api *a, struct MHD_Connection *c, struct request *rq, int code,
 				       const char *ctype, char *body, size_t len, int retry_after)
@@ -325,6 +343,7 @@ static enum MHD_Result send_body_retry(struct api *a, struct MHD_Connection *c, 
 	if (!resp)
 		return MHD_NO;
 	MHD_add_response_header(resp, "Content-Type", ctype);
+	add_warnings(resp, rq);
 	if (retry_after > 0) {
 		char secs[16];
 
@@ -1547,6 +1566,29 @@ bad:
 	return -EBADMSG;
 }
 
+/* ?fieldValidation= of a create, replace or patch (openapi.h): Warn
+ * keeps the Warning headers for the answer, Strict and a bad value are
+ * 400.  0, or -1 with st. */
+static int field_validation(struct api *a, struct MHD_Connection *c, struct request *rq, const struct call *call,
+			    struct status *st)
+{
+	enum openapi_body what = call->what != CALL_PATCH	     ? OPENAPI_OBJECT :
+				 call->patch_type == PATCH_JSON ? OPENAPI_JSON_PATCH : OPENAPI_MERGE_PATCH;
+	char msg[sizeof(st->message)];
+	int rc;
+
+	free(rq->warnings);
+	rc = openapi_field_validation(a->openapi, MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "fieldValidation"),
+				      call->r.kind, what, call->body, &rq->warnings, msg, sizeof(msg));
+	if (rc == 0)
+		return 0;
+	if (rc == -ENOMEM)
+		status_set(st, 500, "InternalError", "%s", "out of memory");
+	else
+		status_set(st, 400, "BadRequest", "%s", msg);
+	return -1;
+}
+
 /* Everything about a request that needs no lock, in the order its
  * failures are reported: the route, the body (parsed, and for a create or
  * replace checked against the path and validated), the query.  true when
@@ -1662,7 +1704,8 @@ static bool prepare(struct api *a, struct MHD_Connection *c, struct request *rq,
 	if ((is_post && !r->has_name) || (is_put && r->has_name)) {
 		/* the registry's own first steps, which read nothing of its state */
 		call->what = is_post ? CALL_CREATE : CALL_REPLACE;
-		if (registry_check_write(r->kind, r->ns, is_put ? r->name : NULL, body, is_post && !r->status, &st)) {
+		if (registry_check_write(r->kind, r->ns, is_put ? r->name : NULL, body, is_post && !r->status, &st) ||
+		    field_validation(a, c, rq, call, &st)) {
 			*ret = send_status(a, c, rq, &st);
 			goto answered;
 		}
@@ -1687,7 +1730,8 @@ static bool prepare(struct api *a, struct MHD_Connection *c, struct request *rq,
 	if (is_patch && r->has_name) {
 		/* the Content-Type was checked before the body was read */
 		call->what = CALL_PATCH;
-		if (!patch_type_ok(c, &call->patch_type, &st) || registry_patch_check(call->patch_type, body, &st)) {
+		if (!patch_type_ok(c, &call->patch_type, &st) || registry_patch_check(call->patch_type, body, &st) ||
+		    field_validation(a, c, rq, call, &st)) {
 			*ret = send_status(a, c, rq, &st);
 			goto answered;
 		}
@@ -1876,6 +1920,51 @@ static bool answer_discovery_if(struct api *a, struct MHD_Connection *c, struct 
 	return true;
 }
 
+/* An OpenAPI path (openapi.h): true and *ret when url is one. */
+static bool answer_openapi_if(struct api *a, struct MHD_Connection *c, struct request *rq, const char *url,
+			      enum MHD_Result *ret)
+{
+	struct openapi_answer ans;
+	struct MHD_Response *resp;
+	struct link *l = link_of(c);
+	char *body = NULL;
+
+	if (!openapi_lookup(a->openapi, url, MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "hash"),
+			    MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT),
+			    MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_IF_NONE_MATCH), time(NULL),
+			    &ans))
+		return false;
+	rq->answered = true;
+	*ret = MHD_NO;
+	if (ans.code == 404 || ans.code == 406) {
+		*ret = fail(a, c, rq, ans.code, ans.code == 404 ? "NotFound" : "NotAcceptable", "%s", ans.message);
+		return true;
+	}
+	if (ans.len && !(body = malloc(ans.len)))	/* the documents stay; MHD frees its copy */
+		return true;
+	if (ans.len)
+		memcpy(body, ans.body, ans.len);
+	if (!(resp = response_for(l, body, ans.len)))
+		return true;
+	MHD_add_response_header(resp, "Vary", "Accept");
+	if (ans.content_type)
+		MHD_add_response_header(resp, "Content-Type", ans.content_type);
+	if (ans.etag[0])
+		MHD_add_response_header(resp, "ETag", ans.etag);
+	if (ans.location[0])
+		MHD_add_response_header(resp, "Location", ans.location);
+	if (ans.immutable) {
+		MHD_add_response_header(resp, "Cache-Control", "public, immutable");
+		MHD_add_response_header(resp, "Expires", ans.expires);
+	}
+	if (l && ans.len && !rq->head)
+		tls_io_join_next(l->tls);
+	*ret = MHD_queue_response(c, (unsigned)ans.code, resp);
+	MHD_destroy_response(resp);
+	observe(a, ans.code, elapsed(&rq->start));
+	return true;
+}
+
 static enum MHD_Result answer_discovery(struct api *a, struct MHD_Connection *c, struct request *rq,
 					const char *url)
 {
@@ -1924,9 +2013,10 @@ static enum MHD_Result handle_request(struct api *a, struct MHD_Connection *c, c
 			return fail(a, c, rq, 401, "Unauthorized", "%s",
 				    "a valid bearer token is required (Authorization: Bearer <token>)");
 		}
-		/* discovery is every authenticated client's (Kubernetes' system:discovery) */
+		/* discovery and the OpenAPI schema are every authenticated
+		 * client's (Kubernetes' system:discovery) */
 		if ((strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0) &&
-		    answer_discovery_if(a, c, rq, url, &ret))
+		    (answer_discovery_if(a, c, rq, url, &ret) || answer_openapi_if(a, c, rq, url, &ret)))
 			return ret;
 		{
 			struct status st = { 0 };
@@ -2049,6 +2139,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **ctx, enum M
 		/* resumed, then closed before its handler ran: the lister is done with it */
 		list_job_free(rq->list);
 		free(rq->body);
+		free(rq->warnings);
 		free(rq);
 		*ctx = NULL;
 	}
@@ -2101,10 +2192,16 @@ struct api *api_start(const struct api_config *cfg, struct registry *r, struct w
 		return NULL;
 	}
 	sa.sin_port = htons((uint16_t)port);
+	a->openapi = openapi_create(err, errlen);
+	if (!a->openapi) {
+		free(a);
+		return NULL;
+	}
 	a->creds = creds_new();
 	if (!a->creds || creds_load(a->creds, r->store)) {
 		snprintf(err, errlen, "cannot read the node credentials from the store");
 		creds_free(a->creds);
+		openapi_destroy(a->openapi);
 		free(a);
 		return NULL;
 	}
@@ -2156,6 +2253,7 @@ struct api *api_start(const struct api_config *cfg, struct registry *r, struct w
 		watch_sender_free(a->sender);
 		conns_free(a->conns);
 		creds_free(a->creds);
+		openapi_destroy(a->openapi);
 		explicit_bzero(a->token, sizeof(a->token));
 		pthread_mutex_destroy(&a->lock);
 		pthread_mutex_destroy(&a->stats_lock);
@@ -2206,6 +2304,7 @@ void api_stop(struct api *a)
 	watch_sender_free(a->sender);
 	conns_free(a->conns);	/* MHD closed every connection */
 	creds_free(a->creds);
+	openapi_destroy(a->openapi);
 	explicit_bzero(a->token, sizeof(a->token));
 	pthread_mutex_destroy(&a->lock);
 	pthread_mutex_destroy(&a->stats_lock);

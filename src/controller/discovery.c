@@ -43,24 +43,51 @@ static const struct resource resources[] = {
 };
 #define RESOURCE_COUNT (KIND_COUNT + (int)(sizeof(resources) / sizeof(resources[0])))
 
+const char *const *discovery_verbs(const struct kind_info *k, size_t *n)
+{
+	static const char *const all[] = { "create", "delete", "get", "list", "patch", "update", "watch" };
+	static const char *const annotate[] = { "get", "list", "patch", "update", "watch" };
+	static const char *const read[] = { "get", "list", "watch" };
+
+	/* a HostSubnet's annotations are its node's to write (docs/api.md) */
+	if (!k->controller_owned) {
+		*n = sizeof(all) / sizeof(all[0]);
+		return all;
+	}
+	if (k->id == KIND_HOSTSUBNET) {
+		*n = sizeof(annotate) / sizeof(annotate[0]);
+		return annotate;
+	}
+	*n = sizeof(read) / sizeof(read[0]);
+	return read;
+}
+
+bool discovery_allows(const struct kind_info *k, const char *verb)
+{
+	size_t n;
+	const char *const *v = discovery_verbs(k, &n);
+
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(v[i], verb))
+			return true;
+	return false;
+}
+
 /* Resource i: kind i of the kind table, then resources[]. */
 static struct resource resource_get(int i)
 {
-	static const char *const all[] = { "create", "delete", "get", "list", "patch", "update", "watch", NULL };
-	static const char *const annotate[] = { "get", "list", "patch", "update", "watch", NULL };
-	static const char *const read[] = { "get", "list", "watch", NULL };
 	const struct kind_info *k;
 	const char *const *verbs;
 	struct resource r;
+	size_t n;
 
 	if (i >= KIND_COUNT)
 		return resources[i - KIND_COUNT];
 	k = kind_get((enum kind_id)i);
 	r = (struct resource){ k->group, k->version, k->api_version, k->plural, k->singular, k->kind,
 			       k->namespaced, { NULL }, { NULL }, NULL, false };
-	/* a HostSubnet's annotations are its node's to write (docs/api.md) */
-	verbs = !k->controller_owned ? all : k->id == KIND_HOSTSUBNET ? annotate : read;
-	for (int v = 0; verbs[v]; v++)
+	verbs = discovery_verbs(k, &n);
+	for (size_t v = 0; v < n && v < 7; v++)
 		r.verbs[v] = verbs[v];
 	for (int j = 0; j < 3 && k->shortnames[j]; j++)
 		r.shortnames[j] = k->shortnames[j];

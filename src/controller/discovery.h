@@ -20,6 +20,9 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stddef.h>
+
+#include "model/model.h"
 
 /* The Kubernetes release whose API conventions weft follows (for /version;
  * clients compare it with their own to warn about skew). */
@@ -33,5 +36,11 @@
  * (the Host header, may be NULL), for /api's serverAddressByClientCIDRs.
  * False for every other path, *out untouched. */
 bool discovery_lookup(const char *path, const char *server, json_t **out);
+
+/* The verbs the API serves for kind k, as discovery lists them (a static
+ * array of *n names); whether verb is one of them.  The OpenAPI documents
+ * describe the same operations (openapi_doc.h). */
+const char *const *discovery_verbs(const struct kind_info *k, size_t *n);
+bool discovery_allows(const struct kind_info *k, const char *verb);
 
 #endif
