@@ -10,22 +10,19 @@
  *        GET object ──404──> POST collection ──> "KIND/NS/NAME created"
  *            │200
  *            v
- *        unchanged(user's object as the server would store it, stored)?
- *            ├─yes──> "... unchanged"
- *            └─no───> PUT object (user's object, no resourceVersion)
- *                                ──> "... configured"
+ *        PUT object (user's object, no resourceVersion)
+ *            ├─resourceVersion as before──> "... unchanged"
+ *            └─otherwise────────────────> "... configured"
  *
  *    A server error is printed as "FILE doc N: KIND/NS/NAME: message" and
  *    the next document is tried; the exit status is then 1.  A transport
  *    failure or 401 stops at once (every later request would fail alike).
  *
- * The comparison simulates the replace of docs/api.md: the user's object
- * gets the model's defaults, keeps what the controller allocated (a
- * Service's clusterIP, nodePorts; a Node's podCIDR and weft.io/node-id)
- * when it leaves them empty, and a Namespace gets its
- * kubernetes.io/metadata.name label; status counts
- * only when the user wrote one.  Labels, annotations and every top-level
- * field but apiVersion, kind, metadata (and status) are compared.
+ * The server decides what changed: a replace that would store the object
+ * as it is (after its defaults, what the controller allocated, and, for
+ * the kinds with a status subresource, the stored status, which a write
+ * to the main resource never changes: docs/api.md) writes nothing and
+ * keeps the resourceVersion.
  */
 #include <errno.h>
 #include <getopt.h>
