@@ -27,12 +27,9 @@
 #   BENCH_FLOOD_CONNS   connects per latency run                  (3000)
 #   BENCH_FLOOD_WARMUP  unrecorded connects before each run       (100)
 #   BENCH_FLOOD_REPS    runs of each, interleaved; even           (4)
-#   BENCH_FLOOD_PER_CLIENT  the agents' --conntrack-per-client: the measuring
-#                       client makes 2 x REPS x (CONNS + WARMUP) connects in
-#                       seconds, and closed ones stay in weft_ct until the
-#                       sweep, so under the default cap it drops its own
-#                       SYNs (ct-source-limit, 1-7 a run when measured);
-#                       the refused SYNs of the flood make no entries   (65536)
+#   BENCH_FLOOD_PER_CLIENT  the agents' --conntrack-per-client; empty: the
+#                       agent's default (the measuring client resets each
+#                       connection, and a RST frees its slot at once)     ()
 #   BENCH_FLOOD_PIN     split: client on CPU 0, server and flooder on the
 #                       last CPU (the attacker's own share of the node,
 #                       as a CPU limit would give it); off: unpinned (split)
@@ -51,7 +48,7 @@ CONNS=${BENCH_FLOOD_CONNS:-3000}
 WARMUP=${BENCH_FLOOD_WARMUP:-100}
 REPS=${BENCH_FLOOD_REPS:-4}
 PIN=${BENCH_FLOOD_PIN:-split}
-PER_CLIENT=${BENCH_FLOOD_PER_CLIENT:-65536}
+PER_CLIENT=${BENCH_FLOOD_PER_CLIENT:-}
 GOALS=(svc_connect_under_flood_p50 svc_connect_under_flood_p99)
 if [ "$(id -u)" != 0 ]; then
 	for g in "${GOALS[@]}"; do echo "GOAL $g: SKIP (not root)"; done
@@ -94,7 +91,7 @@ for t in ip jq taskset bpftool cc; do command -v "$t" >/dev/null || fail "$t not
 FLAGS=(-std=gnu11 -O2 -Wall -Wextra -Werror -Wshadow -Wformat=2)
 cc "${FLAGS[@]}" -o "$TMP/connlat" bench/services/tools/connlat.c || fail "connlat does not compile"
 cc "${FLAGS[@]}" -o "$TMP/synflood" tests/tools/synflood.c || fail "synflood does not compile"
-echo "flood: kernel $(uname -r), $(nproc) CPUs; target $PPS pps; $REPS runs x $CONNS connects (+$WARMUP warm-up) with and without, interleaved; placement $PIN; per-client cap $PER_CLIENT"
+echo "flood: kernel $(uname -r), $(nproc) CPUs; target $PPS pps; $REPS runs x $CONNS connects (+$WARMUP warm-up) with and without, interleaved; placement $PIN; per-client cap ${PER_CLIENT:-the agent default}"
 
 # ---------------------------------------------------------------- floor
 ip netns add "$P-fa" && ip netns add "$P-fb" &&
@@ -109,7 +106,7 @@ ip netns del "$P-fa" && ip netns del "$P-fb"
 
 # ---------------------------------------------------------------- the lab
 LAB_UP=1
-out=$(WEFT_LAB_AGENT_ARGS="--conntrack-per-client $PER_CLIENT" lab up --nodes 2 --mode multitenant 2>&1) || fail "lab up: $(tail -n 1 <<<"$out")"
+out=$(WEFT_LAB_AGENT_ARGS="${PER_CLIENT:+--conntrack-per-client $PER_CLIENT}" lab up --nodes 2 --mode multitenant 2>&1) || fail "lab up: $(tail -n 1 <<<"$out")"
 for p in "red c" "red b --label app=b" "blue evil"; do
 	# shellcheck disable=SC2086  # the words of $p are the arguments
 	out=$(lab pod add node-1 $p 2>&1) || fail "pod add $p: $(tail -n 1 <<<"$out")"

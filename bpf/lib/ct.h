@@ -10,9 +10,12 @@
  * A client (the FWD key's source: a pod, an outside address, the node's
  * gateway) may hold at most ct_source_max connections: the count is
  * weft_ct_opened[client] (added to atomically here, +1 for a pair made,
- * -1 for a pair a program deletes) less weft_ct_closed[client] (pairs the
- * agent's sweep deleted; only the agent writes it).  Two counters with one
- * writer each, so neither side ever overwrites the other's updates.
+ * -1 for a pair a program deletes: a TCP RST, a backend gone, a clash)
+ * less weft_ct_closed[client] (pairs the agent's sweep deleted; only the
+ * agent writes it).  Two counters with one writer each, so neither side
+ * ever overwrites the other's updates.  A connection reset gives its slot
+ * back at once; one closed by FIN holds it until the sweep deletes the
+ * pair (CONNTRACK_TCP_CLOSING_S after the last packet).
  *
  * Time is in ticks of 2^30 ns (WEFT_CT_TICK_SHIFT) of CLOCK_MONOTONIC, so
  * an entry fits a __u32 clock and a busy flow writes its entry at most
@@ -91,7 +94,8 @@ static __always_inline struct weft_ct_entry *ct_lookup(const struct l4_tuple *t,
 
 /* A packet of the entry's direction went through: refresh last_seen and
  * the TCP state.  A reply (REV) to a TCP connection makes it established;
- * FIN or RST either way makes it closing.  Writes only what changes. */
+ * FIN either way makes it closing (an RST deletes the pair instead: lb.h,
+ * lb_resets).  Writes only what changes. */
 static __always_inline void ct_touch(struct weft_ct_entry *e, const struct l4_tuple *t, int reply)
 {
 	__u32 now = ct_now();
@@ -102,7 +106,7 @@ static __always_inline void ct_touch(struct weft_ct_entry *e, const struct l4_tu
 		if (!reply && (t->tcp_flags & (TCP_F_SYN | TCP_F_ACK)) == TCP_F_SYN)
 			flags = (flags & (WEFT_CT_F_EXTERNAL | WEFT_CT_F_SNAT | WEFT_CT_F_HOST)) |
 				WEFT_CT_F_SYN;
-		else if (t->tcp_flags & (TCP_F_FIN | TCP_F_RST))
+		else if (t->tcp_flags & TCP_F_FIN)
 			flags |= WEFT_CT_F_CLOSING;
 		else if (reply || !(t->tcp_flags & TCP_F_SYN))
 			flags = (flags & ~WEFT_CT_F_SYN) | WEFT_CT_F_ESTABLISHED;

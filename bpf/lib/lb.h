@@ -110,6 +110,31 @@ static __always_inline int lb_apply_fwd(struct __sk_buff *skb, struct l4_tuple *
 	return LB_DONE;
 }
 
+/* A TCP RST ends a connection at once: nothing legitimate follows it. */
+static __always_inline int lb_resets(const struct l4_tuple *t)
+{
+	return t->proto == IPPROTO_TCP && (t->tcp_flags & TCP_F_RST);
+}
+
+/* Delete a connection's pair, REV first (the sweep's order), and give its
+ * client's slot back when this call deleted the FWD entry (the sweep, or
+ * another CPU, did not: whoever deletes it counts it, once).
+ *
+ *	FWD {client:cport -> frontend:fport}
+ *	REV {backend:bport -> source as sent:sport} */
+static __always_inline void lb_ct_delete(__be32 client, __be16 cport, __be32 frontend,
+					 __be16 fport, __be32 backend, __be16 bport, __be32 src,
+					 __be16 sport, __u8 proto)
+{
+	struct weft_ct_key k;
+
+	ct_key(&k, backend, src, bport, sport, proto, WEFT_CT_REV);
+	bpf_map_delete_elem(&weft_ct, &k);
+	ct_key(&k, client, frontend, cport, fport, proto, WEFT_CT_FWD);
+	if (bpf_map_delete_elem(&weft_ct, &k) == 0)
+		ct_source_put(client);
+}
+
 /* A packet answering a translated connection?  *ct_flags gets the REV
  * entry's flags (WEFT_CT_F_EXTERNAL: the client is outside). */
 static __always_inline int lb_reverse(struct __sk_buff *skb, struct l4_tuple *t, __u16 *ct_flags)
@@ -121,13 +146,17 @@ static __always_inline int lb_reverse(struct __sk_buff *skb, struct l4_tuple *t,
 
 	if (!e)
 		return LB_NONE;
-	ct_touch(e, t, 1);
 	flags = e->flags;
 	saddr = e->nat_addr;
 	sport = e->nat_port;
 	daddr = e->nat_addr2;
 	dport = e->nat_port2;
 	*ct_flags = flags;
+	if (lb_resets(t))	/* the backend ends the connection */
+		lb_ct_delete(daddr, dport, saddr, sport, t->saddr, t->sport, t->daddr, t->dport,
+			     t->proto);
+	else
+		ct_touch(e, t, 1);
 	if (lb_rewrite_src(skb, t, saddr, sport) < 0)
 		return -WEFT_DROP_MALFORMED;
 	if ((flags & WEFT_CT_F_SNAT) && lb_rewrite_dst(skb, t, daddr, dport) < 0)
@@ -158,10 +187,8 @@ static __always_inline void lb_forget_clash(const struct l4_tuple *t)
 	cport = (e->flags & WEFT_CT_F_SNAT) ? e->nat_port2 : t->sport;
 	frontend = e->nat_addr;
 	fport = e->nat_port;
-	bpf_map_delete_elem(&weft_ct, &k);
-	ct_key(&k, client, frontend, cport, fport, t->proto, WEFT_CT_FWD);
-	if (bpf_map_delete_elem(&weft_ct, &k) == 0)
-		ct_source_put(client);
+	lb_ct_delete(client, cport, frontend, fport, t->daddr, t->dport, t->saddr, t->sport,
+		     t->proto);
 }
 
 /* The frontend t is addressed to, or NULL.  Outside clients reach only
@@ -316,15 +343,11 @@ static __always_inline int lb_ct_rev(const struct l4_tuple *t, const struct weft
 /* Forget a FWD entry whose backend went away, and its REV partner. */
 static __always_inline void lb_ct_forget(const struct l4_tuple *t, const struct weft_ct_entry *e)
 {
-	struct weft_ct_key k;
 	__be32 src = (e->flags & WEFT_CT_F_SNAT) ? e->nat_addr2 : t->saddr;
 	__be16 sport = (e->flags & WEFT_CT_F_SNAT) ? e->nat_port2 : t->sport;
 
-	ct_key(&k, e->nat_addr, src, e->nat_port, sport, t->proto, WEFT_CT_REV);
-	bpf_map_delete_elem(&weft_ct, &k);
-	ct_key(&k, t->saddr, t->daddr, t->sport, t->dport, t->proto, WEFT_CT_FWD);
-	if (bpf_map_delete_elem(&weft_ct, &k) == 0)
-		ct_source_put(t->saddr);
+	lb_ct_delete(t->saddr, t->sport, t->daddr, t->dport, e->nat_addr, e->nat_port, src, sport,
+		     t->proto);
 }
 
 /* A packet to a frontend?  from: LB_FROM_* (a constant); src_vnid: the
@@ -362,13 +385,18 @@ static __always_inline int lb_forward(struct __sk_buff *skb, const struct weft_c
 		backend_id = e->backend_id;
 		b = bpf_map_lookup_elem(&weft_backends, &backend_id);
 		if (b && b->addr == e->nat_addr && b->port == e->nat_port) {
-			ct_touch(e, t, 0);
 			flags = e->flags;
 			daddr = e->nat_addr;
 			dport = e->nat_port;
 			saddr = e->nat_addr2;
 			sport = e->nat_port2;
 			*ct_flags = flags;
+			if (lb_resets(t))	/* the client ends the connection */
+				lb_ct_delete(t->saddr, t->sport, t->daddr, t->dport, daddr, dport,
+					     (flags & WEFT_CT_F_SNAT) ? saddr : t->saddr,
+					     (flags & WEFT_CT_F_SNAT) ? sport : t->sport, t->proto);
+			else
+				ct_touch(e, t, 0);
 			return lb_apply_fwd(skb, t, flags, daddr, dport, saddr, sport);
 		}
 		lb_ct_forget(t, e);	/* its backend is gone: choose again */

@@ -6,8 +6,12 @@
  *	index     an open-addressing hash of the copied keys, so a partner
  *	          is found in memory
  *	judge     per pair (visited from its FWD entry): state = the union of
- *	          both entries' flags, age = since the later last_seen; dead
- *	          when older than conntrack_timeout(state) → both deleted.
+ *	          both entries' flags, except that it is established only
+ *	          when both entries are (the client went past its SYN, and the
+ *	          backend answered: a half-open pair, answered or not, lives
+ *	          CONNTRACK_TCP_SYN_S, not 6 h); age = since the later
+ *	          last_seen; dead when older than conntrack_timeout(state) →
+ *	          both deleted.
  *	          An entry whose partner is missing and older than the grace
  *	          is an orphan → deleted.
  *	count     every FWD entry deleted here (pair or orphan) is one
@@ -234,7 +238,8 @@ static int judge(struct sweep *w, size_t i)
 		return 0;	/* the pair is judged from its FWD entry */
 	last = later(e->last_seen, w->s.vals[j].last_seen);
 	flags = e->flags | w->s.vals[j].flags;
-	if (flags & WEFT_CT_F_CLOSING)
+	/* established takes both: the client past its SYN and an answer */
+	if ((flags & WEFT_CT_F_CLOSING) || !(e->flags & w->s.vals[j].flags & WEFT_CT_F_ESTABLISHED))
 		flags &= (uint16_t)~WEFT_CT_F_ESTABLISHED;
 	if (w->now - last <= ticks_of(conntrack_timeout(k->proto, flags)))
 		return 0;

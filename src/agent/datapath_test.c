@@ -3526,6 +3526,86 @@ TEST(ct_per_client_cap)
 	fixture_down(&f);
 }
 
+/* A RST from either end deletes the connection's pair at once and gives
+ * its client's slot back (cap 3 here): a client that opens and resets
+ * connections quickly is never refused for ones already gone.  The RST
+ * itself is still translated; a FIN only marks the pair closing. */
+static void ct_reset_body(struct fixture *f)
+{
+	static const uint32_t ids[] = { BE_LOCAL };
+	struct weft_ct_entry e;
+	struct result r;
+	struct pkt p;
+
+	CHECK_EQ(seed_services(f->dp), 0);
+	CHECK_EQ(backends_put3(f->dp, IPPROTO_TCP), 0);
+	CHECK_EQ(svc_put(f->dp, &cluster_tcp, ids, 1), 0);
+	for (int i = 0; i < 3; i++) {
+		tcp_from_a(&p, (uint16_t)(47400 + i), SVC_IP, SVC_PORT, TCP_SYN);
+		CHECK_EQ(run_pod(f, &p, &r), 0);
+		CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
+	}
+	tcp_from_a(&p, 47403, SVC_IP, SVC_PORT, TCP_SYN);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.trace.drop_reason, WEFT_DROP_CT_SOURCE_LIMIT);
+	CHECK_EQ(ct_count(f), 6);
+
+	/* the client resets its first connection: translated, then gone */
+	tcp_from_a(&p, 47400, SVC_IP, SVC_PORT, TCP_RST | TCP_ACK);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
+	CHECK_TUPLE(&r.out, POD_A_IP, 47400, LOCAL_BE_IP, BE_PORT);
+	CHECK_CSUMS(&r.out);
+	CHECK_EQ(ct_count(f), 4);
+	CHECK(ct_fwd(f, POD_A_IP, 47400, SVC_IP, SVC_PORT, &e) != 0);
+	CHECK(ct_rev(f, LOCAL_BE_IP, BE_PORT, POD_A_IP, 47400, &e) != 0);
+	CHECK_EQ(opened_of(f, POD_A_IP), 2);
+
+	/* the backend resets the second: the client gets it from the frontend */
+	tcp_from_local_be(&p, BE_PORT, POD_A_IP, 47401, TCP_RST);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
+	CHECK_TUPLE(&r.out, SVC_IP, SVC_PORT, POD_A_IP, 47401);
+	CHECK_CSUMS(&r.out);
+	CHECK_EQ(ct_count(f), 2);
+	CHECK_EQ(opened_of(f, POD_A_IP), 1);
+
+	/* a FIN only marks the third closing: it keeps its slot until the sweep */
+	tcp_from_a(&p, 47402, SVC_IP, SVC_PORT, TCP_FIN | TCP_ACK);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
+	CHECK_EQ(ct_fwd(f, POD_A_IP, 47402, SVC_IP, SVC_PORT, &e), 0);
+	CHECK(e.flags & WEFT_CT_F_CLOSING);
+	CHECK_EQ(ct_count(f), 2);
+
+	/* two slots are free again: the next two open, the third is over */
+	for (int i = 0; i < 2; i++) {
+		tcp_from_a(&p, (uint16_t)(47410 + i), SVC_IP, SVC_PORT, TCP_SYN);
+		CHECK_EQ(run_pod(f, &p, &r), 0);
+		CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
+	}
+	tcp_from_a(&p, 47412, SVC_IP, SVC_PORT, TCP_SYN);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.trace.drop_reason, WEFT_DROP_CT_SOURCE_LIMIT);
+
+	/* a RST of no connection still opens and deletes nothing */
+	tcp_from_a(&p, 47400, SVC_IP, SVC_PORT, TCP_RST);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.trace.drop_reason, WEFT_DROP_CT_NO_CONNECTION);
+	CHECK_EQ(ct_count(f), 6);
+	CHECK_EQ(opened_of(f, POD_A_IP), 3);
+}
+
+TEST(ct_reset_frees_the_pair_and_the_slot_at_once)
+{
+	struct datapath_opts opts = { .trace = true, .ct_source_max = 3 };
+	struct fixture f;
+
+	if (fixture_up_opts(&f, opts) == 0)
+		ct_reset_body(&f);
+	fixture_down(&f);
+}
+
 /* ---- the sweep: pairs live and die together, orphans go ---- */
 
 static void ct_put_pair(struct fixture *f, in_addr_t client, uint16_t cport, uint16_t fwd_flags,
@@ -3572,7 +3652,7 @@ DP_TEST(ct_sweep_deletes_pairs_together_and_orphans)
 
 	/* 1 established, both fresh: kept */
 	ct_put_pair(f, c1, 1001, est, now - 1, est, now, true, true);
-	/* 2 the REV saw a RST 20 s ago, the FWD a packet 1 s ago: the pair is
+	/* 2 the REV saw a FIN 20 s ago, the FWD a packet 1 s ago: the pair is
 	 * closing, its last packet 1 s ago: kept (closing lasts 10 s) */
 	ct_put_pair(f, c1, 1002, est, now - 1, est | WEFT_CT_F_CLOSING, now - 20, true, true);
 	/* 3 closing, quiet for 15 s: both go */
@@ -3589,11 +3669,16 @@ DP_TEST(ct_sweep_deletes_pairs_together_and_orphans)
 	ct_put_pair(f, c1, 1008, est, now - 7 * 3600, est, now, true, true);
 	/* 9 established, both quiet for 7 h: both go */
 	ct_put_pair(f, c1, 1009, est, now - 7 * 3600, est, now - 7 * 3600, true, true);
-	CHECK_EQ(ct_count(f), 15);
+	/* 10 half-open, answered: a SYN and the backend's SYN+ACK 8 s ago, no
+	 * ACK from the client (its stack drops the answers): both go (5 s) */
+	ct_put_pair(f, c2, 1010, WEFT_CT_F_SYN, now - 8, est, now - 8, true, true);
+	/* 11 the client went on past its SYN, never answered: both go */
+	ct_put_pair(f, c2, 1011, est, now - 8, WEFT_CT_F_SYN, now - 8, true, true);
+	CHECK_EQ(ct_count(f), 19);
 
 	CHECK_EQ(conntrack_sweep(f->dp, now, &st), 0);
-	CHECK_EQ(st.entries, 15);
-	CHECK_EQ(st.expired_pairs, 3);
+	CHECK_EQ(st.entries, 19);
+	CHECK_EQ(st.expired_pairs, 5);
 	CHECK_EQ(st.orphans, 2);
 	CHECK(ct_has(f, c1, 1001, WEFT_CT_FWD) && ct_has(f, c1, 1001, WEFT_CT_REV));
 	CHECK(ct_has(f, c1, 1002, WEFT_CT_FWD) && ct_has(f, c1, 1002, WEFT_CT_REV));
@@ -3604,13 +3689,15 @@ DP_TEST(ct_sweep_deletes_pairs_together_and_orphans)
 	CHECK(ct_has(f, c2, 1007, WEFT_CT_REV));
 	CHECK(ct_has(f, c1, 1008, WEFT_CT_FWD) && ct_has(f, c1, 1008, WEFT_CT_REV));
 	CHECK(!ct_has(f, c1, 1009, WEFT_CT_FWD) && !ct_has(f, c1, 1009, WEFT_CT_REV));
+	CHECK(!ct_has(f, c2, 1010, WEFT_CT_FWD) && !ct_has(f, c2, 1010, WEFT_CT_REV));
+	CHECK(!ct_has(f, c2, 1011, WEFT_CT_FWD) && !ct_has(f, c2, 1011, WEFT_CT_REV));
 	CHECK_EQ(ct_count(f), 7);
 	/* connections closed per client: FWD entries deleted (c1: 3 and 9;
-	 * c2: 4 and the orphan FWD 6) */
+	 * c2: 4, 10, 11 and the orphan FWD 6) */
 	CHECK_EQ(datapath_ct_closed_get(f->dp, c1, &closed), 0);
 	CHECK_EQ(closed, 2);
 	CHECK_EQ(datapath_ct_closed_get(f->dp, c2, &closed), 0);
-	CHECK_EQ(closed, 2);
+	CHECK_EQ(closed, 4);
 	CHECK_EQ(st.sources, 1);	/* c1 holds 3 FWD entries, c2 none */
 	CHECK_EQ(st.top_source, c1);
 	CHECK_EQ(st.top_source_connections, 3);
@@ -3780,6 +3867,7 @@ struct rnd_svc {
 	} conn[RND_SVC_CLIENTS][RND_SVC_PORTS];
 	uint32_t next_addr;
 	int no_connection;	/* packets that should be dropped as ct-no-connection */
+	int no_backend;		/* RSTs to the frontend without backends (dropped) */
 };
 
 static in_addr_t rnd_svc_addr(struct rnd_svc *m)
@@ -3832,9 +3920,10 @@ static int rnd_svc_step(struct fixture *f, struct rnd_svc *m, uint64_t x, int *p
 	}
 
 	/* a packet */
-	static const uint8_t flag_choice[] = { TCP_SYN, TCP_ACK, TCP_ACK, TCP_FIN | TCP_ACK };
+	static const uint8_t flag_choice[] = { TCP_SYN, TCP_ACK, TCP_ACK, TCP_FIN | TCP_ACK,
+					       TCP_SYN, TCP_ACK, TCP_ACK, TCP_RST | TCP_ACK };
 	int c = (int)((x >> 8) % RND_SVC_CLIENTS), k = (int)((x >> 12) % RND_SVC_PORTS);
-	uint8_t fl = flag_choice[(x >> 16) % 4];
+	uint8_t fl = flag_choice[(x >> 16) % 8];
 	in_addr_t client = rnd_svc_clients[c];
 	uint16_t sport = (uint16_t)(41000 + k);
 	uint8_t mac[6];
@@ -3861,14 +3950,25 @@ static int rnd_svc_step(struct fixture *f, struct rnd_svc *m, uint64_t x, int *p
 	if (!kept && m->n > 0 && fl != TCP_SYN) {
 		/* no connection to follow: a removed backend's is refused, a
 		 * packet of none dropped; nothing written either way */
-		if (stale ? r.verdict != TC_ACT_REDIRECT || r.trace.action != WEFT_ACT_REJECT
-			  : r.verdict != TC_ACT_SHOT ||
-				    r.trace.drop_reason != WEFT_DROP_CT_NO_CONNECTION) {
+		/* (a RST is never answered with one) */
+		bool refused = stale && !(fl & TCP_RST);
+
+		if (refused ? r.verdict != TC_ACT_REDIRECT || r.trace.action != WEFT_ACT_REJECT
+			    : r.verdict != TC_ACT_SHOT ||
+				      r.trace.drop_reason != WEFT_DROP_CT_NO_CONNECTION) {
 			test_fail(__FILE__, __LINE__, "not a SYN, %s: verdict %u action %u",
 				  stale ? "stale" : "no entry", r.verdict, r.trace.action);
 			return -1;
 		}
-		m->no_connection += !stale;
+		m->no_connection += !refused;
+	} else if (!kept && m->n == 0 && (fl & TCP_RST)) {
+		/* no backend, and a RST is not answered: dropped */
+		if (r.verdict != TC_ACT_SHOT || r.trace.drop_reason != WEFT_DROP_NO_BACKEND) {
+			test_fail(__FILE__, __LINE__, "RST, no backend: verdict %u reason %u",
+				  r.verdict, r.trace.drop_reason);
+			return -1;
+		}
+		m->no_backend++;
 	} else if (!kept && m->n == 0) {
 		if (r.verdict != TC_ACT_REDIRECT || r.trace.action != WEFT_ACT_REJECT ||
 		    r.out.len != 54 ||
@@ -3893,7 +3993,9 @@ static int rnd_svc_step(struct fixture *f, struct rnd_svc *m, uint64_t x, int *p
 			}
 			if ((fl & (TCP_SYN | TCP_ACK)) == TCP_SYN)
 				cn->flags = WEFT_CT_F_SYN;
-			else if (fl & (TCP_FIN | TCP_RST))
+			else if (fl & TCP_RST)
+				cn->has = false;	/* the pair is deleted */
+			else if (fl & TCP_FIN)
 				cn->flags |= WEFT_CT_F_CLOSING;
 			else
 				cn->flags = (uint16_t)((cn->flags & ~WEFT_CT_F_SYN) |
@@ -3967,7 +4069,8 @@ DP_TEST(svc_backend_choice_random_against_model)
 	CHECK_EQ(ct_count(f), 2 * rnd_svc_connections(&m));
 	CHECK(packets > 400);
 	CHECK_EQ(drops_of(f, WEFT_DROP_CT_NO_CONNECTION), (uint64_t)m.no_connection);
-	CHECK_EQ(drops_total(f), (uint64_t)m.no_connection);
+	CHECK_EQ(drops_of(f, WEFT_DROP_NO_BACKEND), (uint64_t)m.no_backend);
+	CHECK_EQ(drops_total(f), (uint64_t)(m.no_connection + m.no_backend));
 }
 
 /* ---- services: answers over the tunnel (vxlan_ingress on a real device) ----

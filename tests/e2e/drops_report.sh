@@ -18,7 +18,7 @@
 #
 #   1. evil: 20,000 SYNs to red's web (tenant-refused)  -> isolated
 #   2. evil: 5,000 RSTs to red's web (no connection)     -> ct-no-connection
-#   3. evil: 3 x PER_CLIENT short connections to itself  -> ct-source-limit
+#   3. evil: 3 x PER_CLIENT connections to itself, held -> ct-source-limit
 #   4. `weftctl drops` names the three on node-1 with at least what was
 #      sent (1, 2) or more than none (3); `weftctl drops node-1` shows the
 #      conntrack line (entries/capacity, PER_CLIENT); the annotation is JSON
@@ -34,6 +34,7 @@ LAB=t$$-dr
 L=$LAB
 PER_CLIENT=50
 PEER=$PWD/tests/tools/peer.py
+HOLD=$PWD/tests/tools/hold.py
 need_lab
 
 cleanup() { # under set -e: a process stopped by its signal is no failure
@@ -91,20 +92,13 @@ check "before the attack: drops lists no ct-no-connection on node-1" test "$(lab
 # ------------------------------------------------------------ the attack
 check "evil: 20,000 SYNs to red's web" flood S 20000
 check "evil: 5,000 RSTs to red's web" flood R 5000
-pin_attempt() {
-	ns blue/evil python3 - "$SELF" $((3 * PER_CLIENT)) <<'EOF'
-import socket, sys
-for i in range(int(sys.argv[2])):
-    s = socket.socket()
-    s.settimeout(0.2)
-    try:
-        s.connect((sys.argv[1], 80))
-    except OSError:
-        pass
-    s.close()
-EOF
-}
-check "evil: $((3 * PER_CLIENT)) short connections to itself through blue's self" pin_attempt
+# evil holds 3 x PER_CLIENT connections to itself open (closed at the end)
+PINS=$T_ROOT/pins
+held() { grep -q connected "$PINS.out" 2>/dev/null; }
+ip netns exec "$(netns blue/evil)" python3 "$HOLD" "$SELF" 80 $((3 * PER_CLIENT)) "$PINS.release" >"$PINS.out" 2>&1 &
+PIN_PID=$!
+T_PIDS+=("$PIN_PID")
+check "evil: $((3 * PER_CLIENT)) connections to itself through blue's self, held open" wait_for 15 held
 
 # ------------------------------------------------------------ what the user sees
 check "weftctl drops: node-1 isolated >= 20,000" wait_for 30 drops_reported node-1 isolated 20000
@@ -116,5 +110,8 @@ check "weftctl drops (every node): both nodes' conntrack lines" eval \
 check "node-1's annotation weft.io/conntrack parses after the attack" annotation_parses node-1
 check "node-2's annotation weft.io/conntrack parses" annotation_parses node-2
 check "red's web still answers r2" answered red/r2 "$WEB"
+touch "$PINS.release"
+gone() { ! kill -0 "$1" 2>/dev/null; }
+check "evil closes its connections" wait_for 10 gone "$PIN_PID"
 check "down $LAB" lab down
 finish

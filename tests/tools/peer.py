@@ -28,7 +28,10 @@ if mode == "serve":
         c, peer = t.accept()
         log("tcp %s" % peer[0])
         with c:
-            c.sendall(prefix + peer[0].encode() + b"\n")
+            try:
+                c.sendall(prefix + peer[0].encode() + b"\n")
+            except OSError:	# the client is gone already (reset)
+                pass
 else:
     ip, port = sys.argv[2], int(sys.argv[3])
     payload = (sys.argv[4] if len(sys.argv) > 4 else "who").encode() + b"\n"
