@@ -565,13 +565,25 @@ def report(path):
 
     wk = ("weft-many", "weft-few")
     sk = ("weft-many", "weft-few", "weft")
+
+    def lost(key):
+        return sum(r["failed"] for r in conn.get(key, {}).values())
+    # A failed connect is in no percentile, so a path that loses connects
+    # must not pass on the ones that worked: weft may lose no more than
+    # the bare veth pair did in the same run, plus LOSS_SLACK (the floor
+    # loses 0-1 of 30,000 here; a refused SYN of weft's is retried after
+    # 1 s and fails the connect, so a data-plane fault shows as more).
+    LOSS_SLACK = 2
+    lost_ok = max(lost("weft-many"), lost("weft-few")) <= lost("floor") + LOSS_SLACK
+    lost_text = "; connects failed: weft %d and %d, floor %d, allowed floor + %d" % (
+        lost("weft-many"), lost("weft-few"), lost("floor"), LOSS_SLACK)
     for f in ("p50", "p99"):
         r, n = paired("weft-many", "weft-few", f)
         goal("svc_first_packet_" + f, r,
              r is not None and "%.3fx (%s vs %s services, TCP connect %s; medians %.1f vs %.1f us, "
-             "%d runs) (goal <= 1.10x)" % (r, count, few, f, med("weft-many", f),
-                                          med("weft-few", f), n),
-             r is not None and round(r, 3) <= 1.10, wk, sk)
+             "%d runs%s) (goal <= 1.10x, no more lost than the floor)" % (
+                 r, count, few, f, med("weft-many", f), med("weft-few", f), n, lost_text),
+             r is not None and round(r, 3) <= 1.10 and lost_ok, wk, sk)
     r, n = paired("weft-many", "ref-many", "p99")
     goal("svc_vs_iptables_p99", r,
          r is not None and "%.3fx (weft vs iptables kube-proxy rules, %s services, TCP connect p99; "
