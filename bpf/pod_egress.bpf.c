@@ -5,10 +5,13 @@
  *
  *	packet from the stack to the pod
  *	  │
- *	  ├─ config not complete, not IPv4 TCP/UDP ─── TC_ACT_OK
+ *	  ├─ config not complete, not IPv4 ──────────── TC_ACT_OK
+ *	  ├─ a later fragment of a translated answer
+ *	  │  (lib/frag.h, weft_rev_frags) ─────────────── source := the frontend, TC_ACT_OK
  *	  ├─ the answer of a translated connection
  *	  │  (REV entry: a backend outside the pod
  *	  │  network, answering through the stack) ─── source := the frontend, TC_ACT_OK
+ *	  │                                             (a first fragment: recorded)
  *	  └─ anything else ─────────────────────────── TC_ACT_OK
  *
  * Why: a service backend need not be a pod.  A host-network endpoint (a
@@ -18,6 +21,13 @@
  * pod must see it come from the address it connected to.  The translation
  * itself happened in pod_ingress, which wrote the REV entry.
  *
+ * An answer larger than the pod's MTU leaves the stack in fragments, and
+ * only the first has the ports the REV lookup needs: its translation is
+ * recorded under the backend's address (weft_rev_frags, as vxlan_ingress
+ * does for backends on other nodes) and the later fragments get the same
+ * one, so the pod can reassemble them.  A later fragment without a record
+ * passes as it came (the stack sends the pod fragments of its own).
+ *
  * Invariants: never drops (a malformed packet is the pod's stack's to
  * judge) except when the rewrite itself fails; never redirects.
  */
@@ -26,6 +36,7 @@
 const volatile __u32 trace_enabled = 0;
 
 #include "lib/eth.h"
+#include "lib/frag.h"
 #include "lib/ipv4.h"
 #include "lib/l4.h"
 #include "lib/lb.h"
@@ -36,17 +47,32 @@ SEC("tc")
 int pod_egress(struct __sk_buff *skb)
 {
 	const struct weft_config *cfg = config_ready();
+	struct frag_id fr;
 	struct l4_tuple t;
 	__u16 ct_flags = 0;
 	struct ethhdr *eth;
 	struct iphdr *ip;
 	int rc;
 
-	if (!cfg || !l4_packet(skb, &eth, &ip, &t))
+	if (!cfg || skb->protocol != bpf_htons(ETH_P_IP) || ipv4_frame(skb, &eth, &ip) < 0 ||
+	    eth->h_proto != bpf_htons(ETH_P_IP))
+		return TC_ACT_OK;
+	frag_identify(ip, &fr);
+	if (fr.kind == FRAG_LATER) {
+		rc = frag_follow(&weft_rev_frags, skb, &fr, ip, &ct_flags);
+		return rc < 0 ? drop(-rc) : pass(0, 0);
+	}
+	if (l4_tuple_read(skb, ip, &t) <= 0)
 		return TC_ACT_OK;
 	rc = lb_reverse(skb, &t, &ct_flags);
 	if (rc < 0)
 		return drop(-rc);
+	if (rc == LB_DONE && fr.kind == FRAG_FIRST) {
+		if (ipv4_frame(skb, &eth, &ip) < 0)
+			return drop(WEFT_DROP_MALFORMED);
+		(void)frag_claim(&weft_rev_frags, &fr);	/* all busy: home taken over */
+		frag_remember(&weft_rev_frags, &fr, ip, ct_flags);
+	}
 	return pass(0, 0);
 }
 

@@ -5541,6 +5541,51 @@ DP_TEST(pod_later_fragments_of_a_local_backends_answer_are_translated)
 	CHECK_EQ(drops_total(f), 0);
 }
 
+static int run_pod_egress(struct fixture *f, const struct pkt *in, struct result *r)
+{
+	return run(f, datapath_pod_egress_prog_fd(f->dp), in, r);
+}
+
+/* A backend outside the pod network answers through the node's stack,
+ * which hands pod_egress the answer in fragments when it is larger than
+ * the pod's MTU: the first is translated by its REV entry and recorded,
+ * the later ones follow the record (source := the cluster IP), so the pod
+ * can put the datagram together.  Another datagram's later fragment from
+ * the stack passes as it came. */
+DP_TEST(pod_egress_later_fragments_of_an_outside_backends_answer_are_translated)
+{
+	static const uint32_t ids[] = { 60 };
+	struct result r;
+	struct pkt p;
+
+	CHECK_EQ(seed_services(f->dp), 0);
+	CHECK_EQ(backend_put(f->dp, 60, OUTSIDE_IP, BE_PORT, IPPROTO_UDP, false, SVC_ID), 0);
+	CHECK_EQ(svc_put(f->dp, &cluster_udp, ids, 1), 0);
+	pkt_l4(&p, gw_a_mac, pod_a_mac, IPPROTO_UDP, POD_A_IP, 40500, SVC_IP, 53, 12);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_OK);	/* to the stack: masquerade */
+	CHECK_TUPLE(&r.out, POD_A_IP, 40500, OUTSIDE_IP, BE_PORT);
+
+	for (uint16_t off = 0; off <= 8; off += 4) {
+		pkt_l4(&p, pod_a_mac, gw_a_mac, IPPROTO_UDP, OUTSIDE_IP, BE_PORT, POD_A_IP, 40500, 24);
+		pkt_fragment(&p, 700, off, off < 8);
+		CHECK_EQ(run_pod_egress(f, &p, &r), 0);
+		CHECK_EQ(r.verdict, TC_ACT_OK);
+		CHECK_EQ(ip_of(&r.out)->saddr, SVC_IP);
+		CHECK_EQ(ip_of(&r.out)->daddr, POD_A_IP);
+		CHECK_EQ(ip_checksum(ip_of(&r.out), 20), 0);
+		if (off == 0)
+			CHECK_EQ(sport_of(&r.out), 53);
+	}
+	/* a later fragment of a datagram nobody translated: untouched */
+	pkt_l4(&p, pod_a_mac, gw_a_mac, IPPROTO_UDP, OUTSIDE_IP, BE_PORT, POD_A_IP, 40500, 24);
+	pkt_fragment(&p, 701, 4, false);
+	CHECK_EQ(run_pod_egress(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_OK);
+	CHECK_EQ(ip_of(&r.out)->saddr, OUTSIDE_IP);
+	CHECK_EQ(drops_total(f), 0);
+}
+
 /* ---- fragments of answers over the tunnel (vxlan_ingress, weft_rev_frags) ----
  *
  * On the real VXLAN device of svc_vxlan_up(): a backend on "another node"
