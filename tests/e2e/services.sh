@@ -219,14 +219,15 @@ seen_as() {
 	return 1
 }
 
-# refused_fast FROM PROTO IP PORT: refused (TCP RST / ICMP unreachable), in under 1 s
+# refused_fast FROM PROTO IP PORT: refused (TCP RST / ICMP unreachable), in
+# under 1 s (peer.py times the exchange itself: a slow process start on a
+# busy machine is not the data plane's; a lost first SYN is retried at 1 s)
 refused_fast() {
-	local t0 t1 out ms
-	t0=$(date +%s%N)
+	local out ms
 	if out=$(ns "$1" python3 "$PEER" "$2" "$3" "$4" 2>&1); then echo "expected a refusal; answered: $out"; return 1; fi
-	t1=$(date +%s%N) ms=$(( (t1 - t0) / 1000000 ))
-	grep -q "Connection refused" <<<"$out" || { echo "expected 'Connection refused'; after $ms ms: $out; $(drops)"; return 1; }
-	[ "$ms" -lt 1000 ] || { echo "refused only after $ms ms (want < 1000): $out"; return 1; }
+	grep -q "Connection refused" <<<"$out" || { echo "expected 'Connection refused': $out; $(drops)"; return 1; }
+	ms=$(sed -n 's/.*(after \([0-9]*\) ms)$/\1/p' <<<"$out")
+	[ -n "$ms" ] && [ "$ms" -lt 1000 ] || { echo "refused only after ${ms:-?} ms (want < 1000): $out"; return 1; }
 }
 # unanswered FROM PROTO IP PORT: no answer at all, not even a refusal
 # (TCP: the connect times out; UDP: 3 datagrams unanswered)

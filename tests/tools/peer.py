@@ -2,8 +2,10 @@
 #                     on PORT with the client's address as seen here (after
 #                     "NAME " when a name is given), and log it on stdout:
 #                     "tcp ADDR" or "udp ADDR PAYLOAD"
-# peer.py tcp|udp IP PORT [PAYLOAD]: ask the server at IP:PORT, print its answer
-import socket, sys, threading
+# peer.py tcp|udp IP PORT [PAYLOAD]: ask the server at IP:PORT, print its answer;
+#                     on failure, print the error and how long the exchange
+#                     took ("... (after N ms)": process start not counted)
+import socket, sys, threading, time
 mode = sys.argv[1]
 if mode == "serve":
     port = int(sys.argv[2])
@@ -35,6 +37,7 @@ if mode == "serve":
 else:
     ip, port = sys.argv[2], int(sys.argv[3])
     payload = (sys.argv[4] if len(sys.argv) > 4 else "who").encode() + b"\n"
+    t0 = time.monotonic()
     try:
         if mode == "tcp":
             s = socket.create_connection((ip, port), timeout=2)
@@ -53,5 +56,5 @@ else:
             else:
                 raise OSError("no answer in 3 tries")
     except OSError as e:
-        print(f"{mode} {ip}:{port}: {e}")
+        print(f"{mode} {ip}:{port}: {e} (after {int((time.monotonic() - t0) * 1000)} ms)")
         sys.exit(1)
