@@ -3457,12 +3457,30 @@ DP_TEST(ct_rev_unique_for_one_client_port_to_two_frontends)
 	CHECK_EQ(drops_total(f), 0);
 }
 
+/* The cluster IP with backend id alone behind it, and n connections of
+ * pod A to it from ports port0, port0 + 1, ...: 0, or -1 when one was
+ * not let through. */
+static int ct_open_from_a(struct fixture *f, uint32_t id, uint16_t port0, int n)
+{
+	struct result r;
+	struct pkt p;
+
+	if (seed_services(f->dp) < 0 || backends_put3(f->dp, IPPROTO_TCP) < 0 ||
+	    svc_put(f->dp, &cluster_tcp, &id, 1) < 0)
+		return -1;
+	for (int i = 0; i < n; i++) {
+		tcp_from_a(&p, (uint16_t)(port0 + i), SVC_IP, SVC_PORT, TCP_SYN);
+		if (run_pod(f, &p, &r) < 0 || r.verdict != TC_ACT_REDIRECT)
+			return -1;
+	}
+	return 0;
+}
+
 /* A client holds at most ct_source_max connections (3 here): the 4th is
  * refused and counted, another client is not affected, and once the
  * sweep frees one of the first client's pairs it may open one again. */
 static void ct_source_cap_body(struct fixture *f)
 {
-	static const uint32_t ids[] = { BE_REMOTE };
 	struct conntrack_stats st;
 	struct weft_ct_entry fwd, rev;
 	struct weft_ct_key k;
@@ -3470,14 +3488,7 @@ static void ct_source_cap_body(struct fixture *f)
 	struct result r;
 	struct pkt p;
 
-	CHECK_EQ(seed_services(f->dp), 0);
-	CHECK_EQ(backends_put3(f->dp, IPPROTO_TCP), 0);
-	CHECK_EQ(svc_put(f->dp, &cluster_tcp, ids, 1), 0);
-	for (int i = 0; i < 3; i++) {
-		tcp_from_a(&p, (uint16_t)(47200 + i), SVC_IP, SVC_PORT, TCP_SYN);
-		CHECK_EQ(run_pod(f, &p, &r), 0);
-		CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
-	}
+	CHECK_EQ(ct_open_from_a(f, BE_REMOTE, 47200, 3), 0);
 	for (int i = 3; i < 10; i++) {
 		tcp_from_a(&p, (uint16_t)(47200 + i), SVC_IP, SVC_PORT, TCP_SYN);
 		CHECK_EQ(run_pod(f, &p, &r), 0);
@@ -3532,19 +3543,11 @@ TEST(ct_per_client_cap)
  * itself is still translated; a FIN only marks the pair closing. */
 static void ct_reset_body(struct fixture *f)
 {
-	static const uint32_t ids[] = { BE_LOCAL };
 	struct weft_ct_entry e;
 	struct result r;
 	struct pkt p;
 
-	CHECK_EQ(seed_services(f->dp), 0);
-	CHECK_EQ(backends_put3(f->dp, IPPROTO_TCP), 0);
-	CHECK_EQ(svc_put(f->dp, &cluster_tcp, ids, 1), 0);
-	for (int i = 0; i < 3; i++) {
-		tcp_from_a(&p, (uint16_t)(47400 + i), SVC_IP, SVC_PORT, TCP_SYN);
-		CHECK_EQ(run_pod(f, &p, &r), 0);
-		CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
-	}
+	CHECK_EQ(ct_open_from_a(f, BE_LOCAL, 47400, 3), 0);
 	tcp_from_a(&p, 47403, SVC_IP, SVC_PORT, TCP_SYN);
 	CHECK_EQ(run_pod(f, &p, &r), 0);
 	CHECK_EQ(r.trace.drop_reason, WEFT_DROP_CT_SOURCE_LIMIT);
@@ -3579,12 +3582,11 @@ static void ct_reset_body(struct fixture *f)
 	CHECK_EQ(ct_count(f), 2);
 
 	/* two slots are free again: the next two open, the third is over */
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; i < 3; i++) {
 		tcp_from_a(&p, (uint16_t)(47410 + i), SVC_IP, SVC_PORT, TCP_SYN);
 		CHECK_EQ(run_pod(f, &p, &r), 0);
-		CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
+		CHECK_EQ(r.verdict, i < 2 ? TC_ACT_REDIRECT : TC_ACT_SHOT);
 	}
-	tcp_from_a(&p, 47412, SVC_IP, SVC_PORT, TCP_SYN);
 	CHECK_EQ(run_pod(f, &p, &r), 0);
 	CHECK_EQ(r.trace.drop_reason, WEFT_DROP_CT_SOURCE_LIMIT);
 
