@@ -3587,7 +3587,6 @@ static void ct_reset_body(struct fixture *f)
 		CHECK_EQ(run_pod(f, &p, &r), 0);
 		CHECK_EQ(r.verdict, i < 2 ? TC_ACT_REDIRECT : TC_ACT_SHOT);
 	}
-	CHECK_EQ(run_pod(f, &p, &r), 0);
 	CHECK_EQ(r.trace.drop_reason, WEFT_DROP_CT_SOURCE_LIMIT);
 
 	/* a RST of no connection still opens and deletes nothing */
