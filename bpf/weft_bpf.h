@@ -225,9 +225,9 @@ struct weft_node_ip {
  * The pair lives and dies together: whoever deletes one entry deletes the
  * other (the agent's sweep deletes both when either has expired, and an
  * entry whose partner is gone at its next pass; a program deletes both on
- * a TCP RST either way, so a reset connection frees its client's slot at
- * once, and a client that opens and resets connections quickly is not
- * held back by ones already gone).
+ * a TCP RST from a pod or the node, either way, so a reset connection
+ * frees its client's slot at once, and a client that opens and resets
+ * connections quickly is not held back by ones already gone).
  */
 #define WEFT_SCOPE_ALL		0
 #define WEFT_SCOPE_LOCAL	1
@@ -297,7 +297,8 @@ struct weft_ct_entry {
 					 * segment without SYN; REV, the backend
 					 * answered.  The pair is established when
 					 * both entries are (the agent's sweep) */
-#define WEFT_CT_F_CLOSING	0x04	/* TCP: FIN seen (an RST deletes the pair) */
+#define WEFT_CT_F_CLOSING	0x04	/* TCP: FIN, or a RST from outside the cluster,
+					 * seen (a pod's or the node's RST deletes the pair) */
 #define WEFT_CT_F_EXTERNAL	0x08	/* the client is outside the cluster: REV
 					 * answers leave through the underlay */
 #define WEFT_CT_F_SNAT		0x10	/* the source was rewritten (nat_addr2) */

@@ -13,9 +13,10 @@
  * -1 for a pair a program deletes: a TCP RST, a backend gone, a clash)
  * less weft_ct_closed[client] (pairs the agent's sweep deleted; only the
  * agent writes it).  Two counters with one writer each, so neither side
- * ever overwrites the other's updates.  A connection reset gives its slot
- * back at once; one closed by FIN holds it until the sweep deletes the
- * pair (CONNTRACK_TCP_CLOSING_S after the last packet).
+ * ever overwrites the other's updates.  A connection reset by a pod or
+ * the node gives its slot back at once; one closed by FIN (or reset from
+ * outside the cluster) holds it until the sweep deletes the pair
+ * (CONNTRACK_TCP_CLOSING_S after the last packet).
  *
  * Time is in ticks of 2^30 ns (WEFT_CT_TICK_SHIFT) of CLOCK_MONOTONIC, so
  * an entry fits a __u32 clock and a busy flow writes its entry at most
@@ -94,8 +95,8 @@ static __always_inline struct weft_ct_entry *ct_lookup(const struct l4_tuple *t,
 
 /* A packet of the entry's direction went through: refresh last_seen and
  * the TCP state.  A reply (REV) to a TCP connection makes it established;
- * FIN either way makes it closing (an RST deletes the pair instead: lb.h,
- * lb_resets).  Writes only what changes. */
+ * FIN or RST either way makes it closing (a RST from a pod or the node
+ * deletes the pair instead: lb.h, lb_resets).  Writes only what changes. */
 static __always_inline void ct_touch(struct weft_ct_entry *e, const struct l4_tuple *t, int reply)
 {
 	__u32 now = ct_now();
@@ -106,7 +107,7 @@ static __always_inline void ct_touch(struct weft_ct_entry *e, const struct l4_tu
 		if (!reply && (t->tcp_flags & (TCP_F_SYN | TCP_F_ACK)) == TCP_F_SYN)
 			flags = (flags & (WEFT_CT_F_EXTERNAL | WEFT_CT_F_SNAT | WEFT_CT_F_HOST)) |
 				WEFT_CT_F_SYN;
-		else if (t->tcp_flags & TCP_F_FIN)
+		else if (t->tcp_flags & (TCP_F_FIN | TCP_F_RST))
 			flags |= WEFT_CT_F_CLOSING;
 		else if (reply || !(t->tcp_flags & TCP_F_SYN))
 			flags = (flags & ~WEFT_CT_F_SYN) | WEFT_CT_F_ESTABLISHED;

@@ -110,10 +110,15 @@ static __always_inline int lb_apply_fwd(struct __sk_buff *skb, struct l4_tuple *
 	return LB_DONE;
 }
 
-/* A TCP RST ends a connection at once: nothing legitimate follows it. */
-static __always_inline int lb_resets(const struct l4_tuple *t)
+/* A TCP RST ends a connection at once: nothing legitimate follows it, so
+ * the pair goes with it, when its sender cannot be forged: a pod (its
+ * source is checked on its node, and the tunnel takes only nodes) or this
+ * node.  An outside address could be forged by anyone on the underlay, and
+ * no sequence number is checked here: its RST only marks the pair closing
+ * (ct_touch), as a FIN does. */
+static __always_inline int lb_resets(const struct l4_tuple *t, int trusted)
 {
-	return t->proto == IPPROTO_TCP && (t->tcp_flags & TCP_F_RST);
+	return t->proto == IPPROTO_TCP && (t->tcp_flags & TCP_F_RST) && trusted;
 }
 
 /* Delete a connection's pair, REV first (the sweep's order), and give its
@@ -152,7 +157,7 @@ static __always_inline int lb_reverse(struct __sk_buff *skb, struct l4_tuple *t,
 	daddr = e->nat_addr2;
 	dport = e->nat_port2;
 	*ct_flags = flags;
-	if (lb_resets(t))	/* the backend ends the connection */
+	if (lb_resets(t, node_lookup(t->saddr) != NULL))	/* a backend pod ends it */
 		lb_ct_delete(daddr, dport, saddr, sport, t->saddr, t->sport, t->daddr, t->dport,
 			     t->proto);
 	else
@@ -391,7 +396,7 @@ static __always_inline int lb_forward(struct __sk_buff *skb, const struct weft_c
 			saddr = e->nat_addr2;
 			sport = e->nat_port2;
 			*ct_flags = flags;
-			if (lb_resets(t))	/* the client ends the connection */
+			if (lb_resets(t, !(flags & WEFT_CT_F_EXTERNAL)))	/* a pod or the node ends it */
 				lb_ct_delete(t->saddr, t->sport, t->daddr, t->dport, daddr, dport,
 					     (flags & WEFT_CT_F_SNAT) ? saddr : t->saddr,
 					     (flags & WEFT_CT_F_SNAT) ? sport : t->sport, t->proto);

@@ -20,8 +20,8 @@ struct datapath;
 /* timeouts, seconds since the last packet of either entry of a pair */
 #define CONNTRACK_TCP_SYN_S		5	/* SYN sent, no answer yet */
 #define CONNTRACK_TCP_ESTABLISHED_S	21600
-#define CONNTRACK_TCP_CLOSING_S		10	/* FIN seen either way (a reset pair
-						 * is deleted by the program) */
+#define CONNTRACK_TCP_CLOSING_S		10	/* FIN (or an outside RST) seen either
+						 * way; a pod's RST: the program deletes */
 #define CONNTRACK_UDP_S			60
 /* An entry without its partner is deleted once it is this old (ticks): a
  * program writes REV, then FWD, microseconds apart, and the sweep must

@@ -3597,6 +3597,32 @@ static void ct_reset_body(struct fixture *f)
 	CHECK_EQ(opened_of(f, POD_A_IP), 3);
 }
 
+/* An outside client's RST could be forged by anyone on the underlay (no
+ * sequence number is checked): it marks the pair closing, as a FIN, and
+ * the pair stays until the sweep. */
+DP_TEST(ct_reset_from_outside_only_marks_the_pair_closing)
+{
+	static const uint32_t ids[] = { BE_LOCAL };
+	struct weft_ct_entry e;
+	struct result r;
+	struct pkt p;
+
+	CHECK_EQ(seed_services(f->dp), 0);
+	CHECK_EQ(backends_put3(f->dp, IPPROTO_TCP), 0);
+	CHECK_EQ(svc_put(f->dp, &nodeport_tcp, ids, 1), 0);
+	tcp_from_outside(&p, 50600, NODE_IP, NODE_PORT, TCP_SYN);
+	CHECK_EQ(run_node(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
+	CHECK_EQ(ct_count(f), 2);
+	tcp_from_outside(&p, 50600, NODE_IP, NODE_PORT, TCP_RST);
+	CHECK_EQ(run_node(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
+	CHECK_EQ(ct_count(f), 2);
+	CHECK_EQ(ct_fwd(f, OUTSIDE_IP, 50600, NODE_IP, NODE_PORT, &e), 0);
+	CHECK(e.flags & WEFT_CT_F_CLOSING);
+	CHECK_EQ(drops_total(f), 0);
+}
+
 TEST(ct_reset_frees_the_pair_and_the_slot_at_once)
 {
 	struct datapath_opts opts = { .trace = true, .ct_source_max = 3 };
