@@ -80,6 +80,10 @@ static void default_service(json_t *obj)
 					    json_integer(json_integer_value(json_object_get(p, "port"))));
 	}
 	set_str(spec, "sessionAffinity", "None");
+	/* as Kubernetes: no affinity, no affinity config (an apply that drops
+	 * sessionAffinity: ClientIP leaves none of the timeout behind) */
+	if (str_is(json_object_get(spec, "sessionAffinity"), "None"))
+		json_object_del(spec, "sessionAffinityConfig");
 	if (str_is(json_object_get(spec, "sessionAffinity"), "ClientIP")) {
 		json_t *cfg = child_object(spec, "sessionAffinityConfig");
 		json_t *client = cfg ? child_object(cfg, "clientIP") : NULL;

@@ -322,6 +322,15 @@ TEST(defaults_service)
 	CHECK_EQ(obj_int(o, "spec.sessionAffinityConfig.clientIP.timeoutSeconds", 0), 10800);
 	json_decref(o);
 
+	/* no affinity: its config goes (an apply that dropped ClientIP) */
+	o = defaulted("apiVersion: v1\nkind: Service\nmetadata: {name: web}\n"
+		      "spec: {ports: [{port: 80}], sessionAffinityConfig: {clientIP: "
+		      "{timeoutSeconds: 10800}}}\n");
+	CHECK(o);
+	CHECK_STR(obj_str(o, "spec.sessionAffinity"), "None");
+	CHECK(!json_object_get(json_object_get(o, "spec"), "sessionAffinityConfig"));
+	json_decref(o);
+
 	o = defaulted("apiVersion: v1\nkind: Service\nmetadata: {name: web}\n"
 		      "spec: {type: LoadBalancer, externalTrafficPolicy: Local, ports: [{port: 80}]}\n");
 	CHECK(o);
