@@ -193,11 +193,11 @@ spec:
 ---
 apiVersion: v1
 kind: Service
-metadata: {name: np-auto}
+metadata: {name: np-auto, labels: {app: np}}
 spec:
   type: NodePort
   selector: {app: web}
-  ports: [{name: http, port: 80}, {name: https, port: 443}]
+  ports: [{name: web, port: 8000, targetPort: 9000}, {name: tls, port: 8443}]
 ---
 apiVersion: v1
 kind: Service
@@ -244,7 +244,8 @@ EOF2
 sed -e 's/, {name: https, port: 443[^}]*}//' -e 's/port: 80}/port: 8080}/' -e 's/nodePort: 30080/nodePort: 30081/' \
 	-e 's/labels: {tier: front}/labels: {tier: back}/' -e '/externalTrafficPolicy: Local/d' \
 	-e '/publishNotReadyAddresses/d' -e 's/{name: ext, labels: {role: db}}/{name: ext}/' -e 's/port: 5432}/port: 5433}/' \
-	-e 's/{ip: 192.168.50.10}, //' -e 's/backend: db/backend: pg/' "$A/svc1.yaml" >"$A/svc2.yaml"
+	-e 's/{ip: 192.168.50.10}, //' \
+	-e 's/{name: np-auto, labels: {app: np}}/{name: np-auto}/' -e 's/targetPort: 9000}, {name: tls, port: 8443}/targetPort: 9001}/' -e 's/backend: db/backend: pg/' "$A/svc1.yaml" >"$A/svc2.yaml"
 # applied FILE WANT KIND/NAME...: kubectl apply -n red FILE prints "KIND/NAME WANT" for each, and no warning
 applied() {
 	local f=$1 want=$2 out o; shift 2
@@ -257,6 +258,7 @@ check "apply: a ClusterIP, NodePort (with and without nodePort), LoadBalancer, h
 	applied "$A/svc1.yaml" created $SVCS
 S=$P/services
 CIP=$(json_of $S/cip | jq -r .spec.clusterIP)
+NP8000=$(json_of $S/np-auto | jq '.spec.ports[] | select(.port == 8000) | .nodePort')
 node_ports_ok() {
 	holds $S/np-auto '[.spec.ports[].nodePort | select(. >= 30000 and . <= 32767)] | length == 2' &&
 		holds $S/np-fixed '[.spec.ports[].nodePort] == [30080,30443]'
@@ -268,8 +270,8 @@ check "the manifests changed and cut: configured (ext's Service too), no warning
 	applied "$A/svc2.yaml" configured $SVCS
 check "ClusterIP: label changed, port 443 removed, 80 became 8080; its clusterIP kept" \
 	holds $S/cip ".metadata.labels == {\"tier\":\"back\"} and [.spec.ports[] | [.name, .port, .targetPort]] == [[\"http\",8080,8080]] and .spec.clusterIP == \"$CIP\" and .spec.type == \"ClusterIP\""
-check "NodePort without nodePort: one port, 8080, with a nodePort of its own" \
-	holds $S/np-auto '.spec.type == "NodePort" and ([.spec.ports[] | .port] == [8080]) and (.spec.ports[0].nodePort | . >= 30000 and . <= 32767)'
+check "NodePort without nodePort: label and port 8443 removed, targetPort changed, 8000 keeps its nodePort" \
+	holds $S/np-auto "(.metadata.labels // {}) == {} and [.spec.ports[] | [.name, .port, .targetPort, .nodePort]] == [[\"web\",8000,9001,$NP8000]]"
 check "NodePort with nodePort: 30081 now, 30443 released with its port" \
 	holds $S/np-fixed '[.spec.ports[] | [.port, .nodePort]] == [[80,30081]]'
 check "... 30443 is free again: another Service takes it" \
