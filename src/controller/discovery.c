@@ -9,6 +9,9 @@
  *   /apis                 APIGroupList: every group with a kind, in table order
  *   /apis/GROUP           APIGroup
  *   /apis/GROUP/VERSION   APIResourceList of the group's kinds
+ *   /apis/apiextensions.k8s.io/v1/customresourcedefinitions
+ *                         an empty CustomResourceDefinitionList (kubectl's
+ *                         CRD check; the group is not discovered)
  *
  * A resource is a stored kind of the kind table (model.h) or one of the
  * few objects the API serves beside them (resources[] below: weft's
@@ -237,6 +240,18 @@ bool discovery_lookup(const char *path, const char *server, json_t **out)
 	}
 	if (is(path, len, "/apis")) {
 		*out = group_list();
+		return true;
+	}
+	/* kubectl (1.26 on) decides whether to leave field validation to the
+	 * server by the PATCH of the object's kind in the OpenAPI documents;
+	 * a kind without one (a NetNamespace, a NodeCredential) it takes for
+	 * a possible custom resource and lists the CRDs, and a 404 there is
+	 * fatal to apply and create ("failed to check CRD").  weft has no
+	 * CRDs: the list is empty, and kubectl validates on the client and
+	 * sends the write, whose answer (405 for a NetNamespace) it prints. */
+	if (is(path, len, CRD_LIST_PATH)) {
+		*out = json_pack("{s:s, s:s, s:{s:s}, s:[]}", "kind", "CustomResourceDefinitionList", "apiVersion",
+				 "apiextensions.k8s.io/v1", "metadata", "resourceVersion", "0", "items");
 		return true;
 	}
 	if (len <= 6 || strncmp(path, "/apis/", 6) != 0)

@@ -30,6 +30,10 @@
 #define DISCOVERY_KUBE_MINOR "28"
 #define DISCOVERY_WEFT_VERSION "0.1.0"
 
+/* The CRD list kubectl reads when a kind's OpenAPI has no PATCH: weft
+ * serves no CRDs, so always empty (the group itself is not discovered). */
+#define CRD_LIST_PATH "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+
 /* True when path is a discovery path (then *out is its document, a new
  * reference, or NULL for a path under /api or /apis that names no group or
  * version weft serves: 404).  server is the address clients reached

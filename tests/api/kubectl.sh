@@ -7,6 +7,21 @@
 #      row with the pod's columns (the watch's events are Tables)
 #   4. create namespace; patch --type json, merge, strategic, each checked
 #      on the stored object; delete -l deletes the matching objects only
+#   5. apply, then a changed manifest (a field changed, another removed),
+#      then the same again ("unchanged", nothing written), checked on the
+#      stored objects: a Service of every type weft serves (ClusterIP,
+#      NodePort with and without nodePort, LoadBalancer, headless, without
+#      selector) and hand-written Endpoints; type ExternalName refused
+#      (422 naming spec.type)
+#   6. apply of the network.openshift.io kinds: the ClusterNetwork (the
+#      admin's), a HostSubnet's annotations (the rest is the controller's:
+#      405, printed), a NetNamespace (the controller's: 405, printed)
+#
+# Where the rest of apply is: tests/api/openapi.sh applies a Pod, a
+# Service (ClusterIP), a NetworkPolicy, an Ingress, a Route and a Secret
+# the same way, and has explain and client-side validation.  Both use
+# the kubectl on PATH; put another first on PATH to check that one
+# (PATH=/tmp/kc/x/usr/bin:$PATH for Debian's 1.20).
 #
 #   kubectl ──TLS──► weft-controller (127.0.0.1:random) ◄── curl (writes)
 cd "$(dirname "$0")/../.." && source tests/lib.sh
@@ -162,8 +177,209 @@ check "... x2 is gone" gone $P/pods/x2
 check "... keep, web and late remain" \
 	bash -c "$(declare -f K); [ \"\$(K get po -n red -o name | sort | paste -sd' ')\" = 'pod/keep pod/late pod/web' ]"
 
-# ---- apply and explain: they need the OpenAPI documents (/openapi/v2,
-# /openapi/v3), which come with their own change; their checks go here.
+echo "== apply: Services of every type weft serves, hand-written Endpoints"
+# Each applied, then changed (a field) and cut (another removed), then
+# applied again as it is: "unchanged".  What the server allocated (a
+# clusterIP, a nodePort the manifest leaves out) is kept across applies.
+A="$DIR/apply"
+mkdir -p "$A"
+cat >"$A/svc1.yaml" <<'EOF2'
+apiVersion: v1
+kind: Service
+metadata: {name: cip, labels: {tier: front}}
+spec:
+  selector: {app: web}
+  ports: [{name: http, port: 80}, {name: https, port: 443}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: np-auto, labels: {app: np}}
+spec:
+  type: NodePort
+  selector: {app: web}
+  ports: [{name: web, port: 8000, targetPort: 9000}, {name: tls, port: 8443}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: np-fixed}
+spec:
+  type: NodePort
+  selector: {app: web}
+  ports: [{name: http, port: 80, nodePort: 30080}, {name: https, port: 443, nodePort: 30443}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: lb}
+spec:
+  type: LoadBalancer
+  externalTrafficPolicy: Local
+  selector: {app: web}
+  ports: [{name: http, port: 80}, {name: https, port: 443}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: headless}
+spec:
+  clusterIP: None
+  publishNotReadyAddresses: true
+  selector: {app: web}
+  ports: [{name: http, port: 80}, {name: https, port: 443}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: ext, labels: {role: db}}
+spec:
+  ports: [{name: pg, port: 5432}]
+---
+# protocol written out: subsets is replaced whole by a strategic merge
+# patch, so a port without it (the server fills in TCP) differs from the
+# stored one on every apply, and kubectl says "configured" (upstream too)
+apiVersion: v1
+kind: Endpoints
+metadata: {name: ext, labels: {backend: db}}
+subsets:
+- addresses: [{ip: 192.168.50.10}, {ip: 192.168.50.11}]
+  ports: [{name: pg, port: 5432, protocol: TCP}]
+EOF2
+sed -e 's/, {name: https, port: 443[^}]*}//' -e 's/port: 80}/port: 8080}/' -e 's/nodePort: 30080/nodePort: 30081/' \
+	-e 's/labels: {tier: front}/labels: {tier: back}/' -e '/externalTrafficPolicy: Local/d' \
+	-e '/publishNotReadyAddresses/d' -e 's/{name: ext, labels: {role: db}}/{name: ext}/' -e 's/port: 5432}/port: 5433}/' \
+	-e 's/{ip: 192.168.50.10}, //' \
+	-e 's/{name: np-auto, labels: {app: np}}/{name: np-auto}/' -e 's/targetPort: 9000}, {name: tls, port: 8443}/targetPort: 9001}/' -e 's/backend: db/backend: pg/' "$A/svc1.yaml" >"$A/svc2.yaml"
+# applied FILE WANT KIND/NAME...: kubectl apply -n red FILE prints "KIND/NAME WANT" for each, and no warning
+applied() {
+	local f=$1 want=$2 out o; shift 2
+	out=$(K apply -n red -f "$f" 2>&1) || { echo "apply failed: $out"; return 1; }
+	for o in "$@"; do grep -qx "$o $want" <<<"$out" || { echo "no '$o $want' in: $out"; return 1; }; done
+	! grep -qi warning <<<"$out" || { echo "$out"; return 1; }
+}
+SVCS="service/cip service/np-auto service/np-fixed service/lb service/headless service/ext endpoints/ext"
+check "apply: a ClusterIP, NodePort (with and without nodePort), LoadBalancer, headless and selector-less Service, Endpoints: created" \
+	applied "$A/svc1.yaml" created $SVCS
+S=$P/services
+CIP=$(json_of $S/cip | jq -r .spec.clusterIP)
+NP8000=$(json_of $S/np-auto | jq '.spec.ports[] | select(.port == 8000) | .nodePort')
+node_ports_ok() {
+	holds $S/np-auto '[.spec.ports[].nodePort | select(. >= 30000 and . <= 32767)] | length == 2' &&
+		holds $S/np-fixed '[.spec.ports[].nodePort] == [30080,30443]'
+}
+check "... stored: the NodePort without nodePorts got two, the one with them has those" node_ports_ok
+check "... the LoadBalancer: externalTrafficPolicy Local, a status.loadBalancer" \
+	holds $S/lb '.spec.externalTrafficPolicy == "Local" and (.status | has("loadBalancer"))'
+check "the manifests changed and cut: configured (ext's Service too), no warning" \
+	applied "$A/svc2.yaml" configured $SVCS
+check "ClusterIP: label changed, port 443 removed, 80 became 8080; its clusterIP kept" \
+	holds $S/cip ".metadata.labels == {\"tier\":\"back\"} and [.spec.ports[] | [.name, .port, .targetPort]] == [[\"http\",8080,8080]] and .spec.clusterIP == \"$CIP\" and .spec.type == \"ClusterIP\""
+check "NodePort without nodePort: label and port 8443 removed, targetPort changed, 8000 keeps its nodePort" \
+	holds $S/np-auto "(.metadata.labels // {}) == {} and [.spec.ports[] | [.name, .port, .targetPort, .nodePort]] == [[\"web\",8000,9001,$NP8000]]"
+check "NodePort with nodePort: 30081 now, 30443 released with its port" \
+	holds $S/np-fixed '[.spec.ports[] | [.port, .nodePort]] == [[80,30081]]'
+check "... 30443 is free again: another Service takes it" \
+	post $S '{"apiVersion":"v1","kind":"Service","metadata":{"name":"np-reuse"},"spec":{"type":"NodePort","ports":[{"port":1,"nodePort":30443}]}}'
+check "LoadBalancer: externalTrafficPolicy removed (back to the default, Cluster), port 443 removed" \
+	holds $S/lb '.spec.type == "LoadBalancer" and .spec.externalTrafficPolicy == "Cluster" and ([.spec.ports[].port] == [8080])'
+check "headless: still clusterIP None, publishNotReadyAddresses removed, port 8080" \
+	holds $S/headless '.spec.clusterIP == "None" and (.spec.publishNotReadyAddresses // false) == false and ([.spec.ports[].port] == [8080])'
+check "selector-less Service: label removed, port 5433, no selector" \
+	holds $S/ext '(.metadata.labels // {}) == {} and ([.spec.ports[].port] == [5433]) and (.spec.selector // {}) == {}'
+check "hand-written Endpoints: an address removed, the label changed; not taken over by the controller" \
+	holds $P/endpoints/ext '.subsets == [{"addresses":[{"ip":"192.168.50.11"}],"ports":[{"name":"pg","port":5432,"protocol":"TCP"}]}] and .metadata.labels == {"backend":"pg"}'
+revisions() { # the resourceVersions of SVCS' objects, in a line
+	local o
+	for o in $SVCS; do json_of "$P/$([ "${o%%/*}" = service ] && echo services || echo endpoints)/${o#*/}" |
+		jq -r .metadata.resourceVersion; done | paste -sd,
+}
+RVS=$(revisions)
+check "the same again: unchanged, every one" applied "$A/svc2.yaml" unchanged $SVCS
+check "... and nothing was written (every resourceVersion as it was)" test "$(revisions)" = "$RVS"
+printf 'apiVersion: v1\nkind: Service\nmetadata: {name: extname}\nspec: {type: ExternalName, externalName: db.example.com}\n' >"$A/extname.yaml"
+extname_refused() {
+	local out
+	out=$(K apply -n red -f "$A/extname.yaml" 2>&1) && { echo "applied: $out"; return 1; }
+	grep -qF "spec.type: 'ExternalName' is not one of ClusterIP, NodePort, LoadBalancer" <<<"$out" ||
+		{ echo "not named: $out"; return 1; }
+	gone $S/extname
+}
+check "type ExternalName (weft does not serve it): refused, kubectl prints spec.type; nothing stored" extname_refused
+extname_422() {
+	local out
+	out=$(api POST $S -d '{"apiVersion":"v1","kind":"Service","metadata":{"name":"extname"},"spec":{"type":"ExternalName","externalName":"db.example.com","ports":[{"port":80}]}}')
+	[ "$(code_of <<<"$out")" = 422 ] && body_of <<<"$out" | jq -e '.reason == "Invalid" and any(.details.causes[]; .field == "spec.type")' >/dev/null ||
+		{ echo "$out"; return 1; }
+}
+check "... 422 Invalid with a cause naming spec.type, as kube-apiserver's" extname_422
+
+echo "== apply: the network.openshift.io kinds"
+# The ClusterNetwork is the admin's; a HostSubnet's annotations are anyone's
+# (the rest the controller's); a NetNamespace the controller's alone.
+OS=/apis/network.openshift.io/v1
+cat >"$A/cn1.yaml" <<'EOF2'
+apiVersion: network.openshift.io/v1
+kind: ClusterNetwork
+metadata: {name: default, labels: {site: a}}
+clusterNetworks: [{cidr: 10.128.0.0/14, hostSubnetLength: 9}]
+serviceNetwork: 172.30.0.0/16
+mode: multitenant
+mtu: 1400
+vxlanPort: 4789
+EOF2
+sed -e 's/mtu: 1400/mtu: 1450/' -e 's/, labels: {site: a}//' "$A/cn1.yaml" >"$A/cn2.yaml"
+HS_SUBNET=$(json_of $OS/hostsubnets/node-1 | jq -r .subnet)
+HS=$(json_of $OS/hostsubnets/node-1 | jq -r '"host: \(.host)\nhostIP: \(.hostIP)\nsubnet: \(.subnet)\nnodeID: \(.nodeID)"')
+printf 'apiVersion: network.openshift.io/v1\nkind: HostSubnet\nmetadata: {name: node-1, annotations: {weft.test/owner: ops, weft.test/rack: r1}}\n%s\n' \
+	"$HS" >"$A/hs1.yaml"
+sed 's#weft.test/owner: ops, weft.test/rack: r1#weft.test/owner: netops#' "$A/hs1.yaml" >"$A/hs2.yaml"
+# os_applied FILE WANT OBJECT: kubectl apply FILE prints "OBJECT WANT"
+# (the first apply of an object made without kubectl apply warns that
+# the last-applied annotation is missing: allowed there only)
+os_applied() {
+	local out
+	out=$(K apply -f "$1" 2>&1) || { echo "apply failed: $out"; return 1; }
+	grep -qx "$3 $2" <<<"$out" || { echo "no '$3 $2' in: $out"; return 1; }
+	grep -i warning <<<"$out" | grep -qv 'missing the kubectl.kubernetes.io/last-applied-configuration' &&
+		{ echo "$out"; return 1; }
+	return 0
+}
+CN=clusternetwork.network.openshift.io/default
+check "ClusterNetwork (made at start): apply with a label and mtu 1400: configured" os_applied "$A/cn1.yaml" configured $CN
+check "... mtu changed, the label removed: configured" os_applied "$A/cn2.yaml" configured $CN
+check "... stored: mtu 1450, no label" holds $OS/clusternetworks/default '.mtu == 1450 and (.metadata.labels // {}) == {} and .mode == "multitenant"'
+check "... the same again: unchanged" os_applied "$A/cn2.yaml" unchanged $CN
+HSO=hostsubnet.network.openshift.io/node-1
+check "HostSubnet (made by node-1's registration): apply with two annotations: configured" os_applied "$A/hs1.yaml" configured $HSO
+check "... one changed, the other removed: configured" os_applied "$A/hs2.yaml" configured $HSO
+check "... stored: the annotation changed, the other gone, the subnet as it was" \
+	holds $OS/hostsubnets/node-1 ".metadata.annotations[\"weft.test/owner\"] == \"netops\" and (.metadata.annotations | has(\"weft.test/rack\") | not) and .subnet == \"$HS_SUBNET\""
+check "... the same again: unchanged" os_applied "$A/hs2.yaml" unchanged $HSO
+# refused FILE TEXT: kubectl apply FILE fails and prints MethodNotAllowed and TEXT
+refused() {
+	local out
+	out=$(K apply -f "$1" 2>&1) && { echo "applied: $out"; return 1; }
+	grep -q 'Error from server (MethodNotAllowed)' <<<"$out" && grep -qF "$2" <<<"$out" || { echo "seen: $out"; return 1; }
+}
+sed 's#^subnet: .*#subnet: 10.128.254.0/23#' "$A/hs2.yaml" >"$A/hs3.yaml"
+check "... its subnet changed: 405, kubectl prints that only annotations may change" \
+	refused "$A/hs3.yaml" 'hostsubnets "node-1": written by the controller; only metadata.annotations may change'
+sed 's/node-1/node-9/g' "$A/hs1.yaml" >"$A/hs4.yaml"
+check "a HostSubnet of no node: 405, kubectl prints that a Node registration makes them" \
+	refused "$A/hs4.yaml" 'HostSubnet objects are written by the controller (a Node registration creates them)'
+check "... nothing stored" gone $OS/hostsubnets/node-9
+# kubectl 1.26 and later looks up a kind's PATCH in the OpenAPI documents to
+# leave validation to the server; a NetNamespace has none (it cannot be
+# patched), so kubectl lists the CRDs, which weft answers (an empty list):
+# before it did, apply stopped at "failed to check CRD ... could not find
+# the requested resource" and never asked the server
+json_of $OS/netnamespaces/red >"$A/netns-before.json"
+printf 'apiVersion: network.openshift.io/v1\nkind: NetNamespace\nmetadata: {name: red, labels: {a: b}}\nnetname: red\nnetid: %s\n' \
+	"$(jq -r .netid "$A/netns-before.json")" >"$A/netns.yaml"
+check "NetNamespace red (its Namespace's): apply gets the server's 405, which kubectl prints" \
+	refused "$A/netns.yaml" 'NetNamespace objects are written by the controller (a Namespace creates them)'
+check "... stored as it was" test "$(json_of $OS/netnamespaces/red)" = "$(cat "$A/netns-before.json")"
+sed 's/red/blue/g' "$A/netns.yaml" >"$A/netns-new.yaml"
+check "a NetNamespace of no Namespace: the create's 405, printed" refused "$A/netns-new.yaml" 'error when creating'
+check "... nothing stored" gone $OS/netnamespaces/blue
+check "the CRD list kubectl reads: empty" \
+	holds /apis/apiextensions.k8s.io/v1/customresourcedefinitions '.kind == "CustomResourceDefinitionList" and .items == []'
 
 check_stop "the controller stops cleanly"
 finish

@@ -7,7 +7,9 @@
 # fields), client-side validation of create (an unknown field refused by
 # name, an upstream manifest with fields weft keeps accepted), and apply
 # of six kinds followed by a changed manifest of each (a field changed,
-# another removed), checked on the stored objects.
+# another removed), checked on the stored objects.  Apply of the other
+# Service types, Endpoints and the network.openshift.io kinds is in
+# tests/api/kubectl.sh.
 #
 #   curl / kubectl ──TLS──► weft-controller (127.0.0.1:random)
 #
