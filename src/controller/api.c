@@ -93,6 +93,7 @@
 #include "controller/list_stream.h"
 #include "controller/openapi.h"
 #include "controller/table.h"
+#include "controller/throttle.h"
 #include "controller/registry_patch.h"
 #include "controller/status_json.h"
 #include "controller/tls_io.h"
@@ -141,6 +142,7 @@ struct api {
 	struct openapi *openapi;	/* the OpenAPI documents (made at start, then only read: no lock) */
 	size_t max_body;
 	unsigned max_connections, max_per_client;	/* for /metrics */
+	struct throttle_rate node_writes;	/* each node credential's write budget (fixed at start) */
 	time_t last_heartbeat;
 	time_t last_bookmark;
 	unsigned bookmark_interval;	/* seconds between BOOKMARKs on streams that allow them */
@@ -1513,6 +1515,9 @@ static enum MHD_Result handle_metrics(struct api *a, struct MHD_Connection *c, s
 	fprintf(f, "weft_http_request_duration_seconds_bucket{le=\"+Inf\"} %" PRIu64 "\n", cum);
 	fprintf(f, "weft_http_request_duration_seconds_sum %g\n", m->latency_sum);
 	fprintf(f, "weft_http_request_duration_seconds_count %" PRIu64 "\n", m->latency_count);
+	fprintf(f, "# HELP weft_requests_throttled_total Node credentials' writes refused over their budget (429).\n"
+		   "# TYPE weft_requests_throttled_total counter\nweft_requests_throttled_total %" PRIu64 "\n",
+		m->requests_throttled);
 	pthread_mutex_unlock(&a->stats_lock);
 	fclose(f);
 	return send_body(a, c, rq, 200, "text/plain; version=0.0.4", buf, len);
@@ -1902,6 +1907,33 @@ static bool permitted(struct MHD_Connection *c, const char *url, const char *met
 	return authz_route(who, verb_of(c, method, &r), &r, st) == 0;
 }
 
+/* A node credential's POST, PUT, PATCH or DELETE within its budget
+ * (cred.c, throttle.h): true, or false with st set to 429 TooManyRequests
+ * and its retry_after (Kubernetes' API Priority and Fairness answer).  As
+ * there, after authentication and before authorization, so a node's
+ * forbidden writes spend its budget too.  The admin is never throttled;
+ * reads are not. */
+static bool within_budget(struct api *a, const char *method, const struct principal *who, struct status *st)
+{
+	bool writes = strcmp(method, "POST") == 0 || strcmp(method, "PUT") == 0 || strcmp(method, "PATCH") == 0 ||
+		      strcmp(method, "DELETE") == 0;
+	int wait;
+
+	if (who->admin || !writes)
+		return true;
+	wait = creds_throttle(a->creds, who->cred, &a->node_writes, now_ms());
+	if (!wait)
+		return true;
+	status_set(st, 429, "TooManyRequests",
+		   "too many requests, please try again later: node \"%s\" is over its write budget "
+		   "(%g a second, %u at once)", who->node, a->node_writes.per_second, a->node_writes.burst);
+	st->retry_after = wait;
+	pthread_mutex_lock(&a->stats_lock);
+	a->metrics->requests_throttled++;
+	pthread_mutex_unlock(&a->stats_lock);
+	return false;
+}
+
 static enum MHD_Result handle_request(struct api *a, struct MHD_Connection *c, const char *url,
 				      const char *method, const char *upload, size_t *upload_size, void **ctx);
 
@@ -2021,7 +2053,7 @@ static enum MHD_Result handle_request(struct api *a, struct MHD_Connection *c, c
 		{
 			struct status st = { 0 };
 
-			if (!permitted(c, url, method, &rq->who, &st)) {
+			if (!within_budget(a, method, &rq->who, &st) || !permitted(c, url, method, &rq->who, &st)) {
 				rq->answered = true;
 				return send_status(a, c, rq, &st);
 			}
@@ -2224,6 +2256,8 @@ struct api *api_start(const struct api_config *cfg, struct registry *r, struct w
 	a->max_body = cfg->max_body;
 	a->max_connections = cfg->max_connections;
 	a->max_per_client = cfg->max_per_client;
+	a->node_writes.per_second = cfg->node_write_rate > 0 ? cfg->node_write_rate : API_NODE_WRITE_RATE;
+	a->node_writes.burst = cfg->node_write_burst ? cfg->node_write_burst : API_NODE_WRITE_BURST;
 	a->last_heartbeat = a->last_bookmark = time(NULL);
 	a->bookmark_interval = cfg->bookmark_interval ? cfg->bookmark_interval : BOOKMARK_SECONDS;
 	/* without a lister (no reader handle, or no thread) lists are served under the global lock */
