@@ -1316,6 +1316,38 @@ static enum MHD_Result issue_cred(struct api *a, struct MHD_Connection *c, struc
 	return ret;
 }
 
+/* A credential list's labelSelector and fieldSelector (metadata.name,
+ * metadata.namespace, always "", and spec.nodeName: selector.h), as any
+ * list's: items keeps what they select.  0, or -1 with st set (400 naming
+ * the parameter, as list_query.c). */
+static int creds_select(struct MHD_Connection *c, json_t *items, struct status *st)
+{
+	const char *labels = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "labelSelector");
+	const char *fields = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "fieldSelector");
+	struct selector sel = { 0 };
+	struct selector_view v;
+	char why[512];
+	int rc = -1;
+
+	if (selector_parse_labels(&sel, labels, why, sizeof(why))) {
+		status_set(st, 400, "BadRequest", "labelSelector '%.200s': %s", labels, why);
+		goto out;
+	}
+	if (selector_parse_fields(&sel, NULL, fields, why, sizeof(why))) {
+		status_set(st, 400, "BadRequest", "fieldSelector '%.200s': %s", fields, why);
+		goto out;
+	}
+	for (size_t i = json_array_size(items); i-- > 0;) {
+		selector_view_of(json_array_get(items, i), &v);
+		if (!selector_matches(&sel, &v))
+			json_array_remove(items, i);
+	}
+	rc = 0;
+out:
+	selector_free(&sel);
+	return rc;
+}
+
 /* /apis/weft.io/v1/nodecredentials[/NAME]: the admin's only (authz_route). */
 static enum MHD_Result handle_creds(struct api *a, struct MHD_Connection *c, struct request *rq,
 				    const char *method, const char *name, json_t *body)
@@ -1325,8 +1357,10 @@ static enum MHD_Result handle_creds(struct api *a, struct MHD_Connection *c, str
 	int err;
 
 	if (strcmp(method, "GET") == 0 && !name) {
-		if (creds_list(a->reg->store, &out, &st))
+		if (creds_list(a->reg->store, &out, &st) || creds_select(c, out, &st)) {
+			json_decref(out);
 			return send_status(a, c, rq, &st);
+		}
 		return send_json(a, c, rq, 200,
 				 json_pack("{s:s, s:s, s:{}, s:o}", "apiVersion", CRED_API_VERSION, "kind",
 					   "NodeCredentialList", "metadata", "items", out));
