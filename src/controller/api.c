@@ -71,9 +71,10 @@
  *                 resumed ─► response
  *                 (a list: suspended ─► [lister thread: snapshot] ─►
  *                  resumed ─► response streamed from the snapshot)
- * A request that fails auth, sends a body that is not JSON (415) or
- * declares one over the limit (413) is answered at once and its body is
- * not read.  What a body may be is decided in one place, the model's
+ * A request that fails auth, is a node credential's write over its
+ * budget (429 with Retry-After: within_budget, throttle.h), sends a body
+ * that is not JSON (415) or declares one over the limit (413) is
+ * answered at once and its body is not read.  What a body may be is decided in one place, the model's
  * request check (src/model/request.c), which the registry runs first on
  * every write; this file only parses and routes.  A PATCH is checked in
  * two steps: the patch alone in prepare, the patched object under the
