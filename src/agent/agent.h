@@ -12,6 +12,7 @@
  *   service.c  Services and Endpoints -> service maps; conntrack GC
  *   report.c   Pod records in the controller kept equal to the leases;
  *              the Node's annotations (applied revisions, drops, map full)
+ *   write.c    every write to the controller; a 429 is waited out and sent again
  *
  * Locking: agent.lock guards the node and pod caches and the ready flags;
  * the maps and the leases have their own (single syscalls / ipam's mutex).
@@ -178,6 +179,19 @@ int node_route_remote_del(struct agent *a, const struct cidr *subnet);
 int node_routes_prune(struct agent *a);
 struct httpc *agent_http(struct agent *a);	/* a new handle on the controller */
 void format_ip(in_addr_t ip, char buf[INET_ADDRSTRLEN]);
+
+/* write.c: method (PUT, DELETE) of path with body, as httpc_request, but
+ * a 429 TooManyRequests is sent again after its Retry-After (at most
+ * AGENT_RETRY_MAX_S each, AGENT_WRITE_TRIES sends in all, no wait once
+ * the agent stops); after the last, *resp is that 429. */
+#define AGENT_RETRY_MAX_S 10
+#define AGENT_WRITE_TRIES 5
+int agent_write(struct agent *a, struct httpc *h, const char *method, const char *path, const char *body,
+		size_t len, struct httpc_response *resp, char *err, size_t errlen) __attribute__((warn_unused_result));
+/* The seconds to wait before sending again what r answered: -1 when r is
+ * not a 429; else its Retry-After, or its Status' details.retryAfterSeconds,
+ * or 1, within 1..AGENT_RETRY_MAX_S. */
+int agent_retry_seconds(const struct httpc_response *r);
 
 /* pod.c */
 extern const struct cni_ops pod_cni_ops;

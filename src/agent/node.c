@@ -253,7 +253,7 @@ static int register_once(struct agent *a, struct httpc *h)
 			  a->o.node_ip_str, "type", "Hostname", "address", a->o.node);
 	json_object_set_new(status, "addresses", addrs);
 	body = json_dumps(node, JSON_COMPACT);
-	rc = httpc_request(h, "PUT", path, body, strlen(body), &r, err, sizeof(err));
+	rc = agent_write(a, h, "PUT", path, body, strlen(body), &r, err, sizeof(err));
 	if (rc < 0) {
 		rc = -EAGAIN;
 		goto out;

@@ -106,7 +106,7 @@ static int upsert(struct agent *a, struct httpc *h, const struct ipam_lease *l)
 				      "podIPs", "ip", ip, "hostIP", a->o.node_ip_str));
 	want = json_incref(json_object_get(pod, "status"));
 	body = json_dumps(pod, JSON_COMPACT);
-	rc = httpc_request(h, "PUT", path, body, strlen(body), &r, err, sizeof(err));
+	rc = agent_write(a, h, "PUT", path, body, strlen(body), &r, err, sizeof(err));
 	if (rc < 0)
 		goto out;
 	if (r.status != 200 && r.status != 201)
@@ -124,7 +124,7 @@ static int upsert(struct agent *a, struct httpc *h, const struct ipam_lease *l)
 		body = json_dumps(pod, JSON_COMPACT);
 		httpc_response_free(&r);
 		strncat(path, "/status", sizeof(path) - strlen(path) - 1);
-		rc = httpc_request(h, "PUT", path, body, strlen(body), &r, err, sizeof(err));
+		rc = agent_write(a, h, "PUT", path, body, strlen(body), &r, err, sizeof(err));
 		if (rc < 0)
 			goto out;
 		if (r.status != 200)
@@ -148,7 +148,7 @@ out:
 /* DELETE the record as it was seen (precondition on its resourceVersion):
  * a record rewritten meanwhile — by our own upsert for a new container of
  * the same pod, or by someone else — is not this one, and stays. */
-static int remove_record(struct httpc *h, const struct agent_pod *p)
+static int remove_record(struct agent *a, struct httpc *h, const struct agent_pod *p)
 {
 	struct httpc_response r = { 0 };
 	char path[1024], err[256], body[128];
@@ -157,7 +157,7 @@ static int remove_record(struct httpc *h, const struct agent_pod *p)
 	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", p->ns, p->name);
 	if (p->rv[0])
 		n = snprintf(body, sizeof(body), "{\"preconditions\":{\"resourceVersion\":\"%s\"}}", p->rv);
-	rc = httpc_request(h, "DELETE", path, n ? body : NULL, (size_t)n, &r, err, sizeof(err));
+	rc = agent_write(a, h, "DELETE", path, n ? body : NULL, (size_t)n, &r, err, sizeof(err));
 	if (rc == 0 && r.status == 409) {
 		LOG_INFO("pod %s/%s: record changed since seen; kept", p->ns, p->name);
 		httpc_response_free(&r);
@@ -314,7 +314,7 @@ static void report_node_status(struct agent *a, struct httpc *h)
 	snprintf(full, sizeof(full), "%llu", (unsigned long long)map_full);
 	json_object_set_new(ann, AGENT_ANN_MAP_FULL, json_string(full));
 	body = json_dumps(node, JSON_COMPACT);	/* carries resourceVersion: conditional */
-	if (!body || httpc_request(h, "PUT", path, body, strlen(body), &r, err, sizeof(err)) < 0)
+	if (!body || agent_write(a, h, "PUT", path, body, strlen(body), &r, err, sizeof(err)) < 0)
 		goto out;
 	if (r.status == 200) {
 		a->reported_rev = applied;
@@ -385,7 +385,7 @@ static int report_service(struct agent *a, struct httpc *h, const struct service
 		goto out;
 	}
 	body = json_dumps(svc, JSON_COMPACT);
-	if (!body || httpc_request(h, "PUT", path, body, strlen(body), &r, err, sizeof(err)) < 0)
+	if (!body || agent_write(a, h, "PUT", path, body, strlen(body), &r, err, sizeof(err)) < 0)
 		goto out;
 	rc = r.status == 200 || r.status == 404 ? 0 : -1;
 out:
@@ -465,7 +465,7 @@ static void round_once(struct agent *a, struct httpc *h)
 	for (i = 0; i < ll.n && !atomic_load(&a->stopping); i++)
 		(void)upsert(a, h, &ll.v[i]);
 	for (i = 0; i < ngone && !atomic_load(&a->stopping); i++)
-		(void)remove_record(h, &gone[i]);
+		(void)remove_record(a, h, &gone[i]);
 	report_node_status(a, h);
 	report_services(a, h);
 out:

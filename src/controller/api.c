@@ -71,9 +71,10 @@
  *                 resumed ─► response
  *                 (a list: suspended ─► [lister thread: snapshot] ─►
  *                  resumed ─► response streamed from the snapshot)
- * A request that fails auth, sends a body that is not JSON (415) or
- * declares one over the limit (413) is answered at once and its body is
- * not read.  What a body may be is decided in one place, the model's
+ * A request that fails auth, is a node credential's write over its
+ * budget (429 with Retry-After: within_budget, throttle.h), sends a body
+ * that is not JSON (415) or declares one over the limit (413) is
+ * answered at once and its body is not read.  What a body may be is decided in one place, the model's
  * request check (src/model/request.c), which the registry runs first on
  * every write; this file only parses and routes.  A PATCH is checked in
  * two steps: the patch alone in prepare, the patched object under the
@@ -93,6 +94,7 @@
 #include "controller/list_stream.h"
 #include "controller/openapi.h"
 #include "controller/table.h"
+#include "controller/throttle.h"
 #include "controller/registry_patch.h"
 #include "controller/status_json.h"
 #include "controller/tls_io.h"
@@ -141,6 +143,7 @@ struct api {
 	struct openapi *openapi;	/* the OpenAPI documents (made at start, then only read: no lock) */
 	size_t max_body;
 	unsigned max_connections, max_per_client;	/* for /metrics */
+	struct throttle_rate node_writes;	/* each node credential's write budget (fixed at start) */
 	time_t last_heartbeat;
 	time_t last_bookmark;
 	unsigned bookmark_interval;	/* seconds between BOOKMARKs on streams that allow them */
@@ -1314,6 +1317,38 @@ static enum MHD_Result issue_cred(struct api *a, struct MHD_Connection *c, struc
 	return ret;
 }
 
+/* A credential list's labelSelector and fieldSelector (metadata.name,
+ * metadata.namespace, always "", and spec.nodeName: selector.h), as any
+ * list's: items keeps what they select.  0, or -1 with st set (400 naming
+ * the parameter, as list_query.c). */
+static int creds_select(struct MHD_Connection *c, json_t *items, struct status *st)
+{
+	const char *labels = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "labelSelector");
+	const char *fields = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "fieldSelector");
+	struct selector sel = { 0 };
+	struct selector_view v;
+	char why[512];
+	int rc = -1;
+
+	if (selector_parse_labels(&sel, labels, why, sizeof(why))) {
+		status_set(st, 400, "BadRequest", "labelSelector '%.200s': %s", labels, why);
+		goto out;
+	}
+	if (selector_parse_fields(&sel, NULL, fields, why, sizeof(why))) {
+		status_set(st, 400, "BadRequest", "fieldSelector '%.200s': %s", fields, why);
+		goto out;
+	}
+	for (size_t i = json_array_size(items); i-- > 0;) {
+		selector_view_of(json_array_get(items, i), &v);
+		if (!selector_matches(&sel, &v))
+			json_array_remove(items, i);
+	}
+	rc = 0;
+out:
+	selector_free(&sel);
+	return rc;
+}
+
 /* /apis/weft.io/v1/nodecredentials[/NAME]: the admin's only (authz_route). */
 static enum MHD_Result handle_creds(struct api *a, struct MHD_Connection *c, struct request *rq,
 				    const char *method, const char *name, json_t *body)
@@ -1323,8 +1358,10 @@ static enum MHD_Result handle_creds(struct api *a, struct MHD_Connection *c, str
 	int err;
 
 	if (strcmp(method, "GET") == 0 && !name) {
-		if (creds_list(a->reg->store, &out, &st))
+		if (creds_list(a->reg->store, &out, &st) || creds_select(c, out, &st)) {
+			json_decref(out);
 			return send_status(a, c, rq, &st);
+		}
 		return send_json(a, c, rq, 200,
 				 json_pack("{s:s, s:s, s:{}, s:o}", "apiVersion", CRED_API_VERSION, "kind",
 					   "NodeCredentialList", "metadata", "items", out));
@@ -1513,6 +1550,9 @@ static enum MHD_Result handle_metrics(struct api *a, struct MHD_Connection *c, s
 	fprintf(f, "weft_http_request_duration_seconds_bucket{le=\"+Inf\"} %" PRIu64 "\n", cum);
 	fprintf(f, "weft_http_request_duration_seconds_sum %g\n", m->latency_sum);
 	fprintf(f, "weft_http_request_duration_seconds_count %" PRIu64 "\n", m->latency_count);
+	fprintf(f, "# HELP weft_requests_throttled_total Node credentials' writes refused over their budget (429).\n"
+		   "# TYPE weft_requests_throttled_total counter\nweft_requests_throttled_total %" PRIu64 "\n",
+		m->requests_throttled);
 	pthread_mutex_unlock(&a->stats_lock);
 	fclose(f);
 	return send_body(a, c, rq, 200, "text/plain; version=0.0.4", buf, len);
@@ -1902,6 +1942,33 @@ static bool permitted(struct MHD_Connection *c, const char *url, const char *met
 	return authz_route(who, verb_of(c, method, &r), &r, st) == 0;
 }
 
+/* A node credential's POST, PUT, PATCH or DELETE within its budget
+ * (cred.c, throttle.h): true, or false with st set to 429 TooManyRequests
+ * and its retry_after (Kubernetes' API Priority and Fairness answer).  As
+ * there, after authentication and before authorization, so a node's
+ * forbidden writes spend its budget too.  The admin is never throttled;
+ * reads are not. */
+static bool within_budget(struct api *a, const char *method, const struct principal *who, struct status *st)
+{
+	bool writes = strcmp(method, "POST") == 0 || strcmp(method, "PUT") == 0 || strcmp(method, "PATCH") == 0 ||
+		      strcmp(method, "DELETE") == 0;
+	int wait;
+
+	if (who->admin || !writes)
+		return true;
+	wait = creds_throttle(a->creds, who->cred, &a->node_writes, now_ms());
+	if (!wait)
+		return true;
+	status_set(st, 429, "TooManyRequests",
+		   "too many requests, please try again later: node \"%s\" is over its write budget "
+		   "(%g a second, %u at once)", who->node, a->node_writes.per_second, a->node_writes.burst);
+	st->retry_after = wait;
+	pthread_mutex_lock(&a->stats_lock);
+	a->metrics->requests_throttled++;
+	pthread_mutex_unlock(&a->stats_lock);
+	return false;
+}
+
 static enum MHD_Result handle_request(struct api *a, struct MHD_Connection *c, const char *url,
 				      const char *method, const char *upload, size_t *upload_size, void **ctx);
 
@@ -2021,7 +2088,7 @@ static enum MHD_Result handle_request(struct api *a, struct MHD_Connection *c, c
 		{
 			struct status st = { 0 };
 
-			if (!permitted(c, url, method, &rq->who, &st)) {
+			if (!within_budget(a, method, &rq->who, &st) || !permitted(c, url, method, &rq->who, &st)) {
 				rq->answered = true;
 				return send_status(a, c, rq, &st);
 			}
@@ -2224,6 +2291,8 @@ struct api *api_start(const struct api_config *cfg, struct registry *r, struct w
 	a->max_body = cfg->max_body;
 	a->max_connections = cfg->max_connections;
 	a->max_per_client = cfg->max_per_client;
+	a->node_writes.per_second = cfg->node_write_rate > 0 ? cfg->node_write_rate : API_NODE_WRITE_RATE;
+	a->node_writes.burst = cfg->node_write_burst ? cfg->node_write_burst : API_NODE_WRITE_BURST;
 	a->last_heartbeat = a->last_bookmark = time(NULL);
 	a->bookmark_interval = cfg->bookmark_interval ? cfg->bookmark_interval : BOOKMARK_SECONDS;
 	/* without a lister (no reader handle, or no thread) lists are served under the global lock */

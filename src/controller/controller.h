@@ -92,6 +92,7 @@ struct metrics {
 	uint64_t endpoints_deletes;		/* ... and deleted */
 	uint64_t endpoints_recomputes;		/* Services whose Endpoints it computed */
 	uint64_t endpoints_failures;		/* ... writes that failed (retried) */
+	uint64_t requests_throttled;		/* node writes answered 429 (API's stats lock) */
 };
 
 /* ---------------------------------------------------------------- txn builder */
@@ -434,7 +435,16 @@ struct api_config {
 	 * until api_stop; both NULL: plain HTTP (main allows it on loopback only) */
 	const char *tls_cert;
 	const char *tls_key;
+	/* each node credential's budget of writes (POST, PUT, PATCH, DELETE):
+	 * per second and at most at once; 0: the defaults (API_NODE_WRITE_*) */
+	double node_write_rate;
+	unsigned node_write_burst;
 };
+/* See docs/api.md, "Errors": a busy node's agent writes a few times a
+ * second at most; a node starting with a full subnet of pods writes two
+ * records each in one round.  These leave that room and more. */
+#define API_NODE_WRITE_RATE 50
+#define API_NODE_WRITE_BURST 1200
 struct api;
 
 /* A request path: /api/v1[/namespaces/NS]/PLURAL[/NAME] or /apis/G/v1/... */
@@ -485,6 +495,11 @@ int creds_sync(struct creds *c, struct store *s, bool *changed) WUR;
 /* true and *p (a node principal) when token is a live node credential's. */
 bool creds_authenticate(struct creds *c, const char *token, struct principal *p);
 bool creds_alive(struct creds *c, const char *name);
+/* Take one write from credential name's budget (throttle.h) at now_ms
+ * (CLOCK_MONOTONIC): 0 taken (or no such credential: authentication
+ * decides that), else the seconds until the budget has one again. */
+struct throttle_rate;
+int creds_throttle(struct creds *c, const char *name, const struct throttle_rate *r, uint64_t now_ms);
 /* A new credential for node: token (>= CRED_TOKEN_LEN + 1 bytes) receives
  * it, *out the NodeCredential with status.token (new ref).  The caller
  * wipes token.  0, or -1 with st set. */

@@ -33,6 +33,11 @@
  *      watch streams: api.c).
  *   3. The secret is wiped from every buffer that held it (explicit_bzero)
  *      before the buffer is freed or reused.
+ *   4. Each credential in the table carries its write budget (throttle.h),
+ *      made with it and freed with it: state for credentials that exist,
+ *      never for a client that did not authenticate.  A credential put
+ *      again (its own issue's event) keeps its budget; creds_load, which
+ *      clears the table (at start, after a compacted history), refills them.
  */
 #include "controller/controller.h"
 
@@ -47,6 +52,7 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "controller/throttle.h"
 #include "lib/u64map.h"
 
 #define NAME_HEX 16
@@ -58,6 +64,7 @@ struct cred {
 	char node[254];
 	char created[32];
 	unsigned char hash[HASH_BYTES];
+	struct throttle_bucket writes;	/* its write budget (creds_throttle) */
 };
 
 struct creds {
@@ -175,6 +182,9 @@ static int table_put(struct creds *c, struct cred *e)
 		return -EINVAL;
 	}
 	if (u64map_get(&c->map, k, &old)) {
+		/* the same credential seen again (its event after our issue, a
+		 * reload): its budget goes on, not refilled */
+		e->writes = ((struct cred *)(uintptr_t)old)->writes;
 		free((struct cred *)(uintptr_t)old);
 		(void)u64map_del(&c->map, k);
 	}
@@ -249,6 +259,20 @@ int creds_sync(struct creds *c, struct store *s, bool *changed)
 	pthread_rwlock_unlock(&c->lock);
 	store_event_list_free(&ev);
 	return 0;
+}
+
+int creds_throttle(struct creds *c, const char *name, const struct throttle_rate *r, uint64_t now_ms)
+{
+	uint64_t k, v;
+	int wait = 0;
+
+	if (!name_key(name, &k))
+		return 0;
+	pthread_rwlock_wrlock(&c->lock);
+	if (u64map_get(&c->map, k, &v))
+		wait = throttle_take(&((struct cred *)(uintptr_t)v)->writes, r, now_ms);
+	pthread_rwlock_unlock(&c->lock);
+	return wait;
 }
 
 bool creds_authenticate(struct creds *c, const char *token, struct principal *p)

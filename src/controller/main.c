@@ -7,6 +7,7 @@
  *                   [--max-connections N] [--max-connections-per-client N]
  *                   [--header-timeout SECONDS] [--idle-timeout SECONDS]
  *                   [--bookmark-interval SECONDS] [--no-endpoints-controller]
+ *                   [--node-write-rate N] [--node-write-burst N]
  *                   [--tls-san NAME|IP]... [--tls-cert-file F --tls-key-file F] [--insecure-http]
  *   weft-controller --data-dir DIR --fsck
  *
@@ -74,6 +75,7 @@ static void usage(FILE *f)
 		"                       [--max-connections N] [--max-connections-per-client N]\n"
 		"                       [--header-timeout SECONDS] [--idle-timeout SECONDS]\n"
 		"                       [--bookmark-interval SECONDS]\n"
+		"                       [--node-write-rate N] [--node-write-burst N]\n"
 		"                       [--tls-san NAME|IP]... [--tls-cert-file FILE --tls-key-file FILE]\n"
 		"                       [--insecure-http]\n"
 		"       weft-controller --data-dir DIR --fsck\n"
@@ -107,10 +109,16 @@ static void usage(FILE *f)
 		"  --bookmark-interval SECONDS  how often an idle watch that allows bookmarks\n"
 		"                     (allowWatchBookmarks=true) is sent a BOOKMARK of the latest\n"
 		"                     revision, when it has advanced (default 60)\n"
+		"  --node-write-rate N  writes (POST, PUT, PATCH, DELETE) a second each node credential\n"
+		"                     may make (a decimal: 0.5 is one every 2 s); more are answered 429\n"
+		"                     TooManyRequests with Retry-After (default %u; the admin is never\n"
+		"                     limited)\n"
+		"  --node-write-burst N  ... and how many at once after a quiet time (default %u)\n"
 		"  --no-endpoints-controller  do not write Endpoints for Services with a selector\n"
 		"                     (another controller does; hand-written Endpoints are still checked)\n"
 		"  --fsck             check the store's allocations and exit (0 = consistent)\n",
-		CONNS_FD_RESERVE, CONNS_MAX, DEFAULT_PER_CLIENT, DEFAULT_HEADER_TIMEOUT, DEFAULT_IDLE_TIMEOUT);
+		CONNS_FD_RESERVE, CONNS_MAX, DEFAULT_PER_CLIENT, DEFAULT_HEADER_TIMEOUT, DEFAULT_IDLE_TIMEOUT,
+		API_NODE_WRITE_RATE, API_NODE_WRITE_BURST);
 }
 
 static json_t *load_config(const char *path)
@@ -168,6 +176,21 @@ static long long number_flag(const char *name, const char *s, long long min, lon
 	if (errno || end == s || *end || v < min || v > max) {
 		fprintf(stderr, "weft-controller: --%s %s: want a whole number from %lld to %lld\n", name, s, min,
 			max);
+		exit(2);
+	}
+	return v;
+}
+
+/* A rate: a decimal number (0.5: one every two seconds) from min to max. */
+static double rate_flag(const char *name, const char *s, double min, double max)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || *end || !(v >= min && v <= max)) {
+		fprintf(stderr, "weft-controller: --%s %s: want a number from %g to %g\n", name, s, min, max);
 		exit(2);
 	}
 	return v;
@@ -286,6 +309,8 @@ int main(int argc, char **argv)
 		{ "tls-cert-file", required_argument, NULL, 'X' },
 		{ "tls-key-file", required_argument, NULL, 'K' },
 		{ "insecure-http", no_argument, NULL, 'N' },
+		{ "node-write-rate", required_argument, NULL, 'R' },
+		{ "node-write-burst", required_argument, NULL, 'U' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -295,6 +320,8 @@ int main(int argc, char **argv)
 	long compact_interval = 60;
 	uint64_t nofile;
 	unsigned conn_ceiling, max_connections = 0, per_client = DEFAULT_PER_CLIENT;
+	double node_write_rate = API_NODE_WRITE_RATE;
+	unsigned node_write_burst = API_NODE_WRITE_BURST;
 	unsigned header_timeout = DEFAULT_HEADER_TIMEOUT, idle_timeout = DEFAULT_IDLE_TIMEOUT, bookmark_interval = 60;
 	bool fsck = false, endpoints_controller = true, insecure_http = false;
 	char err[1024], token[256] = "", url[4200], host[256];
@@ -327,6 +354,8 @@ int main(int argc, char **argv)
 		case 'P': per_client = (unsigned)number_flag("max-connections-per-client", optarg, 1, CONNS_MAX); break;
 		case 'T': header_timeout = (unsigned)number_flag("header-timeout", optarg, 1, 3600); break;
 		case 'I': idle_timeout = (unsigned)number_flag("idle-timeout", optarg, 1, 86400); break;
+		case 'R': node_write_rate = rate_flag("node-write-rate", optarg, 0.001, 1000000); break;
+		case 'U': node_write_burst = (unsigned)number_flag("node-write-burst", optarg, 1, 1000000); break;
 		case 'B': bookmark_interval = (unsigned)number_flag("bookmark-interval", optarg, 1, 3600); break;
 		case 'S':
 			if (pki_san_check(optarg, err, sizeof(err)) || nsans == PKI_MAX_SANS) {
@@ -501,6 +530,7 @@ int main(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
 	api = api_start(&(struct api_config){ .listen = listen_addr, .token = token, .max_body = max_body,
 					      .max_connections = max_connections, .max_per_client = per_client,
+					      .node_write_rate = node_write_rate, .node_write_burst = node_write_burst,
 					      .header_timeout = header_timeout, .idle_timeout = idle_timeout,
 					      .bookmark_interval = bookmark_interval,
 					      .reader = reader, .tls_cert = pki.cert_pem,

@@ -693,6 +693,12 @@ static int perform(struct httpc *h, const char *method, const char *path, const 
 		goto out;
 	}
 	resp->status = status;
+	{
+		curl_off_t ra = 0;
+
+		if (curl_easy_getinfo(h->curl, CURLINFO_RETRY_AFTER, &ra) == CURLE_OK && ra > 0)
+			resp->retry_after = ra > 86400 ? 86400 : (long)ra;
+	}
 	resp->body = x.body.data;
 	resp->len = x.body.len;
 	x.body.data = NULL;

@@ -66,6 +66,8 @@ struct httpc_response {
 	long status;			/* HTTP status, e.g. 200 or 404 */
 	char *body;			/* malloc'd, NUL-terminated ("" when empty); owned by the caller */
 	size_t len;			/* bytes in body, without the NUL */
+	long retry_after;		/* seconds of a Retry-After header (a number or a date from
+					 * now, as curl reads it); 0: none */
 };
 
 /* A handle for opt->server.  NULL with errno set (EINVAL: bad URL, a CA

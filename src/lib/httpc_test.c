@@ -288,6 +288,40 @@ TEST(httpc_http_error_is_not_a_failure)
 	httpc_response_free(&r);
 }
 
+TEST(httpc_reads_retry_after)
+{
+	static const char answer[] = "HTTP/1.1 429 Too Many Requests\r\nRetry-After: 7\r\nContent-Length: 13\r\n\r\n"
+				     "{\"code\":429}\n";
+	static const char plain[] = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}";
+	struct server s, p;
+	struct httpc_response r = { 0 }, q = { 0 };
+	struct httpc *h = NULL, *hp = NULL;
+	char err[256];
+	int rc = -1, rcp = -1;
+
+	CHECK(server_start(&s, answer, strlen(answer)) == 0);
+	if (server_start(&p, plain, strlen(plain)) == 0) {
+		h = client(&s, NULL, 0, err, sizeof(err));
+		hp = client(&p, NULL, 0, err, sizeof(err));
+		if (h && hp) {
+			rc = httpc_request(h, "PUT", "/api/v1/nodes/a", "{}", 2, &r, err, sizeof(err));
+			rcp = httpc_request(hp, "PUT", "/api/v1/nodes/a", "{}", 2, &q, err, sizeof(err));
+		}
+		httpc_destroy(hp);
+		server_stop(&p);
+	}
+	httpc_destroy(h);
+	server_stop(&s);
+	CHECK_EQ(rc, 0);
+	CHECK_EQ(rcp, 0);
+	CHECK_EQ(r.status, 429);
+	CHECK_EQ(r.retry_after, 7);
+	CHECK_EQ(q.status, 200);
+	CHECK_EQ(q.retry_after, 0);
+	httpc_response_free(&r);
+	httpc_response_free(&q);
+}
+
 TEST(httpc_refused_names_the_server)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };

@@ -430,12 +430,12 @@ int selector_parse_labels(struct selector *s, const char *text, char *err, size_
 
 /* ---------------------------------------------------------------- field selectors */
 
-/* The kind's field called name[0..n), or -1. */
+/* The kind's field called name[0..n), or -1.  k NULL: a NodeCredential. */
 static int field_of(const struct kind_info *k, const char *name, size_t n)
 {
 	for (int f = 0; f < SELECTOR_FIELDS; f++)
 		if (strlen(field_names[f]) == n && !memcmp(field_names[f], name, n))
-			return f == SELECTOR_FIELD_NODE_NAME && k->id != KIND_POD ? -1 : f;
+			return f == SELECTOR_FIELD_NODE_NAME && k && k->id != KIND_POD ? -1 : f;
 	return -1;
 }
 

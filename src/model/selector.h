@@ -15,7 +15,7 @@
  * Field selectors (fields.ParseSelector): FIELD=VALUE, FIELD==VALUE,
  * FIELD!=VALUE joined by commas, `\,` `\=` `\\` escaping those three bytes
  * in a value.  The fields are metadata.name and metadata.namespace for
- * every kind and spec.nodeName for pods; any other is refused ("field label
+ * every kind and spec.nodeName for pods and NodeCredentials; any other is refused ("field label
  * not supported: X"), never ignored.
  *
  * Bounds: a selector's text is at most SELECTOR_MAX_BYTES, it has at most
@@ -89,7 +89,9 @@ struct selector_view {
  *   field label not supported: spec.foo */
 int selector_parse_labels(struct selector *s, const char *text, char *err, size_t errlen)
 	__attribute__((warn_unused_result));
-/* k: the kind the selector is for (which fields it has). */
+/* k: the kind the selector is for (which fields it has); NULL for
+ * weft.io's NodeCredential (not a registry kind), whose spec.nodeName is
+ * its node, selected as a pod's is. */
 int selector_parse_fields(struct selector *s, const struct kind_info *k, const char *text, char *err,
 			  size_t errlen) __attribute__((warn_unused_result));
 /* An equality on name (a watch of one object by its path). */

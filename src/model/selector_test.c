@@ -173,6 +173,23 @@ TEST(selector_fields)
 	CHECK_EQ(field_verdict(KIND_POD, "metadata.name>a", "a", "", ""), -EINVAL);
 }
 
+/* no kind: a NodeCredential (weft.io), selected by name and by node */
+TEST(selector_fields_of_node_credentials)
+{
+	struct selector s = { 0 };
+	struct selector_view v = { .field = { "0123456789abcdef", "", "node-1" } };
+
+	CHECK_EQ(selector_parse_fields(&s, NULL, "spec.nodeName=node-1,metadata.name=0123456789abcdef", err,
+				       sizeof(err)), 0);
+	CHECK(selector_matches(&s, &v));
+	selector_free(&s);
+	CHECK_EQ(selector_parse_fields(&s, NULL, "spec.nodeName=node-2", err, sizeof(err)), 0);
+	CHECK(!selector_matches(&s, &v));
+	selector_free(&s);
+	CHECK_EQ(selector_parse_fields(&s, NULL, "status.token=x", err, sizeof(err)), -EINVAL);
+	CHECK_STR(err, "field label not supported: status.token");
+}
+
 TEST(selector_exact_and_view)
 {
 	struct selector s = { 0 };

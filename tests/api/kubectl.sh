@@ -133,8 +133,7 @@ while read -r kind name nsflags header; do
 	check "get $kind -o wide: the wide columns, a row for $name" get_wide "$kind" "$name" "$nsflags" "$header"
 	check "get $kind $name -o yaml" get_yaml "$kind" "$name" "$nsflags"
 	check "get $kind -o json: $name among the items" get_json "$kind" "$name" "$nsflags"
-	# the credential list takes no selector yet (docs/api.md, node credentials)
-	[ "$kind" = nodecred ] || check "get $kind -l: nothing for a label no one has, $name for one it lacks" \
+	check "get $kind -l: nothing for a label no one has, $name for one it lacks" \
 		get_labels "$kind" "$name" "$nsflags"
 done <<<"$GETS"
 check "get po -l app=web: web only" bash -c "$(declare -f K); [ \"\$(K get po -n red -l app=web -o name)\" = pod/web ]"

@@ -59,6 +59,17 @@ check "issue without --output-file prints only the token (name.secret, 16 + 64 h
 N1_NAME=${N1%%.*}
 both_listed() { "$WEFTCTL" node-credential list | grep -q "^$N1_NAME .*node-1" && [ "$("$WEFTCTL" node-credential list | grep -c node-)" = 2 ]; }
 check "list shows both credentials with their nodes" both_listed
+listed_for() { # listed_for QUERY: the nodes of the credentials the list with QUERY has, sorted, on one line
+	as "$ADMIN" GET "/apis/weft.io/v1/nodecredentials?$1" | body_of | jq -r '[.items[].spec.nodeName] | sort | join(",")'
+}
+check "list ?fieldSelector=spec.nodeName=node-1: node-1's only" test "$(listed_for fieldSelector=spec.nodeName%3Dnode-1)" = node-1
+check "list ?fieldSelector=metadata.name=NAME: that one" test "$(listed_for "fieldSelector=metadata.name%3D$N1_NAME")" = node-1
+check "list ?fieldSelector=spec.nodeName!=node-1: node-2's only" test "$(listed_for fieldSelector=spec.nodeName%21%3Dnode-1)" = node-2
+check "list ?labelSelector=x=y: none (credentials have no labels)" test "$(listed_for labelSelector=x%3Dy)" = ""
+check "list ?labelSelector=!x: both" test "$(listed_for labelSelector=%21x)" = node-1,node-2
+check "list ?fieldSelector=status.token=x: 400, not ignored" \
+	eval 'as "$ADMIN" GET "/apis/weft.io/v1/nodecredentials?fieldSelector=status.token%3Dx" | body_of | jq -e ".code == 400 and (.message | contains(\"field label not supported: status.token\"))" >/dev/null'
+check "list ?labelSelector=a%20in: 400 (malformed)" code_is 400 "$ADMIN" GET "/apis/weft.io/v1/nodecredentials?labelSelector=a%20in"
 secret_nowhere() {
 	local s=${N1#*.}
 	! "$WEFTCTL" node-credential list | grep -q "$s" &&
