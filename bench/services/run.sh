@@ -49,6 +49,11 @@
 #   BENCH_SVC_REQUIRE_WEFT  1: a weft part that cannot run is an error (0)
 #   BENCH_SVC_LAB       prefix of the lab names                      (wsvc)
 #   WEFT_LAB_BIN        the lab (bin/weft-lab, else src/lab/weft-lab)
+#   BENCH_SVC_AB_TREE   another checkout, built (make): the few lab runs its
+#                       weft-lab and build/release/bin instead, an A/B of two
+#                       builds in one run; with BENCH_SVC_FEW equal to
+#                       BENCH_SVC_COUNT, svc_first_packet is then this
+#                       build's connect latency over the other's       (unset)
 #
 # Exit status: 0 when the measurements completed (failed goals and skipped
 # weft parts included) or when not run as root (all GOAL lines SKIP); 1
@@ -60,6 +65,11 @@ TOP=$PWD
 
 COUNT=${BENCH_SVC_COUNT:-10000}
 FEW=${BENCH_SVC_FEW:-10}
+AB_TREE=${BENCH_SVC_AB_TREE:-}
+if [ -n "$AB_TREE" ] && ! [ -x "$AB_TREE/build/release/bin/weft-agent" ] || [ -n "$AB_TREE" ] && ! [ -x "$AB_TREE/src/lab/weft-lab" ]; then
+	echo "services: BENCH_SVC_AB_TREE=$AB_TREE: no build/release/bin/weft-agent or src/lab/weft-lab there" >&2
+	exit 1
+fi
 CONNS=${BENCH_SVC_CONNS:-5000}
 WARMUP=${BENCH_SVC_WARMUP:-200}
 REPS=${BENCH_SVC_REPS:-6}
@@ -252,7 +262,14 @@ weft_skip() {
 	[ "$REQUIRE_WEFT" = 1 ] && broke=1
 	return 0
 }
-lab() { local l=$1; shift; timeout "${LAB_TIMEOUT:-300}" "$LAB_BIN" --lab "$l" "$@"; }
+lab() {
+	local l=$1; shift
+	if [ "$l" = "$LAB_FEW" ] && [ -n "$AB_TREE" ]; then	# the other build
+		WEFT_BIN=$AB_TREE/build/release/bin timeout "${LAB_TIMEOUT:-300}" "$AB_TREE/src/lab/weft-lab" --lab "$l" "$@"
+	else
+		timeout "${LAB_TIMEOUT:-300}" "$LAB_BIN" --lab "$l" "$@"
+	fi
+}
 
 LABELS=0	# 1 when weft-lab pod add takes --label/--port
 # weft_lab K L: bring lab L up with our pods and servers (K = few|many);
@@ -372,10 +389,11 @@ gate() {
 		else
 			err=$(cat "$TMP/probe.err")
 		fi
-		[ $(($(date +%s) - t0)) -ge 30 ] && break
+		# (a large few lab, BENCH_SVC_AB_TREE, is still being programmed)
+		[ $(($(date +%s) - t0)) -ge $((30 + FEW / 100)) ] && break
 		sleep 0.5
 	done
-	GATE_WHY="ClusterIP $ip:80 from pod $K8S_NS/c in lab $(labname "$k") fails after 30 s: $(printf '%s' "$err" | oneline)"
+	GATE_WHY="ClusterIP $ip:80 from pod $K8S_NS/c in lab $(labname "$k") fails after $((30 + FEW / 100)) s: $(printf '%s' "$err" | oneline)"
 	return 1
 }
 
@@ -423,7 +441,7 @@ setup_weft() {
 
 	weft_lab few "$LAB_FEW" || return
 	info=$(weft_manifest few "$FEW" "$TMP/few.json") || { weft_skip "cannot write the manifest"; return; }
-	out=$(LAB_TIMEOUT=120 lab "$LAB_FEW" weftctl apply -f "$TMP/few.json" 2>&1) ||
+	out=$(LAB_TIMEOUT=$((120 + FEW / 50)) lab "$LAB_FEW" weftctl apply -f "$TMP/few.json" 2>&1) ||
 		{ weft_skip "weftctl apply -f (lab $LAB_FEW, $FEW services): $(tail -n 3 <<<"$out")"; return; }
 
 	for k in many few; do
