@@ -2110,6 +2110,18 @@ static int svc_put(struct datapath *dp, const struct svc *s, const uint32_t *ids
 	return svc_head_put(dp, s, (uint16_t)n, local);
 }
 
+/* The node of seed_services(), its three backends speaking proto, and s
+ * served by the n of them in ids. */
+static int svc_seeded(struct fixture *f, const struct svc *s, uint8_t proto, const uint32_t *ids,
+		      int n)
+{
+	int rc;
+
+	if ((rc = seed_services(f->dp)) < 0 || (rc = backends_put3(f->dp, proto)) < 0)
+		return rc;
+	return svc_put(f->dp, s, ids, n);
+}
+
 static const struct svc cluster_tcp = { SVC_IP, SVC_PORT, IPPROTO_TCP, WEFT_SVC_F_CLUSTER_IP, 0 };
 static const struct svc cluster_udp = { SVC_IP, 53, IPPROTO_UDP, WEFT_SVC_F_CLUSTER_IP, 0 };
 static const struct svc nodeport_tcp = { 0, NODE_PORT, IPPROTO_TCP, WEFT_SVC_F_NODE_PORT, 0 };
@@ -2407,9 +2419,7 @@ DP_TEST(svc_tcp_syn_goes_to_a_backend_with_conntrack)
 	struct result r;
 	struct pkt p;
 
-	CHECK_EQ(seed_services(f->dp), 0);
-	CHECK_EQ(backends_put3(f->dp, IPPROTO_TCP), 0);
-	CHECK_EQ(svc_put(f->dp, &cluster_tcp, ids, 3), 0);
+	CHECK_EQ(svc_seeded(f, &cluster_tcp, IPPROTO_TCP, ids, 3), 0);
 
 	for (uint16_t sport = 40000; sport < 40064 && !(seen_local && seen_remote); sport++) {
 		int b;
@@ -2468,9 +2478,7 @@ DP_TEST(svc_reply_from_a_local_backend_comes_from_the_frontend)
 	struct result r;
 	struct pkt p;
 
-	CHECK_EQ(seed_services(f->dp), 0);
-	CHECK_EQ(backends_put3(f->dp, IPPROTO_TCP), 0);
-	CHECK_EQ(svc_put(f->dp, &cluster_tcp, ids, 1), 0);
+	CHECK_EQ(svc_seeded(f, &cluster_tcp, IPPROTO_TCP, ids, 1), 0);
 
 	tcp_from_a(&p, 40100, SVC_IP, SVC_PORT, TCP_SYN);
 	CHECK_EQ(run_pod(f, &p, &r), 0);
@@ -2509,9 +2517,7 @@ DP_TEST(svc_direct_connection_reusing_a_port_retires_the_old_entries)
 	struct result r;
 	struct pkt p;
 
-	CHECK_EQ(seed_services(f->dp), 0);
-	CHECK_EQ(backends_put3(f->dp, IPPROTO_TCP), 0);
-	CHECK_EQ(svc_put(f->dp, &cluster_tcp, ids, 1), 0);
+	CHECK_EQ(svc_seeded(f, &cluster_tcp, IPPROTO_TCP, ids, 1), 0);
 	tcp_from_a(&p, 40200, SVC_IP, SVC_PORT, TCP_SYN);
 	CHECK_EQ(run_pod(f, &p, &r), 0);
 	CHECK_TUPLE(&r.out, POD_A_IP, 40200, LOCAL_BE_IP, BE_PORT);
@@ -2546,9 +2552,7 @@ DP_TEST(svc_udp_is_translated_both_ways_and_checksum_0_stays_0)
 	struct result r;
 	struct pkt p;
 
-	CHECK_EQ(seed_services(f->dp), 0);
-	CHECK_EQ(backends_put3(f->dp, IPPROTO_UDP), 0);
-	CHECK_EQ(svc_put(f->dp, &cluster_udp, ids, 1), 0);
+	CHECK_EQ(svc_seeded(f, &cluster_udp, IPPROTO_UDP, ids, 1), 0);
 	tenant_mac(LOCAL_BE_IP, be_mac);
 
 	for (int zero = 0; zero < 2; zero++) {
@@ -2974,9 +2978,7 @@ DP_TEST(svc_nodeport_from_a_pod_via_any_node_ip)
 	struct result r;
 	struct pkt p;
 
-	CHECK_EQ(seed_services(f->dp), 0);
-	CHECK_EQ(backends_put3(f->dp, IPPROTO_TCP), 0);
-	CHECK_EQ(svc_put(f->dp, &nodeport_tcp, ids, 1), 0);
+	CHECK_EQ(svc_seeded(f, &nodeport_tcp, IPPROTO_TCP, ids, 1), 0);
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		uint16_t sport = (uint16_t)(40800 + i);
 
@@ -3012,9 +3014,7 @@ DP_TEST(node_nodeport_to_a_local_backend_keeps_the_client_address)
 	struct result r;
 	struct pkt p;
 
-	CHECK_EQ(seed_services(f->dp), 0);
-	CHECK_EQ(backends_put3(f->dp, IPPROTO_TCP), 0);
-	CHECK_EQ(svc_put(f->dp, &nodeport_tcp, ids, 1), 0);
+	CHECK_EQ(svc_seeded(f, &nodeport_tcp, IPPROTO_TCP, ids, 1), 0);
 	tenant_mac(LOCAL_BE_IP, be_mac);
 
 	tcp_from_outside(&p, 50000, NODE_IP, NODE_PORT, TCP_SYN);
@@ -3053,9 +3053,7 @@ DP_TEST(node_nodeport_to_a_remote_backend_is_snatted_and_tunnelled)
 	struct result r;
 	struct pkt p;
 
-	CHECK_EQ(seed_services(f->dp), 0);
-	CHECK_EQ(backends_put3(f->dp, IPPROTO_TCP), 0);
-	CHECK_EQ(svc_put(f->dp, &nodeport_tcp, ids, 1), 0);
+	CHECK_EQ(svc_seeded(f, &nodeport_tcp, IPPROTO_TCP, ids, 1), 0);
 
 	for (int i = 0; i < 40; i++) {
 		uint16_t cport = (uint16_t)(50100 + i), snat;
@@ -3197,9 +3195,7 @@ DP_TEST(svc_map_mid_update_and_non_translatable_packets)
 	struct result r;
 	struct pkt p;
 
-	CHECK_EQ(seed_services(f->dp), 0);
-	CHECK_EQ(backends_put3(f->dp, IPPROTO_TCP), 0);
-	CHECK_EQ(svc_put(f->dp, &cluster_tcp, ids, 2), 0);
+	CHECK_EQ(svc_seeded(f, &cluster_tcp, IPPROTO_TCP, ids, 2), 0);
 
 	/* not TCP or UDP (an ICMP echo: type 0x00 here), not translated; a
 	 * later fragment without its first: no ports, dropped */
@@ -3328,9 +3324,7 @@ DP_TEST(ct_lone_ack_or_rst_writes_no_entry)
 	struct result r;
 	struct pkt p;
 
-	CHECK_EQ(seed_services(f->dp), 0);
-	CHECK_EQ(backends_put3(f->dp, IPPROTO_TCP), 0);
-	CHECK_EQ(svc_put(f->dp, &cluster_tcp, ids, 2), 0);
+	CHECK_EQ(svc_seeded(f, &cluster_tcp, IPPROTO_TCP, ids, 2), 0);
 	CHECK_EQ(svc_put(f->dp, &nodeport_tcp, ids, 2), 0);
 	for (size_t i = 0; i < sizeof(storms); i++)
 		for (int j = 0; j < 20; j++, n += 2) {
@@ -3371,9 +3365,7 @@ DP_TEST(ct_syn_creates_a_pair)
 	struct result r;
 	struct pkt p;
 
-	CHECK_EQ(seed_services(f->dp), 0);
-	CHECK_EQ(backends_put3(f->dp, IPPROTO_TCP), 0);
-	CHECK_EQ(svc_put(f->dp, &cluster_tcp, ids, 1), 0);
+	CHECK_EQ(svc_seeded(f, &cluster_tcp, IPPROTO_TCP, ids, 1), 0);
 	tcp_from_a(&p, 47000, SVC_IP, SVC_PORT, TCP_SYN);
 	CHECK_EQ(run_pod(f, &p, &r), 0);
 	CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
@@ -3405,9 +3397,7 @@ DP_TEST(ct_rev_unique_for_one_client_port_to_two_frontends)
 	struct result r;
 	struct pkt p;
 
-	CHECK_EQ(seed_services(f->dp), 0);
-	CHECK_EQ(backends_put3(f->dp, IPPROTO_TCP), 0);
-	CHECK_EQ(svc_put(f->dp, &cluster_tcp, ids, 1), 0);
+	CHECK_EQ(svc_seeded(f, &cluster_tcp, IPPROTO_TCP, ids, 1), 0);
 	CHECK_EQ(svc_put(f->dp, &second, ids, 1), 0);
 
 	tcp_from_a(&p, 47100, SVC_IP, SVC_PORT, TCP_SYN);
@@ -3465,8 +3455,7 @@ static int ct_open_from_a(struct fixture *f, uint32_t id, uint16_t port0, int n)
 	struct result r;
 	struct pkt p;
 
-	if (seed_services(f->dp) < 0 || backends_put3(f->dp, IPPROTO_TCP) < 0 ||
-	    svc_put(f->dp, &cluster_tcp, &id, 1) < 0)
+	if (svc_seeded(f, &cluster_tcp, IPPROTO_TCP, &id, 1) < 0)
 		return -1;
 	for (int i = 0; i < n; i++) {
 		tcp_from_a(&p, (uint16_t)(port0 + i), SVC_IP, SVC_PORT, TCP_SYN);
@@ -3607,9 +3596,7 @@ DP_TEST(ct_reset_from_outside_only_marks_the_pair_closing)
 	struct result r;
 	struct pkt p;
 
-	CHECK_EQ(seed_services(f->dp), 0);
-	CHECK_EQ(backends_put3(f->dp, IPPROTO_TCP), 0);
-	CHECK_EQ(svc_put(f->dp, &nodeport_tcp, ids, 1), 0);
+	CHECK_EQ(svc_seeded(f, &nodeport_tcp, IPPROTO_TCP, ids, 1), 0);
 	tcp_from_outside(&p, 50600, NODE_IP, NODE_PORT, TCP_SYN);
 	CHECK_EQ(run_node(f, &p, &r), 0);
 	CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
@@ -3777,9 +3764,7 @@ static void svc_conntrack_full_body(struct fixture *f)
 	struct result r;
 	struct pkt p;
 
-	CHECK_EQ(seed_services(f->dp), 0);
-	CHECK_EQ(backends_put3(f->dp, IPPROTO_TCP), 0);
-	CHECK_EQ(svc_put(f->dp, &cluster_tcp, ids, 1), 0);
+	CHECK_EQ(svc_seeded(f, &cluster_tcp, IPPROTO_TCP, ids, 1), 0);
 	tcp_from_a(&p, 44300, SVC_IP, SVC_PORT, TCP_SYN);
 	CHECK_EQ(run_pod(f, &p, &r), 0);
 	CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
@@ -5237,9 +5222,7 @@ DP_TEST(pod_later_fragments_follow_their_first)
 	struct result r;
 	struct pkt p;
 
-	CHECK_EQ(seed_services(f->dp), 0);
-	CHECK_EQ(backends_put3(f->dp, IPPROTO_UDP), 0);
-	CHECK_EQ(svc_put(f->dp, &cluster_udp, ids, 1), 0);
+	CHECK_EQ(svc_seeded(f, &cluster_udp, IPPROTO_UDP, ids, 1), 0);
 
 	/* to a service: the first fragment is translated and tunnelled ... */
 	udp_fragment(&p, SVC_IP, 53, 901, true);
@@ -5383,9 +5366,7 @@ DP_TEST(pod_first_fragment_beyond_16_open_datagrams_is_dropped)
 	static const uint32_t ids[] = { BE_REMOTE };
 	struct pkt p;
 
-	CHECK_EQ(seed_services(f->dp), 0);
-	CHECK_EQ(backends_put3(f->dp, IPPROTO_UDP), 0);
-	CHECK_EQ(svc_put(f->dp, &cluster_udp, ids, 1), 0);
+	CHECK_EQ(svc_seeded(f, &cluster_udp, IPPROTO_UDP, ids, 1), 0);
 
 	/* 16 datagrams opened and never finished: every slot in flight */
 	open_datagrams(f, 1, WEFT_FRAG_SLOTS);
@@ -5508,9 +5489,7 @@ DP_TEST(pod_later_fragments_find_their_first_in_another_slot)
 	struct pkt p;
 	uint16_t other = 0;
 
-	CHECK_EQ(seed_services(f->dp), 0);
-	CHECK_EQ(backends_put3(f->dp, IPPROTO_UDP), 0);
-	CHECK_EQ(svc_put(f->dp, &cluster_udp, ids, 1), 0);
+	CHECK_EQ(svc_seeded(f, &cluster_udp, IPPROTO_UDP, ids, 1), 0);
 	/* a datagram to the outside with the same home slot as datagram 300
 	 * to the service */
 	for (uint16_t id = 1; id < 5000 && !other; id++)
