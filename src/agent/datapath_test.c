@@ -5636,6 +5636,73 @@ static int udp_svc_over_tunnel(struct fixture *f, struct svc_netns *n, uint16_t 
 	return pod_a_behind(f, pod);
 }
 
+/* An outside client's datagram to a NodePort, in fragments: the first is
+ * translated to the backend pod here, the later one follows it there (it
+ * would otherwise wait in the node's reassembly memory); a later fragment
+ * of a datagram nobody translated goes to the stack. */
+DP_TEST(node_later_fragments_of_an_outside_clients_datagram_follow_the_first)
+{
+	static const uint32_t ids[] = { BE_LOCAL };
+	struct result r;
+	struct pkt p;
+
+	CHECK_EQ(svc_seeded(f, &nodeport_udp, IPPROTO_UDP, ids, 1), 0);
+	for (uint16_t off = 0; off <= 8; off += 4) {
+		pkt_l4(&p, node_mac, outside_mac, IPPROTO_UDP, OUTSIDE_IP, 51100, NODE_IP, NODE_PORT, 24);
+		pkt_fragment(&p, 800, off, off < 8);
+		CHECK_EQ(run_node(f, &p, &r), 0);
+		CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
+		CHECK_EQ(r.trace.action, WEFT_ACT_LOCAL);
+		CHECK_EQ(ip_of(&r.out)->saddr, OUTSIDE_IP);
+		CHECK_EQ(ip_of(&r.out)->daddr, LOCAL_BE_IP);
+		CHECK_EQ(ip_checksum(ip_of(&r.out), 20), 0);
+		if (off == 0)
+			CHECK_EQ(dport_of(&r.out), BE_PORT);
+	}
+	pkt_l4(&p, node_mac, outside_mac, IPPROTO_UDP, OUTSIDE_IP, 51100, NODE_IP, NODE_PORT, 24);
+	pkt_fragment(&p, 801, 4, false);
+	CHECK_EQ(run_node(f, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_OK);
+	CHECK_EQ(ip_of(&r.out)->daddr, NODE_IP);
+	CHECK_EQ(drops_total(f), 0);
+}
+
+/* A backend outside the pod network answers an outside client's datagram
+ * SNATed to this node's IP, in fragments: the first is translated back
+ * (source the NodePort, destination the client), the later ones follow. */
+DP_TEST(node_later_fragments_of_an_outside_backends_answer_follow_the_first)
+{
+	static const in_addr_t far_be = IP(192, 168, 1, 50);
+	static const uint32_t ids[] = { 61 };
+	uint16_t snat;
+	struct result r;
+	struct pkt p;
+
+	CHECK_EQ(seed_services(f->dp), 0);
+	CHECK_EQ(backend_put(f->dp, 61, far_be, BE_PORT, IPPROTO_UDP, false, SVC_ID), 0);
+	CHECK_EQ(svc_put(f->dp, &nodeport_udp, ids, 1), 0);
+	pkt_l4(&p, node_mac, outside_mac, IPPROTO_UDP, OUTSIDE_IP, 51200, NODE_IP, NODE_PORT, 12);
+	CHECK_EQ(run_node(f, &p, &r), 0);
+	CHECK_EQ(r.trace.action, WEFT_ACT_UNDERLAY);
+	CHECK_EQ(ip_of(&r.out)->saddr, NODE_IP);
+	CHECK_EQ(ip_of(&r.out)->daddr, far_be);
+	snat = sport_of(&r.out);
+
+	for (uint16_t off = 0; off <= 8; off += 4) {
+		pkt_l4(&p, node_mac, outside_mac, IPPROTO_UDP, far_be, BE_PORT, NODE_IP, snat, 24);
+		pkt_fragment(&p, 900, off, off < 8);
+		CHECK_EQ(run_node(f, &p, &r), 0);
+		CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
+		CHECK_EQ(r.trace.action, WEFT_ACT_UNDERLAY);
+		CHECK_EQ(ip_of(&r.out)->saddr, NODE_IP);
+		CHECK_EQ(ip_of(&r.out)->daddr, OUTSIDE_IP);
+		CHECK_EQ(ip_checksum(ip_of(&r.out), 20), 0);
+		if (off == 0)
+			CHECK_TUPLE(&r.out, NODE_IP, NODE_PORT, OUTSIDE_IP, 51200);
+	}
+	CHECK_EQ(drops_total(f), 0);
+}
+
 /* An outside client's datagram OUTSIDE_IP:51000 -> NODE_IP:NODE_PORT
  * (nodeport_udp), sent on to the backend on the other node from the
  * gateway: *snat the gateway's port.  0, a negative errno, or -EPROTO. */
