@@ -15,8 +15,9 @@
 #
 #   1. agent stop/start node-1 (SIGTERM): IPs, CNI CHECK, maps, leases and
 #      Pod records unchanged; traffic flows while the agent is away
-#   2. iperf3 a -> b for 15 s (two agent restarts must fit in it on a busy machine); agent restart --kill node-1, then node-2 in
-#      the middle: the transfer completes; new pods e (node-1), f (node-2)
+#   2. iperf3 a -> b for 15 s (both restarts must fit in it on a busy
+#      machine); agent restart --kill node-1, then node-2 in the middle:
+#      the transfer completes; new pods e (node-1), f (node-2)
 #  2b. node-1's agent killed and its config entry zeroed (half-written):
 #      the next agent rebuilds the maps from its leases; pods work again
 #   3. controller stop; pod add node-1 g works locally; controller start:
