@@ -11,7 +11,8 @@
 #    and stores nothing (the snapshot of every object is unchanged).
 # 4. describe, delete, delete -f, and the pod-network verbs.
 # 5. get -w: the list, then a row per event another client causes; -o json;
-#    errors; --timeout and SIGTERM end it with exit 0.  delete -l / -A /
+#    errors; --timeout and SIGTERM end it with exit 0; relisting on 410 and
+#    resuming after bookmarks, against tests/tools/fake_watch.py.  delete -l / -A /
 #    --field-selector delete exactly what the selectors match.
 cd "$(dirname "$0")/../.."
 . tests/lib.sh
@@ -421,6 +422,25 @@ check "get -w with a wrong token: exit 1" \
 check "--timeout without -w is a usage error" expect 2 'goes with -w' W get pods --timeout 5
 check "a bad --timeout is a usage error" expect 2 '\-\-timeout 5m: want whole seconds' W get pods -w --timeout 5m
 for p in w-old w-new w-json w-other; do delete_pod "$p" || fail "clean up pod $p"; done
+
+echo "== get -w: 410, ERROR 410, bookmarks and resume (tests/tools/fake_watch.py)"
+FPORT=$(free_port)
+: >"$WD/fake.log"
+echo fake-token >"$WD/fake.token"
+python3 tests/tools/fake_watch.py "$FPORT" "$WD/fake.log" &
+T_PIDS+=("$!")
+wait_for "$SERVER_START_S" python3 -c "import socket; socket.create_connection(('127.0.0.1', $FPORT))" ||
+	fail "fake_watch.py listens"
+rc=0
+timeout 30 "$WEFTCTL" --server "http://127.0.0.1:$FPORT" --token-file "$WD/fake.token" get pods -w --timeout 3 \
+	>"$WD/fake.out" 2>&1 || rc=$?
+check "get -w against it ends at --timeout with exit 0" test "$rc" -eq 0
+check "410 and ERROR 410 relist (rows again, header once), events after" \
+	test "$(awk '{print $1}' "$WD/fake.out" | paste -sd,)" = "NAME,list1,list2,list3,added,modified"
+check "each watch starts from the last list's or event's resourceVersion, a BOOKMARK's included" \
+	test "$(grep -o 'watch=1&resourceVersion=[0-9]*' "$WD/fake.log" | cut -d= -f3 | paste -sd,)" = "10,20,30,35"
+check "the watches ask for bookmarks and a timeout" \
+	test "$(grep -c 'allowWatchBookmarks=true&timeoutSeconds=[0-9]' "$WD/fake.log")" -eq 4
 
 echo "== delete -l"
 for p in d-1 d-2; do must create_pod "$p" del; done
