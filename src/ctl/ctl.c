@@ -129,6 +129,8 @@ int ctl_call_typed(struct ctl *ctl, const char *method, const char *path, const 
 	}
 	rc = httpc_request_typed(h, method, path, content_type, text, text ? strlen(text) : 0, &resp, err, sizeof(err));
 	free(text);
+	if (rc == -ECANCELED)
+		return rc;	/* the verb that cancelled says what it means */
 	if (rc < 0) {
 		fprintf(stderr, "error: %s\n", err);
 		if (rc == -EPROTO)
@@ -333,6 +335,64 @@ const char *ctl_path(const struct kind_info *k, const char *ns, const char *name
 	if (model_api_path(k, k->namespaced ? ns : NULL, name, buf, len) < 0)
 		snprintf(buf, len, "/");
 	return buf;
+}
+
+bool ctl_path_add_query(char *path, size_t len, const char *name, const char *value)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t n0 = strlen(path), n = n0;
+	int w = snprintf(path + n, len - n, "%c%s=", strchr(path, '?') ? '&' : '?', name);
+
+	if (w < 0 || (size_t)w >= len - n)
+		goto too_long;
+	n += (size_t)w;
+	for (const unsigned char *v = (const unsigned char *)value; *v; v++) {
+		if (n + 4 > len)
+			goto too_long;
+		if ((*v >= 'A' && *v <= 'Z') || (*v >= 'a' && *v <= 'z') || (*v >= '0' && *v <= '9') ||
+		    strchr("-._~", *v)) {
+			path[n++] = (char)*v;
+		} else {
+			path[n++] = '%';
+			path[n++] = hex[*v >> 4];
+			path[n++] = hex[*v & 15];
+		}
+	}
+	path[n] = 0;
+	return true;
+too_long:
+	path[n0] = 0;
+	return false;
+}
+
+int ctl_list_path(const struct kind_info *k, const char *ns, bool all, const char *labels, const char *fields,
+		  char *path, size_t len)
+{
+	ctl_path(k, all ? NULL : ns, NULL, path, len);
+	if ((labels && !ctl_path_add_query(path, len, "labelSelector", labels)) ||
+	    (fields && !ctl_path_add_query(path, len, "fieldSelector", fields))) {
+		fprintf(stderr, "error: the selectors are too long (4096 bytes each at most)\n");
+		return CTL_EXIT_USAGE;
+	}
+	return 0;
+}
+
+int ctl_seconds_parse(const char *s, long *secs)
+{
+	long v = 0;
+	size_t i = 0;
+
+	if (!s[0])
+		return -EINVAL;
+	for (; s[i] >= '0' && s[i] <= '9'; i++) {
+		v = v * 10 + (s[i] - '0');
+		if (v > 31536000)
+			return -EINVAL;
+	}
+	if (!i || (s[i] && strcmp(s + i, "s")))
+		return -EINVAL;
+	*secs = v;
+	return 0;
 }
 
 void ctl_bad_flag(int c, char **argv)

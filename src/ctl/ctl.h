@@ -30,6 +30,8 @@
 #define CTL_PATH_MAX 1024
 #define CTL_REF_MAX 512
 #define CTL_ERR_MAX 16384
+/* a collection path with both selectors percent-encoded (4096 bytes each) */
+#define CTL_LIST_PATH_MAX (CTL_PATH_MAX + 2 * 3 * 4096 + 256)
 
 enum { CTL_EXIT_OK = 0, CTL_EXIT_FAIL = 1, CTL_EXIT_USAGE = 2 };
 
@@ -74,6 +76,21 @@ int ctl_drops(struct ctl *ctl, int argc, char **argv);
 int ctl_nodecred(struct ctl *ctl, int argc, char **argv);
 int ctl_patch(struct ctl *ctl, int argc, char **argv);
 
+/* What `get -w` watches and how it prints (watch.c). */
+struct ctl_watch_opts {
+	const struct kind_info *k;
+	const char *ns;			/* NULL for a cluster-scoped kind */
+	bool all;			/* -A */
+	const char *labels, *fields;	/* selectors, NULL: none */
+	char **names;			/* only these objects (nnames 0: all) */
+	size_t nnames;
+	int out;			/* enum ctl_output (print.h) */
+	long timeout_s;			/* end the command after so long; 0: never */
+};
+/* List and print, then watch and print each event until the timeout or
+ * SIGINT/SIGTERM (exit 0) or an error (printed, exit 1). */
+int ctl_watch(struct ctl *ctl, const struct ctl_watch_opts *o);
+
 /* The connection, made on first use.  NULL after printing why (no token,
  * unreadable token or CA file, a kubeconfig that cannot be used, bad
  * server URL). */
@@ -91,6 +108,7 @@ struct ctl_reply {
  * METHOD path with body (serialised compactly; NULL for none).  0 with *r
  * filled whatever the HTTP status; or a negative errno after printing the
  * transport failure ("error: cannot reach ...") — the caller just stops.
+ * -ECANCELED (httpc_cancel, from a signal the verb handles) is not printed.
  */
 int ctl_call(struct ctl *ctl, const char *method, const char *path, const json_t *body, struct ctl_reply *r)
 	__attribute__((warn_unused_result));
@@ -137,6 +155,19 @@ const char *ctl_ref(const struct kind_info *k, const char *ns, const char *name,
 /* model_api_path that cannot fail for names that passed ctl_name_ok
  * (a too-long path gives "/" which the server refuses). */
 const char *ctl_path(const struct kind_info *k, const char *ns, const char *name, char *buf, size_t len);
+
+/* Append "?name=value" (or "&name=value") to the NUL-terminated path,
+ * the value percent-encoded (RFC 3986 unreserved bytes kept).  false when
+ * it does not fit in len bytes (path is then cut back to what it was). */
+bool ctl_path_add_query(char *path, size_t len, const char *name, const char *value);
+/* The path of k's collection in ns (every namespace when all, or for a
+ * cluster-scoped kind) with labelSelector / fieldSelector (NULL: none).
+ * 0, or CTL_EXIT_USAGE after printing that the selectors are too long;
+ * len: CTL_LIST_PATH_MAX. */
+int ctl_list_path(const struct kind_info *k, const char *ns, bool all, const char *labels, const char *fields,
+		  char *path, size_t len);
+/* "SECONDS" or "SECONDSs", 0 to 31536000 (a year): 0 and *secs, or -EINVAL. */
+int ctl_seconds_parse(const char *s, long *secs);
 
 /* Flag parsing: prints "error: unknown flag ..." or "... needs a value"
  * for getopt's '?' / ':' (optstring must start with ':'). */

@@ -11,6 +11,9 @@
  * each; a missing one is reported (exit 1) and the others still printed;
  * -o json/yaml print the object itself when there is one NAME, a List
  * otherwise.  "KIND/NAME" is accepted for "KIND NAME".
+ *
+ * -w (--watch) lists, then follows the changes (watch.c); --timeout bounds
+ * it and is refused without -w.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -23,76 +26,19 @@
 #include "ctl/print.h"
 
 static const char usage[] = "KIND [NAME...] [-n NAMESPACE | -A] [-l SELECTOR] [--field-selector SELECTOR] "
-			    "[-o wide|json|yaml|name]";
+			    "[-o wide|json|yaml|name] [-w [--timeout SECONDS]]\n"
+			    "  -w, --watch          after the list, print each change as it comes (until --timeout,\n"
+			    "                       SIGINT or SIGTERM, which exit 0; a server error exits 1)\n"
+			    "  --timeout SECONDS    with -w: end the command after so long (default: never)";
 
 /* The selectors of a list, as given (NULL: none). */
 struct selectors {
 	const char *labels, *fields;
 };
 
-/* Append "?name=value" (or "&...") to path, the value percent-encoded
- * (RFC 3986 unreserved bytes kept).  false when it does not fit. */
-static bool add_query(char *path, size_t len, const char *name, const char *value)
-{
-	static const char hex[] = "0123456789ABCDEF";
-	size_t n = strlen(path);
-	int w = snprintf(path + n, len - n, "%c%s=", strchr(path, '?') ? '&' : '?', name);
-
-	if (w < 0 || (size_t)w >= len - n)
-		return false;
-	n += (size_t)w;
-	for (const unsigned char *v = (const unsigned char *)value; *v; v++) {
-		if (n + 4 > len)
-			return false;
-		if ((*v >= 'A' && *v <= 'Z') || (*v >= 'a' && *v <= 'z') || (*v >= '0' && *v <= '9') ||
-		    strchr("-._~", *v)) {
-			path[n++] = (char)*v;
-		} else {
-			path[n++] = '%';
-			path[n++] = hex[*v >> 4];
-			path[n++] = hex[*v & 15];
-		}
-	}
-	path[n] = 0;
-	return true;
-}
-
-static int cmp_obj(const void *a, const void *b)
-{
-	const json_t *x = *(json_t *const *)a, *y = *(json_t *const *)b;
-	int c = strcmp(obj_str(x, "metadata.namespace") ?: "", obj_str(y, "metadata.namespace") ?: "");
-
-	return c ? c : strcmp(obj_str(x, "metadata.name") ?: "", obj_str(y, "metadata.name") ?: "");
-}
-
-/* A new array with items' objects in (namespace, name) order; NULL on ENOMEM. */
-static json_t *sorted(const json_t *items)
-{
-	size_t n = json_array_size(items);
-	json_t **v = malloc((n ? n : 1) * sizeof(*v));
-	json_t *out = json_array();
-
-	if (!v || !out) {
-		free(v);
-		json_decref(out);
-		return NULL;
-	}
-	for (size_t i = 0; i < n; i++)
-		v[i] = json_array_get(items, i);
-	qsort(v, n, sizeof(*v), cmp_obj);
-	for (size_t i = 0; i < n; i++)
-		if (json_array_append(out, v[i]) < 0) {
-			json_decref(out);
-			out = NULL;
-			break;
-		}
-	free(v);
-	return out;
-}
-
 static int print_items(const struct kind_info *k, const json_t *items, enum ctl_output out, bool with_namespace)
 {
-	json_t *s = sorted(items);
+	json_t *s = ctl_sort_items(items);
 	int rc = 0;
 
 	if (!s) {
@@ -121,17 +67,15 @@ static int print_document(const json_t *v, enum ctl_output out)
 static int get_list(struct ctl *ctl, const struct kind_info *k, const char *ns, bool all,
 		    const struct selectors *sel, enum ctl_output out)
 {
-	char path[CTL_PATH_MAX + 2 * 3 * 4096];
+	char path[CTL_LIST_PATH_MAX];
 	struct ctl_reply r = { 0 };
 	const json_t *items;
-	int rc = CTL_EXIT_FAIL;
+	int rc;
 
-	ctl_path(k, all ? NULL : ns, NULL, path, sizeof(path));
-	if ((sel->labels && !add_query(path, sizeof(path), "labelSelector", sel->labels)) ||
-	    (sel->fields && !add_query(path, sizeof(path), "fieldSelector", sel->fields))) {
-		fprintf(stderr, "error: the selectors are too long (4096 bytes each at most)\n");
-		return CTL_EXIT_USAGE;
-	}
+	rc = ctl_list_path(k, ns, all, sel->labels, sel->fields, path, sizeof(path));
+	if (rc)
+		return rc;
+	rc = CTL_EXIT_FAIL;
 	if (ctl_call(ctl, "GET", path, NULL, &r) < 0)
 		goto out;
 	if (!ctl_ok(&r)) {
@@ -224,12 +168,15 @@ int ctl_get(struct ctl *ctl, int argc, char **argv)
 		{ "output", required_argument, NULL, 'o' },
 		{ "selector", required_argument, NULL, 'l' },
 		{ "field-selector", required_argument, NULL, 'F' },
+		{ "watch", no_argument, NULL, 'w' },
+		{ "timeout", required_argument, NULL, 'T' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
 	struct selectors sel = { NULL, NULL };
 	const char *ns = NULL, *output = "";
-	bool all = false;
+	bool all = false, watch = false;
+	long timeout_s = -1;
 	enum ctl_output out;
 	const struct kind_info *k;
 	char kind[256], *slash, **names;
@@ -239,7 +186,7 @@ int ctl_get(struct ctl *ctl, int argc, char **argv)
 
 	optind = 0;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":n:Ao:l:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":n:Ao:l:wh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'n':
 			if (!ctl_name_ok("namespace", optarg))
@@ -257,6 +204,16 @@ int ctl_get(struct ctl *ctl, int argc, char **argv)
 			break;
 		case 'F':
 			sel.fields = optarg;
+			break;
+		case 'w':
+			watch = true;
+			break;
+		case 'T':
+			if (ctl_seconds_parse(optarg, &timeout_s) < 0) {
+				fprintf(stderr, "error: --timeout %s: want whole seconds from 0 (none) to 31536000\n",
+					optarg);
+				return ctl_usage(ctl, "get", usage);
+			}
 			break;
 		case 'h':
 			printf("usage: %s get %s\n", ctl->prog, usage);
@@ -308,6 +265,21 @@ int ctl_get(struct ctl *ctl, int argc, char **argv)
 		all = false;
 	} else if (!ns) {
 		ns = CTL_DEFAULT_NAMESPACE;
+	}
+	if (timeout_s >= 0 && !watch) {
+		fprintf(stderr, "error: --timeout goes with -w (--watch)\n");
+		return ctl_usage(ctl, "get", usage);
+	}
+	if (watch) {
+		struct ctl_watch_opts wo = {
+			.k = k, .ns = ns, .all = all, .labels = sel.labels, .fields = sel.fields,
+			.names = names, .nnames = nnames, .out = out, .timeout_s = timeout_s > 0 ? timeout_s : 0,
+		};
+
+		for (size_t i = 0; i < nnames; i++)
+			if (!ctl_name_ok("name", names[i]))
+				return CTL_EXIT_FAIL;
+		return ctl_watch(ctl, &wo);
 	}
 	if (nnames)
 		return get_named(ctl, k, ns, names, nnames, out);

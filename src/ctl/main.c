@@ -22,12 +22,16 @@ static int version(struct ctl *ctl, int argc, char **argv);
 static const struct ctl_verb verbs[] = {
 	{ "apply", ctl_apply, "-f FILE|DIR|- [-f ...] [-n NAMESPACE]",
 	  "create or update the objects of manifests (all validated first)" },
-	{ "get", ctl_get, "KIND [NAME...] [-n NAMESPACE | -A] [-l SELECTOR] [--field-selector SELECTOR] [-o wide|json|yaml|name]",
-	  "list objects, or show some by name" },
+	{ "get", ctl_get, "KIND [NAME...] [-n NAMESPACE | -A] [-l SELECTOR] [--field-selector SELECTOR] [-o wide|json|yaml|name]\n"
+	  "       [-w|--watch [--timeout SECONDS]]",
+	  "list objects, or show some by name; -w: then print each change as it comes" },
 	{ "describe", ctl_describe, "KIND NAME [-n NAMESPACE]", "show one object in detail" },
 	{ "patch", ctl_patch, "KIND NAME -p PATCH [--type strategic|merge|json] [-n NAMESPACE]",
 	  "change fields of one object (strategic merge, JSON merge or JSON Patch)" },
-	{ "delete", ctl_delete, "KIND NAME... [-n NAMESPACE] | -f FILE|DIR|-", "delete objects" },
+	{ "delete", ctl_delete,
+	  "KIND NAME... [-n NAMESPACE] | KIND -l SELECTOR [--field-selector SELECTOR] [-n NAMESPACE | -A]\n"
+	  "       | -f FILE|DIR|-",
+	  "delete objects: by name, by selector, or those of manifests" },
 	{ "pod-network", ctl_podnetwork,
 	  "join-projects --to=PROJECT PROJECT... | isolate-projects PROJECT... | make-projects-global PROJECT...",
 	  "change which projects' pods can reach each other (multitenant mode)" },

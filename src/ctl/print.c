@@ -35,6 +35,44 @@ int ctl_output_parse(const char *s, enum ctl_output *out)
 int ctl_print_table(const struct kind_info *k, const json_t *items, bool wide, bool with_namespace, time_t now,
 		    FILE *f)
 {
+	return ctl_print_rows(k, items, wide, with_namespace, true, now, f);
+}
+
+static int cmp_obj(const void *a, const void *b)
+{
+	const json_t *x = *(json_t *const *)a, *y = *(json_t *const *)b;
+	int c = strcmp(obj_str(x, "metadata.namespace") ?: "", obj_str(y, "metadata.namespace") ?: "");
+
+	return c ? c : strcmp(obj_str(x, "metadata.name") ?: "", obj_str(y, "metadata.name") ?: "");
+}
+
+json_t *ctl_sort_items(const json_t *items)
+{
+	size_t n = json_array_size(items);
+	json_t **v = malloc((n ? n : 1) * sizeof(*v));
+	json_t *out = json_array();
+
+	if (!v || !out) {
+		free(v);
+		json_decref(out);
+		return NULL;
+	}
+	for (size_t i = 0; i < n; i++)
+		v[i] = json_array_get(items, i);
+	qsort(v, n, sizeof(*v), cmp_obj);
+	for (size_t i = 0; i < n; i++)
+		if (json_array_append(out, v[i]) < 0) {
+			json_decref(out);
+			out = NULL;
+			break;
+		}
+	free(v);
+	return out;
+}
+
+int ctl_print_rows(const struct kind_info *k, const json_t *items, bool wide, bool with_namespace, bool header,
+		   time_t now, FILE *f)
+{
 	size_t ncol;
 	const struct column *cols = columns_of(k->id, &ncol);
 	const char *cells[CTL_TABLE_MAX_COLS];
@@ -56,6 +94,7 @@ int ctl_print_table(const struct kind_info *k, const json_t *items, bool wide, b
 	t = ctl_table_new(ncols);
 	if (!t || ctl_table_add(t, cells) < 0)
 		goto out;
+	/* the header sizes the columns even when it is not printed */
 	json_array_foreach(items, i, obj) {
 		size_t n = 0;
 
@@ -77,7 +116,7 @@ int ctl_print_table(const struct kind_info *k, const json_t *items, bool wide, b
 		if (ctl_table_add(t, cells) < 0)
 			goto out;
 	}
-	ctl_table_print(t, f);
+	ctl_table_print_from(t, header ? 0 : 1, f);
 	rc = 0;
 out:
 	ctl_table_free(t);

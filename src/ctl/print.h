@@ -25,6 +25,12 @@ int ctl_output_parse(const char *s, enum ctl_output *out);
  * 0 or -ENOMEM. */
 int ctl_print_table(const struct kind_info *k, const json_t *items, bool wide, bool with_namespace,
 		    time_t now, FILE *f) __attribute__((warn_unused_result));
+/* The same rows; the header row only when header (for `get -w`, whose
+ * events come one at a time under a header printed once). */
+int ctl_print_rows(const struct kind_info *k, const json_t *items, bool wide, bool with_namespace, bool header,
+		   time_t now, FILE *f) __attribute__((warn_unused_result));
+/* A new array of items' objects in (namespace, name) order; NULL on ENOMEM. */
+json_t *ctl_sort_items(const json_t *items);
 /* Pretty JSON (4-space indent, keys in the server's order) + newline. */
 int ctl_print_json(const json_t *v, FILE *f) __attribute__((warn_unused_result));
 /* YAML through yaml_emit. */

@@ -71,6 +71,11 @@ int ctl_table_add(struct ctl_table *t, const char *const *cells)
 
 void ctl_table_print(const struct ctl_table *t, FILE *f)
 {
+	ctl_table_print_from(t, 0, f);
+}
+
+void ctl_table_print_from(const struct ctl_table *t, size_t first, FILE *f)
+{
 	size_t width[CTL_TABLE_MAX_COLS] = { 0 };
 
 	for (size_t r = 0; r < t->nrows; r++)
@@ -80,7 +85,7 @@ void ctl_table_print(const struct ctl_table *t, FILE *f)
 			if (n > width[c])
 				width[c] = n;
 		}
-	for (size_t r = 0; r < t->nrows; r++) {
+	for (size_t r = first; r < t->nrows; r++) {
 		for (size_t c = 0; c < t->ncols; c++) {
 			const char *s = t->cells[r * t->ncols + c];
 

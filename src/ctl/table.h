@@ -27,5 +27,7 @@ int ctl_table_add(struct ctl_table *t, const char *const *cells) __attribute__((
 size_t ctl_table_rows(const struct ctl_table *t);
 /* Print every row (the first one added is the header). */
 void ctl_table_print(const struct ctl_table *t, FILE *f);
+/* Print rows first.. (all rows count for the widths). */
+void ctl_table_print_from(const struct ctl_table *t, size_t first, FILE *f);
 
 #endif

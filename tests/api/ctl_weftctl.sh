@@ -10,6 +10,10 @@
 #    host in doc 2, a wrong token — each names what is wrong, exits non-zero,
 #    and stores nothing (the snapshot of every object is unchanged).
 # 4. describe, delete, delete -f, and the pod-network verbs.
+# 5. get -w: the list, then a row per event another client causes; -o json;
+#    errors; --timeout and SIGTERM end it with exit 0; relisting on 410 and
+#    resuming after bookmarks, against tests/tools/fake_watch.py.  delete -l / -A /
+#    --field-selector delete exactly what the selectors match.
 cd "$(dirname "$0")/../.."
 . tests/lib.sh
 
@@ -344,6 +348,120 @@ check "delete -f: the missing one is reported" expect 1 'secrets "creds" not fou
 check "delete -f: the others are gone" expect 0 'No resources found in red namespace' W get routes -n red
 check "delete -f: the namespace is gone" expect 1 'namespaces "red" not found' W get ns red
 check "delete -f of a malformed file deletes nothing" expect '!0' "$DIR/bad.yaml: line" W delete -f "$DIR/bad.yaml"
+
+echo "== get -w"
+WD=$(tmpdir)
+pod_json() { # NAME APP: a Pod bound to node-1, labelled app=APP
+	jq -cn --arg n "$1" --arg a "$2" '{apiVersion: "v1", kind: "Pod",
+		metadata: {name: $n, labels: {app: $a}}, spec: {nodeName: "node-1"}}'
+}
+create_pod() { api POST /api/v1/namespaces/default/pods -d "$(pod_json "$1" "$2")" | code_of | grep -qx 201; }
+delete_pod() { api DELETE "/api/v1/namespaces/default/pods/$1" | code_of | grep -qx 200; }
+pod_code() { api GET "/api/v1/namespaces/${2:-default}/pods/$1" | code_of; }
+lines_like() { # FILE REGEX N: FILE has exactly N lines matching REGEX
+	[ "$(grep -cE -- "$2" "$1")" -eq "$3" ]
+}
+# json_stream_names FILE NAME...: FILE is a stream of JSON objects, Pods, and
+# holds one of each NAME
+json_stream_names() {
+	python3 - "$@" <<'PY'
+import json, sys
+text = open(sys.argv[1]).read()
+dec, i, names = json.JSONDecoder(), 0, []
+while i < len(text):
+    if text[i].isspace():
+        i += 1
+        continue
+    o, i = dec.raw_decode(text, i)
+    assert o["kind"] == "Pod", o
+    names.append(o["metadata"]["name"])
+for n in sys.argv[2:]:
+    assert names.count(n) == 1, (n, names)
+PY
+}
+must create_pod w-old watched
+must create_pod w-gone watched
+"$WEFTCTL" get pods -l app=watched -w --timeout 60 >"$WD/rows" 2>"$WD/rows.err" &
+WPID=$!
+T_PIDS+=("$WPID")
+check "get -w prints the existing rows" wait_for 10 grep -q '^w-old ' "$WD/rows"
+check "... under a header" lines_like "$WD/rows" '^NAME +IP +NODE +AGE$' 1
+check "... the rows in name order" bash -c "grep -E '^w-' '$WD/rows' | awk '{print \$1}' | paste -sd, | grep -qx 'w-gone,w-old'"
+check "another client creates w-new" create_pod w-new watched
+check "get -w prints a row for the object created" wait_for 10 grep -q '^w-new ' "$WD/rows"
+check "another client creates an unselected pod" create_pod w-other other
+check "another client deletes w-gone" delete_pod w-gone
+check "get -w prints a row for the object deleted" wait_for 10 lines_like "$WD/rows" '^w-gone ' 2
+check "... and none for the pod its selector leaves out" lines_like "$WD/rows" '^w-other ' 0
+check "... and the header still once" lines_like "$WD/rows" '^NAME ' 1
+kill -TERM "$WPID" 2>/dev/null
+rc=0; wait "$WPID" || rc=$?
+check "SIGTERM ends get -w with exit 0" test "$rc" -eq 0
+check "... and nothing on stderr" test ! -s "$WD/rows.err"
+
+"$WEFTCTL" get pods -l app=watched -w -o json --timeout 60 >"$WD/json" 2>"$WD/json.err" &
+WPID=$!
+T_PIDS+=("$WPID")
+check "get -w -o json prints the listed objects" wait_for 10 grep -q '"name": "w-new"' "$WD/json"
+check "another client creates w-json" create_pod w-json watched
+check "get -w -o json prints the created object" wait_for 10 grep -q '"name": "w-json"' "$WD/json"
+kill -INT "$WPID" 2>/dev/null
+rc=0; wait "$WPID" || rc=$?
+check "SIGINT ends get -w with exit 0" test "$rc" -eq 0
+check "-o json under -w is one JSON object per object" json_stream_names "$WD/json" w-old w-new w-json
+check "get -w --timeout 2 ends by itself, exit 0" expect 0 '^w-json ' timeout 20 "$WEFTCTL" get pods -w --timeout 2
+check "get NAME -w: that object only" bash -c "out=\$(timeout 20 '$WEFTCTL' get pods w-new -w --timeout 1) &&
+	grep -q '^w-new ' <<<\"\$out\" && ! grep -q '^w-old ' <<<\"\$out\""
+check "get NAME NAME -w: those objects only" bash -c "out=\$(timeout 20 '$WEFTCTL' get pods w-new w-old -w --timeout 1) &&
+	grep -q '^w-new ' <<<\"\$out\" && grep -q '^w-old ' <<<\"\$out\" && ! grep -q '^w-json ' <<<\"\$out\""
+check "get -w of a missing NAME: not found, exit 1" expect 1 'pods "nope" not found' timeout 20 "$WEFTCTL" get pods nope -w --timeout 5
+check "get -w with a bad selector: exit 1 naming it" \
+	expect 1 "Error from server \(BadRequest\): labelSelector 'app in \(x'" timeout 20 "$WEFTCTL" get pods -w -l 'app in (x' --timeout 10
+check "get -w with a wrong token: exit 1" \
+	expect 1 'Unauthorized' timeout 20 "$WEFTCTL" --token-file "$DIR/wrong.token" get pods -w --timeout 10
+check "--timeout without -w is a usage error" expect 2 'goes with -w' W get pods --timeout 5
+check "a bad --timeout is a usage error" expect 2 '\-\-timeout 5m: want whole seconds' W get pods -w --timeout 5m
+for p in w-old w-new w-json w-other; do delete_pod "$p" || fail "clean up pod $p"; done
+
+echo "== get -w: 410, ERROR 410, bookmarks and resume (tests/tools/fake_watch.py)"
+FPORT=$(free_port)
+: >"$WD/fake.log"
+echo fake-token >"$WD/fake.token"
+python3 tests/tools/fake_watch.py "$FPORT" "$WD/fake.log" &
+T_PIDS+=("$!")
+wait_for "$SERVER_START_S" python3 -c "import socket; socket.create_connection(('127.0.0.1', $FPORT))" ||
+	fail "fake_watch.py listens"
+rc=0
+timeout 30 "$WEFTCTL" --server "http://127.0.0.1:$FPORT" --token-file "$WD/fake.token" get pods -w --timeout 3 \
+	>"$WD/fake.out" 2>&1 || rc=$?
+check "get -w against it ends at --timeout with exit 0" test "$rc" -eq 0
+check "410 and ERROR 410 relist (rows again, header once), events after" \
+	test "$(awk '{print $1}' "$WD/fake.out" | paste -sd,)" = "NAME,list1,list2,list3,added,modified"
+check "each watch starts from the last list's or event's resourceVersion, a BOOKMARK's included" \
+	test "$(grep -o 'watch=1&resourceVersion=[0-9]*' "$WD/fake.log" | cut -d= -f3 | paste -sd,)" = "10,20,30,35"
+check "the watches ask for bookmarks and a timeout" \
+	test "$(grep -c 'allowWatchBookmarks=true&timeoutSeconds=[0-9]' "$WD/fake.log")" -eq 4
+
+echo "== delete -l"
+for p in d-1 d-2; do must create_pod "$p" del; done
+must create_pod d-keep keep
+must api POST /api/v1/namespaces/blue/pods -d "$(pod_json d-blue del)"
+check "d-blue exists in blue" test "$(pod_code d-blue blue)" = 200
+check "delete -l deletes the matching objects of the namespace" stdout_is "pod/d-1 deleted
+pod/d-2 deleted" W delete pods -l app=del
+check "... d-1 is gone" test "$(pod_code d-1)" = 404
+check "... d-2 is gone" test "$(pod_code d-2)" = 404
+check "... d-keep is left" test "$(pod_code d-keep)" = 200
+check "... d-blue in another namespace is left" test "$(pod_code d-blue blue)" = 200
+check "delete -A -l deletes in every namespace" stdout_is "pod/blue/d-blue deleted" W delete pods -A -l app=del
+check "... d-blue is gone" test "$(pod_code d-blue blue)" = 404
+check "delete -l with no match: No resources found, exit 0" expect 0 '^No resources found in default namespace\.$' W delete pods -l app=del
+check "... and nothing on stdout" stdout_is "" W delete pods -l app=del
+check "delete --field-selector" stdout_is "pod/d-keep deleted" W delete pods --field-selector metadata.name=d-keep
+check "... d-keep is gone" test "$(pod_code d-keep)" = 404
+check "delete -l with NAMEs is a usage error" expect 2 'NAMEs or a selector' W delete pods d-1 -l app=del
+check "delete -A without a selector is a usage error" expect 2 'needs a selector' W delete pods -A
+check "delete -l with a bad selector: exit 1 naming it" expect 1 "labelSelector 'app in \(x'" W delete pods -l 'app in (x'
 
 echo "== misc"
 check "version" expect 0 '^weftctl [0-9]+\.[0-9]+' W version
