@@ -179,6 +179,17 @@ const json_t *ctl_reply_items(const struct ctl_reply *r, const char *method, con
 	return NULL;
 }
 
+const json_t *ctl_list(struct ctl *ctl, const char *path, struct ctl_reply *r)
+{
+	if (ctl_call(ctl, "GET", path, NULL, r) < 0)
+		return NULL;
+	if (!ctl_ok(r)) {
+		ctl_print_server_error(r);
+		return NULL;
+	}
+	return ctl_reply_items(r, "GET", path);
+}
+
 void ctl_reply_free(struct ctl_reply *r)
 {
 	if (!r)

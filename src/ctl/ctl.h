@@ -129,6 +129,11 @@ const json_t *ctl_reply_object(const struct ctl_reply *r, const char *method, co
  * after printing why the reply is not a list.  Borrowed from r. */
 const json_t *ctl_reply_items(const struct ctl_reply *r, const char *method, const char *path);
 
+/* GET path, a list: its items (as ctl_reply_items: borrowed from *r, which
+ * the caller frees either way), or NULL after printing why there are none
+ * (the transport failed, the server answered an error, not a list). */
+const json_t *ctl_list(struct ctl *ctl, const char *path, struct ctl_reply *r);
+
 /* The Status reason of an error reply ("Conflict"), from the body or else
  * from the code; "HTTP 418" for codes without a name.  buf: >= 32 bytes. */
 const char *ctl_reason(const struct ctl_reply *r, char *buf, size_t len);

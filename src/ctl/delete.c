@@ -101,13 +101,7 @@ static int delete_selected(struct ctl *ctl, const struct kind_info *k, const cha
 	if (rc)
 		return rc;
 	rc = CTL_EXIT_FAIL;
-	if (ctl_call(ctl, "GET", path, NULL, &r) < 0)
-		goto out;
-	if (!ctl_ok(&r)) {
-		ctl_print_server_error(&r);
-		goto out;
-	}
-	items = ctl_reply_items(&r, "GET", path);
+	items = ctl_list(ctl, path, &r);
 	if (!items)
 		goto out;
 	rc = CTL_EXIT_OK;

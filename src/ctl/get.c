@@ -76,14 +76,8 @@ static int get_list(struct ctl *ctl, const struct kind_info *k, const char *ns, 
 	if (rc)
 		return rc;
 	rc = CTL_EXIT_FAIL;
-	if (ctl_call(ctl, "GET", path, NULL, &r) < 0)
-		goto out;
-	if (!ctl_ok(&r)) {
-		ctl_print_server_error(&r);
-		goto out;
-	}
 	/* an answer that does not parse is an error, never "No resources found" */
-	items = ctl_reply_items(&r, "GET", path);
+	items = ctl_list(ctl, path, &r);
 	if (!items)
 		goto out;
 	if (out == CTL_OUT_JSON || out == CTL_OUT_YAML) {

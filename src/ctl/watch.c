@@ -171,13 +171,7 @@ static int list_print(struct watch *w, bool first)
 	if (rc)
 		return rc;
 	rc = CTL_EXIT_FAIL;
-	if (ctl_call(w->ctl, "GET", path, NULL, &r) < 0)
-		goto out;
-	if (!ctl_ok(&r)) {
-		ctl_print_server_error(&r);
-		goto out;
-	}
-	items = ctl_reply_items(&r, "GET", path);
+	items = ctl_list(w->ctl, path, &r);
 	if (!items)
 		goto out;
 	rv = obj_str(r.json, "metadata.resourceVersion");
