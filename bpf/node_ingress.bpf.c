@@ -100,8 +100,7 @@ static __always_inline int remember_first(struct __sk_buff *skb, struct frag_id 
 		return 0;
 	if (ipv4_frame(skb, &eth, &ip) < 0)
 		return -WEFT_DROP_MALFORMED;
-	(void)frag_claim(&weft_rev_frags, fr);	/* all busy: home taken over */
-	frag_remember(&weft_rev_frags, fr, ip, ct_flags);
+	frag_note_first(&weft_rev_frags, fr, ip, ct_flags);
 	return 0;
 }
 

@@ -70,8 +70,7 @@ int pod_egress(struct __sk_buff *skb)
 	if (rc == LB_DONE && fr.kind == FRAG_FIRST) {
 		if (ipv4_frame(skb, &eth, &ip) < 0)
 			return drop(WEFT_DROP_MALFORMED);
-		(void)frag_claim(&weft_rev_frags, &fr);	/* all busy: home taken over */
-		frag_remember(&weft_rev_frags, &fr, ip, ct_flags);
+		frag_note_first(&weft_rev_frags, &fr, ip, ct_flags);
 	}
 	return pass(0, 0);
 }

@@ -139,12 +139,8 @@ static __always_inline int deliver_ipv4(struct __sk_buff *skb, const struct weft
 	if (rc == LB_DONE) {
 		if (ipv4_frame(skb, &eth, &ip) < 0)
 			return drop_tunnel(WEFT_DROP_MALFORMED, key->tunnel_id, key->remote_ipv4);
-		/* a first fragment translated: its later ones will follow it
-		 * (every slot busy: the home slot is taken over) */
-		if (fr.kind == FRAG_FIRST) {
-			(void)frag_claim(&weft_rev_frags, &fr);
-			frag_remember(&weft_rev_frags, &fr, ip, ct_flags);
-		}
+		/* a first fragment translated: its later ones will follow it */
+		frag_note_first(&weft_rev_frags, &fr, ip, ct_flags);
 		if (ct_flags & WEFT_CT_F_EXTERNAL)
 			return to_underlay(skb, ip, cfg);
 	}

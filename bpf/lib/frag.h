@@ -19,6 +19,7 @@
  *	                 free one from home on), or FRAG_LIMIT
  *	frag_remember()  a first fragment let through: record the addresses it
  *	                 leaves with and its conntrack flags, in that slot
+ *	frag_note_first() both, for weft_rev_frags (a slot always found)
  *	frag_follow()    a later fragment: the record of its datagram, the same
  *	                 address rewrite, the same flags; the last one in
  *	                 order finishes the datagram (its slot is free again)
@@ -138,6 +139,19 @@ static __always_inline void frag_remember(void *map, const struct frag_id *fr,
 	v.next = fr->units;
 	v.last_seen = ct_now();
 	bpf_map_update_elem(map, &fr->key, &v, BPF_ANY);	/* LRU: never full */
+}
+
+/* A translated answer's first fragment (weft_rev_frags' users) leaves with
+ * ip's addresses: record it in the first free slot from home, or, every
+ * slot busy, in the home slot (nothing is refused for want of a slot
+ * there).  Anything but a first fragment: nothing. */
+static __always_inline void frag_note_first(void *map, struct frag_id *fr, const struct iphdr *ip,
+					    __u16 ct_flags)
+{
+	if (fr->kind != FRAG_FIRST)
+		return;
+	(void)frag_claim(map, fr);
+	frag_remember(map, fr, ip, ct_flags);
 }
 
 /* The record of fr's datagram, or NULL: along the slots from home, up to
