@@ -140,7 +140,7 @@ int node_ingress(struct __sk_buff *skb)
 		return to_underlay(skb, ip, cfg);
 	}
 
-	rc = lb_forward(skb, cfg, &t, LB_FROM_OUTSIDE, 0, &ct_flags);
+	rc = lb_forward(skb, cfg, &t, LB_FROM_OUTSIDE, NULL, &ct_flags);
 	if (rc == LB_NONE)
 		return TC_ACT_OK;
 	if (rc < 0)

@@ -12,6 +12,8 @@
  *	  │  (REV entry: a backend outside the pod
  *	  │  network, answering through the stack) ─── source := the frontend, TC_ACT_OK
  *	  │                                             (a first fragment: recorded)
+ *	  ├─ the pod's ingress policy denies (lib/policy.h;
+ *	  │  the node itself and answers always pass) ─── drop POLICY_DENIED_INGRESS
  *	  └─ anything else ─────────────────────────── TC_ACT_OK
  *
  * Why: a service backend need not be a pod.  A host-network endpoint (a
@@ -28,8 +30,9 @@
  * one, so the pod can reassemble them.  A later fragment without a record
  * passes as it came (the stack sends the pod fragments of its own).
  *
- * Invariants: never drops (a malformed packet is the pod's stack's to
- * judge) except when the rewrite itself fails; never redirects.
+ * Invariants: drops only what the pod's ingress policy denies, or when
+ * the rewrite itself fails (a malformed packet is the pod's stack's to
+ * judge); never redirects.
  */
 #include "lib/common.h"
 
@@ -37,11 +40,36 @@ const volatile __u32 trace_enabled = 0;
 
 #include "lib/eth.h"
 #include "lib/frag.h"
+#include "lib/icmp.h"
 #include "lib/ipv4.h"
 #include "lib/l4.h"
 #include "lib/lb.h"
 #include "lib/maps.h"
+#include "lib/policy.h"
 #include "lib/trace.h"
+
+/* The pod's ingress policy on a packet from the stack (lib/policy.h): the
+ * node itself always passes, and so do the answers of the pod's own
+ * connections (the masquerade's included: they were tracked before the
+ * rewrite, and come back to the same addresses).  The sender may be any
+ * address the stack forwards from, so its RST only marks a connection
+ * closing.  ICMP errors pass: the stack sends them about packets it saw. */
+static __always_inline int judge_ingress(struct __sk_buff *skb, const struct weft_config *cfg,
+					 const struct iphdr *ip)
+{
+	const struct weft_endpoint *ep = endpoint_lookup(ip->daddr);
+	struct policy_flow f;
+	__u32 reason;
+
+	if (!ep || ep->ifindex != skb->ifindex || !(ep->flags & WEFT_EP_F_ISOLATE_IN))
+		return TC_ACT_OK;
+	if (ip->protocol == IPPROTO_ICMP && icmp_is_error(skb, ip))
+		return TC_ACT_OK;
+	if (policy_flow_read(skb, ip, &f) < 0)
+		return drop(WEFT_DROP_MALFORMED);
+	reason = policy_check(cfg, NULL, ep, &f, 0);
+	return reason == WEFT_DROP_NONE ? pass(0, 0) : drop(reason);
+}
 
 SEC("tc")
 int pod_egress(struct __sk_buff *skb)
@@ -62,12 +90,15 @@ int pod_egress(struct __sk_buff *skb)
 		rc = frag_follow(&weft_rev_frags, skb, &fr, ip, &ct_flags);
 		return rc < 0 ? drop(-rc) : pass(0, 0);
 	}
-	if (l4_tuple_read(skb, ip, &t) <= 0)
-		return TC_ACT_OK;
-	rc = lb_reverse(skb, &t, &ct_flags);
+	rc = l4_tuple_read(skb, ip, &t);
+	if (rc < 0)
+		return TC_ACT_OK;	/* the pod's stack judges a malformed packet */
+	rc = rc > 0 ? lb_reverse(skb, &t, &ct_flags) : LB_NONE;
 	if (rc < 0)
 		return drop(-rc);
-	if (rc == LB_DONE && fr.kind == FRAG_FIRST) {
+	if (rc == LB_NONE)
+		return judge_ingress(skb, cfg, ip);
+	if (fr.kind == FRAG_FIRST) {
 		if (ipv4_frame(skb, &eth, &ip) < 0)
 			return drop(WEFT_DROP_MALFORMED);
 		frag_note_first(&weft_rev_frags, &fr, ip, ct_flags);

@@ -37,14 +37,19 @@
  *	  │   │   └─ anything else ───────────────────────── on below, untouched
  *	  │   ├─ destination a pod here (weft_endpoints)
  *	  │   │   ├─ VNID rule refuses ───────────────────── drop ISOLATED
+ *	  │   │   ├─ policy (lib/policy.h): the pod's egress,
+ *	  │   │   │  the destination's ingress ──────────── drop POLICY_DENIED_*
  *	  │   │   └─ ─────────────────────────────────────── bpf_redirect_peer(pod)
  *	  │   ├─ destination in another node's subnet
- *	  │   │  (weft_nodes, node_ip != ours) ── tunnel key
- *	  │   │  (id = the sender's VNID) ─────────────────── bpf_redirect(VXLAN device)
+ *	  │   │  (weft_nodes, node_ip != ours)
+ *	  │   │   ├─ policy: the pod's egress ────────────── drop POLICY_DENIED_EGRESS
+ *	  │   │   └─ tunnel key (id = the sender's VNID) ─── bpf_redirect(VXLAN device)
  *	  │   ├─ cluster network, no node subnet ─────────── drop NO_SUBNET
  *	  │   └─ anything else (own subnet without pod, this
  *	  │      node, outside the cluster)
  *	  │       ├─ UDP to the VXLAN port ───────────────── drop TUNNEL_INJECT
+ *	  │       ├─ policy: the pod's egress (the node
+ *	  │       │  itself always passes) ───────────────── drop POLICY_DENIED_EGRESS
  *	  │       ├─ a backend's answer to the node's own
  *	  │       │  connection (REV, WEFT_CT_F_HOST) ──── redirect: ingress of
  *	  │       │                                      the service device
@@ -108,8 +113,12 @@
  * them retires the entries of a translated connection that used the same
  * addresses and ports (lb_forget_clash).
  *
- * Not yet: egress NetworkPolicy, which will go after the translation,
- * beside the tenant check.
+ * NetworkPolicy (lib/policy.h) is judged after the translation, on the
+ * backend chosen and the client's real address, right before the packet
+ * leaves: the sender's egress always, the destination's ingress when it
+ * is a pod here (vxlan_ingress judges a pod elsewhere on its node).  Not
+ * judged again: answers of translated connections, ICMP errors (checked
+ * above to be about a packet the pod received) and later fragments.
  */
 #include "lib/common.h"
 
@@ -124,6 +133,7 @@ const volatile __u32 trace_enabled = 0;
 #include "lib/l4.h"
 #include "lib/lb.h"
 #include "lib/maps.h"
+#include "lib/policy.h"
 #include "lib/reject.h"
 #include "lib/tenant.h"
 #include "lib/trace.h"
@@ -165,12 +175,30 @@ static __always_inline int answer_arp(struct __sk_buff *skb)
 	return bpf_redirect(skb->ifindex, 0);
 }
 
+/* NetworkPolicy on a packet the pod sends to dst (a pod here, or NULL):
+ * WEFT_DROP_NONE or the reason to drop it (lib/policy.h).  judge == 0:
+ * nothing to judge (an answer of a translated connection, an ICMP error,
+ * a later fragment: its first one was judged). */
+static __always_inline __u32 policy_verdict(struct __sk_buff *skb, const struct weft_config *cfg,
+					    const struct iphdr *ip, const struct weft_endpoint *src,
+					    const struct weft_endpoint *dst, int judge)
+{
+	struct policy_flow f;
+
+	if (!judge)
+		return WEFT_DROP_NONE;
+	if (policy_flow_read(skb, ip, &f) < 0)
+		return WEFT_DROP_MALFORMED;
+	return policy_check(cfg, src, dst, &f, 1);
+}
+
 /* The way out of a packet judged and translated (ct_flags: its
- * connection's).  A first fragment let through is remembered on its way
- * (lib/frag.h). */
+ * connection's; judge: whether policy has yet to see it).  A first
+ * fragment let through is remembered on its way (lib/frag.h). */
 static __always_inline int forward_ipv4(struct __sk_buff *skb, const struct weft_config *cfg,
 					const struct weft_endpoint *src, struct ethhdr *eth,
-					struct iphdr *ip, __u16 ct_flags, const struct frag_id *fr)
+					struct iphdr *ip, __u16 ct_flags, const struct frag_id *fr,
+					int judge)
 {
 	const struct weft_node_entry *node;
 	const struct weft_endpoint *ep;
@@ -185,12 +213,18 @@ static __always_inline int forward_ipv4(struct __sk_buff *skb, const struct weft
 	if (ep) {
 		if (!vnid_allowed(src->vnid, ep->vnid))
 			return drop(WEFT_DROP_ISOLATED);
+		reason = policy_verdict(skb, cfg, ip, src, ep, judge);
+		if (reason != WEFT_DROP_NONE)
+			return drop(reason);
 		frag_remember(&weft_frags, fr, ip, ct_flags);
 		return deliver_to_pod(skb, eth, ip, ep, 0, 0);
 	}
 
 	node = node_lookup(ip->daddr);
 	if (node && node->node_ip != cfg->node_ip) {
+		reason = policy_verdict(skb, cfg, ip, src, NULL, judge);
+		if (reason != WEFT_DROP_NONE)
+			return drop(reason);
 		frag_remember(&weft_frags, fr, ip, ct_flags);
 		return tunnel_to(skb, ip, cfg, node->node_ip, src->vnid);
 	}
@@ -200,6 +234,8 @@ static __always_inline int forward_ipv4(struct __sk_buff *skb, const struct weft
 		return drop(WEFT_DROP_NO_SUBNET);
 
 	reason = tunnel_inject_check(skb, ip, cfg);
+	if (reason == WEFT_DROP_NONE)
+		reason = policy_verdict(skb, cfg, ip, src, NULL, judge);
 	if (reason != WEFT_DROP_NONE)
 		return drop(reason);
 	frag_remember(&weft_frags, fr, ip, ct_flags);
@@ -209,9 +245,11 @@ static __always_inline int forward_ipv4(struct __sk_buff *skb, const struct weft
 }
 
 /* TCP/UDP: services (lib/lb.h).  1: the packet goes on (*done: it was
- * rewritten); 0: *verdict is the tc verdict taken. */
+ * rewritten; *answer: it answers a translated connection, which policy
+ * does not judge again); 0: *verdict is the tc verdict taken. */
 static __always_inline int translate_l4(struct __sk_buff *skb, const struct weft_config *cfg,
-					struct iphdr *ip, __u32 vnid, __u16 *ct_flags, int *done, int *verdict)
+					struct iphdr *ip, const struct weft_endpoint *src,
+					__u16 *ct_flags, int *done, int *answer, int *verdict)
 {
 	struct l4_tuple t;
 	int rc;
@@ -224,10 +262,11 @@ static __always_inline int translate_l4(struct __sk_buff *skb, const struct weft
 	if (rc == 0)
 		return 1;
 	rc = lb_reverse(skb, &t, ct_flags);
+	*answer = rc == LB_DONE;
 	/* frontends are never pod addresses: pod to pod traffic, the
 	 * bulk, skips the conntrack and frontend lookups */
 	if (rc == LB_NONE && (t.daddr & cfg->cluster_mask) != cfg->cluster_net)
-		rc = lb_forward(skb, cfg, &t, LB_FROM_POD, vnid, ct_flags);
+		rc = lb_forward(skb, cfg, &t, LB_FROM_POD, src, ct_flags);
 	else if (rc == LB_NONE)
 		lb_forget_clash(&t);
 	if (rc < 0) {
@@ -246,7 +285,7 @@ static __always_inline int translate_l4(struct __sk_buff *skb, const struct weft
  * when it is about a service connection.  As translate_l4(). */
 static __always_inline int judge_icmp(struct __sk_buff *skb, struct iphdr *ip,
 				      const struct weft_endpoint *src, __u16 *ct_flags, int *done,
-				      int *verdict)
+				      int *answer, int *verdict)
 {
 	struct icmp_error e;
 	__u32 reason;
@@ -259,6 +298,7 @@ static __always_inline int judge_icmp(struct __sk_buff *skb, struct iphdr *ip,
 		*verdict = drop(-rc);
 		return 0;
 	}
+	*answer = 1;	/* about a packet the pod received: not judged again */
 	reason = icmp_error_check(&e, ip, src->vnid);
 	if (reason != WEFT_DROP_NONE) {
 		*verdict = drop(reason);
@@ -280,7 +320,7 @@ static __always_inline int route_ipv4(struct __sk_buff *skb, const struct weft_c
 	__u16 ct_flags = 0;
 	struct ethhdr *eth;
 	struct iphdr *ip;
-	int rc, done = 0, verdict = TC_ACT_SHOT;
+	int rc, done = 0, answer = 0, verdict = TC_ACT_SHOT;
 
 	if (ipv4_frame(skb, &eth, &ip) < 0)
 		return drop(WEFT_DROP_MALFORMED);
@@ -297,21 +337,22 @@ static __always_inline int route_ipv4(struct __sk_buff *skb, const struct weft_c
 		if (rc <= 0)
 			return drop(rc < 0 ? -rc : WEFT_DROP_FRAG_ORPHAN);
 		done = 1;
+		answer = 1;	/* its first fragment was judged */
 	} else {
 		/* a first fragment takes its slot before anything is written */
 		if (fr.kind == FRAG_FIRST && (rc = frag_claim(&weft_frags, &fr)) < 0)
 			return drop(-rc);
 		if (ip->protocol == IPPROTO_ICMP) {
-			if (!judge_icmp(skb, ip, src, &ct_flags, &done, &verdict))
+			if (!judge_icmp(skb, ip, src, &ct_flags, &done, &answer, &verdict))
 				return verdict;
-		} else if (!translate_l4(skb, cfg, ip, src->vnid, &ct_flags, &done, &verdict)) {
+		} else if (!translate_l4(skb, cfg, ip, src, &ct_flags, &done, &answer, &verdict)) {
 			return verdict;
 		}
 	}
 	/* a rewrite may have moved the data */
 	if (done && ipv4_frame(skb, &eth, &ip) < 0)
 		return drop(WEFT_DROP_MALFORMED);
-	return forward_ipv4(skb, cfg, src, eth, ip, ct_flags, &fr);
+	return forward_ipv4(skb, cfg, src, eth, ip, ct_flags, &fr, !answer);
 }
 
 SEC("tc")

@@ -120,7 +120,7 @@ int svc_egress(struct __sk_buff *skb)
 	if (rc == 0 || t.saddr != cfg->gateway_ip)
 		return drop(WEFT_DROP_NO_SERVICE);
 
-	rc = lb_forward(skb, cfg, &t, LB_FROM_HOST, 0, &ct_flags);
+	rc = lb_forward(skb, cfg, &t, LB_FROM_HOST, NULL, &ct_flags);
 	if (rc == LB_NONE)
 		return drop(WEFT_DROP_NO_SERVICE);
 	if (rc < 0)

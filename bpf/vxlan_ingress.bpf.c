@@ -24,7 +24,10 @@
  *	  │   │   └─ ──────────────────────────────────── on below
  *	  │   ├─ destination a pod here
  *	  │   │   ├─ VNID rule (VNI vs the pod's) refuses ─ drop ISOLATED
- *	  │   │   └─ [later: ingress policy] ──────────── bpf_redirect_peer(pod)
+ *	  │   │   ├─ the pod's ingress policy denies
+ *	  │   │   │  (lib/policy.h; not for answers and
+ *	  │   │   │  later fragments) ───────────────────── drop POLICY_DENIED_INGRESS
+ *	  │   │   └─ ──────────────────────────────────── bpf_redirect_peer(pod)
  *	  │   ├─ destination the gateway (a remote pod
  *	  │   │  answering this node)
  *	  │   │   ├─ UDP to the VXLAN port ────────────── drop TUNNEL_INJECT
@@ -85,6 +88,7 @@ const volatile __u32 trace_enabled = 0;
 #include "lib/l4.h"
 #include "lib/lb.h"
 #include "lib/maps.h"
+#include "lib/policy.h"
 #include "lib/tenant.h"
 #include "lib/trace.h"
 
@@ -118,6 +122,20 @@ static __always_inline int translate_back(struct __sk_buff *skb, const struct ip
 	return lb_reverse(skb, &t, ct_flags);
 }
 
+/* NetworkPolicy on a packet from another node to ep, a pod here: the
+ * pod's ingress rules (lib/policy.h). */
+static __always_inline __u32 ingress_verdict(struct __sk_buff *skb, const struct weft_config *cfg,
+					     const struct iphdr *ip, const struct weft_endpoint *ep)
+{
+	struct policy_flow f;
+
+	if (policy_flow_read(skb, ip, &f) < 0)
+		return WEFT_DROP_MALFORMED;
+	if (ip->protocol == IPPROTO_ICMP && icmp_is_error(skb, ip))
+		return WEFT_DROP_NONE;	/* checked above: about a packet its sender got */
+	return policy_check(cfg, NULL, ep, &f, 1);
+}
+
 static __always_inline int deliver_ipv4(struct __sk_buff *skb, const struct weft_config *cfg,
 					const struct bpf_tunnel_key *key)
 {
@@ -145,12 +163,18 @@ static __always_inline int deliver_ipv4(struct __sk_buff *skb, const struct weft
 			return to_underlay(skb, ip, cfg);
 	}
 
-	/* Later: ingress policy for the destination pod goes after the
-	 * tenant check. */
 	ep = endpoint_lookup(ip->daddr);
 	if (ep) {
 		if (!vnid_allowed(key->tunnel_id, ep->vnid))
 			return drop_tunnel(WEFT_DROP_ISOLATED, key->tunnel_id, key->remote_ipv4);
+		/* the pod's ingress policy, unless the packet answers a
+		 * connection translated here or is a later fragment (its
+		 * first one was judged) */
+		if (rc != LB_DONE && fr.kind != FRAG_LATER) {
+			reason = ingress_verdict(skb, cfg, ip, ep);
+			if (reason != WEFT_DROP_NONE)
+				return drop_tunnel(reason, key->tunnel_id, key->remote_ipv4);
+		}
 		return deliver_to_pod(skb, eth, ip, ep, key->tunnel_id, key->remote_ipv4);
 	}
 

@@ -35,6 +35,15 @@
  *   weft_rev_frags  LRU hash    struct weft_frag_key -> struct weft_frag
  *                   (fragmented answers of backends on other nodes that
  *                   vxlan_ingress translated back; "Fragments")
+ *   weft_policy     LPM trie    struct weft_policy_key -> struct weft_policy_value
+ *                   (the rules of the pods here; see "NetworkPolicy")
+ *   weft_policy_cidrs LPM trie  struct weft_lpm_key -> struct weft_policy_cidr
+ *                   (every prefix an ipBlock names -> its CIDR identity)
+ *   weft_policy_ct  hash        struct weft_ct_key (dir 0) -> struct weft_policy_ct_entry
+ *                   (connections of pods here; written by the programs,
+ *                   expired by the agent)
+ *   weft_policy_ct_opened, weft_policy_ct_closed
+ *                   hash        __be32 client -> __u64, as weft_ct_opened/closed
  *   weft_svc_dev    array[1]    struct weft_svc_dev    the node's service device
  *   weft_drops      percpu array[WEFT_DROP_MAX] __u64 packets dropped, per reason
  *   weft_trace      percpu array[1] struct weft_trace  (only written when the
@@ -47,11 +56,12 @@
  *  2. Every weft_endpoints entry has a weft_ipcache entry with the same IP
  *     and node_ip == weft_config.node_ip.
  *  3. Programs never write weft_endpoints, weft_ipcache, weft_nodes,
- *     weft_node_ips, weft_services, weft_backends or weft_svc_dev; only
- *     the agent does.
+ *     weft_node_ips, weft_services, weft_backends, weft_svc_dev, weft_policy
+ *     or weft_policy_cidrs; only the agent does.
  *     Programs create weft_ct, weft_ct_opened and weft_affinity entries;
  *     the agent deletes expired ones and those of removed backends, and
- *     writes weft_ct_closed.  weft_frags and weft_rev_frags are the
+ *     writes weft_ct_closed; the same for weft_policy_ct (and its opened,
+ *     closed counts).  weft_frags and weft_rev_frags are the
  *     programs' alone (LRU: they never fill, entries age out by
  *     last_seen).
  *  4. Every weft_nodes entry's node_ip is a key of weft_node_ips (a node
@@ -76,11 +86,13 @@
 
 #include <linux/types.h>
 
-#define WEFT_CONFIG_VERSION	5	/* 2: vxlan_port, weft_node_ips, tenant isolation;
+#define WEFT_CONFIG_VERSION	6	/* 2: vxlan_port, weft_node_ips, tenant isolation;
 					 * 3: services (underlay_ifindex, service maps);
 					 * 4: weft_frags, ICMP error and fragment drops;
 					 * 5: open-datagram limit (weft_frag flags, next),
-					 *    weft_rev_frags */
+					 *    weft_rev_frags;
+					 * 6: NetworkPolicy (identities, policy maps,
+					 *    weft_policy_ct) */
 
 #define WEFT_MAX_ENDPOINTS	4096
 #define WEFT_MAX_IPCACHE	65536
@@ -146,13 +158,23 @@ struct weft_endpoint {
 	__u8 pod_mac[6];	/* MAC of the pod's eth0 */
 	__u8 gw_mac[6];		/* MAC of the host end: the pod's gateway */
 	__u32 flags;		/* WEFT_EP_F_* */
+	__u32 policy_id;	/* its rules in weft_policy (with WEFT_EP_F_ISOLATE_*) */
+	__u32 pad;		/* 0 */
 };
-#define WEFT_EP_F_READY 1
+#define WEFT_EP_F_READY		0x01
+#define WEFT_EP_F_ISOLATE_IN	0x02	/* a NetworkPolicy isolates its ingress */
+#define WEFT_EP_F_ISOLATE_OUT	0x04	/* ... its egress */
+#define WEFT_EP_F_POLICY_FULL	0x08	/* its rules could not all be written
+					 * (weft_policy full): what isolation
+					 * denies is counted POLICY_MAP_FULL */
+#define WEFT_EP_F_LOG		0x10	/* verdicts of new connections are logged
+					 * (sampled, rate-limited: weft_policy_log) */
 
 /* any pod in the cluster */
 struct weft_ipcache_entry {
 	__be32 node_ip;		/* node the pod runs on */
 	__u32 vnid;
+	__u32 identity;		/* its policy identity (WEFT_ID_*; this node's numbering) */
 };
 
 struct weft_lpm_key {
@@ -305,6 +327,10 @@ struct weft_ct_entry {
 #define WEFT_CT_F_HOST		0x20	/* the client is this node's stack (svc_egress):
 					 * REV answers enter the stack through the
 					 * service device (weft_svc_dev) */
+#define WEFT_CT_F_REPLIED	0x40	/* weft_policy_ct, TCP: the answering side sent
+					 * a segment */
+#define WEFT_CT_F_ACKED		0x80	/* weft_policy_ct, TCP: the opening side sent
+					 * one without SYN; with REPLIED: ESTABLISHED */
 #define WEFT_CT_TICK_SHIFT	30	/* a tick is 2^30 ns, about 1.07 s */
 
 #define WEFT_HAIRPIN_IP		0xa9fe2a01	/* 169.254.42.1, host order: the
@@ -312,6 +338,100 @@ struct weft_ct_entry {
 						 * itself through a service */
 #define WEFT_SNAT_PORT_MIN	61000	/* outside Linux's ephemeral range */
 #define WEFT_SNAT_PORT_MAX	65535
+
+/*
+ * NetworkPolicy
+ *
+ * Identities: the agent gives every pod of the cluster an identity, one
+ * per distinct (namespace, labels, named ports): pods that no selector and
+ * no named port can tell apart share one.  The numbers are this node's own
+ * (the agent writes both the ipcache and the rules), never sent between
+ * nodes.  Every address named by an ipBlock (a cidr or an except) is a
+ * prefix of weft_policy_cidrs; an address's CIDR identity is its longest
+ * match there.  Whether an ipBlock {cidr C, except E...} holds an address
+ * depends only on that longest prefix P (the prefixes holding one address
+ * nest, so P lies inside C iff the address does, and the same for each E),
+ * so the agent writes a rule for every prefix P inside C and no E.
+ *
+ * Rules: weft_policy is an LPM trie over
+ *
+ *	{policy_id, peer, dir} (72 bits, always whole)  proto (8)  port (16)
+ *
+ * An endpoint's weft_endpoint.policy_id names its rule set (the agent
+ * shares one among the pods of one identity, and writes a changed set
+ * under a new id before it moves the endpoints over, so each endpoint
+ * changes from the old set to the new in one write).  peer 0 = any peer;
+ * a prefix of 72 = every protocol and port, 80 = every port of proto, 96
+ * minus k = a block of 2^k ports (endPort ranges are a few such blocks).
+ *
+ * A new connection of a pod isolated in a direction (WEFT_EP_F_ISOLATE_*)
+ * is allowed when one of three lookups matches: the peer's pod identity
+ * (weft_ipcache; WEFT_ID_WORLD for an address that is no pod), its CIDR
+ * identity, or 0 (any peer).  So a connection costs at most one ipcache,
+ * one weft_policy_cidrs and three weft_policy lookups for each isolated
+ * end, whatever the number of policies and rules.  Egress is judged on
+ * the source pod's node (pod_ingress), ingress on the destination pod's
+ * (pod_ingress for a pod of the same node, vxlan_ingress from another
+ * node, pod_egress from the node's stack, lb_admit for a service
+ * connection before anything is written).  Always allowed: a pod to
+ * itself (the hairpin source included), a node to its own pods and back.
+ *
+ * Connections: weft_policy_ct holds every connection a pod here opened or
+ * accepted, keyed by its first packet as judged (after service
+ * translation: the client's and the backend's real addresses), one entry
+ * per connection; a packet matching an entry either way is part of an
+ * allowed connection and is not judged again.  Every connection is
+ * tracked, isolated or not, so a policy that starts isolating a pod does
+ * not cut the answers to connections allowed before (those connections
+ * live on; new ones are judged).  A TCP connection is opened by a SYN
+ * alone; UDP, SCTP and ICMP by any packet.  Each client holds at most
+ * policy_ct_source_max entries (weft_policy_ct_opened less
+ * weft_policy_ct_closed, as for weft_ct); the agent's sweep expires them
+ * with weft_ct's timeouts.  A connection that cannot be tracked (the cap,
+ * a full map) is dropped (POLICY_CT_LIMIT, POLICY_CT_FULL) when an end is
+ * isolated, and passes untracked when none is.
+ */
+#define WEFT_MAX_POLICY		262144	/* weft_policy entries (agent flag) */
+#define WEFT_MAX_POLICY_CIDRS	16384	/* weft_policy_cidrs prefixes */
+#define WEFT_MAX_POLICY_CT	262144	/* weft_policy_ct connections (agent flag) */
+#define WEFT_POLICY_CT_SOURCE_SHARE 16	/* a client holds at most 1/16 */
+
+#define WEFT_ID_ANY		0	/* in a rule: any peer */
+#define WEFT_ID_WORLD		1	/* an address that is no pod */
+#define WEFT_ID_FIRST		16	/* pod identities from here */
+#define WEFT_ID_CIDR		0x80000000u	/* set in every CIDR identity */
+
+#define WEFT_POLICY_INGRESS	0
+#define WEFT_POLICY_EGRESS	1
+
+#define WEFT_POLICY_PREFIX_ALL	72	/* every protocol and port */
+#define WEFT_POLICY_PREFIX_PROTO 80	/* every port of one protocol */
+#define WEFT_POLICY_PREFIX_PORT	96	/* one port */
+
+struct weft_policy_key {
+	__u32 prefixlen;	/* bits of what follows that must match */
+	__be32 policy_id;	/* network order, as every field an LPM compares */
+	__be32 peer;		/* identity, network order; 0 any */
+	__u8 dir;		/* WEFT_POLICY_INGRESS / EGRESS */
+	__u8 proto;		/* IPPROTO_TCP, UDP, SCTP (any other: prefix 72) */
+	__be16 port;
+};
+
+struct weft_policy_value {
+	__u32 rule;		/* the agent's number for the rules that allow
+				 * (the policy log names their policies) */
+};
+
+struct weft_policy_cidr {
+	__u32 id;		/* WEFT_ID_CIDR | n */
+};
+
+struct weft_policy_ct_entry {
+	__u32 last_seen;	/* conntrack ticks */
+	__u16 flags;		/* WEFT_CT_F_SYN, REPLIED, ACKED, ESTABLISHED
+				 * (both ways seen past the SYN), CLOSING */
+	__u16 pad;
+};
 
 /*
  * Fragments
@@ -464,6 +584,15 @@ enum weft_drop_reason {
 	WEFT_DROP_FRAG_LIMIT,		/* pod: a first IPv4 fragment while all its
 					 * WEFT_FRAG_SLOTS datagrams are open (live,
 					 * unfinished): see "Fragments" */
+	WEFT_DROP_POLICY_INGRESS,	/* a new connection no NetworkPolicy of the
+					 * isolated destination pod allows */
+	WEFT_DROP_POLICY_EGRESS,	/* ... of the isolated source pod */
+	WEFT_DROP_POLICY_CT_FULL,	/* a connection of an isolated pod that
+					 * weft_policy_ct has no room to track */
+	WEFT_DROP_POLICY_CT_LIMIT,	/* ... of a client that holds
+					 * policy_ct_source_max connections */
+	WEFT_DROP_POLICY_MAP_FULL,	/* denied to a pod whose rules did not fit
+					 * in weft_policy (WEFT_EP_F_POLICY_FULL) */
 	WEFT_DROP_MAX
 };
 
@@ -479,7 +608,9 @@ enum weft_drop_reason {
 	"ct-no-connection", "ct-source-limit",	\
 	"icmp-forged", "icmp-truncated",	\
 	"frag-orphan", "no-subnet",		\
-	"frag-limit" }
+	"frag-limit", "policy-denied-ingress",	\
+	"policy-denied-egress", "policy-ct-full", \
+	"policy-ct-source-limit", "policy-map-full" }
 
 /* what a program decided, for tests (written only when trace is on) */
 enum weft_action {

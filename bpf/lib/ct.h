@@ -32,40 +32,55 @@
 /* connections one client may hold; the agent sets it before load */
 const volatile __u32 ct_source_max = (WEFT_MAX_CT / 2) / WEFT_CT_SOURCE_SHARE;
 
-/* Count a new connection of client: 0, or -WEFT_DROP_CT_SOURCE_LIMIT (over
- * the cap: nothing counted) or -WEFT_DROP_CT_FULL (no room for the
- * counter).  Added first and taken back when over, so CPUs racing cannot
- * pass the cap together. */
-static __always_inline int ct_source_take(__be32 client)
+#define CT_EEXIST	17	/* the kernel's EEXIST: a BPF_NOEXIST key is taken */
+
+/* Count a new connection of client in opened (the programs' counts; closed
+ * is the agent's): 0, or -WEFT_DROP_CT_SOURCE_LIMIT (max held already:
+ * nothing counted) or -WEFT_DROP_CT_FULL (no room for the counter).
+ * Added first and taken back when over, so CPUs racing cannot pass the
+ * cap together.  weft_ct's and weft_policy_ct's clients each have a pair
+ * of counters. */
+static __always_inline int source_take(void *opened_map, void *closed_map, __u32 max,
+				       __be32 client)
 {
 	__u64 zero = 0, *opened, *closed, held;
 
-	opened = bpf_map_lookup_elem(&weft_ct_opened, &client);
+	opened = bpf_map_lookup_elem(opened_map, &client);
 	if (!opened) {
-		bpf_map_update_elem(&weft_ct_opened, &client, &zero, BPF_NOEXIST);
-		opened = bpf_map_lookup_elem(&weft_ct_opened, &client);
+		bpf_map_update_elem(opened_map, &client, &zero, BPF_NOEXIST);
+		opened = bpf_map_lookup_elem(opened_map, &client);
 		if (!opened)
 			return -WEFT_DROP_CT_FULL;
 	}
 	held = __sync_fetch_and_add(opened, 1);
-	closed = bpf_map_lookup_elem(&weft_ct_closed, &client);
+	closed = bpf_map_lookup_elem(closed_map, &client);
 	if (closed)
 		held -= *closed;
-	if ((__s64)held >= (__s64)ct_source_max) {
+	if ((__s64)held >= (__s64)max) {
 		__sync_fetch_and_add(opened, -1);
 		return -WEFT_DROP_CT_SOURCE_LIMIT;
 	}
 	return 0;
 }
 
-/* A connection of client counted by ct_source_take() is gone (a program
- * deleted its pair, or failed to write it). */
-static __always_inline void ct_source_put(__be32 client)
+/* A connection of client counted by source_take() is gone (a program
+ * deleted it, or failed to write it). */
+static __always_inline void source_put(void *opened_map, __be32 client)
 {
-	__u64 *opened = bpf_map_lookup_elem(&weft_ct_opened, &client);
+	__u64 *opened = bpf_map_lookup_elem(opened_map, &client);
 
 	if (opened)
 		__sync_fetch_and_add(opened, -1);
+}
+
+static __always_inline int ct_source_take(__be32 client)
+{
+	return source_take(&weft_ct_opened, &weft_ct_closed, ct_source_max, client);
+}
+
+static __always_inline void ct_source_put(__be32 client)
+{
+	source_put(&weft_ct_opened, client);
 }
 
 static __always_inline __u32 ct_now(void)

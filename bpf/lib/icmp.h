@@ -66,6 +66,18 @@ struct icmp_error {
 	__u8 proto;
 };
 
+/* Is the ICMP packet ip an error (unreachable, time exceeded, parameter
+ * problem)?  Its quote is read and judged by icmp_error_read(). */
+static __always_inline int icmp_is_error(struct __sk_buff *skb, const struct iphdr *ip)
+{
+	__u8 type;
+
+	if (bpf_skb_load_bytes(skb, ETH_HLEN + (__u32)ip->ihl * 4, &type, 1) < 0)
+		return 0;
+	return type == ICMP_TYPE_UNREACH || type == ICMP_TYPE_TIME_EXCEEDED ||
+	       type == ICMP_TYPE_PARAM_PROBLEM;
+}
+
 /* Is ip (a first or only fragment) an ICMP error?  1 with e filled; 0 when
  * not (another protocol, another ICMP type); a negative drop reason when
  * its quote does not fit. */

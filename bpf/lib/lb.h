@@ -63,6 +63,7 @@
 #include "ct.h"
 #include "l4.h"
 #include "maps.h"
+#include "policy.h"
 #include "tenant.h"
 
 #define LB_NONE		0
@@ -76,7 +77,7 @@
 #define LB_FROM_HOST	2	/* this node's stack (svc_egress) */
 
 #define LB_SNAT_TRIES	4
-#define LB_EEXIST	17	/* the kernel's EEXIST: the key is taken */
+#define LB_EEXIST	CT_EEXIST
 
 static __always_inline int lb_rewrite_src(struct __sk_buff *skb, struct l4_tuple *t,
 					  __be32 addr, __be16 port)
@@ -279,30 +280,43 @@ static __always_inline void lb_remember(const struct weft_svc_value *svc, __be32
 		bpf_map_update_elem(&weft_affinity, &ak, &na, BPF_ANY);	/* LRU: never full */
 }
 
-/* May the connection from a client (VNID src_vnid for a pod, else 0) to
- * backend b be made?  0, or a negative drop reason.  Nothing is written
- * before this says yes.  The tenant rule is decided here for a backend on
- * any node (weft_ipcache knows every pod's VNID), so a refused connection
- * leaves no state; the programs that deliver still check it per packet.
- * A backend outside the pod network has no VNID and passes.
- *
- * NetworkPolicy goes here, as a check of the client's egress and the
- * backend's ingress rules, before anything is written. */
-static __always_inline int lb_admit(int from, __u32 src_vnid, const struct weft_backend *b)
+/* May the connection t of a client (src: the sending pod for LB_FROM_POD,
+ * else NULL) to backend b be made?  0, or a negative drop reason.
+ * Nothing is written before this says yes, so a refused connection leaves
+ * no state.  Decided here for a backend on any node (weft_ipcache knows
+ * every pod's VNID): the tenant rule, and the policies judged on this
+ * node (lib/policy.h: the client pod's egress, the ingress of a backend
+ * here); the programs that deliver still check each packet.  A backend
+ * outside the pod network has no VNID and passes the tenant rule.  The
+ * node's own connections pass both (a node reaches its pods; a backend
+ * elsewhere judges the node as any peer). */
+static __always_inline int lb_admit(int from, const struct weft_endpoint *src,
+				    const struct l4_tuple *t, const struct weft_backend *b)
 {
 	const struct weft_ipcache_entry *remote;
 	const struct weft_endpoint *here;
+	struct policy_flow f;
 	__be32 addr = b->addr;
+	__u32 reason;
 
-	if (from != LB_FROM_POD)
-		return 0;	/* outside clients and the node are VNID 0: global */
+	if (from == LB_FROM_HOST)
+		return 0;
 	here = endpoint_lookup(addr);
-	if (here)
-		return vnid_allowed(src_vnid, here->vnid) ? 0 : -WEFT_DROP_ISOLATED;
-	remote = bpf_map_lookup_elem(&weft_ipcache, &addr);
-	if (remote && !vnid_allowed(src_vnid, remote->vnid))
-		return -WEFT_DROP_ISOLATED;
-	return 0;
+	if (from == LB_FROM_POD) {
+		if (here && !vnid_allowed(src->vnid, here->vnid))
+			return -WEFT_DROP_ISOLATED;
+		remote = here ? NULL : bpf_map_lookup_elem(&weft_ipcache, &addr);
+		if (remote && !vnid_allowed(src->vnid, remote->vnid))
+			return -WEFT_DROP_ISOLATED;
+	}
+	f.saddr = t->saddr;
+	f.daddr = addr;
+	f.sport = t->sport;
+	f.dport = b->port;
+	f.proto = t->proto;
+	f.tcp_flags = t->tcp_flags;
+	reason = policy_judge(from == LB_FROM_POD ? src : NULL, here, &f);
+	return reason == WEFT_DROP_NONE ? 0 : -(int)reason;
 }
 
 /* Is this packet allowed to open a connection?  TCP: a SYN alone (no ACK,
@@ -355,8 +369,8 @@ static __always_inline void lb_ct_forget(const struct l4_tuple *t, const struct 
 		     t->proto);
 }
 
-/* A packet to a frontend?  from: LB_FROM_* (a constant); src_vnid: the
- * sending pod's VNID (LB_FROM_POD; 0 otherwise).  *ct_flags gets the
+/* A packet to a frontend?  from: LB_FROM_* (a constant); src: the sending
+ * pod (LB_FROM_POD; NULL otherwise).  *ct_flags gets the
  * connection's flags.  A new connection is made in this order, and
  * nothing is written before the step that writes it:
  *
@@ -364,14 +378,16 @@ static __always_inline void lb_ct_forget(const struct l4_tuple *t, const struct 
  *	opens?  (lb_opens: TCP SYN only) ── no: drop CT_NO_CONNECTION (a
  *	        connection whose backend was removed: LB_REJECT, a RST)
  *	choose  (lb_choose: affinity or a slot; reads only)
- *	admit   (lb_admit: tenant rule, later NetworkPolicy) ── drop ISOLATED
+ *	admit   (lb_admit: tenant rule, NetworkPolicy) ── drop ISOLATED,
+ *	        POLICY_DENIED_*
  *	count   (ct_source_take: the client's cap) ── drop CT_SOURCE_LIMIT
  *	REV     (lb_ct_rev, BPF_NOEXIST; a taken key picks another port)
  *	FWD     (BPF_NOEXIST; a packet of the same connection on another CPU
  *	         may have made it first: ours is taken back and theirs used)
  *	affinity (lb_remember) */
 static __always_inline int lb_forward(struct __sk_buff *skb, const struct weft_config *cfg,
-				      struct l4_tuple *t, int from, __u32 src_vnid, __u16 *ct_flags)
+				      struct l4_tuple *t, int from, const struct weft_endpoint *src,
+				      __u16 *ct_flags)
 {
 	int outside = from == LB_FROM_OUTSIDE;
 	struct weft_ct_entry *e = ct_lookup(t, WEFT_CT_FWD);
@@ -440,7 +456,7 @@ static __always_inline int lb_forward(struct __sk_buff *skb, const struct weft_c
 		}
 		return LB_REFUSE;
 	}
-	err = lb_admit(from, src_vnid, b);
+	err = lb_admit(from, src, t, b);
 	if (err < 0)
 		return err;
 	err = ct_source_take(t->saddr);

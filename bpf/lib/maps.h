@@ -10,7 +10,8 @@
  * or flags differ.  Layouts and capacities are in bpf/weft_bpf.h.
  *
  * Invariant: the programs write only weft_drops, weft_trace, weft_ct,
- * weft_ct_opened, weft_affinity, weft_frags and weft_rev_frags; the other
+ * weft_ct_opened, weft_affinity, weft_frags, weft_rev_frags,
+ * weft_policy_ct and weft_policy_ct_opened; the other
  * maps belong to the agent (weft_bpf.h invariant 3).
  */
 #ifndef WEFT_BPF_LIB_MAPS_H
@@ -135,6 +136,53 @@ struct {
 	__type(value, struct weft_frag);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } weft_rev_frags SEC(".maps");
+
+/* NetworkPolicy (weft_bpf.h, "NetworkPolicy"): the rules and the CIDR
+ * identities, the agent's; the tracked connections, the programs'. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, WEFT_MAX_POLICY);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct weft_policy_key);
+	__type(value, struct weft_policy_value);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} weft_policy SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, WEFT_MAX_POLICY_CIDRS);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct weft_lpm_key);
+	__type(value, struct weft_policy_cidr);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} weft_policy_cidrs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, WEFT_MAX_POLICY_CT);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct weft_ct_key);
+	__type(value, struct weft_policy_ct_entry);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} weft_policy_ct SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, WEFT_MAX_CT_SOURCES);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __be32);
+	__type(value, __u64);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} weft_policy_ct_opened SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, WEFT_MAX_CT_SOURCES);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __be32);
+	__type(value, __u64);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} weft_policy_ct_closed SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);

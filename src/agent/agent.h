@@ -6,8 +6,10 @@
  *   node.c     registration with the controller, node.json, devices
  *              (VXLAN, gateway address, routes, the service device),
  *              masquerade, MTU
- *   sync.c     list+watch of Nodes, Pods, NetNamespaces, Services and
- *              Endpoints; routes and maps kept equal to the desired state
+ *   sync.c     list+watch of Nodes, Pods, NetNamespaces, Services,
+ *              Endpoints, Namespaces and NetworkPolicies; routes and maps
+ *              kept equal to the desired state
+ *   policy.c   NetworkPolicy -> the policy maps (its own lock and thread)
  *   pod.c      the CNI operations (ADD, DEL, CHECK, GC, STATUS)
  *   service.c  Services and Endpoints -> service maps; conntrack GC
  *   report.c   Pod records in the controller kept equal to the leases;
@@ -47,6 +49,7 @@
 #include "agent/conntrack.h"
 #include "agent/datapath.h"
 #include "agent/ipam.h"
+#include "agent/policy.h"
 #include "agent/service.h"
 
 #define AGENT_VXLAN_NAME "weft_vxlan"
@@ -66,6 +69,8 @@
 #define AGENT_ANN_MAP_FULL "weft.io/service-map-full"
 /* on the Node: weft_ct occupancy and sweep figures, JSON (report.c) */
 #define AGENT_ANN_CONNTRACK "weft.io/conntrack"
+/* on the Node: NetworkPolicy figures and map pressure, JSON (report.c) */
+#define AGENT_ANN_POLICY "weft.io/policy"
 /* VNID of a pod whose namespace the agent cannot learn (controller away):
  * reaches only global pods and pods in the same state until re-tagged */
 #define AGENT_VNID_UNKNOWN 0xffffffu
@@ -82,6 +87,8 @@ struct agent_opts {
 	int mtu;			/* 0: detect */
 	uint32_t max_services, max_backends, max_ct;	/* 0: bpf/weft_bpf.h defaults */
 	uint32_t ct_per_source;		/* 0: max_ct / 2 / WEFT_CT_SOURCE_SHARE */
+	uint32_t max_policy, max_policy_ct;	/* 0: bpf/weft_bpf.h defaults */
+	uint32_t policy_ct_per_source;	/* 0: max_policy_ct / WEFT_POLICY_CT_SOURCE_SHARE */
 };
 
 /* a Node as the agent follows it */
@@ -128,6 +135,7 @@ struct agent {
 	struct datapath *dp;
 	struct ipam *ipam;
 	struct cni_server *cni;
+	struct policy *policy;
 
 	pthread_mutex_t lock;
 	pthread_cond_t kick;		/* wakes the reporter */
@@ -139,6 +147,7 @@ struct agent {
 	size_t nnetns, cap_netns;
 	bool nodes_synced, pods_synced, netns_synced;	/* first full list applied */
 	bool services_synced, endpoints_synced;
+	bool namespaces_synced, netpols_synced;
 	int64_t applied_rev;		/* NetNamespaces applied up to (under lock) */
 	int64_t svc_applied_rev, ep_applied_rev;	/* Services, Endpoints (under lock) */
 	/* what the reporter last wrote on the Node (report thread only) */
@@ -153,14 +162,23 @@ struct agent {
 	atomic_bool ready;		/* data plane complete: STATUS ok */
 	atomic_bool stopping;
 	struct httpc *http_nodes, *http_pods, *http_netns, *http_report;	/* one per thread */
-	struct httpc *http_services, *http_endpoints;
+	struct httpc *http_services, *http_endpoints, *http_namespaces, *http_netpols;
 	pthread_t t_nodes, t_pods, t_netns, t_report, t_services, t_endpoints, t_ct_gc;
+	pthread_t t_namespaces, t_netpols, t_policy;
+	/* the policy thread: woken when an input changed (sync.c) */
+	pthread_mutex_t policy_lock;
+	pthread_cond_t policy_cond;
+	bool policy_dirty;
+	/* weft_policy_ct's sweep (policy_ct.c), under ct_lock */
+	struct conntrack_stats pct_stats;
+	uint64_t pct_expired_total;
 	/* the conntrack sweep's last figures (service_ct_gc), under ct_lock */
 	pthread_mutex_t ct_lock;
 	struct conntrack_stats ct_stats;
 	uint64_t ct_expired_total, ct_orphans_total;
 	bool ct_swept;
 	char *reported_ct;		/* AGENT_ANN_CONNTRACK as last written (report thread) */
+	char *reported_policy;		/* AGENT_ANN_POLICY as last written (report thread) */
 };
 
 /* logging (stderr, one line, with time and level) */
@@ -211,6 +229,9 @@ in_addr_t sync_node_ip_for(struct agent *a, in_addr_t pod_ip);	/* 0: unknown */
 /* VNID of namespace ns from the cache (caller holds the lock), or
  * AGENT_VNID_UNKNOWN. */
 uint32_t sync_vnid_of(struct agent *a, const char *ns);
+
+/* Wake the policy thread: an input of policy.c changed. */
+void sync_policy_kick(struct agent *a);
 
 /* report.c */
 int report_start(struct agent *a);

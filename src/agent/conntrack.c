@@ -79,6 +79,11 @@ static uint32_t ticks_of(uint32_t seconds)
 	return (uint32_t)((((uint64_t)seconds * 1000000000ull) >> WEFT_CT_TICK_SHIFT) + 1);
 }
 
+uint32_t conntrack_timeout_ticks(uint8_t proto, uint16_t flags)
+{
+	return ticks_of(conntrack_timeout(proto, flags));
+}
+
 static uint64_t key_hash(const struct weft_ct_key *k)
 {
 	uint64_t h = 1469598103934665603ull;

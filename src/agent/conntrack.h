@@ -43,6 +43,8 @@ struct conntrack_stats {
 /* Seconds an entry pair in state flags (the union of both entries')
  * lives after its last packet. */
 uint32_t conntrack_timeout(uint8_t proto, uint16_t flags);
+/* The same in ticks, rounded up. */
+uint32_t conntrack_timeout_ticks(uint8_t proto, uint16_t flags);
 
 /* CLOCK_MONOTONIC in conntrack ticks, as the programs' ct_now(). */
 uint32_t conntrack_now(void);

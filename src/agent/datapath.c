@@ -9,8 +9,8 @@
  * pin directory, so the first load creates and pins the maps and the
  * others, like every load after an agent restart, reuse them.  The map fds
  * kept here are the pod skeleton's; the others refer to the same maps.
- * The service maps' capacities come from the options and are set on every
- * object before load (a pin of another capacity is stale: rebuilt).
+ * The capacities of the service and policy maps come from the options and
+ * are set on every object before load (a pin of another capacity is stale: rebuilt).
  *
  * Opening, with the function for each step:
  *
@@ -41,6 +41,7 @@
  *     place.
  */
 #include "agent/datapath.h"
+#include "agent/datapath_priv.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -67,7 +68,6 @@
 #define WEFT_TC_HANDLE		0x77656674u	/* "weft" */
 #define WEFT_TC_PRIORITY	1
 #define WEFT_PIN_PREFIX		"weft_"
-#define DP_NOBJS		5	/* skeletons */
 
 _Static_assert(sizeof((const char *[])WEFT_DROP_NAMES) == WEFT_DROP_MAX * sizeof(const char *),
 	       "WEFT_DROP_NAMES must name every enum weft_drop_reason");
@@ -75,31 +75,6 @@ const char *const datapath_drop_names[WEFT_DROP_MAX] = WEFT_DROP_NAMES;
 _Static_assert(sizeof(struct weft_config) == 64 && sizeof(struct weft_config) % 8 == 0,
 	       "struct weft_config: 64 bytes, 8-byte aligned (bpf/weft_bpf.h)");
 
-struct datapath {
-	struct pod_ingress *pod;
-	struct vxlan_ingress *vxlan;
-	struct node_ingress *node;
-	struct pod_egress *pod_out;
-	struct svc_egress *svc;
-	struct bpf_object *objs[DP_NOBJS];	/* the skeletons' objects, for loops */
-	const char *names[DP_NOBJS];
-	int services_fd;
-	int backends_fd;
-	int ct_fd;
-	int ct_opened_fd;
-	int ct_closed_fd;
-	int affinity_fd;
-	uint32_t max_services, max_backends, max_ct;
-	uint32_t ct_source_max;
-	int config_fd;
-	int endpoints_fd;
-	int ipcache_fd;
-	int nodes_fd;
-	int nodeips_fd;
-	int drops_fd;
-	int trace_fd;
-	int svcdev_fd;
-};
 
 static void errmsg(char *errbuf, size_t errlen, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -310,6 +285,8 @@ static int set_capacities(struct bpf_object *obj, const struct datapath_opts *op
 		{ "weft_backends", offsetof(struct datapath_opts, max_backends), WEFT_MAX_BACKENDS },
 		{ "weft_ct", offsetof(struct datapath_opts, max_ct), WEFT_MAX_CT },
 		{ "weft_affinity", offsetof(struct datapath_opts, max_affinity), WEFT_MAX_AFFINITY },
+		{ "weft_policy", offsetof(struct datapath_opts, max_policy), WEFT_MAX_POLICY },
+		{ "weft_policy_ct", offsetof(struct datapath_opts, max_policy_ct), WEFT_MAX_POLICY_CT },
 	};
 
 	for (size_t i = 0; i < sizeof(caps) / sizeof(caps[0]); i++) {
@@ -371,6 +348,16 @@ static int open_skeletons(struct datapath *dp, const struct datapath_opts *opts,
 	dp->node->rodata->ct_source_max = dp->ct_source_max;
 	dp->pod_out->rodata->ct_source_max = dp->ct_source_max;
 	dp->svc->rodata->ct_source_max = dp->ct_source_max;
+	dp->policy_ct_source_max = opts->policy_ct_source_max ? opts->policy_ct_source_max
+				   : or_default(opts->max_policy_ct, WEFT_MAX_POLICY_CT) /
+					     WEFT_POLICY_CT_SOURCE_SHARE;
+	if (dp->policy_ct_source_max == 0)
+		dp->policy_ct_source_max = 1;
+	dp->pod->rodata->policy_ct_source_max = dp->policy_ct_source_max;
+	dp->vxlan->rodata->policy_ct_source_max = dp->policy_ct_source_max;
+	dp->node->rodata->policy_ct_source_max = dp->policy_ct_source_max;
+	dp->pod_out->rodata->policy_ct_source_max = dp->policy_ct_source_max;
+	dp->svc->rodata->policy_ct_source_max = dp->policy_ct_source_max;
 	dp->objs[0] = dp->pod->obj;
 	dp->objs[1] = dp->vxlan->obj;
 	dp->objs[2] = dp->node->obj;
@@ -484,6 +471,13 @@ int datapath_open(const struct datapath_opts *opts, struct datapath **out, bool 
 	dp->max_services = bpf_map__max_entries(dp->pod->maps.weft_services);
 	dp->max_backends = bpf_map__max_entries(dp->pod->maps.weft_backends);
 	dp->max_ct = bpf_map__max_entries(dp->pod->maps.weft_ct);
+	dp->policy_fd = bpf_map__fd(dp->pod->maps.weft_policy);
+	dp->policy_cidrs_fd = bpf_map__fd(dp->pod->maps.weft_policy_cidrs);
+	dp->policy_ct_fd = bpf_map__fd(dp->pod->maps.weft_policy_ct);
+	dp->policy_ct_opened_fd = bpf_map__fd(dp->pod->maps.weft_policy_ct_opened);
+	dp->policy_ct_closed_fd = bpf_map__fd(dp->pod->maps.weft_policy_ct_closed);
+	dp->max_policy = bpf_map__max_entries(dp->pod->maps.weft_policy);
+	dp->max_policy_ct = bpf_map__max_entries(dp->pod->maps.weft_policy_ct);
 	if (rebuilt)
 		*rebuilt = fresh;
 	*out = dp;
@@ -628,7 +622,7 @@ int datapath_ipcache_del(struct datapath *dp, in_addr_t ip)
 
 /* The trie key of subnet/prefixlen, host bits cleared so that the same
  * subnet always has the same key.  -EINVAL for a prefix beyond 32. */
-static int lpm_key(in_addr_t subnet, int prefixlen, struct weft_lpm_key *key)
+int datapath_lpm_key(in_addr_t subnet, int prefixlen, struct weft_lpm_key *key)
 {
 	uint32_t mask;
 
@@ -644,7 +638,7 @@ int datapath_node_put(struct datapath *dp, in_addr_t subnet, int prefixlen,
 		      const struct weft_node_entry *e)
 {
 	struct weft_lpm_key key;
-	int err = lpm_key(subnet, prefixlen, &key);
+	int err = datapath_lpm_key(subnet, prefixlen, &key);
 
 	if (err < 0)
 		return err;
@@ -654,7 +648,7 @@ int datapath_node_put(struct datapath *dp, in_addr_t subnet, int prefixlen,
 int datapath_node_del(struct datapath *dp, in_addr_t subnet, int prefixlen)
 {
 	struct weft_lpm_key key;
-	int err = lpm_key(subnet, prefixlen, &key);
+	int err = datapath_lpm_key(subnet, prefixlen, &key);
 
 	if (err < 0)
 		return err;
@@ -676,7 +670,7 @@ int datapath_nodeip_del(struct datapath *dp, in_addr_t ip)
 /* The keys of map fd at this moment, at most max (the map's capacity:
  * a walk that restarts because its key was deleted meanwhile cannot run
  * away).  *keys is the caller's to free. */
-static int snapshot_keys(int fd, size_t key_size, size_t max, void **keys, size_t *n)
+int datapath_snapshot_keys(int fd, size_t key_size, size_t max, void **keys, size_t *n)
 {
 	unsigned char *buf = NULL, *prev = NULL;
 	size_t count = 0;
@@ -714,7 +708,7 @@ int datapath_endpoint_foreach(struct datapath *dp,
 	size_t n;
 	int err;
 
-	err = snapshot_keys(dp->endpoints_fd, sizeof(*keys), WEFT_MAX_ENDPOINTS, (void **)&keys, &n);
+	err = datapath_snapshot_keys(dp->endpoints_fd, sizeof(*keys), WEFT_MAX_ENDPOINTS, (void **)&keys, &n);
 	if (err < 0)
 		return err;
 	for (size_t i = 0; i < n && err == 0; i++) {
@@ -735,7 +729,7 @@ int datapath_ipcache_foreach(struct datapath *dp,
 	size_t n;
 	int err;
 
-	err = snapshot_keys(dp->ipcache_fd, sizeof(*keys), WEFT_MAX_IPCACHE, (void **)&keys, &n);
+	err = datapath_snapshot_keys(dp->ipcache_fd, sizeof(*keys), WEFT_MAX_IPCACHE, (void **)&keys, &n);
 	if (err < 0)
 		return err;
 	for (size_t i = 0; i < n && err == 0; i++) {
@@ -757,7 +751,7 @@ int datapath_node_foreach(struct datapath *dp,
 	size_t n;
 	int err;
 
-	err = snapshot_keys(dp->nodes_fd, sizeof(*keys), WEFT_MAX_NODES, (void **)&keys, &n);
+	err = datapath_snapshot_keys(dp->nodes_fd, sizeof(*keys), WEFT_MAX_NODES, (void **)&keys, &n);
 	if (err < 0)
 		return err;
 	for (size_t i = 0; i < n && err == 0; i++) {
@@ -777,7 +771,7 @@ int datapath_nodeip_foreach(struct datapath *dp,
 	size_t n;
 	int err;
 
-	err = snapshot_keys(dp->nodeips_fd, sizeof(*keys), WEFT_MAX_NODES, (void **)&keys, &n);
+	err = datapath_snapshot_keys(dp->nodeips_fd, sizeof(*keys), WEFT_MAX_NODES, (void **)&keys, &n);
 	if (err < 0)
 		return err;
 	for (size_t i = 0; i < n && err == 0; i++) {
@@ -852,52 +846,71 @@ int datapath_ct_closed_get(struct datapath *dp, in_addr_t client, uint64_t *n)
 	return bpf_map_lookup_elem(dp->ct_closed_fd, &client, n);
 }
 
-int datapath_ct_closed_add(struct datapath *dp, in_addr_t client, uint64_t n)
+/* The counts of one table's clients (weft_ct's, weft_policy_ct's): the
+ * programs add to opened_fd, the agent to closed_fd. */
+int datapath_counts_closed_add(int closed_fd, in_addr_t client, uint64_t n)
 {
 	uint64_t v = 0;
 
-	if (bpf_map_lookup_elem(dp->ct_closed_fd, &client, &v) < 0 && errno != ENOENT)
+	if (bpf_map_lookup_elem(closed_fd, &client, &v) < 0 && errno != ENOENT)
 		return -errno;
 	v += n;
-	return bpf_map_update_elem(dp->ct_closed_fd, &client, &v, BPF_ANY);
+	return bpf_map_update_elem(closed_fd, &client, &v, BPF_ANY);
 }
 
 /* A program may count a new connection between the reads and the
  * deletes; it is then forgotten with the client (one connection held
  * and not counted, until the client's counts are forgotten again). */
-int datapath_ct_source_forget(struct datapath *dp, in_addr_t client)
+int datapath_counts_forget(int opened_fd, int closed_fd, in_addr_t client)
 {
 	uint64_t opened = 0, closed = 0;
 
-	if (bpf_map_lookup_elem(dp->ct_opened_fd, &client, &opened) < 0 && errno != ENOENT)
+	if (bpf_map_lookup_elem(opened_fd, &client, &opened) < 0 && errno != ENOENT)
 		return -errno;
-	if (bpf_map_lookup_elem(dp->ct_closed_fd, &client, &closed) < 0 && errno != ENOENT)
+	if (bpf_map_lookup_elem(closed_fd, &client, &closed) < 0 && errno != ENOENT)
 		return -errno;
 	if (opened != closed)
 		return -EBUSY;
-	(void)bpf_map_delete_elem(dp->ct_opened_fd, &client);
-	(void)bpf_map_delete_elem(dp->ct_closed_fd, &client);
+	(void)bpf_map_delete_elem(opened_fd, &client);
+	(void)bpf_map_delete_elem(closed_fd, &client);
 	return 0;
 }
 
-int datapath_ct_closed_foreach(struct datapath *dp,
-			       int (*fn)(in_addr_t client, uint64_t closed, void *arg), void *arg)
+int datapath_counts_closed_foreach(int closed_fd,
+				   int (*fn)(in_addr_t client, uint64_t closed, void *arg), void *arg)
 {
 	in_addr_t *keys = NULL;
 	uint64_t v;
 	size_t n;
 	int err;
 
-	err = snapshot_keys(dp->ct_closed_fd, sizeof(*keys), WEFT_MAX_CT_SOURCES, (void **)&keys, &n);
+	err = datapath_snapshot_keys(closed_fd, sizeof(*keys), WEFT_MAX_CT_SOURCES, (void **)&keys,
+				     &n);
 	if (err < 0)
 		return err;
 	for (size_t i = 0; i < n && err == 0; i++) {
-		if (bpf_map_lookup_elem(dp->ct_closed_fd, &keys[i], &v) < 0)
+		if (bpf_map_lookup_elem(closed_fd, &keys[i], &v) < 0)
 			continue;
 		err = fn(keys[i], v, arg);
 	}
 	free(keys);
 	return err;
+}
+
+int datapath_ct_closed_add(struct datapath *dp, in_addr_t client, uint64_t n)
+{
+	return datapath_counts_closed_add(dp->ct_closed_fd, client, n);
+}
+
+int datapath_ct_source_forget(struct datapath *dp, in_addr_t client)
+{
+	return datapath_counts_forget(dp->ct_opened_fd, dp->ct_closed_fd, client);
+}
+
+int datapath_ct_closed_foreach(struct datapath *dp,
+			       int (*fn)(in_addr_t client, uint64_t closed, void *arg), void *arg)
+{
+	return datapath_counts_closed_foreach(dp->ct_closed_fd, fn, arg);
 }
 
 uint32_t datapath_ct_source_max(struct datapath *dp)
@@ -922,7 +935,7 @@ int datapath_service_foreach(struct datapath *dp,
 	size_t n;
 	int err;
 
-	err = snapshot_keys(dp->services_fd, sizeof(*keys), dp->max_services, (void **)&keys, &n);
+	err = datapath_snapshot_keys(dp->services_fd, sizeof(*keys), dp->max_services, (void **)&keys, &n);
 	if (err < 0)
 		return err;
 	for (size_t i = 0; i < n && err == 0; i++) {
@@ -943,7 +956,7 @@ int datapath_backend_foreach(struct datapath *dp,
 	size_t n;
 	int err;
 
-	err = snapshot_keys(dp->backends_fd, sizeof(*keys), dp->max_backends, (void **)&keys, &n);
+	err = datapath_snapshot_keys(dp->backends_fd, sizeof(*keys), dp->max_backends, (void **)&keys, &n);
 	if (err < 0)
 		return err;
 	for (size_t i = 0; i < n && err == 0; i++) {
@@ -955,41 +968,38 @@ int datapath_backend_foreach(struct datapath *dp,
 	return err;
 }
 
-/* Conntrack is the one map that grows with traffic (hundreds of
+/* Conntrack is the one kind of map that grows with traffic (hundreds of
  * thousands of entries), so it is read in batches of CT_BATCH entries per
  * syscall (BPF_MAP_LOOKUP_BATCH) rather than a get_next_key and a lookup
  * per entry; the callback sees a copy, so it may delete.  A kernel
  * without batch ops falls back to the key walk. */
 #define CT_BATCH 4096
 
-static int ct_foreach_keywalk(struct datapath *dp,
-			      int (*fn)(const struct weft_ct_key *k, const struct weft_ct_entry *e,
-					void *arg),
-			      void *arg)
+static int batch_keywalk(int fd, size_t ksize, size_t vsize, size_t max,
+			 int (*fn)(const void *k, const void *v, void *arg), void *arg)
 {
-	struct weft_ct_entry e;
-	struct weft_ct_key *keys = NULL;
+	unsigned char *keys = NULL, *v = malloc(vsize);
 	size_t n;
 	int err;
 
-	err = snapshot_keys(dp->ct_fd, sizeof(*keys), dp->max_ct, (void **)&keys, &n);
-	if (err < 0)
-		return err;
-	for (size_t i = 0; i < n && err == 0; i++) {
-		if (bpf_map_lookup_elem(dp->ct_fd, &keys[i], &e) < 0)
+	if (!v)
+		return -ENOMEM;
+	err = datapath_snapshot_keys(fd, ksize, max, (void **)&keys, &n);
+	for (size_t i = 0; err == 0 && i < n; i++) {
+		if (bpf_map_lookup_elem(fd, keys + i * ksize, v) < 0)
 			continue;
-		err = fn(&keys[i], &e, arg);
+		err = fn(keys + i * ksize, v, arg);
 	}
 	free(keys);
+	free(v);
 	return err;
 }
 
-int datapath_ct_foreach(struct datapath *dp,
-			int (*fn)(const struct weft_ct_key *k, const struct weft_ct_entry *e, void *arg),
-			void *arg)
+int datapath_batch_foreach(int fd, size_t ksize, size_t vsize, size_t max,
+			   int (*fn)(const void *k, const void *v, void *arg), void *arg)
 {
-	struct weft_ct_key *keys = calloc(CT_BATCH, sizeof(*keys));
-	struct weft_ct_entry *vals = calloc(CT_BATCH, sizeof(*vals));
+	unsigned char *keys = calloc(CT_BATCH, ksize);
+	unsigned char *vals = calloc(CT_BATCH, vsize);
 	__u32 token = 0;
 	bool first = true, done = false;
 	size_t seen = 0;
@@ -999,10 +1009,10 @@ int datapath_ct_foreach(struct datapath *dp,
 		err = -ENOMEM;
 		goto out;
 	}
-	while (!done && err == 0 && seen < dp->max_ct) {
+	while (!done && err == 0 && seen < max) {
 		__u32 count = CT_BATCH, next = 0;
-		int rc = bpf_map_lookup_batch(dp->ct_fd, first ? NULL : &token, &next, keys, vals,
-					      &count, NULL);
+		int rc = bpf_map_lookup_batch(fd, first ? NULL : &token, &next, keys, vals, &count,
+					      NULL);
 
 		if (rc < 0 && rc != -ENOENT) {
 			/* no batch ops in this kernel, or a bucket larger than
@@ -1010,14 +1020,14 @@ int datapath_ct_foreach(struct datapath *dp,
 			 * the callers' checks are idempotent) */
 			if (rc == -ENOSPC ||
 			    (first && (rc == -EINVAL || rc == -EOPNOTSUPP || rc == -524 /* ENOTSUPP */)))
-				err = ct_foreach_keywalk(dp, fn, arg);
+				err = batch_keywalk(fd, ksize, vsize, max, fn, arg);
 			else
 				err = rc;
 			break;
 		}
 		done = rc == -ENOENT;
 		for (__u32 i = 0; i < count && err == 0; i++)
-			err = fn(&keys[i], &vals[i], arg);
+			err = fn(keys + (size_t)i * ksize, vals + (size_t)i * vsize, arg);
 		seen += count;
 		token = next;
 		first = false;
@@ -1026,6 +1036,28 @@ out:
 	free(keys);
 	free(vals);
 	return err;
+}
+
+struct ct_walk {
+	int (*fn)(const struct weft_ct_key *k, const struct weft_ct_entry *e, void *arg);
+	void *arg;
+};
+
+static int ct_walk_one(const void *k, const void *v, void *arg)
+{
+	const struct ct_walk *w = arg;
+
+	return w->fn(k, v, w->arg);
+}
+
+int datapath_ct_foreach(struct datapath *dp,
+			int (*fn)(const struct weft_ct_key *k, const struct weft_ct_entry *e, void *arg),
+			void *arg)
+{
+	struct ct_walk w = { fn, arg };
+
+	return datapath_batch_foreach(dp->ct_fd, sizeof(struct weft_ct_key),
+				      sizeof(struct weft_ct_entry), dp->max_ct, ct_walk_one, &w);
 }
 
 /* ---- counters and trace (per-CPU maps) ---- */

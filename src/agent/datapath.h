@@ -45,6 +45,12 @@ struct datapath_opts {
 	/* connections one client may hold in weft_ct (ct_source_max of the
 	 * programs); 0 = max_ct / 2 / WEFT_CT_SOURCE_SHARE */
 	uint32_t ct_source_max;
+	/* NetworkPolicy: weft_policy rules and weft_policy_ct connections
+	 * (0: the defaults of bpf/weft_bpf.h), and the connections one client
+	 * may hold there (0: max_policy_ct / WEFT_POLICY_CT_SOURCE_SHARE) */
+	uint32_t max_policy;
+	uint32_t max_policy_ct;
+	uint32_t policy_ct_source_max;
 };
 
 /* Load every program, creating or reusing pinned maps.  *rebuilt (may be
@@ -146,6 +152,41 @@ int datapath_backend_foreach(struct datapath *dp,
 int datapath_ct_foreach(struct datapath *dp,
 			int (*fn)(const struct weft_ct_key *k, const struct weft_ct_entry *e, void *arg),
 			void *arg);
+
+/* NetworkPolicy (bpf/weft_bpf.h, "NetworkPolicy"; datapath_policy.c).
+ * Same conventions as above.  A rule key's prefixlen says which of proto
+ * and port it fixes (WEFT_POLICY_PREFIX_*, or 96 - k for 2^k ports). */
+int datapath_policy_put(struct datapath *dp, const struct weft_policy_key *k,
+			const struct weft_policy_value *v);
+int datapath_policy_del(struct datapath *dp, const struct weft_policy_key *k);
+int datapath_policy_foreach(struct datapath *dp,
+			    int (*fn)(const struct weft_policy_key *k, const struct weft_policy_value *v,
+				      void *arg),
+			    void *arg);
+int datapath_policy_cidr_put(struct datapath *dp, in_addr_t addr, int prefixlen, uint32_t id);
+int datapath_policy_cidr_del(struct datapath *dp, in_addr_t addr, int prefixlen);
+int datapath_policy_cidr_foreach(struct datapath *dp,
+				 int (*fn)(in_addr_t addr, int prefixlen, uint32_t id, void *arg),
+				 void *arg);
+int datapath_policy_ct_get(struct datapath *dp, const struct weft_ct_key *k,
+			   struct weft_policy_ct_entry *e);
+int datapath_policy_ct_put(struct datapath *dp, const struct weft_ct_key *k,
+			   const struct weft_policy_ct_entry *e);
+int datapath_policy_ct_del(struct datapath *dp, const struct weft_ct_key *k);
+/* In batches, as datapath_ct_foreach. */
+int datapath_policy_ct_foreach(struct datapath *dp,
+			       int (*fn)(const struct weft_ct_key *k,
+					 const struct weft_policy_ct_entry *e, void *arg),
+			       void *arg);
+/* weft_policy_ct's per-client counts, as datapath_ct_opened_get & co. */
+int datapath_policy_ct_opened_get(struct datapath *dp, in_addr_t client, uint64_t *n);
+int datapath_policy_ct_closed_add(struct datapath *dp, in_addr_t client, uint64_t n);
+int datapath_policy_ct_source_forget(struct datapath *dp, in_addr_t client);
+int datapath_policy_ct_closed_foreach(struct datapath *dp,
+				      int (*fn)(in_addr_t client, uint64_t closed, void *arg),
+				      void *arg);
+uint32_t datapath_policy_ct_source_max(struct datapath *dp);
+void datapath_policy_capacities(struct datapath *dp, uint32_t *rules, uint32_t *ct);
 
 /* Sum of weft_drops over CPUs. */
 int datapath_drops(struct datapath *dp, uint64_t out[WEFT_DROP_MAX]);

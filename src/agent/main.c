@@ -70,7 +70,8 @@ static void usage(FILE *f)
 		"usage: weft-agent --controller URL --token-file FILE [--ca-file FILE] --node NAME --node-ip IP\n"
 		"                  [--state-dir DIR] [--bpf-pin-dir DIR] [--cni-socket PATH] [--mtu N]\n"
 		"                  [--max-services N] [--max-backends N] [--max-conntrack N]\n"
-		"                  [--conntrack-per-client N]\n"
+		"                  [--conntrack-per-client N] [--max-policy-rules N]\n"
+		"                  [--max-policy-conntrack N] [--policy-conntrack-per-client N]\n"
 		"\n"
 		"  --controller URL    weft-controller, e.g. https://192.168.200.2:8080\n"
 		"  --token-file FILE   bearer token for the controller\n"
@@ -89,8 +90,17 @@ static void usage(FILE *f)
 		"                      A capacity other than the pinned maps' rebuilds them.\n"
 		"  --conntrack-per-client N  translated connections one client (a pod, an outside\n"
 		"                      address, the node) may hold at once; more are dropped\n"
-		"                      as ct-source-limit (default: max-conntrack / 2 / %u)\n",
-		WEFT_MAX_SERVICES, WEFT_MAX_BACKENDS, WEFT_MAX_CT, WEFT_CT_SOURCE_SHARE);
+		"                      as ct-source-limit (default: max-conntrack / 2 / %u)\n"
+		"  --max-policy-rules N  weft_policy entries: the NetworkPolicy rules of the pods\n"
+		"                      here (default %u); a rule set that does not fit is\n"
+		"                      reported, and its pods' denials count as policy-map-full\n"
+		"  --max-policy-conntrack N  weft_policy_ct entries, one per connection of a pod\n"
+		"                      here (default %u)\n"
+		"  --policy-conntrack-per-client N  of those, what one client may hold; more are\n"
+		"                      dropped as policy-ct-source-limit when a policy isolates\n"
+		"                      either end (default: max-policy-conntrack / %u)\n",
+		WEFT_MAX_SERVICES, WEFT_MAX_BACKENDS, WEFT_MAX_CT, WEFT_CT_SOURCE_SHARE,
+		WEFT_MAX_POLICY, WEFT_MAX_POLICY_CT, WEFT_POLICY_CT_SOURCE_SHARE);
 }
 
 static int mkdir_p(const char *path)
@@ -129,6 +139,9 @@ static int parse_flags(int argc, char **argv, struct agent_opts *o)
 		{ "max-backends", required_argument, NULL, 'B' },
 		{ "max-conntrack", required_argument, NULL, 'C' },
 		{ "conntrack-per-client", required_argument, NULL, 'P' },
+		{ "max-policy-rules", required_argument, NULL, 'R' },
+		{ "max-policy-conntrack", required_argument, NULL, 'T' },
+		{ "policy-conntrack-per-client", required_argument, NULL, 'Q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -186,6 +199,28 @@ static int parse_flags(int argc, char **argv, struct agent_opts *o)
 				return -1;
 			}
 			o->ct_per_source = (uint32_t)v;
+			break;
+		}
+		case 'R':
+		case 'T':
+		case 'Q': {
+			char *end;
+			unsigned long v = strtoul(optarg, &end, 10);
+			const char *name = c == 'R' ? "max-policy-rules" : c == 'T' ? "max-policy-conntrack"
+								       : "policy-conntrack-per-client";
+			unsigned long lo = c == 'Q' ? 1 : 16;
+
+			if (*end || !*optarg || optarg[0] == '-' || v < lo || v > 16777216) {
+				fprintf(stderr, "weft-agent: --%s %s: not a number in %lu..16777216\n", name,
+					optarg, lo);
+				return -1;
+			}
+			if (c == 'R')
+				o->max_policy = (uint32_t)v;
+			else if (c == 'T')
+				o->max_policy_ct = (uint32_t)v;
+			else
+				o->policy_ct_per_source = (uint32_t)v;
 			break;
 		}
 		case 'h': usage(stdout); exit(0);
@@ -305,6 +340,8 @@ int main(int argc, char **argv)
 	pthread_mutex_init(&a.lock, NULL);
 	pthread_mutex_init(&a.ct_lock, NULL);
 	pthread_cond_init(&a.kick, NULL);
+	pthread_mutex_init(&a.policy_lock, NULL);
+	pthread_cond_init(&a.policy_cond, NULL);
 	/* signals go to the main thread's sigwait only */
 	sigemptyset(&set);
 	sigaddset(&set, SIGTERM);
@@ -328,12 +365,23 @@ int main(int argc, char **argv)
 	dopts.max_backends = a.o.max_backends;
 	dopts.max_ct = a.o.max_ct;
 	dopts.ct_source_max = a.o.ct_per_source;
+	dopts.max_policy = a.o.max_policy;
+	dopts.max_policy_ct = a.o.max_policy_ct;
+	dopts.policy_ct_source_max = a.o.policy_ct_per_source;
 	rc = datapath_open(&dopts, &a.dp, &rebuilt, err, sizeof(err));
 	if (rc < 0) {
 		LOG_ERR("data plane: %s", err);
 		return 1;
 	}
+	a.policy = policy_create(a.dp);
+	if (!a.policy) {
+		LOG_ERR("network policy: %s", strerror(errno));
+		datapath_close(a.dp);
+		return 1;
+	}
 	kept = keep_or_rebuild(&a, rebuilt);
+	if (kept && policy_adopt(a.policy) < 0)
+		LOG_WARN("network policy: reading back the pinned numbers failed");
 	if (kept && service_recover(&a) < 0)
 		LOG_WARN("services: reading back the pinned IDs failed: connections may re-balance");
 	rc = 1;
@@ -395,6 +443,7 @@ out:
 	service_gc_stop(&a);
 	service_free_all();
 	ipam_close(a.ipam);
+	policy_destroy(a.policy);
 	datapath_close(a.dp);
 	free(a.nodes);
 	free(a.pods);

@@ -90,6 +90,32 @@ static uint32_t pod_vnid(struct agent *a, const char *ns)
 	return vnid;
 }
 
+/* Make sure policy.c knows Pod ns/name (its labels and named ports): the
+ * CNI ADD may come before the watch brings the Pod.  Asked of the
+ * controller when not known; with the controller away the pod is known
+ * only once the watch brings it (until then no policy selects it). */
+static void pod_policy_learn(struct agent *a, const char *ns, const char *name)
+{
+	struct httpc_response r = { 0 };
+	char path[600], err[256];
+	struct httpc *h;
+	json_t *j;
+
+	if (!ns || !*ns || !name || !*name || policy_pod_known(a->policy, ns, name))
+		return;
+	h = agent_http(a);
+	if (!h)
+		return;
+	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", ns, name);
+	if (httpc_request(h, "GET", path, NULL, 0, &r, err, sizeof(err)) == 0 && r.status == 200 &&
+	    (j = json_loadb(r.body, r.len, 0, NULL))) {
+		policy_pod_set(a->policy, j);
+		json_decref(j);
+	}
+	httpc_response_free(&r);
+	httpc_destroy(h);
+}
+
 static void owner_from_req(const struct cni_req *req, struct ipam_owner *o)
 {
 	memset(o, 0, sizeof(*o));
@@ -111,6 +137,8 @@ static void pod_undo(struct agent *a, struct nl *host, const char *host_ifname, 
 		(void)datapath_endpoint_del(a->dp, ip);
 		(void)datapath_ipcache_del(a->dp, ip);
 		(void)nl_route_del(host, ip, 32);
+		policy_local_del(a->policy, ip);
+		sync_policy_kick(a);	/* its rule set may have no pod left */
 	}
 	if (nl_link_get(host, host_ifname, &l) == 0)
 		(void)nl_link_del(host, l.ifindex);
@@ -262,8 +290,16 @@ static int pod_add(void *ctx, const struct cni_req *req, struct cni_add_result *
 	ep.vnid = pod_vnid(a, req->pod_namespace);
 	ic.node_ip = a->node_ip;
 	ic.vnid = ep.vnid;
-	if ((rc = datapath_endpoint_put(a->dp, ip, &ep)) < 0 ||
-	    (rc = datapath_ipcache_put(a->dp, ip, &ic)) < 0) {
+	/* its policies in the maps before its endpoint: isolated from its
+	 * first packet */
+	policy_local_set(a->policy, ip, owner.pod_namespace, owner.pod_name);
+	pod_policy_learn(a, owner.pod_namespace, owner.pod_name);
+	if ((rc = policy_apply(a->policy)) < 0) {
+		seterr(e, ERR_DATAPATH, strerror(-rc), "writing the network policies of %s", ips);
+		goto out;
+	}
+	if ((rc = policy_endpoint_write(a->policy, ip, &ep)) < 0 ||
+	    (rc = policy_ipcache_write(a->policy, ip, &ic)) < 0) {
 		seterr(e, ERR_DATAPATH, strerror(-rc), "data-plane maps full or failing for %s", ips);
 		goto out;
 	}
@@ -509,6 +545,7 @@ static int startup_one(const struct ipam_lease *l, void *arg)
 			 l->owner.pod_namespace, l->owner.pod_name, ips, l->owner.host_ifname);
 		(void)datapath_endpoint_del(a->dp, l->ip);
 		(void)datapath_ipcache_del(a->dp, l->ip);
+		policy_local_del(a->policy, l->ip);
 		(void)ipam_release_ip(a->ipam, l->ip);
 		c->released++;
 		return 0;
@@ -526,9 +563,11 @@ static int startup_one(const struct ipam_lease *l, void *arg)
 	pod_mac_from_ip(l->ip, ep.pod_mac);
 	memcpy(ep.gw_mac, hl.mac, 6);
 	ep.flags = WEFT_EP_F_READY;
+	/* a kept entry keeps its rule set until the policies are applied */
+	policy_local_set(a->policy, l->ip, l->owner.pod_namespace, l->owner.pod_name);
 	if ((rc = datapath_attach_pod(a->dp, hl.ifindex)) < 0 ||
-	    (rc = datapath_endpoint_put(a->dp, l->ip, &ep)) < 0 ||
-	    (rc = datapath_ipcache_put(a->dp, l->ip, &ic)) < 0)
+	    (rc = policy_endpoint_write(a->policy, l->ip, &ep)) < 0 ||
+	    (rc = policy_ipcache_write(a->policy, l->ip, &ic)) < 0)
 		LOG_ERR("pod %s/%s (%s): restoring its data-plane state: %s", l->owner.pod_namespace,
 			l->owner.pod_name, ips, strerror(-rc));
 	c->kept++;

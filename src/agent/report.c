@@ -263,16 +263,48 @@ static char *conntrack_json(struct agent *a)
 	return s;
 }
 
+/* NetworkPolicy on this node: what the compiler holds and wrote, how full
+ * the policy maps are, and the connections tracked for policy. */
+static char *policy_json(struct agent *a)
+{
+	struct policy_stats ps;
+	struct conntrack_stats ct;
+	uint32_t rules_cap, ct_cap;
+	uint64_t expired;
+	json_t *o;
+	char *s;
+
+	policy_stats(a->policy, &ps);
+	datapath_policy_capacities(a->dp, &rules_cap, &ct_cap);
+	pthread_mutex_lock(&a->ct_lock);
+	ct = a->pct_stats;
+	expired = a->pct_expired_total;
+	pthread_mutex_unlock(&a->ct_lock);
+	o = json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}",
+		      "policies", (json_int_t)ps.policies, "identities", (json_int_t)ps.identities,
+		      "ruleSets", (json_int_t)ps.classes, "rules", (json_int_t)ps.rules,
+		      "rulesCapacity", (json_int_t)rules_cap, "cidrs", (json_int_t)ps.cidrs,
+		      "mapFull", (json_int_t)ps.map_full, "ignoredPolicies", (json_int_t)ps.bad_policies,
+		      "connections", (json_int_t)ct.entries, "connectionsCapacity", (json_int_t)ct_cap,
+		      "perClientMax", (json_int_t)datapath_policy_ct_source_max(a->dp),
+		      "expiredConnections", (json_int_t)expired);
+	if (!o)
+		return NULL;
+	s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+	json_decref(o);
+	return s;
+}
+
 static void report_node_status(struct agent *a, struct httpc *h)
 {
 	struct httpc_response r = { 0 };
 	char path[512], err[256], rev[24];
 	json_t *node = NULL, *md, *ann;
-	char *drops = NULL, *body = NULL, *ct = NULL;
+	char *drops = NULL, *body = NULL, *ct = NULL, *pol = NULL;
 	char *kinds = NULL, full[24];
 	int64_t applied;
 	uint64_t map_full;
-	bool send_drops, send_kinds, send_ct;
+	bool send_drops, send_kinds, send_ct, send_pol;
 	time_t now = time(NULL);
 
 	pthread_mutex_lock(&a->lock);
@@ -287,8 +319,11 @@ static void report_node_status(struct agent *a, struct httpc *h)
 	ct = conntrack_json(a);
 	send_ct = ct && (!a->reported_ct || strcmp(ct, a->reported_ct) != 0) &&
 		  now - a->drops_at >= DROPS_PERIOD_S;
+	pol = policy_json(a);
+	send_pol = pol && (!a->reported_policy || strcmp(pol, a->reported_policy) != 0) &&
+		   now - a->drops_at >= DROPS_PERIOD_S;
 	if ((applied < 0 || applied == a->reported_rev) && !send_drops && !send_kinds && !send_ct &&
-	    map_full == a->reported_map_full)
+	    !send_pol && map_full == a->reported_map_full)
 		goto out;
 	snprintf(path, sizeof(path), "/api/v1/nodes/%s", a->o.node);
 	if (httpc_request(h, "GET", path, NULL, 0, &r, err, sizeof(err)) < 0 || r.status != 200 ||
@@ -309,6 +344,8 @@ static void report_node_status(struct agent *a, struct httpc *h)
 		json_object_set_new(ann, AGENT_ANN_DROPS, json_string(drops));
 	if (ct)
 		json_object_set_new(ann, AGENT_ANN_CONNTRACK, json_string(ct));
+	if (pol)
+		json_object_set_new(ann, AGENT_ANN_POLICY, json_string(pol));
 	if (kinds)
 		json_object_set_new(ann, AGENT_ANN_APPLIED_KINDS, json_string(kinds));
 	snprintf(full, sizeof(full), "%llu", (unsigned long long)map_full);
@@ -335,11 +372,17 @@ static void report_node_status(struct agent *a, struct httpc *h)
 			a->reported_ct = ct;
 			ct = NULL;
 		}
+		if (pol) {
+			free(a->reported_policy);
+			a->reported_policy = pol;
+			pol = NULL;
+		}
 	} else if (r.status == 409) {
 		report_kick(a);		/* someone wrote the Node meanwhile: again */
 	}
 out:
 	free(body);
+	free(pol);
 	free(ct);
 	free(drops);
 	free(kinds);
@@ -523,6 +566,8 @@ void report_stop(struct agent *a)
 	a->reported_drops = NULL;
 	free(a->reported_ct);
 	a->reported_ct = NULL;
+	free(a->reported_policy);
+	a->reported_policy = NULL;
 	free(a->reported_kinds);
 	a->reported_kinds = NULL;
 }

@@ -52,6 +52,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/policy_ct.h"
 #include "agent/conntrack.h"
 #include "agent/service.h"
 #include "lib/u64map.h"
@@ -1093,8 +1094,15 @@ void service_ct_purge(struct agent *a)
  * annotation (report.c). */
 size_t service_ct_gc(struct agent *a)
 {
-	struct conntrack_stats st;
+	struct conntrack_stats st, pst;
 
+	/* the connections NetworkPolicy tracks (policy_ct.c) go the same way */
+	if (policy_ct_sweep(a->dp, conntrack_now(), &pst) == 0) {
+		pthread_mutex_lock(&a->ct_lock);
+		a->pct_stats = pst;
+		a->pct_expired_total += pst.expired_pairs;
+		pthread_mutex_unlock(&a->ct_lock);
+	}
 	if (conntrack_sweep(a->dp, conntrack_now(), &st) < 0)
 		return 0;
 	pthread_mutex_lock(&a->ct_lock);

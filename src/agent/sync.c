@@ -16,6 +16,8 @@
  *   NetNamespaces -> the VNID of each namespace; a change re-tags the
  *             namespace's pods in weft_ipcache and weft_endpoints
  *   Services, Endpoints -> service.c (weft_services, weft_backends)
+ *   Namespaces, NetworkPolicies (and the Pods) -> policy.c, whose thread
+ *             (here) writes the policy maps after each change
  *
  * Each thread: list (resourceVersion N) -> apply every item, remove what
  * the list no longer has -> watch from N, applying events as they come ->
@@ -30,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "agent/agent.h"
@@ -245,7 +248,7 @@ static void pod_program(struct agent *a, const struct agent_pod *p)
 	if (!e.node_ip || e.node_ip == a->node_ip)
 		return;		/* local pods: from the leases */
 	e.vnid = sync_vnid_of(a, p->ns);
-	(void)datapath_ipcache_put(a->dp, p->ip, &e);
+	(void)policy_ipcache_write(a->policy, p->ip, &e);
 }
 
 static void pod_unprogram(struct agent *a, const struct agent_pod *p)
@@ -260,6 +263,7 @@ static void pod_apply(struct agent *a, const json_t *obj)
 
 	parse_pod(obj, &p);
 	p.seen = true;
+	policy_pod_set(a->policy, obj);
 	old = pod_find(a, p.ns, p.name);
 	if (old) {
 		if (old->ip != p.ip)
@@ -284,6 +288,7 @@ static void pod_remove(struct agent *a, const char *ns, const char *name)
 {
 	struct agent_pod *p = pod_find(a, ns, name);
 
+	policy_pod_del(a->policy, ns, name);
 	if (!p)
 		return;
 	pod_unprogram(a, p);
@@ -339,8 +344,8 @@ static int retag_lease(const struct ipam_lease *l, void *arg)
 		return 0;
 	ep.vnid = vnid;
 	ic.vnid = vnid;
-	if (datapath_endpoint_put(a->dp, l->ip, &ep) == 0 &&
-	    datapath_ipcache_put(a->dp, l->ip, &ic) == 0)
+	if (policy_endpoint_write(a->policy, l->ip, &ep) == 0 &&
+	    policy_ipcache_write(a->policy, l->ip, &ic) == 0)
 		c->n++;
 	return 0;
 }
@@ -430,6 +435,9 @@ static void nodes_caught_up(struct agent *a, const char *rv, bool listed)
 
 static void pods_caught_up(struct agent *a, const char *rv, bool listed)
 {
+	(void)rv;
+	(void)listed;
+	sync_policy_kick(a);	/* a pod's labels, or a new identity */
 	report_kick(a);		/* the Pod records may differ from the leases */
 }
 
@@ -450,6 +458,7 @@ struct kind_sync {
 	const char *path;		/* collection path */
 	const char *what;		/* "nodes" / "pods" */
 	struct httpc **http;
+	void (*begin)(struct agent *a);		/* before a list's items (may be NULL) */
 	void (*apply)(struct agent *a, const json_t *obj);
 	void (*remove)(struct agent *a, const json_t *obj);
 	void (*listed)(struct agent *a);	/* after a full list, under lock */
@@ -513,15 +522,122 @@ static void set_controller_up(struct agent *a, bool up)
 	pthread_mutex_unlock(&a->lock);
 }
 
+static void pods_begin(struct agent *a)
+{
+	policy_begin_list(a->policy, POLICY_PODS);
+}
+
+static void pods_listed_hook(struct agent *a)
+{
+	pods_listed(a);
+	policy_listed(a->policy, POLICY_PODS);
+}
+
+/* ---- namespaces and network policies: policy.c's alone ---- */
+
+static void namespaces_begin(struct agent *a)
+{
+	policy_begin_list(a->policy, POLICY_NAMESPACES);
+}
+
+static void namespace_apply(struct agent *a, const json_t *obj)
+{
+	policy_namespace_set(a->policy, obj);
+}
+
+static void namespace_remove(struct agent *a, const json_t *obj)
+{
+	policy_namespace_del(a->policy, obj_name(obj) ? obj_name(obj) : "");
+}
+
+static void namespaces_listed(struct agent *a)
+{
+	policy_listed(a->policy, POLICY_NAMESPACES);
+}
+
+static void netpols_begin(struct agent *a)
+{
+	policy_begin_list(a->policy, POLICY_NETPOLS);
+}
+
+static void netpol_apply(struct agent *a, const json_t *obj)
+{
+	policy_netpol_set(a->policy, obj);
+}
+
+static void netpol_remove(struct agent *a, const json_t *obj)
+{
+	policy_netpol_del(a->policy, obj_namespace(obj), obj_name(obj) ? obj_name(obj) : "");
+}
+
+static void netpols_listed(struct agent *a)
+{
+	policy_listed(a->policy, POLICY_NETPOLS);
+}
+
+static void policy_caught_up(struct agent *a, const char *rv, bool listed)
+{
+	(void)rv;
+	(void)listed;
+	sync_policy_kick(a);
+}
+
+void sync_policy_kick(struct agent *a)
+{
+	pthread_mutex_lock(&a->policy_lock);
+	a->policy_dirty = true;
+	pthread_cond_signal(&a->policy_cond);
+	pthread_mutex_unlock(&a->policy_lock);
+}
+
+/* Applies the policy inputs after each change, batching what comes while
+ * it works; a failed apply (a map write) is tried again a second later. */
+static void *policy_thread(void *arg)
+{
+	struct agent *a = arg;
+	bool retry = false;
+
+	for (;;) {
+		int rc;
+
+		pthread_mutex_lock(&a->policy_lock);
+		if (retry && !a->policy_dirty && !atomic_load(&a->stopping)) {
+			struct timespec until;
+
+			clock_gettime(CLOCK_REALTIME, &until);
+			until.tv_sec += 1;
+			pthread_cond_timedwait(&a->policy_cond, &a->policy_lock, &until);
+		}
+		while (!retry && !a->policy_dirty && !atomic_load(&a->stopping))
+			pthread_cond_wait(&a->policy_cond, &a->policy_lock);
+		a->policy_dirty = false;
+		pthread_mutex_unlock(&a->policy_lock);
+		if (atomic_load(&a->stopping))
+			break;
+		rc = policy_apply(a->policy);
+		if (rc < 0 && !retry)
+			LOG_WARN("network policy: writing the policy maps: %s; trying again",
+				 strerror(-rc));
+		retry = rc < 0;
+	}
+	return NULL;
+}
+
 static void maybe_ready(struct agent *a)
 {
-	bool both;
+	bool all;
 
 	pthread_mutex_lock(&a->lock);
-	both = a->nodes_synced && a->pods_synced && a->netns_synced;
+	all = a->nodes_synced && a->pods_synced && a->netns_synced && a->namespaces_synced &&
+	      a->netpols_synced;
 	pthread_mutex_unlock(&a->lock);
-	if (both)
-		(void)sync_mark_ready(a);
+	if (!all)
+		return;
+	/* the policy maps before the config: no pod is opened by a
+	 * half-applied view of the policies */
+	if (policy_apply(a->policy) < 0)
+		LOG_WARN("network policy: the first apply did not write everything; retrying");
+	(void)sync_mark_ready(a);
 }
 
 static int list_once(struct kind_sync *k)
@@ -561,6 +677,8 @@ static int list_once(struct kind_sync *k)
 	snprintf(k->rv, sizeof(k->rv), "%s", rv ? rv : "0");
 	items = json_object_get(j, "items");
 	pthread_mutex_lock(&a->lock);
+	if (k->begin)
+		k->begin(a);
 	json_array_foreach(items, i, it)
 		k->apply(a, it);
 	k->listed(a);
@@ -676,6 +794,7 @@ static void endpoints_caught_up(struct agent *a, const char *rv, bool listed)
 }
 
 static struct kind_sync ks_nodes, ks_pods, ks_netns, ks_services, ks_endpoints;
+static struct kind_sync ks_namespaces, ks_netpols;
 
 int sync_start(struct agent *a)
 {
@@ -691,8 +810,8 @@ int sync_start(struct agent *a)
 				       .remove = node_remove_obj, .listed = nodes_listed,
 				       .caught_up = nodes_caught_up, .synced = &a->nodes_synced };
 	ks_pods = (struct kind_sync){ .a = a, .path = "/api/v1/pods", .what = "pods",
-				      .http = &a->http_pods, .apply = pod_apply,
-				      .remove = pod_remove_obj, .listed = pods_listed,
+				      .http = &a->http_pods, .begin = pods_begin, .apply = pod_apply,
+				      .remove = pod_remove_obj, .listed = pods_listed_hook,
 				      .caught_up = pods_caught_up, .synced = &a->pods_synced };
 	ks_netns = (struct kind_sync){ .a = a,
 				       .path = "/apis/network.openshift.io/v1/netnamespaces",
@@ -714,6 +833,30 @@ int sync_start(struct agent *a)
 					   .remove = endpoints_remove, .listed = endpoints_listed_hook,
 					   .caught_up = endpoints_caught_up,
 					   .synced = &a->endpoints_synced };
+	a->http_namespaces = agent_http(a);
+	a->http_netpols = agent_http(a);
+	if (!a->http_namespaces || !a->http_netpols)
+		return -EINVAL;
+	ks_namespaces = (struct kind_sync){ .a = a, .path = "/api/v1/namespaces", .what = "namespaces",
+					    .http = &a->http_namespaces, .begin = namespaces_begin,
+					    .apply = namespace_apply, .remove = namespace_remove,
+					    .listed = namespaces_listed, .caught_up = policy_caught_up,
+					    .synced = &a->namespaces_synced };
+	ks_netpols = (struct kind_sync){ .a = a,
+					 .path = "/apis/networking.k8s.io/v1/networkpolicies",
+					 .what = "networkpolicies", .http = &a->http_netpols,
+					 .begin = netpols_begin, .apply = netpol_apply,
+					 .remove = netpol_remove, .listed = netpols_listed,
+					 .caught_up = policy_caught_up, .synced = &a->netpols_synced };
+	rc = pthread_create(&a->t_policy, NULL, policy_thread, a);
+	if (rc)
+		return -rc;
+	rc = pthread_create(&a->t_namespaces, NULL, sync_thread, &ks_namespaces);
+	if (rc)
+		return -rc;
+	rc = pthread_create(&a->t_netpols, NULL, sync_thread, &ks_netpols);
+	if (rc)
+		return -rc;
 	rc = pthread_create(&a->t_services, NULL, sync_thread, &ks_services);
 	if (rc)
 		return -rc;
@@ -744,6 +887,21 @@ void sync_stop(struct agent *a)
 		httpc_cancel(a->http_services);
 	if (a->http_endpoints)
 		httpc_cancel(a->http_endpoints);
+	if (a->http_namespaces)
+		httpc_cancel(a->http_namespaces);
+	if (a->http_netpols)
+		httpc_cancel(a->http_netpols);
+	if (a->t_namespaces)
+		pthread_join(a->t_namespaces, NULL);
+	if (a->t_netpols)
+		pthread_join(a->t_netpols, NULL);
+	httpc_destroy(a->http_namespaces);
+	httpc_destroy(a->http_netpols);
+	a->http_namespaces = a->http_netpols = NULL;
+	if (a->t_policy) {
+		sync_policy_kick(a);	/* stopping is set: it ends */
+		pthread_join(a->t_policy, NULL);
+	}
 	if (a->t_services)
 		pthread_join(a->t_services, NULL);
 	if (a->t_endpoints)

@@ -1,0 +1,161 @@
+/*
+ * datapath_policy.c — the NetworkPolicy maps of the data plane (layouts:
+ * bpf/weft_bpf.h, "NetworkPolicy"): the rules (weft_policy) and CIDR
+ * identities (weft_policy_cidrs), which only the agent writes, and the
+ * connections the programs track (weft_policy_ct, with its per-client
+ * counts), which the agent's sweep expires.  Each call is one syscall or
+ * a walk; see datapath.h for the conventions.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include <bpf/bpf.h>
+
+#include "agent/datapath.h"
+#include "agent/datapath_priv.h"
+
+int datapath_policy_put(struct datapath *dp, const struct weft_policy_key *k,
+			const struct weft_policy_value *v)
+{
+	return bpf_map_update_elem(dp->policy_fd, k, v, BPF_ANY);
+}
+
+int datapath_policy_del(struct datapath *dp, const struct weft_policy_key *k)
+{
+	return bpf_map_delete_elem(dp->policy_fd, k);
+}
+
+int datapath_policy_foreach(struct datapath *dp,
+			    int (*fn)(const struct weft_policy_key *k, const struct weft_policy_value *v,
+				      void *arg),
+			    void *arg)
+{
+	struct weft_policy_key *keys = NULL;
+	struct weft_policy_value v;
+	size_t n;
+	int err;
+
+	err = datapath_snapshot_keys(dp->policy_fd, sizeof(*keys), dp->max_policy, (void **)&keys, &n);
+	for (size_t i = 0; err == 0 && i < n; i++) {
+		if (bpf_map_lookup_elem(dp->policy_fd, &keys[i], &v) < 0)
+			continue;
+		err = fn(&keys[i], &v, arg);
+	}
+	free(keys);
+	return err;
+}
+
+int datapath_policy_cidr_put(struct datapath *dp, in_addr_t addr, int prefixlen, uint32_t id)
+{
+	struct weft_policy_cidr v = { .id = id };
+	struct weft_lpm_key key;
+	int err = datapath_lpm_key(addr, prefixlen, &key);
+
+	if (err < 0)
+		return err;
+	return bpf_map_update_elem(dp->policy_cidrs_fd, &key, &v, BPF_ANY);
+}
+
+int datapath_policy_cidr_del(struct datapath *dp, in_addr_t addr, int prefixlen)
+{
+	struct weft_lpm_key key;
+	int err = datapath_lpm_key(addr, prefixlen, &key);
+
+	if (err < 0)
+		return err;
+	return bpf_map_delete_elem(dp->policy_cidrs_fd, &key);
+}
+
+int datapath_policy_cidr_foreach(struct datapath *dp,
+				 int (*fn)(in_addr_t addr, int prefixlen, uint32_t id, void *arg),
+				 void *arg)
+{
+	struct weft_lpm_key *keys = NULL;
+	struct weft_policy_cidr v;
+	size_t n;
+	int err;
+
+	err = datapath_snapshot_keys(dp->policy_cidrs_fd, sizeof(*keys), WEFT_MAX_POLICY_CIDRS,
+				     (void **)&keys, &n);
+	for (size_t i = 0; err == 0 && i < n; i++) {
+		if (bpf_map_lookup_elem(dp->policy_cidrs_fd, &keys[i], &v) < 0)
+			continue;
+		err = fn(keys[i].addr, (int)keys[i].prefixlen, v.id, arg);
+	}
+	free(keys);
+	return err;
+}
+
+int datapath_policy_ct_get(struct datapath *dp, const struct weft_ct_key *k,
+			   struct weft_policy_ct_entry *e)
+{
+	return bpf_map_lookup_elem(dp->policy_ct_fd, k, e);
+}
+
+int datapath_policy_ct_put(struct datapath *dp, const struct weft_ct_key *k,
+			   const struct weft_policy_ct_entry *e)
+{
+	return bpf_map_update_elem(dp->policy_ct_fd, k, e, BPF_ANY);
+}
+
+int datapath_policy_ct_del(struct datapath *dp, const struct weft_ct_key *k)
+{
+	return bpf_map_delete_elem(dp->policy_ct_fd, k);
+}
+
+struct pct_walk {
+	int (*fn)(const struct weft_ct_key *k, const struct weft_policy_ct_entry *e, void *arg);
+	void *arg;
+};
+
+static int pct_walk_one(const void *k, const void *v, void *arg)
+{
+	const struct pct_walk *w = arg;
+
+	return w->fn(k, v, w->arg);
+}
+
+int datapath_policy_ct_foreach(struct datapath *dp,
+			       int (*fn)(const struct weft_ct_key *k,
+					 const struct weft_policy_ct_entry *e, void *arg),
+			       void *arg)
+{
+	struct pct_walk w = { fn, arg };
+
+	return datapath_batch_foreach(dp->policy_ct_fd, sizeof(struct weft_ct_key),
+				      sizeof(struct weft_policy_ct_entry), dp->max_policy_ct,
+				      pct_walk_one, &w);
+}
+
+int datapath_policy_ct_opened_get(struct datapath *dp, in_addr_t client, uint64_t *n)
+{
+	return bpf_map_lookup_elem(dp->policy_ct_opened_fd, &client, n);
+}
+
+int datapath_policy_ct_closed_add(struct datapath *dp, in_addr_t client, uint64_t n)
+{
+	return datapath_counts_closed_add(dp->policy_ct_closed_fd, client, n);
+}
+
+int datapath_policy_ct_source_forget(struct datapath *dp, in_addr_t client)
+{
+	return datapath_counts_forget(dp->policy_ct_opened_fd, dp->policy_ct_closed_fd, client);
+}
+
+int datapath_policy_ct_closed_foreach(struct datapath *dp,
+				      int (*fn)(in_addr_t client, uint64_t closed, void *arg),
+				      void *arg)
+{
+	return datapath_counts_closed_foreach(dp->policy_ct_closed_fd, fn, arg);
+}
+
+uint32_t datapath_policy_ct_source_max(struct datapath *dp)
+{
+	return dp->policy_ct_source_max;
+}
+
+void datapath_policy_capacities(struct datapath *dp, uint32_t *rules, uint32_t *ct)
+{
+	*rules = dp->max_policy;
+	*ct = dp->max_policy_ct;
+}

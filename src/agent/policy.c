@@ -1,0 +1,1519 @@
+/*
+ * policy.c — the NetworkPolicy compiler (policy.h says what it writes and
+ * in which order; bpf/weft_bpf.h, "NetworkPolicy", what the programs do
+ * with it).
+ *
+ * State, all under p->lock:
+ *
+ *	namespaces  name -> labels (kubernetes.io/metadata.name added)
+ *	pods        ns/name -> labels, spec, IP, identity (latest) and the
+ *	            identity last written to weft_ipcache
+ *	identities  canonical (ns, labels, named ports) -> number; each with
+ *	            a representative pod's labels and spec (all its pods have
+ *	            the same), counted by pods and by local endpoints
+ *	policies    ns/name -> parsed (model/netpol.h), a rule number for
+ *	            the policy log, and for every peer of every rule the
+ *	            identities it matches (the match cache)
+ *	prefixes    every ipBlock cidr and except -> CIDR identity
+ *	classes     identity of a local pod -> the rule set written for it
+ *	locals      IP of a pod of this node -> its ns/name
+ *
+ * Invariants:
+ *  1. An identity number is never reused, so a rule naming a number that
+ *     is gone matches nothing, and weft_ipcache never names an identity
+ *     whose rules are half-made (pods get their new number in step 5,
+ *     after the rule sets).
+ *  2. The match cache of a peer holds exactly the identities it matches,
+ *     once p->matched is true and nothing is pending: a new identity is
+ *     matched against every peer before the rule sets are computed, a
+ *     changed policy against every identity, and a namespace whose
+ *     labels changed makes every peer match again.
+ *  3. A class's keys are sorted (memcmp of struct weft_policy_key with
+ *     policy_id 0), so two sets compare in one pass.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <arpa/inet.h>
+
+#include "agent/datapath.h"
+#include "agent/policy.h"
+#include "lib/u64map.h"
+#include "model/model.h"
+#include "model/netpol.h"
+
+#define NS_NAME_LABEL "kubernetes.io/metadata.name"
+
+struct idlist {
+	uint32_t *ids;
+	size_t n, cap;
+};
+
+struct ident {
+	uint32_t id;
+	char *key;
+	char *ns;
+	json_t *labels;		/* a pod's, borrowed by netpol views (owned ref) */
+	json_t *spec;
+	size_t refs;		/* pods */
+	bool pending;		/* not yet matched against the peers */
+};
+
+struct ppod {
+	char *ns, *name;
+	in_addr_t ip;
+	struct ident *ident;
+	uint32_t written;	/* identity in weft_ipcache (0: none yet) */
+	bool seen;
+};
+
+struct pns {
+	char *name;
+	json_t *labels;
+	bool seen;
+};
+
+struct ppol {
+	char *ns, *name;
+	uint32_t ref;		/* weft_policy_value.rule */
+	struct netpol np;
+	bool ok;		/* parsed */
+	bool dirty;		/* match cache to recompute */
+	bool seen;
+	struct idlist *match[2];	/* per direction: one per (rule, peer) */
+	size_t *base[2];		/* per direction: rule -> first index in match */
+};
+
+struct pkey {
+	struct weft_policy_key k;	/* policy_id 0 */
+	uint32_t rule;
+};
+
+struct pclass {
+	uint32_t ident;
+	uint32_t policy_id;	/* 0: no rule set (not isolated, or refused) */
+	uint32_t flags;		/* WEFT_EP_F_ISOLATE_*, WEFT_EP_F_POLICY_FULL */
+	struct pkey *keys;
+	size_t n;
+	bool used;
+};
+
+struct prefix {
+	struct cidr c;
+	uint32_t id;
+	bool used, written;
+};
+
+struct local {
+	in_addr_t ip;
+	char *ns, *name;
+};
+
+struct policy {
+	pthread_mutex_t lock;
+	struct datapath *dp;
+
+	struct pns **nss;
+	size_t nns, cap_ns;
+	struct u64map ns_index;		/* hash(name) -> index */
+	struct ppod **pods;
+	size_t npods, cap_pods;
+	struct u64map pod_index;	/* hash(ns/name) -> index */
+	struct ident **ids;
+	size_t nids, cap_ids;
+	struct u64map id_index;		/* hash(key) -> index */
+	struct u64map id_by_num;	/* id -> index */
+	struct ppol **pols;
+	size_t npols, cap_pols;
+	struct u64map pol_index;	/* hash(ns/name) -> index */
+	struct pclass *classes;
+	size_t nclasses, cap_classes;
+	struct prefix *prefixes;
+	size_t nprefixes, cap_prefixes;
+	struct local *locals;
+	size_t nlocals, cap_locals;
+
+	uint32_t next_ident, next_policy_id, next_rule, next_cidr;
+	bool listing[3], listed[3];
+	bool rematch_all;		/* a namespace's labels changed */
+	bool removed_ids;		/* match lists hold numbers now gone */
+	struct policy_stats st;
+};
+
+/* ---- small helpers ---- */
+
+static int grow(void **arr, size_t *cap, size_t n, size_t size)
+{
+	void *p;
+	size_t c;
+
+	if (n < *cap)
+		return 0;
+	c = *cap ? *cap * 2 : 16;
+	p = realloc(*arr, c * size);
+	if (!p)
+		return -ENOMEM;
+	*arr = p;
+	*cap = c;
+	return 0;
+}
+
+static uint64_t hash2(const char *a, const char *b)
+{
+	char buf[600];
+	int n = snprintf(buf, sizeof(buf), "%s/%s", a, b);
+
+	return u64map_hash_bytes(buf, n < 0 ? 0 : (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1);
+}
+
+static uint64_t hash1(const char *a)
+{
+	return u64map_hash_bytes(a, strlen(a));
+}
+
+/* Point an index entry that exists at its element's new place (a swap
+ * removal moved it): a replacement, which allocates nothing. */
+static void index_move(struct u64map *m, uint64_t key, size_t i)
+{
+	if (u64map_put(m, key, i) < 0)
+		abort();	/* the key is there: put only replaces */
+}
+
+static int idlist_add(struct idlist *l, uint32_t id)
+{
+	if (grow((void **)&l->ids, &l->cap, l->n, sizeof(*l->ids)) < 0)
+		return -ENOMEM;
+	l->ids[l->n++] = id;
+	return 0;
+}
+
+/* ---- namespaces ---- */
+
+static struct pns *ns_find(struct policy *p, const char *name, size_t *at)
+{
+	uint64_t i;
+
+	if (!u64map_get(&p->ns_index, hash1(name), &i) || strcmp(p->nss[i]->name, name) != 0)
+		return NULL;
+	if (at)
+		*at = (size_t)i;
+	return p->nss[i];
+}
+
+/* The labels a namespace's pods are matched with (borrowed). */
+static const json_t *ns_labels(struct policy *p, const char *name)
+{
+	struct pns *n = ns_find(p, name, NULL);
+
+	return n ? n->labels : NULL;
+}
+
+void policy_namespace_set(struct policy *p, const json_t *obj)
+{
+	const char *name = obj_name(obj);
+	const json_t *given = obj_at(obj, "metadata.labels");
+	json_t *labels;
+	struct pns *n;
+
+	if (!name)
+		return;
+	labels = json_is_object(given) ? json_deep_copy(given) : json_object();
+	if (!labels)
+		return;
+	json_object_set_new(labels, NS_NAME_LABEL, json_string(name));
+	pthread_mutex_lock(&p->lock);
+	n = ns_find(p, name, NULL);
+	if (n) {
+		n->seen = true;
+		if (json_equal(n->labels, labels)) {
+			json_decref(labels);
+			goto out;
+		}
+		json_decref(n->labels);
+		n->labels = labels;
+		p->rematch_all = true;
+		goto out;
+	}
+	n = calloc(1, sizeof(*n));
+	if (!n || !(n->name = strdup(name)) ||
+	    grow((void **)&p->nss, &p->cap_ns, p->nns, sizeof(*p->nss)) < 0 ||
+	    u64map_put(&p->ns_index, hash1(name), p->nns) < 0) {
+		if (n)
+			free(n->name);
+		free(n);
+		json_decref(labels);
+		goto out;
+	}
+	n->labels = labels;
+	n->seen = true;
+	p->nss[p->nns++] = n;
+	p->rematch_all = true;
+out:
+	pthread_mutex_unlock(&p->lock);
+}
+
+static void ns_remove_at(struct policy *p, size_t i)
+{
+	struct pns *n = p->nss[i];
+
+	u64map_del(&p->ns_index, hash1(n->name));
+	p->nss[i] = p->nss[--p->nns];
+	if (i < p->nns)
+		index_move(&p->ns_index, hash1(p->nss[i]->name), i);
+	json_decref(n->labels);
+	free(n->name);
+	free(n);
+	p->rematch_all = true;
+}
+
+void policy_namespace_del(struct policy *p, const char *name)
+{
+	size_t i;
+
+	pthread_mutex_lock(&p->lock);
+	if (ns_find(p, name, &i))
+		ns_remove_at(p, i);
+	pthread_mutex_unlock(&p->lock);
+}
+
+/* ---- identities ---- */
+
+/* The canonical text of what policies can tell of a pod: its namespace,
+ * its labels (sorted) and its named ports (as containers list them: the
+ * port resolution reads the same spec).  Malloc'ed. */
+static char *ident_key(const char *ns, const json_t *labels, const json_t *ports)
+{
+	char *l = json_dumps(labels ? labels : json_object(), JSON_SORT_KEYS | JSON_COMPACT);
+	char *q = ports ? json_dumps(ports, JSON_SORT_KEYS | JSON_COMPACT) : NULL;
+	char *key = NULL;
+
+	if (l && asprintf(&key, "%s\n%s\n%s", ns, l, q ? q : "[]") < 0)
+		key = NULL;
+	free(l);
+	free(q);
+	return key;
+}
+
+/* The named ports of a spec, for the key: [[name, proto, port]...]. */
+static json_t *named_ports(const json_t *spec)
+{
+	json_t *out = json_array();
+	const json_t *c, *port;
+	size_t i, j;
+
+	json_array_foreach(json_object_get(spec, "containers"), i, c)
+		json_array_foreach(json_object_get(c, "ports"), j, port) {
+			const char *name = json_string_value(json_object_get(port, "name"));
+			const char *proto = json_string_value(json_object_get(port, "protocol"));
+
+			if (name)
+				json_array_append_new(out, json_pack("[s s I]", name, proto ? proto : "TCP",
+							   json_integer_value(json_object_get(port, "containerPort"))));
+		}
+	return out;
+}
+
+static struct ident *ident_by_num(struct policy *p, uint32_t id)
+{
+	uint64_t i;
+
+	return u64map_get(&p->id_by_num, id, &i) ? p->ids[i] : NULL;
+}
+
+/* The identity for (ns, labels, spec), made when new; its count taken. */
+static struct ident *ident_get(struct policy *p, const char *ns, const json_t *labels, const json_t *spec)
+{
+	json_t *ports = named_ports(spec);
+	char *key = ident_key(ns, labels, ports);
+	struct ident *id = NULL;
+	uint64_t h, i;
+
+	json_decref(ports);
+	if (!key)
+		return NULL;
+	h = hash1(key);
+	if (u64map_get(&p->id_index, h, &i) && strcmp(p->ids[i]->key, key) == 0) {
+		free(key);
+		p->ids[i]->refs++;
+		return p->ids[i];
+	}
+	id = calloc(1, sizeof(*id));
+	if (!id || !(id->ns = strdup(ns)) ||
+	    grow((void **)&p->ids, &p->cap_ids, p->nids, sizeof(*p->ids)) < 0 ||
+	    u64map_put(&p->id_index, h, p->nids) < 0)
+		goto fail;
+	id->id = p->next_ident++;
+	if (u64map_put(&p->id_by_num, id->id, p->nids) < 0) {
+		u64map_del(&p->id_index, h);
+		goto fail;
+	}
+	id->key = key;
+	id->labels = labels ? json_deep_copy(labels) : json_object();
+	id->spec = spec ? json_deep_copy(spec) : json_object();
+	id->refs = 1;
+	id->pending = true;
+	p->ids[p->nids++] = id;
+	return id;
+fail:
+	if (id)
+		free(id->ns);
+	free(id);
+	free(key);
+	return NULL;
+}
+
+static void ident_put(struct policy *p, struct ident *id)
+{
+	uint64_t i;
+
+	if (!id || --id->refs > 0)
+		return;
+	if (!u64map_get(&p->id_by_num, id->id, &i))
+		return;
+	u64map_del(&p->id_index, hash1(id->key));
+	u64map_del(&p->id_by_num, id->id);
+	p->ids[i] = p->ids[--p->nids];
+	if (i < p->nids) {
+		index_move(&p->id_index, hash1(p->ids[i]->key), i);
+		index_move(&p->id_by_num, p->ids[i]->id, i);
+	}
+	json_decref(id->labels);
+	json_decref(id->spec);
+	free(id->key);
+	free(id->ns);
+	free(id);
+	p->removed_ids = true;
+}
+
+/* ---- pods ---- */
+
+static struct ppod *pod_find(struct policy *p, const char *ns, const char *name, size_t *at)
+{
+	uint64_t i;
+
+	if (!u64map_get(&p->pod_index, hash2(ns, name), &i) || strcmp(p->pods[i]->name, name) != 0 ||
+	    strcmp(p->pods[i]->ns, ns) != 0)
+		return NULL;
+	if (at)
+		*at = (size_t)i;
+	return p->pods[i];
+}
+
+void policy_pod_set(struct policy *p, const json_t *obj)
+{
+	const char *ns = obj_namespace(obj), *name = obj_name(obj), *ipstr = obj_str(obj, "status.podIP");
+	struct ppod *pod;
+	struct ident *id;
+	struct in_addr ia = { 0 };
+
+	if (!name)
+		return;
+	if (ipstr)
+		(void)inet_pton(AF_INET, ipstr, &ia);
+	pthread_mutex_lock(&p->lock);
+	id = ident_get(p, ns, obj_at(obj, "metadata.labels"), obj_at(obj, "spec"));
+	if (!id)
+		goto out;
+	pod = pod_find(p, ns, name, NULL);
+	if (pod) {
+		ident_put(p, pod->ident);
+		pod->ident = id;
+		pod->ip = ia.s_addr;
+		pod->seen = true;
+		goto out;
+	}
+	pod = calloc(1, sizeof(*pod));
+	if (!pod || !(pod->ns = strdup(ns)) || !(pod->name = strdup(name)) ||
+	    grow((void **)&p->pods, &p->cap_pods, p->npods, sizeof(*p->pods)) < 0 ||
+	    u64map_put(&p->pod_index, hash2(ns, name), p->npods) < 0) {
+		if (pod) {
+			free(pod->ns);
+			free(pod->name);
+		}
+		free(pod);
+		ident_put(p, id);
+		goto out;
+	}
+	pod->ident = id;
+	pod->ip = ia.s_addr;
+	pod->seen = true;
+	p->pods[p->npods++] = pod;
+out:
+	pthread_mutex_unlock(&p->lock);
+}
+
+static void pod_remove_at(struct policy *p, size_t i)
+{
+	struct ppod *pod = p->pods[i];
+
+	u64map_del(&p->pod_index, hash2(pod->ns, pod->name));
+	p->pods[i] = p->pods[--p->npods];
+	if (i < p->npods)
+		index_move(&p->pod_index, hash2(p->pods[i]->ns, p->pods[i]->name), i);
+	ident_put(p, pod->ident);
+	free(pod->ns);
+	free(pod->name);
+	free(pod);
+}
+
+void policy_pod_del(struct policy *p, const char *ns, const char *name)
+{
+	size_t i;
+
+	pthread_mutex_lock(&p->lock);
+	if (pod_find(p, ns, name, &i))
+		pod_remove_at(p, i);
+	pthread_mutex_unlock(&p->lock);
+}
+
+bool policy_pod_known(struct policy *p, const char *ns, const char *name)
+{
+	bool known;
+
+	pthread_mutex_lock(&p->lock);
+	known = pod_find(p, ns, name, NULL) != NULL;
+	pthread_mutex_unlock(&p->lock);
+	return known;
+}
+
+/* ---- policies ---- */
+
+static struct ppol *pol_find(struct policy *p, const char *ns, const char *name, size_t *at)
+{
+	uint64_t i;
+
+	if (!u64map_get(&p->pol_index, hash2(ns, name), &i) || strcmp(p->pols[i]->name, name) != 0 ||
+	    strcmp(p->pols[i]->ns, ns) != 0)
+		return NULL;
+	if (at)
+		*at = (size_t)i;
+	return p->pols[i];
+}
+
+static void pol_clear(struct ppol *pol)
+{
+	for (int d = 0; d < 2; d++) {
+		size_t n = pol->base[d] && pol->np.nrules[d]
+				   ? pol->base[d][pol->np.nrules[d]] : 0;
+
+		for (size_t i = 0; pol->match[d] && i < n; i++)
+			free(pol->match[d][i].ids);
+		free(pol->match[d]);
+		free(pol->base[d]);
+		pol->match[d] = NULL;
+		pol->base[d] = NULL;
+	}
+	netpol_free(&pol->np);
+	pol->ok = false;
+}
+
+/* The match cache's shape for pol's rules: base[d][r] = first index of
+ * rule r's peers, base[d][nrules] = their total. */
+static int pol_shape(struct ppol *pol)
+{
+	for (int d = 0; d < 2; d++) {
+		size_t total = 0, nr = pol->np.nrules[d];
+
+		pol->base[d] = calloc(nr + 1, sizeof(size_t));
+		if (!pol->base[d])
+			return -ENOMEM;
+		for (size_t r = 0; r < nr; r++) {
+			pol->base[d][r] = total;
+			total += pol->np.rules[d][r].npeers;
+		}
+		pol->base[d][nr] = total;
+		pol->match[d] = calloc(total ? total : 1, sizeof(struct idlist));
+		if (!pol->match[d])
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+void policy_netpol_set(struct policy *p, const json_t *obj)
+{
+	const char *ns = obj_namespace(obj), *name = obj_name(obj);
+	struct ppol *pol;
+	char err[256];
+
+	if (!name)
+		return;
+	pthread_mutex_lock(&p->lock);
+	pol = pol_find(p, ns, name, NULL);
+	if (!pol) {
+		pol = calloc(1, sizeof(*pol));
+		if (!pol || !(pol->ns = strdup(ns)) || !(pol->name = strdup(name)) ||
+		    grow((void **)&p->pols, &p->cap_pols, p->npols, sizeof(*p->pols)) < 0 ||
+		    u64map_put(&p->pol_index, hash2(ns, name), p->npols) < 0) {
+			if (pol) {
+				free(pol->ns);
+				free(pol->name);
+			}
+			free(pol);
+			goto out;
+		}
+		pol->ref = p->next_rule++;
+		p->pols[p->npols++] = pol;
+	}
+	pol_clear(pol);
+	pol->seen = true;
+	pol->dirty = true;
+	if (netpol_parse(obj, &pol->np, err, sizeof(err)) < 0) {
+		/* the controller validated it: a parse failure here is a
+		 * disagreement between versions; the policy isolates nothing */
+		fprintf(stderr, "weft-agent: networkpolicy %s/%s ignored: %s\n", ns, name, err);
+		p->st.bad_policies++;
+		goto out;
+	}
+	if (pol_shape(pol) < 0) {
+		pol_clear(pol);
+		goto out;
+	}
+	pol->ok = true;
+out:
+	pthread_mutex_unlock(&p->lock);
+}
+
+static void pol_remove_at(struct policy *p, size_t i)
+{
+	struct ppol *pol = p->pols[i];
+
+	u64map_del(&p->pol_index, hash2(pol->ns, pol->name));
+	p->pols[i] = p->pols[--p->npols];
+	if (i < p->npols)
+		index_move(&p->pol_index, hash2(p->pols[i]->ns, p->pols[i]->name), i);
+	pol_clear(pol);
+	free(pol->ns);
+	free(pol->name);
+	free(pol);
+}
+
+void policy_netpol_del(struct policy *p, const char *ns, const char *name)
+{
+	size_t i;
+
+	pthread_mutex_lock(&p->lock);
+	if (pol_find(p, ns, name, &i))
+		pol_remove_at(p, i);
+	pthread_mutex_unlock(&p->lock);
+}
+
+/* ---- lists ---- */
+
+void policy_begin_list(struct policy *p, enum policy_kind k)
+{
+	pthread_mutex_lock(&p->lock);
+	p->listing[k] = true;
+	if (k == POLICY_NAMESPACES)
+		for (size_t i = 0; i < p->nns; i++)
+			p->nss[i]->seen = false;
+	else if (k == POLICY_PODS)
+		for (size_t i = 0; i < p->npods; i++)
+			p->pods[i]->seen = false;
+	else
+		for (size_t i = 0; i < p->npols; i++)
+			p->pols[i]->seen = false;
+	pthread_mutex_unlock(&p->lock);
+}
+
+void policy_listed(struct policy *p, enum policy_kind k)
+{
+	size_t i = 0;
+
+	pthread_mutex_lock(&p->lock);
+	if (k == POLICY_NAMESPACES) {
+		while (i < p->nns)
+			if (!p->nss[i]->seen)
+				ns_remove_at(p, i);
+			else
+				i++;
+	} else if (k == POLICY_PODS) {
+		while (i < p->npods)
+			if (!p->pods[i]->seen)
+				pod_remove_at(p, i);
+			else
+				i++;
+	} else {
+		while (i < p->npols)
+			if (!p->pols[i]->seen)
+				pol_remove_at(p, i);
+			else
+				i++;
+	}
+	p->listing[k] = false;
+	p->listed[k] = true;
+	pthread_mutex_unlock(&p->lock);
+}
+
+bool policy_synced(struct policy *p)
+{
+	bool s;
+
+	pthread_mutex_lock(&p->lock);
+	s = p->listed[POLICY_NAMESPACES] && p->listed[POLICY_PODS] && p->listed[POLICY_NETPOLS];
+	pthread_mutex_unlock(&p->lock);
+	return s;
+}
+
+/* ---- locals ---- */
+
+static struct local *local_find(struct policy *p, in_addr_t ip)
+{
+	for (size_t i = 0; i < p->nlocals; i++)
+		if (p->locals[i].ip == ip)
+			return &p->locals[i];
+	return NULL;
+}
+
+void policy_local_set(struct policy *p, in_addr_t ip, const char *ns, const char *name)
+{
+	struct local *l;
+
+	pthread_mutex_lock(&p->lock);
+	l = local_find(p, ip);
+	if (!l) {
+		if (grow((void **)&p->locals, &p->cap_locals, p->nlocals, sizeof(*p->locals)) < 0)
+			goto out;
+		l = &p->locals[p->nlocals++];
+		memset(l, 0, sizeof(*l));
+		l->ip = ip;
+	}
+	free(l->ns);
+	free(l->name);
+	l->ns = strdup(ns);
+	l->name = strdup(name);
+out:
+	pthread_mutex_unlock(&p->lock);
+}
+
+void policy_local_del(struct policy *p, in_addr_t ip)
+{
+	struct local *l;
+
+	pthread_mutex_lock(&p->lock);
+	l = local_find(p, ip);
+	if (l) {
+		free(l->ns);
+		free(l->name);
+		*l = p->locals[--p->nlocals];
+	}
+	pthread_mutex_unlock(&p->lock);
+}
+
+/* The identity of a local endpoint: its Pod's, or (Pod not known yet) the
+ * identity of a pod of its namespace without labels or ports. */
+static struct ident *local_ident(struct policy *p, const struct local *l)
+{
+	struct ppod *pod = l->ns && l->name ? pod_find(p, l->ns, l->name, NULL) : NULL;
+
+	return pod ? pod->ident : NULL;
+}
+
+/* ---- matching (step 2) ---- */
+
+static void view_of(struct policy *p, const struct ident *id, struct netpol_pod *v)
+{
+	memset(v, 0, sizeof(*v));
+	v->ns = id->ns;
+	v->ns_labels = ns_labels(p, id->ns);
+	v->labels = id->labels;
+	v->spec = id->spec;
+}
+
+static int match_ident(struct policy *p, struct ppol *pol, struct ident *id)
+{
+	struct netpol_pod v;
+
+	if (!pol->ok)
+		return 0;
+	view_of(p, id, &v);
+	if (!v.ns_labels)
+		return 0;	/* its Namespace is not known: no selector matches it */
+	for (int d = 0; d < 2; d++)
+		for (size_t r = 0; r < pol->np.nrules[d]; r++) {
+			const struct netpol_rule *rule = &pol->np.rules[d][r];
+
+			for (size_t k = 0; k < rule->npeers; k++) {
+				const struct netpol_peer *peer = &rule->peers[k];
+
+				if (peer->is_block || !netpol_peer_matches_pod(&pol->np, peer, &v))
+					continue;
+				if (idlist_add(&pol->match[d][pol->base[d][r] + k], id->id) < 0)
+					return -ENOMEM;
+			}
+		}
+	return 0;
+}
+
+static void pol_unmatch(struct ppol *pol)
+{
+	for (int d = 0; d < 2 && pol->ok; d++)
+		for (size_t i = 0; i < pol->base[d][pol->np.nrules[d]]; i++)
+			pol->match[d][i].n = 0;
+}
+
+static int rematch(struct policy *p)
+{
+	bool all = p->rematch_all;
+	int err = 0;
+
+	/* new identities against the policies that stay as they are */
+	for (size_t j = 0; j < p->nids && err == 0 && !all; j++) {
+		if (!p->ids[j]->pending)
+			continue;
+		for (size_t i = 0; i < p->npols && err == 0; i++)
+			if (!p->pols[i]->dirty)
+				err = match_ident(p, p->pols[i], p->ids[j]);
+	}
+	/* changed policies (every policy after a namespace change) against
+	 * every identity */
+	for (size_t i = 0; i < p->npols && err == 0; i++) {
+		struct ppol *pol = p->pols[i];
+
+		if (!all && !pol->dirty)
+			continue;
+		pol_unmatch(pol);
+		for (size_t j = 0; j < p->nids && err == 0; j++)
+			err = match_ident(p, pol, p->ids[j]);
+	}
+	if (p->removed_ids && !all && err == 0) {
+		/* drop the numbers that are gone */
+		for (size_t i = 0; i < p->npols; i++)
+			for (int d = 0; d < 2 && p->pols[i]->ok; d++)
+				for (size_t m = 0; m < p->pols[i]->base[d][p->pols[i]->np.nrules[d]]; m++) {
+					struct idlist *l = &p->pols[i]->match[d][m];
+					size_t w = 0;
+
+					for (size_t x = 0; x < l->n; x++)
+						if (ident_by_num(p, l->ids[x]))
+							l->ids[w++] = l->ids[x];
+					l->n = w;
+				}
+	}
+	if (err < 0) {
+		p->rematch_all = true;	/* out of memory halfway: start over next time */
+		return err;
+	}
+	for (size_t j = 0; j < p->nids; j++)
+		p->ids[j]->pending = false;
+	for (size_t i = 0; i < p->npols; i++)
+		p->pols[i]->dirty = false;
+	p->rematch_all = false;
+	p->removed_ids = false;
+	return 0;
+}
+
+/* ---- prefixes ---- */
+
+static struct prefix *prefix_find(struct policy *p, const struct cidr *c)
+{
+	for (size_t i = 0; i < p->nprefixes; i++)
+		if (p->prefixes[i].c.addr == c->addr && p->prefixes[i].c.len == c->len)
+			return &p->prefixes[i];
+	return NULL;
+}
+
+static int prefix_use(struct policy *p, const struct cidr *c)
+{
+	struct prefix *x = prefix_find(p, c);
+
+	if (x) {
+		x->used = true;
+		return 0;
+	}
+	if (grow((void **)&p->prefixes, &p->cap_prefixes, p->nprefixes, sizeof(*p->prefixes)) < 0)
+		return -ENOMEM;
+	x = &p->prefixes[p->nprefixes++];
+	memset(x, 0, sizeof(*x));
+	x->c = *c;
+	x->id = WEFT_ID_CIDR | p->next_cidr++;
+	x->used = true;
+	return 0;
+}
+
+/* Mark every prefix the policies name (new ones get a number). */
+static int prefixes_collect(struct policy *p)
+{
+	for (size_t i = 0; i < p->nprefixes; i++)
+		p->prefixes[i].used = false;
+	for (size_t i = 0; i < p->npols; i++) {
+		const struct netpol *np = &p->pols[i]->np;
+
+		for (int d = 0; d < 2 && p->pols[i]->ok; d++)
+			for (size_t r = 0; r < np->nrules[d]; r++)
+				for (size_t k = 0; k < np->rules[d][r].npeers; k++) {
+					const struct netpol_peer *peer = &np->rules[d][r].peers[k];
+
+					if (!peer->is_block)
+						continue;
+					if (prefix_use(p, &peer->block) < 0)
+						return -ENOMEM;
+					for (size_t e = 0; e < peer->nexcept; e++)
+						if (prefix_use(p, &peer->except[e]) < 0)
+							return -ENOMEM;
+				}
+	}
+	return 0;
+}
+
+/* ---- rule sets (step 3) ---- */
+
+struct keyset {
+	struct pkey *keys;
+	size_t n, cap;
+};
+
+static int key_add(struct keyset *s, uint32_t dir, uint32_t peer, uint8_t proto, uint16_t port,
+		   int prefixlen, uint32_t rule)
+{
+	struct pkey *k;
+
+	if (grow((void **)&s->keys, &s->cap, s->n, sizeof(*s->keys)) < 0)
+		return -ENOMEM;
+	k = &s->keys[s->n++];
+	memset(k, 0, sizeof(*k));
+	k->k.prefixlen = (__u32)prefixlen;
+	k->k.peer = htonl(peer);
+	k->k.dir = (__u8)dir;
+	k->k.proto = prefixlen > WEFT_POLICY_PREFIX_ALL ? proto : 0;
+	k->k.port = prefixlen > WEFT_POLICY_PREFIX_PROTO ? htons(port) : 0;
+	k->rule = rule;
+	return 0;
+}
+
+/* Keys for peer on ports lo..hi of proto: aligned blocks of 2^k ports,
+ * each one trie key of prefix 96 - k. */
+static int key_add_range(struct keyset *s, uint32_t dir, uint32_t peer, uint8_t proto, uint16_t lo,
+			 uint16_t hi, uint32_t rule)
+{
+	uint32_t cur = lo;
+	int err = 0;
+
+	while (cur <= hi && err == 0) {
+		int k = 0;
+
+		while (k < 16 && (cur & ((1u << (k + 1)) - 1)) == 0 && cur + (1u << (k + 1)) - 1 <= hi)
+			k++;
+		err = key_add(s, dir, peer, proto, (uint16_t)cur, WEFT_POLICY_PREFIX_PORT - k, rule);
+		cur += 1u << k;
+	}
+	return err;
+}
+
+/* The CIDR identities inside peer's block and outside its excepts. */
+static int block_peers(struct policy *p, const struct netpol_peer *peer, struct idlist *out)
+{
+	for (size_t i = 0; i < p->nprefixes; i++) {
+		const struct prefix *x = &p->prefixes[i];
+		bool out_of = false;
+
+		if (!x->used || !cidr_contains(&peer->block, &x->c))
+			continue;
+		for (size_t e = 0; e < peer->nexcept && !out_of; e++)
+			out_of = cidr_contains(&peer->except[e], &x->c);
+		if (!out_of && idlist_add(out, x->id) < 0)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* The keys of one rule of pol for the local identity self. */
+static int rule_keys(struct policy *p, const struct ppol *pol, int dir, size_t r, const struct ident *self,
+		     struct keyset *s)
+{
+	const struct netpol_rule *rule = &pol->np.rules[dir][r];
+	struct idlist peers = { 0 }, named = { 0 };
+	struct netpol_pod selfv;
+	int err = 0;
+
+	/* the peers: any, CIDR identities, or the identities matched */
+	if (rule->npeers == 0)
+		err = idlist_add(&peers, WEFT_ID_ANY);
+	for (size_t k = 0; k < rule->npeers && err == 0; k++) {
+		const struct netpol_peer *peer = &rule->peers[k];
+		const struct idlist *m = &pol->match[dir][pol->base[dir][r] + k];
+
+		if (peer->is_block) {
+			err = block_peers(p, peer, &peers);
+			continue;
+		}
+		for (size_t i = 0; i < m->n && err == 0; i++)
+			err = idlist_add(&peers, m->ids[i]);
+		for (size_t i = 0; i < m->n && err == 0; i++)
+			err = idlist_add(&named, m->ids[i]);	/* egress named ports resolve on these */
+	}
+	if (rule->npeers == 0)
+		for (size_t i = 0; i < p->nids && err == 0; i++)
+			err = idlist_add(&named, p->ids[i]->id);
+	view_of(p, self, &selfv);
+	for (size_t i = 0; i < peers.n && err == 0; i++) {
+		if (rule->nports == 0) {
+			err = key_add(s, (uint32_t)dir, peers.ids[i], 0, 0, WEFT_POLICY_PREFIX_ALL, pol->ref);
+			continue;
+		}
+		for (size_t q = 0; q < rule->nports && err == 0; q++) {
+			const struct netpol_port *port = &rule->ports[q];
+			uint16_t lo, hi;
+
+			if (port->name[0] && dir == NETPOL_EGRESS)
+				continue;	/* resolved on each destination, below */
+			if (netpol_port_range(port, &selfv, &lo, &hi) < 0)
+				continue;	/* a name this pod does not have */
+			err = key_add_range(s, (uint32_t)dir, peers.ids[i], port->proto, lo, hi, pol->ref);
+		}
+	}
+	/* egress to a named port: the port each destination identity gives
+	 * the name (an ipBlock peer has no name to resolve: it adds none) */
+	for (size_t q = 0; q < rule->nports && err == 0 && dir == NETPOL_EGRESS; q++) {
+		const struct netpol_port *port = &rule->ports[q];
+
+		if (!port->name[0])
+			continue;
+		for (size_t i = 0; i < named.n && err == 0; i++) {
+			struct ident *dst = ident_by_num(p, named.ids[i]);
+			struct netpol_pod dv;
+			uint16_t lo, hi;
+
+			if (!dst)
+				continue;
+			view_of(p, dst, &dv);
+			if (netpol_port_range(port, &dv, &lo, &hi) == 0)
+				err = key_add_range(s, (uint32_t)dir, dst->id, port->proto, lo, hi, pol->ref);
+		}
+	}
+	free(peers.ids);
+	free(named.ids);
+	return err;
+}
+
+static int pkey_cmp(const void *a, const void *b)
+{
+	return memcmp(&((const struct pkey *)a)->k, &((const struct pkey *)b)->k, sizeof(struct weft_policy_key));
+}
+
+/* Sort and drop duplicates (the first rule number stays). */
+static void keyset_normalize(struct keyset *s)
+{
+	size_t w = 0;
+
+	if (s->n == 0)
+		return;
+	qsort(s->keys, s->n, sizeof(*s->keys), pkey_cmp);
+	for (size_t i = 1; i < s->n; i++)
+		if (pkey_cmp(&s->keys[w], &s->keys[i]) != 0)
+			s->keys[++w] = s->keys[i];
+	s->n = w + 1;
+}
+
+/* What the rule set of identity self should be: flags and keys. */
+static int class_compute(struct policy *p, const struct ident *self, uint32_t *flags, struct keyset *s)
+{
+	int err = 0;
+
+	*flags = 0;
+	for (size_t i = 0; i < p->npols && err == 0; i++) {
+		const struct ppol *pol = p->pols[i];
+
+		if (!pol->ok || strcmp(pol->ns, self->ns) != 0 ||
+		    !netpol_selects(&pol->np, self->ns, self->labels))
+			continue;
+		for (int d = 0; d < 2 && err == 0; d++) {
+			if (!pol->np.isolates[d])
+				continue;
+			*flags |= d == NETPOL_INGRESS ? WEFT_EP_F_ISOLATE_IN : WEFT_EP_F_ISOLATE_OUT;
+			for (size_t r = 0; r < pol->np.nrules[d] && err == 0; r++)
+				err = rule_keys(p, pol, d, r, self, s);
+		}
+	}
+	keyset_normalize(s);
+	return err;
+}
+
+static struct pclass *class_find(struct policy *p, uint32_t ident)
+{
+	for (size_t i = 0; i < p->nclasses; i++)
+		if (p->classes[i].ident == ident)
+			return &p->classes[i];
+	return NULL;
+}
+
+static int key_write(struct policy *p, uint32_t policy_id, const struct pkey *k)
+{
+	struct weft_policy_key key = k->k;
+	struct weft_policy_value v = { .rule = k->rule };
+
+	key.policy_id = htonl(policy_id);
+	p->st.writes++;
+	return datapath_policy_put(p->dp, &key, &v);
+}
+
+static void key_delete(struct policy *p, uint32_t policy_id, const struct pkey *k)
+{
+	struct weft_policy_key key = k->k;
+
+	key.policy_id = htonl(policy_id);
+	p->st.writes++;
+	(void)datapath_policy_del(p->dp, &key);
+}
+
+/* Is every key of a in b (both sorted)? */
+static bool keys_subset(const struct pkey *a, size_t na, const struct pkey *b, size_t nb)
+{
+	size_t j = 0;
+
+	for (size_t i = 0; i < na; i++) {
+		while (j < nb && pkey_cmp(&b[j], &a[i]) < 0)
+			j++;
+		if (j == nb || pkey_cmp(&b[j], &a[i]) != 0)
+			return false;
+	}
+	return true;
+}
+
+static bool keys_equal(const struct pkey *a, size_t na, const struct pkey *b, size_t nb)
+{
+	return na == nb && (na == 0 || memcmp(a, b, na * sizeof(*a)) == 0);
+}
+
+/* Move every local endpoint of identity c->ident to c's rule set. */
+static void endpoints_move(struct policy *p, const struct pclass *c)
+{
+	for (size_t i = 0; i < p->nlocals; i++) {
+		struct ident *id = local_ident(p, &p->locals[i]);
+		struct weft_endpoint ep;
+
+		if (!id || id->id != c->ident ||
+		    datapath_endpoint_get(p->dp, p->locals[i].ip, &ep) < 0)
+			continue;
+		if (ep.policy_id == c->policy_id &&
+		    (ep.flags & ~(uint32_t)WEFT_EP_F_READY) == (c->flags | (ep.flags & WEFT_EP_F_LOG)))
+			continue;
+		ep.policy_id = c->policy_id;
+		ep.flags = (ep.flags & (WEFT_EP_F_READY | WEFT_EP_F_LOG)) | c->flags;
+		p->st.writes++;
+		(void)datapath_endpoint_put(p->dp, p->locals[i].ip, &ep);
+	}
+}
+
+/* Bring class c to (flags, s): in place when only adding or only
+ * removing keys, else a whole new set under a new ID.  Takes s's keys. */
+static int class_write(struct policy *p, struct pclass *c, uint32_t flags, struct keyset *s)
+{
+	uint32_t id;
+	size_t done = 0;
+	int err = 0;
+
+	if (c->flags == flags && keys_equal(c->keys, c->n, s->keys, s->n) &&
+	    (c->policy_id != 0 || s->n == 0)) {
+		free(s->keys);
+		return 0;
+	}
+	if (c->policy_id && c->flags == flags && keys_subset(c->keys, c->n, s->keys, s->n)) {
+		for (size_t i = 0, j = 0; i < s->n && err == 0; i++) {
+			while (j < c->n && pkey_cmp(&c->keys[j], &s->keys[i]) < 0)
+				j++;
+			if (j < c->n && pkey_cmp(&c->keys[j], &s->keys[i]) == 0)
+				continue;
+			err = key_write(p, c->policy_id, &s->keys[i]);
+		}
+		if (err == 0)
+			goto adopt;
+	} else if (c->policy_id && c->flags == flags && keys_subset(s->keys, s->n, c->keys, c->n)) {
+		for (size_t i = 0, j = 0; i < c->n; i++) {
+			while (j < s->n && pkey_cmp(&s->keys[j], &c->keys[i]) < 0)
+				j++;
+			if (j < s->n && pkey_cmp(&s->keys[j], &c->keys[i]) == 0)
+				continue;
+			key_delete(p, c->policy_id, &c->keys[i]);
+		}
+		goto adopt;
+	}
+	if (err < 0) {
+		/* the in-place additions did not fit: take back what was
+		 * added; the old set stays whole */
+		for (size_t i = 0, j = 0; i < s->n; i++) {
+			while (j < c->n && pkey_cmp(&c->keys[j], &s->keys[i]) < 0)
+				j++;
+			if (j < c->n && pkey_cmp(&c->keys[j], &s->keys[i]) == 0)
+				continue;
+			key_delete(p, c->policy_id, &s->keys[i]);
+		}
+		goto full;
+	}
+	/* a whole new set, then the endpoints, then the old set goes */
+	id = s->n ? p->next_policy_id++ : 0;
+	for (done = 0; done < s->n && err == 0; done++)
+		err = key_write(p, id, &s->keys[done]);
+	if (err < 0) {
+		for (size_t i = 0; i + 1 < done; i++)
+			key_delete(p, id, &s->keys[i]);
+		goto full;
+	}
+	{
+		uint32_t old_id = c->policy_id;
+		struct pkey *old = c->keys;
+		size_t nold = c->n;
+
+		c->policy_id = id;
+		c->flags = flags;
+		c->keys = s->keys;
+		c->n = s->n;
+		endpoints_move(p, c);
+		for (size_t i = 0; i < nold && old_id; i++)
+			key_delete(p, old_id, &old[i]);
+		free(old);
+	}
+	p->st.applies++;
+	return 0;
+adopt:
+	free(c->keys);
+	c->keys = s->keys;
+	c->n = s->n;
+	p->st.applies++;
+	return 0;
+full:
+	p->st.map_full++;
+	free(s->keys);
+	if (c->policy_id == 0 && c->flags != (flags | WEFT_EP_F_POLICY_FULL)) {
+		/* nothing whole to keep: deny what isolation denies, and say why */
+		c->flags = flags | WEFT_EP_F_POLICY_FULL;
+		free(c->keys);
+		c->keys = NULL;
+		c->n = 0;
+		endpoints_move(p, c);
+	}
+	return err;
+}
+
+static void class_drop(struct policy *p, size_t i)
+{
+	struct pclass *c = &p->classes[i];
+
+	for (size_t k = 0; k < c->n && c->policy_id; k++)
+		key_delete(p, c->policy_id, &c->keys[k]);
+	free(c->keys);
+	p->classes[i] = p->classes[--p->nclasses];
+}
+
+static int classes_apply(struct policy *p)
+{
+	int err = 0;
+
+	for (size_t i = 0; i < p->nclasses; i++)
+		p->classes[i].used = false;
+	for (size_t i = 0; i < p->nlocals; i++) {
+		struct ident *id = local_ident(p, &p->locals[i]);
+		struct pclass *c;
+		struct keyset s = { 0 };
+		uint32_t flags;
+		int rc;
+
+		if (!id)
+			continue;
+		c = class_find(p, id->id);
+		if (c && c->used)
+			continue;
+		if (!c) {
+			if (grow((void **)&p->classes, &p->cap_classes, p->nclasses, sizeof(*p->classes)) < 0)
+				return -ENOMEM;
+			c = &p->classes[p->nclasses++];
+			memset(c, 0, sizeof(*c));
+			c->ident = id->id;
+		}
+		c->used = true;
+		rc = class_compute(p, id, &flags, &s);
+		if (rc < 0) {
+			free(s.keys);
+			err = rc;
+			continue;
+		}
+		rc = class_write(p, c, flags, &s);
+		if (rc < 0)
+			err = rc;
+	}
+	for (size_t i = 0; i < p->nclasses;)
+		if (!p->classes[i].used)
+			class_drop(p, i);
+		else
+			i++;
+	return err;
+}
+
+/* ---- apply ---- */
+
+static int prefixes_write(struct policy *p)
+{
+	int err = 0;
+
+	for (size_t i = 0; i < p->nprefixes; i++) {
+		struct prefix *x = &p->prefixes[i];
+
+		if (!x->used || x->written)
+			continue;
+		p->st.writes++;
+		if (datapath_policy_cidr_put(p->dp, htonl(x->c.addr), x->c.len, x->id) < 0) {
+			p->st.map_full++;
+			err = -ENOSPC;
+			continue;
+		}
+		x->written = true;
+	}
+	return err;
+}
+
+static void prefixes_prune(struct policy *p)
+{
+	for (size_t i = 0; i < p->nprefixes;) {
+		struct prefix *x = &p->prefixes[i];
+
+		if (x->used) {
+			i++;
+			continue;
+		}
+		if (x->written) {
+			p->st.writes++;
+			(void)datapath_policy_cidr_del(p->dp, htonl(x->c.addr), x->c.len);
+		}
+		p->prefixes[i] = p->prefixes[--p->nprefixes];
+	}
+}
+
+static void ipcache_update(struct policy *p)
+{
+	for (size_t i = 0; i < p->npods; i++) {
+		struct ppod *pod = p->pods[i];
+		struct weft_ipcache_entry e;
+
+		if (!pod->ip || pod->written == pod->ident->id)
+			continue;
+		if (datapath_ipcache_get(p->dp, pod->ip, &e) < 0)
+			continue;	/* not programmed yet: its writer fills it in */
+		pod->written = pod->ident->id;
+		if (e.identity == pod->written)
+			continue;
+		e.identity = pod->written;
+		p->st.writes++;
+		(void)datapath_ipcache_put(p->dp, pod->ip, &e);
+	}
+}
+
+int policy_apply(struct policy *p)
+{
+	int err;
+
+	pthread_mutex_lock(&p->lock);
+	if (!(p->listed[POLICY_NAMESPACES] && p->listed[POLICY_PODS] && p->listed[POLICY_NETPOLS])) {
+		pthread_mutex_unlock(&p->lock);
+		return 0;
+	}
+	err = rematch(p);
+	if (err == 0)
+		err = prefixes_collect(p);
+	if (err == 0) {
+		int e2 = classes_apply(p);	/* rules first: they name the prefixes */
+		int e3 = prefixes_write(p);
+
+		err = e2 < 0 ? e2 : e3;
+		ipcache_update(p);
+		prefixes_prune(p);
+	}
+	pthread_mutex_unlock(&p->lock);
+	return err;
+}
+
+/* ---- writers of entries ---- */
+
+int policy_endpoint_write(struct policy *p, in_addr_t ip, struct weft_endpoint *ep)
+{
+	struct local *l;
+	struct ident *id;
+	struct pclass *c;
+	int err;
+
+	pthread_mutex_lock(&p->lock);
+	l = local_find(p, ip);
+	id = l ? local_ident(p, l) : NULL;
+	c = id ? class_find(p, id->id) : NULL;
+	ep->flags &= WEFT_EP_F_READY | WEFT_EP_F_LOG;
+	if (c) {
+		ep->policy_id = c->policy_id;
+		ep->flags |= c->flags;
+	} else {
+		/* no rule set computed (yet): keep what the map has, so a
+		 * restart does not open an isolated pod */
+		struct weft_endpoint old;
+
+		if (datapath_endpoint_get(p->dp, ip, &old) == 0) {
+			ep->policy_id = old.policy_id;
+			ep->flags |= old.flags & (WEFT_EP_F_ISOLATE_IN | WEFT_EP_F_ISOLATE_OUT |
+						   WEFT_EP_F_POLICY_FULL);
+		}
+	}
+	err = datapath_endpoint_put(p->dp, ip, ep);
+	pthread_mutex_unlock(&p->lock);
+	return err;
+}
+
+int policy_ipcache_write(struct policy *p, in_addr_t ip, struct weft_ipcache_entry *e)
+{
+	struct weft_ipcache_entry old;
+	int err;
+
+	pthread_mutex_lock(&p->lock);
+	/* the identity already written stays until policy_apply moves it
+	 * (invariant 1); a new entry gets its pod's, if known */
+	if (datapath_ipcache_get(p->dp, ip, &old) == 0 && old.identity) {
+		e->identity = old.identity;
+	} else {
+		e->identity = 0;
+		for (size_t i = 0; i < p->npods; i++)
+			if (p->pods[i]->ip == ip) {
+				e->identity = p->pods[i]->ident->id;
+				p->pods[i]->written = e->identity;
+				break;
+			}
+		if (!e->identity) {
+			for (size_t i = 0; i < p->nlocals; i++)
+				if (p->locals[i].ip == ip) {
+					struct ident *id = local_ident(p, &p->locals[i]);
+
+					e->identity = id ? id->id : 0;
+					break;
+				}
+		}
+	}
+	err = datapath_ipcache_put(p->dp, ip, e);
+	pthread_mutex_unlock(&p->lock);
+	return err;
+}
+
+/* ---- start-up ---- */
+
+static int adopt_ipcache(in_addr_t ip, const struct weft_ipcache_entry *e, void *arg)
+{
+	struct policy *p = arg;
+
+	(void)ip;
+	if (e->identity >= p->next_ident && e->identity < WEFT_ID_CIDR)
+		p->next_ident = e->identity + 1;
+	return 0;
+}
+
+static int adopt_policy(const struct weft_policy_key *k, const struct weft_policy_value *v, void *arg)
+{
+	struct policy *p = arg;
+	uint32_t id = ntohl(k->policy_id), peer = ntohl(k->peer);
+
+	if (id >= p->next_policy_id)
+		p->next_policy_id = id + 1;
+	if ((peer & WEFT_ID_CIDR) && (peer & ~WEFT_ID_CIDR) >= p->next_cidr)
+		p->next_cidr = (peer & ~WEFT_ID_CIDR) + 1;
+	else if (!(peer & WEFT_ID_CIDR) && peer >= p->next_ident)
+		p->next_ident = peer + 1;
+	if (v->rule >= p->next_rule)
+		p->next_rule = v->rule + 1;
+	return 0;
+}
+
+static int adopt_cidr(in_addr_t addr, int len, uint32_t id, void *arg)
+{
+	struct policy *p = arg;
+
+	(void)addr;
+	(void)len;
+	if ((id & ~WEFT_ID_CIDR) >= p->next_cidr)
+		p->next_cidr = (id & ~WEFT_ID_CIDR) + 1;
+	return 0;
+}
+
+/* A restarted agent numbers everything above what the maps hold, so no
+ * number it hands out can meet a rule or entry of the agent before it. */
+int policy_adopt(struct policy *p)
+{
+	int err;
+
+	pthread_mutex_lock(&p->lock);
+	err = datapath_ipcache_foreach(p->dp, adopt_ipcache, p);
+	if (err == 0)
+		err = datapath_policy_foreach(p->dp, adopt_policy, p);
+	if (err == 0)
+		err = datapath_policy_cidr_foreach(p->dp, adopt_cidr, p);
+	pthread_mutex_unlock(&p->lock);
+	return err;
+}
+
+/* ---- the rest ---- */
+
+void policy_rule_name(struct policy *p, uint32_t rule, char *buf, size_t len)
+{
+	pthread_mutex_lock(&p->lock);
+	snprintf(buf, len, "%s", "");
+	for (size_t i = 0; i < p->npols; i++)
+		if (p->pols[i]->ref == rule) {
+			snprintf(buf, len, "%s/%s", p->pols[i]->ns, p->pols[i]->name);
+			break;
+		}
+	pthread_mutex_unlock(&p->lock);
+}
+
+void policy_stats(struct policy *p, struct policy_stats *st)
+{
+	pthread_mutex_lock(&p->lock);
+	*st = p->st;
+	st->identities = p->nids;
+	st->policies = p->npols;
+	st->classes = p->nclasses;
+	st->rules = 0;
+	for (size_t i = 0; i < p->nclasses; i++)
+		st->rules += p->classes[i].n;
+	st->cidrs = p->nprefixes;
+	pthread_mutex_unlock(&p->lock);
+}
+
+struct policy *policy_create(struct datapath *dp)
+{
+	struct policy *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return NULL;
+	pthread_mutex_init(&p->lock, NULL);
+	p->dp = dp;
+	p->next_ident = WEFT_ID_FIRST;
+	p->next_policy_id = 1;
+	p->next_rule = 1;
+	p->next_cidr = 1;
+	return p;
+}
+
+void policy_destroy(struct policy *p)
+{
+	if (!p)
+		return;
+	while (p->npols)
+		pol_remove_at(p, p->npols - 1);
+	while (p->npods)
+		pod_remove_at(p, p->npods - 1);
+	while (p->nns)
+		ns_remove_at(p, p->nns - 1);
+	for (size_t i = 0; i < p->nclasses; i++)
+		free(p->classes[i].keys);
+	for (size_t i = 0; i < p->nlocals; i++) {
+		free(p->locals[i].ns);
+		free(p->locals[i].name);
+	}
+	free(p->classes);
+	free(p->locals);
+	free(p->prefixes);
+	free(p->pols);
+	free(p->pods);
+	free(p->nss);
+	free(p->ids);
+	u64map_free(&p->ns_index);
+	u64map_free(&p->pod_index);
+	u64map_free(&p->id_index);
+	u64map_free(&p->id_by_num);
+	u64map_free(&p->pol_index);
+	pthread_mutex_destroy(&p->lock);
+	free(p);
+}
