@@ -167,8 +167,9 @@ struct weft_endpoint {
 #define WEFT_EP_F_POLICY_FULL	0x08	/* its rules could not all be written
 					 * (weft_policy full): what isolation
 					 * denies is counted POLICY_MAP_FULL */
-#define WEFT_EP_F_LOG		0x10	/* verdicts of new connections are logged
-					 * (sampled, rate-limited: weft_policy_log) */
+#define WEFT_EP_F_LOG_ALLOW	0x10	/* new connections policy allows are logged
+					 * (rate-limited: weft_policy_log) */
+#define WEFT_EP_F_LOG_DENY	0x20	/* ... those it denies */
 
 /* any pod in the cluster */
 struct weft_ipcache_entry {
@@ -424,6 +425,37 @@ struct weft_policy_value {
 
 struct weft_policy_cidr {
 	__u32 id;		/* WEFT_ID_CIDR | n */
+};
+
+/* The policy log: a record per new connection of a pod whose rule set
+ * logs (WEFT_EP_F_LOG_*), at most policy_log_rate a second on each CPU
+ * (the rest are counted in weft_policy_log_state.suppressed), in the ring
+ * buffer weft_policy_log, which the agent reads. */
+#define WEFT_POLICY_LOG_BYTES	(256 * 1024)
+#define WEFT_POLICY_LOG_RATE	100	/* records a second per CPU, by default */
+
+struct weft_policy_event {
+	__u64 time_ns;		/* bpf_ktime_get_ns */
+	__be32 saddr;		/* as judged: after service translation */
+	__be32 daddr;
+	__be16 sport;
+	__be16 dport;
+	__u8 proto;
+	__u8 allowed;		/* 1 allowed, 0 denied */
+	__u8 dir;		/* the side that decided: WEFT_POLICY_INGRESS (the
+				 * destination's rules) or EGRESS (the source's) */
+	__u8 pad;
+	__u32 reason;		/* denied: the drop reason */
+	__u32 rule_out;		/* the egress rule that allowed (weft_policy_value.rule), 0 none */
+	__u32 rule_in;		/* the ingress rule that allowed, 0 none */
+};
+
+/* per CPU: the second being counted and its records */
+struct weft_policy_log_state {
+	__u64 second;
+	__u32 count;
+	__u32 pad;
+	__u64 suppressed;	/* records over the rate, or with the buffer full */
 };
 
 struct weft_policy_ct_entry {

@@ -295,6 +295,7 @@ static __always_inline int lb_admit(int from, const struct weft_endpoint *src,
 {
 	const struct weft_ipcache_entry *remote;
 	const struct weft_endpoint *here;
+	struct policy_why why;
 	struct policy_flow f;
 	__be32 addr = b->addr;
 	__u32 reason;
@@ -315,8 +316,11 @@ static __always_inline int lb_admit(int from, const struct weft_endpoint *src,
 	f.dport = b->port;
 	f.proto = t->proto;
 	f.tcp_flags = t->tcp_flags;
-	reason = policy_judge(from == LB_FROM_POD ? src : NULL, here, &f);
-	return reason == WEFT_DROP_NONE ? 0 : -(int)reason;
+	reason = policy_judge(from == LB_FROM_POD ? src : NULL, here, &f, &why);
+	if (reason == WEFT_DROP_NONE)
+		return 0;	/* logged when the translated packet is checked */
+	policy_log(from == LB_FROM_POD ? src : NULL, here, &f, reason, &why);
+	return -(int)reason;
 }
 
 /* Is this packet allowed to open a connection?  TCP: a SYN alone (no ACK,

@@ -185,6 +185,20 @@ struct {
 } weft_policy_ct_closed SEC(".maps");
 
 struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, WEFT_POLICY_LOG_BYTES);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} weft_policy_log SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct weft_policy_log_state);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} weft_policy_log_state SEC(".maps");
+
+struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);

@@ -35,6 +35,8 @@
 
 /* connections one client may hold in weft_policy_ct; set before load */
 const volatile __u32 policy_ct_source_max = WEFT_MAX_POLICY_CT / WEFT_POLICY_CT_SOURCE_SHARE;
+/* policy log records a second per CPU; set before load */
+const volatile __u32 policy_log_rate = WEFT_POLICY_LOG_RATE;
 
 #define IPPROTO_SCTP_WEFT 132	/* linux/in.h has IPPROTO_SCTP; not every libc agrees */
 
@@ -94,8 +96,9 @@ static __always_inline __u32 policy_cidr_identity(__be32 addr)
 	return c ? c->id : 0;
 }
 
-static __always_inline int policy_rule(__u32 policy_id, __u8 dir, __u32 peer, __u8 proto,
-				       __be16 port)
+/* The rule number of ep's key for (dir, peer, proto, port), 0 when none. */
+static __always_inline __u32 policy_rule(__u32 policy_id, __u8 dir, __u32 peer, __u8 proto,
+					 __be16 port)
 {
 	struct weft_policy_key k = {
 		.prefixlen = WEFT_POLICY_PREFIX_PORT,
@@ -105,22 +108,25 @@ static __always_inline int policy_rule(__u32 policy_id, __u8 dir, __u32 peer, __
 		.proto = proto,
 		.port = port,
 	};
+	const struct weft_policy_value *v = bpf_map_lookup_elem(&weft_policy, &k);
 
-	return bpf_map_lookup_elem(&weft_policy, &k) != NULL;
+	return v ? (v->rule ? v->rule : 1) : 0;
 }
 
 /* Do ep's rules allow, in direction dir, the peer at addr on f's protocol
- * and destination port? */
-static __always_inline int policy_allows(const struct weft_endpoint *ep, __u8 dir, __be32 peer,
-					 const struct policy_flow *f)
+ * and destination port?  The rule number that does, or 0. */
+static __always_inline __u32 policy_allows(const struct weft_endpoint *ep, __u8 dir, __be32 peer,
+					   const struct policy_flow *f)
 {
-	__u32 id = policy_identity(peer), cidr = policy_cidr_identity(peer);
+	__u32 id = policy_identity(peer), cidr = policy_cidr_identity(peer), rule = 0;
 
-	if (id != WEFT_ID_WORLD && policy_rule(ep->policy_id, dir, id, f->proto, f->dport))
-		return 1;
-	if (cidr && policy_rule(ep->policy_id, dir, cidr, f->proto, f->dport))
-		return 1;
-	return policy_rule(ep->policy_id, dir, WEFT_ID_ANY, f->proto, f->dport);
+	if (id != WEFT_ID_WORLD)
+		rule = policy_rule(ep->policy_id, dir, id, f->proto, f->dport);
+	if (!rule && cidr)
+		rule = policy_rule(ep->policy_id, dir, cidr, f->proto, f->dport);
+	if (!rule)
+		rule = policy_rule(ep->policy_id, dir, WEFT_ID_ANY, f->proto, f->dport);
+	return rule;
 }
 
 static __always_inline __u32 policy_denied(const struct weft_endpoint *ep, __u32 reason)
@@ -128,23 +134,95 @@ static __always_inline __u32 policy_denied(const struct weft_endpoint *ep, __u32
 	return (ep->flags & WEFT_EP_F_POLICY_FULL) ? WEFT_DROP_POLICY_MAP_FULL : reason;
 }
 
+/* Why a judgement came out as it did: the rules that allowed each side
+ * (0: that side is not isolated, or denied), and the side that denied. */
+struct policy_why {
+	__u32 rule_out;
+	__u32 rule_in;
+	__u8 dir;		/* the side that denied */
+};
+
 /* The rules on a new connection f from src to dst (pods of this node, or
  * NULL for a peer elsewhere): WEFT_DROP_NONE, or the reason it is denied.
  * A pod reaching itself is allowed (the caller passes its address as both
  * ends). */
 static __always_inline __u32 policy_judge(const struct weft_endpoint *src,
 					  const struct weft_endpoint *dst,
-					  const struct policy_flow *f)
+					  const struct policy_flow *f, struct policy_why *why)
 {
+	why->rule_out = 0;
+	why->rule_in = 0;
+	why->dir = WEFT_POLICY_EGRESS;
 	if (f->saddr == f->daddr)
 		return WEFT_DROP_NONE;
-	if (src && (src->flags & WEFT_EP_F_ISOLATE_OUT) &&
-	    !policy_allows(src, WEFT_POLICY_EGRESS, f->daddr, f))
-		return policy_denied(src, WEFT_DROP_POLICY_EGRESS);
-	if (dst && (dst->flags & WEFT_EP_F_ISOLATE_IN) &&
-	    !policy_allows(dst, WEFT_POLICY_INGRESS, f->saddr, f))
-		return policy_denied(dst, WEFT_DROP_POLICY_INGRESS);
+	if (src && (src->flags & WEFT_EP_F_ISOLATE_OUT)) {
+		why->rule_out = policy_allows(src, WEFT_POLICY_EGRESS, f->daddr, f);
+		if (!why->rule_out)
+			return policy_denied(src, WEFT_DROP_POLICY_EGRESS);
+	}
+	why->dir = WEFT_POLICY_INGRESS;
+	if (dst && (dst->flags & WEFT_EP_F_ISOLATE_IN)) {
+		why->rule_in = policy_allows(dst, WEFT_POLICY_INGRESS, f->saddr, f);
+		if (!why->rule_in)
+			return policy_denied(dst, WEFT_DROP_POLICY_INGRESS);
+	}
 	return WEFT_DROP_NONE;
+}
+
+/* Log the verdict on a new connection when a pod here asks for it
+ * (WEFT_EP_F_LOG_ALLOW on either end for an allowed one; LOG_DENY on the
+ * end whose rules denied), at most policy_log_rate records a second on
+ * this CPU. */
+static __always_inline void policy_log(const struct weft_endpoint *src,
+				       const struct weft_endpoint *dst,
+				       const struct policy_flow *f, __u32 reason,
+				       const struct policy_why *why)
+{
+	const struct weft_endpoint *decider = why->dir == WEFT_POLICY_EGRESS ? src : dst;
+	struct weft_policy_log_state *st;
+	struct weft_policy_event *e;
+	__u32 key = 0;
+	__u64 now, second;
+
+	if (reason == WEFT_DROP_NONE) {
+		if (!((src && (src->flags & WEFT_EP_F_LOG_ALLOW)) ||
+		      (dst && (dst->flags & WEFT_EP_F_LOG_ALLOW))))
+			return;
+	} else if (!decider || !(decider->flags & WEFT_EP_F_LOG_DENY)) {
+		return;
+	}
+	st = bpf_map_lookup_elem(&weft_policy_log_state, &key);
+	if (!st)
+		return;
+	now = bpf_ktime_get_ns();
+	second = now / 1000000000ull;
+	if (st->second != second) {
+		st->second = second;
+		st->count = 0;
+	}
+	if (st->count >= policy_log_rate) {
+		st->suppressed++;
+		return;
+	}
+	e = bpf_ringbuf_reserve(&weft_policy_log, sizeof(*e), 0);
+	if (!e) {
+		st->suppressed++;
+		return;
+	}
+	st->count++;
+	e->time_ns = now;
+	e->saddr = f->saddr;
+	e->daddr = f->daddr;
+	e->sport = f->sport;
+	e->dport = f->dport;
+	e->proto = f->proto;
+	e->allowed = reason == WEFT_DROP_NONE;
+	e->dir = why->dir;
+	e->pad = 0;
+	e->reason = reason;
+	e->rule_out = why->rule_out;
+	e->rule_in = why->rule_in;
+	bpf_ringbuf_submit(e, 0);
 }
 
 /* May f open a connection?  TCP: a SYN alone; anything else: any packet. */
@@ -250,6 +328,7 @@ static __always_inline __u32 policy_check(const struct weft_config *cfg,
 					  const struct weft_endpoint *dst,
 					  const struct policy_flow *f, int trusted)
 {
+	struct policy_why why;
 	__u32 reason;
 	int err;
 
@@ -263,7 +342,8 @@ static __always_inline __u32 policy_check(const struct weft_config *cfg,
 		return WEFT_DROP_NONE;
 	if (policy_ct_follow(f, trusted))
 		return WEFT_DROP_NONE;
-	reason = policy_judge(src, dst, f);
+	reason = policy_judge(src, dst, f, &why);
+	policy_log(src, dst, f, reason, &why);
 	if (reason != WEFT_DROP_NONE)
 		return reason;
 	if (!policy_opens(f))

@@ -50,6 +50,7 @@
 #include "agent/datapath.h"
 #include "agent/ipam.h"
 #include "agent/policy.h"
+#include "agent/policy_log.h"
 #include "agent/service.h"
 
 #define AGENT_VXLAN_NAME "weft_vxlan"
@@ -71,6 +72,8 @@
 #define AGENT_ANN_CONNTRACK "weft.io/conntrack"
 /* on the Node: NetworkPolicy figures and map pressure, JSON (report.c) */
 #define AGENT_ANN_POLICY "weft.io/policy"
+/* on the Node: the last policy log records, a JSON array (policy_log.h) */
+#define AGENT_ANN_POLICY_LOG "weft.io/policy-log"
 /* VNID of a pod whose namespace the agent cannot learn (controller away):
  * reaches only global pods and pods in the same state until re-tagged */
 #define AGENT_VNID_UNKNOWN 0xffffffu
@@ -136,6 +139,7 @@ struct agent {
 	struct ipam *ipam;
 	struct cni_server *cni;
 	struct policy *policy;
+	struct policy_log *plog;	/* NULL when the ring buffer could not be read */
 
 	pthread_mutex_t lock;
 	pthread_cond_t kick;		/* wakes the reporter */
@@ -179,6 +183,8 @@ struct agent {
 	bool ct_swept;
 	char *reported_ct;		/* AGENT_ANN_CONNTRACK as last written (report thread) */
 	char *reported_policy;		/* AGENT_ANN_POLICY as last written (report thread) */
+	uint64_t reported_log_seq;	/* policy log records in the last AGENT_ANN_POLICY_LOG */
+	time_t log_at;			/* when it was written */
 };
 
 /* logging (stderr, one line, with time and level) */

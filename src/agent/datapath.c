@@ -476,6 +476,7 @@ int datapath_open(const struct datapath_opts *opts, struct datapath **out, bool 
 	dp->policy_ct_fd = bpf_map__fd(dp->pod->maps.weft_policy_ct);
 	dp->policy_ct_opened_fd = bpf_map__fd(dp->pod->maps.weft_policy_ct_opened);
 	dp->policy_ct_closed_fd = bpf_map__fd(dp->pod->maps.weft_policy_ct_closed);
+	dp->policy_log_fd = bpf_map__fd(dp->pod->maps.weft_policy_log);
 	dp->max_policy = bpf_map__max_entries(dp->pod->maps.weft_policy);
 	dp->max_policy_ct = bpf_map__max_entries(dp->pod->maps.weft_policy_ct);
 	if (rebuilt)

@@ -186,6 +186,8 @@ int datapath_policy_ct_closed_foreach(struct datapath *dp,
 				      int (*fn)(in_addr_t client, uint64_t closed, void *arg),
 				      void *arg);
 uint32_t datapath_policy_ct_source_max(struct datapath *dp);
+/* weft_policy_log, the ring buffer of policy verdicts (for ring_buffer__new) */
+int datapath_policy_log_fd(struct datapath *dp);
 void datapath_policy_capacities(struct datapath *dp, uint32_t *rules, uint32_t *ct);
 
 /* Sum of weft_drops over CPUs. */

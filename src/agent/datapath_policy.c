@@ -149,6 +149,11 @@ int datapath_policy_ct_closed_foreach(struct datapath *dp,
 	return datapath_counts_closed_foreach(dp->policy_ct_closed_fd, fn, arg);
 }
 
+int datapath_policy_log_fd(struct datapath *dp)
+{
+	return dp->policy_log_fd;
+}
+
 uint32_t datapath_policy_ct_source_max(struct datapath *dp)
 {
 	return dp->policy_ct_source_max;

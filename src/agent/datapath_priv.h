@@ -36,6 +36,7 @@ struct datapath {
 	int policy_ct_fd;
 	int policy_ct_opened_fd;
 	int policy_ct_closed_fd;
+	int policy_log_fd;
 	uint32_t max_policy, max_policy_ct;
 	uint32_t policy_ct_source_max;
 	int config_fd;

@@ -410,6 +410,9 @@ int main(int argc, char **argv)
 	LOG_INFO("serving CNI on %s", a.o.cni_socket);
 
 	/* 5. follow the cluster */
+	a.plog = policy_log_start(&a);
+	if (!a.plog)
+		LOG_WARN("policy log: %s: verdicts will not be logged", strerror(errno));
 	if (sync_start(&a) < 0 || report_start(&a) < 0 || service_gc_start(&a) < 0)
 		goto out;
 	/* with the controller away, the local part is all there is: ready
@@ -440,6 +443,7 @@ out:
 	cni_server_stop(a.cni);
 	report_stop(&a);
 	sync_stop(&a);
+	policy_log_stop(a.plog);
 	service_gc_stop(&a);
 	service_free_all();
 	ipam_close(a.ipam);

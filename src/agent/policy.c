@@ -72,12 +72,14 @@ struct ppod {
 struct pns {
 	char *name;
 	json_t *labels;
+	uint32_t log;		/* WEFT_EP_F_LOG_*: its annotation POLICY_LOG_ANNOTATION */
 	bool seen;
 };
 
 struct ppol {
 	char *ns, *name;
 	uint32_t ref;		/* weft_policy_value.rule */
+	uint32_t log;		/* WEFT_EP_F_LOG_*: its annotation POLICY_LOG_ANNOTATION */
 	struct netpol np;
 	bool ok;		/* parsed */
 	bool dirty;		/* match cache to recompute */
@@ -121,6 +123,7 @@ struct policy {
 	struct ppod **pods;
 	size_t npods, cap_pods;
 	struct u64map pod_index;	/* hash(ns/name) -> index */
+	struct u64map ip_index;		/* pod IP -> index (the last pod set with it) */
 	struct ident **ids;
 	size_t nids, cap_ids;
 	struct u64map id_index;		/* hash(key) -> index */
@@ -136,6 +139,13 @@ struct policy {
 	size_t nlocals, cap_locals;
 
 	uint32_t next_ident, next_policy_id, next_rule, next_cidr;
+	/* what a restarted agent found in the maps (policy_adopt), until its
+	 * first apply has taken it over */
+	bool adopting;
+	struct u64map adopt_ip;		/* pod IP -> identity in weft_ipcache */
+	struct u64map adopt_ep;		/* local pod IP -> policy_id << 32 | flags */
+	struct pkey *adopt_keys;	/* weft_policy, policy_id in k.policy_id */
+	size_t nadopt_keys, cap_adopt_keys;
 	bool listing[3], listed[3];
 	bool rematch_all;		/* a namespace's labels changed */
 	bool removed_ids;		/* match lists hold numbers now gone */
@@ -189,6 +199,24 @@ static int idlist_add(struct idlist *l, uint32_t id)
 	return 0;
 }
 
+/* The log flags an object's POLICY_LOG_ANNOTATION asks for: "all" (or
+ * "true"), "deny", "allow"; anything else (or none) logs nothing. */
+static uint32_t log_flags(const json_t *obj)
+{
+	const char *v = json_string_value(json_object_get(obj_at(obj, "metadata.annotations"),
+							  POLICY_LOG_ANNOTATION));
+
+	if (!v)
+		return 0;
+	if (strcmp(v, "all") == 0 || strcmp(v, "true") == 0)
+		return WEFT_EP_F_LOG_ALLOW | WEFT_EP_F_LOG_DENY;
+	if (strcmp(v, "deny") == 0)
+		return WEFT_EP_F_LOG_DENY;
+	if (strcmp(v, "allow") == 0)
+		return WEFT_EP_F_LOG_ALLOW;
+	return 0;
+}
+
 /* ---- namespaces ---- */
 
 static struct pns *ns_find(struct policy *p, const char *name, size_t *at)
@@ -227,6 +255,7 @@ void policy_namespace_set(struct policy *p, const json_t *obj)
 	n = ns_find(p, name, NULL);
 	if (n) {
 		n->seen = true;
+		n->log = log_flags(obj);
 		if (json_equal(n->labels, labels)) {
 			json_decref(labels);
 			goto out;
@@ -247,6 +276,7 @@ void policy_namespace_set(struct policy *p, const json_t *obj)
 		goto out;
 	}
 	n->labels = labels;
+	n->log = log_flags(obj);
 	n->seen = true;
 	p->nss[p->nns++] = n;
 	p->rematch_all = true;
@@ -322,8 +352,11 @@ static struct ident *ident_by_num(struct policy *p, uint32_t id)
 	return u64map_get(&p->id_by_num, id, &i) ? p->ids[i] : NULL;
 }
 
-/* The identity for (ns, labels, spec), made when new; its count taken. */
-static struct ident *ident_get(struct policy *p, const char *ns, const json_t *labels, const json_t *spec)
+/* The identity for (ns, labels, spec), made when new (numbered want when
+ * that number is free and was the pod's before a restart, else the next);
+ * its count taken. */
+static struct ident *ident_get(struct policy *p, const char *ns, const json_t *labels, const json_t *spec,
+			       uint32_t want)
 {
 	json_t *ports = named_ports(spec);
 	char *key = ident_key(ns, labels, ports);
@@ -344,7 +377,8 @@ static struct ident *ident_get(struct policy *p, const char *ns, const json_t *l
 	    grow((void **)&p->ids, &p->cap_ids, p->nids, sizeof(*p->ids)) < 0 ||
 	    u64map_put(&p->id_index, h, p->nids) < 0)
 		goto fail;
-	id->id = p->next_ident++;
+	id->id = want >= WEFT_ID_FIRST && want < WEFT_ID_CIDR && !ident_by_num(p, want) ? want
+										   : p->next_ident++;
 	if (u64map_put(&p->id_by_num, id->id, p->nids) < 0) {
 		u64map_del(&p->id_index, h);
 		goto fail;
@@ -387,7 +421,26 @@ static void ident_put(struct policy *p, struct ident *id)
 	p->removed_ids = true;
 }
 
+/* ---- adoption (a restarted agent) ---- */
+
+static uint32_t adopted_ident(struct policy *p, in_addr_t ip)
+{
+	uint64_t v;
+
+	return p->adopting && ip && u64map_get(&p->adopt_ip, ip, &v) ? (uint32_t)v : 0;
+}
+
 /* ---- pods ---- */
+
+/* Forget ip -> i (when i is what it points at: two pods may briefly
+ * claim one address, the later set wins). */
+static void ip_unindex(struct policy *p, in_addr_t ip, size_t i)
+{
+	uint64_t at;
+
+	if (ip && u64map_get(&p->ip_index, ip, &at) && at == i)
+		u64map_del(&p->ip_index, ip);
+}
 
 static struct ppod *pod_find(struct policy *p, const char *ns, const char *name, size_t *at)
 {
@@ -407,20 +460,26 @@ void policy_pod_set(struct policy *p, const json_t *obj)
 	struct ppod *pod;
 	struct ident *id;
 	struct in_addr ia = { 0 };
+	size_t at;
 
 	if (!name)
 		return;
 	if (ipstr)
 		(void)inet_pton(AF_INET, ipstr, &ia);
 	pthread_mutex_lock(&p->lock);
-	id = ident_get(p, ns, obj_at(obj, "metadata.labels"), obj_at(obj, "spec"));
+	id = ident_get(p, ns, obj_at(obj, "metadata.labels"), obj_at(obj, "spec"), adopted_ident(p, ia.s_addr));
 	if (!id)
 		goto out;
-	pod = pod_find(p, ns, name, NULL);
+	pod = pod_find(p, ns, name, &at);
 	if (pod) {
 		ident_put(p, pod->ident);
 		pod->ident = id;
-		pod->ip = ia.s_addr;
+		if (pod->ip != ia.s_addr) {
+			ip_unindex(p, pod->ip, at);
+			pod->ip = ia.s_addr;
+			if (pod->ip && u64map_put(&p->ip_index, pod->ip, at) < 0)
+				pod->ip = 0;	/* out of memory: known by name only */
+		}
 		pod->seen = true;
 		goto out;
 	}
@@ -439,6 +498,8 @@ void policy_pod_set(struct policy *p, const json_t *obj)
 	pod->ident = id;
 	pod->ip = ia.s_addr;
 	pod->seen = true;
+	if (pod->ip && u64map_put(&p->ip_index, pod->ip, p->npods) < 0)
+		pod->ip = 0;
 	p->pods[p->npods++] = pod;
 out:
 	pthread_mutex_unlock(&p->lock);
@@ -447,11 +508,16 @@ out:
 static void pod_remove_at(struct policy *p, size_t i)
 {
 	struct ppod *pod = p->pods[i];
+	uint64_t at;
 
 	u64map_del(&p->pod_index, hash2(pod->ns, pod->name));
+	ip_unindex(p, pod->ip, i);
 	p->pods[i] = p->pods[--p->npods];
-	if (i < p->npods)
+	if (i < p->npods) {
 		index_move(&p->pod_index, hash2(p->pods[i]->ns, p->pods[i]->name), i);
+		if (p->pods[i]->ip && u64map_get(&p->ip_index, p->pods[i]->ip, &at) && at == p->npods)
+			index_move(&p->ip_index, p->pods[i]->ip, i);
+	}
 	ident_put(p, pod->ident);
 	free(pod->ns);
 	free(pod->name);
@@ -559,6 +625,7 @@ void policy_netpol_set(struct policy *p, const json_t *obj)
 	pol_clear(pol);
 	pol->seen = true;
 	pol->dirty = true;
+	pol->log = log_flags(obj);
 	if (netpol_parse(obj, &pol->np, err, sizeof(err)) < 0) {
 		/* the controller validated it: a parse failure here is a
 		 * disagreement between versions; the policy isolates nothing */
@@ -708,6 +775,78 @@ static struct ident *local_ident(struct policy *p, const struct local *l)
 	struct ppod *pod = l->ns && l->name ? pod_find(p, l->ns, l->name, NULL) : NULL;
 
 	return pod ? pod->ident : NULL;
+}
+
+/* ---- adoption, continued ---- */
+
+static int pkey_cmp(const void *a, const void *b);
+
+/* A new class for identity c->ident takes over the rule set its pods had
+ * before the restart, when they all had the same: then the first apply
+ * compares with what is written, and writes nothing if nothing changed. */
+static void class_adopt(struct policy *p, struct pclass *c, const struct ident *id)
+{
+	uint64_t v, found = 0;
+	bool any = false;
+	size_t n = 0;
+
+	if (!p->adopting)
+		return;
+	for (size_t i = 0; i < p->nlocals; i++) {
+		const struct ppod *pod = p->locals[i].ns && p->locals[i].name
+						 ? pod_find(p, p->locals[i].ns, p->locals[i].name, NULL)
+						 : NULL;
+
+		if (!pod || pod->ident != id || !u64map_get(&p->adopt_ep, p->locals[i].ip, &v))
+			continue;
+		if (any && v != found)
+			return;	/* they disagree: a new set */
+		found = v;
+		any = true;
+	}
+	if (!any)
+		return;
+	c->policy_id = (uint32_t)(found >> 32);
+	c->flags = (uint32_t)found & ~(uint32_t)WEFT_EP_F_READY;
+	for (size_t i = 0; i < p->nadopt_keys; i++)
+		if (ntohl(p->adopt_keys[i].k.policy_id) == c->policy_id && c->policy_id)
+			n++;
+	c->keys = n ? calloc(n, sizeof(*c->keys)) : NULL;
+	if (n && !c->keys) {
+		c->policy_id = 0;	/* out of memory: a new set */
+		c->flags = 0;
+		return;
+	}
+	c->n = 0;
+	for (size_t i = 0; i < p->nadopt_keys && n; i++)
+		if (ntohl(p->adopt_keys[i].k.policy_id) == c->policy_id) {
+			c->keys[c->n] = p->adopt_keys[i];
+			c->keys[c->n++].k.policy_id = 0;
+		}
+	if (c->n)
+		qsort(c->keys, c->n, sizeof(*c->keys), pkey_cmp);
+}
+
+/* After the first apply: the keys of rule sets no class took over go. */
+static void adopt_finish(struct policy *p)
+{
+	for (size_t i = 0; i < p->nadopt_keys; i++) {
+		uint32_t id = ntohl(p->adopt_keys[i].k.policy_id);
+		bool used = false;
+
+		for (size_t c = 0; c < p->nclasses && !used; c++)
+			used = p->classes[c].policy_id == id;
+		if (!used) {
+			p->st.writes++;
+			(void)datapath_policy_del(p->dp, &p->adopt_keys[i].k);
+		}
+	}
+	free(p->adopt_keys);
+	p->adopt_keys = NULL;
+	p->nadopt_keys = p->cap_adopt_keys = 0;
+	u64map_free(&p->adopt_ip);
+	u64map_free(&p->adopt_ep);
+	p->adopting = false;
 }
 
 /* ---- matching (step 2) ---- */
@@ -1009,15 +1148,17 @@ static void keyset_normalize(struct keyset *s)
 /* What the rule set of identity self should be: flags and keys. */
 static int class_compute(struct policy *p, const struct ident *self, uint32_t *flags, struct keyset *s)
 {
+	const struct pns *ns = ns_find(p, self->ns, NULL);
 	int err = 0;
 
-	*flags = 0;
+	*flags = ns ? ns->log : 0;
 	for (size_t i = 0; i < p->npols && err == 0; i++) {
 		const struct ppol *pol = p->pols[i];
 
 		if (!pol->ok || strcmp(pol->ns, self->ns) != 0 ||
 		    !netpol_selects(&pol->np, self->ns, self->labels))
 			continue;
+		*flags |= pol->log;
 		for (int d = 0; d < 2 && err == 0; d++) {
 			if (!pol->np.isolates[d])
 				continue;
@@ -1086,11 +1227,10 @@ static void endpoints_move(struct policy *p, const struct pclass *c)
 		if (!id || id->id != c->ident ||
 		    datapath_endpoint_get(p->dp, p->locals[i].ip, &ep) < 0)
 			continue;
-		if (ep.policy_id == c->policy_id &&
-		    (ep.flags & ~(uint32_t)WEFT_EP_F_READY) == (c->flags | (ep.flags & WEFT_EP_F_LOG)))
+		if (ep.policy_id == c->policy_id && (ep.flags & ~(uint32_t)WEFT_EP_F_READY) == c->flags)
 			continue;
 		ep.policy_id = c->policy_id;
-		ep.flags = (ep.flags & (WEFT_EP_F_READY | WEFT_EP_F_LOG)) | c->flags;
+		ep.flags = (ep.flags & WEFT_EP_F_READY) | c->flags;
 		p->st.writes++;
 		(void)datapath_endpoint_put(p->dp, p->locals[i].ip, &ep);
 	}
@@ -1220,6 +1360,7 @@ static int classes_apply(struct policy *p)
 			c = &p->classes[p->nclasses++];
 			memset(c, 0, sizeof(*c));
 			c->ident = id->id;
+			class_adopt(p, c, id);
 		}
 		c->used = true;
 		rc = class_compute(p, id, &flags, &s);
@@ -1317,6 +1458,8 @@ int policy_apply(struct policy *p)
 		err = e2 < 0 ? e2 : e3;
 		ipcache_update(p);
 		prefixes_prune(p);
+		if (err == 0 && p->adopting)
+			adopt_finish(p);
 	}
 	pthread_mutex_unlock(&p->lock);
 	return err;
@@ -1335,7 +1478,7 @@ int policy_endpoint_write(struct policy *p, in_addr_t ip, struct weft_endpoint *
 	l = local_find(p, ip);
 	id = l ? local_ident(p, l) : NULL;
 	c = id ? class_find(p, id->id) : NULL;
-	ep->flags &= WEFT_EP_F_READY | WEFT_EP_F_LOG;
+	ep->flags &= WEFT_EP_F_READY;
 	if (c) {
 		ep->policy_id = c->policy_id;
 		ep->flags |= c->flags;
@@ -1346,8 +1489,7 @@ int policy_endpoint_write(struct policy *p, in_addr_t ip, struct weft_endpoint *
 
 		if (datapath_endpoint_get(p->dp, ip, &old) == 0) {
 			ep->policy_id = old.policy_id;
-			ep->flags |= old.flags & (WEFT_EP_F_ISOLATE_IN | WEFT_EP_F_ISOLATE_OUT |
-						   WEFT_EP_F_POLICY_FULL);
+			ep->flags |= old.flags & ~(uint32_t)WEFT_EP_F_READY;
 		}
 	}
 	err = datapath_endpoint_put(p->dp, ip, ep);
@@ -1366,13 +1508,13 @@ int policy_ipcache_write(struct policy *p, in_addr_t ip, struct weft_ipcache_ent
 	if (datapath_ipcache_get(p->dp, ip, &old) == 0 && old.identity) {
 		e->identity = old.identity;
 	} else {
+		uint64_t at;
+
 		e->identity = 0;
-		for (size_t i = 0; i < p->npods; i++)
-			if (p->pods[i]->ip == ip) {
-				e->identity = p->pods[i]->ident->id;
-				p->pods[i]->written = e->identity;
-				break;
-			}
+		if (u64map_get(&p->ip_index, ip, &at)) {
+			e->identity = p->pods[at]->ident->id;
+			p->pods[at]->written = e->identity;
+		}
 		if (!e->identity) {
 			for (size_t i = 0; i < p->nlocals; i++)
 				if (p->locals[i].ip == ip) {
@@ -1394,16 +1536,25 @@ static int adopt_ipcache(in_addr_t ip, const struct weft_ipcache_entry *e, void 
 {
 	struct policy *p = arg;
 
-	(void)ip;
 	if (e->identity >= p->next_ident && e->identity < WEFT_ID_CIDR)
 		p->next_ident = e->identity + 1;
+	if (e->identity >= WEFT_ID_FIRST && u64map_put(&p->adopt_ip, ip, e->identity) < 0)
+		return -ENOMEM;
 	return 0;
+}
+
+static int adopt_endpoint(in_addr_t ip, const struct weft_endpoint *ep, void *arg)
+{
+	struct policy *p = arg;
+
+	return u64map_put(&p->adopt_ep, ip, (uint64_t)ep->policy_id << 32 | ep->flags) < 0 ? -ENOMEM : 0;
 }
 
 static int adopt_policy(const struct weft_policy_key *k, const struct weft_policy_value *v, void *arg)
 {
 	struct policy *p = arg;
 	uint32_t id = ntohl(k->policy_id), peer = ntohl(k->peer);
+	struct pkey *x;
 
 	if (id >= p->next_policy_id)
 		p->next_policy_id = id + 1;
@@ -1413,28 +1564,49 @@ static int adopt_policy(const struct weft_policy_key *k, const struct weft_polic
 		p->next_ident = peer + 1;
 	if (v->rule >= p->next_rule)
 		p->next_rule = v->rule + 1;
+	if (grow((void **)&p->adopt_keys, &p->cap_adopt_keys, p->nadopt_keys, sizeof(*p->adopt_keys)) < 0)
+		return -ENOMEM;
+	x = &p->adopt_keys[p->nadopt_keys++];
+	x->k = *k;
+	x->rule = v->rule;
 	return 0;
 }
 
 static int adopt_cidr(in_addr_t addr, int len, uint32_t id, void *arg)
 {
 	struct policy *p = arg;
+	struct cidr c = { .addr = ntohl(addr), .len = (uint8_t)len };
+	struct prefix *x;
 
-	(void)addr;
-	(void)len;
 	if ((id & ~WEFT_ID_CIDR) >= p->next_cidr)
 		p->next_cidr = (id & ~WEFT_ID_CIDR) + 1;
+	/* known, with its number: a policy that still names it keeps it */
+	if (prefix_find(p, &c) ||
+	    grow((void **)&p->prefixes, &p->cap_prefixes, p->nprefixes, sizeof(*p->prefixes)) < 0)
+		return 0;
+	x = &p->prefixes[p->nprefixes++];
+	memset(x, 0, sizeof(*x));
+	x->c = c;
+	x->id = id;
+	x->written = true;
 	return 0;
 }
 
-/* A restarted agent numbers everything above what the maps hold, so no
- * number it hands out can meet a rule or entry of the agent before it. */
+/* A restarted agent keeps the numbers the maps hold: a pod keeps its
+ * identity (when its namespace, labels and ports are still those of the
+ * others with that number), a rule set its ID, a prefix its number; and
+ * numbers anything new above them.  So the first apply after a restart
+ * that finds the cluster as it was writes nothing, and traffic sees no
+ * moment without the rules. */
 int policy_adopt(struct policy *p)
 {
 	int err;
 
 	pthread_mutex_lock(&p->lock);
+	p->adopting = true;
 	err = datapath_ipcache_foreach(p->dp, adopt_ipcache, p);
+	if (err == 0)
+		err = datapath_endpoint_foreach(p->dp, adopt_endpoint, p);
 	if (err == 0)
 		err = datapath_policy_foreach(p->dp, adopt_policy, p);
 	if (err == 0)
@@ -1444,6 +1616,22 @@ int policy_adopt(struct policy *p)
 }
 
 /* ---- the rest ---- */
+
+void policy_describe_addr(struct policy *p, in_addr_t ip, char *buf, size_t len)
+{
+	struct local *l;
+	uint64_t at;
+
+	pthread_mutex_lock(&p->lock);
+	l = local_find(p, ip);
+	if (u64map_get(&p->ip_index, ip, &at))
+		snprintf(buf, len, "%s/%s", p->pods[at]->ns, p->pods[at]->name);
+	else if (l && l->ns && l->name)
+		snprintf(buf, len, "%s/%s", l->ns, l->name);
+	else
+		inet_ntop(AF_INET, &ip, buf, (socklen_t)len);
+	pthread_mutex_unlock(&p->lock);
+}
 
 void policy_rule_name(struct policy *p, uint32_t rule, char *buf, size_t len)
 {
@@ -1511,9 +1699,13 @@ void policy_destroy(struct policy *p)
 	free(p->ids);
 	u64map_free(&p->ns_index);
 	u64map_free(&p->pod_index);
+	u64map_free(&p->ip_index);
 	u64map_free(&p->id_index);
 	u64map_free(&p->id_by_num);
 	u64map_free(&p->pol_index);
+	u64map_free(&p->adopt_ip);
+	u64map_free(&p->adopt_ep);
+	free(p->adopt_keys);
 	pthread_mutex_destroy(&p->lock);
 	free(p);
 }

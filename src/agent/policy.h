@@ -56,6 +56,10 @@
 struct datapath;
 struct policy;
 
+/* On a Namespace (its pods) or a NetworkPolicy (the pods it selects): log
+ * the verdicts on their new connections: "all", "deny" or "allow". */
+#define POLICY_LOG_ANNOTATION "weft.io/policy-log"
+
 struct policy_stats {
 	size_t identities;	/* in use */
 	size_t policies;
@@ -114,6 +118,9 @@ int policy_adopt(struct policy *p);
 /* The policies (ns/name) that rule number `rule` (weft_policy_value)
  * stands for, into buf ("" when unknown). */
 void policy_rule_name(struct policy *p, uint32_t rule, char *buf, size_t len);
+
+/* "ns/name" of the pod with address ip, or the address. */
+void policy_describe_addr(struct policy *p, in_addr_t ip, char *buf, size_t len);
 
 void policy_stats(struct policy *p, struct policy_stats *st);
 

@@ -191,6 +191,8 @@ static int remove_record(struct agent *a, struct httpc *h, const struct agent_po
  * conditional PUT of the Node as read.
  */
 #define DROPS_PERIOD_S 5
+/* the policy log's annotation: at most every LOG_PERIOD_S */
+#define LOG_PERIOD_S 2
 
 /* caller holds the lock */
 static char *applied_kinds_json(struct agent *a)
@@ -300,7 +302,9 @@ static void report_node_status(struct agent *a, struct httpc *h)
 	struct httpc_response r = { 0 };
 	char path[512], err[256], rev[24];
 	json_t *node = NULL, *md, *ann;
-	char *drops = NULL, *body = NULL, *ct = NULL, *pol = NULL;
+	char *drops = NULL, *body = NULL, *ct = NULL, *pol = NULL, *plog = NULL;
+	uint64_t log_seq = 0;
+	bool send_log;
 	char *kinds = NULL, full[24];
 	int64_t applied;
 	uint64_t map_full;
@@ -322,8 +326,14 @@ static void report_node_status(struct agent *a, struct httpc *h)
 	pol = policy_json(a);
 	send_pol = pol && (!a->reported_policy || strcmp(pol, a->reported_policy) != 0) &&
 		   now - a->drops_at >= DROPS_PERIOD_S;
+	plog = policy_log_json(a->plog, &log_seq);
+	send_log = plog && log_seq != a->reported_log_seq && now - a->log_at >= LOG_PERIOD_S;
+	if (!send_log) {
+		free(plog);
+		plog = NULL;
+	}
 	if ((applied < 0 || applied == a->reported_rev) && !send_drops && !send_kinds && !send_ct &&
-	    !send_pol && map_full == a->reported_map_full)
+	    !send_pol && !send_log && map_full == a->reported_map_full)
 		goto out;
 	snprintf(path, sizeof(path), "/api/v1/nodes/%s", a->o.node);
 	if (httpc_request(h, "GET", path, NULL, 0, &r, err, sizeof(err)) < 0 || r.status != 200 ||
@@ -346,6 +356,8 @@ static void report_node_status(struct agent *a, struct httpc *h)
 		json_object_set_new(ann, AGENT_ANN_CONNTRACK, json_string(ct));
 	if (pol)
 		json_object_set_new(ann, AGENT_ANN_POLICY, json_string(pol));
+	if (plog)
+		json_object_set_new(ann, AGENT_ANN_POLICY_LOG, json_string(plog));
 	if (kinds)
 		json_object_set_new(ann, AGENT_ANN_APPLIED_KINDS, json_string(kinds));
 	snprintf(full, sizeof(full), "%llu", (unsigned long long)map_full);
@@ -377,11 +389,16 @@ static void report_node_status(struct agent *a, struct httpc *h)
 			a->reported_policy = pol;
 			pol = NULL;
 		}
+		if (plog) {
+			a->reported_log_seq = log_seq;
+			a->log_at = now;
+		}
 	} else if (r.status == 409) {
 		report_kick(a);		/* someone wrote the Node meanwhile: again */
 	}
 out:
 	free(body);
+	free(plog);
 	free(pol);
 	free(ct);
 	free(drops);
