@@ -1,0 +1,459 @@
+#!/usr/bin/env python3
+# netpol_truth.py --lab L --world WORLD.json [--only PATTERN] — the scenarios
+# of tests/e2e/netpol_truth.sh, run against a lab that script built.
+#
+# WORLD.json is what the script made (netpol_model.py's world, each pod
+# with "netns" and "clusterIP" besides).  For each scenario, step by step:
+#
+#   1. write the step: apply its NetworkPolicies (weftctl apply -f; those
+#      of the previous step it no longer has are deleted), or patch a
+#      pod's or a namespace's labels (weftctl patch);
+#   2. probe: from every pod at once (one netpol_probe.py per pod, in its
+#      netns), every other pod on 80 and 81, TCP and UDP, through its pod
+#      IP and through its Service's ClusterIP; a pod reaching itself is
+#      not probed (always allowed);
+#   3. compare with netpol_model.py's matrix for the world as it now is;
+#      probe again until they agree or DEADLINE seconds have passed since
+#      the write; print how long agreement took, or the difference.
+#
+# After its last step a scenario deletes its policies, puts the labels
+# back, and waits for everything to be allowed again (a deleted policy
+# must stop being enforced).  A scenario stops at its first failing step.
+#
+# Output, for the shell script to count: "PASS\tNAME\tWHAT" or
+# "FAIL\tNAME\tWHY", and lines starting with "    " (the differences).
+# WEFT_NETPOL_SEED (default 1) and WEFT_NETPOL_RANDOM (default 8): the
+# randomized scenarios, each 1-3 policies, the same for the same seed.
+import argparse, copy, fnmatch, json, os, random, subprocess, sys, tempfile, time
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import netpol_model
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PORTS = [(80, "tcp"), (80, "udp"), (81, "tcp"), (81, "udp")]
+VIAS = ["pod IP", "ClusterIP"]
+
+
+# ---------------------------------------------------------------- policies
+def np(ns, name, selector=None, ingress=None, egress=None, types=None):
+    """A NetworkPolicy; ingress/egress None = absent; types None = absent."""
+    spec = {"podSelector": selector or {}}
+    if ingress is not None:
+        spec["ingress"] = ingress
+    if egress is not None:
+        spec["egress"] = egress
+    if types is not None:
+        spec["policyTypes"] = types
+    return {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+            "metadata": {"name": name, "namespace": ns}, "spec": spec}
+
+
+def pod(name):
+    return {"matchLabels": {"pod": name}}
+
+
+def ns(name):
+    return {"matchLabels": {"ns": name}}
+
+
+def cidr32(world, key):
+    return netpol_model.pod_by_key(world, key)["ip"] + "/32"
+
+
+# A scenario is (NAME, WHAT, steps(world) -> [step, ...]); a step is
+# ("policies", [NetworkPolicy, ...]) — the whole set from then on —,
+# ("pod-labels", "x/a", {KEY: VALUE or None}) or ("ns-labels", "y", {...}).
+def scenarios(world, seed, count):
+    A = lambda: [("policies", [])]
+    S = []
+    def sc(name, what, *steps):
+        S.append((name, what, list(steps)))
+
+    sc("default-deny-ingress", "x: podSelector {}, policyTypes [Ingress], no rule",
+       ("policies", [np("x", "deny", types=["Ingress"])]))
+    sc("default-deny-egress", "x: podSelector {}, policyTypes [Egress], no rule",
+       ("policies", [np("x", "deny", types=["Egress"])]))
+    sc("default-deny-all", "x: podSelector {}, policyTypes [Ingress, Egress]",
+       ("policies", [np("x", "deny", types=["Ingress", "Egress"])]))
+    sc("allow-all-ingress", "x: ingress [{}]: everything allowed",
+       ("policies", [np("x", "allow", ingress=[{}])]))
+    sc("allow-all-ingress-wins", "x: deny-all ingress and allow-all ingress: the union allows all",
+       ("policies", [np("x", "deny", ingress=[]), np("x", "allow", ingress=[{}])]))
+    sc("allow-all-egress-wins", "x: deny-all egress and allow-all egress: the union allows all",
+       ("policies", [np("x", "deny", types=["Egress"]),
+                     np("x", "allow", egress=[{}], types=["Egress"])]))
+    sc("ingress-from-pod", "x/a: from podSelector pod=b (x only)",
+       ("policies", [np("x", "p", pod("a"), ingress=[{"from": [{"podSelector": pod("b")}]}])]))
+    sc("ingress-from-any-pod-in-ns", "x/a: from podSelector {} (every pod of x)",
+       ("policies", [np("x", "p", pod("a"), ingress=[{"from": [{"podSelector": {}}]}])]))
+    sc("ingress-from-namespace", "x/a: from namespaceSelector ns=y",
+       ("policies", [np("x", "p", pod("a"), ingress=[{"from": [{"namespaceSelector": ns("y")}]}])]))
+    sc("ingress-from-all-namespaces", "x/a: from namespaceSelector {}: everything allowed",
+       ("policies", [np("x", "p", pod("a"), ingress=[{"from": [{"namespaceSelector": {}}]}])]))
+    sc("ingress-pod-and-namespace", "x/a: from one peer {namespaceSelector ns=y, podSelector pod=b} (AND)",
+       ("policies", [np("x", "p", pod("a"), ingress=[{"from": [
+           {"namespaceSelector": ns("y"), "podSelector": pod("b")}]}])]))
+    sc("ingress-pod-or-namespace", "x/a: from two peers, namespaceSelector ns=y OR podSelector pod=b",
+       ("policies", [np("x", "p", pod("a"), ingress=[{"from": [
+           {"namespaceSelector": ns("y")}, {"podSelector": pod("b")}]}])]))
+    sc("ingress-pod-match-expressions", "x/a: from podSelector pod In [b]",
+       ("policies", [np("x", "p", pod("a"), ingress=[{"from": [{"podSelector": {"matchExpressions": [
+           {"key": "pod", "operator": "In", "values": ["b"]}]}}]}])]))
+    sc("ingress-namespace-match-expressions", "x/a: from namespaceSelector ns NotIn [y]",
+       ("policies", [np("x", "p", pod("a"), ingress=[{"from": [{"namespaceSelector": {"matchExpressions": [
+           {"key": "ns", "operator": "NotIn", "values": ["y"]}]}}]}])]))
+    sc("ingress-namespace-default-label", "x/a: from namespaceSelector kubernetes.io/metadata.name=y",
+       ("policies", [np("x", "p", pod("a"), ingress=[{"from": [{"namespaceSelector": {
+           "matchLabels": {"kubernetes.io/metadata.name": "y"}}}]}])]))
+    sc("ingress-exists-and-notin", "x/a: from {namespaceSelector ns Exists, podSelector pod NotIn [a, b]}",
+       ("policies", [np("x", "p", pod("a"), ingress=[{"from": [{
+           "namespaceSelector": {"matchExpressions": [{"key": "ns", "operator": "Exists"}]},
+           "podSelector": {"matchExpressions": [{"key": "pod", "operator": "NotIn", "values": ["a", "b"]}]}}]}])]))
+    sc("ingress-does-not-exist", "x/a: from pods without a label pod (there are none) or pod=b",
+       ("policies", [np("x", "p", pod("a"), ingress=[{"from": [
+           {"namespaceSelector": {}, "podSelector": {"matchExpressions": [{"key": "pod", "operator": "DoesNotExist"}]}},
+           {"podSelector": pod("b")}]}])]))
+    sc("ingress-ports", "x/a: from namespaceSelector ns=y on port 81 (TCP) only",
+       ("policies", [np("x", "p", pod("a"), ingress=[{"from": [{"namespaceSelector": ns("y")}],
+                                                       "ports": [{"port": 81}]}])]))
+    sc("ingress-named-ports", "x/a: ports serve-81-tcp and serve-80-udp/UDP from anywhere",
+       ("policies", [np("x", "p", pod("a"), ingress=[{"ports": [
+           {"port": "serve-81-tcp"}, {"port": "serve-80-udp", "protocol": "UDP"}]}])]))
+    sc("ingress-named-port-wrong-protocol", "x/a: port serve-80-tcp with protocol UDP names no port: deny all",
+       ("policies", [np("x", "p", pod("a"), ingress=[{"ports": [{"port": "serve-80-tcp", "protocol": "UDP"}]}])]))
+    sc("ingress-named-port-from-namespace", "x/a: from namespaceSelector ns=y on serve-80-tcp",
+       ("policies", [np("x", "p", pod("a"), ingress=[{"from": [{"namespaceSelector": ns("y")}],
+                                                       "ports": [{"port": "serve-80-tcp"}]}])]))
+    sc("egress-named-ports", "x/a: egress to serve-80-tcp and serve-80-udp/UDP only",
+       ("policies", [np("x", "p", pod("a"), types=["Egress"], egress=[{"ports": [
+           {"port": "serve-80-tcp"}, {"port": "serve-80-udp", "protocol": "UDP"}]}])]))
+    sc("egress-ports", "x: egress to port 81 TCP and UDP only, to any peer",
+       ("policies", [np("x", "p", types=["Egress"], egress=[{"ports": [
+           {"port": 81, "protocol": "TCP"}, {"port": 81, "protocol": "UDP"}]}])]))
+    sc("end-port", "x/a: 81-90/TCP; x/b: 80-81/UDP",
+       ("policies", [np("x", "a", pod("a"), ingress=[{"ports": [{"port": 81, "endPort": 90}]}]),
+                     np("x", "b", pod("b"), ingress=[{"ports": [{"port": 80, "endPort": 81, "protocol": "UDP"}]}])]))
+    sc("protocol-only", "x/a: ports [{protocol: UDP}] (any port, UDP only)",
+       ("policies", [np("x", "p", pod("a"), ingress=[{"ports": [{"protocol": "UDP"}]}])]))
+    sc("udp-port-is-not-tcp", "x/a: port 81/UDP only: 81/TCP denied",
+       ("policies", [np("x", "p", pod("a"), ingress=[{"ports": [{"port": 81, "protocol": "UDP"}]}])]))
+    sc("sctp-only-isolates", "x/a: port 80/SCTP only: isolated for TCP and UDP",
+       ("policies", [np("x", "p", pod("a"), ingress=[{"ports": [{"port": 80, "protocol": "SCTP"}]}])]))
+    sc("egress-ipblock", "x/a: egress to ipBlock y/b's IP/32",
+       ("policies", [np("x", "p", pod("a"), types=["Egress"],
+                        egress=[{"to": [{"ipBlock": {"cidr": cidr32(world, "y/b")}}]}])]))
+    sc("egress-ipblock-except", "x/a: egress to ipBlock 10.128.0.0/14 except y/b's IP/32",
+       ("policies", [np("x", "p", pod("a"), types=["Egress"], egress=[{"to": [{"ipBlock": {
+           "cidr": "10.128.0.0/14", "except": [cidr32(world, "y/b")]}}]}])]))
+    sc("egress-ipblock-except-overlap", "x/a: egress to 10.128.0.0/14 except y/b, and to y/b/32: y/b allowed",
+       ("policies", [np("x", "p", pod("a"), types=["Egress"], egress=[{"to": [
+           {"ipBlock": {"cidr": "10.128.0.0/14", "except": [cidr32(world, "y/b")]}},
+           {"ipBlock": {"cidr": cidr32(world, "y/b")}}]}])]))
+    sc("ingress-ipblock-except", "x/a: from 10.128.0.0/14 except z/a, z/b, z/c",
+       ("policies", [np("x", "p", pod("a"), ingress=[{"from": [{"ipBlock": {
+           "cidr": "10.128.0.0/14", "except": [cidr32(world, "z/" + p) for p in "abc"]}}]}])]))
+    sc("ingress-and-egress", "x/a: ingress from pod=b, egress to namespace y only",
+       ("policies", [np("x", "p", pod("a"), types=["Ingress", "Egress"],
+                        ingress=[{"from": [{"podSelector": pod("b")}]}],
+                        egress=[{"to": [{"namespaceSelector": ns("y")}]}])]))
+    sc("egress-without-policy-types", "x/a: egress rules, no policyTypes: isolated both ways",
+       ("policies", [np("x", "p", pod("a"), egress=[{"to": [{"namespaceSelector": ns("y")}]}])]))
+    sc("client-egress-denies", "y: egress to z only; x: allow all ingress: y cannot reach x",
+       ("policies", [np("y", "p", types=["Egress"], egress=[{"to": [{"namespaceSelector": ns("z")}]}]),
+                     np("x", "allow", ingress=[{}])]))
+    sc("stacked-policies", "x/a: from pod=b on 80; x: from ns=y on 81 (union on x/a)",
+       ("policies", [np("x", "a", pod("a"), ingress=[{"from": [{"podSelector": pod("b")}], "ports": [{"port": 80}]}]),
+                     np("x", "all", ingress=[{"from": [{"namespaceSelector": ns("y")}], "ports": [{"port": 81}]}])]))
+    sc("policy-updated", "x/a: from pod=b, then the same policy changed in place to from pod=c",
+       ("policies", [np("x", "p", pod("a"), ingress=[{"from": [{"podSelector": pod("b")}]}])]),
+       ("policies", [np("x", "p", pod("a"), ingress=[{"from": [{"podSelector": pod("c")}]}])]))
+    upd = {"matchLabels": {"pod2": "updated"}}
+    sc("pod-label-allows", "x/a: from pods labelled pod2=updated; x/b gets it, then loses it",
+       ("policies", [np("x", "p", pod("a"), ingress=[{"from": [{"namespaceSelector": {}, "podSelector": upd}]}])]),
+       ("pod-labels", "x/b", {"pod2": "updated"}),
+       ("pod-labels", "x/b", {"pod2": None}))
+    sc("pod-label-isolates", "x: deny ingress to target=isolated; x/a gets the label, then loses it",
+       ("policies", [np("x", "p", {"matchLabels": {"target": "isolated"}}, ingress=[])]),
+       ("pod-labels", "x/a", {"target": "isolated"}),
+       ("pod-labels", "x/a", {"target": None}))
+    sc("namespace-label", "x/a: from namespaces labelled ns2=updated; y gets it, then loses it",
+       ("policies", [np("x", "p", pod("a"), ingress=[{"from": [{"namespaceSelector": {"matchLabels": {"ns2": "updated"}}}]}])]),
+       ("ns-labels", "y", {"ns2": "updated"}),
+       ("ns-labels", "y", {"ns2": None}))
+    rng = random.Random(seed)
+    for i in range(count):
+        pols = [random_policy(rng, world, "r%d-%d" % (i, j)) for j in range(rng.randint(1, 3))]
+        sc("random-%d-%d" % (seed, i), "seed %d, #%d: %d policies" % (seed, i, len(pols)), ("policies", pols))
+    return S
+
+
+def random_selector(rng, key, values):
+    r = rng.random()
+    if r < 0.3:
+        return {}
+    if r < 0.6:
+        return {"matchLabels": {key: rng.choice(values)}}
+    op = rng.choice(["In", "NotIn", "Exists", "DoesNotExist"])
+    e = {"key": key if op != "DoesNotExist" or rng.random() < 0.5 else "other", "operator": op}
+    if op in ("In", "NotIn"):
+        e["values"] = rng.sample(values, rng.randint(1, 2))
+    return {"matchExpressions": [e]}
+
+
+def random_peer(rng, world):
+    r = rng.random()
+    if r < 0.15:
+        ips = [p["ip"] + "/32" for p in world["pods"]]
+        if rng.random() < 0.5:
+            return {"ipBlock": {"cidr": rng.choice(ips)}}
+        return {"ipBlock": {"cidr": "10.128.0.0/14", "except": rng.sample(ips, rng.randint(1, 3))}}
+    peer = {}
+    if r < 0.6:
+        peer["podSelector"] = random_selector(rng, "pod", ["a", "b", "c"])
+    if r >= 0.4:
+        peer["namespaceSelector"] = random_selector(rng, "ns", ["x", "y", "z"])
+    return peer
+
+
+def random_port(rng):
+    e = {}
+    r = rng.random()
+    if r < 0.4:
+        e["port"] = rng.choice([80, 81])
+    elif r < 0.6:
+        e["port"] = "serve-%d-%s" % (rng.choice([80, 81]), rng.choice(["tcp", "udp"]))
+    elif r < 0.8:
+        e["port"], e["endPort"] = 80, 81
+    if rng.random() < 0.6:
+        e["protocol"] = rng.choice(["TCP", "UDP"])
+    return e
+
+
+def random_rules(rng, world, peers_key):
+    rules = []
+    for _ in range(rng.choice([0, 1, 1, 2])):
+        rule = {}
+        if rng.random() < 0.8:
+            rule[peers_key] = [random_peer(rng, world) for _ in range(rng.randint(1, 2))]
+        if rng.random() < 0.5:
+            rule["ports"] = [random_port(rng) for _ in range(rng.randint(1, 2))]
+        rules.append(rule)
+    return rules
+
+
+def random_policy(rng, world, name):
+    types = rng.choice([None, ["Ingress"], ["Egress"], ["Ingress", "Egress"]])
+    ingress = random_rules(rng, world, "from") if types is None or "Ingress" in types else None
+    egress = random_rules(rng, world, "to") if types is None or "Egress" in types else None
+    return np(rng.choice("xyz"), name, random_selector(rng, "pod", ["a", "b", "c"]), ingress, egress, types)
+
+
+# ---------------------------------------------------------------- the lab
+class Lab:
+    def __init__(self, args, world):
+        self.args, self.world = args, world
+        self.tmp = tempfile.mkdtemp(prefix="netpol.", dir=args.tmp)
+        self.applied = {}		# (ns, name) -> policy
+
+    def weftctl(self, *argv):
+        r = subprocess.run([self.args.weft_lab, "--lab", self.args.lab, "weftctl", *argv],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            raise RuntimeError("weftctl %s: %s" % (" ".join(argv), (r.stderr or r.stdout).strip()))
+
+    def set_policies(self, policies):
+        want = {(p["metadata"]["namespace"], p["metadata"]["name"]): p for p in policies}
+        for key in [k for k in self.applied if k not in want]:
+            self.weftctl("delete", "networkpolicy", key[1], "-n", key[0])
+            del self.applied[key]
+        if want:
+            path = os.path.join(self.tmp, "policies.yaml")
+            with open(path, "w") as f:
+                f.write("---\n".join(json.dumps(p) + "\n" for p in policies))
+            self.weftctl("apply", "-f", path)
+            self.applied = dict(want)
+
+    def set_labels(self, kind, target, labels):
+        if kind == "pod-labels":
+            ns_name, name = target.split("/")
+            obj = netpol_model.pod_by_key(self.world, target)
+            self.weftctl("patch", "pod", name, "-n", ns_name, "--type", "merge",
+                         "-p", json.dumps({"metadata": {"labels": labels}}))
+            current = obj.setdefault("labels", {})
+        else:
+            self.weftctl("patch", "namespace", target, "--type", "merge",
+                         "-p", json.dumps({"metadata": {"labels": labels}}))
+            current = self.world["namespaces"].setdefault(target, {})
+        for k, v in labels.items():
+            if v is None:
+                current.pop(k, None)
+            else:
+                current[k] = v
+
+    def probe(self):
+        """{(from, to, via, port, proto): (bool, answer)} from every pod at once."""
+        procs = []
+        for src in self.world["pods"]:
+            lines = []
+            for dst in self.world["pods"]:
+                if dst is src:
+                    continue
+                for via, ip in (("pod IP", dst["ip"]), ("ClusterIP", dst["clusterIP"])):
+                    for port, proto in PORTS:
+                        lines.append("%s/%s|%s|%d|%s %s %d %s" % (dst["namespace"], dst["name"],
+                                     via.replace(" ", "_"), port, proto, ip, port, proto))
+            p = subprocess.Popen(["ip", "netns", "exec", src["netns"], sys.executable,
+                                  os.path.join(HERE, "netpol_probe.py"), str(self.args.probe_timeout)],
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            procs.append((src, p, "\n".join(lines) + "\n"))
+        seen = {}
+        for src, p, lines in procs:
+            out, _ = p.communicate(lines)
+            for line in out.splitlines():
+                key, verdict, *rest = line.split(" ", 2)
+                to, via, port, proto = key.split("|")
+                answer = rest[0] if rest else ""
+                ok = verdict == "yes" and answer.split(" ")[0] == to
+                if verdict == "yes" and not ok:
+                    answer = "answered by " + answer
+                seen[("%s/%s" % (src["namespace"], src["name"]), to, via.replace("_", " "),
+                      int(port), proto)] = (ok, answer)
+        return seen
+
+
+def expected(world, policies):
+    keys = ["%s/%s" % (p["namespace"], p["name"]) for p in world["pods"]]
+    return {(s, d, via, port, proto): netpol_model.allowed(world, policies, s, d, port, proto.upper())
+            for s in keys for d in keys if s != d for via in VIAS for port, proto in PORTS}
+
+
+def differences(want, seen):
+    return {k: (want[k], seen.get(k, (False, "not probed"))) for k in want
+            if want[k] != seen.get(k, (False, ""))[0]}
+
+
+def render(world, want, diff):
+    """Tables of the cells that differ, one per group of (via, port/proto)
+    that differs the same way: '.' as expected, 'Y' allowed but expected
+    denied, 'N' denied but expected allowed, '-' a pod and itself."""
+    keys = ["%s/%s" % (p["namespace"], p["name"]) for p in world["pods"]]
+    groups = {}
+    for via in VIAS:
+        for port, proto in PORTS:
+            cells = tuple(tuple("-" if s == d else ("." if (s, d, via, port, proto) not in diff
+                                                     else ("N" if want[(s, d, via, port, proto)] else "Y"))
+                                for d in keys) for s in keys)
+            if any(c in "YN" for row in cells for c in row):
+                groups.setdefault(cells, []).append("%d/%s via %s" % (port, proto, via))
+    out = ["%d cells differ (Y: allowed, expected denied; N: denied, expected allowed; rows from, columns to)"
+           % len(diff)]
+    for cells, names in groups.items():
+        out.append(", ".join(names) + ":")
+        out.append("%5s %s" % ("", " ".join("%3s" % k for k in keys)))
+        for s, row in zip(keys, cells):
+            out.append("%5s %s" % (s, " ".join("%3s" % c for c in row)))
+    for (s, d, via, port, proto), (w, (got, answer)) in sorted(diff.items())[:6]:
+        out.append("%s -> %s %d/%s via %s: expected %s, got %s (%s)" % (
+            s, d, port, proto, via, "allowed" if w else "denied", "allowed" if got else "denied", answer))
+    if len(diff) > 6:
+        out.append("... and %d more" % (len(diff) - 6))
+    return out
+
+
+def converge(lab, policies, deadline):
+    """Probe until the matrix is the model's; (seconds, None) or (seconds, lines)."""
+    want = expected(lab.world, policies)
+    t0 = time.monotonic()
+    while True:
+        diff = differences(want, lab.probe())
+        took = time.monotonic() - t0
+        if not diff:
+            return took, None
+        if took >= deadline:
+            return took, render(lab.world, want, diff)
+
+
+def report(verdict, name, what, lines=()):
+    print("%s\t%s\t%s" % (verdict, name, what), flush=True)
+    for l in lines:
+        print("    " + l, flush=True)
+
+
+def run_scenario(lab, name, what, steps, baseline):
+    policies, failed, times = [], None, []
+    try:
+        for i, (kind, *step) in enumerate(steps):
+            if kind == "policies":
+                policies = copy.deepcopy(step[0])
+                lab.set_policies(policies)
+            else:
+                lab.set_labels(kind, step[0], step[1])
+            took, lines = converge(lab, policies, lab.args.deadline)
+            times.append("%.1f s" % took)
+            if lines:
+                failed = ["step %d of %d (%s %s): no agreement within %.0f s" % (
+                    i + 1, len(steps), kind, step[0] if kind != "policies" else
+                    ", ".join(p["metadata"]["namespace"] + "/" + p["metadata"]["name"] for p in policies),
+                    lab.args.deadline)] + lines
+                break
+    except RuntimeError as e:
+        failed = [str(e)]
+    # clean up: policies away, labels back; everything must be allowed again
+    try:
+        lab.set_policies([])
+        for target, labels in baseline["pods"].items():
+            pod = netpol_model.pod_by_key(lab.world, target)
+            if pod.get("labels") != labels:
+                lab.set_labels("pod-labels", target, {**{k: None for k in pod["labels"]}, **labels})
+        for n, labels in baseline["namespaces"].items():
+            if lab.world["namespaces"].get(n) != labels:
+                lab.set_labels("ns-labels", n, {**{k: None for k in lab.world["namespaces"][n]}, **labels})
+        took, lines = converge(lab, [], lab.args.deadline)
+        if lines and not failed:
+            failed = ["after its policies were deleted: not everything allowed within %.0f s" % lab.args.deadline] + lines
+    except RuntimeError as e:
+        failed = (failed or []) + ["cleanup: %s" % e]
+    if failed:
+        report("FAIL", name, failed[0], failed[1:])
+    else:
+        report("PASS", name, "%s (agreement after %s)" % (what, ", ".join(times)))
+    return not failed
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--lab", required=True)
+    ap.add_argument("--world", required=True)
+    ap.add_argument("--weft-lab", default="src/lab/weft-lab")
+    ap.add_argument("--tmp", default=None)
+    ap.add_argument("--only", default="*", help="run the scenarios whose name matches (fnmatch)")
+    ap.add_argument("--deadline", type=float, default=float(os.environ.get("WEFT_NETPOL_DEADLINE", 5)))
+    ap.add_argument("--probe-timeout", type=float, default=1.0)
+    ap.add_argument("--baseline-deadline", type=float, default=30)
+    ap.add_argument("--list", action="store_true")
+    args = ap.parse_args()
+    with open(args.world) as f:
+        world = json.load(f)
+    seed = int(os.environ.get("WEFT_NETPOL_SEED", 1))
+    count = int(os.environ.get("WEFT_NETPOL_RANDOM", 8))
+    all_scenarios = scenarios(world, seed, count)
+    if args.list:
+        for name, what, steps in all_scenarios:
+            print("%-36s %s" % (name, what))
+        return 0
+    lab = Lab(args, world)
+    baseline = {"pods": {"%s/%s" % (p["namespace"], p["name"]): dict(p.get("labels") or {}) for p in world["pods"]},
+                "namespaces": copy.deepcopy(world["namespaces"])}
+    took, lines = converge(lab, [], args.baseline_deadline)
+    if lines:
+        report("FAIL", "baseline", "with no policy, not every pod reaches every other within %.0f s" % args.baseline_deadline, lines)
+        return 1
+    report("PASS", "baseline", "with no policy every pod reaches every other, by pod IP and ClusterIP, "
+           "80 and 81, TCP and UDP (after %.1f s)" % took)
+    for name, what, steps in all_scenarios:
+        if fnmatch.fnmatch(name, args.only):
+            run_scenario(lab, name, what, steps, baseline)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
