@@ -104,7 +104,6 @@ world() {
 all_have_cluster_ips() { jq -e '[.pods[] | .clusterIP // empty] | length == 9' "$T_ROOT/world.json" >/dev/null; }
 
 # ================================================================ the lab
-must python3 tests/tools/netpol_model.py --self-test
 check "the model's self-test (netpol_model.py --self-test)" python3 tests/tools/netpol_model.py --self-test
 must lab up --nodes 2 --mode networkpolicy
 namespaces_yaml >"$T_ROOT/namespaces.yaml"

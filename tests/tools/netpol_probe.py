@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
-# netpol_probe.py [TIMEOUT_S] < PROBES — many connection probes at once, from
-# the network namespace it runs in (ip netns exec POD-NETNS python3 ...).
+# netpol_probe.py [TIMEOUT_S] — many connection probes at once, from the
+# network namespace it runs in (ip netns exec POD-NETNS python3 ...).
 #
-# Each line of PROBES is "KEY IP PORT tcp|udp"; for each, one line out:
+# It reads batches from stdin, each a list of lines "KEY IP PORT tcp|udp"
+# ended by an empty line or the end of input; for each batch it probes
+# every line at once and writes one line per probe, then an empty line:
 #     KEY yes ANSWER        the server answered (ANSWER: its first line,
 #                           peer.py's "NAME CLIENTIP")
 #     KEY no REASON         refused, reset, no answer within TIMEOUT_S
-# every probe in its own thread, all started at once, each bounded by
-# TIMEOUT_S (default 1.0), so a whole list takes about TIMEOUT_S.
+# So one process serves every round of a test (no interpreter start per
+# round), and a round takes about TIMEOUT_S (default 1.0) at most.
 #
 # tcp: connect and read the answer line.  udp: a datagram (peer.py answers
 # each), sent again every TIMEOUT_S/3 while unanswered, from one socket,
@@ -44,24 +46,37 @@ def udp(ip, port):
 
 
 def probe(line, out, lock):
-    key, ip, port, proto = line.split()
     try:
+        key, ip, port, proto = line.split()
         verdict = "yes " + (tcp if proto == "tcp" else udp)(ip, int(port))
     except (OSError, ValueError) as e:
+        key = line.split()[0] if line.split() else "?"
         verdict = "no " + (str(e) or type(e).__name__)
     with lock:
         out.append("%s %s" % (key, verdict.replace("\n", " ")))
 
 
-def main():
-    lines = [l for l in sys.stdin.read().splitlines() if l.strip()]
+def batch(lines):
     out, lock = [], threading.Lock()
     threads = [threading.Thread(target=probe, args=(l, out, lock)) for l in lines]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    sys.stdout.write("".join(l + "\n" for l in out))
+    sys.stdout.write("".join(l + "\n" for l in out) + "\n")
+    sys.stdout.flush()
+
+
+def main():
+    lines = []
+    for line in sys.stdin:
+        if line.strip():
+            lines.append(line.strip())
+        elif lines:
+            batch(lines)
+            lines = []
+    if lines:
+        batch(lines)
 
 
 main()

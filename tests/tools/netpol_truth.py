@@ -9,7 +9,7 @@
 #      of the previous step it no longer has are deleted), or patch a
 #      pod's or a namespace's labels (weftctl patch);
 #   2. probe: from every pod at once (one netpol_probe.py per pod, in its
-#      netns), every other pod on 80 and 81, TCP and UDP, through its pod
+#      netns, started once and fed a batch per round), every other pod on 80 and 81, TCP and UDP, through its pod
 #      IP and through its Service's ClusterIP; a pod reaching itself is
 #      not probed (always allowed);
 #   3. compare with netpol_model.py's matrix for the world as it now is;
@@ -18,7 +18,9 @@
 #
 # After its last step a scenario deletes its policies, puts the labels
 # back, and waits for everything to be allowed again (a deleted policy
-# must stop being enforced).  A scenario stops at its first failing step.
+# must stop being enforced).  A failing step does not end the scenario:
+# the later steps are written and compared too, so each failure is shown.
+# A label written is read back from the controller before probing.
 #
 # Output, for the shell script to count: "PASS\tNAME\tWHAT" or
 # "FAIL\tNAME\tWHY", and lines starting with "    " (the differences).
@@ -81,6 +83,11 @@ def scenarios(world, seed, count):
     sc("allow-all-egress-wins", "x: deny-all egress and allow-all egress: the union allows all",
        ("policies", [np("x", "deny", types=["Egress"]),
                      np("x", "allow", egress=[{}], types=["Egress"])]))
+    sc("ingress-to-target", "x: deny-all ingress, and allow all to x/a from every pod of every namespace",
+       ("policies", [np("x", "deny", ingress=[]),
+                     np("x", "allow-a", pod("a"), ingress=[{"from": [{"namespaceSelector": {}, "podSelector": {}}]}])]))
+    sc("ingress-same-namespace-only", "x: from podSelector {} (pods of other namespaces denied)",
+       ("policies", [np("x", "p", ingress=[{"from": [{"podSelector": {}}]}])]))
     sc("ingress-from-pod", "x/a: from podSelector pod=b (x only)",
        ("policies", [np("x", "p", pod("a"), ingress=[{"from": [{"podSelector": pod("b")}]}])]))
     sc("ingress-from-any-pod-in-ns", "x/a: from podSelector {} (every pod of x)",
@@ -95,6 +102,12 @@ def scenarios(world, seed, count):
     sc("ingress-pod-or-namespace", "x/a: from two peers, namespaceSelector ns=y OR podSelector pod=b",
        ("policies", [np("x", "p", pod("a"), ingress=[{"from": [
            {"namespaceSelector": ns("y")}, {"podSelector": pod("b")}]}])]))
+    sc("ingress-multiple-selectors", "x/a: from {namespaceSelector metadata.name NotIn [x], podSelector pod In [b, c]}",
+       ("policies", [np("x", "p", pod("a"), ingress=[{"from": [{
+           "namespaceSelector": {"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["x"]}]},
+           "podSelector": {"matchExpressions": [{"key": "pod", "operator": "In", "values": ["b", "c"]}]}}]}])]))
+    sc("ingress-any-pod-selectors", "x/a: from two peers, podSelector pod=b OR pod=c",
+       ("policies", [np("x", "p", pod("a"), ingress=[{"from": [{"podSelector": pod("b")}, {"podSelector": pod("c")}]}])]))
     sc("ingress-pod-match-expressions", "x/a: from podSelector pod In [b]",
        ("policies", [np("x", "p", pod("a"), ingress=[{"from": [{"podSelector": {"matchExpressions": [
            {"key": "pod", "operator": "In", "values": ["b"]}]}}]}])]))
@@ -123,6 +136,11 @@ def scenarios(world, seed, count):
     sc("ingress-named-port-from-namespace", "x/a: from namespaceSelector ns=y on serve-80-tcp",
        ("policies", [np("x", "p", pod("a"), ingress=[{"from": [{"namespaceSelector": ns("y")}],
                                                        "ports": [{"port": "serve-80-tcp"}]}])]))
+    sc("egress-deny-pod", "x/a: policyTypes [Egress], no rule",
+       ("policies", [np("x", "p", pod("a"), types=["Egress"])]))
+    sc("ingress-egress-independent", "x/a: egress only to x/b; x/b: no ingress: x/a reaches nothing",
+       ("policies", [np("x", "a", pod("a"), types=["Egress"], egress=[{"to": [{"podSelector": pod("b")}]}]),
+                     np("x", "b", pod("b"), types=["Ingress"])]))
     sc("egress-named-ports", "x/a: egress to serve-80-tcp and serve-80-udp/UDP only",
        ("policies", [np("x", "p", pod("a"), types=["Egress"], egress=[{"ports": [
            {"port": "serve-80-tcp"}, {"port": "serve-80-udp", "protocol": "UDP"}]}])]))
@@ -253,12 +271,14 @@ class Lab:
         self.args, self.world = args, world
         self.tmp = tempfile.mkdtemp(prefix="netpol.", dir=args.tmp)
         self.applied = {}		# (ns, name) -> policy
+        self.procs = []			# (pod, its prober)
 
     def weftctl(self, *argv):
         r = subprocess.run([self.args.weft_lab, "--lab", self.args.lab, "weftctl", *argv],
                            capture_output=True, text=True)
         if r.returncode != 0:
             raise RuntimeError("weftctl %s: %s" % (" ".join(argv), (r.stderr or r.stdout).strip()))
+        return r.stdout
 
     def set_policies(self, policies):
         want = {(p["metadata"]["namespace"], p["metadata"]["name"]): p for p in policies}
@@ -288,28 +308,58 @@ class Lab:
                 current.pop(k, None)
             else:
                 current[k] = v
+        stored = self.stored_labels(kind, target)
+        if stored != current:
+            raise RuntimeError("%s %s: labels %s written, the controller has %s" % (
+                kind, target, json.dumps(current, sort_keys=True), json.dumps(stored, sort_keys=True)))
+
+    def stored_labels(self, kind, target):
+        """The labels the controller holds (a namespace's without the one
+        it adds, kubernetes.io/metadata.name, which the model adds itself)."""
+        if kind == "pod-labels":
+            ns_name, name = target.split("/")
+            out = self.weftctl("get", "pod", name, "-n", ns_name, "-o", "json")
+        else:
+            out = self.weftctl("get", "namespace", target, "-o", "json")
+        labels = json.loads(out).get("metadata", {}).get("labels") or {}
+        if kind != "pod-labels":
+            labels.pop("kubernetes.io/metadata.name", None)
+        return labels
+
+    def probers(self):
+        """One netpol_probe.py per pod, in its netns, kept for every round."""
+        if not self.procs:
+            for src in self.world["pods"]:
+                self.procs.append((src, subprocess.Popen(
+                    ["ip", "netns", "exec", src["netns"], sys.executable,
+                     os.path.join(HERE, "netpol_probe.py"), str(self.args.probe_timeout)],
+                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)))
+        return self.procs
+
+    def close(self):
+        for _, p in self.procs:
+            p.stdin.close()
+            p.wait()
 
     def probe(self):
-        """{(from, to, via, port, proto): (bool, answer)} from every pod at once."""
-        procs = []
-        for src in self.world["pods"]:
-            lines = []
+        """{(from, to, via, port, proto): (bool, answer)}: every pod probes at once."""
+        procs = self.probers()
+        for src, p in procs:
             for dst in self.world["pods"]:
                 if dst is src:
                     continue
-                for via, ip in (("pod IP", dst["ip"]), ("ClusterIP", dst["clusterIP"])):
+                for via, ip in (("pod_IP", dst["ip"]), ("ClusterIP", dst["clusterIP"])):
                     for port, proto in PORTS:
-                        lines.append("%s/%s|%s|%d|%s %s %d %s" % (dst["namespace"], dst["name"],
-                                     via.replace(" ", "_"), port, proto, ip, port, proto))
-            p = subprocess.Popen(["ip", "netns", "exec", src["netns"], sys.executable,
-                                  os.path.join(HERE, "netpol_probe.py"), str(self.args.probe_timeout)],
-                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-            procs.append((src, p, "\n".join(lines) + "\n"))
+                        p.stdin.write("%s/%s|%s|%d|%s %s %d %s\n" % (
+                            dst["namespace"], dst["name"], via, port, proto, ip, port, proto))
+            p.stdin.write("\n")
+            p.stdin.flush()
         seen = {}
-        for src, p, lines in procs:
-            out, _ = p.communicate(lines)
-            for line in out.splitlines():
-                key, verdict, *rest = line.split(" ", 2)
+        for src, p in procs:
+            for line in p.stdout:
+                if not line.strip():
+                    break
+                key, verdict, *rest = line.rstrip("\n").split(" ", 2)
                 to, via, port, proto = key.split("|")
                 answer = rest[0] if rest else ""
                 ok = verdict == "yes" and answer.split(" ")[0] == to
@@ -317,6 +367,8 @@ class Lab:
                     answer = "answered by " + answer
                 seen[("%s/%s" % (src["namespace"], src["name"]), to, via.replace("_", " "),
                       int(port), proto)] = (ok, answer)
+            else:
+                raise RuntimeError("the prober in %s exited" % src["netns"])
         return seen
 
 
@@ -360,16 +412,18 @@ def render(world, want, diff):
 
 
 def converge(lab, policies, deadline):
-    """Probe until the matrix is the model's; (seconds, None) or (seconds, lines)."""
+    """Probe until the matrix is the model's: (seconds, rounds, None) when
+    a round agreed (seconds: from the write to that round's end), or
+    (seconds, rounds, lines) when none did within deadline."""
     want = expected(lab.world, policies)
-    t0 = time.monotonic()
+    t0, rounds = time.monotonic(), 0
     while True:
         diff = differences(want, lab.probe())
-        took = time.monotonic() - t0
+        took, rounds = time.monotonic() - t0, rounds + 1
         if not diff:
-            return took, None
+            return took, rounds, None
         if took >= deadline:
-            return took, render(lab.world, want, diff)
+            return took, rounds, render(lab.world, want, diff)
 
 
 def report(verdict, name, what, lines=()):
@@ -378,8 +432,17 @@ def report(verdict, name, what, lines=()):
         print("    " + l, flush=True)
 
 
+def step_name(kind, step, policies):
+    if kind == "policies":
+        return "policies " + (", ".join(p["metadata"]["namespace"] + "/" + p["metadata"]["name"]
+                                        for p in policies) or "none")
+    return "%s %s %s" % (kind, step[0], json.dumps(step[1], sort_keys=True))
+
+
 def run_scenario(lab, name, what, steps, baseline):
-    policies, failed, times = [], None, []
+    """Every step is written and compared, also after a failing one (each
+    failing step prints its tables); the scenario passes when all agree."""
+    policies, failed, times = [], [], []
     try:
         for i, (kind, *step) in enumerate(steps):
             if kind == "policies":
@@ -387,16 +450,13 @@ def run_scenario(lab, name, what, steps, baseline):
                 lab.set_policies(policies)
             else:
                 lab.set_labels(kind, step[0], step[1])
-            took, lines = converge(lab, policies, lab.args.deadline)
-            times.append("%.1f s" % took)
+            took, rounds, lines = converge(lab, policies, lab.args.deadline)
+            times.append("%.1f s, round %d" % (took, rounds))
             if lines:
-                failed = ["step %d of %d (%s %s): no agreement within %.0f s" % (
-                    i + 1, len(steps), kind, step[0] if kind != "policies" else
-                    ", ".join(p["metadata"]["namespace"] + "/" + p["metadata"]["name"] for p in policies),
-                    lab.args.deadline)] + lines
-                break
+                failed += ["step %d of %d (%s): no agreement within %.0f s" % (
+                    i + 1, len(steps), step_name(kind, step, policies), lab.args.deadline)] + lines
     except RuntimeError as e:
-        failed = [str(e)]
+        failed.append(str(e))
     # clean up: policies away, labels back; everything must be allowed again
     try:
         lab.set_policies([])
@@ -407,15 +467,16 @@ def run_scenario(lab, name, what, steps, baseline):
         for n, labels in baseline["namespaces"].items():
             if lab.world["namespaces"].get(n) != labels:
                 lab.set_labels("ns-labels", n, {**{k: None for k in lab.world["namespaces"][n]}, **labels})
-        took, lines = converge(lab, [], lab.args.deadline)
-        if lines and not failed:
-            failed = ["after its policies were deleted: not everything allowed within %.0f s" % lab.args.deadline] + lines
+        took, rounds, lines = converge(lab, [], lab.args.deadline)
+        if lines:
+            failed += ["after its policies were deleted and labels restored: not everything "
+                       "allowed within %.0f s" % lab.args.deadline] + lines
     except RuntimeError as e:
-        failed = (failed or []) + ["cleanup: %s" % e]
+        failed.append("cleanup: %s" % e)
     if failed:
         report("FAIL", name, failed[0], failed[1:])
     else:
-        report("PASS", name, "%s (agreement after %s)" % (what, ", ".join(times)))
+        report("PASS", name, "%s (agreement %s after the write)" % (what, "; ".join(times)))
     return not failed
 
 
@@ -443,15 +504,17 @@ def main():
     lab = Lab(args, world)
     baseline = {"pods": {"%s/%s" % (p["namespace"], p["name"]): dict(p.get("labels") or {}) for p in world["pods"]},
                 "namespaces": copy.deepcopy(world["namespaces"])}
-    took, lines = converge(lab, [], args.baseline_deadline)
+    took, rounds, lines = converge(lab, [], args.baseline_deadline)
     if lines:
         report("FAIL", "baseline", "with no policy, not every pod reaches every other within %.0f s" % args.baseline_deadline, lines)
+        lab.close()
         return 1
     report("PASS", "baseline", "with no policy every pod reaches every other, by pod IP and ClusterIP, "
            "80 and 81, TCP and UDP (after %.1f s)" % took)
     for name, what, steps in all_scenarios:
         if fnmatch.fnmatch(name, args.only):
             run_scenario(lab, name, what, steps, baseline)
+    lab.close()
     return 0
 
 
