@@ -22,7 +22,7 @@
 # it) writes its policies or label changes step by step; after each step
 # the 9x9 matrix of 80/81 x TCP/UDP x (pod IP, ClusterIP) is probed from
 # all pods at once until it equals the model's, for at most
-# WEFT_NETPOL_DEADLINE seconds (default 5; the lab must converge within a
+# WEFT_NETPOL_DEADLINE seconds (default 3; the lab must converge within a
 # second, and each pass prints how long agreement took), else the test
 # prints the tables of the cells that differ.  Then the scenario's policies
 # are deleted and everything must be allowed again.  One check per scenario.
@@ -108,6 +108,17 @@ check "the model's self-test (netpol_model.py --self-test)" python3 tests/tools/
 must lab up --nodes 2 --mode networkpolicy
 namespaces_yaml >"$T_ROOT/namespaces.yaml"
 must lab weftctl apply -f "$T_ROOT/namespaces.yaml"
+# name_labelled NS: the controller gave NS the label kubernetes.io/metadata.name=NS
+name_labelled() {
+	local seen
+	seen=$(lab weftctl get namespace "$1" -o json | jq -r '.metadata.labels["kubernetes.io/metadata.name"] // "none"')
+	[ "$seen" = "$1" ] && return 0
+	echo "expected the label kubernetes.io/metadata.name=$1 on namespace $1; seen: $seen"
+	return 1
+}
+for n in "${NAMESPACES[@]}"; do
+	check "namespace $n carries kubernetes.io/metadata.name=$n (policies select namespaces by it)" name_labelled "$n"
+done
 PODS=()
 i=0
 for n in "${NAMESPACES[@]}"; do
@@ -136,8 +147,9 @@ while IFS=$'\t' read -r verdict name what; do
 	FAIL) fail "$name" "$what" ;;
 	*) echo "$verdict${name:+	$name}${what:+	$what}" ;;
 	esac
-done < <("$PYTHON" tests/tools/netpol_truth.py --lab "$LAB" --world "$T_ROOT/world.json" --tmp "$T_ROOT" \
-	--only "${WEFT_NETPOL_ONLY:-*}" 2>&1 || echo "FAIL	netpol_truth.py	exited $?")
+done < <("$PYTHON" tests/tools/netpol_truth.py --world "$T_ROOT/world.json" --tmp "$T_ROOT" \
+	--weftctl "$WEFTCTL" --kubeconfig "$(lab kubeconfig)" --only "${WEFT_NETPOL_ONLY:-*}" 2>&1 \
+	|| echo "FAIL	netpol_truth.py	exited $?")
 echo "  scenarios took $(( $(date +%s) - T1 )) s"
 
 stop_started
