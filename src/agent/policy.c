@@ -111,6 +111,8 @@ struct prefix {
 struct local {
 	in_addr_t ip;
 	char *ns, *name;
+	bool synced;		/* its endpoint is known to have policy_id, flags */
+	uint32_t policy_id, flags;
 };
 
 struct policy {
@@ -1224,6 +1226,7 @@ static void endpoints_move(struct policy *p, const struct pclass *c)
 		struct ident *id = local_ident(p, &p->locals[i]);
 		struct weft_endpoint ep;
 
+		p->locals[i].synced = false;	/* endpoints_sync looks again */
 		if (!id || id->id != c->ident ||
 		    datapath_endpoint_get(p->dp, p->locals[i].ip, &ep) < 0)
 			continue;
@@ -1336,6 +1339,33 @@ static void class_drop(struct policy *p, size_t i)
 	p->classes[i] = p->classes[--p->nclasses];
 }
 
+/* Every local endpoint on its identity's rule set (one write for each
+ * that is not: a pod whose identity changed moves to its new set here,
+ * before the old set can go). */
+static void endpoints_sync(struct policy *p)
+{
+	for (size_t i = 0; i < p->nlocals; i++) {
+		struct local *l = &p->locals[i];
+		struct ident *id = local_ident(p, l);
+		const struct pclass *c = id ? class_find(p, id->id) : NULL;
+		struct weft_endpoint ep;
+
+		if (!c || (l->synced && l->policy_id == c->policy_id && l->flags == c->flags))
+			continue;
+		if (datapath_endpoint_get(p->dp, l->ip, &ep) < 0)
+			continue;	/* not written yet: policy_endpoint_write fills it */
+		l->synced = true;
+		l->policy_id = c->policy_id;
+		l->flags = c->flags;
+		if (ep.policy_id == c->policy_id && (ep.flags & ~(uint32_t)WEFT_EP_F_READY) == c->flags)
+			continue;
+		ep.policy_id = c->policy_id;
+		ep.flags = (ep.flags & WEFT_EP_F_READY) | c->flags;
+		p->st.writes++;
+		(void)datapath_endpoint_put(p->dp, l->ip, &ep);
+	}
+}
+
 static int classes_apply(struct policy *p)
 {
 	int err = 0;
@@ -1373,6 +1403,7 @@ static int classes_apply(struct policy *p)
 		if (rc < 0)
 			err = rc;
 	}
+	endpoints_sync(p);
 	for (size_t i = 0; i < p->nclasses;)
 		if (!p->classes[i].used)
 			class_drop(p, i);
@@ -1493,6 +1524,11 @@ int policy_endpoint_write(struct policy *p, in_addr_t ip, struct weft_endpoint *
 		}
 	}
 	err = datapath_endpoint_put(p->dp, ip, ep);
+	if (l) {
+		l->synced = err == 0 && c;
+		l->policy_id = ep->policy_id;
+		l->flags = ep->flags & ~(uint32_t)WEFT_EP_F_READY;
+	}
 	pthread_mutex_unlock(&p->lock);
 	return err;
 }

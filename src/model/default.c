@@ -128,10 +128,11 @@ static void default_networkpolicy(json_t *obj)
 		return;
 	types = json_object_get(spec, "policyTypes");
 	if (!types || json_is_null(types) || (json_is_array(types) && !json_array_size(types))) {
-		/* netpol.md: Ingress always, Egress if there is an egress section */
+		/* as Kubernetes defaults it: Ingress always, Egress when
+		 * there is an egress rule (an empty list isolates nothing) */
 		types = json_array();
 		json_array_append_new(types, json_string("Ingress"));
-		if (json_object_get(spec, "egress") && !json_is_null(json_object_get(spec, "egress")))
+		if (json_array_size(json_object_get(spec, "egress")) > 0)
 			json_array_append_new(types, json_string("Egress"));
 		json_object_set_new(spec, "policyTypes", types);
 	}

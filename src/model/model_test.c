@@ -406,7 +406,11 @@ TEST(defaults_networkpolicy_policy_types)
 	s = policy_types("{podSelector: {}, ingress: [{}]}");
 	CHECK_STR(s, "[\"Ingress\"]");
 	free(s);
+	/* an empty egress list isolates nothing (Kubernetes: len(egress) != 0) */
 	s = policy_types("{podSelector: {}, egress: []}");
+	CHECK_STR(s, "[\"Ingress\"]");
+	free(s);
+	s = policy_types("{podSelector: {}, egress: [{}]}");
 	CHECK_STR(s, "[\"Ingress\",\"Egress\"]");
 	free(s);
 	s = policy_types("{podSelector: {}, ingress: [{}], egress: [{}]}");
