@@ -644,3 +644,129 @@ bool selector_matches(const struct selector *s, const struct selector_view *v)
 			return false;
 	return true;
 }
+
+/* ---------------------------------------------------------------- LabelSelector objects */
+
+/* One string value of a LabelSelector (a label value), field names it. */
+static int object_value(struct selector_term *t, const json_t *v, const char *field, char *err, size_t errlen)
+{
+	const char *s = json_string_value(v);
+	int rc;
+
+	if (!s)
+		return fail(err, errlen, "%s: must be a string", field);
+	if (!model_label_value(s))
+		return fail(err, errlen, "%s: '%.80s' is not a valid label value", field, s);
+	rc = value_add(t, s, strlen(s));
+	if (rc == -E2BIG)
+		errmsg(err, errlen, "%s: more than %d values (the limit)", field, SELECTOR_MAX_VALUES);
+	return rc;
+}
+
+static int object_key(struct selector_term *t, const char *key, const char *field, char *err, size_t errlen)
+{
+	if (!model_label_key(key))
+		return fail(err, errlen, "%s: '%.80s' is not a valid label key", field, key);
+	t->key = strdup(key);
+	return t->key ? 0 : -ENOMEM;
+}
+
+static int match_labels(struct selector_term **terms, size_t *n, const json_t *ml, char *err, size_t errlen)
+{
+	const char *key;
+	const json_t *v;
+	int rc = 0;
+
+	if (ml && !json_is_object(ml))
+		return fail(err, errlen, "matchLabels: must be an object");
+	json_object_foreach((json_t *)ml, key, v) {
+		struct selector_term *t = term_add(terms, n, &rc);
+
+		if (!t)
+			return rc;
+		t->op = SELECTOR_EQ;
+		rc = object_key(t, key, "matchLabels", err, errlen);
+		if (rc == 0)
+			rc = object_value(t, v, "matchLabels", err, errlen);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+static int match_expression(struct selector_term *t, const json_t *e, const char *field, char *err, size_t errlen)
+{
+	static const struct { const char *name; enum selector_op op; } ops[] = {
+		{ "In", SELECTOR_IN }, { "NotIn", SELECTOR_NOTIN },
+		{ "Exists", SELECTOR_EXISTS }, { "DoesNotExist", SELECTOR_ABSENT },
+	};
+	const char *key = json_string_value(json_object_get(e, "key"));
+	const char *op = json_string_value(json_object_get(e, "operator"));
+	const json_t *values = json_object_get(e, "values"), *v;
+	size_t i, known = sizeof(ops) / sizeof(ops[0]);
+	char at[100];
+	int rc;
+
+	if (!json_is_object(e))
+		return fail(err, errlen, "%s: must be an object", field);
+	if (!key)
+		return fail(err, errlen, "%s.key: required, a string", field);
+	snprintf(at, sizeof(at), "%s.key", field);
+	rc = object_key(t, key, at, err, errlen);
+	if (rc)
+		return rc;
+	for (i = 0; op && i < known && strcmp(op, ops[i].name); i++)
+		;
+	if (!op || i == known)
+		return fail(err, errlen, "%s.operator: '%.40s' is not In, NotIn, Exists or DoesNotExist", field,
+			    op ? op : "(none)");
+	t->op = ops[i].op;
+	if (values && !json_is_array(values))
+		return fail(err, errlen, "%s.values: must be a list", field);
+	if ((t->op == SELECTOR_IN || t->op == SELECTOR_NOTIN) != (json_array_size(values) > 0))
+		return fail(err, errlen, "%s.values: must be %s for operator %s", field,
+			    json_array_size(values) ? "empty" : "non-empty", op);
+	json_array_foreach(values, i, v) {
+		snprintf(at, sizeof(at), "%s.values[%zu]", field, i);
+		rc = object_value(t, v, at, err, errlen);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+int selector_from_label_selector(struct selector *s, const json_t *ls, char *err, size_t errlen)
+{
+	struct selector_term *terms = NULL;
+	const json_t *exprs = json_object_get(ls, "matchExpressions"), *e;
+	size_t n = 0, i;
+	int rc = 0;
+
+	if (ls && !json_is_object(ls)) {
+		rc = fail(err, errlen, "must be an object");
+		goto out;
+	}
+	rc = match_labels(&terms, &n, json_object_get(ls, "matchLabels"), err, errlen);
+	if (rc == 0 && exprs && !json_is_array(exprs))
+		rc = fail(err, errlen, "matchExpressions: must be a list");
+	json_array_foreach(exprs, i, e) {
+		char field[40];
+		struct selector_term *t;
+
+		if (rc)
+			break;
+		snprintf(field, sizeof(field), "matchExpressions[%zu]", i);
+		t = term_add(&terms, &n, &rc);
+		if (t)
+			rc = match_expression(t, e, field, err, errlen);
+	}
+	if (rc == 0)
+		rc = terms_move(&s->labels, &s->nlabels, &terms, &n);
+	if (rc == -E2BIG && n >= SELECTOR_MAX_TERMS)
+		errmsg(err, errlen, "more than %d requirements (the limit)", SELECTOR_MAX_TERMS);
+	if (rc == -ENOMEM)
+		errmsg(err, errlen, "out of memory");
+out:
+	terms_free(terms, n);
+	return rc;
+}

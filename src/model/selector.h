@@ -97,6 +97,20 @@ int selector_parse_fields(struct selector *s, const struct kind_info *k, const c
 /* An equality on name (a watch of one object by its path). */
 int selector_add_field(struct selector *s, enum selector_field f, const char *value)
 	__attribute__((warn_unused_result));
+/* A Kubernetes LabelSelector object (a NetworkPolicy's podSelector or
+ * namespaceSelector; borrowed) into s, adding to what s holds:
+ *   matchLabels {k: v}                    -> SELECTOR_EQ
+ *   matchExpressions [{key, operator, values}]: In -> SELECTOR_IN,
+ *     NotIn -> SELECTOR_NOTIN (also matches an object without the key),
+ *     Exists -> SELECTOR_EXISTS, DoesNotExist -> SELECTOR_ABSENT
+ * all ANDed; ls NULL or {} selects everything.  0, -EINVAL (not an
+ * object, a bad key, value or operator, values where none belong or none
+ * where they must be), -E2BIG (over SELECTOR_MAX_TERMS or
+ * SELECTOR_MAX_VALUES), -ENOMEM, with err naming the field inside ls,
+ * e.g. "matchExpressions[1].operator: 'Has' is not In, NotIn, Exists or
+ * DoesNotExist".  A failed call leaves s as it was. */
+int selector_from_label_selector(struct selector *s, const json_t *ls, char *err, size_t errlen)
+	__attribute__((warn_unused_result));
 void selector_free(struct selector *s);
 
 /* No requirement at all: everything matches. */

@@ -505,3 +505,56 @@ TEST(selector_hostile_random)
 		selector_free(&again);
 	}
 }
+
+/* ---------------------------------------------------------------- LabelSelector objects */
+
+static int object_verdict(const char *ls_json, const char *labels_json)
+{
+	struct selector s = { 0 };
+	struct selector_view v = { .field = { "", "", "" } };
+	json_t *ls = ls_json ? labels_of(ls_json) : NULL, *labels = labels_of(labels_json);
+	int rc = selector_from_label_selector(&s, ls, err, sizeof(err));
+
+	if (rc == 0) {
+		v.labels = labels;
+		rc = selector_matches(&s, &v) ? 1 : 0;
+	}
+	selector_free(&s);
+	json_decref(ls);
+	json_decref(labels);
+	return rc;
+}
+
+TEST(selector_label_selector_object)
+{
+#define L "{\"app\":\"web\",\"tier\":\"front\"}"
+	struct selector s = { 0 };
+	json_t *bad;
+
+	CHECK_EQ(object_verdict(NULL, L), 1);
+	CHECK_EQ(object_verdict("{}", L), 1);
+	CHECK_EQ(object_verdict("{\"matchLabels\":{\"app\":\"web\",\"tier\":\"front\"}}", L), 1);
+	CHECK_EQ(object_verdict("{\"matchLabels\":{\"app\":\"web\",\"tier\":\"back\"}}", L), 0);
+	CHECK_EQ(object_verdict("{\"matchExpressions\":[{\"key\":\"app\",\"operator\":\"In\",\"values\":[\"db\",\"web\"]}]}", L), 1);
+	CHECK_EQ(object_verdict("{\"matchExpressions\":[{\"key\":\"env\",\"operator\":\"NotIn\",\"values\":[\"prod\"]}]}", L), 1);
+	CHECK_EQ(object_verdict("{\"matchExpressions\":[{\"key\":\"app\",\"operator\":\"NotIn\",\"values\":[\"web\"]}]}", L), 0);
+	CHECK_EQ(object_verdict("{\"matchExpressions\":[{\"key\":\"app\",\"operator\":\"Exists\"}]}", L), 1);
+	CHECK_EQ(object_verdict("{\"matchExpressions\":[{\"key\":\"app\",\"operator\":\"DoesNotExist\"}]}", L), 0);
+	CHECK_EQ(object_verdict("{\"matchExpressions\":[{\"key\":\"app\",\"operator\":\"Exists\"}],"
+				"\"matchLabels\":{\"tier\":\"back\"}}", L), 0);
+	CHECK_EQ(object_verdict("{\"matchExpressions\":[{\"key\":\"app\",\"operator\":\"Gt\",\"values\":[\"1\"]}]}", L),
+		 -EINVAL);
+	CHECK_CONTAINS(err, "matchExpressions[0].operator: 'Gt'");
+	CHECK_EQ(object_verdict("{\"matchLabels\":{\"app\":\"not a value\"}}", L), -EINVAL);
+	CHECK_CONTAINS(err, "matchLabels: 'not a value' is not a valid label value");
+	CHECK_EQ(object_verdict("[]", L), -EINVAL);
+	/* a failed call leaves s as it was */
+	CHECK_EQ(selector_parse_labels(&s, "app=web", err, sizeof(err)), 0);
+	bad = labels_of("{\"matchLabels\":{\"a\":\"b\"},\"matchExpressions\":[{\"key\":\"x\",\"operator\":\"In\"}]}");
+	CHECK_EQ(selector_from_label_selector(&s, bad, err, sizeof(err)), -EINVAL);
+	CHECK_CONTAINS(err, "matchExpressions[0].values: must be non-empty for operator In");
+	CHECK_EQ(s.nlabels, 1);
+	json_decref(bad);
+	selector_free(&s);
+#undef L
+}
