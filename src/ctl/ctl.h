@@ -75,6 +75,11 @@ int ctl_podnetwork(struct ctl *ctl, int argc, char **argv);
 int ctl_drops(struct ctl *ctl, int argc, char **argv);
 int ctl_nodecred(struct ctl *ctl, int argc, char **argv);
 int ctl_patch(struct ctl *ctl, int argc, char **argv);
+int ctl_can_reach(struct ctl *ctl, int argc, char **argv);
+
+/* describe networkpolicy's part after the object's fields: the pods it
+ * selects now and what each rule matches now (describe_netpol.c). */
+void ctl_describe_networkpolicy(struct ctl *ctl, const json_t *obj);
 
 /* What `get -w` watches and how it prints (watch.c). */
 struct ctl_watch_opts {

@@ -18,7 +18,9 @@
  * After the metadata, every other top-level field is walked generically:
  * scalars as "key:  value" aligned within their object, objects and
  * arrays of objects indented below their key, arrays of scalars joined.
- * Secrets show sizes, never values; a Route's TLS key is hidden.
+ * Secrets show sizes, never values; a Route's TLS key is hidden.  A
+ * NetworkPolicy ends with what it selects and matches now
+ * (describe_netpol.c).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -277,6 +279,8 @@ static void describe(struct ctl *ctl, const struct kind_info *k, const json_t *o
 			title[0] = (char)(title[0] - 'a' + 'A');
 		member(title, v, 0, TOP_WIDTH, false);
 	}
+	if (k->id == KIND_NETWORKPOLICY)
+		ctl_describe_networkpolicy(ctl, obj);
 }
 
 int ctl_describe(struct ctl *ctl, int argc, char **argv)

@@ -32,6 +32,8 @@ static const struct ctl_verb verbs[] = {
 	  "KIND NAME... [-n NAMESPACE] | KIND -l SELECTOR [--field-selector SELECTOR] [-n NAMESPACE | -A]\n"
 	  "       | -f FILE|DIR|-",
 	  "delete objects: by name, by selector, or those of manifests" },
+	{ "can-reach", ctl_can_reach, "SRC DST PORT[/PROTO]   (SRC, DST: NAMESPACE/POD or an IPv4 address)",
+	  "may SRC open a connection to DST on PORT under the NetworkPolicies now? (exit 0 yes, 1 no, 2 no answer)" },
 	{ "pod-network", ctl_podnetwork,
 	  "join-projects --to=PROJECT PROJECT... | isolate-projects PROJECT... | make-projects-global PROJECT...",
 	  "change which projects' pods can reach each other (multitenant mode)" },

@@ -14,6 +14,9 @@
 #    errors; --timeout and SIGTERM end it with exit 0; relisting on 410 and
 #    resuming after bookmarks, against tests/tools/fake_watch.py.  delete -l / -A /
 #    --field-selector delete exactly what the selectors match.
+# 6. describe networkpolicy shows what a policy selects and matches now;
+#    can-reach answers allowed (0) / denied (1) naming the deciding
+#    policies, and no answer (2) for an unknown pod, a bad port or protocol.
 cd "$(dirname "$0")/../.."
 . tests/lib.sh
 
@@ -463,9 +466,141 @@ check "delete -l with NAMEs is a usage error" expect 2 'NAMEs or a selector' W d
 check "delete -A without a selector is a usage error" expect 2 'needs a selector' W delete pods -A
 check "delete -l with a bad selector: exit 1 naming it" expect 1 "labelSelector 'app in \(x'" W delete pods -l 'app in (x'
 
+echo "== networkpolicies: describe and can-reach"
+cat >"$DIR/np.yaml" <<'EOF'
+apiVersion: v1
+kind: Namespace
+metadata: {name: np-x, labels: {team: x}}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: np-y}
+---
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: deny-all, namespace: np-y}
+spec:
+  podSelector: {}
+---
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: allow-x, namespace: np-y}
+spec:
+  podSelector:
+    matchLabels: {pod: b}
+  ingress:
+  - from:
+    - namespaceSelector:
+        matchLabels: {team: x}
+      podSelector:
+        matchLabels: {pod: a}
+    ports:
+    - port: 80
+---
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: web-http, namespace: np-y}
+spec:
+  podSelector:
+    matchExpressions:
+    - {key: app, operator: In, values: [web]}
+  ingress:
+  - from:
+    - ipBlock: {cidr: 192.168.0.0/16, except: [192.168.1.0/24]}
+    ports:
+    - port: http
+---
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: dns-only, namespace: np-x}
+spec:
+  podSelector:
+    matchLabels: {pod: b}
+  policyTypes: [Egress]
+  egress:
+  - to:
+    - namespaceSelector:
+        matchLabels: {kubernetes.io/metadata.name: np-y}
+    - ipBlock: {cidr: 8.8.8.0/24}
+    ports:
+    - {port: 53, protocol: UDP}
+EOF
+np_pod() { # NS NAME IP LABELS-JSON: a pod on node-1 at IP serving "http" on 8080/TCP
+	api POST "/api/v1/namespaces/$1/pods" -d "$(jq -cn --arg n "$2" --arg ip "$3" --argjson l "$4" \
+		'{apiVersion: "v1", kind: "Pod", metadata: {name: $n, labels: $l},
+		  spec: {nodeName: "node-1", containers: [{name: "c", image: "x",
+			 ports: [{name: "http", containerPort: 8080}]}]},
+		  status: {podIP: $ip}}')" | code_of | grep -qx 201
+}
+must W apply -f "$DIR/np.yaml"
+must np_pod np-x a 10.128.0.21 '{"pod":"a"}'
+must np_pod np-x b 10.128.0.22 '{"pod":"b"}'
+must np_pod np-y a 10.128.0.31 '{"pod":"a"}'
+must np_pod np-y b 10.128.0.32 '{"pod":"b","app":"web"}'
+check "describe netpol: the pods it selects now" \
+	expect 0 '^  Selects: +np-y/b$' W describe netpol allow-x -n np-y
+check "describe networkpolicy: a peer of both selectors matches their AND" \
+	expect 0 '^    from\[0\]: +namespaces np-x; pods np-x/a$' W describe networkpolicy allow-x -n np-y
+check "describe: the ports of a rule" expect 0 '^    ports: +80/TCP$' W describe netpol allow-x -n np-y
+check "describe: an ipBlock and the pods inside it (none)" \
+	expect 0 '^    from\[0\]: +ipBlock 192\.168\.0\.0/16 except 192\.168\.1\.0/24; no pods now$' \
+	W describe netpol web-http -n np-y
+check "describe: a named port resolved on each selected pod" \
+	expect 0 '^    ports: +http/TCP \(np-y/b: 8080\)$' W describe netpol web-http -n np-y
+check "describe: no rule denies all ingress" \
+	expect 0 '^  Ingress: +no rule: this policy allows no ingress' W describe netpol deny-all -n np-y
+check "describe: egress only" expect 0 '^  Ingress: +not isolated by this policy$' W describe netpol dns-only -n np-x
+check "describe: egress to a namespace by its name label" \
+	expect 0 '^    to\[0\]: +namespaces np-y; pods np-y/a, np-y/b$' W describe netpol dns-only -n np-x
+check "describe: the object's fields are still shown" expect 0 '^Spec:$' W describe netpol dns-only -n np-x
+check "can-reach: allowed, naming the policy" \
+	expect 0 '^allowed: np-x/a egress not isolated; np-y/b ingress allowed by np-y/allow-x$' \
+	W can-reach np-x/a np-y/b 80
+check "can-reach: denied names the isolating policies, exit 1" \
+	expect 1 '^denied: np-y/b ingress isolated by np-y/allow-x, np-y/deny-all, np-y/web-http; no rule allows np-x/a on 81/TCP$' \
+	W can-reach np-x/a np-y/b 81
+check "can-reach: the same pod of another namespace is denied (AND within a peer)" \
+	expect 1 '^denied: np-y/b ingress isolated by' W can-reach np-y/a np-y/b 80
+check "can-reach: a named port from an ipBlock" \
+	expect 0 '^allowed: 192\.168\.7\.7 is not a pod .*; np-y/b ingress allowed by np-y/web-http$' \
+	W can-reach 192.168.7.7 np-y/b 8080
+check "can-reach: the except of an ipBlock" expect 1 '^denied: ' W can-reach 192.168.1.7 np-y/b 8080
+check "can-reach: a pod's address is the pod" \
+	expect 0 '^allowed: np-x/a egress not isolated; np-y/b ingress allowed by np-y/allow-x$' \
+	W can-reach 10.128.0.21 10.128.0.32 80/tcp
+check "can-reach: egress allowed, ingress denied: only the side that denies" \
+	expect 1 '^denied: np-y/a ingress isolated by np-y/deny-all; no rule allows np-x/b on 53/UDP$' \
+	W can-reach np-x/b np-y/a 53/UDP
+check "can-reach: egress isolated, UDP 53 to an ipBlock allowed" \
+	expect 0 '^allowed: np-x/b egress allowed by np-x/dns-only; 8\.8\.8\.8 is not a pod' W can-reach np-x/b 8.8.8.8 53/UDP
+check "can-reach: egress isolated, TCP 53 denied" \
+	expect 1 '^denied: np-x/b egress isolated by np-x/dns-only; no rule allows np-y/a on 53/TCP; np-y/a ingress isolated by np-y/deny-all' \
+	W can-reach np-x/b np-y/a 53
+check "can-reach: egress to an address outside the ipBlock" \
+	expect 1 '^denied: np-x/b egress isolated by np-x/dns-only; no rule allows 9\.9\.9\.9 on 53/UDP$' \
+	W can-reach np-x/b 9.9.9.9 53/UDP
+check "can-reach: not isolated both ways" expect 0 '^allowed: np-x/a egress not isolated; np-x/b ingress not isolated$' \
+	W can-reach np-x/a np-x/b 9000/SCTP
+check "can-reach: a pod to itself" expect 0 '^allowed: np-y/a to itself' W can-reach np-y/a np-y/a 80
+check "can-reach: an unknown pod, exit 2 naming it" expect 2 '^error: pod np-y/nope not found$' \
+	W can-reach np-x/a np-y/nope 80
+check "can-reach: an unknown namespace" expect 2 'pod nons/a not found' W can-reach nons/a np-y/a 80
+check "can-reach: a bad port" expect 2 'error: port "0": want a number from 1 to 65535' W can-reach np-x/a np-y/a 0
+check "can-reach: a port past 65535" expect 2 'error: port "65536"' W can-reach np-x/a np-y/a 65536
+check "can-reach: a port that is not a number" expect 2 'error: port "http"' W can-reach np-x/a np-y/a http
+check "can-reach: a bad protocol" expect 2 'error: protocol "ICMP": want TCP, UDP or SCTP' \
+	W can-reach np-x/a np-y/a 80/ICMP
+check "can-reach: an empty protocol" expect 2 'error: protocol ""' W can-reach np-x/a np-y/a 80/
+check "can-reach: neither a pod nor an address" \
+	expect 2 'error: SRC "10.0.0.300" is neither NAMESPACE/POD nor an IPv4 address' W can-reach 10.0.0.300 np-y/a 80
+check "can-reach: a bad name" expect 2 'error: invalid pod name "a/b"' W can-reach np-x/a/b np-y/a 80
+check "can-reach: an empty namespace" expect 2 'error: invalid namespace ""' W can-reach /a np-y/a 80
+check "can-reach: too few arguments" expect 2 'usage: weftctl can-reach' W can-reach np-x/a np-y/a
+W delete -f "$DIR/np.yaml" >/dev/null 2>&1 || true
+
 echo "== misc"
 check "version" expect 0 '^weftctl [0-9]+\.[0-9]+' W version
-check "help lists every verb" bash -c "out=\$('$WEFTCTL' --help) && for v in apply get describe delete pod-network drops version help; do grep -q \"^  \$v \" <<<\"\$out\" || exit 1; done"
+check "help lists every verb" bash -c "out=\$('$WEFTCTL' --help) && for v in apply get describe delete can-reach pod-network drops version help; do grep -q \"^  \$v \" <<<\"\$out\" || exit 1; done"
 # not through check: stop_controller must wait in this shell, not a subshell
 rc=0
 stop_controller || rc=$?
