@@ -31,6 +31,7 @@ import selectors
 import socket
 import subprocess
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "dataplane"))
@@ -491,9 +492,14 @@ def propagation(spec_path, out_path):
         t0 = time.monotonic()
         p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT)
+        ended = []
+        th = threading.Thread(target=lambda: (ended.append(p.communicate()[0]),
+                                              ended.append(time.monotonic())))
+        th.start()
         first = pr.run(t0, want, t0 + spec["timeout"])
-        out = p.communicate()[0].decode(errors="replace")
-        t_cli = time.monotonic() - t0
+        th.join()
+        out = ended[0].decode(errors="replace")
+        t_cli = ended[1] - t0
         if p.returncode != 0:
             error = "weftctl %s (op %d): exited %d: %s" % (" ".join(args), i + 1, p.returncode,
                                                             " ".join(out.strip().splitlines()[-2:]))

@@ -43,6 +43,7 @@
 #   BENCH_NP_PROP_OPS    policy changes timed; 0 skips them           (20)
 #   BENCH_NP_PROP_TIMEOUT  seconds an op may take before it counts as
 #                        not enforced                                 (3)
+#   BENCH_NP_POD_JOBS    weft-lab pod add calls at once               (4)
 #   BENCH_NP_CNI_PODS    pods per side of the CNI ADD figure; 0 skips (BENCH_CNI_PODS, else 100)
 #   BENCH_NP_LAB         prefix of the labs' names                    (wnp)
 #   BENCH_NP_REQUIRE_WEFT  1: a weft part that cannot run is an error (0)
@@ -68,16 +69,17 @@ WARMUP=${BENCH_NP_WARMUP:-200}
 SECS=${BENCH_NP_SECONDS:-3}
 PROP_OPS=${BENCH_NP_PROP_OPS:-20}
 PROP_TIMEOUT=${BENCH_NP_PROP_TIMEOUT:-3}
+POD_JOBS=${BENCH_NP_POD_JOBS:-4}
 CNI_PODS=${BENCH_NP_CNI_PODS:-${BENCH_CNI_PODS:-100}}
 LAB_PREFIX=${BENCH_NP_LAB:-wnp}
 REQUIRE_WEFT=${BENCH_NP_REQUIRE_WEFT:-0}
 ENFORCING=${BENCH_NP_ENFORCING:-auto}
-for v in PODS POLICIES RULES NAMESPACES SEED REPS CONNS WARMUP SECS PROP_OPS PROP_TIMEOUT CNI_PODS; do
+for v in PODS POLICIES RULES NAMESPACES SEED REPS CONNS WARMUP SECS PROP_OPS PROP_TIMEOUT POD_JOBS CNI_PODS; do
 	[[ ${!v} =~ ^[0-9]+$ ]] || { echo "netpol: BENCH_NP_$v='${!v}' is not a number" >&2; exit 1; }
 done
 [ "$PODS" -ge 4 ] && [ "$PODS" -le 60000 ] && [ "$POLICIES" -ge 2 ] && [ "$RULES" -ge "$POLICIES" ] &&
 	[ "$NAMESPACES" -ge 1 ] && [ "$CONNS" -ge 100 ] && [ "$REPS" -ge 1 ] && [ "$SECS" -ge 1 ] &&
-	[ "$PROP_TIMEOUT" -ge 1 ] ||
+	[ "$PROP_TIMEOUT" -ge 1 ] && [ "$POD_JOBS" -ge 1 ] ||
 	{ echo "netpol: need 4 <= PODS <= 60000, POLICIES >= 2, RULES >= POLICIES, NAMESPACES >= 1, CONNS >= 100, REPS >= 1, SECONDS >= 1, PROP_TIMEOUT >= 1" >&2; exit 1; }
 LASTCPU=$(($(nproc) - 1))
 LAB_NONE=$LAB_PREFIX-none
@@ -156,6 +158,9 @@ if ! out=$(cc -O2 -Wall -Wextra -Werror -o "$CONNLAT" bench/services/tools/connl
 fi
 
 mkns() { ip netns add "$1" || return 1; NSS+=("$1"); ip -n "$1" link set lo up; }
+# nsx NS: NSX = the command prefix that runs a command in NS (a name
+# under /var/run/netns or a path), for timeout and taskset to exec
+nsx() { if [[ $1 == /* ]]; then NSX=(nsenter "--net=$1" --); else NSX=(ip netns exec "$1"); fi; }
 in_ns() { local n=$1; shift; if [[ $n == /* ]]; then nsenter "--net=$n" -- "$@"; else ip netns exec "$n" "$@"; fi; }
 bg_ns() { # NS LOG CMD...: start CMD in NS in the background, remember its PID
 	local n=$1 log=$2; shift 2
@@ -290,23 +295,31 @@ setup_weft() {
 	done
 	weft_lab "$LAB_POL" || return
 	n=$(jq length "$TMP/pods.json")
-	say "weft: $n pods in lab $LAB_POL (weft-lab pod add, one at a time)"
+	say "weft: $((n + 4)) pods in lab $LAB_POL (weft-lab pod add, $POD_JOBS at a time)"
 	t0=$(date +%s)
-	i=0
-	while IFS=$'\t' read -r node ns name labels ports; do
-		out=$(lab_pod "$LAB_POL" "$node" "$ns" "$name" "$labels" "$ports") || { weft_skip "lab $LAB_POL: $out"; return; }
-		i=$((i + 1))
-		[ $((i % 50)) -eq 0 ] && say "  $i/$n pods"
-	done < <(jq -r '.[] | [.node, .ns, .name, (.labels | tojson), (.ports | tojson)] | @tsv' "$TMP/pods.json")
+	# POD_JOBS streams at once (weft-lab pod add locks its state)
+	jq -r '.[] | [.node, .ns, .name, (.labels | tojson), (.ports | tojson)] | @tsv' "$TMP/pods.json" >"$TMP/pods.tsv"
 	for line in "node-1 c1 prop-client" "node-2 c2 prop-client" "node-1 s1 prop-server" "node-2 s2 prop-server"; do
 		read -r node name role <<<"$line"
-		out=$(lab_pod "$LAB_POL" "$node" "$PROP_NS" "$name" "{\"role\":\"$role\"}" '[["serve",80]]') ||
-			{ weft_skip "lab $LAB_POL: $out"; return; }
+		printf '%s\t%s\t%s\t%s\t%s\n' "$node" "$PROP_NS" "$name" "{\"role\":\"$role\"}" '[["serve",80]]' >>"$TMP/pods.tsv"
 	done
+	local jobs=() j
+	: >"$TMP/pods.err"
+	for ((j = 0; j < POD_JOBS; j++)); do
+		awk -v j="$j" -v n="$POD_JOBS" 'NR % n == j' "$TMP/pods.tsv" | while IFS=$'\t' read -r node ns name labels ports; do
+			[ -s "$TMP/pods.err" ] && break
+			lab_pod "$LAB_POL" "$node" "$ns" "$name" "$labels" "$ports" >>"$TMP/pods.err" || break
+		done &
+		jobs+=($!)
+	done
+	for j in "${jobs[@]}"; do wait "$j"; done
+	[ -s "$TMP/pods.err" ] && { weft_skip "lab $LAB_POL: $(head -n 1 "$TMP/pods.err")"; return; }
 	t1=$(date +%s)
 	say "weft: pods made in $((t1 - t0)) s"
 	record meta pods_s "$((t1 - t0))"
-	for l in "$LAB_NONE" "$LAB_POL"; do out=$(lab_status "$l") || { weft_skip "lab $l: $out"; return; }; done
+	for l in "$LAB_NONE" "$LAB_POL"; do
+		lab_status "$l" >"$TMP/status.err" || { weft_skip "lab $l: $(cat "$TMP/status.err")"; return; }
+	done
 	for l in "$LAB_NONE" "$LAB_POL"; do
 		servers "${W[$l:$PAIR_NS/srv:netns]}" "${W[$l:$PAIR_NS/srv:ip]}" "$l"
 	done
@@ -347,9 +360,10 @@ enforcement() {
 FAILED=" "
 path_fail() { record err "$1" "$(printf '%s' "$2" | oneline)"; say "$1: FAILED: $(printf '%s' "$2" | oneline)"; FAILED+="$1 "; broke=1; }
 run_conn() { # KEY NS IP RUN
-	local out kv sport n failed p50 p99 max mean
+	local out kv sport n failed p50 p99 max mean NSX
+	nsx "$2"
 	sport=$((1024 + ($4 - 1) * (CONNS + WARMUP) % 64512))
-	out=$(timeout 900 nsenter_or_ip "$2" taskset -c 0 "$CONNLAT" client "$3" 80 -n "$CONNS" -w "$WARMUP" \
+	out=$(timeout 900 "${NSX[@]}" taskset -c 0 "$CONNLAT" client "$3" 80 -n "$CONNS" -w "$WARMUP" \
 		-t 1000 -f 10 -p "$sport" 2>&1)
 	kv=$(grep '^connlat: n=' <<<"$out")
 	if [ -z "$kv" ]; then path_fail "$1" "connlat to $3:80: $(tail -n 2 <<<"$out")"; return; fi
@@ -362,15 +376,15 @@ run_conn() { # KEY NS IP RUN
 	return 0
 }
 run_tput() { # KEY NS IP RUN
-	local out bps retr
-	out=$(timeout $((SECS + 30)) nsenter_or_ip "$2" iperf3 -c "$3" -p 5201 -t "$SECS" -J -A 0,1 2>&1)
+	local out bps retr NSX
+	nsx "$2"
+	out=$(timeout $((SECS + 30)) "${NSX[@]}" iperf3 -c "$3" -p 5201 -t "$SECS" -J -A 0,1 2>&1)
 	bps=$(jq -r '.end.sum_received.bits_per_second // empty' <<<"$out" 2>/dev/null)
 	retr=$(jq -r '.end.sum_sent.retransmits // 0' <<<"$out" 2>/dev/null)
 	if [ -z "$bps" ]; then path_fail "$1" "iperf3 to $3: $(jq -r '.error // empty' <<<"$out" 2>/dev/null)"; return; fi
 	record tput "$1" "$4" "$bps" "${retr%.*}"
 	awk -v k="$1" -v b="$bps" -v r="$retr" 'BEGIN { printf "  %-10s %6.2f Gbit/s  retr %d\n", k, b / 1e9, r }'
 }
-nsenter_or_ip() { local n=$1; shift; in_ns "$n" "$@"; }
 
 run_prop() {
 	local l=$LAB_POL err pairs
