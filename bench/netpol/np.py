@@ -15,6 +15,11 @@
                               the pods named in LOCAL (one ns/name a line):
                               the pods of the reference node; prints a JSON
                               summary
+  np.py verdict PODS POLICIES NS/SRC NS/DST PORT...
+                              the naive reading of the policies (the spec,
+                              rule by rule) for TCP from SRC to DST: prints
+                              "PORT allow|deny" per port; run.sh checks the
+                              compiled reference against it
   np.py propagation SPEC.json OUT.json
                               times policy creates / updates / deletes until
                               every probe pair sees the verdict change
@@ -244,21 +249,9 @@ def iptables(pods_path, pols_path, local_path, prefix):
     pods), KUBE-SRC-* (a peer's pods, hash:ip), KUBE-NET-* (an ipBlock,
     hash:net, except as nomatch), and a named port resolved per pod into
     a set of the pods where it has one number."""
-    with open(pods_path) as f:
-        pods = json.load(f)
-    with open(pols_path) as f:
-        pols = json.load(f)["items"]
+    pods, pols, nslabels = load_cluster(pods_path, pols_path)
     with open(local_path) as f:
         local = set(l.strip() for l in f if l.strip())
-    nslabels = {}
-    for p in pods:
-        nslabels.setdefault(p["ns"], {"kubernetes.io/metadata.name": p["ns"]})
-    try:
-        with open(os.path.join(os.path.dirname(pods_path), "namespaces.json")) as f:
-            for n in json.load(f)["items"]:
-                nslabels[n["metadata"]["name"]] = n["metadata"]["labels"]
-    except OSError:
-        pass
     sets = {}          # name -> (type, [entries])
     chains = {}        # name -> [rule args]
 
@@ -386,6 +379,79 @@ def iptables(pods_path, pols_path, local_path, prefix):
     print(json.dumps({"ipsets": len(sets), "ipsetEntries": sum(len(e) for _, e in sets.values()),
                       "chains": len(chains), "rules": n, "policyRules": rules_total,
                       "localPods": n_local}))
+
+
+# --------------------------------------------------------------- verdict
+def load_cluster(pods_path, pols_path):
+    with open(pods_path) as f:
+        pods = json.load(f)
+    with open(pols_path) as f:
+        pols = json.load(f)["items"]
+    nslabels = {p["ns"]: {"kubernetes.io/metadata.name": p["ns"]} for p in pods}
+    try:
+        with open(os.path.join(os.path.dirname(pods_path), "namespaces.json")) as f:
+            for n in json.load(f)["items"]:
+                nslabels[n["metadata"]["name"]] = n["metadata"]["labels"]
+    except OSError:
+        pass
+    return pods, pols, nslabels
+
+
+def in_cidr(ip, cidr):
+    import ipaddress
+    return ipaddress.ip_address(ip) in ipaddress.ip_network(cidr, strict=False)
+
+
+def allowed(pods, pols, nslabels, src, dst, proto, port):
+    """The spec read literally, with no sets or chains: the flow needs the
+    source's egress (if isolated) and the destination's ingress (if
+    isolated), each the union of the selecting policies' rules."""
+    def peer_ok(pol_ns, peer, other):
+        if "ipBlock" in peer:
+            b = peer["ipBlock"]
+            return in_cidr(other["ip"], b["cidr"]) and not any(
+                in_cidr(other["ip"], e) for e in b.get("except", []))
+        if "namespaceSelector" in peer:
+            if not sel_match(peer["namespaceSelector"], nslabels.get(other["ns"], {})):
+                return False
+        elif other["ns"] != pol_ns:
+            return False
+        return "podSelector" not in peer or sel_match(peer["podSelector"], other["labels"])
+
+    def port_ok(pp):
+        if pp.get("protocol", "TCP") != proto:
+            return False
+        v = pp.get("port")
+        if v is None:
+            return True
+        if isinstance(v, str):
+            return any(n == v and num == port for n, num in dst["ports"])
+        return v <= port <= pp.get("endPort", v)
+
+    def side(pod, other, direction):
+        key, peers_key = ("ingress", "from") if direction == "Ingress" else ("egress", "to")
+        sel = [p for p in pols if p["metadata"]["namespace"] == pod["ns"]
+               and direction in p["spec"].get("policyTypes", ["Ingress"])
+               and sel_match(p["spec"].get("podSelector", {}), pod["labels"])]
+        if not sel:
+            return True
+        for p in sel:
+            for r in p["spec"].get(key, []):
+                peers = r.get(peers_key) or []
+                ports = r.get("ports") or []
+                if (not peers or any(peer_ok(p["metadata"]["namespace"], x, other) for x in peers)) and \
+                        (not ports or any(port_ok(x) for x in ports)):
+                    return True
+        return False
+    return side(src, dst, "Egress") and side(dst, src, "Ingress")
+
+
+def verdict(pods_path, pols_path, src, dst, ports):
+    pods, pols, nslabels = load_cluster(pods_path, pols_path)
+    by = {"%s/%s" % (p["ns"], p["name"]): p for p in pods}
+    for port in ports:
+        print("%d %s" % (port, "allow" if allowed(pods, pols, nslabels, by[src], by[dst], "TCP", port)
+                         else "deny"))
 
 
 # ---------------------------------------------------------- propagation
@@ -596,7 +662,9 @@ def report(path):
         print("GOAL %s: skipped (%s) SKIP" % (name, why))
 
     enf = meta.get("enforcement", "")
-    note = " [%s]" % enf if enf else ""
+    if enf:
+        print("  weft: %s" % enf)
+    note = " [%s]" % enf.split(":")[0] if enf else ""
     print()
     r, n = paired(conn, "ref-pol", "ref-none", 2)
     if r:
@@ -655,6 +723,8 @@ def main():
         gen(a[1], a[2])
     elif len(a) == 5 and a[0] == "iptables":
         iptables(a[1], a[2], a[3], a[4])
+    elif len(a) >= 6 and a[0] == "verdict":
+        verdict(a[1], a[2], a[3], a[4], [int(x) for x in a[5:]])
     elif len(a) == 3 and a[0] == "propagation":
         propagation(a[1], a[2])
     elif len(a) == 2 and a[0] == "report":

@@ -111,6 +111,7 @@ PIDS=()
 declare -A LAB_UP=()
 WEFT_OK=0
 WEFT_WHY=
+WEFT_VERDICTS=
 broke=0
 
 cleanup() {
@@ -183,6 +184,30 @@ wait_listen() { # NS PORT
 }
 probe() { in_ns "$1" "$CONNLAT" probe "$2" "$3" -t 1000; }
 
+# verdicts KEY CLIENT_NS SERVER_NS SERVER_IP: cli -> srv on CHECK_PORTS
+# (servers started here on all but 80) against np.py verdict, the spec
+# read literally; prints them, sets VERDICT_BAD (mismatches) and
+# VERDICT_DENY_OK (denied ports that were refused).  A denied connect is
+# one not answered within 300 ms (the reference drops).
+CHECK_PORTS=(80 81 443 8080 9090 9999 30005)
+verdicts() {
+	local key=$1 c=$2 s=$3 ip=$4 port want got line=""
+	VERDICT_BAD=0 VERDICT_DENY_OK=0 VERDICT_DENY=0
+	for port in "${CHECK_PORTS[@]}"; do
+		[ "$port" = 80 ] && continue
+		bg_ns "$s" "$TMP/servers.log" "$CONNLAT" server "$ip" "$port" -i "check-$port"	# blocking: idle while measuring
+	done
+	for port in "${CHECK_PORTS[@]}"; do wait_listen "$s" "$port" || { VERDICT_BAD=-1; return 1; }; done
+	while read -r port want; do
+		if in_ns "$c" "$CONNLAT" probe "$ip" "$port" -t 300 >/dev/null 2>&1; then got=allow; else got=deny; fi
+		[ "$want" = deny ] && VERDICT_DENY=$((VERDICT_DENY + 1))
+		[ "$want" = deny ] && [ "$got" = deny ] && VERDICT_DENY_OK=$((VERDICT_DENY_OK + 1))
+		[ "$want" = "$got" ] || VERDICT_BAD=$((VERDICT_BAD + 1))
+		line+=" $port:$got$([ "$want" = "$got" ] || echo "(spec: $want)")"
+	done <"$TMP/verdicts"
+	say "$key: cli -> srv TCP verdicts:$line"
+}
+
 # ---------------------------------------------------------- the cluster
 jq -n --argjson s "$SEED" --argjson p "$PODS" --argjson n "$POLICIES" --argjson r "$RULES" \
 	--argjson ns "$NAMESPACES" '{seed: $s, pods: $p, policies: $n, rules: $r, namespaces: $ns}' >"$TMP/gen.json"
@@ -191,6 +216,10 @@ say "cluster (seed $SEED): $(jq -r '"\(.pods) pods in \(.namespaces) namespaces,
 record meta policies "$POLICIES"
 record meta gen "$(jq -c . <<<"$GEN")"
 podf() { jq -r --arg ns "$1" --arg n "$2" --arg f "$3" '.[] | select(.ns == $ns and .name == $n) | .[$f]' "$TMP/pods.json"; }
+"$PY" "$NP" verdict "$TMP/pods.json" "$TMP/policies.json" "$PAIR_NS/cli" "$PAIR_NS/srv" "${CHECK_PORTS[@]}" >"$TMP/verdicts" ||
+	{ echo "netpol: np.py verdict failed" >&2; exit 1; }
+grep -q '^80 allow$' "$TMP/verdicts" || { echo "netpol: the generated policies do not allow np-0/cli -> np-0/srv:80" >&2; exit 1; }
+say "the spec's verdicts for np-0/cli -> np-0/srv, TCP: $(tr '\n' ' ' <"$TMP/verdicts")"
 SRV_REF=$(podf "$PAIR_NS" srv ip)
 CLI_REF=$(podf "$PAIR_NS" cli ip)
 
@@ -229,6 +258,8 @@ ref_setup() {
 		local hits
 		hits=$(in_ns "$n" iptables -w -t filter -L FORWARD -v -x -n | awk '/KUBE-ROUTER-FORWARD/ {print $1; exit}')
 		[ "${hits:-0}" -gt 0 ] || { echo "reference pol: no packet went through KUBE-ROUTER-FORWARD" >&2; return 1; }
+		verdicts ref-pol "$c" "$s" "$SRV_REF" && [ "$VERDICT_BAD" = 0 ] ||
+			{ echo "reference pol: the compiled rules disagree with the spec on $VERDICT_BAD port(s)" >&2; return 1; }
 	fi
 }
 floor_setup() {
@@ -341,19 +372,26 @@ setup_weft() {
 		out=$(probe "${W[$l:$PAIR_NS/cli:netns]}" "${W[$l:$PAIR_NS/srv:ip]}" 80 2>&1) ||
 			{ weft_skip "lab $l: np-0/cli cannot connect to np-0/srv (${W[$l:$PAIR_NS/srv:ip]}:80): $out"; return; }
 	done
+	verdicts weft-pol "${W[$LAB_POL:$PAIR_NS/cli:netns]}" "${W[$LAB_POL:$PAIR_NS/srv:netns]}" "${W[$LAB_POL:$PAIR_NS/srv:ip]}"
+	WEFT_VERDICTS="cli -> srv verdicts: $VERDICT_BAD of ${#CHECK_PORTS[@]} ports differ from the spec, $VERDICT_DENY_OK of $VERDICT_DENY denied ports refused"
 	WEFT_OK=1
 }
 
 # enforcement: what the GOAL lines say about it.  auto: from the
 # propagation probes -- enforced when a "deny" op was ever seen refused.
 enforcement() {
-	local seen total
+	local seen total prop
 	if [ "$ENFORCING" != auto ]; then echo "$ENFORCING"; return; fi
-	if [ ! -s "$TMP/prop-out.json" ]; then echo "enforcement unknown: no propagation probe ran"; return; fi
-	seen=$(jq '[.samples[] | select(.verdict == "deny" and .s != null)] | length' "$TMP/prop-out.json")
-	total=$(jq '[.samples[] | select(.verdict == "deny")] | length' "$TMP/prop-out.json")
-	if [ "$seen" -gt 0 ]; then echo "enforced: $seen of $total deny ops seen refused"
-	else echo "MEASURED WITHOUT ENFORCEMENT: no deny op of $total was ever refused"; fi
+	if [ "$WEFT_OK" != 1 ]; then echo "weft not measured"; return; fi
+	if [ -s "$TMP/prop-out.json" ]; then
+		seen=$(jq '[.samples[] | select(.verdict == "deny" and .s != null)] | length' "$TMP/prop-out.json")
+		total=$(jq '[.samples[] | select(.verdict == "deny")] | length' "$TMP/prop-out.json")
+		prop="$seen of $total deny ops seen refused"
+	else
+		seen=0 prop="no propagation probe"
+	fi
+	if [ "${seen:-0}" -gt 0 ] || [ "$VERDICT_DENY_OK" -gt 0 ]; then echo "enforced: $prop; $WEFT_VERDICTS"
+	else echo "MEASURED WITHOUT ENFORCEMENT: $prop; $WEFT_VERDICTS"; fi
 }
 
 # ------------------------------------------------------------ measuring
