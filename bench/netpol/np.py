@@ -51,6 +51,7 @@ TIERS = ["web", "api", "db", "cache", "worker"]
 NAMED_PORTS = [("http", 8080), ("metrics", 9090), ("grpc", 50051), ("admin", 8443),
                ("db", 5432), ("redis", 6379)]
 PAIR_NS = "np-0"
+PROP_NS = "np-prop"
 SERVE_PORT = 80          # connlat
 TPUT_PORT = 5201         # iperf3
 
@@ -81,6 +82,12 @@ def gen(spec_path, out_dir):
                      "labels": {"app": "app-%d" % rnd.randrange(apps_per_ns), "tier": tier,
                                 "version": rnd.choice(["v1", "v2"])},
                      "ports": [[n, p] for n, p in ports]})
+    # the propagation figure's pods, in a namespace of their own whose only
+    # label is its name: no generated selector picks it
+    for node, name, role in (("node-1", "c1", "prop-client"), ("node-2", "c2", "prop-client"),
+                             ("node-1", "s1", "prop-server"), ("node-2", "s2", "prop-server")):
+        pods.append({"ns": PROP_NS, "name": name, "node": node, "labels": {"role": role},
+                     "ports": [["serve", SERVE_PORT]]})
     # reference addresses: 10.80.0.0/16 in pod order
     for i, p in enumerate(pods):
         p["ip"] = "10.80.%d.%d" % (i // 250, 2 + i % 250)
@@ -104,7 +111,7 @@ def gen(spec_path, out_dir):
             return {"matchLabels": {"env": rnd.choice(NS_ENVS)}}
         if r < 0.85:
             return {"matchLabels": {"kubernetes.io/metadata.name": rnd.choice(namespaces)["name"]}}
-        return {"matchExpressions": [{"key": "env", "operator": "NotIn", "values": ["dev"]}]}
+        return {"matchExpressions": [{"key": "env", "operator": "In", "values": ["prod", "staging"]}]}
 
     def peer():
         r = rnd.random()
@@ -188,6 +195,14 @@ def gen(spec_path, out_dir):
         p1["spec"]["egress"][0] = {
             "to": [{"podSelector": {"matchLabels": {"app": "bench-srv"}}}],
             "ports": [{"protocol": "TCP", "port": SERVE_PORT}, {"protocol": "TCP", "port": TPUT_PORT}]}
+    # np-prop/c1 -> np-0/srv must be denied (the check that policies are
+    # enforced): a rule without peers in a policy that selects srv gets one
+    srv = pods[0]
+    for p in policies:
+        if p["metadata"]["namespace"] == PAIR_NS and sel_match(p["spec"]["podSelector"], srv["labels"]):
+            for r in p["spec"].get("ingress", []):
+                if not r.get("from"):
+                    r["from"] = [{"podSelector": pod_sel()}]
     os.makedirs(out_dir, exist_ok=True)
     with open(os.path.join(out_dir, "pods.json"), "w") as f:
         json.dump(pods, f)
@@ -208,7 +223,7 @@ def gen(spec_path, out_dir):
                  for x in r.get("from", r.get("to", [])) if "ipBlock" in x)
     named = sum(1 for p in policies for r in p["spec"].get("ingress", []) + p["spec"].get("egress", [])
                 for x in r.get("ports", []) if isinstance(x.get("port"), str))
-    print(json.dumps({"pods": len(pods), "namespaces": len(namespaces), "policies": len(policies),
+    print(json.dumps({"pods": len(pods) - 4, "namespaces": len(namespaces), "policies": len(policies),
                       "rules": rules, "peers": peers, "ports": ports, "ipBlocks": blocks,
                       "namedPorts": named,
                       "egressPolicies": sum("Egress" in p["spec"]["policyTypes"] for p in policies)}))

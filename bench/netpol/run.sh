@@ -184,28 +184,32 @@ wait_listen() { # NS PORT
 }
 probe() { in_ns "$1" "$CONNLAT" probe "$2" "$3" -t 1000; }
 
-# verdicts KEY CLIENT_NS SERVER_NS SERVER_IP: cli -> srv on CHECK_PORTS
-# (servers started here on all but 80) against np.py verdict, the spec
-# read literally; prints them, sets VERDICT_BAD (mismatches) and
-# VERDICT_DENY_OK (denied ports that were refused).  A denied connect is
-# one not answered within 300 ms (the reference drops).
+# The spec's verdicts (np.py verdict, the policies read literally) for TCP
+# from np-0/cli (allowed on 80 and 5201) and np-prop/c1 (denied on every
+# port) to np-0/srv on CHECK_PORTS, against what a path does: check_servers
+# starts connlat servers on the ports but 80 (blocking accept: idle while
+# measuring); verdicts probes them (a connect not answered within 300 ms
+# is denied) and counts into VERDICT_BAD (differs from the spec),
+# VERDICT_DENY (denied by the spec) and VERDICT_DENY_OK (and refused).
 CHECK_PORTS=(80 81 443 8080 9090 9999 30005)
-verdicts() {
-	local key=$1 c=$2 s=$3 ip=$4 port want got line=""
-	VERDICT_BAD=0 VERDICT_DENY_OK=0 VERDICT_DENY=0
+check_servers() { # NS IP
+	local port
 	for port in "${CHECK_PORTS[@]}"; do
 		[ "$port" = 80 ] && continue
-		bg_ns "$s" "$TMP/servers.log" "$CONNLAT" server "$ip" "$port" -i "check-$port"	# blocking: idle while measuring
+		bg_ns "$1" "$TMP/servers.log" "$CONNLAT" server "$2" "$port" -i "check-$port"
 	done
-	for port in "${CHECK_PORTS[@]}"; do wait_listen "$s" "$port" || { VERDICT_BAD=-1; return 1; }; done
+	for port in "${CHECK_PORTS[@]}"; do wait_listen "$1" "$port" || return 1; done
+}
+verdicts() { # KEY CLIENT_NS FROM SERVER_IP
+	local port want got line=""
 	while read -r port want; do
-		if in_ns "$c" "$CONNLAT" probe "$ip" "$port" -t 300 >/dev/null 2>&1; then got=allow; else got=deny; fi
+		if in_ns "$2" "$CONNLAT" probe "$4" "$port" -t 300 >/dev/null 2>&1; then got=allow; else got=deny; fi
 		[ "$want" = deny ] && VERDICT_DENY=$((VERDICT_DENY + 1))
 		[ "$want" = deny ] && [ "$got" = deny ] && VERDICT_DENY_OK=$((VERDICT_DENY_OK + 1))
 		[ "$want" = "$got" ] || VERDICT_BAD=$((VERDICT_BAD + 1))
 		line+=" $port:$got$([ "$want" = "$got" ] || echo "(spec: $want)")"
-	done <"$TMP/verdicts"
-	say "$key: cli -> srv TCP verdicts:$line"
+	done <"$TMP/verdicts-$3"
+	say "$1: $3 -> srv TCP verdicts:$line"
 }
 
 # ---------------------------------------------------------- the cluster
@@ -216,10 +220,14 @@ say "cluster (seed $SEED): $(jq -r '"\(.pods) pods in \(.namespaces) namespaces,
 record meta policies "$POLICIES"
 record meta gen "$(jq -c . <<<"$GEN")"
 podf() { jq -r --arg ns "$1" --arg n "$2" --arg f "$3" '.[] | select(.ns == $ns and .name == $n) | .[$f]' "$TMP/pods.json"; }
-"$PY" "$NP" verdict "$TMP/pods.json" "$TMP/policies.json" "$PAIR_NS/cli" "$PAIR_NS/srv" "${CHECK_PORTS[@]}" >"$TMP/verdicts" ||
-	{ echo "netpol: np.py verdict failed" >&2; exit 1; }
-grep -q '^80 allow$' "$TMP/verdicts" || { echo "netpol: the generated policies do not allow np-0/cli -> np-0/srv:80" >&2; exit 1; }
-say "the spec's verdicts for np-0/cli -> np-0/srv, TCP: $(tr '\n' ' ' <"$TMP/verdicts")"
+for from in "$PAIR_NS/cli" "$PROP_NS/c1"; do
+	"$PY" "$NP" verdict "$TMP/pods.json" "$TMP/policies.json" "$from" "$PAIR_NS/srv" "${CHECK_PORTS[@]}" >"$TMP/verdicts-${from#*/}" ||
+		{ echo "netpol: np.py verdict failed" >&2; exit 1; }
+done
+grep -q '^80 allow$' "$TMP/verdicts-cli" || { echo "netpol: the generated policies do not allow np-0/cli -> np-0/srv:80" >&2; exit 1; }
+grep -q allow "$TMP/verdicts-c1" && { echo "netpol: the generated policies allow np-prop/c1 -> np-0/srv" >&2; exit 1; }
+say "the spec's verdicts to np-0/srv, TCP: from np-0/cli $(tr '\n' ' ' <"$TMP/verdicts-cli"); from np-prop/c1 $(tr '\n' ' ' <"$TMP/verdicts-c1")"
+C1_REF=$(podf "$PROP_NS" c1 ip)
 SRV_REF=$(podf "$PAIR_NS" srv ip)
 CLI_REF=$(podf "$PAIR_NS" cli ip)
 
@@ -227,12 +235,15 @@ CLI_REF=$(podf "$PAIR_NS" cli ip)
 # ref_setup K: client, node, server; for K=pol the compiled rules of the
 # pods weft places on node-2 (the server's node) and of the client.
 ref_setup() {
-	local k=$1 c=$P-${1}c n=$P-${1}n s=$P-${1}s info t0 t1
-	mkns "$c" && mkns "$n" && mkns "$s" || return 1
-	ip -n "$n" link add c0 type veth peer name eth0 netns "$c" &&
-	ip -n "$n" link add s0 type veth peer name eth0 netns "$s" || return 1
-	local side ns ip dev
-	for side in "c $c $CLI_REF c0" "s $s $SRV_REF s0"; do
+	local k=$1 c=$P-${1}c n=$P-${1}n s=$P-${1}s x=$P-${1}x info t0 t1
+	local sides=("c $c $CLI_REF c0" "s $s $SRV_REF s0") side ns ip dev
+	[ "$k" = pol ] && sides+=("x $x $C1_REF x0")	# np-prop/c1: denied
+	mkns "$n" || return 1
+	for side in "${sides[@]}"; do
+		read -r _ ns ip dev <<<"$side"
+		mkns "$ns" && ip -n "$n" link add "$dev" type veth peer name eth0 netns "$ns" || return 1
+	done
+	for side in "${sides[@]}"; do
 		read -r _ ns ip dev <<<"$side"
 		ip -n "$n" addr add 169.254.1.1/32 dev "$dev" && ip -n "$n" link set "$dev" up &&
 		ip -n "$n" route add "$ip/32" dev "$dev" &&
@@ -258,7 +269,11 @@ ref_setup() {
 		local hits
 		hits=$(in_ns "$n" iptables -w -t filter -L FORWARD -v -x -n | awk '/KUBE-ROUTER-FORWARD/ {print $1; exit}')
 		[ "${hits:-0}" -gt 0 ] || { echo "reference pol: no packet went through KUBE-ROUTER-FORWARD" >&2; return 1; }
-		verdicts ref-pol "$c" "$s" "$SRV_REF" && [ "$VERDICT_BAD" = 0 ] ||
+		check_servers "$s" "$SRV_REF" || { echo "reference pol: check servers did not start" >&2; return 1; }
+		VERDICT_BAD=0 VERDICT_DENY=0 VERDICT_DENY_OK=0
+		verdicts ref-pol "$c" cli "$SRV_REF"
+		verdicts ref-pol "$x" c1 "$SRV_REF"
+		[ "$VERDICT_BAD" = 0 ] ||
 			{ echo "reference pol: the compiled rules disagree with the spec on $VERDICT_BAD port(s)" >&2; return 1; }
 	fi
 }
@@ -326,14 +341,10 @@ setup_weft() {
 	done
 	weft_lab "$LAB_POL" || return
 	n=$(jq length "$TMP/pods.json")
-	say "weft: $((n + 4)) pods in lab $LAB_POL (weft-lab pod add, $POD_JOBS at a time)"
+	say "weft: $n pods in lab $LAB_POL (weft-lab pod add, $POD_JOBS at a time)"
 	t0=$(date +%s)
 	# POD_JOBS streams at once (weft-lab pod add locks its state)
 	jq -r '.[] | [.node, .ns, .name, (.labels | tojson), (.ports | tojson)] | @tsv' "$TMP/pods.json" >"$TMP/pods.tsv"
-	for line in "node-1 c1 prop-client" "node-2 c2 prop-client" "node-1 s1 prop-server" "node-2 s2 prop-server"; do
-		read -r node name role <<<"$line"
-		printf '%s\t%s\t%s\t%s\t%s\n' "$node" "$PROP_NS" "$name" "{\"role\":\"$role\"}" '[["serve",80]]' >>"$TMP/pods.tsv"
-	done
 	local jobs=() j
 	: >"$TMP/pods.err"
 	for ((j = 0; j < POD_JOBS; j++)); do
@@ -372,8 +383,12 @@ setup_weft() {
 		out=$(probe "${W[$l:$PAIR_NS/cli:netns]}" "${W[$l:$PAIR_NS/srv:ip]}" 80 2>&1) ||
 			{ weft_skip "lab $l: np-0/cli cannot connect to np-0/srv (${W[$l:$PAIR_NS/srv:ip]}:80): $out"; return; }
 	done
-	verdicts weft-pol "${W[$LAB_POL:$PAIR_NS/cli:netns]}" "${W[$LAB_POL:$PAIR_NS/srv:netns]}" "${W[$LAB_POL:$PAIR_NS/srv:ip]}"
-	WEFT_VERDICTS="cli -> srv verdicts: $VERDICT_BAD of ${#CHECK_PORTS[@]} ports differ from the spec, $VERDICT_DENY_OK of $VERDICT_DENY denied ports refused"
+	check_servers "${W[$LAB_POL:$PAIR_NS/srv:netns]}" "${W[$LAB_POL:$PAIR_NS/srv:ip]}" ||
+		{ weft_skip "lab $LAB_POL: check servers in np-0/srv did not start"; return; }
+	VERDICT_BAD=0 VERDICT_DENY=0 VERDICT_DENY_OK=0
+	verdicts weft-pol "${W[$LAB_POL:$PAIR_NS/cli:netns]}" cli "${W[$LAB_POL:$PAIR_NS/srv:ip]}"
+	verdicts weft-pol "${W[$LAB_POL:$PROP_NS/c1:netns]}" c1 "${W[$LAB_POL:$PAIR_NS/srv:ip]}"
+	WEFT_VERDICTS="$VERDICT_BAD of $((2 * ${#CHECK_PORTS[@]})) verdicts to np-0/srv differ from the spec, $VERDICT_DENY_OK of $VERDICT_DENY denied connects refused"
 	WEFT_OK=1
 }
 
