@@ -467,7 +467,7 @@ run_prop() {
 }
 
 run_cni() {
-	local l side sides='[]' names i conf out err
+	local l side cni_sides='[]' names i conf out err
 	if [ "$WEFT_OK" != 1 ]; then return; fi
 	if [ "$CNI_PODS" -le 0 ]; then record skip cni "BENCH_NP_CNI_PODS=0"; return; fi
 	# the Pod objects first, labelled like np-0/srv: np-pol-0 selects them
@@ -489,12 +489,12 @@ run_cni() {
 		if [[ ${W[$l:node-1:netns]} == /* ]]; then enter=$(jq -cn --arg p "--net=${W[$l:node-1:netns]}" '["nsenter",$p,"--"]')
 		else enter=$(jq -cn --arg n "${W[$l:node-1:netns]}" '["ip","netns","exec",$n]'); fi
 		wcni=$(cd "$(dirname "$WEFT_CNI")" && pwd)/$(basename "$WEFT_CNI")
-		sides=$(jq -c --arg name "weft-$side" --argjson enter "$enter" --arg plugin "$wcni" --arg conf "$conf" \
+		cni_sides=$(jq -c --arg name "weft-$side" --argjson enter "$enter" --arg plugin "$wcni" --arg conf "$conf" \
 			--arg cp "$(dirname "$wcni"):/usr/lib/cni" --arg id "$P-$side-" \
 			--argjson netns "$(printf '/var/run/netns/%s\n' "${names[@]}" | jq -R . | jq -cs .)" \
-			'. + [{name: $name, enter: $enter, plugin: $plugin, conf: $conf, cniPath: $cp, netns: $netns, idPrefix: $id}]' <<<"$sides")
+			'. + [{name: $name, enter: $enter, plugin: $plugin, conf: $conf, cniPath: $cp, netns: $netns, idPrefix: $id}]' <<<"$cni_sides")
 	done
-	jq -n --argjson sides "$sides" --argjson n "$CNI_PODS" --arg ns "$PAIR_NS" \
+	jq -n --argjson sides "$cni_sides" --argjson n "$CNI_PODS" --arg ns "$PAIR_NS" \
 		'{pods: $n, k8sNamespace: $ns, sides: $sides}' >"$TMP/cni-spec.json"
 	say "CNI ADD: $CNI_PODS pods per lab on node-1 (np-0/cni-<i>, labelled as np-0/srv), interleaved pod by pod (bench/dataplane/dp.py cni)"
 	out=$(timeout $((120 + CNI_PODS * 10)) "$PY" "$DP" cni "$TMP/cni-spec.json") || { path_fail cni-weft-pol "CNI timing helper failed"; return; }
