@@ -16,7 +16,7 @@ packages=(
   # agent and data plane: libbpf skeletons, netlink, masquerade
   libbpf-dev bpftool libelf-dev zlib1g-dev libmnl-dev nftables
   # lab, end-to-end tests and benchmarks
-  containernetworking-plugins iptables iperf3 sockperf tcpdump socat jq iputils-ping
+  containernetworking-plugins iptables ipset iperf3 sockperf tcpdump socat jq iputils-ping
   # the attacker suite: raw packets from a pod (Debian's python3, not any other)
   python3-scapy
   # the API as the official Python client uses it
