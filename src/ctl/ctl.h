@@ -73,6 +73,7 @@ int ctl_delete(struct ctl *ctl, int argc, char **argv);
 int ctl_describe(struct ctl *ctl, int argc, char **argv);
 int ctl_podnetwork(struct ctl *ctl, int argc, char **argv);
 int ctl_drops(struct ctl *ctl, int argc, char **argv);
+int ctl_policy_log(struct ctl *ctl, int argc, char **argv);
 int ctl_nodecred(struct ctl *ctl, int argc, char **argv);
 int ctl_patch(struct ctl *ctl, int argc, char **argv);
 int ctl_can_reach(struct ctl *ctl, int argc, char **argv);

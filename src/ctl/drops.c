@@ -10,6 +10,13 @@
  * and how many pairs the sweeps expired and orphans they removed.  The
  * refusals themselves are drop reasons above (ct-full, ct-source-limit,
  * ct-no-connection).
+ *
+ * Then NetworkPolicy on each node (the annotation weft.io/policy): rules
+ * written of the policy map's capacity, rule sets refused for lack of
+ * room, and the connections tracked for policy of their table's
+ * capacity.  Its refusals are drop reasons too (policy-denied-ingress,
+ * policy-denied-egress, policy-ct-full, policy-ct-source-limit,
+ * policy-map-full).
  */
 #include <stdio.h>
 #include <string.h>
@@ -67,6 +74,37 @@ static void print_conntrack(json_t *items, int argc, char **argv)
 	}
 }
 
+static void print_policy(json_t *items, int argc, char **argv)
+{
+	bool header = false;
+	json_t *node;
+	size_t i;
+
+	json_array_foreach(items, i, node) {
+		const char *name = obj_str(node, "metadata.name");
+		const json_t *ann = json_object_get(json_object_get(node, "metadata"), "annotations");
+		const char *c = json_string_value(json_object_get(ann, "weft.io/policy"));
+		char rules[32], conns[32];
+		json_t *pol;
+
+		if (!name || !wanted(name, argc, argv) || !c || !(pol = json_loads(c, 0, NULL)))
+			continue;
+		if (!header) {
+			printf("\n%-24s %-10s %-18s %-10s %-18s %s\n", "NODE", "POLICIES", "POLICY RULES",
+			       "MAP FULL", "POLICY CONNS", "PER-CLIENT");
+			header = true;
+		}
+		snprintf(rules, sizeof(rules), "%" JSON_INTEGER_FORMAT "/%" JSON_INTEGER_FORMAT,
+			 int_of(pol, "rules"), int_of(pol, "rulesCapacity"));
+		snprintf(conns, sizeof(conns), "%" JSON_INTEGER_FORMAT "/%" JSON_INTEGER_FORMAT,
+			 int_of(pol, "connections"), int_of(pol, "connectionsCapacity"));
+		printf("%-24s %-10" JSON_INTEGER_FORMAT " %-18s %-10" JSON_INTEGER_FORMAT " %-18s %"
+		       JSON_INTEGER_FORMAT "\n", name, int_of(pol, "policies"), rules,
+		       int_of(pol, "mapFull"), conns, int_of(pol, "perClientMax"));
+		json_decref(pol);
+	}
+}
+
 int ctl_drops(struct ctl *ctl, int argc, char **argv)
 {
 	struct ctl_reply r = { 0 };
@@ -121,6 +159,7 @@ int ctl_drops(struct ctl *ctl, int argc, char **argv)
 	if (!rows)
 		printf("(no drops reported)\n");
 	print_conntrack(items, argc, argv);
+	print_policy(items, argc, argv);
 	rc = CTL_EXIT_OK;
 out:
 	ctl_reply_free(&r);

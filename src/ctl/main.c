@@ -39,6 +39,8 @@ static const struct ctl_verb verbs[] = {
 	  "change which projects' pods can reach each other (multitenant mode)" },
 	{ "drops", ctl_drops, "[NODE...]",
 	  "packets the data plane dropped, per node and reason (as the agents report them)" },
+	{ "policy-log", ctl_policy_log, "[-n NAMESPACE | -A] [--node NODE]",
+	  "NetworkPolicy verdicts the nodes logged (for Namespaces and NetworkPolicies annotated weft.io/policy-log)" },
 	{ "node-credential", ctl_nodecred, "issue NODE [--output-file FILE] | list [NODE] | revoke NAME...|--node NODE",
 	  "issue, list and revoke the credentials that bind each node's agent to its node" },
 	{ "version", version, "", "print weftctl's version" },
