@@ -59,15 +59,21 @@ static json_t *json_of(const char *fmt, ...)
 	return json_loads(buf, 0, NULL);
 }
 
-static int ns_set(struct cluster *c, const char *name)
+/* Namespace name, labelled team=team */
+static int ns_set_team(struct cluster *c, const char *name, const char *team)
 {
-	json_t *o = json_of("{\"metadata\":{\"name\":\"%s\",\"labels\":{\"team\":\"%s\"}}}", name, name);
+	json_t *o = json_of("{\"metadata\":{\"name\":\"%s\",\"labels\":{\"team\":\"%s\"}}}", name, team);
 
 	if (!o)
 		return -EINVAL;
 	policy_namespace_set(c->p, o);
 	json_decref(o);
 	return 0;
+}
+
+static int ns_set(struct cluster *c, const char *name)
+{
+	return ns_set_team(c, name, name);
 }
 
 static int pod_set(struct cluster *c, const char *ns, const char *name, const char *labels,
@@ -225,16 +231,21 @@ static int keys_of(struct cluster *c, uint32_t policy_id, struct keys *s)
 	return datapath_policy_foreach(c->dp, collect_key, s);
 }
 
-/* Does s hold the ingress key (peer, prefixlen, proto, port)? */
-static bool has_key(const struct keys *s, uint32_t peer, uint32_t prefixlen, uint8_t proto,
-		    uint16_t port)
+/* Does s hold the key (dir, peer, prefixlen, proto, port)? */
+static bool has_dir_key(const struct keys *s, uint8_t dir, uint32_t peer, uint32_t prefixlen,
+			uint8_t proto, uint16_t port)
 {
 	for (int i = 0; i < s->n; i++)
 		if (s->k[i].prefixlen == prefixlen && ntohl(s->k[i].peer) == peer &&
-		    s->k[i].dir == WEFT_POLICY_INGRESS && s->k[i].proto == proto &&
-		    ntohs(s->k[i].port) == port)
+		    s->k[i].dir == dir && s->k[i].proto == proto && ntohs(s->k[i].port) == port)
 			return true;
 	return false;
+}
+
+static bool has_key(const struct keys *s, uint32_t peer, uint32_t prefixlen, uint8_t proto,
+		    uint16_t port)
+{
+	return has_dir_key(s, WEFT_POLICY_INGRESS, peer, prefixlen, proto, port);
 }
 
 struct cidrs {
@@ -457,6 +468,69 @@ CLUSTER_TEST(deleted_policy_leaves_no_key_behind, 443)
 	CHECK_EQ(keys_of(c, 0, &s), 0);
 	CHECK_EQ(s.all, 0);
 	CHECK_EQ(endpoint_of(c, A2_IP).flags, WEFT_EP_F_READY);
+}
+
+CLUSTER_TEST(relabelled_pod_moves_identity_and_set, 443)
+{
+	uint32_t a1 = endpoint_of(c, A1_IP).policy_id, b = identity_of(c, B_IP), wide;
+	struct weft_endpoint d;
+	struct keys s;
+
+	(void)f;
+	/* d (app=api) becomes app=web without named ports: b's identity, now
+	 * selected; a1's set loses its api peer in place */
+	CHECK_EQ(pod_set(c, "web", "d", "{\"app\":\"web\"}", "[]", D_IP), 0);
+	CHECK_EQ(policy_apply(c->p), 0);
+	CHECK_EQ(identity_of(c, D_IP), b);
+	d = endpoint_of(c, D_IP);
+	CHECK_EQ(d.flags, WEFT_EP_F_READY | WEFT_EP_F_ISOLATE_IN);
+	CHECK(d.policy_id != 0 && d.policy_id != a1);
+	wide = cidr_id(c, IP(10, 0, 0, 0), 16, NULL);
+	CHECK_EQ(keys_of(c, d.policy_id, &s), 0);
+	CHECK_EQ(s.n, 1);	/* no pod is app=api any more: the ipBlock alone */
+	CHECK(has_key(&s, wide, WEFT_POLICY_PREFIX_PORT, IPPROTO_TCP, 443));
+	CHECK_EQ(endpoint_of(c, A1_IP).policy_id, a1);
+	CHECK_EQ(keys_of(c, a1, &s), 0);
+	CHECK_EQ(s.n, 1);
+	CHECK_EQ(s.all, 2);
+}
+
+CLUSTER_TEST(egress_named_port_resolves_on_each_destination, 0)
+{
+	uint32_t a1 = identity_of(c, A1_IP), b = identity_of(c, B_IP), cc = identity_of(c, C_IP);
+	uint32_t id;
+	json_t *np;
+	struct keys s;
+
+	(void)f;
+	np = json_loads("{\"metadata\":{\"namespace\":\"web\",\"name\":\"out\"},"
+			"\"spec\":{\"podSelector\":{\"matchLabels\":{\"app\":\"api\"}},"
+			"\"policyTypes\":[\"Egress\"],"
+			"\"egress\":[{\"to\":[{\"podSelector\":{\"matchLabels\":{\"app\":\"web\"}}},"
+			"{\"namespaceSelector\":{\"matchLabels\":{\"team\":\"db\"}}}],"
+			"\"ports\":[{\"port\":\"http\"}]}]}}", 0, NULL);
+	CHECK(np != NULL);
+	policy_netpol_set(c->p, np);
+	json_decref(np);
+	CHECK_EQ(policy_apply(c->p), 0);
+	CHECK_EQ(endpoint_of(c, D_IP).flags, WEFT_EP_F_READY | WEFT_EP_F_ISOLATE_OUT);
+	CHECK_EQ(endpoint_of(c, A1_IP).flags, WEFT_EP_F_READY);
+	id = endpoint_of(c, D_IP).policy_id;
+	CHECK(id != 0);
+	CHECK_EQ(keys_of(c, id, &s), 0);
+	CHECK_EQ(s.n, 2);
+	CHECK(has_dir_key(&s, WEFT_POLICY_EGRESS, a1, WEFT_POLICY_PREFIX_PORT, IPPROTO_TCP, 8080));
+	CHECK(has_dir_key(&s, WEFT_POLICY_EGRESS, cc, WEFT_POLICY_PREFIX_PORT, IPPROTO_TCP, 8080));
+	for (int i = 0; i < s.n; i++)
+		CHECK(ntohl(s.k[i].peer) != b);	/* b has no port named http */
+
+	/* db no longer team=db: its pods drop out, in place */
+	CHECK_EQ(ns_set_team(c, "db", "other"), 0);
+	CHECK_EQ(policy_apply(c->p), 0);
+	CHECK_EQ(endpoint_of(c, D_IP).policy_id, id);
+	CHECK_EQ(keys_of(c, id, &s), 0);
+	CHECK_EQ(s.n, 1);
+	CHECK(has_dir_key(&s, WEFT_POLICY_EGRESS, a1, WEFT_POLICY_PREFIX_PORT, IPPROTO_TCP, 8080));
 }
 
 /* ---- map full ---- */
