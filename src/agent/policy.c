@@ -1427,6 +1427,18 @@ static int adopt_cidr(in_addr_t addr, int len, uint32_t id, void *arg)
 	return 0;
 }
 
+/* An endpoint's rule set may have no key left (its keys all removed in
+ * place), so weft_policy alone does not name every ID in use. */
+static int adopt_endpoint(in_addr_t ip, const struct weft_endpoint *ep, void *arg)
+{
+	struct policy *p = arg;
+
+	(void)ip;
+	if (ep->policy_id >= p->next_policy_id)
+		p->next_policy_id = ep->policy_id + 1;
+	return 0;
+}
+
 /* A restarted agent numbers everything above what the maps hold, so no
  * number it hands out can meet a rule or entry of the agent before it. */
 int policy_adopt(struct policy *p)
@@ -1437,6 +1449,8 @@ int policy_adopt(struct policy *p)
 	err = datapath_ipcache_foreach(p->dp, adopt_ipcache, p);
 	if (err == 0)
 		err = datapath_policy_foreach(p->dp, adopt_policy, p);
+	if (err == 0)
+		err = datapath_endpoint_foreach(p->dp, adopt_endpoint, p);
 	if (err == 0)
 		err = datapath_policy_cidr_foreach(p->dp, adopt_cidr, p);
 	pthread_mutex_unlock(&p->lock);

@@ -535,9 +535,8 @@ CLUSTER_TEST(egress_named_port_resolves_on_each_destination, 0)
 
 /* ---- map full ---- */
 
-static void map_full_body(struct fixture *f)
+static void map_full_body(struct fixture *f, struct cluster *c)
 {
-	struct cluster c = { NULL, NULL };
 	struct policy_stats st;
 	uint32_t id, rules = 0, ct = 0;
 	struct weft_endpoint ep;
@@ -545,98 +544,117 @@ static void map_full_body(struct fixture *f)
 
 	datapath_policy_capacities(f->dp, &rules, &ct);
 	CHECK_EQ(rules, 5);
-	CHECK_EQ(cluster_up(&c, f, 443), 0);
-	id = endpoint_of(&c, A1_IP).policy_id;
+	CHECK_EQ(cluster_up(c, f, 443), 0);
+	id = endpoint_of(c, A1_IP).policy_id;
 	CHECK(id != 0);
-	CHECK_EQ(keys_of(&c, id, &s), 0);
+	CHECK_EQ(keys_of(c, id, &s), 0);
 	CHECK_EQ(s.n, 4);
 
 	/* a peer more needs 3 keys more: they do not fit, the old set stays */
-	CHECK_EQ(pod_set(&c, "web", "e", "{\"app\":\"api\",\"v\":\"2\"}", "[]", E_IP), 0);
-	CHECK(policy_apply(c.p) < 0);
-	policy_stats(c.p, &st);
+	CHECK_EQ(pod_set(c, "web", "e", "{\"app\":\"api\",\"v\":\"2\"}", "[]", E_IP), 0);
+	CHECK(policy_apply(c->p) < 0);
+	policy_stats(c->p, &st);
 	CHECK_EQ(st.map_full, 1);
-	CHECK_EQ(endpoint_of(&c, A1_IP).policy_id, id);
-	CHECK_EQ(endpoint_of(&c, A1_IP).flags, WEFT_EP_F_READY | WEFT_EP_F_ISOLATE_IN);
-	CHECK_EQ(keys_of(&c, 0, &s), 0);
+	CHECK_EQ(endpoint_of(c, A1_IP).policy_id, id);
+	CHECK_EQ(endpoint_of(c, A1_IP).flags, WEFT_EP_F_READY | WEFT_EP_F_ISOLATE_IN);
+	CHECK_EQ(keys_of(c, 0, &s), 0);
 	CHECK_EQ(s.all, 4);
 	CHECK_EQ(s.n, 4);
-	CHECK(has_key(&s, identity_of(&c, D_IP), WEFT_POLICY_PREFIX_PORT, IPPROTO_TCP, 8080));
+	CHECK(has_key(&s, identity_of(c, D_IP), WEFT_POLICY_PREFIX_PORT, IPPROTO_TCP, 8080));
 
 	/* a new pod here of a new identity the policy selects: no room for
 	 * its set, so it is isolated with none, and says why */
-	CHECK_EQ(pod_set(&c, "web", "f", "{\"app\":\"web\",\"v\":\"2\"}", HTTP_PORTS, F_IP), 0);
-	policy_local_set(c.p, F_IP, "web", "f");
-	CHECK(policy_apply(c.p) < 0);
-	CHECK_EQ(endpoint_write(&c, F_IP), 0);
-	ep = endpoint_of(&c, F_IP);
+	CHECK_EQ(pod_set(c, "web", "f", "{\"app\":\"web\",\"v\":\"2\"}", HTTP_PORTS, F_IP), 0);
+	policy_local_set(c->p, F_IP, "web", "f");
+	CHECK(policy_apply(c->p) < 0);
+	CHECK_EQ(endpoint_write(c, F_IP), 0);
+	ep = endpoint_of(c, F_IP);
 	CHECK_EQ(ep.flags, WEFT_EP_F_READY | WEFT_EP_F_ISOLATE_IN | WEFT_EP_F_POLICY_FULL);
 	CHECK_EQ(ep.policy_id, 0);
-	policy_stats(c.p, &st);
+	policy_stats(c->p, &st);
 	CHECK(st.map_full >= 2);
-	CHECK_EQ(keys_of(&c, 0, &s), 0);
+	CHECK_EQ(keys_of(c, 0, &s), 0);
 	CHECK_EQ(s.all, 4);
 
 	/* room again (the extra peer gone): every set whole, the flag gone */
-	policy_pod_del(c.p, "web", "e");
-	policy_pod_del(c.p, "web", "f");
-	policy_local_del(c.p, F_IP);
-	CHECK_EQ(policy_apply(c.p), 0);
-	CHECK_EQ(keys_of(&c, 0, &s), 0);
+	policy_pod_del(c->p, "web", "e");
+	policy_pod_del(c->p, "web", "f");
+	policy_local_del(c->p, F_IP);
+	CHECK_EQ(policy_apply(c->p), 0);
+	CHECK_EQ(keys_of(c, 0, &s), 0);
 	CHECK_EQ(s.all, 4);
-	policy_destroy(c.p);
 }
 
 TEST(map_full_keeps_the_old_set_whole_and_flags_new_pods)
 {
 	struct datapath_opts opts = { .max_policy = 5 };
+	struct cluster c = { NULL, NULL };
 	struct fixture f;
 
 	if (fixture_up_opts(&f, opts) == 0)
-		map_full_body(&f);
+		map_full_body(&f, &c);
+	policy_destroy(c.p);
 	fixture_down(&f);
 }
 
 /* ---- restart ---- */
 
-DP_TEST(adopt_numbers_above_what_the_maps_hold)
+/* What an agent before left: an identity, a rule naming another identity
+ * and a CIDR one, a prefix, and an endpoint still on a rule set whose
+ * keys were all removed in place (its ID is in weft_endpoints alone). */
+static int seed_leftovers(struct datapath *dp)
 {
 	struct weft_ipcache_entry e = { .node_ip = REMOTE_NODE_IP, .identity = 500 };
-	struct weft_policy_key k;
+	struct weft_endpoint ep = endpoint(40, 0, pod_a_mac, gw_a_mac);
 	struct weft_policy_value v = { .rule = 30 };
-	struct cluster c = { NULL, NULL };
-	struct weft_endpoint ep;
-	struct keys s;
+	struct weft_policy_key k;
+	int rc;
 
-	/* what an agent before left: an identity, a rule naming another
-	 * identity and a CIDR one, a prefix */
 	memset(&k, 0, sizeof(k));
 	k.prefixlen = WEFT_POLICY_PREFIX_ALL;
 	k.policy_id = htonl(70);
 	k.peer = htonl(600);
-	CHECK_EQ(datapath_ipcache_put(f->dp, IP(10, 128, 4, 4), &e), 0);
-	CHECK_EQ(datapath_policy_put(f->dp, &k, &v), 0);
+	ep.flags |= WEFT_EP_F_ISOLATE_IN;
+	ep.policy_id = 90;
+	if ((rc = datapath_ipcache_put(dp, IP(10, 128, 4, 4), &e)) < 0 ||
+	    (rc = datapath_policy_put(dp, &k, &v)) < 0)
+		return rc;
 	k.peer = htonl(WEFT_ID_CIDR | 40);
-	CHECK_EQ(datapath_policy_put(f->dp, &k, &v), 0);
-	CHECK_EQ(datapath_policy_cidr_put(f->dp, IP(172, 16, 0, 0), 12, WEFT_ID_CIDR | 45), 0);
+	if ((rc = datapath_policy_put(dp, &k, &v)) < 0 ||
+	    (rc = datapath_policy_cidr_put(dp, IP(172, 16, 0, 0), 12, WEFT_ID_CIDR | 45)) < 0)
+		return rc;
+	return datapath_endpoint_put(dp, IP(10, 128, 0, 99), &ep);
+}
 
-	c.dp = f->dp;
-	c.p = policy_create(f->dp);
-	CHECK(c.p != NULL);
-	CHECK_EQ(policy_adopt(c.p), 0);
-	if (cluster_list(&c, 443) == 0 && policy_apply(c.p) == 0 && entries_write(&c) == 0 &&
-	    policy_apply(c.p) == 0) {
-		ep = endpoint_of(&c, A1_IP);
-		CHECK(identity_of(&c, A1_IP) > 600);
-		CHECK(identity_of(&c, D_IP) > 600);
-		CHECK(ep.policy_id > 70);
-		CHECK(cidr_id(&c, IP(10, 0, 0, 0), 16, NULL) > (WEFT_ID_CIDR | 45));
-		CHECK(cidr_id(&c, IP(10, 0, 2, 0), 24, NULL) > (WEFT_ID_CIDR | 45));
-		CHECK_EQ(keys_of(&c, ep.policy_id, &s), 0);
-		CHECK_EQ(s.n, 4);
-		CHECK(s.rule[0] > 30);
-	} else {
-		test_fail(__FILE__, __LINE__, "cluster up after adopt");
-	}
+static void adopt_body(struct fixture *f, struct cluster *c)
+{
+	struct weft_endpoint ep;
+	struct keys s;
+
+	CHECK_EQ(seed_leftovers(f->dp), 0);
+	c->dp = f->dp;
+	c->p = policy_create(f->dp);
+	CHECK(c->p != NULL);
+	CHECK_EQ(policy_adopt(c->p), 0);
+	CHECK_EQ(cluster_list(c, 443), 0);
+	CHECK_EQ(policy_apply(c->p), 0);
+	CHECK_EQ(entries_write(c), 0);
+	CHECK_EQ(policy_apply(c->p), 0);
+	ep = endpoint_of(c, A1_IP);
+	CHECK(identity_of(c, A1_IP) > 600);
+	CHECK(identity_of(c, D_IP) > 600);
+	CHECK(ep.policy_id > 90);
+	CHECK(cidr_id(c, IP(10, 0, 0, 0), 16, NULL) > (WEFT_ID_CIDR | 45));
+	CHECK(cidr_id(c, IP(10, 0, 2, 0), 24, NULL) > (WEFT_ID_CIDR | 45));
+	CHECK_EQ(keys_of(c, ep.policy_id, &s), 0);
+	CHECK_EQ(s.n, 4);
+	CHECK(s.rule[0] > 30);
+}
+
+DP_TEST(adopt_numbers_above_what_the_maps_hold)
+{
+	struct cluster c = { NULL, NULL };
+
+	adopt_body(f, &c);
 	policy_destroy(c.p);
 }
