@@ -697,10 +697,19 @@ DP_TEST(service_backend_ingress_is_judged_before_conntrack)
 	CHECK_EQ(policy_ct_count(f), 1);
 	CHECK_EQ(drops_of(f, WEFT_DROP_POLICY_INGRESS), 2);
 
-	/* the client's egress is judged there too */
+	/* the client's egress is judged there too, against the backend (a
+	 * rule for the service's address and port would be none) */
 	CHECK_EQ(isolate(f->dp, POD_A_IP, WEFT_EP_F_ISOLATE_OUT, POLICY_A), 0);
 	tcp_from_a(&p, 43001, SVC_IP, SVC_PORT, TCP_SYN);
 	CHECK_EQ(run_pod(f, &p, &r), 0);
 	CHECK_DROPPED(r, WEFT_DROP_POLICY_EGRESS);
 	CHECK_EQ(ct_count(f), 2);
+	CHECK_EQ(rule_put(f->dp, POLICY_A, WEFT_POLICY_EGRESS, ID_BE, WEFT_POLICY_PREFIX_PORT,
+			  IPPROTO_TCP, BE_PORT), 0);
+	tcp_from_a(&p, 43002, SVC_IP, SVC_PORT, TCP_SYN);
+	CHECK_EQ(run_pod(f, &p, &r), 0);
+	CHECK_ACTION(r, WEFT_ACT_LOCAL);
+	CHECK_TUPLE(&r.out, POD_A_IP, 43002, LOCAL_BE_IP, BE_PORT);
+	CHECK_EQ(ct_count(f), 4);
+	CHECK_EQ(policy_ct_count(f), 2);
 }
