@@ -533,6 +533,45 @@ CLUSTER_TEST(egress_named_port_resolves_on_each_destination, 0)
 	CHECK(has_dir_key(&s, WEFT_POLICY_EGRESS, a1, WEFT_POLICY_PREFIX_PORT, IPPROTO_TCP, 8080));
 }
 
+CLUSTER_TEST(default_deny_then_allow_then_deny_again, 0)
+{
+	json_t *deny = json_loads("{\"metadata\":{\"namespace\":\"web\",\"name\":\"deny\"},"
+				  "\"spec\":{\"podSelector\":{},\"policyTypes\":[\"Ingress\"]}}",
+				  0, NULL);
+	uint32_t id;
+	struct keys s;
+
+	(void)f;
+	CHECK(deny != NULL);
+	policy_netpol_set(c->p, deny);
+	json_decref(deny);
+	CHECK_EQ(policy_apply(c->p), 0);
+	/* isolated, with no rule set at all */
+	CHECK_EQ(endpoint_of(c, A1_IP).flags, WEFT_EP_F_READY | WEFT_EP_F_ISOLATE_IN);
+	CHECK_EQ(endpoint_of(c, A1_IP).policy_id, 0);
+	CHECK_EQ(endpoint_of(c, D_IP).flags, WEFT_EP_F_READY | WEFT_EP_F_ISOLATE_IN);
+	CHECK_EQ(keys_of(c, 0, &s), 0);
+	CHECK_EQ(s.all, 0);
+
+	/* allow on top: a1's identity gets a set */
+	CHECK_EQ(allow_set(c, 443), 0);
+	CHECK_EQ(policy_apply(c->p), 0);
+	id = endpoint_of(c, A1_IP).policy_id;
+	CHECK(id != 0);
+	CHECK_EQ(endpoint_of(c, D_IP).policy_id, 0);
+	CHECK_EQ(keys_of(c, id, &s), 0);
+	CHECK_EQ(s.n, 4);
+
+	/* allow gone: its keys removed in place, the set's ID kept with none
+	 * (what policy_adopt must see in weft_endpoints) */
+	policy_netpol_del(c->p, "web", "allow");
+	CHECK_EQ(policy_apply(c->p), 0);
+	CHECK_EQ(endpoint_of(c, A1_IP).flags, WEFT_EP_F_READY | WEFT_EP_F_ISOLATE_IN);
+	CHECK_EQ(endpoint_of(c, A1_IP).policy_id, id);
+	CHECK_EQ(keys_of(c, 0, &s), 0);
+	CHECK_EQ(s.all, 0);
+}
+
 /* ---- map full ---- */
 
 static void map_full_body(struct fixture *f, struct cluster *c)
