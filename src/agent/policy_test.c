@@ -572,6 +572,77 @@ CLUSTER_TEST(default_deny_then_allow_then_deny_again, 0)
 	CHECK_EQ(s.all, 0);
 }
 
+/* ---- endPort blocks against a naive reference ---- */
+
+/* Does key k (prefix 80..96) cover port? */
+static bool key_covers(const struct weft_policy_key *k, uint16_t port)
+{
+	uint32_t mask = (0xffffu << (WEFT_POLICY_PREFIX_PORT - k->prefixlen)) & 0xffffu;
+
+	return (port & mask) == (ntohs(k->port) & mask);
+}
+
+static int range_set(struct cluster *c, unsigned lo, unsigned hi)
+{
+	json_t *o = json_of("{\"metadata\":{\"namespace\":\"web\",\"name\":\"range\"},"
+			    "\"spec\":{\"podSelector\":{\"matchLabels\":{\"app\":\"web\"}},"
+			    "\"ingress\":[{\"from\":[{\"podSelector\":{\"matchLabels\":{\"app\":\"api\"}}}],"
+			    "\"ports\":[{\"port\":%u,\"endPort\":%u}]}]}}",
+			    lo, hi);
+
+	if (!o)
+		return -EINVAL;
+	policy_netpol_set(c->p, o);
+	json_decref(o);
+	return 0;
+}
+
+/* Random ranges (some at the edges of the port space): the keys, as the
+ * LPM trie reads them, cover exactly lo..hi, without overlap, in at most
+ * 2 x 15 blocks. */
+CLUSTER_TEST(end_port_blocks_cover_exactly_the_range, 0)
+{
+	uint64_t rnd = test_seed() | 1;
+	struct keys s;
+
+	(void)f;
+	for (int it = 0; it < 40; it++) {
+		unsigned lo = 1 + test_rnd(&rnd, 65535), hi, id;
+
+		hi = lo + test_rnd(&rnd, it % 4 == 0 ? 65536 - lo : 3000);
+		if (hi > 65535)
+			hi = 65535;
+		if (it == 0) {
+			lo = 1;
+			hi = 65535;
+		}
+		CHECK_EQ(range_set(c, lo, hi), 0);
+		CHECK_EQ(policy_apply(c->p), 0);
+		id = endpoint_of(c, A1_IP).policy_id;
+		CHECK(id != 0);
+		CHECK_EQ(keys_of(c, id, &s), 0);
+		CHECK(s.n >= 1 && s.n <= 30);
+		for (int probe = 0; probe < 64; probe++) {
+			unsigned port = probe == 0 ? lo - 1 : probe == 1 ? lo : probe == 2 ? hi
+				      : probe == 3 ? hi + 1 : test_rnd(&rnd, 65536);
+			int covering = 0;
+
+			if (port > 65535)
+				continue;
+			for (int i = 0; i < s.n; i++) {
+				CHECK(s.k[i].prefixlen >= WEFT_POLICY_PREFIX_PROTO &&
+				      s.k[i].prefixlen <= WEFT_POLICY_PREFIX_PORT);
+				CHECK_EQ(s.k[i].proto, IPPROTO_TCP);
+				covering += key_covers(&s.k[i], (uint16_t)port);
+			}
+			if (covering != (port >= lo && port <= hi))
+				test_fail(__FILE__, __LINE__, "range %u-%u: port %u covered by %d keys",
+					  lo, hi, port, covering);
+			CHECK(!test_failed());
+		}
+	}
+}
+
 /* ---- map full ---- */
 
 static void map_full_body(struct fixture *f, struct cluster *c)
