@@ -332,6 +332,97 @@ DP_TEST(port_range_blocks_match_their_ports_only)
 	CHECK_DROPPED(r, WEFT_DROP_POLICY_INGRESS);
 }
 
+/* ---- randomized: the LPM rules against a linear scan ---- */
+
+#define RND_RULES	12
+#define RND_CIDR_ID	(WEFT_ID_CIDR | 7)	/* 10.128.0.0/24: A and S */
+
+struct rnd_rule {
+	uint32_t peer, prefixlen;
+	uint8_t proto;
+	uint16_t port;
+};
+
+/* Does the naive reference allow proto:port from a peer of identity id? */
+static bool rnd_allows(const struct rnd_rule *rules, int n, uint32_t id, uint8_t proto,
+		       uint16_t port)
+{
+	for (int i = 0; i < n; i++) {
+		const struct rnd_rule *r = &rules[i];
+		int k = WEFT_POLICY_PREFIX_PORT - (int)r->prefixlen;
+
+		if (r->peer != id && r->peer != RND_CIDR_ID && r->peer != WEFT_ID_ANY)
+			continue;
+		if (r->prefixlen == WEFT_POLICY_PREFIX_ALL)
+			return true;
+		if (r->proto != proto)
+			continue;
+		if (r->prefixlen == WEFT_POLICY_PREFIX_PROTO || (port >> k) == (r->port >> k))
+			return true;
+	}
+	return false;
+}
+
+DP_TEST(ingress_verdicts_match_a_linear_scan_of_random_rules)
+{
+	static const uint32_t peers[] = { ID_A, ID_S, WEFT_ID_ANY, RND_CIDR_ID, ID_B };
+	struct rnd_rule rules[RND_RULES];
+	uint64_t rnd = test_seed() | 1;
+	struct result r;
+
+	CHECK_EQ(seed_policy_node(f->dp), 0);
+	CHECK_EQ(isolate(f->dp, POD_B_IP, WEFT_EP_F_ISOLATE_IN, POLICY_B), 0);
+	for (int i = 0; i < RND_RULES; i++) {
+		struct rnd_rule *x = &rules[i];
+		uint32_t kind = test_rnd(&rnd, 8), k = test_rnd(&rnd, 5);
+
+		x->peer = peers[test_rnd(&rnd, 5)];
+		x->prefixlen = kind == 0 ? WEFT_POLICY_PREFIX_ALL
+			     : kind == 1 ? WEFT_POLICY_PREFIX_PROTO : WEFT_POLICY_PREFIX_PORT - k;
+		x->proto = test_rnd(&rnd, 2) ? IPPROTO_TCP : IPPROTO_UDP;
+		x->port = (uint16_t)((1000 + test_rnd(&rnd, 64)) & ~((1u << k) - 1));
+		if (x->prefixlen == WEFT_POLICY_PREFIX_ALL) {
+			x->proto = 0;
+			x->port = 0;
+		} else if (x->prefixlen == WEFT_POLICY_PREFIX_PROTO) {
+			x->port = 0;
+		}
+		/* one rule in three arrives only after some traffic */
+		if (i % 3 != 2)
+			CHECK_EQ(rule_put(f->dp, POLICY_B, WEFT_POLICY_INGRESS, x->peer, x->prefixlen,
+					  x->proto, x->port), 0);
+	}
+	CHECK_EQ(datapath_policy_cidr_put(f->dp, IP(10, 128, 0, 0), 24, RND_CIDR_ID), 0);
+	for (int pass = 0; pass < 2; pass++) {
+		struct rnd_rule live[RND_RULES];
+		int n = 0;
+
+		for (int i = 0; i < RND_RULES; i++)
+			if (pass == 1 || i % 3 != 2)
+				live[n++] = rules[i];
+		for (int i = 0; i < 150; i++) {
+			in_addr_t src = test_rnd(&rnd, 2) ? POD_A_IP : POD_S_IP;
+			uint8_t proto = test_rnd(&rnd, 2) ? IPPROTO_TCP : IPPROTO_UDP;
+			uint16_t port = (uint16_t)(990 + test_rnd(&rnd, 84));
+			uint16_t sport = (uint16_t)(20000 + pass * 1000 + i);	/* never tracked yet */
+			bool want = rnd_allows(live, n, src == POD_A_IP ? ID_A : ID_S, proto, port);
+
+			CHECK_EQ(send_pod(f, proto, src, sport, POD_B_IP, port, TCP_SYN, &r), 0);
+			if (want != (r.trace.action == WEFT_ACT_LOCAL) ||
+			    (!want && r.trace.drop_reason != WEFT_DROP_POLICY_INGRESS))
+				test_fail(__FILE__, __LINE__, "pass %d: %s %s:%u: want %s, got action %u reason %u",
+					  pass, src == POD_A_IP ? "A" : "S",
+					  proto == IPPROTO_TCP ? "TCP" : "UDP", port,
+					  want ? "allowed" : "denied", r.trace.action, r.trace.drop_reason);
+			CHECK(!test_failed());
+		}
+		for (int i = 0; i < RND_RULES && pass == 0; i++)
+			if (i % 3 == 2)
+				CHECK_EQ(rule_put(f->dp, POLICY_B, WEFT_POLICY_INGRESS, rules[i].peer,
+						  rules[i].prefixlen, rules[i].proto, rules[i].port), 0);
+	}
+}
+
 /* ---- 4. CIDR identities ---- */
 
 DP_TEST(cidr_identity_is_the_longest_prefix)
