@@ -1429,6 +1429,9 @@ DP_TEST(vxlan_device_delivers_by_tunnel_key)
 	netns_leave(saved);
 }
 
+/* ---- services: translation, conntrack, refusals (bpf/lib/lb.h; the
+ * seeded service and its helpers: datapath_fixture.h) ---- */
+
 DP_TEST(svc_tcp_syn_goes_to_a_backend_with_conntrack)
 {
 	static const uint32_t ids[] = { BE_LOCAL, BE_REMOTE, BE_REMOTE2 };
