@@ -1579,10 +1579,14 @@ static int adopt_ipcache(in_addr_t ip, const struct weft_ipcache_entry *e, void 
 	return 0;
 }
 
+/* An endpoint's rule set may have no key left (its keys all removed in
+ * place), so weft_policy alone does not name every ID in use. */
 static int adopt_endpoint(in_addr_t ip, const struct weft_endpoint *ep, void *arg)
 {
 	struct policy *p = arg;
 
+	if (ep->policy_id >= p->next_policy_id)
+		p->next_policy_id = ep->policy_id + 1;
 	return u64map_put(&p->adopt_ep, ip, (uint64_t)ep->policy_id << 32 | ep->flags) < 0 ? -ENOMEM : 0;
 }
 

@@ -1,0 +1,770 @@
+/*
+ * policy_test.c — the NetworkPolicy compiler (policy.c) against a real
+ * datapath's maps (datapath_fixture.h: a private bpffs; no program runs).
+ *
+ * Each test feeds Namespaces, Pods and NetworkPolicies as the watches do
+ * (a full list of each kind), names the pods of this node as the CNI
+ * server does (policy_local_set), applies, and writes the endpoints and
+ * ipcache entries through policy_endpoint_write / policy_ipcache_write as
+ * the agent does; then it reads weft_endpoints, weft_ipcache, weft_policy
+ * and weft_policy_cidrs back.
+ *
+ * The cluster: namespaces web and db; pods web/a1, web/a2 (app=web, named
+ * port http=8080, here), web/a3 (the same, plus an unnamed port, here),
+ * web/b (app=web, no named port, elsewhere), db/c (app=web, elsewhere),
+ * web/d (app=api, here).
+ */
+#include "agent/datapath.h"
+#include "agent/datapath_fixture.h"
+#include "agent/policy.h"
+#include "test.h"
+
+#include <jansson.h>
+
+#define A1_IP	IP(10, 128, 0, 5)
+#define A2_IP	IP(10, 128, 0, 6)
+#define A3_IP	IP(10, 128, 0, 8)
+#define B_IP	IP(10, 128, 2, 9)
+#define C_IP	IP(10, 128, 2, 10)
+#define D_IP	IP(10, 128, 0, 7)
+#define E_IP	IP(10, 128, 2, 11)
+#define F_IP	IP(10, 128, 0, 12)
+
+#define HTTP_PORTS "[{\"name\":\"http\",\"containerPort\":8080}]"
+
+/* the rule of allow: app=api on http, UDP 9000-9011; 10.0.0.0/16 but
+ * 10.0.2.0/24 on TCP <cidr_port> */
+#define ALLOW_FMT                                                                     \
+	"{\"metadata\":{\"namespace\":\"web\",\"name\":\"allow\"},"                   \
+	"\"spec\":{\"podSelector\":{\"matchLabels\":{\"app\":\"web\"}},"              \
+	"\"ingress\":[{\"from\":[{\"podSelector\":{\"matchLabels\":{\"app\":\"api\"}}}]," \
+	"\"ports\":[{\"port\":\"http\"},{\"protocol\":\"UDP\",\"port\":9000,\"endPort\":9011}]}," \
+	"{\"from\":[{\"ipBlock\":{\"cidr\":\"10.0.0.0/16\",\"except\":[\"10.0.2.0/24\"]}}]," \
+	"\"ports\":[{\"port\":%d}]}]}}"
+
+struct cluster {
+	struct policy *p;
+	struct datapath *dp;
+};
+
+static json_t *json_of(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static json_t *json_of(const char *fmt, ...)
+{
+	char buf[2048];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	return json_loads(buf, 0, NULL);
+}
+
+/* Namespace name, labelled team=team */
+static int ns_set_team(struct cluster *c, const char *name, const char *team)
+{
+	json_t *o = json_of("{\"metadata\":{\"name\":\"%s\",\"labels\":{\"team\":\"%s\"}}}", name, team);
+
+	if (!o)
+		return -EINVAL;
+	policy_namespace_set(c->p, o);
+	json_decref(o);
+	return 0;
+}
+
+static int ns_set(struct cluster *c, const char *name)
+{
+	return ns_set_team(c, name, name);
+}
+
+static int pod_set(struct cluster *c, const char *ns, const char *name, const char *labels,
+		   const char *ports, in_addr_t ip)
+{
+	char addr[INET_ADDRSTRLEN];
+	json_t *o;
+
+	inet_ntop(AF_INET, &ip, addr, sizeof(addr));
+	o = json_of("{\"metadata\":{\"namespace\":\"%s\",\"name\":\"%s\",\"labels\":%s},"
+		    "\"spec\":{\"containers\":[{\"name\":\"c\",\"ports\":%s}]},"
+		    "\"status\":{\"podIP\":\"%s\"}}",
+		    ns, name, labels, ports, addr);
+	if (!o)
+		return -EINVAL;
+	policy_pod_set(c->p, o);
+	json_decref(o);
+	return 0;
+}
+
+static int allow_set(struct cluster *c, int cidr_port)
+{
+	json_t *o = json_of(ALLOW_FMT, cidr_port);
+
+	if (!o)
+		return -EINVAL;
+	policy_netpol_set(c->p, o);
+	json_decref(o);
+	return 0;
+}
+
+/* The pods of the cluster above, in one full list of each kind; the
+ * policy allow when cidr_port is not 0. */
+static int cluster_list(struct cluster *c, int cidr_port)
+{
+	int rc;
+
+	policy_begin_list(c->p, POLICY_NAMESPACES);
+	policy_begin_list(c->p, POLICY_PODS);
+	policy_begin_list(c->p, POLICY_NETPOLS);
+	if ((rc = ns_set(c, "web")) < 0 || (rc = ns_set(c, "db")) < 0 ||
+	    (rc = pod_set(c, "web", "a1", "{\"app\":\"web\"}", HTTP_PORTS, A1_IP)) < 0 ||
+	    (rc = pod_set(c, "web", "a2", "{\"app\":\"web\"}", HTTP_PORTS, A2_IP)) < 0 ||
+	    (rc = pod_set(c, "web", "a3", "{\"app\":\"web\"}",
+			  "[{\"name\":\"http\",\"containerPort\":8080},{\"containerPort\":9999}]",
+			  A3_IP)) < 0 ||
+	    (rc = pod_set(c, "web", "b", "{\"app\":\"web\"}", "[]", B_IP)) < 0 ||
+	    (rc = pod_set(c, "db", "c", "{\"app\":\"web\"}", HTTP_PORTS, C_IP)) < 0 ||
+	    (rc = pod_set(c, "web", "d", "{\"app\":\"api\"}", "[]", D_IP)) < 0 ||
+	    (cidr_port && (rc = allow_set(c, cidr_port)) < 0))
+		return rc;
+	policy_listed(c->p, POLICY_NAMESPACES);
+	policy_listed(c->p, POLICY_PODS);
+	policy_listed(c->p, POLICY_NETPOLS);
+	policy_local_set(c->p, A1_IP, "web", "a1");
+	policy_local_set(c->p, A2_IP, "web", "a2");
+	policy_local_set(c->p, A3_IP, "web", "a3");
+	policy_local_set(c->p, D_IP, "web", "d");
+	return 0;
+}
+
+/* The endpoint of a pod here, as the CNI server writes it. */
+static int endpoint_write(struct cluster *c, in_addr_t ip)
+{
+	struct weft_endpoint ep = endpoint(40, 0, pod_a_mac, gw_a_mac);
+
+	return policy_endpoint_write(c->p, ip, &ep);
+}
+
+/* weft_ipcache of a pod, as the agent's sync writes it */
+static int ipcache_write(struct cluster *c, in_addr_t ip, in_addr_t node)
+{
+	struct weft_ipcache_entry e;
+
+	memset(&e, 0, sizeof(e));
+	e.node_ip = node;
+	return policy_ipcache_write(c->p, ip, &e);
+}
+
+static int entries_write(struct cluster *c)
+{
+	static const in_addr_t here[] = { A1_IP, A2_IP, A3_IP, D_IP };
+	static const in_addr_t there[] = { B_IP, C_IP };
+	int rc;
+
+	for (size_t i = 0; i < sizeof(here) / sizeof(here[0]); i++)
+		if ((rc = endpoint_write(c, here[i])) < 0 || (rc = ipcache_write(c, here[i], NODE_IP)) < 0)
+			return rc;
+	for (size_t i = 0; i < sizeof(there) / sizeof(there[0]); i++)
+		if ((rc = ipcache_write(c, there[i], REMOTE_NODE_IP)) < 0)
+			return rc;
+	return 0;
+}
+
+/* The cluster listed, applied, its entries written, applied again. */
+static int cluster_up(struct cluster *c, struct fixture *f, int cidr_port)
+{
+	int rc;
+
+	c->dp = f->dp;
+	c->p = policy_create(f->dp);
+	if (!c->p)
+		return -errno;
+	if ((rc = cluster_list(c, cidr_port)) < 0 || (rc = policy_apply(c->p)) < 0 ||
+	    (rc = entries_write(c)) < 0)
+		return rc;
+	return policy_apply(c->p);
+}
+
+static uint32_t identity_of(struct cluster *c, in_addr_t ip)
+{
+	struct weft_ipcache_entry e;
+
+	return datapath_ipcache_get(c->dp, ip, &e) < 0 ? 0 : e.identity;
+}
+
+static struct weft_endpoint endpoint_of(struct cluster *c, in_addr_t ip)
+{
+	struct weft_endpoint ep;
+
+	memset(&ep, 0, sizeof(ep));
+	(void)datapath_endpoint_get(c->dp, ip, &ep);
+	return ep;
+}
+
+/* ---- reading weft_policy and weft_policy_cidrs back ---- */
+
+#define MAX_KEYS 64
+
+struct keys {
+	uint32_t policy_id;	/* 0: every rule set */
+	struct weft_policy_key k[MAX_KEYS];
+	uint32_t rule[MAX_KEYS];
+	int n, all;
+};
+
+static int collect_key(const struct weft_policy_key *k, const struct weft_policy_value *v, void *arg)
+{
+	struct keys *s = arg;
+
+	s->all++;
+	if (s->policy_id && ntohl(k->policy_id) != s->policy_id)
+		return 0;
+	if (s->n == MAX_KEYS)
+		return -E2BIG;
+	s->rule[s->n] = v->rule;
+	s->k[s->n++] = *k;
+	return 0;
+}
+
+static int keys_of(struct cluster *c, uint32_t policy_id, struct keys *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->policy_id = policy_id;
+	return datapath_policy_foreach(c->dp, collect_key, s);
+}
+
+/* Does s hold the key (dir, peer, prefixlen, proto, port)? */
+static bool has_dir_key(const struct keys *s, uint8_t dir, uint32_t peer, uint32_t prefixlen,
+			uint8_t proto, uint16_t port)
+{
+	for (int i = 0; i < s->n; i++)
+		if (s->k[i].prefixlen == prefixlen && ntohl(s->k[i].peer) == peer &&
+		    s->k[i].dir == dir && s->k[i].proto == proto && ntohs(s->k[i].port) == port)
+			return true;
+	return false;
+}
+
+static bool has_key(const struct keys *s, uint32_t peer, uint32_t prefixlen, uint8_t proto,
+		    uint16_t port)
+{
+	return has_dir_key(s, WEFT_POLICY_INGRESS, peer, prefixlen, proto, port);
+}
+
+struct cidrs {
+	in_addr_t addr[8];
+	int len[8];
+	uint32_t id[8];
+	int n;
+};
+
+static int collect_cidr(in_addr_t addr, int len, uint32_t id, void *arg)
+{
+	struct cidrs *s = arg;
+
+	if (s->n == 8)
+		return -E2BIG;
+	s->addr[s->n] = addr;
+	s->len[s->n] = len;
+	s->id[s->n++] = id;
+	return 0;
+}
+
+/* The CIDR identity of prefix addr/len in weft_policy_cidrs, 0 if none. */
+static uint32_t cidr_id(struct cluster *c, in_addr_t addr, int len, int *count)
+{
+	struct cidrs s;
+
+	memset(&s, 0, sizeof(s));
+	if (datapath_policy_cidr_foreach(c->dp, collect_cidr, &s) < 0)
+		return 0;
+	if (count)
+		*count = s.n;
+	for (int i = 0; i < s.n; i++)
+		if (s.addr[i] == addr && s.len[i] == len)
+			return s.id[i];
+	return 0;
+}
+
+/* A test with the cluster up (allow on cidr_port, none when 0). */
+#define CLUSTER_TEST(name, cidr_port)                                     \
+	static void name##_cluster(struct fixture *f, struct cluster *c); \
+	DP_TEST(name)                                                     \
+	{                                                                 \
+		struct cluster c = { NULL, NULL };                        \
+		if (cluster_up(&c, f, (cidr_port)) == 0)                  \
+			name##_cluster(f, &c);                            \
+		else                                                      \
+			test_fail(__FILE__, __LINE__, "cluster_up");      \
+		policy_destroy(c.p);                                      \
+	}                                                                 \
+	static void name##_cluster(struct fixture *f, struct cluster *c)
+
+/* ---- identities ---- */
+
+CLUSTER_TEST(identities_shared_by_namespace_labels_and_named_ports, 0)
+{
+	uint32_t a1 = identity_of(c, A1_IP), a2 = identity_of(c, A2_IP), a3 = identity_of(c, A3_IP);
+	uint32_t b = identity_of(c, B_IP), cc = identity_of(c, C_IP), d = identity_of(c, D_IP);
+	struct policy_stats st;
+
+	(void)f;
+	CHECK(a1 >= WEFT_ID_FIRST && a1 < WEFT_ID_CIDR);
+	CHECK_EQ(a2, a1);
+	CHECK_EQ(a3, a1);	/* an unnamed port tells nothing apart */
+	CHECK(b >= WEFT_ID_FIRST && b != a1);	/* no named port */
+	CHECK(cc >= WEFT_ID_FIRST && cc != a1 && cc != b);	/* another namespace */
+	CHECK(d >= WEFT_ID_FIRST && d != a1 && d != b && d != cc);	/* other labels */
+	policy_stats(c->p, &st);
+	CHECK_EQ(st.identities, 4);
+	CHECK_EQ(st.policies, 0);
+	CHECK_EQ(st.rules, 0);
+
+	/* no policy: nothing isolated, no rule written */
+	CHECK_EQ(endpoint_of(c, A1_IP).flags, WEFT_EP_F_READY);
+	CHECK_EQ(endpoint_of(c, A1_IP).policy_id, 0);
+	struct keys s;
+
+	CHECK_EQ(keys_of(c, 0, &s), 0);
+	CHECK_EQ(s.all, 0);
+	CHECK(policy_synced(c->p));
+}
+
+/* ---- a class and its keys ---- */
+
+CLUSTER_TEST(class_keys_resolve_named_ports_ranges_and_ip_blocks, 443)
+{
+	struct weft_endpoint a1 = endpoint_of(c, A1_IP), d = endpoint_of(c, D_IP);
+	uint32_t api = identity_of(c, D_IP), wide, hole;
+	struct policy_stats st;
+	struct keys s;
+	int ncidrs = 0;
+	char name[64];
+
+	(void)f;
+	CHECK_EQ(a1.flags, WEFT_EP_F_READY | WEFT_EP_F_ISOLATE_IN);
+	CHECK(a1.policy_id != 0);
+	CHECK_EQ(endpoint_of(c, A2_IP).policy_id, a1.policy_id);	/* one identity, one set */
+	CHECK_EQ(endpoint_of(c, A3_IP).policy_id, a1.policy_id);
+	CHECK_EQ(d.flags, WEFT_EP_F_READY);				/* not selected */
+	CHECK_EQ(d.policy_id, 0);
+
+	/* the ipBlock: both prefixes, each its own CIDR identity */
+	wide = cidr_id(c, IP(10, 0, 0, 0), 16, &ncidrs);
+	hole = cidr_id(c, IP(10, 0, 2, 0), 24, NULL);
+	CHECK_EQ(ncidrs, 2);
+	CHECK(wide & WEFT_ID_CIDR);
+	CHECK(hole & WEFT_ID_CIDR);
+	CHECK(wide != hole);
+
+	CHECK_EQ(keys_of(c, a1.policy_id, &s), 0);
+	CHECK_EQ(s.n, 4);
+	CHECK_EQ(s.all, 4);
+	CHECK(has_key(&s, api, WEFT_POLICY_PREFIX_PORT, IPPROTO_TCP, 8080));	/* http on a1 */
+	CHECK(has_key(&s, api, WEFT_POLICY_PREFIX_PORT - 3, IPPROTO_UDP, 9000));	/* 9000-9007 */
+	CHECK(has_key(&s, api, WEFT_POLICY_PREFIX_PORT - 2, IPPROTO_UDP, 9008));	/* 9008-9011 */
+	CHECK(has_key(&s, wide, WEFT_POLICY_PREFIX_PORT, IPPROTO_TCP, 443));
+	CHECK(!has_key(&s, hole, WEFT_POLICY_PREFIX_PORT, IPPROTO_TCP, 443));
+	for (int i = 0; i < s.n; i++) {
+		CHECK_EQ(s.rule[i], s.rule[0]);
+		CHECK_EQ(s.k[i].dir, WEFT_POLICY_INGRESS);
+	}
+	policy_rule_name(c->p, s.rule[0], name, sizeof(name));
+	CHECK_STR(name, "web/allow");
+	policy_stats(c->p, &st);
+	CHECK_EQ(st.classes, 2);	/* a1's identity and d's */
+	CHECK_EQ(st.rules, 4);
+	CHECK_EQ(st.cidrs, 2);
+	CHECK_EQ(st.map_full, 0);
+
+	/* applying again writes nothing */
+	uint64_t writes = st.writes;
+
+	CHECK_EQ(policy_apply(c->p), 0);
+	policy_stats(c->p, &st);
+	CHECK_EQ(st.writes, writes);
+}
+
+CLUSTER_TEST(new_peer_pod_changes_the_class_in_place, 443)
+{
+	struct weft_endpoint before = endpoint_of(c, A1_IP);
+	uint32_t e;
+	struct keys s;
+
+	(void)f;
+	/* web/e: app=api with another label, elsewhere: a new identity the
+	 * peer selects */
+	CHECK_EQ(pod_set(c, "web", "e", "{\"app\":\"api\",\"v\":\"2\"}", "[]", E_IP), 0);
+	CHECK_EQ(policy_apply(c->p), 0);
+	CHECK_EQ(ipcache_write(c, E_IP, REMOTE_NODE_IP), 0);
+	e = identity_of(c, E_IP);
+	CHECK(e >= WEFT_ID_FIRST && e != identity_of(c, D_IP));
+	CHECK_EQ(endpoint_of(c, A1_IP).policy_id, before.policy_id);
+	CHECK_EQ(keys_of(c, before.policy_id, &s), 0);
+	CHECK_EQ(s.n, 7);
+	CHECK_EQ(s.all, 7);
+	CHECK(has_key(&s, e, WEFT_POLICY_PREFIX_PORT, IPPROTO_TCP, 8080));
+	CHECK(has_key(&s, e, WEFT_POLICY_PREFIX_PORT - 3, IPPROTO_UDP, 9000));
+	CHECK(has_key(&s, e, WEFT_POLICY_PREFIX_PORT - 2, IPPROTO_UDP, 9008));
+
+	/* and gone again, in place */
+	policy_pod_del(c->p, "web", "e");
+	CHECK_EQ(policy_apply(c->p), 0);
+	CHECK_EQ(endpoint_of(c, A1_IP).policy_id, before.policy_id);
+	CHECK_EQ(keys_of(c, before.policy_id, &s), 0);
+	CHECK_EQ(s.n, 4);
+	CHECK_EQ(s.all, 4);
+	CHECK(!has_key(&s, e, WEFT_POLICY_PREFIX_PORT, IPPROTO_TCP, 8080));
+}
+
+CLUSTER_TEST(changed_port_moves_endpoints_to_a_new_set, 443)
+{
+	uint32_t old = endpoint_of(c, A1_IP).policy_id, now;
+	uint32_t wide = cidr_id(c, IP(10, 0, 0, 0), 16, NULL);
+	struct keys s;
+
+	(void)f;
+	CHECK_EQ(allow_set(c, 444), 0);
+	CHECK_EQ(policy_apply(c->p), 0);
+	now = endpoint_of(c, A1_IP).policy_id;
+	CHECK(now != 0 && now != old);
+	CHECK_EQ(endpoint_of(c, A2_IP).policy_id, now);
+	CHECK_EQ(endpoint_of(c, A3_IP).policy_id, now);
+	CHECK_EQ(endpoint_of(c, A1_IP).flags, WEFT_EP_F_READY | WEFT_EP_F_ISOLATE_IN);
+	CHECK_EQ(keys_of(c, old, &s), 0);
+	CHECK_EQ(s.n, 0);		/* the old keys are gone */
+	CHECK_EQ(s.all, 4);
+	CHECK_EQ(keys_of(c, now, &s), 0);
+	CHECK_EQ(s.n, 4);
+	CHECK(has_key(&s, wide, WEFT_POLICY_PREFIX_PORT, IPPROTO_TCP, 444));
+	CHECK(!has_key(&s, wide, WEFT_POLICY_PREFIX_PORT, IPPROTO_TCP, 443));
+	CHECK_EQ(cidr_id(c, IP(10, 0, 0, 0), 16, NULL), wide);	/* prefixes kept */
+}
+
+CLUSTER_TEST(deleted_policy_leaves_no_key_behind, 443)
+{
+	struct policy_stats st;
+	struct keys s;
+	int ncidrs = -1;
+
+	(void)f;
+	policy_netpol_del(c->p, "web", "allow");
+	CHECK_EQ(policy_apply(c->p), 0);
+	CHECK_EQ(keys_of(c, 0, &s), 0);
+	CHECK_EQ(s.all, 0);
+	CHECK_EQ(cidr_id(c, IP(10, 0, 0, 0), 16, &ncidrs), 0);
+	CHECK_EQ(ncidrs, 0);
+	CHECK_EQ(endpoint_of(c, A1_IP).flags, WEFT_EP_F_READY);
+	CHECK_EQ(endpoint_of(c, A1_IP).policy_id, 0);
+	policy_stats(c->p, &st);
+	CHECK_EQ(st.rules, 0);
+	CHECK_EQ(st.cidrs, 0);
+
+	/* a relist without it does the same: the policy back, then listed away */
+	CHECK_EQ(allow_set(c, 443), 0);
+	CHECK_EQ(policy_apply(c->p), 0);
+	CHECK_EQ(keys_of(c, 0, &s), 0);
+	CHECK_EQ(s.all, 4);
+	policy_begin_list(c->p, POLICY_NETPOLS);
+	policy_listed(c->p, POLICY_NETPOLS);
+	CHECK_EQ(policy_apply(c->p), 0);
+	CHECK_EQ(keys_of(c, 0, &s), 0);
+	CHECK_EQ(s.all, 0);
+	CHECK_EQ(endpoint_of(c, A2_IP).flags, WEFT_EP_F_READY);
+}
+
+CLUSTER_TEST(relabelled_pod_moves_identity_and_set, 443)
+{
+	uint32_t a1 = endpoint_of(c, A1_IP).policy_id, b = identity_of(c, B_IP), wide;
+	struct weft_endpoint d;
+	struct keys s;
+
+	(void)f;
+	/* d (app=api) becomes app=web without named ports: b's identity, now
+	 * selected; a1's set loses its api peer in place */
+	CHECK_EQ(pod_set(c, "web", "d", "{\"app\":\"web\"}", "[]", D_IP), 0);
+	CHECK_EQ(policy_apply(c->p), 0);
+	CHECK_EQ(identity_of(c, D_IP), b);
+	d = endpoint_of(c, D_IP);
+	CHECK_EQ(d.flags, WEFT_EP_F_READY | WEFT_EP_F_ISOLATE_IN);
+	CHECK(d.policy_id != 0 && d.policy_id != a1);
+	wide = cidr_id(c, IP(10, 0, 0, 0), 16, NULL);
+	CHECK_EQ(keys_of(c, d.policy_id, &s), 0);
+	CHECK_EQ(s.n, 1);	/* no pod is app=api any more: the ipBlock alone */
+	CHECK(has_key(&s, wide, WEFT_POLICY_PREFIX_PORT, IPPROTO_TCP, 443));
+	CHECK_EQ(endpoint_of(c, A1_IP).policy_id, a1);
+	CHECK_EQ(keys_of(c, a1, &s), 0);
+	CHECK_EQ(s.n, 1);
+	CHECK_EQ(s.all, 2);
+}
+
+CLUSTER_TEST(egress_named_port_resolves_on_each_destination, 0)
+{
+	uint32_t a1 = identity_of(c, A1_IP), b = identity_of(c, B_IP), cc = identity_of(c, C_IP);
+	uint32_t id;
+	json_t *np;
+	struct keys s;
+
+	(void)f;
+	np = json_loads("{\"metadata\":{\"namespace\":\"web\",\"name\":\"out\"},"
+			"\"spec\":{\"podSelector\":{\"matchLabels\":{\"app\":\"api\"}},"
+			"\"policyTypes\":[\"Egress\"],"
+			"\"egress\":[{\"to\":[{\"podSelector\":{\"matchLabels\":{\"app\":\"web\"}}},"
+			"{\"namespaceSelector\":{\"matchLabels\":{\"team\":\"db\"}}}],"
+			"\"ports\":[{\"port\":\"http\"}]}]}}", 0, NULL);
+	CHECK(np != NULL);
+	policy_netpol_set(c->p, np);
+	json_decref(np);
+	CHECK_EQ(policy_apply(c->p), 0);
+	CHECK_EQ(endpoint_of(c, D_IP).flags, WEFT_EP_F_READY | WEFT_EP_F_ISOLATE_OUT);
+	CHECK_EQ(endpoint_of(c, A1_IP).flags, WEFT_EP_F_READY);
+	id = endpoint_of(c, D_IP).policy_id;
+	CHECK(id != 0);
+	CHECK_EQ(keys_of(c, id, &s), 0);
+	CHECK_EQ(s.n, 2);
+	CHECK(has_dir_key(&s, WEFT_POLICY_EGRESS, a1, WEFT_POLICY_PREFIX_PORT, IPPROTO_TCP, 8080));
+	CHECK(has_dir_key(&s, WEFT_POLICY_EGRESS, cc, WEFT_POLICY_PREFIX_PORT, IPPROTO_TCP, 8080));
+	for (int i = 0; i < s.n; i++)
+		CHECK(ntohl(s.k[i].peer) != b);	/* b has no port named http */
+
+	/* db no longer team=db: its pods drop out, in place */
+	CHECK_EQ(ns_set_team(c, "db", "other"), 0);
+	CHECK_EQ(policy_apply(c->p), 0);
+	CHECK_EQ(endpoint_of(c, D_IP).policy_id, id);
+	CHECK_EQ(keys_of(c, id, &s), 0);
+	CHECK_EQ(s.n, 1);
+	CHECK(has_dir_key(&s, WEFT_POLICY_EGRESS, a1, WEFT_POLICY_PREFIX_PORT, IPPROTO_TCP, 8080));
+}
+
+CLUSTER_TEST(default_deny_then_allow_then_deny_again, 0)
+{
+	json_t *deny = json_loads("{\"metadata\":{\"namespace\":\"web\",\"name\":\"deny\"},"
+				  "\"spec\":{\"podSelector\":{},\"policyTypes\":[\"Ingress\"]}}",
+				  0, NULL);
+	uint32_t id;
+	struct keys s;
+
+	(void)f;
+	CHECK(deny != NULL);
+	policy_netpol_set(c->p, deny);
+	json_decref(deny);
+	CHECK_EQ(policy_apply(c->p), 0);
+	/* isolated, with no rule set at all */
+	CHECK_EQ(endpoint_of(c, A1_IP).flags, WEFT_EP_F_READY | WEFT_EP_F_ISOLATE_IN);
+	CHECK_EQ(endpoint_of(c, A1_IP).policy_id, 0);
+	CHECK_EQ(endpoint_of(c, D_IP).flags, WEFT_EP_F_READY | WEFT_EP_F_ISOLATE_IN);
+	CHECK_EQ(keys_of(c, 0, &s), 0);
+	CHECK_EQ(s.all, 0);
+
+	/* allow on top: a1's identity gets a set */
+	CHECK_EQ(allow_set(c, 443), 0);
+	CHECK_EQ(policy_apply(c->p), 0);
+	id = endpoint_of(c, A1_IP).policy_id;
+	CHECK(id != 0);
+	CHECK_EQ(endpoint_of(c, D_IP).policy_id, 0);
+	CHECK_EQ(keys_of(c, id, &s), 0);
+	CHECK_EQ(s.n, 4);
+
+	/* allow gone: its keys removed in place, the set's ID kept with none
+	 * (what policy_adopt must see in weft_endpoints) */
+	policy_netpol_del(c->p, "web", "allow");
+	CHECK_EQ(policy_apply(c->p), 0);
+	CHECK_EQ(endpoint_of(c, A1_IP).flags, WEFT_EP_F_READY | WEFT_EP_F_ISOLATE_IN);
+	CHECK_EQ(endpoint_of(c, A1_IP).policy_id, id);
+	CHECK_EQ(keys_of(c, 0, &s), 0);
+	CHECK_EQ(s.all, 0);
+}
+
+/* ---- endPort blocks against a naive reference ---- */
+
+/* Does key k (prefix 80..96) cover port? */
+static bool key_covers(const struct weft_policy_key *k, uint16_t port)
+{
+	uint32_t mask = (0xffffu << (WEFT_POLICY_PREFIX_PORT - k->prefixlen)) & 0xffffu;
+
+	return (port & mask) == (ntohs(k->port) & mask);
+}
+
+static int range_set(struct cluster *c, unsigned lo, unsigned hi)
+{
+	json_t *o = json_of("{\"metadata\":{\"namespace\":\"web\",\"name\":\"range\"},"
+			    "\"spec\":{\"podSelector\":{\"matchLabels\":{\"app\":\"web\"}},"
+			    "\"ingress\":[{\"from\":[{\"podSelector\":{\"matchLabels\":{\"app\":\"api\"}}}],"
+			    "\"ports\":[{\"port\":%u,\"endPort\":%u}]}]}}",
+			    lo, hi);
+
+	if (!o)
+		return -EINVAL;
+	policy_netpol_set(c->p, o);
+	json_decref(o);
+	return 0;
+}
+
+/* Random ranges (some at the edges of the port space): the keys, as the
+ * LPM trie reads them, cover exactly lo..hi, without overlap, in at most
+ * 2 x 15 blocks. */
+CLUSTER_TEST(end_port_blocks_cover_exactly_the_range, 0)
+{
+	uint64_t rnd = test_seed() | 1;
+	struct keys s;
+
+	(void)f;
+	for (int it = 0; it < 40; it++) {
+		unsigned lo = 1 + test_rnd(&rnd, 65535), hi, id;
+
+		hi = lo + test_rnd(&rnd, it % 4 == 0 ? 65536 - lo : 3000);
+		if (hi > 65535)
+			hi = 65535;
+		if (it == 0) {
+			lo = 1;
+			hi = 65535;
+		}
+		CHECK_EQ(range_set(c, lo, hi), 0);
+		CHECK_EQ(policy_apply(c->p), 0);
+		id = endpoint_of(c, A1_IP).policy_id;
+		CHECK(id != 0);
+		CHECK_EQ(keys_of(c, id, &s), 0);
+		CHECK(s.n >= 1 && s.n <= 30);
+		for (int probe = 0; probe < 64; probe++) {
+			unsigned port = probe == 0 ? lo - 1 : probe == 1 ? lo : probe == 2 ? hi
+				      : probe == 3 ? hi + 1 : test_rnd(&rnd, 65536);
+			int covering = 0;
+
+			if (port > 65535)
+				continue;
+			for (int i = 0; i < s.n; i++) {
+				CHECK(s.k[i].prefixlen >= WEFT_POLICY_PREFIX_PROTO &&
+				      s.k[i].prefixlen <= WEFT_POLICY_PREFIX_PORT);
+				CHECK_EQ(s.k[i].proto, IPPROTO_TCP);
+				covering += key_covers(&s.k[i], (uint16_t)port);
+			}
+			if (covering != (port >= lo && port <= hi))
+				test_fail(__FILE__, __LINE__, "range %u-%u: port %u covered by %d keys",
+					  lo, hi, port, covering);
+			CHECK(!test_failed());
+		}
+	}
+}
+
+/* ---- map full ---- */
+
+static void map_full_body(struct fixture *f, struct cluster *c)
+{
+	struct policy_stats st;
+	uint32_t id, rules = 0, ct = 0;
+	struct weft_endpoint ep;
+	struct keys s;
+
+	datapath_policy_capacities(f->dp, &rules, &ct);
+	CHECK_EQ(rules, 5);
+	CHECK_EQ(cluster_up(c, f, 443), 0);
+	id = endpoint_of(c, A1_IP).policy_id;
+	CHECK(id != 0);
+	CHECK_EQ(keys_of(c, id, &s), 0);
+	CHECK_EQ(s.n, 4);
+
+	/* a peer more needs 3 keys more: they do not fit, the old set stays */
+	CHECK_EQ(pod_set(c, "web", "e", "{\"app\":\"api\",\"v\":\"2\"}", "[]", E_IP), 0);
+	CHECK(policy_apply(c->p) < 0);
+	policy_stats(c->p, &st);
+	CHECK_EQ(st.map_full, 1);
+	CHECK_EQ(endpoint_of(c, A1_IP).policy_id, id);
+	CHECK_EQ(endpoint_of(c, A1_IP).flags, WEFT_EP_F_READY | WEFT_EP_F_ISOLATE_IN);
+	CHECK_EQ(keys_of(c, 0, &s), 0);
+	CHECK_EQ(s.all, 4);
+	CHECK_EQ(s.n, 4);
+	CHECK(has_key(&s, identity_of(c, D_IP), WEFT_POLICY_PREFIX_PORT, IPPROTO_TCP, 8080));
+
+	/* a new pod here of a new identity the policy selects: no room for
+	 * its set, so it is isolated with none, and says why */
+	CHECK_EQ(pod_set(c, "web", "f", "{\"app\":\"web\",\"v\":\"2\"}", HTTP_PORTS, F_IP), 0);
+	policy_local_set(c->p, F_IP, "web", "f");
+	CHECK(policy_apply(c->p) < 0);
+	CHECK_EQ(endpoint_write(c, F_IP), 0);
+	ep = endpoint_of(c, F_IP);
+	CHECK_EQ(ep.flags, WEFT_EP_F_READY | WEFT_EP_F_ISOLATE_IN | WEFT_EP_F_POLICY_FULL);
+	CHECK_EQ(ep.policy_id, 0);
+	policy_stats(c->p, &st);
+	CHECK(st.map_full >= 2);
+	CHECK_EQ(keys_of(c, 0, &s), 0);
+	CHECK_EQ(s.all, 4);
+
+	/* room again (the extra peer gone): every set whole, the flag gone */
+	policy_pod_del(c->p, "web", "e");
+	policy_pod_del(c->p, "web", "f");
+	policy_local_del(c->p, F_IP);
+	CHECK_EQ(policy_apply(c->p), 0);
+	CHECK_EQ(keys_of(c, 0, &s), 0);
+	CHECK_EQ(s.all, 4);
+}
+
+TEST(map_full_keeps_the_old_set_whole_and_flags_new_pods)
+{
+	struct datapath_opts opts = { .max_policy = 5 };
+	struct cluster c = { NULL, NULL };
+	struct fixture f;
+
+	if (fixture_up_opts(&f, opts) == 0)
+		map_full_body(&f, &c);
+	policy_destroy(c.p);
+	fixture_down(&f);
+}
+
+/* ---- restart ---- */
+
+/* What an agent before left: an identity, a rule naming another identity
+ * and a CIDR one, a prefix, and an endpoint still on a rule set whose
+ * keys were all removed in place (its ID is in weft_endpoints alone). */
+static int seed_leftovers(struct datapath *dp)
+{
+	struct weft_ipcache_entry e = { .node_ip = REMOTE_NODE_IP, .identity = 500 };
+	struct weft_endpoint ep = endpoint(40, 0, pod_a_mac, gw_a_mac);
+	struct weft_policy_value v = { .rule = 30 };
+	struct weft_policy_key k;
+	int rc;
+
+	memset(&k, 0, sizeof(k));
+	k.prefixlen = WEFT_POLICY_PREFIX_ALL;
+	k.policy_id = htonl(70);
+	k.peer = htonl(600);
+	ep.flags |= WEFT_EP_F_ISOLATE_IN;
+	ep.policy_id = 90;
+	if ((rc = datapath_ipcache_put(dp, IP(10, 128, 4, 4), &e)) < 0 ||
+	    (rc = datapath_policy_put(dp, &k, &v)) < 0)
+		return rc;
+	k.peer = htonl(WEFT_ID_CIDR | 40);
+	if ((rc = datapath_policy_put(dp, &k, &v)) < 0 ||
+	    (rc = datapath_policy_cidr_put(dp, IP(172, 16, 0, 0), 12, WEFT_ID_CIDR | 45)) < 0)
+		return rc;
+	return datapath_endpoint_put(dp, IP(10, 128, 0, 99), &ep);
+}
+
+static void adopt_body(struct fixture *f, struct cluster *c)
+{
+	struct weft_endpoint ep;
+	struct keys s;
+
+	CHECK_EQ(seed_leftovers(f->dp), 0);
+	c->dp = f->dp;
+	c->p = policy_create(f->dp);
+	CHECK(c->p != NULL);
+	CHECK_EQ(policy_adopt(c->p), 0);
+	CHECK_EQ(cluster_list(c, 443), 0);
+	CHECK_EQ(policy_apply(c->p), 0);
+	CHECK_EQ(entries_write(c), 0);
+	CHECK_EQ(policy_apply(c->p), 0);
+	ep = endpoint_of(c, A1_IP);
+	CHECK(identity_of(c, A1_IP) > 600);
+	CHECK(identity_of(c, D_IP) > 600);
+	CHECK(ep.policy_id > 90);
+	CHECK(cidr_id(c, IP(10, 0, 0, 0), 16, NULL) > (WEFT_ID_CIDR | 45));
+	CHECK(cidr_id(c, IP(10, 0, 2, 0), 24, NULL) > (WEFT_ID_CIDR | 45));
+	CHECK_EQ(keys_of(c, ep.policy_id, &s), 0);
+	CHECK_EQ(s.n, 4);
+	CHECK(s.rule[0] > 30);
+}
+
+DP_TEST(adopt_numbers_above_what_the_maps_hold)
+{
+	struct cluster c = { NULL, NULL };
+
+	adopt_body(f, &c);
+	policy_destroy(c.p);
+}
