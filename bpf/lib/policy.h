@@ -242,7 +242,7 @@ static __always_inline void policy_ct_touch(struct weft_policy_ct_entry *e,
 
 	if (f->proto == IPPROTO_TCP) {
 		if (!reply && (f->tcp_flags & (TCP_F_SYN | TCP_F_ACK)) == TCP_F_SYN) {
-			flags = WEFT_CT_F_SYN;	/* a new connection on an old tuple */
+			flags = WEFT_CT_F_SYN;	/* (policy_ct_follow judges it first) */
 		} else if (f->tcp_flags & (TCP_F_FIN | TCP_F_RST)) {
 			flags |= WEFT_CT_F_CLOSING;
 		} else {
@@ -283,6 +283,13 @@ static __always_inline int policy_ct_follow(const struct policy_flow *f, int tru
 		if (bpf_map_delete_elem(&weft_policy_ct, &k) == 0)
 			source_put(&weft_policy_ct_opened, k.saddr);
 		return 1;
+	}
+	if (!reply && f->proto == IPPROTO_TCP && policy_opens(f)) {
+		/* a SYN opens a new connection on an old tuple: judged as
+		 * new, under the rules of now */
+		if (bpf_map_delete_elem(&weft_policy_ct, &k) == 0)
+			source_put(&weft_policy_ct_opened, k.saddr);
+		return 0;
 	}
 	policy_ct_touch(e, f, reply);
 	return 1;

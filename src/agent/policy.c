@@ -139,6 +139,8 @@ struct policy {
 	size_t nprefixes, cap_prefixes;
 	struct local *locals;
 	size_t nlocals, cap_locals;
+	struct u64map local_index;	/* IP -> index in locals */
+	struct u64map class_index;	/* identity -> index in classes */
 
 	uint32_t next_ident, next_policy_id, next_rule, next_cidr;
 	/* what a restarted agent found in the maps (policy_adopt), until its
@@ -729,10 +731,9 @@ bool policy_synced(struct policy *p)
 
 static struct local *local_find(struct policy *p, in_addr_t ip)
 {
-	for (size_t i = 0; i < p->nlocals; i++)
-		if (p->locals[i].ip == ip)
-			return &p->locals[i];
-	return NULL;
+	uint64_t i;
+
+	return u64map_get(&p->local_index, ip, &i) ? &p->locals[i] : NULL;
 }
 
 void policy_local_set(struct policy *p, in_addr_t ip, const char *ns, const char *name)
@@ -742,7 +743,8 @@ void policy_local_set(struct policy *p, in_addr_t ip, const char *ns, const char
 	pthread_mutex_lock(&p->lock);
 	l = local_find(p, ip);
 	if (!l) {
-		if (grow((void **)&p->locals, &p->cap_locals, p->nlocals, sizeof(*p->locals)) < 0)
+		if (grow((void **)&p->locals, &p->cap_locals, p->nlocals, sizeof(*p->locals)) < 0 ||
+		    u64map_put(&p->local_index, ip, p->nlocals) < 0)
 			goto out;
 		l = &p->locals[p->nlocals++];
 		memset(l, 0, sizeof(*l));
@@ -763,9 +765,14 @@ void policy_local_del(struct policy *p, in_addr_t ip)
 	pthread_mutex_lock(&p->lock);
 	l = local_find(p, ip);
 	if (l) {
+		size_t i = (size_t)(l - p->locals);
+
 		free(l->ns);
 		free(l->name);
+		u64map_del(&p->local_index, ip);
 		*l = p->locals[--p->nlocals];
+		if (i < p->nlocals)
+			index_move(&p->local_index, p->locals[i].ip, i);
 	}
 	pthread_mutex_unlock(&p->lock);
 }
@@ -1175,10 +1182,9 @@ static int class_compute(struct policy *p, const struct ident *self, uint32_t *f
 
 static struct pclass *class_find(struct policy *p, uint32_t ident)
 {
-	for (size_t i = 0; i < p->nclasses; i++)
-		if (p->classes[i].ident == ident)
-			return &p->classes[i];
-	return NULL;
+	uint64_t i;
+
+	return u64map_get(&p->class_index, ident, &i) ? &p->classes[i] : NULL;
 }
 
 static int key_write(struct policy *p, uint32_t policy_id, const struct pkey *k)
@@ -1336,7 +1342,10 @@ static void class_drop(struct policy *p, size_t i)
 	for (size_t k = 0; k < c->n && c->policy_id; k++)
 		key_delete(p, c->policy_id, &c->keys[k]);
 	free(c->keys);
+	u64map_del(&p->class_index, c->ident);
 	p->classes[i] = p->classes[--p->nclasses];
+	if (i < p->nclasses)
+		index_move(&p->class_index, p->classes[i].ident, i);
 }
 
 /* Every local endpoint on its identity's rule set (one write for each
@@ -1385,7 +1394,8 @@ static int classes_apply(struct policy *p)
 		if (c && c->used)
 			continue;
 		if (!c) {
-			if (grow((void **)&p->classes, &p->cap_classes, p->nclasses, sizeof(*p->classes)) < 0)
+			if (grow((void **)&p->classes, &p->cap_classes, p->nclasses, sizeof(*p->classes)) < 0 ||
+			    u64map_put(&p->class_index, id->id, p->nclasses) < 0)
 				return -ENOMEM;
 			c = &p->classes[p->nclasses++];
 			memset(c, 0, sizeof(*c));
@@ -1745,6 +1755,8 @@ void policy_destroy(struct policy *p)
 	u64map_free(&p->pol_index);
 	u64map_free(&p->adopt_ip);
 	u64map_free(&p->adopt_ep);
+	u64map_free(&p->local_index);
+	u64map_free(&p->class_index);
 	free(p->adopt_keys);
 	pthread_mutex_destroy(&p->lock);
 	free(p);
