@@ -83,6 +83,10 @@ struct ppol {
 	struct netpol np;
 	bool ok;		/* parsed */
 	bool dirty;		/* match cache to recompute */
+	bool touched;		/* since the last apply: its spec or what its
+				 * peers match changed (its classes compute again) */
+	bool any_named_egress;	/* an egress rule to every peer on a named port:
+				 * it depends on every identity's ports */
 	bool seen;
 	struct idlist *match[2];	/* per direction: one per (rule, peer) */
 	size_t *base[2];		/* per direction: rule -> first index in match */
@@ -99,7 +103,10 @@ struct pclass {
 	uint32_t flags;		/* WEFT_EP_F_ISOLATE_*, WEFT_EP_F_POLICY_FULL */
 	struct pkey *keys;
 	size_t n;
+	struct ppol **sel;	/* the policies that selected it when computed */
+	size_t nsel, cap_sel;
 	bool used;
+	bool computed;		/* keys and sel are those of a class_compute */
 };
 
 struct prefix {
@@ -152,6 +159,7 @@ struct policy {
 	size_t nadopt_keys, cap_adopt_keys;
 	bool listing[3], listed[3];
 	bool rematch_all;		/* a namespace's labels changed */
+	bool classes_all;		/* every class computes again at the next apply */
 	bool removed_ids;		/* match lists hold numbers now gone */
 	struct policy_stats st;
 };
@@ -259,6 +267,8 @@ void policy_namespace_set(struct policy *p, const json_t *obj)
 	n = ns_find(p, name, NULL);
 	if (n) {
 		n->seen = true;
+		if (n->log != log_flags(obj))
+			p->classes_all = true;
 		n->log = log_flags(obj);
 		if (json_equal(n->labels, labels)) {
 			json_decref(labels);
@@ -283,6 +293,7 @@ void policy_namespace_set(struct policy *p, const json_t *obj)
 	n->log = log_flags(obj);
 	n->seen = true;
 	p->nss[p->nns++] = n;
+	p->classes_all = true;
 	p->rematch_all = true;
 out:
 	pthread_mutex_unlock(&p->lock);
@@ -577,6 +588,7 @@ static void pol_clear(struct ppol *pol)
 	}
 	netpol_free(&pol->np);
 	pol->ok = false;
+	pol->any_named_egress = false;
 }
 
 /* The match cache's shape for pol's rules: base[d][r] = first index of
@@ -630,6 +642,7 @@ void policy_netpol_set(struct policy *p, const json_t *obj)
 	pol->seen = true;
 	pol->dirty = true;
 	pol->log = log_flags(obj);
+	p->classes_all = true;	/* whom it selects may have changed */
 	if (netpol_parse(obj, &pol->np, err, sizeof(err)) < 0) {
 		/* the controller validated it: a parse failure here is a
 		 * disagreement between versions; the policy isolates nothing */
@@ -642,6 +655,13 @@ void policy_netpol_set(struct policy *p, const json_t *obj)
 		goto out;
 	}
 	pol->ok = true;
+	for (size_t r = 0; r < pol->np.nrules[NETPOL_EGRESS]; r++) {
+		const struct netpol_rule *rule = &pol->np.rules[NETPOL_EGRESS][r];
+
+		for (size_t q = 0; q < rule->nports && rule->npeers == 0; q++)
+			if (rule->ports[q].name[0])
+				pol->any_named_egress = true;
+	}
 out:
 	pthread_mutex_unlock(&p->lock);
 }
@@ -650,6 +670,7 @@ static void pol_remove_at(struct policy *p, size_t i)
 {
 	struct ppol *pol = p->pols[i];
 
+	p->classes_all = true;
 	u64map_del(&p->pol_index, hash2(pol->ns, pol->name));
 	p->pols[i] = p->pols[--p->npols];
 	if (i < p->npols)
@@ -889,6 +910,7 @@ static int match_ident(struct policy *p, struct ppol *pol, struct ident *id)
 					continue;
 				if (idlist_add(&pol->match[d][pol->base[d][r] + k], id->id) < 0)
 					return -ENOMEM;
+				pol->touched = true;
 			}
 		}
 	return 0;
@@ -910,6 +932,9 @@ static int rematch(struct policy *p)
 	for (size_t j = 0; j < p->nids && err == 0 && !all; j++) {
 		if (!p->ids[j]->pending)
 			continue;
+		for (size_t i = 0; i < p->npols; i++)
+			if (p->pols[i]->any_named_egress)
+				p->pols[i]->touched = true;
 		for (size_t i = 0; i < p->npols && err == 0; i++)
 			if (!p->pols[i]->dirty)
 				err = match_ident(p, p->pols[i], p->ids[j]);
@@ -921,10 +946,15 @@ static int rematch(struct policy *p)
 
 		if (!all && !pol->dirty)
 			continue;
+		pol->touched = true;
 		pol_unmatch(pol);
 		for (size_t j = 0; j < p->nids && err == 0; j++)
 			err = match_ident(p, pol, p->ids[j]);
 	}
+	if (p->removed_ids)
+		for (size_t i = 0; i < p->npols; i++)
+			if (p->pols[i]->any_named_egress)
+				p->pols[i]->touched = true;
 	if (p->removed_ids && !all && err == 0) {
 		/* drop the numbers that are gone */
 		for (size_t i = 0; i < p->npols; i++)
@@ -936,6 +966,8 @@ static int rematch(struct policy *p)
 					for (size_t x = 0; x < l->n; x++)
 						if (ident_by_num(p, l->ids[x]))
 							l->ids[w++] = l->ids[x];
+					if (w != l->n)
+						p->pols[i]->touched = true;
 					l->n = w;
 				}
 	}
@@ -943,6 +975,8 @@ static int rematch(struct policy *p)
 		p->rematch_all = true;	/* out of memory halfway: start over next time */
 		return err;
 	}
+	if (all)
+		p->classes_all = true;
 	for (size_t j = 0; j < p->nids; j++)
 		p->ids[j]->pending = false;
 	for (size_t i = 0; i < p->npols; i++)
@@ -1154,19 +1188,25 @@ static void keyset_normalize(struct keyset *s)
 	s->n = w + 1;
 }
 
-/* What the rule set of identity self should be: flags and keys. */
-static int class_compute(struct policy *p, const struct ident *self, uint32_t *flags, struct keyset *s)
+/* What the rule set of identity self should be: flags and keys; c->sel
+ * gets the policies that select it. */
+static int class_compute(struct policy *p, struct pclass *c, const struct ident *self, uint32_t *flags,
+			 struct keyset *s)
 {
 	const struct pns *ns = ns_find(p, self->ns, NULL);
 	int err = 0;
 
 	*flags = ns ? ns->log : 0;
+	c->nsel = 0;
 	for (size_t i = 0; i < p->npols && err == 0; i++) {
-		const struct ppol *pol = p->pols[i];
+		struct ppol *pol = p->pols[i];
 
 		if (!pol->ok || strcmp(pol->ns, self->ns) != 0 ||
 		    !netpol_selects(&pol->np, self->ns, self->labels))
 			continue;
+		if (grow((void **)&c->sel, &c->cap_sel, c->nsel, sizeof(*c->sel)) < 0)
+			return -ENOMEM;
+		c->sel[c->nsel++] = pol;
 		*flags |= pol->log;
 		for (int d = 0; d < 2 && err == 0; d++) {
 			if (!pol->np.isolates[d])
@@ -1178,6 +1218,18 @@ static int class_compute(struct policy *p, const struct ident *self, uint32_t *f
 	}
 	keyset_normalize(s);
 	return err;
+}
+
+/* Must c compute again?  When new, when everything must, or when a
+ * policy that selected it changed or matches other peers now. */
+static bool class_stale(const struct policy *p, const struct pclass *c)
+{
+	if (p->classes_all || !c->computed)
+		return true;
+	for (size_t i = 0; i < c->nsel; i++)
+		if (c->sel[i]->touched)
+			return true;
+	return false;
 }
 
 static struct pclass *class_find(struct policy *p, uint32_t ident)
@@ -1342,6 +1394,7 @@ static void class_drop(struct policy *p, size_t i)
 	for (size_t k = 0; k < c->n && c->policy_id; k++)
 		key_delete(p, c->policy_id, &c->keys[k]);
 	free(c->keys);
+	free(c->sel);
 	u64map_del(&p->class_index, c->ident);
 	p->classes[i] = p->classes[--p->nclasses];
 	if (i < p->nclasses)
@@ -1403,13 +1456,17 @@ static int classes_apply(struct policy *p)
 			class_adopt(p, c, id);
 		}
 		c->used = true;
-		rc = class_compute(p, id, &flags, &s);
+		if (!class_stale(p, c))
+			continue;
+		rc = class_compute(p, c, id, &flags, &s);
 		if (rc < 0) {
 			free(s.keys);
+			c->computed = false;
 			err = rc;
 			continue;
 		}
 		rc = class_write(p, c, flags, &s);
+		c->computed = rc == 0;
 		if (rc < 0)
 			err = rc;
 	}
@@ -1419,6 +1476,11 @@ static int classes_apply(struct policy *p)
 			class_drop(p, i);
 		else
 			i++;
+	if (err == 0) {
+		for (size_t i = 0; i < p->npols; i++)
+			p->pols[i]->touched = false;
+		p->classes_all = false;
+	}
 	return err;
 }
 
@@ -1734,8 +1796,10 @@ void policy_destroy(struct policy *p)
 		pod_remove_at(p, p->npods - 1);
 	while (p->nns)
 		ns_remove_at(p, p->nns - 1);
-	for (size_t i = 0; i < p->nclasses; i++)
+	for (size_t i = 0; i < p->nclasses; i++) {
 		free(p->classes[i].keys);
+		free(p->classes[i].sel);
+	}
 	for (size_t i = 0; i < p->nlocals; i++) {
 		free(p->locals[i].ns);
 		free(p->locals[i].name);
