@@ -7,7 +7,9 @@
 # explore; `bin/weft-lab down` removes it.  Then a LoadBalancer Service in
 # front of three web pods (one per node), reached from a pod by its cluster
 # IP and from the outside namespace by NodePort on every node and by its
-# VIP — each answer names the backend and the client address it saw.
+# VIP — each answer names the backend and the client address it saw; then
+# a NetworkPolicy that lets only project blue reach the web pods, and its
+# log of verdicts.
 #
 #   make demo                      (multitenant) projects isolated from each
 #                                  other by VNID; default reaches and is reached by all
@@ -188,6 +190,25 @@ for i in 1 2 3; do ask outside "192.168.200.$((10 + i))" "$np"; done
 [ -n "$vip" ] && ask outside "$vip" 80
 echo "(pods keep their address; an outside client keeps its own when the backend is on the node it"
 echo " reached, and is SNATed to that node's gateway when the backend is on another node)"
+
+step "a NetworkPolicy: the web pods accept only project blue, enforced in eBPF on every node"
+policy=$results/web-policy.yaml
+printf '%s\n' 'apiVersion: networking.k8s.io/v1' 'kind: NetworkPolicy' \
+	'metadata: {name: web-from-blue, namespace: default, annotations: {weft.io/policy-log: all}}' \
+	'spec:' '  podSelector: {matchLabels: {app: web}}' \
+	'  ingress: [{from: [{namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: blue}}}], ports: [{port: http}]}]' \
+	>"$policy"
+run "$lab" weftctl apply -f "$policy" || exit 1
+run "$lab" weftctl can-reach red/c default/web-1 8080/TCP
+ask blue/a "$cip" 80
+ask red/c "$cip" 80
+echo "(the policy is judged on the backend the Service chose, with the client's own address; the"
+echo " verdicts of the web pods' new connections are logged, as the policy's annotation asks:)"
+for _ in $(seq 100); do	# the agents report the log every few seconds
+	"$lab" weftctl policy-log -n default 2>/dev/null | grep -q deny && break
+	sleep 0.1
+done
+"$lab" weftctl policy-log -n default | head -8
 kill "${servers[@]}" 2>/dev/null
 wait "${servers[@]}" 2>/dev/null
 
@@ -202,6 +223,8 @@ explore "$lab weftctl get netnamespaces" "projects and their VNIDs"
 explore "$lab weftctl pod-network join-projects --to=blue red" "red takes blue's VNID: ping blue <-> red again"
 explore "$lab weftctl pod-network isolate-projects red" "... and red is on its own again"
 explore "$lab weftctl drops" "packets the data plane refused, per node and reason"
+explore "$lab weftctl describe networkpolicy web-from-blue" "what the policy selects and admits now"
+explore "$lab weftctl delete networkpolicy web-from-blue" "red reaches the web pods again"
 explore "$lab weftctl node-credential revoke --node node-2" "node-2's agent is refused from its next request"
 explore "$lab pod add node-2 green f" "one more pod (a third project)"
 explore "$lab weftctl get services -A" "cluster IPs, NodePorts, VIPs"

@@ -174,8 +174,11 @@ static __always_inline int lb_reverse(struct __sk_buff *skb, struct l4_tuple *t,
  * translated connection of the same source port: Linux picks source ports
  * per destination, so after connecting to a frontend a client may reuse
  * the port towards the backend itself, and the backend's answers would
- * then match the old REV entry and come out from the frontend.  A TCP
- * SYN says the client starts afresh: the old connection's entries go. */
+ * then match the old REV entry and come out from the frontend (a
+ * connected UDP socket then drops them: its peer is the backend).  A TCP
+ * SYN says the client starts afresh; so does any UDP datagram sent
+ * straight to the backend from that port: the old connection's entries
+ * go (it is made again by its next datagram, if it was still in use). */
 static __always_inline void lb_forget_clash(const struct l4_tuple *t)
 {
 	struct weft_ct_key k;
@@ -183,7 +186,8 @@ static __always_inline void lb_forget_clash(const struct l4_tuple *t)
 	__be32 client, frontend;
 	__be16 cport, fport;
 
-	if (t->proto != IPPROTO_TCP || (t->tcp_flags & (TCP_F_SYN | TCP_F_ACK)) != TCP_F_SYN)
+	if (t->proto == IPPROTO_TCP ? (t->tcp_flags & (TCP_F_SYN | TCP_F_ACK)) != TCP_F_SYN
+				    : t->proto != IPPROTO_UDP)
 		return;
 	ct_key(&k, t->daddr, t->saddr, t->dport, t->sport, t->proto, WEFT_CT_REV);
 	e = bpf_map_lookup_elem(&weft_ct, &k);
