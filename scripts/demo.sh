@@ -180,7 +180,9 @@ ask() { # FROM ADDR PORT: six connections, summed up per backend
 	out=$(for i in 1 2 3 4 5 6; do
 		if [ "$from" = outside ]; then ip netns exec "$outside_ns" python3 tests/tools/peer.py tcp "$2" "$3"
 		else "$lab" exec "$from" -- python3 tests/tools/peer.py tcp "$2" "$3"; fi
-	done 2>/dev/null | sort | uniq -c | awk '{printf "%s%s x%d (saw %s)", sep, $2, $1, $3; sep=", "}')
+	done 2>/dev/null | sed -E 's/^(tcp|udp) [^ ]+ (.*) \(after [0-9]+ ms\)$/no-answer \2/' | sed -E 's/^no-answer (timed out|.*refused).*/no-answer \1/' |
+		sort | uniq -c | awk '{ if ($2 == "no-answer") { $1 = $1; n = $1; $1 = ""; $2 = ""; sub(/^ +/, ""); printf "%sno answer x%d (%s)", sep, n, $0 }
+			else printf "%s%s x%d (saw %s)", sep, $2, $1, $3; sep=", " }')
 	printf '  %-8s -> %-21s %s\n' "$from" "$2:$3" "${out:-no answer}"
 }
 echo "six connections each; every answer names the backend and the client address it saw:"
@@ -208,7 +210,7 @@ for _ in $(seq 100); do	# the agents report the log every few seconds
 	"$lab" weftctl policy-log -n default 2>/dev/null | grep -q deny && break
 	sleep 0.1
 done
-"$lab" weftctl policy-log -n default | head -8
+"$lab" weftctl policy-log -n default | { IFS= read -r head; echo "$head"; tail -n 4; }
 kill "${servers[@]}" 2>/dev/null
 wait "${servers[@]}" 2>/dev/null
 
