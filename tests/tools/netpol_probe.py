@@ -14,9 +14,35 @@
 # tcp: connect and read the answer line.  udp: a datagram (peer.py answers
 # each), sent again every TIMEOUT_S/3 while unanswered, from one socket,
 # so one lost datagram does not turn an allowed flow into "no".
-import socket, sys, threading, time
+#
+# UDP source ports: a datagram from the address and port of a flow seen in
+# the last minute belongs to that flow (UDP has no "new connection"), and
+# weft lets a flow allowed before a policy change go on until it idles
+# out; so does every conntrack-based data plane.  A probe must be a new
+# flow: each UDP probe binds the next port of a range the prober walks
+# through (PORT_LO..PORT_HI), not one the kernel picks at random, which
+# may be one a probe to the same destination used seconds ago.
+import random, socket, sys, threading, time
 
 timeout = float(sys.argv[1]) if len(sys.argv) > 1 else 1.0
+PORT_LO, PORT_HI = 20000, 60000
+next_port = [random.randrange(PORT_LO, PORT_HI)]
+port_lock = threading.Lock()
+
+
+def udp_socket():
+    """A UDP socket bound to the next free port of the walk."""
+    for _ in range(64):
+        with port_lock:
+            port = next_port[0]
+            next_port[0] = PORT_LO + (port + 1 - PORT_LO) % (PORT_HI - PORT_LO)
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        try:
+            s.bind(("0.0.0.0", port))
+            return s
+        except OSError:
+            s.close()
+    raise OSError("no free source port")
 
 
 def tcp(ip, port):
@@ -31,7 +57,7 @@ def tcp(ip, port):
 
 def udp(ip, port):
     deadline = time.monotonic() + timeout
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+    with udp_socket() as s:
         s.connect((ip, port))
         while True:
             left = deadline - time.monotonic()
