@@ -127,9 +127,8 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-say() { echo "dataplane: $*"; }
-oneline() { tr '\t\n' '  ' | sed 's/  */ /g; s/ $//' | cut -c1-300; }
-record() { local IFS=$'\t'; echo "$*" >>"$RES"; }
+BENCH_NAME=dataplane
+source bench/lib.sh
 
 # ---------------------------------------------------------------- preflight
 need=()

@@ -114,28 +114,10 @@ WEFT_WHY=
 WEFT_VERDICTS=
 broke=0
 
-cleanup() {
-	local rc=$?
-	trap - EXIT INT TERM
-	local pid l
-	for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null; done
-	for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null; done
-	for l in "${!LAB_UP[@]}"; do
-		timeout 300 "$LAB_BIN" --lab "$l" down >/dev/null 2>&1 ||
-			echo "netpol: warning: '$LAB_BIN --lab $l down' failed" >&2
-	done
-	if [ ${#NSS[@]} -gt 0 ]; then
-		printf 'netns del %s\n' "${NSS[@]}" | ip -force -batch - 2>/dev/null
-	fi
-	rm -rf "$TMP"
-	exit "$rc"
-}
-trap cleanup EXIT
+BENCH_NAME=netpol
+source bench/lib.sh
+trap bench_cleanup EXIT
 trap 'exit 130' INT TERM
-
-say() { echo "netpol: $*"; }
-oneline() { tr '\t\n' '  ' | sed 's/  */ /g; s/ $//' | cut -c1-300; }
-record() { local IFS=$'\t'; echo "$*" >>"$RES"; }
 
 # ---------------------------------------------------------------- preflight
 GOALS=(np_tput np_connect_p50 np_added_vs_ref np_propagation_p99 np_cni_add_p99)

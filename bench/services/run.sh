@@ -126,28 +126,10 @@ WEFT_OK=0
 WEFT_WHY=
 broke=0
 
-cleanup() {
-	local rc=$?
-	trap - EXIT INT TERM
-	local pid l
-	for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null; done
-	for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null; done
-	for l in "${!LAB_UP[@]}"; do
-		timeout 180 "$LAB_BIN" --lab "$l" down >/dev/null 2>&1 ||
-			echo "services: warning: '$LAB_BIN --lab $l down' failed" >&2
-	done
-	if [ ${#NSS[@]} -gt 0 ]; then
-		printf 'netns del %s\n' "${NSS[@]}" | ip -force -batch - 2>/dev/null
-	fi
-	rm -rf "$TMP"
-	exit "$rc"
-}
-trap cleanup EXIT
+BENCH_NAME=services
+source bench/lib.sh
+trap bench_cleanup EXIT
 trap 'exit 130' INT TERM
-
-say() { echo "services: $*"; }
-oneline() { tr '\t\n' '  ' | sed 's/  */ /g; s/ $//' | cut -c1-300; }
-record() { local IFS=$'\t'; echo "$*" >>"$RES"; }
 
 # ---------------------------------------------------------------- preflight
 GOALS=(svc_first_packet_p50 svc_first_packet_p99 svc_vs_iptables_p99 svc_tput)

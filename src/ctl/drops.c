@@ -119,13 +119,7 @@ int ctl_drops(struct ctl *ctl, int argc, char **argv)
 	for (int a = 1; a < argc; a++)
 		if (!ctl_name_ok("node", argv[a]))
 			return CTL_EXIT_USAGE;
-	if (ctl_call(ctl, "GET", "/api/v1/nodes", NULL, &r) < 0)
-		goto out;
-	if (!ctl_ok(&r)) {
-		ctl_print_server_error(&r);
-		goto out;
-	}
-	items = (json_t *)ctl_reply_items(&r, "GET", "/api/v1/nodes");
+	items = (json_t *)ctl_list(ctl, "/api/v1/nodes", &r);
 	if (!items)
 		goto out;
 	json_array_foreach(items, i, node)	/* names first: an error prints no table */

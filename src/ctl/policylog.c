@@ -86,13 +86,7 @@ int ctl_policy_log(struct ctl *ctl, int argc, char **argv)
 	}
 	if ((ns && !ctl_name_ok("namespace", ns)) || (only && !ctl_name_ok("node", only)))
 		return CTL_EXIT_USAGE;
-	if (ctl_call(ctl, "GET", "/api/v1/nodes", NULL, &r) < 0)
-		goto out;
-	if (!ctl_ok(&r)) {
-		ctl_print_server_error(&r);
-		goto out;
-	}
-	items = (json_t *)ctl_reply_items(&r, "GET", "/api/v1/nodes");
+	items = (json_t *)ctl_list(ctl, "/api/v1/nodes", &r);
 	if (!items)
 		goto out;
 	parsed = calloc(json_array_size(items) + 1, sizeof(*parsed));

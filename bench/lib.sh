@@ -1,0 +1,33 @@
+# bench/lib.sh — what the script benchmarks (bench/*/run.sh) share: the
+# line helpers and the cleanup of what a benchmark made.  Source it after
+# setting BENCH_NAME (the prefix of its lines) and with, as a benchmark
+# fills them: PIDS (processes it started), LAB_UP (associative: the labs
+# it brought up), NSS (network namespaces it made), TMP (its directory),
+# LAB_BIN (weft-lab).
+#
+#   say TEXT...      "NAME: TEXT"
+#   oneline          stdin on one line of at most 300 characters
+#   record FIELD...  a tab-separated line to $RES
+#   bench_cleanup    kill PIDS, take the labs down, delete NSS and TMP,
+#                    exit with the status it was called with (trap EXIT)
+
+say() { echo "$BENCH_NAME: $*"; }
+oneline() { tr '\t\n' '  ' | sed 's/  */ /g; s/ $//' | cut -c1-300; }
+record() { local IFS=$'\t'; echo "$*" >>"$RES"; }
+
+bench_cleanup() {
+	local rc=$?
+	trap - EXIT INT TERM
+	local pid l
+	for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null; done
+	for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null; done
+	for l in "${!LAB_UP[@]}"; do
+		timeout 300 "$LAB_BIN" --lab "$l" down >/dev/null 2>&1 ||
+			echo "$BENCH_NAME: warning: '$LAB_BIN --lab $l down' failed" >&2
+	done
+	if [ ${#NSS[@]} -gt 0 ]; then
+		printf 'netns del %s\n' "${NSS[@]}" | ip -force -batch - 2>/dev/null
+	fi
+	rm -rf "$TMP"
+	exit "$rc"
+}
