@@ -45,6 +45,8 @@
 #                        not enforced                                 (3)
 #   BENCH_NP_POD_JOBS    weft-lab pod add calls at once               (4)
 #   BENCH_NP_CNI_PODS    pods per side of the CNI ADD figure; 0 skips (BENCH_CNI_PODS, else 100)
+#   BENCH_NP_NONE_FULL   1 (default): the lab without policies gets the same pods as the
+#                        other, so CNI ADD is compared at one cluster size; 0: only its pair
 #   BENCH_NP_LAB         prefix of the labs' names                    (wnp)
 #   BENCH_NP_REQUIRE_WEFT  1: a weft part that cannot run is an error (0)
 #   BENCH_NP_ENFORCING   what the GOAL lines say about enforcement: auto
@@ -71,6 +73,7 @@ PROP_OPS=${BENCH_NP_PROP_OPS:-20}
 PROP_TIMEOUT=${BENCH_NP_PROP_TIMEOUT:-3}
 POD_JOBS=${BENCH_NP_POD_JOBS:-4}
 CNI_PODS=${BENCH_NP_CNI_PODS:-${BENCH_CNI_PODS:-100}}
+NONE_FULL=${BENCH_NP_NONE_FULL:-1}
 LAB_PREFIX=${BENCH_NP_LAB:-wnp}
 REQUIRE_WEFT=${BENCH_NP_REQUIRE_WEFT:-0}
 ENFORCING=${BENCH_NP_ENFORCING:-auto}
@@ -311,6 +314,23 @@ lab_status() { # L: fill W[] from status -o json
 	W[$l:node-1:conf]=$(jq -r '.nodes[] | select(.name == "node-1") | .cniConfig' "$st")
 }
 
+# add_pods LAB TSV: the pods of TSV (node, ns, name, labels, ports) in LAB,
+# POD_JOBS at a time; 1 (weft skipped, why recorded) on the first failure
+add_pods() {
+	local l=$1 tsv=$2 jobs=() j
+	: >"$TMP/pods.err"
+	for ((j = 0; j < POD_JOBS; j++)); do
+		awk -v j="$j" -v n="$POD_JOBS" 'NR % n == j' "$tsv" | while IFS=$'\t' read -r node ns name labels ports; do
+			[ -s "$TMP/pods.err" ] && break
+			lab_pod "$l" "$node" "$ns" "$name" "$labels" "$ports" >>"$TMP/pods.err" || break
+		done &
+		jobs+=($!)
+	done
+	for j in "${jobs[@]}"; do wait "$j"; done
+	[ -s "$TMP/pods.err" ] && { weft_skip "lab $l: $(head -n 1 "$TMP/pods.err")"; return 1; }
+	return 0
+}
+
 setup_weft() {
 	local out t0 t1 i n line
 	if [ ! -x "$LAB_BIN" ]; then weft_skip "$LAB_BIN is not built"; return; fi
@@ -323,24 +343,21 @@ setup_weft() {
 	done
 	weft_lab "$LAB_POL" || return
 	n=$(jq length "$TMP/pods.json")
-	say "weft: $n pods in lab $LAB_POL (weft-lab pod add, $POD_JOBS at a time)"
-	t0=$(date +%s)
 	# POD_JOBS streams at once (weft-lab pod add locks its state)
 	jq -r '.[] | [.node, .ns, .name, (.labels | tojson), (.ports | tojson)] | @tsv' "$TMP/pods.json" >"$TMP/pods.tsv"
-	local jobs=() j
-	: >"$TMP/pods.err"
-	for ((j = 0; j < POD_JOBS; j++)); do
-		awk -v j="$j" -v n="$POD_JOBS" 'NR % n == j' "$TMP/pods.tsv" | while IFS=$'\t' read -r node ns name labels ports; do
-			[ -s "$TMP/pods.err" ] && break
-			lab_pod "$LAB_POL" "$node" "$ns" "$name" "$labels" "$ports" >>"$TMP/pods.err" || break
-		done &
-		jobs+=($!)
-	done
-	for j in "${jobs[@]}"; do wait "$j"; done
-	[ -s "$TMP/pods.err" ] && { weft_skip "lab $LAB_POL: $(head -n 1 "$TMP/pods.err")"; return; }
+	say "weft: $n pods in lab $LAB_POL (weft-lab pod add, $POD_JOBS at a time)"
+	t0=$(date +%s)
+	add_pods "$LAB_POL" "$TMP/pods.tsv" || return
 	t1=$(date +%s)
 	say "weft: pods made in $((t1 - t0)) s"
 	record meta pods_s "$((t1 - t0))"
+	if [ "$NONE_FULL" = 1 ]; then
+		# the same cluster without its policies: what CNI ADD costs is
+		# compared at one size
+		say "weft: the same $((n - 2)) other pods in lab $LAB_NONE (BENCH_NP_NONE_FULL=1)"
+		awk -F'\t' -v ns="$PAIR_NS" '!($2 == ns && ($3 == "cli" || $3 == "srv"))' "$TMP/pods.tsv" >"$TMP/pods-none.tsv"
+		add_pods "$LAB_NONE" "$TMP/pods-none.tsv" || return
+	fi
 	for l in "$LAB_NONE" "$LAB_POL"; do
 		lab_status "$l" >"$TMP/status.err" || { weft_skip "lab $l: $(cat "$TMP/status.err")"; return; }
 	done
