@@ -1381,6 +1381,41 @@ static enum MHD_Result handle_creds(struct api *a, struct MHD_Connection *c, str
 	return send_json(a, c, rq, 200, out);
 }
 
+/* NetworkPolicy on each node (the annotation weft.io/policy): its maps'
+ * pressure, as gauges per node. */
+static void policy_metrics(FILE *f, const json_t *items)
+{
+	static const struct { const char *key, *metric, *help, *type; } m[] = {
+		{ "rules", "weft_policy_rules", "NetworkPolicy rules (weft_policy keys) a node wrote.", "gauge" },
+		{ "rulesCapacity", "weft_policy_rules_capacity", "Capacity of a node's weft_policy.", "gauge" },
+		{ "mapFull", "weft_policy_map_full_total", "Rule sets or prefixes a node could not write "
+		  "for lack of room, since its agent started.", "counter" },
+		{ "connections", "weft_policy_connections", "Connections a node tracks for NetworkPolicy "
+		  "(weft_policy_ct entries).", "gauge" },
+		{ "connectionsCapacity", "weft_policy_connections_capacity", "Capacity of a node's "
+		  "weft_policy_ct.", "gauge" },
+	};
+	const json_t *node;
+	size_t i;
+
+	for (size_t k = 0; k < sizeof(m) / sizeof(m[0]); k++) {
+		fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", m[k].metric, m[k].help, m[k].metric, m[k].type);
+		json_array_foreach(items, i, node) {
+			const json_t *ann = json_object_get(json_object_get(node, "metadata"), "annotations");
+			const char *r = json_string_value(json_object_get(ann, "weft.io/policy"));
+			json_t *pol, *v;
+
+			if (!r || !obj_name(node) || !(pol = json_loads(r, 0, NULL)))
+				continue;
+			v = json_object_get(pol, m[k].key);
+			if (json_is_integer(v))
+				fprintf(f, "%s{node=\"%s\"} %" JSON_INTEGER_FORMAT "\n", m[k].metric,
+					obj_name(node), json_integer_value(v));
+			json_decref(pol);
+		}
+	}
+}
+
 /* What the agents report on their Nodes (annotations weft.io/drops and
  * weft.io/applied-revision), as metrics per node. */
 static void node_metrics(struct api *a, FILE *f)
@@ -1429,6 +1464,7 @@ static void node_metrics(struct api *a, FILE *f)
 			fprintf(f, "weft_service_map_full_total{node=\"%s\"} %llu\n", obj_name(node),
 				strtoull(r, NULL, 10));
 	}
+	policy_metrics(f, items);
 	json_decref(items);
 }
 
