@@ -319,7 +319,8 @@ void policy_namespace_del(struct policy *p, const char *name)
  * port resolution reads the same spec).  Malloc'ed. */
 static char *ident_key(const char *ns, const json_t *labels, const json_t *ports)
 {
-	char *l = json_dumps(labels ? labels : json_object(), JSON_SORT_KEYS | JSON_COMPACT);
+	/* no labels: "{}", as json_dumps writes an empty object */
+	char *l = labels ? json_dumps(labels, JSON_SORT_KEYS | JSON_COMPACT) : strdup("{}");
 	char *q = ports ? json_dumps(ports, JSON_SORT_KEYS | JSON_COMPACT) : NULL;
 	char *key = NULL;
 
