@@ -81,8 +81,15 @@ trap cleanup EXIT
 # ---------------------------------------------------------------- helpers
 now_ns() { date +%s%N; }
 ms_since() { echo $(( ($(now_ns) - $1) / 1000000 )); }
-lab_dir() { echo "/run/weft-lab/$L"; }
-agent_log() { echo "$(lab_dir)/$1/agent.log"; }
+# a node's pin dir and its agent's log, as status -o json names them (locate: after up)
+declare -A PIN AGENT_LOG
+locate() {
+	local n p s
+	while read -r n p s; do PIN[$n]=$p AGENT_LOG[$n]=$(dirname "$s")/agent.log; done \
+		< <(status_json | jq -r '.nodes[] | "\(.name) \(.pinDir) \(.stateDir)"')
+}
+pin_dir() { echo "${PIN[$1]}"; }
+agent_log() { echo "${AGENT_LOG[$1]}"; }
 log_size() { stat -c %s "$1"; }
 # log_says FILE OFFSET REGEX: FILE has a line matching REGEX after byte OFFSET
 log_says() { tail -c +$(($2 + 1)) "$1" | grep -qE -- "$3"; }
@@ -184,7 +191,6 @@ wrong_denied() {
 }
 
 # policy_map NODE: NODE's weft_policy, keys and values, sorted
-pin_dir() { echo "$(lab_dir)/bpf/$1"; }
 policy_map() { bpftool -j map dump pinned "$(pin_dir "$1")/weft_policy" | jq -c 'map({key, value}) | sort'; }
 same_map() {
 	local now; now=$(policy_map "$1")
@@ -200,6 +206,7 @@ node_annotation() { lab weftctl get nodes "$1" -o json | jq -r --arg a "$2" '.me
 # ================================================================ the lab
 echo "# lab $LAB: networkpolicy mode, 2 nodes"
 must lab up --nodes 2 --mode networkpolicy
+locate
 must apply_yaml "$(printf -- '---\napiVersion: v1\nkind: Namespace\nmetadata: {name: %s, labels: {ns: %s}}\n' x x y y)"
 must lab pod add node-1 x a --label pod=a
 must lab pod add node-1 x c --label pod=c
