@@ -106,7 +106,7 @@ echo_serve() {
 }
 listening() { ns "$1" ss -Hltn "sport = :$2" | grep -q .; }
 server_up() {
-	wait_for $SERVER_START_S listening "$1" "$2" && return 0
+	wait_for "$SERVER_START_S" listening "$1" "$2" && return 0
 	echo "expected a server listening on :$2 in $(netns "$1") within $SERVER_START_S s"
 	return 1
 }
@@ -163,7 +163,7 @@ probe_start() {
 	ip netns exec "$(netns "$2")" "$PYTHON" "$PROBE" "$3" 80 "$T_ROOT/stop-$1" "${4:-0.1}" "${5:-1.5}" >"$log" 2>&1 &
 	PROBER[$1]=$!
 	T_PIDS+=("$!")
-	wait_for $SERVER_START_S grep -q '^started' "$log" || { echo "prober $1 did not start: $(tail -n 3 "$log")"; return 1; }
+	wait_for "$SERVER_START_S" grep -q '^started' "$log" || { echo "prober $1 did not start: $(tail -n 3 "$log")"; return 1; }
 }
 # check_probe_start CHECK-NAME ARGS...: probe_start ARGS in this shell (not
 # in check's subshell: its PID is waited for here), as a check
@@ -324,7 +324,7 @@ chat_log=$T_ROOT/chat.log
 ip netns exec "$(netns x/c)" "$PYTHON" "$CHAT" "${IP[y/d]}" 90 "$T_ROOT/stop-chat" >"$chat_log" 2>&1 &
 chat=$! T_PIDS+=("$chat")
 chat_oks() { grep -c ' ok ' "$chat_log"; }
-check "x/c holds a connection to y/d's echo server, a line every 100 ms" wait_for $SERVER_START_S eval '[ "$(chat_oks)" -ge 5 ]'
+check "x/c holds a connection to y/d's echo server, a line every 100 ms" wait_for "$SERVER_START_S" eval '[ "$(chat_oks)" -ge 5 ]'
 must apply_yaml "apiVersion: networking.k8s.io/v1
 kind: NetworkPolicy
 metadata: {name: deny-d, namespace: y}
