@@ -157,6 +157,10 @@ struct policy {
 	struct u64map adopt_ep;		/* local pod IP -> policy_id << 32 | flags */
 	struct pkey *adopt_keys;	/* weft_policy, policy_id in k.policy_id */
 	size_t nadopt_keys, cap_adopt_keys;
+	/* the rule numbers a restarted agent left in weft_policy (values it
+	 * did not rewrite) -> this agent's numbers for the same policies, for
+	 * policy_rule_name; old numbers are never given again */
+	struct u64map rule_alias;
 	bool listing[3], listed[3];
 	bool rematch_all;		/* a namespace's labels changed */
 	bool classes_all;		/* every class computes again at the next apply */
@@ -330,7 +334,8 @@ void policy_namespace_del(struct policy *p, const char *name)
  * port resolution reads the same spec).  Malloc'ed. */
 static char *ident_key(const char *ns, const json_t *labels, const json_t *ports)
 {
-	char *l = json_dumps(labels ? labels : json_object(), JSON_SORT_KEYS | JSON_COMPACT);
+	/* no labels: "{}", as json_dumps writes an empty object */
+	char *l = labels ? json_dumps(labels, JSON_SORT_KEYS | JSON_COMPACT) : strdup("{}");
 	char *q = ports ? json_dumps(ports, JSON_SORT_KEYS | JSON_COMPACT) : NULL;
 	char *key = NULL;
 
@@ -1297,6 +1302,24 @@ static void endpoints_move(struct policy *p, const struct pclass *c)
 	}
 }
 
+/* A class taken over from before a restart holds the old agent's rule
+ * numbers (weft_policy_value.rule), and this agent numbered the policies
+ * anew.  Where a key is the same, the old number becomes an alias of the
+ * new one (the policy log names policies by the number the map holds)
+ * instead of a write of the value: so a restart still writes nothing. */
+static void rules_adopt(struct policy *p, struct pclass *c, const struct keyset *s)
+{
+	for (size_t i = 0, j = 0; i < s->n; i++) {
+		while (j < c->n && pkey_cmp(&c->keys[j], &s->keys[i]) < 0)
+			j++;
+		if (j == c->n || pkey_cmp(&c->keys[j], &s->keys[i]) != 0 ||
+		    c->keys[j].rule == s->keys[i].rule)
+			continue;
+		if (u64map_put(&p->rule_alias, c->keys[j].rule, s->keys[i].rule) == 0)
+			c->keys[j].rule = s->keys[i].rule;
+	}
+}
+
 /* Bring class c to (flags, s): in place when only adding or only
  * removing keys, else a whole new set under a new ID.  Takes s's keys. */
 static int class_write(struct policy *p, struct pclass *c, uint32_t flags, struct keyset *s)
@@ -1305,6 +1328,8 @@ static int class_write(struct policy *p, struct pclass *c, uint32_t flags, struc
 	size_t done = 0;
 	int err = 0;
 
+	if (p->adopting)
+		rules_adopt(p, c, s);
 	if (c->flags == flags && keys_equal(c->keys, c->n, s->keys, s->n) &&
 	    (c->policy_id != 0 || s->n == 0)) {
 		free(s->keys);
@@ -1314,9 +1339,10 @@ static int class_write(struct policy *p, struct pclass *c, uint32_t flags, struc
 		for (size_t i = 0, j = 0; i < s->n && err == 0; i++) {
 			while (j < c->n && pkey_cmp(&c->keys[j], &s->keys[i]) < 0)
 				j++;
-			if (j < c->n && pkey_cmp(&c->keys[j], &s->keys[i]) == 0)
+			if (j < c->n && pkey_cmp(&c->keys[j], &s->keys[i]) == 0 &&
+			    c->keys[j].rule == s->keys[i].rule)
 				continue;
-			err = key_write(p, c->policy_id, &s->keys[i]);
+			err = key_write(p, c->policy_id, &s->keys[i]);	/* new, or its rule number */
 		}
 		if (err == 0)
 			goto adopt;
@@ -1747,7 +1773,11 @@ void policy_describe_addr(struct policy *p, in_addr_t ip, char *buf, size_t len)
 
 void policy_rule_name(struct policy *p, uint32_t rule, char *buf, size_t len)
 {
+	uint64_t alias;
+
 	pthread_mutex_lock(&p->lock);
+	if (u64map_get(&p->rule_alias, rule, &alias))
+		rule = (uint32_t)alias;	/* a number from before a restart */
 	snprintf(buf, len, "%s", "");
 	for (size_t i = 0; i < p->npols; i++)
 		if (p->pols[i]->ref == rule) {
@@ -1821,6 +1851,7 @@ void policy_destroy(struct policy *p)
 	u64map_free(&p->adopt_ep);
 	u64map_free(&p->local_index);
 	u64map_free(&p->class_index);
+	u64map_free(&p->rule_alias);
 	free(p->adopt_keys);
 	pthread_mutex_destroy(&p->lock);
 	free(p);

@@ -119,6 +119,8 @@ static void node_unprogram(struct agent *a, const struct agent_node *n)
 		(void)node_route_remote_del(a, &n->subnet);
 }
 
+static void pod_program(struct agent *a, const struct agent_pod *p);
+
 /* Apply one Node (added or modified); caller holds the lock. */
 static void node_apply(struct agent *a, const json_t *obj)
 {
@@ -149,6 +151,11 @@ static void node_apply(struct agent *a, const json_t *obj)
 		a->nodes[a->nnodes++] = n;
 	}
 	node_program(a, &n);
+	/* pods of this node whose event came first (the Pods and Nodes lists
+	 * are applied apart): pod_program skipped them, their node unknown */
+	for (size_t i = 0; i < a->npods; i++)
+		if (a->pods[i].ip && cidr_contains_ip(&n.subnet, ntohl(a->pods[i].ip)))
+			pod_program(a, &a->pods[i]);
 }
 
 static void node_remove(struct agent *a, const char *name)
