@@ -294,10 +294,12 @@ static int pod_add(void *ctx, const struct cni_req *req, struct cni_add_result *
 	 * first packet */
 	policy_local_set(a->policy, ip, owner.pod_namespace, owner.pod_name);
 	pod_policy_learn(a, owner.pod_namespace, owner.pod_name);
-	if ((rc = policy_apply(a->policy)) < 0) {
-		seterr(e, ERR_DATAPATH, strerror(-rc), "writing the network policies of %s", ips);
-		goto out;
-	}
+	/* a rule set that does not fit is reported, and the pod gets what
+	 * policy.h promises then (isolated with no rules, its drops counted
+	 * policy-map-full): the pod starts, isolated as its policies say */
+	if ((rc = policy_apply(a->policy)) < 0)
+		LOG_WARN("pod %s/%s (%s): writing its network policies: %s", owner.pod_namespace,
+			 owner.pod_name, ips, strerror(-rc));
 	if ((rc = policy_endpoint_write(a->policy, ip, &ep)) < 0 ||
 	    (rc = policy_ipcache_write(a->policy, ip, &ic)) < 0) {
 		seterr(e, ERR_DATAPATH, strerror(-rc), "data-plane maps full or failing for %s", ips);

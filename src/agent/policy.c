@@ -79,6 +79,7 @@ struct pns {
 struct ppol {
 	char *ns, *name;
 	uint32_t ref;		/* weft_policy_value.rule */
+	char rv[24];		/* metadata.resourceVersion applied ("" none) */
 	uint32_t log;		/* WEFT_EP_F_LOG_*: its annotation POLICY_LOG_ANNOTATION */
 	struct netpol np;
 	bool ok;		/* parsed */
@@ -621,6 +622,7 @@ static int pol_shape(struct ppol *pol)
 void policy_netpol_set(struct policy *p, const json_t *obj)
 {
 	const char *ns = obj_namespace(obj), *name = obj_name(obj);
+	const char *rv = obj_str(obj, "metadata.resourceVersion");
 	struct ppol *pol;
 	char err[256];
 
@@ -628,6 +630,10 @@ void policy_netpol_set(struct policy *p, const json_t *obj)
 		return;
 	pthread_mutex_lock(&p->lock);
 	pol = pol_find(p, ns, name, NULL);
+	if (pol && rv && strcmp(pol->rv, rv) == 0) {
+		pol->seen = true;	/* a relist: the same object, nothing to do */
+		goto out;
+	}
 	if (!pol) {
 		pol = calloc(1, sizeof(*pol));
 		if (!pol || !(pol->ns = strdup(ns)) || !(pol->name = strdup(name)) ||
@@ -644,6 +650,7 @@ void policy_netpol_set(struct policy *p, const json_t *obj)
 		p->pols[p->npols++] = pol;
 	}
 	pol_clear(pol);
+	snprintf(pol->rv, sizeof(pol->rv), "%s", rv ? rv : "");
 	pol->seen = true;
 	pol->dirty = true;
 	pol->log = log_flags(obj);

@@ -598,34 +598,36 @@ void sync_policy_kick(struct agent *a)
 }
 
 /* Applies the policy inputs after each change, batching what comes while
- * it works; a failed apply (a map write) is tried again a second later. */
+ * it works; a failed apply (a map write: full, usually) is tried again
+ * after 1 s, then 2, 4 ... up to 30 s while it keeps failing, sooner when
+ * an input changes. */
 static void *policy_thread(void *arg)
 {
 	struct agent *a = arg;
-	bool retry = false;
+	int retry_s = 0;	/* 0: the last apply succeeded */
 
 	for (;;) {
 		int rc;
 
 		pthread_mutex_lock(&a->policy_lock);
-		if (retry && !a->policy_dirty && !atomic_load(&a->stopping)) {
+		if (retry_s && !a->policy_dirty && !atomic_load(&a->stopping)) {
 			struct timespec until;
 
 			clock_gettime(CLOCK_REALTIME, &until);
-			until.tv_sec += 1;
+			until.tv_sec += retry_s;
 			pthread_cond_timedwait(&a->policy_cond, &a->policy_lock, &until);
 		}
-		while (!retry && !a->policy_dirty && !atomic_load(&a->stopping))
+		while (!retry_s && !a->policy_dirty && !atomic_load(&a->stopping))
 			pthread_cond_wait(&a->policy_cond, &a->policy_lock);
 		a->policy_dirty = false;
 		pthread_mutex_unlock(&a->policy_lock);
 		if (atomic_load(&a->stopping))
 			break;
 		rc = policy_apply(a->policy);
-		if (rc < 0 && !retry)
+		if (rc < 0 && !retry_s)
 			LOG_WARN("network policy: writing the policy maps: %s; trying again",
 				 strerror(-rc));
-		retry = rc < 0;
+		retry_s = rc == 0 ? 0 : retry_s ? (retry_s * 2 > 30 ? 30 : retry_s * 2) : 1;
 	}
 	return NULL;
 }
