@@ -410,7 +410,7 @@ int main(int argc, char **argv)
 	LOG_INFO("serving CNI on %s", a.o.cni_socket);
 
 	/* 5. follow the cluster */
-	a.plog = policy_log_start(&a);
+	a.plog = policy_log_start(&a, report_kick);
 	if (!a.plog)
 		LOG_WARN("policy log: %s: verdicts will not be logged", strerror(errno));
 	if (sync_start(&a) < 0 || report_start(&a) < 0 || service_gc_start(&a) < 0)

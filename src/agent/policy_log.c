@@ -28,6 +28,7 @@
 struct policy_log {
 	struct agent *a;
 	struct ring_buffer *rb;
+	void (*notify)(struct agent *a);
 	pthread_t thread;
 	pthread_mutex_t lock;
 	json_t *kept[POLICY_LOG_KEEP];	/* a ring, oldest at seq % KEEP */
@@ -108,7 +109,7 @@ static int on_record(void *ctx, void *data, size_t size)
 	l->kept[l->seq % POLICY_LOG_KEEP] = o;
 	l->seq++;
 	pthread_mutex_unlock(&l->lock);
-	report_kick(l->a);
+	l->notify(l->a);
 	return 0;
 }
 
@@ -127,7 +128,7 @@ static void *reader(void *arg)
 	return NULL;
 }
 
-struct policy_log *policy_log_start(struct agent *a)
+struct policy_log *policy_log_start(struct agent *a, void (*notify)(struct agent *a))
 {
 	struct policy_log *l = calloc(1, sizeof(*l));
 	struct timespec mono, real;
@@ -136,6 +137,7 @@ struct policy_log *policy_log_start(struct agent *a)
 	if (!l)
 		return NULL;
 	l->a = a;
+	l->notify = notify;
 	pthread_mutex_init(&l->lock, NULL);
 	clock_gettime(CLOCK_MONOTONIC, &mono);
 	clock_gettime(CLOCK_REALTIME, &real);

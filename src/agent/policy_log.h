@@ -18,9 +18,10 @@ struct policy_log;
 
 #define POLICY_LOG_KEEP 32
 
-/* Start reading (a thread); NULL with errno when the ring buffer cannot
+/* Start reading (a thread); notify(a) is called after each record kept
+ * (the reporter's wake-up).  NULL with errno when the ring buffer cannot
  * be opened. */
-struct policy_log *policy_log_start(struct agent *a);
+struct policy_log *policy_log_start(struct agent *a, void (*notify)(struct agent *a));
 void policy_log_stop(struct policy_log *l);	/* accepts NULL */
 
 /* The records kept, oldest first, as a JSON array (malloc'ed), and the
