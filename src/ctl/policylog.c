@@ -75,6 +75,10 @@ int ctl_policy_log(struct ctl *ctl, int argc, char **argv)
 			ns = NULL;
 		} else if (!strcmp(argv[a], "--node") && a + 1 < argc) {
 			only = argv[++a];
+		} else if (!strcmp(argv[a], "-n") || !strcmp(argv[a], "--namespace") || !strcmp(argv[a], "--node")) {
+			fprintf(stderr, "error: policy-log: %s needs a value (usage: %s policy-log "
+				"[-n NAMESPACE | -A] [--node NODE])\n", argv[a], ctl->prog);
+			return CTL_EXIT_USAGE;
 		} else if (!strcmp(argv[a], "-h") || !strcmp(argv[a], "--help")) {
 			printf("usage: %s policy-log [-n NAMESPACE | -A] [--node NODE]\n", ctl->prog);
 			return CTL_EXIT_OK;

@@ -274,6 +274,13 @@ check "... the allowed entry names y/allow-a" log_has node-2 "$ALLOWED and (.pol
 check "... entries have time, source, destination, port, verdict, direction, policies" \
 	log_has node-2 '(keys | contains(["time", "source", "destination", "port", "verdict", "direction", "policies"])) and (.time | test("^[0-9-]+T[0-9:.]+Z$"))'
 if [ "$T_FAILED" -gt 0 ]; then log_entries node-2 | tail -n 4 | sed 's/^/    /'; fi
+# weftctl policy-log: the same records, named, from every node
+exit_is() { local want=$1 rc=0; shift; "$@" >/dev/null 2>&1 || rc=$?; [ "$rc" -eq "$want" ]; }
+ctl_log_has() { lab weftctl policy-log -n y 2>/dev/null | grep -E "^[^ ]+ +node-2 +$1 +y/b +80/TCP +$2 +ingress +$3" >/dev/null; }
+check "weftctl policy-log -n y shows x/a -> y/b allowed by y/allow-a" ctl_log_has x/a allow y/allow-a
+check "weftctl policy-log -n y shows x/c -> y/b denied (policy-denied-ingress)" ctl_log_has x/c deny policy-denied-ingress
+check "weftctl policy-log -n z shows none of them" eval '! lab weftctl policy-log -n z | grep -q "y/b"'
+check "weftctl policy-log -n (no value) is a usage error (exit 2)" exit_is 2 lab weftctl policy-log -n
 check "weftctl drops lists policy-denied-ingress on node-2" wait_for 15 drops_reported node-2 policy-denied-ingress 1
 policy_fig() { node_annotation node-2 weft.io/policy | jq -e "$1" >/dev/null; }
 check "node-2's weft.io/policy: rules > 0, rulesCapacity, connections, connectionsCapacity" \
