@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # bench/lib.sh — what the script benchmarks (bench/*/run.sh) share: the
 # line helpers and the cleanup of what a benchmark made.  Source it after
 # setting BENCH_NAME (the prefix of its lines) and with, as a benchmark
