@@ -176,17 +176,21 @@ static __always_inline int answer_arp(struct __sk_buff *skb)
 }
 
 /* NetworkPolicy on a packet the pod sends to dst (a pod here, or NULL):
- * WEFT_DROP_NONE or the reason to drop it (lib/policy.h).  judge == 0:
- * nothing to judge (an answer of a translated connection, an ICMP error,
- * a later fragment: its first one was judged). */
+ * WEFT_DROP_NONE or the reason to drop it (lib/policy.h).  pf: the flow
+ * translate_l4() already read (its proto 0: none, read it here).
+ * judge == 0: nothing to judge (an answer of a translated connection, an
+ * ICMP error, a later fragment: its first one was judged). */
 static __always_inline __u32 policy_verdict(struct __sk_buff *skb, const struct weft_config *cfg,
 					    const struct iphdr *ip, const struct weft_endpoint *src,
-					    const struct weft_endpoint *dst, int judge)
+					    const struct weft_endpoint *dst,
+					    const struct policy_flow *pf, int judge)
 {
 	struct policy_flow f;
 
 	if (!judge)
 		return WEFT_DROP_NONE;
+	if (pf->proto)
+		return policy_check(cfg, src, dst, pf, 1);
 	if (policy_flow_read(skb, ip, &f) < 0)
 		return WEFT_DROP_MALFORMED;
 	return policy_check(cfg, src, dst, &f, 1);
@@ -198,7 +202,7 @@ static __always_inline __u32 policy_verdict(struct __sk_buff *skb, const struct 
 static __always_inline int forward_ipv4(struct __sk_buff *skb, const struct weft_config *cfg,
 					const struct weft_endpoint *src, struct ethhdr *eth,
 					struct iphdr *ip, __u16 ct_flags, const struct frag_id *fr,
-					int judge)
+					const struct policy_flow *pf, int judge)
 {
 	const struct weft_node_entry *node;
 	const struct weft_endpoint *ep;
@@ -213,7 +217,7 @@ static __always_inline int forward_ipv4(struct __sk_buff *skb, const struct weft
 	if (ep) {
 		if (!vnid_allowed(src->vnid, ep->vnid))
 			return drop(WEFT_DROP_ISOLATED);
-		reason = policy_verdict(skb, cfg, ip, src, ep, judge);
+		reason = policy_verdict(skb, cfg, ip, src, ep, pf, judge);
 		if (reason != WEFT_DROP_NONE)
 			return drop(reason);
 		frag_remember(&weft_frags, fr, ip, ct_flags);
@@ -222,7 +226,7 @@ static __always_inline int forward_ipv4(struct __sk_buff *skb, const struct weft
 
 	node = node_lookup(ip->daddr);
 	if (node && node->node_ip != cfg->node_ip) {
-		reason = policy_verdict(skb, cfg, ip, src, NULL, judge);
+		reason = policy_verdict(skb, cfg, ip, src, NULL, pf, judge);
 		if (reason != WEFT_DROP_NONE)
 			return drop(reason);
 		frag_remember(&weft_frags, fr, ip, ct_flags);
@@ -235,7 +239,7 @@ static __always_inline int forward_ipv4(struct __sk_buff *skb, const struct weft
 
 	reason = tunnel_inject_check(skb, ip, cfg);
 	if (reason == WEFT_DROP_NONE)
-		reason = policy_verdict(skb, cfg, ip, src, NULL, judge);
+		reason = policy_verdict(skb, cfg, ip, src, NULL, pf, judge);
 	if (reason != WEFT_DROP_NONE)
 		return drop(reason);
 	frag_remember(&weft_frags, fr, ip, ct_flags);
@@ -246,10 +250,12 @@ static __always_inline int forward_ipv4(struct __sk_buff *skb, const struct weft
 
 /* TCP/UDP: services (lib/lb.h).  1: the packet goes on (*done: it was
  * rewritten; *answer: it answers a translated connection, which policy
- * does not judge again); 0: *verdict is the tc verdict taken. */
+ * does not judge again; *pf: the flow as it now is, for policy, so its
+ * ports are read once); 0: *verdict is the tc verdict taken. */
 static __always_inline int translate_l4(struct __sk_buff *skb, const struct weft_config *cfg,
 					struct iphdr *ip, const struct weft_endpoint *src,
-					__u16 *ct_flags, int *done, int *answer, int *verdict)
+					__u16 *ct_flags, int *done, int *answer,
+					struct policy_flow *pf, int *verdict)
 {
 	struct l4_tuple t;
 	int rc;
@@ -278,6 +284,12 @@ static __always_inline int translate_l4(struct __sk_buff *skb, const struct weft
 		return 0;
 	}
 	*done = rc == LB_DONE;
+	pf->saddr = t.saddr;
+	pf->daddr = t.daddr;
+	pf->sport = t.sport;
+	pf->dport = t.dport;
+	pf->proto = t.proto;
+	pf->tcp_flags = t.tcp_flags;
 	return 1;
 }
 
@@ -320,6 +332,7 @@ static __always_inline int route_ipv4(struct __sk_buff *skb, const struct weft_c
 	__u16 ct_flags = 0;
 	struct ethhdr *eth;
 	struct iphdr *ip;
+	struct policy_flow pf = { .proto = 0 };
 	int rc, done = 0, answer = 0, verdict = TC_ACT_SHOT;
 
 	if (ipv4_frame(skb, &eth, &ip) < 0)
@@ -345,14 +358,14 @@ static __always_inline int route_ipv4(struct __sk_buff *skb, const struct weft_c
 		if (ip->protocol == IPPROTO_ICMP) {
 			if (!judge_icmp(skb, ip, src, &ct_flags, &done, &answer, &verdict))
 				return verdict;
-		} else if (!translate_l4(skb, cfg, ip, src, &ct_flags, &done, &answer, &verdict)) {
+		} else if (!translate_l4(skb, cfg, ip, src, &ct_flags, &done, &answer, &pf, &verdict)) {
 			return verdict;
 		}
 	}
 	/* a rewrite may have moved the data */
 	if (done && ipv4_frame(skb, &eth, &ip) < 0)
 		return drop(WEFT_DROP_MALFORMED);
-	return forward_ipv4(skb, cfg, src, eth, ip, ct_flags, &fr, !answer);
+	return forward_ipv4(skb, cfg, src, eth, ip, ct_flags, &fr, &pf, !answer);
 }
 
 SEC("tc")
