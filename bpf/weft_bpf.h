@@ -37,8 +37,9 @@
  *                   vxlan_ingress translated back; "Fragments")
  *   weft_policy     LPM trie    struct weft_policy_key -> struct weft_policy_value
  *                   (the rules of the pods here; see "NetworkPolicy")
- *   weft_policy_cidrs LPM trie  struct weft_lpm_key -> struct weft_policy_cidr
- *                   (every prefix an ipBlock names -> its CIDR identity)
+ *   weft_policy_cidrs LPM trie  struct weft_policy_cidr_key -> struct weft_policy_cidr
+ *                   (per rule set and direction: the prefixes its ipBlocks
+ *                   name -> their CIDR identity in that rule set)
  *   weft_policy_ct  hash        struct weft_ct_key (dir 0) -> struct weft_policy_ct_entry
  *                   (connections of pods here; written by the programs,
  *                   expired by the agent)
@@ -86,13 +87,14 @@
 
 #include <linux/types.h>
 
-#define WEFT_CONFIG_VERSION	6	/* 2: vxlan_port, weft_node_ips, tenant isolation;
+#define WEFT_CONFIG_VERSION	7	/* 2: vxlan_port, weft_node_ips, tenant isolation;
 					 * 3: services (underlay_ifindex, service maps);
 					 * 4: weft_frags, ICMP error and fragment drops;
 					 * 5: open-datagram limit (weft_frag flags, next),
 					 *    weft_rev_frags;
 					 * 6: NetworkPolicy (identities, policy maps,
-					 *    weft_policy_ct) */
+					 *    weft_policy_ct);
+					 * 7: weft_policy_cidrs per rule set */
 
 #define WEFT_MAX_ENDPOINTS	4096
 #define WEFT_MAX_IPCACHE	65536
@@ -347,12 +349,18 @@ struct weft_ct_entry {
  * per distinct (namespace, labels, named ports): pods that no selector and
  * no named port can tell apart share one.  The numbers are this node's own
  * (the agent writes both the ipcache and the rules), never sent between
- * nodes.  Every address named by an ipBlock (a cidr or an except) is a
- * prefix of weft_policy_cidrs; an address's CIDR identity is its longest
- * match there.  Whether an ipBlock {cidr C, except E...} holds an address
- * depends only on that longest prefix P (the prefixes holding one address
- * nest, so P lies inside C iff the address does, and the same for each E),
- * so the agent writes a rule for every prefix P inside C and no E.
+ * nodes.
+ *
+ * ipBlocks: weft_policy_cidrs holds, for each rule set and direction, the
+ * prefixes its own ipBlocks name (every cidr and except), each with a CIDR
+ * identity local to that rule set.  Whether an ipBlock {cidr C, except
+ * E...} holds an address depends only on its longest prefix P there (the
+ * prefixes holding one address nest, so P lies inside C iff the address
+ * does, and the same for each E), so the agent gives P an identity for
+ * what the blocks holding P allow (prefixes that allow the same share
+ * one; a prefix that allows nothing, an except, has identity 0), and
+ * writes a rule for each identity.  A rule set's keys are therefore
+ * bounded by its own prefixes, whatever other policies name.
  *
  * Rules: weft_policy is an LPM trie over
  *
@@ -368,9 +376,10 @@ struct weft_ct_entry {
  * A new connection of a pod isolated in a direction (WEFT_EP_F_ISOLATE_*)
  * is allowed when one of three lookups matches: the peer's pod identity
  * (weft_ipcache; WEFT_ID_WORLD for an address that is no pod), its CIDR
- * identity, or 0 (any peer).  So a connection costs at most one ipcache,
- * one weft_policy_cidrs and three weft_policy lookups for each isolated
- * end, whatever the number of policies and rules.  Egress is judged on
+ * identity in the rule set, or 0 (any peer).  So a connection costs at
+ * most one ipcache, one weft_policy_cidrs and three weft_policy lookups
+ * for each isolated end, whatever the number of policies and rules.
+ * Egress is judged on
  * the source pod's node (pod_ingress), ingress on the destination pod's
  * (pod_ingress for a pod of the same node, vxlan_ingress from another
  * node, pod_egress from the node's stack, lb_admit for a service
@@ -392,8 +401,10 @@ struct weft_ct_entry {
  * a full map) is dropped (POLICY_CT_LIMIT, POLICY_CT_FULL) when an end is
  * isolated, and passes untracked when none is.
  */
-#define WEFT_MAX_POLICY		262144	/* weft_policy entries (agent flag) */
-#define WEFT_MAX_POLICY_CIDRS	16384	/* weft_policy_cidrs prefixes */
+#define WEFT_MAX_POLICY		1048576	/* weft_policy entries, and as many for
+					 * weft_policy_cidrs (agent flag); LPM tries
+					 * take memory per entry written, not per
+					 * entry allowed */
 #define WEFT_MAX_POLICY_CT	262144	/* weft_policy_ct connections (agent flag) */
 #define WEFT_POLICY_CT_SOURCE_SHARE 16	/* a client holds at most 1/16 */
 
@@ -423,8 +434,19 @@ struct weft_policy_value {
 				 * (the policy log names their policies) */
 };
 
+#define WEFT_POLICY_CIDR_PREFIX	64	/* {policy_id, dir}: always whole */
+
+struct weft_policy_cidr_key {
+	__u32 prefixlen;	/* 64 + the prefix's length */
+	__be32 policy_id;	/* network order, as in weft_policy_key */
+	__u8 dir;		/* WEFT_POLICY_INGRESS / EGRESS */
+	__u8 pad[3];
+	__be32 addr;
+};
+
 struct weft_policy_cidr {
-	__u32 id;		/* WEFT_ID_CIDR | n */
+	__u32 id;		/* WEFT_ID_CIDR | n (n local to the rule set), or
+				 * 0: no ipBlock of the rule set holds it */
 };
 
 /* The policy log: a record per new connection of a pod whose rule set

@@ -150,9 +150,9 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
-	__uint(max_entries, WEFT_MAX_POLICY_CIDRS);
+	__uint(max_entries, WEFT_MAX_POLICY);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, struct weft_lpm_key);
+	__type(key, struct weft_policy_cidr_key);
 	__type(value, struct weft_policy_cidr);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } weft_policy_cidrs SEC(".maps");

@@ -87,10 +87,16 @@ static __always_inline __u32 policy_identity(__be32 addr)
 	return e && e->identity ? e->identity : WEFT_ID_WORLD;
 }
 
-/* The CIDR identity of addr (its longest ipBlock prefix), 0 when none. */
-static __always_inline __u32 policy_cidr_identity(__be32 addr)
+/* The CIDR identity of addr in rule set policy_id, direction dir (its
+ * longest prefix among the set's ipBlocks), 0 when none. */
+static __always_inline __u32 policy_cidr_identity(__u32 policy_id, __u8 dir, __be32 addr)
 {
-	struct weft_lpm_key k = { .prefixlen = 32, .addr = addr };
+	struct weft_policy_cidr_key k = {
+		.prefixlen = WEFT_POLICY_CIDR_PREFIX + 32,
+		.policy_id = bpf_htonl(policy_id),
+		.dir = dir,
+		.addr = addr,
+	};
 	const struct weft_policy_cidr *c = bpf_map_lookup_elem(&weft_policy_cidrs, &k);
 
 	return c ? c->id : 0;
@@ -118,7 +124,8 @@ static __always_inline __u32 policy_rule(__u32 policy_id, __u8 dir, __u32 peer, 
 static __always_inline __u32 policy_allows(const struct weft_endpoint *ep, __u8 dir, __be32 peer,
 					   const struct policy_flow *f)
 {
-	__u32 id = policy_identity(peer), cidr = policy_cidr_identity(peer), rule = 0;
+	__u32 id = policy_identity(peer), cidr = policy_cidr_identity(ep->policy_id, dir, peer);
+	__u32 rule = 0;
 
 	if (id != WEFT_ID_WORLD)
 		rule = policy_rule(ep->policy_id, dir, id, f->proto, f->dport);

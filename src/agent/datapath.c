@@ -286,6 +286,7 @@ static int set_capacities(struct bpf_object *obj, const struct datapath_opts *op
 		{ "weft_ct", offsetof(struct datapath_opts, max_ct), WEFT_MAX_CT },
 		{ "weft_affinity", offsetof(struct datapath_opts, max_affinity), WEFT_MAX_AFFINITY },
 		{ "weft_policy", offsetof(struct datapath_opts, max_policy), WEFT_MAX_POLICY },
+		{ "weft_policy_cidrs", offsetof(struct datapath_opts, max_policy), WEFT_MAX_POLICY },
 		{ "weft_policy_ct", offsetof(struct datapath_opts, max_policy_ct), WEFT_MAX_POLICY_CT },
 	};
 

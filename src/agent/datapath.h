@@ -45,9 +45,10 @@ struct datapath_opts {
 	/* connections one client may hold in weft_ct (ct_source_max of the
 	 * programs); 0 = max_ct / 2 / WEFT_CT_SOURCE_SHARE */
 	uint32_t ct_source_max;
-	/* NetworkPolicy: weft_policy rules and weft_policy_ct connections
-	 * (0: the defaults of bpf/weft_bpf.h), and the connections one client
-	 * may hold there (0: max_policy_ct / WEFT_POLICY_CT_SOURCE_SHARE) */
+	/* NetworkPolicy: weft_policy rules (and as many weft_policy_cidrs
+	 * prefixes) and weft_policy_ct connections (0: the defaults of
+	 * bpf/weft_bpf.h), and the connections one client may hold there
+	 * (0: max_policy_ct / WEFT_POLICY_CT_SOURCE_SHARE) */
 	uint32_t max_policy;
 	uint32_t max_policy_ct;
 	uint32_t policy_ct_source_max;
@@ -163,10 +164,15 @@ int datapath_policy_foreach(struct datapath *dp,
 			    int (*fn)(const struct weft_policy_key *k, const struct weft_policy_value *v,
 				      void *arg),
 			    void *arg);
-int datapath_policy_cidr_put(struct datapath *dp, in_addr_t addr, int prefixlen, uint32_t id);
-int datapath_policy_cidr_del(struct datapath *dp, in_addr_t addr, int prefixlen);
+/* A prefix of rule set policy_id's ipBlocks in direction dir
+ * (WEFT_POLICY_*), addr in network order, and its CIDR identity. */
+int datapath_policy_cidr_put(struct datapath *dp, uint32_t policy_id, int dir, in_addr_t addr,
+			     int prefixlen, uint32_t id);
+int datapath_policy_cidr_del(struct datapath *dp, uint32_t policy_id, int dir, in_addr_t addr,
+			     int prefixlen);
 int datapath_policy_cidr_foreach(struct datapath *dp,
-				 int (*fn)(in_addr_t addr, int prefixlen, uint32_t id, void *arg),
+				 int (*fn)(uint32_t policy_id, int dir, in_addr_t addr, int prefixlen,
+					   uint32_t id, void *arg),
 				 void *arg);
 int datapath_policy_ct_get(struct datapath *dp, const struct weft_ct_key *k,
 			   struct weft_policy_ct_entry *e);

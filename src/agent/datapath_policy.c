@@ -1,13 +1,15 @@
 /*
  * datapath_policy.c — the NetworkPolicy maps of the data plane (layouts:
- * bpf/weft_bpf.h, "NetworkPolicy"): the rules (weft_policy) and CIDR
- * identities (weft_policy_cidrs), which only the agent writes, and the
- * connections the programs track (weft_policy_ct, with its per-client
- * counts), which the agent's sweep expires.  Each call is one syscall or
+ * bpf/weft_bpf.h, "NetworkPolicy"): the rules (weft_policy) and each rule
+ * set's ipBlock prefixes (weft_policy_cidrs), which only the agent writes,
+ * and the connections the programs track (weft_policy_ct, with its
+ * per-client counts), which the agent's sweep expires.  Each call is one syscall or
  * a walk; see datapath.h for the conventions.
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
+#include <arpa/inet.h>
 
 #include <bpf/bpf.h>
 
@@ -45,21 +47,36 @@ int datapath_policy_foreach(struct datapath *dp,
 	return err;
 }
 
-int datapath_policy_cidr_put(struct datapath *dp, in_addr_t addr, int prefixlen, uint32_t id)
+static int cidr_key(uint32_t policy_id, int dir, in_addr_t addr, int prefixlen,
+		    struct weft_policy_cidr_key *k)
+{
+	if (prefixlen < 0 || prefixlen > 32 || (dir != WEFT_POLICY_INGRESS && dir != WEFT_POLICY_EGRESS))
+		return -EINVAL;
+	memset(k, 0, sizeof(*k));
+	k->prefixlen = WEFT_POLICY_CIDR_PREFIX + (uint32_t)prefixlen;
+	k->policy_id = htonl(policy_id);
+	k->dir = (uint8_t)dir;
+	k->addr = prefixlen ? addr & htonl(~0u << (32 - prefixlen)) : 0;
+	return 0;
+}
+
+int datapath_policy_cidr_put(struct datapath *dp, uint32_t policy_id, int dir, in_addr_t addr,
+			     int prefixlen, uint32_t id)
 {
 	struct weft_policy_cidr v = { .id = id };
-	struct weft_lpm_key key;
-	int err = datapath_lpm_key(addr, prefixlen, &key);
+	struct weft_policy_cidr_key key;
+	int err = cidr_key(policy_id, dir, addr, prefixlen, &key);
 
 	if (err < 0)
 		return err;
 	return bpf_map_update_elem(dp->policy_cidrs_fd, &key, &v, BPF_ANY);
 }
 
-int datapath_policy_cidr_del(struct datapath *dp, in_addr_t addr, int prefixlen)
+int datapath_policy_cidr_del(struct datapath *dp, uint32_t policy_id, int dir, in_addr_t addr,
+			     int prefixlen)
 {
-	struct weft_lpm_key key;
-	int err = datapath_lpm_key(addr, prefixlen, &key);
+	struct weft_policy_cidr_key key;
+	int err = cidr_key(policy_id, dir, addr, prefixlen, &key);
 
 	if (err < 0)
 		return err;
@@ -67,20 +84,23 @@ int datapath_policy_cidr_del(struct datapath *dp, in_addr_t addr, int prefixlen)
 }
 
 int datapath_policy_cidr_foreach(struct datapath *dp,
-				 int (*fn)(in_addr_t addr, int prefixlen, uint32_t id, void *arg),
+				 int (*fn)(uint32_t policy_id, int dir, in_addr_t addr, int prefixlen,
+					   uint32_t id, void *arg),
 				 void *arg)
 {
-	struct weft_lpm_key *keys = NULL;
+	struct weft_policy_cidr_key *keys = NULL;
 	struct weft_policy_cidr v;
 	size_t n;
 	int err;
 
-	err = datapath_snapshot_keys(dp->policy_cidrs_fd, sizeof(*keys), WEFT_MAX_POLICY_CIDRS,
+	err = datapath_snapshot_keys(dp->policy_cidrs_fd, sizeof(*keys), dp->max_policy,
 				     (void **)&keys, &n);
 	for (size_t i = 0; err == 0 && i < n; i++) {
-		if (bpf_map_lookup_elem(dp->policy_cidrs_fd, &keys[i], &v) < 0)
+		if (bpf_map_lookup_elem(dp->policy_cidrs_fd, &keys[i], &v) < 0 ||
+		    keys[i].prefixlen < WEFT_POLICY_CIDR_PREFIX)
 			continue;
-		err = fn(keys[i].addr, (int)keys[i].prefixlen, v.id, arg);
+		err = fn(ntohl(keys[i].policy_id), keys[i].dir, keys[i].addr,
+			 (int)(keys[i].prefixlen - WEFT_POLICY_CIDR_PREFIX), v.id, arg);
 	}
 	free(keys);
 	return err;

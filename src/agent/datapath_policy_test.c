@@ -392,7 +392,8 @@ DP_TEST(ingress_verdicts_match_a_linear_scan_of_random_rules)
 			CHECK_EQ(rule_put(f->dp, POLICY_B, WEFT_POLICY_INGRESS, x->peer, x->prefixlen,
 					  x->proto, x->port), 0);
 	}
-	CHECK_EQ(datapath_policy_cidr_put(f->dp, IP(10, 128, 0, 0), 24, RND_CIDR_ID), 0);
+	CHECK_EQ(datapath_policy_cidr_put(f->dp, POLICY_B, WEFT_POLICY_INGRESS, IP(10, 128, 0, 0), 24,
+					  RND_CIDR_ID), 0);
 	for (int pass = 0; pass < 2; pass++) {
 		struct rnd_rule live[RND_RULES];
 		int n = 0;
@@ -425,14 +426,20 @@ DP_TEST(ingress_verdicts_match_a_linear_scan_of_random_rules)
 
 /* ---- 4. CIDR identities ---- */
 
-DP_TEST(cidr_identity_is_the_longest_prefix)
+DP_TEST(cidr_identity_is_the_longest_prefix_of_the_rule_set)
 {
-	const uint32_t id1 = WEFT_ID_CIDR | 1, id2 = WEFT_ID_CIDR | 2, id3 = WEFT_ID_CIDR | 3;
+	const uint32_t id1 = WEFT_ID_CIDR | 1, id3 = WEFT_ID_CIDR | 3;
 	struct result r;
 
 	CHECK_EQ(seed_policy_node(f->dp), 0);
-	CHECK_EQ(datapath_policy_cidr_put(f->dp, IP(10, 0, 0, 0), 16, id1), 0);
-	CHECK_EQ(datapath_policy_cidr_put(f->dp, IP(10, 0, 2, 0), 24, id2), 0);
+	/* A's egress: 10.0.0.0/16 except 10.0.2.0/24 (a hole: identity 0) */
+	CHECK_EQ(datapath_policy_cidr_put(f->dp, POLICY_A, WEFT_POLICY_EGRESS, IP(10, 0, 0, 0), 16, id1), 0);
+	CHECK_EQ(datapath_policy_cidr_put(f->dp, POLICY_A, WEFT_POLICY_EGRESS, IP(10, 0, 2, 0), 24, 0), 0);
+	/* another rule set's prefixes, and A's ingress ones, change nothing
+	 * for A's egress */
+	CHECK_EQ(datapath_policy_cidr_put(f->dp, POLICY_B, WEFT_POLICY_EGRESS, IP(10, 1, 0, 0), 16, id1), 0);
+	CHECK_EQ(datapath_policy_cidr_put(f->dp, POLICY_A, WEFT_POLICY_INGRESS, IP(10, 1, 0, 0), 16, id1), 0);
+	CHECK_EQ(datapath_policy_cidr_put(f->dp, POLICY_B, WEFT_POLICY_EGRESS, IP(10, 0, 5, 0), 24, 0), 0);
 	CHECK_EQ(isolate(f->dp, POD_A_IP, WEFT_EP_F_ISOLATE_OUT, POLICY_A), 0);
 	CHECK_EQ(rule_put(f->dp, POLICY_A, WEFT_POLICY_EGRESS, id1, WEFT_POLICY_PREFIX_ALL, 0, 0), 0);
 
@@ -440,14 +447,14 @@ DP_TEST(cidr_identity_is_the_longest_prefix)
 	CHECK_ACTION(r, WEFT_ACT_PASS);
 	CHECK_EQ(send_pod(f, IPPROTO_UDP, POD_A_IP, 40002, IP(10, 0, 255, 1), 53, 0, &r), 0);
 	CHECK_ACTION(r, WEFT_ACT_PASS);
-	/* in the /24 (an except): its identity is id2's, not id1's */
+	/* in the /24 (an except): identity 0, not id1 */
 	CHECK_EQ(send_pod(f, IPPROTO_TCP, POD_A_IP, 40003, IP(10, 0, 2, 7), 443, TCP_SYN, &r), 0);
 	CHECK_DROPPED(r, WEFT_DROP_POLICY_EGRESS);
 	CHECK_EQ(send_pod(f, IPPROTO_TCP, POD_A_IP, 40004, IP(10, 1, 0, 1), 443, TCP_SYN, &r), 0);
 	CHECK_DROPPED(r, WEFT_DROP_POLICY_EGRESS);
 
 	/* pod addresses have CIDR identities too: B (10.128.0.6) by its /24 */
-	CHECK_EQ(datapath_policy_cidr_put(f->dp, IP(10, 128, 0, 0), 24, id3), 0);
+	CHECK_EQ(datapath_policy_cidr_put(f->dp, POLICY_A, WEFT_POLICY_EGRESS, IP(10, 128, 0, 0), 24, id3), 0);
 	CHECK_EQ(rule_put(f->dp, POLICY_A, WEFT_POLICY_EGRESS, id3, WEFT_POLICY_PREFIX_PORT,
 			  IPPROTO_TCP, 80), 0);
 	CHECK_EQ(send_pod(f, IPPROTO_TCP, POD_A_IP, 40005, POD_B_IP, 80, TCP_SYN, &r), 0);
@@ -722,7 +729,8 @@ DP_TEST(pod_egress_allows_the_node_and_answers_only)
 
 	/* an ipBlock rule for the outside's prefix on 8080 (an address that
 	 * is no pod has no pod identity a rule could name) */
-	CHECK_EQ(datapath_policy_cidr_put(f->dp, IP(8, 8, 8, 0), 24, WEFT_ID_CIDR | 1), 0);
+	CHECK_EQ(datapath_policy_cidr_put(f->dp, POLICY_A, WEFT_POLICY_INGRESS, IP(8, 8, 8, 0), 24,
+					  WEFT_ID_CIDR | 1), 0);
 	CHECK_EQ(rule_put(f->dp, POLICY_A, WEFT_POLICY_INGRESS, WEFT_ID_CIDR | 1,
 			  WEFT_POLICY_PREFIX_PORT, IPPROTO_TCP, 8080), 0);
 	pkt_tcp(&p, pod_a_mac, gw_a_mac, OUTSIDE, 50002, POD_A_IP, 8080, TCP_SYN, 1, 0);

@@ -14,14 +14,14 @@
  *	policies    ns/name -> parsed (model/netpol.h), a rule number for
  *	            the policy log, and for every peer of every rule the
  *	            identities it matches (the match cache)
- *	prefixes    every ipBlock cidr and except -> CIDR identity
  *	classes     identity of a local pod -> the rule set written for it
+ *	            (keys, and the prefixes of its ipBlocks)
  *	locals      IP of a pod of this node -> its ns/name
  *
  * Invariants:
  *  1. An identity number is never reused, so a rule naming a number that
  *     is gone matches nothing, and weft_ipcache never names an identity
- *     whose rules are half-made (pods get their new number in step 5,
+ *     whose rules are half-made (pods get their new number in step 4,
  *     after the rule sets).
  *  2. The match cache of a peer holds exactly the identities it matches,
  *     once p->matched is true and nothing is pending: a new identity is
@@ -29,7 +29,8 @@
  *     changed policy against every identity, and a namespace whose
  *     labels changed makes every peer match again.
  *  3. A class's keys are sorted (memcmp of struct weft_policy_key with
- *     policy_id 0), so two sets compare in one pass.
+ *     policy_id 0), and its prefixes too (pcidr_cmp), so two sets compare
+ *     in one pass.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -98,22 +99,33 @@ struct pkey {
 	uint32_t rule;
 };
 
+/* A prefix of a rule set's ipBlocks in weft_policy_cidrs. */
+struct pcidr {
+	__be32 addr;		/* network order */
+	uint8_t len;
+	uint8_t dir;
+	uint16_t pad;
+	uint32_t id;		/* WEFT_ID_CIDR | n, n local to the set; 0 none */
+};
+
+/* One found in the map by a restarted agent, with its rule set. */
+struct acidr {
+	uint32_t policy_id;
+	struct pcidr c;
+};
+
 struct pclass {
 	uint32_t ident;
 	uint32_t policy_id;	/* 0: no rule set (not isolated, or refused) */
 	uint32_t flags;		/* WEFT_EP_F_ISOLATE_*, WEFT_EP_F_POLICY_FULL */
 	struct pkey *keys;
 	size_t n;
+	struct pcidr *cidrs;
+	size_t ncidrs;
 	struct ppol **sel;	/* the policies that selected it when computed */
 	size_t nsel, cap_sel;
 	bool used;
 	bool computed;		/* keys and sel are those of a class_compute */
-};
-
-struct prefix {
-	struct cidr c;
-	uint32_t id;
-	bool used, written;
 };
 
 struct local {
@@ -143,14 +155,12 @@ struct policy {
 	struct u64map pol_index;	/* hash(ns/name) -> index */
 	struct pclass *classes;
 	size_t nclasses, cap_classes;
-	struct prefix *prefixes;
-	size_t nprefixes, cap_prefixes;
 	struct local *locals;
 	size_t nlocals, cap_locals;
 	struct u64map local_index;	/* IP -> index in locals */
 	struct u64map class_index;	/* identity -> index in classes */
 
-	uint32_t next_ident, next_policy_id, next_rule, next_cidr;
+	uint32_t next_ident, next_policy_id, next_rule;
 	/* what a restarted agent found in the maps (policy_adopt), until its
 	 * first apply has taken it over */
 	bool adopting;
@@ -158,6 +168,8 @@ struct policy {
 	struct u64map adopt_ep;		/* local pod IP -> policy_id << 32 | flags */
 	struct pkey *adopt_keys;	/* weft_policy, policy_id in k.policy_id */
 	size_t nadopt_keys, cap_adopt_keys;
+	struct acidr *adopt_cidrs;	/* weft_policy_cidrs */
+	size_t nadopt_cidrs, cap_adopt_cidrs;
 	/* the rule numbers a restarted agent left in weft_policy (values it
 	 * did not rewrite) -> this agent's numbers for the same policies, for
 	 * policy_rule_name; old numbers are never given again */
@@ -822,6 +834,8 @@ static struct ident *local_ident(struct policy *p, const struct local *l)
 /* ---- adoption, continued ---- */
 
 static int pkey_cmp(const void *a, const void *b);
+static int pcidr_cmp(const void *a, const void *b);
+static void cidr_delete(struct policy *p, uint32_t policy_id, const struct pcidr *x);
 
 /* A new class for identity c->ident takes over the rule set its pods had
  * before the restart, when they all had the same: then the first apply
@@ -867,9 +881,28 @@ static void class_adopt(struct policy *p, struct pclass *c, const struct ident *
 		}
 	if (c->n)
 		qsort(c->keys, c->n, sizeof(*c->keys), pkey_cmp);
+	n = 0;
+	for (size_t i = 0; i < p->nadopt_cidrs; i++)
+		n += p->adopt_cidrs[i].policy_id == c->policy_id && c->policy_id;
+	c->cidrs = n ? calloc(n, sizeof(*c->cidrs)) : NULL;
+	if (n && !c->cidrs) {
+		free(c->keys);	/* out of memory: a new set */
+		c->keys = NULL;
+		c->n = 0;
+		c->policy_id = 0;
+		c->flags = 0;
+		return;
+	}
+	c->ncidrs = 0;
+	for (size_t i = 0; i < p->nadopt_cidrs && n; i++)
+		if (p->adopt_cidrs[i].policy_id == c->policy_id)
+			c->cidrs[c->ncidrs++] = p->adopt_cidrs[i].c;
+	if (c->ncidrs)
+		qsort(c->cidrs, c->ncidrs, sizeof(*c->cidrs), pcidr_cmp);
 }
 
-/* After the first apply: the keys of rule sets no class took over go. */
+/* After the first apply: the keys and prefixes of rule sets no class
+ * took over go. */
 static void adopt_finish(struct policy *p)
 {
 	for (size_t i = 0; i < p->nadopt_keys; i++) {
@@ -883,9 +916,21 @@ static void adopt_finish(struct policy *p)
 			(void)datapath_policy_del(p->dp, &p->adopt_keys[i].k);
 		}
 	}
+	for (size_t i = 0; i < p->nadopt_cidrs; i++) {
+		const struct acidr *x = &p->adopt_cidrs[i];
+		bool used = false;
+
+		for (size_t c = 0; c < p->nclasses && !used; c++)
+			used = p->classes[c].policy_id == x->policy_id;
+		if (!used)
+			cidr_delete(p, x->policy_id, &x->c);
+	}
 	free(p->adopt_keys);
 	p->adopt_keys = NULL;
 	p->nadopt_keys = p->cap_adopt_keys = 0;
+	free(p->adopt_cidrs);
+	p->adopt_cidrs = NULL;
+	p->nadopt_cidrs = p->cap_adopt_cidrs = 0;
 	u64map_free(&p->adopt_ip);
 	u64map_free(&p->adopt_ep);
 	p->adopting = false;
@@ -998,59 +1043,6 @@ static int rematch(struct policy *p)
 	return 0;
 }
 
-/* ---- prefixes ---- */
-
-static struct prefix *prefix_find(struct policy *p, const struct cidr *c)
-{
-	for (size_t i = 0; i < p->nprefixes; i++)
-		if (p->prefixes[i].c.addr == c->addr && p->prefixes[i].c.len == c->len)
-			return &p->prefixes[i];
-	return NULL;
-}
-
-static int prefix_use(struct policy *p, const struct cidr *c)
-{
-	struct prefix *x = prefix_find(p, c);
-
-	if (x) {
-		x->used = true;
-		return 0;
-	}
-	if (grow((void **)&p->prefixes, &p->cap_prefixes, p->nprefixes, sizeof(*p->prefixes)) < 0)
-		return -ENOMEM;
-	x = &p->prefixes[p->nprefixes++];
-	memset(x, 0, sizeof(*x));
-	x->c = *c;
-	x->id = WEFT_ID_CIDR | p->next_cidr++;
-	x->used = true;
-	return 0;
-}
-
-/* Mark every prefix the policies name (new ones get a number). */
-static int prefixes_collect(struct policy *p)
-{
-	for (size_t i = 0; i < p->nprefixes; i++)
-		p->prefixes[i].used = false;
-	for (size_t i = 0; i < p->npols; i++) {
-		const struct netpol *np = &p->pols[i]->np;
-
-		for (int d = 0; d < 2 && p->pols[i]->ok; d++)
-			for (size_t r = 0; r < np->nrules[d]; r++)
-				for (size_t k = 0; k < np->rules[d][r].npeers; k++) {
-					const struct netpol_peer *peer = &np->rules[d][r].peers[k];
-
-					if (!peer->is_block)
-						continue;
-					if (prefix_use(p, &peer->block) < 0)
-						return -ENOMEM;
-					for (size_t e = 0; e < peer->nexcept; e++)
-						if (prefix_use(p, &peer->except[e]) < 0)
-							return -ENOMEM;
-				}
-	}
-	return 0;
-}
-
 /* ---- rule sets (step 3) ---- */
 
 struct keyset {
@@ -1095,33 +1087,53 @@ static int key_add_range(struct keyset *s, uint32_t dir, uint32_t peer, uint8_t 
 	return err;
 }
 
-/* The CIDR identities inside peer's block and outside its excepts. */
-static int block_peers(struct policy *p, const struct netpol_peer *peer, struct idlist *out)
+/* The keys of rule for the peer identity peer, on the rule's ports as
+ * self (a view of the local identity) resolves them: a named port of an
+ * egress rule is the destination's, and rule_keys adds it. */
+static int port_keys(struct keyset *s, int dir, uint32_t peer, const struct netpol_rule *rule,
+		     const struct netpol_pod *selfv, uint32_t ref)
 {
-	for (size_t i = 0; i < p->nprefixes; i++) {
-		const struct prefix *x = &p->prefixes[i];
-		bool out_of = false;
+	int err = 0;
 
-		if (!x->used || !cidr_contains(&peer->block, &x->c))
-			continue;
-		for (size_t e = 0; e < peer->nexcept && !out_of; e++)
-			out_of = cidr_contains(&peer->except[e], &x->c);
-		if (!out_of && idlist_add(out, x->id) < 0)
-			return -ENOMEM;
+	if (rule->nports == 0)
+		return key_add(s, (uint32_t)dir, peer, 0, 0, WEFT_POLICY_PREFIX_ALL, ref);
+	for (size_t q = 0; q < rule->nports && err == 0; q++) {
+		const struct netpol_port *port = &rule->ports[q];
+		uint16_t lo, hi;
+
+		if (port->name[0] && dir == NETPOL_EGRESS)
+			continue;	/* resolved on each destination */
+		if (netpol_port_range(port, selfv, &lo, &hi) < 0)
+			continue;	/* a name this pod does not have */
+		err = key_add_range(s, (uint32_t)dir, peer, port->proto, lo, hi, ref);
 	}
-	return 0;
+	return err;
 }
 
-/* The keys of one rule of pol for the local identity self. */
+/* The ipBlock peers of the rules that select a class, for blocks_compile. */
+struct blockref {
+	const struct netpol_peer *peer;
+	const struct netpol_rule *rule;
+	uint32_t ref;
+	int dir;
+};
+
+struct blockset {
+	struct blockref *b;
+	size_t n, cap;
+};
+
+/* The keys of one rule of pol for the local identity self (its ipBlock
+ * peers go to bl, for blocks_compile). */
 static int rule_keys(struct policy *p, const struct ppol *pol, int dir, size_t r, const struct ident *self,
-		     struct keyset *s)
+		     struct keyset *s, struct blockset *bl)
 {
 	const struct netpol_rule *rule = &pol->np.rules[dir][r];
 	struct idlist peers = { 0 }, named = { 0 };
 	struct netpol_pod selfv;
 	int err = 0;
 
-	/* the peers: any, CIDR identities, or the identities matched */
+	/* the peers: any, or the identities matched; ipBlocks apart */
 	if (rule->npeers == 0)
 		err = idlist_add(&peers, WEFT_ID_ANY);
 	for (size_t k = 0; k < rule->npeers && err == 0; k++) {
@@ -1129,7 +1141,11 @@ static int rule_keys(struct policy *p, const struct ppol *pol, int dir, size_t r
 		const struct idlist *m = &pol->match[dir][pol->base[dir][r] + k];
 
 		if (peer->is_block) {
-			err = block_peers(p, peer, &peers);
+			if (grow((void **)&bl->b, &bl->cap, bl->n, sizeof(*bl->b)) < 0) {
+				err = -ENOMEM;
+				break;
+			}
+			bl->b[bl->n++] = (struct blockref){ .peer = peer, .rule = rule, .ref = pol->ref, .dir = dir };
 			continue;
 		}
 		for (size_t i = 0; i < m->n && err == 0; i++)
@@ -1141,22 +1157,8 @@ static int rule_keys(struct policy *p, const struct ppol *pol, int dir, size_t r
 		for (size_t i = 0; i < p->nids && err == 0; i++)
 			err = idlist_add(&named, p->ids[i]->id);
 	view_of(p, self, &selfv);
-	for (size_t i = 0; i < peers.n && err == 0; i++) {
-		if (rule->nports == 0) {
-			err = key_add(s, (uint32_t)dir, peers.ids[i], 0, 0, WEFT_POLICY_PREFIX_ALL, pol->ref);
-			continue;
-		}
-		for (size_t q = 0; q < rule->nports && err == 0; q++) {
-			const struct netpol_port *port = &rule->ports[q];
-			uint16_t lo, hi;
-
-			if (port->name[0] && dir == NETPOL_EGRESS)
-				continue;	/* resolved on each destination, below */
-			if (netpol_port_range(port, &selfv, &lo, &hi) < 0)
-				continue;	/* a name this pod does not have */
-			err = key_add_range(s, (uint32_t)dir, peers.ids[i], port->proto, lo, hi, pol->ref);
-		}
-	}
+	for (size_t i = 0; i < peers.n && err == 0; i++)
+		err = port_keys(s, dir, peers.ids[i], rule, &selfv, pol->ref);
 	/* egress to a named port: the port each destination identity gives
 	 * the name (an ipBlock peer has no name to resolve: it adds none) */
 	for (size_t q = 0; q < rule->nports && err == 0 && dir == NETPOL_EGRESS; q++) {
@@ -1200,12 +1202,146 @@ static void keyset_normalize(struct keyset *s)
 	s->n = w + 1;
 }
 
-/* What the rule set of identity self should be: flags and keys; c->sel
- * gets the policies that select it. */
+static bool keys_equal(const struct pkey *a, size_t na, const struct pkey *b, size_t nb)
+{
+	return na == nb && (na == 0 || memcmp(a, b, na * sizeof(*a)) == 0);
+}
+
+/* By direction, then address, then length: a prefix comes before the
+ * prefixes inside it. */
+static int pcidr_cmp(const void *a, const void *b)
+{
+	const struct pcidr *x = a, *y = b;
+	uint32_t xa = ntohl(x->addr), ya = ntohl(y->addr);
+
+	if (x->dir != y->dir)
+		return x->dir < y->dir ? -1 : 1;
+	if (xa != ya)
+		return xa < ya ? -1 : 1;
+	return x->len < y->len ? -1 : x->len > y->len;
+}
+
+static bool cidrs_equal(const struct pcidr *a, size_t na, const struct pcidr *b, size_t nb)
+{
+	return na == nb && (na == 0 || memcmp(a, b, na * sizeof(*a)) == 0);
+}
+
+struct cidrset {
+	struct pcidr *c;
+	size_t n, cap;
+};
+
+static int cidr_add(struct cidrset *cs, const struct cidr *c, int dir, uint32_t id)
+{
+	if (grow((void **)&cs->c, &cs->cap, cs->n, sizeof(*cs->c)) < 0)
+		return -ENOMEM;
+	cs->c[cs->n++] = (struct pcidr){
+		.addr = htonl(c->len ? c->addr & (~0u << (32 - c->len)) : 0),
+		.len = c->len,
+		.dir = (uint8_t)dir,
+		.id = id,
+	};
+	return 0;
+}
+
+/* Does peer's block hold the addresses whose longest prefix is c? */
+static bool block_holds(const struct netpol_peer *peer, const struct cidr *c)
+{
+	if (!cidr_contains(&peer->block, c))
+		return false;
+	for (size_t e = 0; e < peer->nexcept; e++)
+		if (cidr_contains(&peer->except[e], c))
+			return false;
+	return true;
+}
+
+/* The ipBlocks of a rule set in direction dir (bl; weft_bpf.h, "ipBlocks"):
+ * every prefix they name goes to cs with a CIDR identity for what the
+ * blocks holding it allow (the same for prefixes that allow the same; 0
+ * for none), and each identity's keys to s.  A prefix that says what the
+ * prefix around it says is left out. */
+static int blocks_compile(const struct blockset *bl, int dir, const struct netpol_pod *selfv,
+			  struct keyset *s, struct cidrset *cs)
+{
+	struct cidrset pre = { 0 };
+	struct keyset *sigs = NULL;	/* identity n + 1 allows sigs[n] */
+	size_t nsigs = 0, cap_sigs = 0, depth = 0;
+	const struct pcidr *around[33];	/* the prefixes written around this one */
+	int err = 0;
+
+	for (size_t i = 0; i < bl->n && err == 0; i++) {
+		const struct netpol_peer *peer = bl->b[i].peer;
+
+		if (bl->b[i].dir != dir)
+			continue;
+		err = cidr_add(&pre, &peer->block, dir, 0);
+		for (size_t e = 0; e < peer->nexcept && err == 0; e++)
+			if (cidr_contains(&peer->block, &peer->except[e]))
+				err = cidr_add(&pre, &peer->except[e], dir, 0);
+	}
+	if (pre.n)
+		qsort(pre.c, pre.n, sizeof(*pre.c), pcidr_cmp);
+	for (size_t i = 0; i < pre.n && err == 0; i++) {
+		struct cidr c = { .addr = ntohl(pre.c[i].addr), .len = pre.c[i].len };
+		struct keyset k = { 0 };
+		uint32_t id = 0, outer;
+		size_t j;
+
+		if (i && pcidr_cmp(&pre.c[i - 1], &pre.c[i]) == 0)
+			continue;
+		for (size_t b = 0; b < bl->n && err == 0; b++)
+			if (bl->b[b].dir == dir && block_holds(bl->b[b].peer, &c))
+				err = port_keys(&k, dir, 0, bl->b[b].rule, selfv, bl->b[b].ref);
+		keyset_normalize(&k);
+		for (j = 0; j < nsigs && k.n && !keys_equal(sigs[j].keys, sigs[j].n, k.keys, k.n); j++)
+			;
+		if (k.n && j == nsigs && err == 0) {
+			err = grow((void **)&sigs, &cap_sigs, nsigs, sizeof(*sigs));
+			if (err == 0) {
+				sigs[nsigs++] = k;
+				k.keys = NULL;
+			}
+		}
+		free(k.keys);
+		if (err < 0)
+			break;
+		if (k.n)
+			id = WEFT_ID_CIDR | (uint32_t)(j + 1);
+		pre.c[i].id = id;
+		while (depth && !cidr_contains(&(struct cidr){ .addr = ntohl(around[depth - 1]->addr),
+							       .len = around[depth - 1]->len },
+						&c))
+			depth--;
+		outer = depth ? around[depth - 1]->id : 0;
+		if (id == outer)
+			continue;
+		err = cidr_add(cs, &c, dir, id);
+		around[depth++] = &pre.c[i];
+	}
+	for (size_t j = 0; j < nsigs; j++) {
+		for (size_t i = 0; i < sigs[j].n && err == 0; i++) {
+			if (grow((void **)&s->keys, &s->cap, s->n, sizeof(*s->keys)) < 0) {
+				err = -ENOMEM;
+				break;
+			}
+			s->keys[s->n] = sigs[j].keys[i];
+			s->keys[s->n++].k.peer = htonl(WEFT_ID_CIDR | (uint32_t)(j + 1));
+		}
+		free(sigs[j].keys);
+	}
+	free(sigs);
+	free(pre.c);
+	return err;
+}
+
+/* What the rule set of identity self should be: flags, keys and ipBlock
+ * prefixes; c->sel gets the policies that select it. */
 static int class_compute(struct policy *p, struct pclass *c, const struct ident *self, uint32_t *flags,
-			 struct keyset *s)
+			 struct keyset *s, struct cidrset *cs)
 {
 	const struct pns *ns = ns_find(p, self->ns, NULL);
+	struct blockset bl = { 0 };
+	struct netpol_pod selfv;
 	int err = 0;
 
 	*flags = ns ? ns->log : 0;
@@ -1216,8 +1352,10 @@ static int class_compute(struct policy *p, struct pclass *c, const struct ident 
 		if (!pol->ok || strcmp(pol->ns, self->ns) != 0 ||
 		    !netpol_selects(&pol->np, self->ns, self->labels))
 			continue;
-		if (grow((void **)&c->sel, &c->cap_sel, c->nsel, sizeof(*c->sel)) < 0)
-			return -ENOMEM;
+		if (grow((void **)&c->sel, &c->cap_sel, c->nsel, sizeof(*c->sel)) < 0) {
+			err = -ENOMEM;
+			break;
+		}
 		c->sel[c->nsel++] = pol;
 		*flags |= pol->log;
 		for (int d = 0; d < 2 && err == 0; d++) {
@@ -1225,9 +1363,13 @@ static int class_compute(struct policy *p, struct pclass *c, const struct ident 
 				continue;
 			*flags |= d == NETPOL_INGRESS ? WEFT_EP_F_ISOLATE_IN : WEFT_EP_F_ISOLATE_OUT;
 			for (size_t r = 0; r < pol->np.nrules[d] && err == 0; r++)
-				err = rule_keys(p, pol, d, r, self, s);
+				err = rule_keys(p, pol, d, r, self, s, &bl);
 		}
 	}
+	view_of(p, self, &selfv);
+	for (int d = 0; d < 2 && err == 0 && bl.n; d++)
+		err = blocks_compile(&bl, d, &selfv, s, cs);
+	free(bl.b);
 	keyset_normalize(s);
 	return err;
 }
@@ -1270,6 +1412,28 @@ static void key_delete(struct policy *p, uint32_t policy_id, const struct pkey *
 	(void)datapath_policy_del(p->dp, &key);
 }
 
+static int cidr_write(struct policy *p, uint32_t policy_id, const struct pcidr *x)
+{
+	p->st.writes++;
+	return datapath_policy_cidr_put(p->dp, policy_id, x->dir, x->addr, x->len, x->id);
+}
+
+static void cidr_delete(struct policy *p, uint32_t policy_id, const struct pcidr *x)
+{
+	p->st.writes++;
+	(void)datapath_policy_cidr_del(p->dp, policy_id, x->dir, x->addr, x->len);
+}
+
+/* Delete rule set policy_id: its keys, then its prefixes. */
+static void set_delete(struct policy *p, uint32_t policy_id, const struct pkey *keys, size_t n,
+		       const struct pcidr *cidrs, size_t ncidrs)
+{
+	for (size_t i = 0; i < n && policy_id; i++)
+		key_delete(p, policy_id, &keys[i]);
+	for (size_t i = 0; i < ncidrs && policy_id; i++)
+		cidr_delete(p, policy_id, &cidrs[i]);
+}
+
 /* Is every key of a in b (both sorted)? */
 static bool keys_subset(const struct pkey *a, size_t na, const struct pkey *b, size_t nb)
 {
@@ -1282,11 +1446,6 @@ static bool keys_subset(const struct pkey *a, size_t na, const struct pkey *b, s
 			return false;
 	}
 	return true;
-}
-
-static bool keys_equal(const struct pkey *a, size_t na, const struct pkey *b, size_t nb)
-{
-	return na == nb && (na == 0 || memcmp(a, b, na * sizeof(*a)) == 0);
 }
 
 /* Move every local endpoint of identity c->ident to c's rule set. */
@@ -1327,22 +1486,26 @@ static void rules_adopt(struct policy *p, struct pclass *c, const struct keyset 
 	}
 }
 
-/* Bring class c to (flags, s): in place when only adding or only
- * removing keys, else a whole new set under a new ID.  Takes s's keys. */
-static int class_write(struct policy *p, struct pclass *c, uint32_t flags, struct keyset *s)
+/* Bring class c to (flags, s, cs): in place when only adding or only
+ * removing keys (the prefixes the same, or all gone), else a whole new
+ * set under a new ID.  Takes s's keys and cs's prefixes. */
+static int class_write(struct policy *p, struct pclass *c, uint32_t flags, struct keyset *s,
+		       struct cidrset *cs)
 {
+	bool same_cidrs = cidrs_equal(c->cidrs, c->ncidrs, cs->c, cs->n);
+	bool same = c->flags == flags && same_cidrs;
+	size_t nk = 0, nc = 0;
 	uint32_t id;
-	size_t done = 0;
 	int err = 0;
 
 	if (p->adopting)
 		rules_adopt(p, c, s);
-	if (c->flags == flags && keys_equal(c->keys, c->n, s->keys, s->n) &&
-	    (c->policy_id != 0 || s->n == 0)) {
+	if (same && keys_equal(c->keys, c->n, s->keys, s->n) && (c->policy_id != 0 || s->n == 0)) {
 		free(s->keys);
+		free(cs->c);
 		return 0;
 	}
-	if (c->policy_id && c->flags == flags && keys_subset(c->keys, c->n, s->keys, s->n)) {
+	if (c->policy_id && same && keys_subset(c->keys, c->n, s->keys, s->n)) {
 		for (size_t i = 0, j = 0; i < s->n && err == 0; i++) {
 			while (j < c->n && pkey_cmp(&c->keys[j], &s->keys[i]) < 0)
 				j++;
@@ -1353,13 +1516,22 @@ static int class_write(struct policy *p, struct pclass *c, uint32_t flags, struc
 		}
 		if (err == 0)
 			goto adopt;
-	} else if (c->policy_id && c->flags == flags && keys_subset(s->keys, s->n, c->keys, c->n)) {
+	} else if (c->policy_id && c->flags == flags && (same_cidrs || cs->n == 0) &&
+		   keys_subset(s->keys, s->n, c->keys, c->n)) {
 		for (size_t i = 0, j = 0; i < c->n; i++) {
 			while (j < s->n && pkey_cmp(&s->keys[j], &c->keys[i]) < 0)
 				j++;
 			if (j < s->n && pkey_cmp(&s->keys[j], &c->keys[i]) == 0)
 				continue;
 			key_delete(p, c->policy_id, &c->keys[i]);
+		}
+		if (!same_cidrs) {
+			/* every ipBlock gone: its prefixes, whose identities
+			 * now allow nothing, after the keys */
+			set_delete(p, c->policy_id, NULL, 0, c->cidrs, c->ncidrs);
+			free(c->cidrs);
+			c->cidrs = NULL;
+			c->ncidrs = 0;
 		}
 		goto adopt;
 	}
@@ -1375,33 +1547,39 @@ static int class_write(struct policy *p, struct pclass *c, uint32_t flags, struc
 		}
 		goto full;
 	}
-	/* a whole new set, then the endpoints, then the old set goes */
-	id = s->n ? p->next_policy_id++ : 0;
-	for (done = 0; done < s->n && err == 0; done++)
-		err = key_write(p, id, &s->keys[done]);
+	/* a whole new set (its prefixes, then its keys), then the
+	 * endpoints, then the old set goes */
+	id = s->n || cs->n ? p->next_policy_id++ : 0;
+	while (nc < cs->n && (err = cidr_write(p, id, &cs->c[nc])) == 0)
+		nc++;
+	while (err == 0 && nk < s->n && (err = key_write(p, id, &s->keys[nk])) == 0)
+		nk++;
 	if (err < 0) {
-		for (size_t i = 0; i + 1 < done; i++)
-			key_delete(p, id, &s->keys[i]);
+		set_delete(p, id, s->keys, nk, cs->c, nc);
 		goto full;
 	}
 	{
 		uint32_t old_id = c->policy_id;
 		struct pkey *old = c->keys;
-		size_t nold = c->n;
+		struct pcidr *old_cidrs = c->cidrs;
+		size_t nold = c->n, nold_cidrs = c->ncidrs;
 
 		c->policy_id = id;
 		c->flags = flags;
 		c->keys = s->keys;
 		c->n = s->n;
+		c->cidrs = cs->c;
+		c->ncidrs = cs->n;
 		endpoints_move(p, c);
-		for (size_t i = 0; i < nold && old_id; i++)
-			key_delete(p, old_id, &old[i]);
+		set_delete(p, old_id, old, nold, old_cidrs, nold_cidrs);
 		free(old);
+		free(old_cidrs);
 	}
 	p->st.applies++;
 	return 0;
 adopt:
 	free(c->keys);
+	free(cs->c);	/* the same as c's, or none */
 	c->keys = s->keys;
 	c->n = s->n;
 	p->st.applies++;
@@ -1409,6 +1587,7 @@ adopt:
 full:
 	p->st.map_full++;
 	free(s->keys);
+	free(cs->c);
 	if (c->policy_id == 0 && c->flags != (flags | WEFT_EP_F_POLICY_FULL)) {
 		/* nothing whole to keep: deny what isolation denies, and say why */
 		c->flags = flags | WEFT_EP_F_POLICY_FULL;
@@ -1424,9 +1603,9 @@ static void class_drop(struct policy *p, size_t i)
 {
 	struct pclass *c = &p->classes[i];
 
-	for (size_t k = 0; k < c->n && c->policy_id; k++)
-		key_delete(p, c->policy_id, &c->keys[k]);
+	set_delete(p, c->policy_id, c->keys, c->n, c->cidrs, c->ncidrs);
 	free(c->keys);
+	free(c->cidrs);
 	free(c->sel);
 	u64map_del(&p->class_index, c->ident);
 	p->classes[i] = p->classes[--p->nclasses];
@@ -1471,6 +1650,7 @@ static int classes_apply(struct policy *p)
 		struct ident *id = local_ident(p, &p->locals[i]);
 		struct pclass *c;
 		struct keyset s = { 0 };
+		struct cidrset cs = { 0 };
 		uint32_t flags;
 		int rc;
 
@@ -1491,14 +1671,15 @@ static int classes_apply(struct policy *p)
 		c->used = true;
 		if (!class_stale(p, c))
 			continue;
-		rc = class_compute(p, c, id, &flags, &s);
+		rc = class_compute(p, c, id, &flags, &s, &cs);
 		if (rc < 0) {
 			free(s.keys);
+			free(cs.c);
 			c->computed = false;
 			err = rc;
 			continue;
 		}
-		rc = class_write(p, c, flags, &s);
+		rc = class_write(p, c, flags, &s, &cs);
 		c->computed = rc == 0;
 		if (rc < 0)
 			err = rc;
@@ -1518,43 +1699,6 @@ static int classes_apply(struct policy *p)
 }
 
 /* ---- apply ---- */
-
-static int prefixes_write(struct policy *p)
-{
-	int err = 0;
-
-	for (size_t i = 0; i < p->nprefixes; i++) {
-		struct prefix *x = &p->prefixes[i];
-
-		if (!x->used || x->written)
-			continue;
-		p->st.writes++;
-		if (datapath_policy_cidr_put(p->dp, htonl(x->c.addr), x->c.len, x->id) < 0) {
-			p->st.map_full++;
-			err = -ENOSPC;
-			continue;
-		}
-		x->written = true;
-	}
-	return err;
-}
-
-static void prefixes_prune(struct policy *p)
-{
-	for (size_t i = 0; i < p->nprefixes;) {
-		struct prefix *x = &p->prefixes[i];
-
-		if (x->used) {
-			i++;
-			continue;
-		}
-		if (x->written) {
-			p->st.writes++;
-			(void)datapath_policy_cidr_del(p->dp, htonl(x->c.addr), x->c.len);
-		}
-		p->prefixes[i] = p->prefixes[--p->nprefixes];
-	}
-}
 
 static void ipcache_update(struct policy *p)
 {
@@ -1585,15 +1729,9 @@ int policy_apply(struct policy *p)
 		return 0;
 	}
 	err = rematch(p);
-	if (err == 0)
-		err = prefixes_collect(p);
 	if (err == 0) {
-		int e2 = classes_apply(p);	/* rules first: they name the prefixes */
-		int e3 = prefixes_write(p);
-
-		err = e2 < 0 ? e2 : e3;
+		err = classes_apply(p);
 		ipcache_update(p);
-		prefixes_prune(p);
 		if (err == 0 && p->adopting)
 			adopt_finish(p);
 	}
@@ -1703,9 +1841,7 @@ static int adopt_policy(const struct weft_policy_key *k, const struct weft_polic
 
 	if (id >= p->next_policy_id)
 		p->next_policy_id = id + 1;
-	if ((peer & WEFT_ID_CIDR) && (peer & ~WEFT_ID_CIDR) >= p->next_cidr)
-		p->next_cidr = (peer & ~WEFT_ID_CIDR) + 1;
-	else if (!(peer & WEFT_ID_CIDR) && peer >= p->next_ident)
+	if (!(peer & WEFT_ID_CIDR) && peer >= p->next_ident)
 		p->next_ident = peer + 1;
 	if (v->rule >= p->next_rule)
 		p->next_rule = v->rule + 1;
@@ -1717,29 +1853,24 @@ static int adopt_policy(const struct weft_policy_key *k, const struct weft_polic
 	return 0;
 }
 
-static int adopt_cidr(in_addr_t addr, int len, uint32_t id, void *arg)
+static int adopt_cidr(uint32_t policy_id, int dir, in_addr_t addr, int len, uint32_t id, void *arg)
 {
 	struct policy *p = arg;
-	struct cidr c = { .addr = ntohl(addr), .len = (uint8_t)len };
-	struct prefix *x;
+	struct acidr *x;
 
-	if ((id & ~WEFT_ID_CIDR) >= p->next_cidr)
-		p->next_cidr = (id & ~WEFT_ID_CIDR) + 1;
-	/* known, with its number: a policy that still names it keeps it */
-	if (prefix_find(p, &c) ||
-	    grow((void **)&p->prefixes, &p->cap_prefixes, p->nprefixes, sizeof(*p->prefixes)) < 0)
-		return 0;
-	x = &p->prefixes[p->nprefixes++];
-	memset(x, 0, sizeof(*x));
-	x->c = c;
-	x->id = id;
-	x->written = true;
+	if (policy_id >= p->next_policy_id)
+		p->next_policy_id = policy_id + 1;
+	if (grow((void **)&p->adopt_cidrs, &p->cap_adopt_cidrs, p->nadopt_cidrs, sizeof(*p->adopt_cidrs)) < 0)
+		return -ENOMEM;
+	x = &p->adopt_cidrs[p->nadopt_cidrs++];
+	x->policy_id = policy_id;
+	x->c = (struct pcidr){ .addr = addr, .len = (uint8_t)len, .dir = (uint8_t)dir, .id = id };
 	return 0;
 }
 
 /* A restarted agent keeps the numbers the maps hold: a pod keeps its
  * identity (when its namespace, labels and ports are still those of the
- * others with that number), a rule set its ID, a prefix its number; and
+ * others with that number), a rule set its ID, keys and prefixes; and
  * numbers anything new above them.  So the first apply after a restart
  * that finds the cluster as it was writes nothing, and traffic sees no
  * moment without the rules. */
@@ -1802,9 +1933,11 @@ void policy_stats(struct policy *p, struct policy_stats *st)
 	st->policies = p->npols;
 	st->classes = p->nclasses;
 	st->rules = 0;
-	for (size_t i = 0; i < p->nclasses; i++)
+	st->cidrs = 0;
+	for (size_t i = 0; i < p->nclasses; i++) {
 		st->rules += p->classes[i].n;
-	st->cidrs = p->nprefixes;
+		st->cidrs += p->classes[i].ncidrs;
+	}
 	pthread_mutex_unlock(&p->lock);
 }
 
@@ -1819,7 +1952,6 @@ struct policy *policy_create(struct datapath *dp)
 	p->next_ident = WEFT_ID_FIRST;
 	p->next_policy_id = 1;
 	p->next_rule = 1;
-	p->next_cidr = 1;
 	return p;
 }
 
@@ -1835,6 +1967,7 @@ void policy_destroy(struct policy *p)
 		ns_remove_at(p, p->nns - 1);
 	for (size_t i = 0; i < p->nclasses; i++) {
 		free(p->classes[i].keys);
+		free(p->classes[i].cidrs);
 		free(p->classes[i].sel);
 	}
 	for (size_t i = 0; i < p->nlocals; i++) {
@@ -1843,7 +1976,6 @@ void policy_destroy(struct policy *p)
 	}
 	free(p->classes);
 	free(p->locals);
-	free(p->prefixes);
 	free(p->pols);
 	free(p->pods);
 	free(p->nss);
@@ -1860,6 +1992,7 @@ void policy_destroy(struct policy *p)
 	u64map_free(&p->class_index);
 	u64map_free(&p->rule_alias);
 	free(p->adopt_keys);
+	free(p->adopt_cidrs);
 	pthread_mutex_destroy(&p->lock);
 	free(p);
 }

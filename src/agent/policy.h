@@ -11,17 +11,18 @@
  *	   new pod costs one match per peer of the cluster, a changed policy
  *	   one per identity for each of its peers)
  *	3. a rule set (a "class") for each identity of a pod on this node:
- *	   isolation flags and the weft_policy keys of the policies that
- *	   select it; compared with what is written:
+ *	   isolation flags, the weft_policy keys of the policies that select
+ *	   it, and the prefixes of their ipBlocks (weft_policy_cidrs, under
+ *	   the set's ID); compared with what is written:
  *	     same ──────────────────────── nothing written
  *	     only keys added, or only
- *	     removed (same flags) ──────── those keys, in place
- *	     else ──────────────────────── the whole set under a new policy
- *	                                    ID, the endpoints moved over one
- *	                                    write each, then the old set deleted
- *	4. weft_policy_cidrs: the new prefixes after the rules that use them,
- *	   the old ones after the rules go
- *	5. the identity in weft_ipcache of each pod whose identity changed
+ *	     removed (same flags and
+ *	     prefixes) ─────────────────── those keys, in place
+ *	     else ──────────────────────── the whole set (prefixes, then
+ *	                                    keys) under a new policy ID, the
+ *	                                    endpoints moved over one write
+ *	                                    each, then the old set deleted
+ *	4. the identity in weft_ipcache of each pod whose identity changed
  *
  * So an endpoint never sees a half-written rule set, and a change costs
  * writes in proportion to what changed.
@@ -65,10 +66,10 @@ struct policy_stats {
 	size_t policies;
 	size_t classes;		/* rule sets written (identities of local pods) */
 	size_t rules;		/* weft_policy keys written */
-	size_t cidrs;		/* weft_policy_cidrs prefixes */
+	size_t cidrs;		/* weft_policy_cidrs prefixes written */
 	uint64_t applies;	/* policy_apply runs that wrote something */
 	uint64_t writes;	/* map writes and deletes, in all */
-	uint64_t map_full;	/* rule sets or prefixes refused for lack of room */
+	uint64_t map_full;	/* rule sets refused for lack of room */
 	uint64_t bad_policies;	/* NetworkPolicies that did not parse (ignored) */
 };
 

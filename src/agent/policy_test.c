@@ -17,6 +17,7 @@
 #include "agent/datapath.h"
 #include "agent/datapath_fixture.h"
 #include "agent/policy.h"
+#include "lib/cidr.h"
 #include "test.h"
 
 #include <jansson.h>
@@ -249,38 +250,47 @@ static bool has_key(const struct keys *s, uint32_t peer, uint32_t prefixlen, uin
 }
 
 struct cidrs {
-	in_addr_t addr[8];
-	int len[8];
-	uint32_t id[8];
-	int n;
+	uint32_t policy_id;	/* 0: every rule set */
+	in_addr_t addr;		/* the prefix looked for */
+	int len;
+	uint32_t id;		/* its identity */
+	bool found;
+	int n;			/* prefixes of the rule set(s) */
 };
 
-static int collect_cidr(in_addr_t addr, int len, uint32_t id, void *arg)
+static int collect_cidr(uint32_t policy_id, int dir, in_addr_t addr, int len, uint32_t id, void *arg)
 {
 	struct cidrs *s = arg;
 
-	if (s->n == 8)
-		return -E2BIG;
-	s->addr[s->n] = addr;
-	s->len[s->n] = len;
-	s->id[s->n++] = id;
+	if (s->policy_id && policy_id != s->policy_id)
+		return 0;
+	s->n++;
+	if (dir == WEFT_POLICY_INGRESS && addr == s->addr && len == s->len) {
+		s->found = true;
+		s->id = id;
+	}
 	return 0;
 }
 
-/* The CIDR identity of prefix addr/len in weft_policy_cidrs, 0 if none. */
-static uint32_t cidr_id(struct cluster *c, in_addr_t addr, int len, int *count)
+/* Does rule set policy_id hold ingress prefix addr/len in
+ * weft_policy_cidrs?  Its identity in *id; the set's prefixes (every
+ * set's, for policy_id 0) in *count. */
+static bool cidr_of(struct cluster *c, uint32_t policy_id, in_addr_t addr, int len, uint32_t *id,
+		    int *count)
 {
 	struct cidrs s;
 
 	memset(&s, 0, sizeof(s));
+	s.policy_id = policy_id;
+	s.addr = addr;
+	s.len = len;
 	if (datapath_policy_cidr_foreach(c->dp, collect_cidr, &s) < 0)
-		return 0;
+		return false;
+	if (id)
+		*id = s.id;
 	if (count)
 		*count = s.n;
-	for (int i = 0; i < s.n; i++)
-		if (s.addr[i] == addr && s.len[i] == len)
-			return s.id[i];
-	return 0;
+	return s.found;
 }
 
 /* A test with the cluster up (allow on cidr_port, none when 0). */
@@ -346,13 +356,14 @@ CLUSTER_TEST(class_keys_resolve_named_ports_ranges_and_ip_blocks, 443)
 	CHECK_EQ(d.flags, WEFT_EP_F_READY);				/* not selected */
 	CHECK_EQ(d.policy_id, 0);
 
-	/* the ipBlock: both prefixes, each its own CIDR identity */
-	wide = cidr_id(c, IP(10, 0, 0, 0), 16, &ncidrs);
-	hole = cidr_id(c, IP(10, 0, 2, 0), 24, NULL);
+	/* the ipBlock: both prefixes, in a1's set; the except a hole */
+	CHECK(cidr_of(c, a1.policy_id, IP(10, 0, 0, 0), 16, &wide, &ncidrs));
+	CHECK(cidr_of(c, a1.policy_id, IP(10, 0, 2, 0), 24, &hole, NULL));
 	CHECK_EQ(ncidrs, 2);
 	CHECK(wide & WEFT_ID_CIDR);
-	CHECK(hole & WEFT_ID_CIDR);
-	CHECK(wide != hole);
+	CHECK_EQ(hole, 0);
+	CHECK(cidr_of(c, 0, IP(10, 0, 0, 0), 16, NULL, &ncidrs));
+	CHECK_EQ(ncidrs, 2);		/* no other set has prefixes */
 
 	CHECK_EQ(keys_of(c, a1.policy_id, &s), 0);
 	CHECK_EQ(s.n, 4);
@@ -416,9 +427,9 @@ CLUSTER_TEST(new_peer_pod_changes_the_class_in_place, 443)
 
 CLUSTER_TEST(changed_port_moves_endpoints_to_a_new_set, 443)
 {
-	uint32_t old = endpoint_of(c, A1_IP).policy_id, now;
-	uint32_t wide = cidr_id(c, IP(10, 0, 0, 0), 16, NULL);
+	uint32_t old = endpoint_of(c, A1_IP).policy_id, now, wide;
 	struct keys s;
+	int n = -1;
 
 	(void)f;
 	CHECK_EQ(allow_set(c, 444), 0);
@@ -433,9 +444,13 @@ CLUSTER_TEST(changed_port_moves_endpoints_to_a_new_set, 443)
 	CHECK_EQ(s.all, 4);
 	CHECK_EQ(keys_of(c, now, &s), 0);
 	CHECK_EQ(s.n, 4);
+	/* the prefixes moved with the keys */
+	CHECK(cidr_of(c, now, IP(10, 0, 0, 0), 16, &wide, NULL));
+	CHECK(cidr_of(c, now, IP(10, 0, 2, 0), 24, NULL, NULL));
+	CHECK(!cidr_of(c, old, IP(10, 0, 0, 0), 16, NULL, &n));
+	CHECK_EQ(n, 0);
 	CHECK(has_key(&s, wide, WEFT_POLICY_PREFIX_PORT, IPPROTO_TCP, 444));
 	CHECK(!has_key(&s, wide, WEFT_POLICY_PREFIX_PORT, IPPROTO_TCP, 443));
-	CHECK_EQ(cidr_id(c, IP(10, 0, 0, 0), 16, NULL), wide);	/* prefixes kept */
 }
 
 CLUSTER_TEST(deleted_policy_leaves_no_key_behind, 443)
@@ -449,7 +464,7 @@ CLUSTER_TEST(deleted_policy_leaves_no_key_behind, 443)
 	CHECK_EQ(policy_apply(c->p), 0);
 	CHECK_EQ(keys_of(c, 0, &s), 0);
 	CHECK_EQ(s.all, 0);
-	CHECK_EQ(cidr_id(c, IP(10, 0, 0, 0), 16, &ncidrs), 0);
+	CHECK(!cidr_of(c, 0, IP(10, 0, 0, 0), 16, NULL, &ncidrs));
 	CHECK_EQ(ncidrs, 0);
 	CHECK_EQ(endpoint_of(c, A1_IP).flags, WEFT_EP_F_READY);
 	CHECK_EQ(endpoint_of(c, A1_IP).policy_id, 0);
@@ -485,7 +500,7 @@ CLUSTER_TEST(relabelled_pod_moves_identity_and_set, 443)
 	d = endpoint_of(c, D_IP);
 	CHECK_EQ(d.flags, WEFT_EP_F_READY | WEFT_EP_F_ISOLATE_IN);
 	CHECK(d.policy_id != 0 && d.policy_id != a1);
-	wide = cidr_id(c, IP(10, 0, 0, 0), 16, NULL);
+	CHECK(cidr_of(c, d.policy_id, IP(10, 0, 0, 0), 16, &wide, NULL));
 	CHECK_EQ(keys_of(c, d.policy_id, &s), 0);
 	CHECK_EQ(s.n, 1);	/* no pod is app=api any more: the ipBlock alone */
 	CHECK(has_key(&s, wide, WEFT_POLICY_PREFIX_PORT, IPPROTO_TCP, 443));
@@ -643,6 +658,246 @@ CLUSTER_TEST(end_port_blocks_cover_exactly_the_range, 0)
 	}
 }
 
+/* ---- ipBlocks against the spec ---- */
+
+struct blk {
+	struct cidr block, except[2];
+	int nexcept;
+	int port;		/* TCP; 0: every port */
+};
+
+static uint32_t mask_of(int len)
+{
+	return len ? ~0u << (32 - len) : 0;
+}
+
+/* A random prefix in 10.0-3.0-3.0/24, or inside outer when given. */
+static struct cidr blk_prefix(uint64_t *rnd, const struct cidr *outer)
+{
+	static const uint8_t lens[] = { 8, 14, 16, 20, 24, 26, 30, 32 };
+	struct cidr c;
+
+	if (outer) {
+		c.len = (uint8_t)(outer->len + 1 + test_rnd(rnd, 32u - outer->len));
+		c.addr = outer->addr | (test_rnd(rnd, 1u << 24) & ~mask_of(outer->len));
+	} else {
+		c.len = lens[test_rnd(rnd, sizeof(lens))];
+		c.addr = 10u << 24 | test_rnd(rnd, 4) << 16 | test_rnd(rnd, 4) << 8 | test_rnd(rnd, 256);
+	}
+	c.addr &= mask_of(c.len);
+	return c;
+}
+
+static void cidr_str(const struct cidr *c, char *buf, size_t len)
+{
+	struct in_addr x = { .s_addr = htonl(c->addr) };
+	char a[INET_ADDRSTRLEN];
+
+	inet_ntop(AF_INET, &x, a, sizeof(a));
+	snprintf(buf, len, "%s/%u", a, c->len);
+}
+
+/* Policy ns/name selecting app=sel, one ingress rule per block. */
+static int blk_policy(struct cluster *c, const char *ns, const char *name, const char *sel,
+		      const struct blk *b, int n)
+{
+	char buf[8192], cs[3][24];
+	size_t at;
+	json_t *o;
+
+	at = (size_t)snprintf(buf, sizeof(buf),
+			      "{\"metadata\":{\"namespace\":\"%s\",\"name\":\"%s\"},\"spec\":{"
+			      "\"podSelector\":{\"matchLabels\":{\"app\":\"%s\"}},\"ingress\":[",
+			      ns, name, sel);
+	for (int i = 0; i < n && at < sizeof(buf); i++) {
+		cidr_str(&b[i].block, cs[0], sizeof(cs[0]));
+		for (int e = 0; e < b[i].nexcept; e++)
+			cidr_str(&b[i].except[e], cs[1 + e], sizeof(cs[1 + e]));
+		at += (size_t)snprintf(buf + at, sizeof(buf) - at,
+				       "%s{\"from\":[{\"ipBlock\":{\"cidr\":\"%s\",\"except\":[%s%s%s%s%s%s%s]}}]",
+				       i ? "," : "", cs[0],
+				       b[i].nexcept > 0 ? "\"" : "", b[i].nexcept > 0 ? cs[1] : "",
+				       b[i].nexcept > 0 ? "\"" : "", b[i].nexcept > 1 ? ",\"" : "",
+				       b[i].nexcept > 1 ? cs[2] : "", b[i].nexcept > 1 ? "\"" : "", "");
+		if (b[i].port && at < sizeof(buf))
+			at += (size_t)snprintf(buf + at, sizeof(buf) - at, ",\"ports\":[{\"port\":%d}]",
+					       b[i].port);
+		if (at < sizeof(buf))
+			at += (size_t)snprintf(buf + at, sizeof(buf) - at, "}");
+	}
+	if (at >= sizeof(buf) - 4)
+		return -E2BIG;
+	snprintf(buf + at, sizeof(buf) - at, "]}}");
+	o = json_loads(buf, 0, NULL);
+	if (!o)
+		return -EINVAL;
+	policy_netpol_set(c->p, o);
+	json_decref(o);
+	return 0;
+}
+
+struct set_view {
+	uint32_t policy_id;
+	struct { uint32_t addr; int len; uint32_t id; } e[256];
+	int n, all;
+	struct weft_policy_key *k;	/* its keys */
+	int nk, capk;
+};
+
+static int view_cidr(uint32_t policy_id, int dir, in_addr_t addr, int len, uint32_t id, void *arg)
+{
+	struct set_view *v = arg;
+
+	v->all++;
+	if (policy_id != v->policy_id || dir != WEFT_POLICY_INGRESS)
+		return 0;
+	if (v->n == 256)
+		return -E2BIG;
+	v->e[v->n].addr = ntohl(addr);
+	v->e[v->n].len = len;
+	v->e[v->n++].id = id;
+	return 0;
+}
+
+static int view_key(const struct weft_policy_key *k, const struct weft_policy_value *val, void *arg)
+{
+	struct set_view *v = arg;
+
+	(void)val;
+	if (ntohl(k->policy_id) != v->policy_id)
+		return 0;
+	if (v->nk == v->capk) {
+		void *p = realloc(v->k, (size_t)(v->capk = v->capk ? v->capk * 2 : 64) * sizeof(*v->k));
+
+		if (!p)
+			return -ENOMEM;
+		v->k = p;
+	}
+	v->k[v->nk++] = *k;
+	return 0;
+}
+
+/* What the data plane decides for TCP from addr to port, read from the
+ * maps as the programs look them up: the set's longest prefix, then its
+ * identity's keys. */
+static bool view_allows(const struct set_view *v, uint32_t addr, uint16_t port)
+{
+	int best = -1;
+
+	for (int i = 0; i < v->n; i++)
+		if ((addr & mask_of(v->e[i].len)) == v->e[i].addr && (best < 0 || v->e[i].len > v->e[best].len))
+			best = i;
+	if (best < 0 || v->e[best].id == 0)
+		return false;
+	for (int i = 0; i < v->nk; i++) {
+		const struct weft_policy_key *k = &v->k[i];
+
+		if (ntohl(k->peer) != v->e[best].id || k->dir != WEFT_POLICY_INGRESS)
+			continue;
+		if (k->prefixlen == WEFT_POLICY_PREFIX_ALL ||
+		    (k->proto == IPPROTO_TCP &&
+		     (k->prefixlen == WEFT_POLICY_PREFIX_PROTO || key_covers(k, port))))
+			return true;
+	}
+	return false;
+}
+
+static bool blk_allows(const struct blk *b, int n, uint32_t addr, uint16_t port)
+{
+	for (int i = 0; i < n; i++) {
+		bool in = cidr_contains_ip(&b[i].block, addr);
+
+		for (int e = 0; e < b[i].nexcept && in; e++)
+			in = !cidr_contains_ip(&b[i].except[e], addr);
+		if (in && (b[i].port == 0 || b[i].port == port))
+			return true;
+	}
+	return false;
+}
+
+/* Random ipBlocks with excepts, in several policies selecting a1, and
+ * many more selecting only d: a1's rule set decides as the spec says for
+ * every address probed, holds no prefix but its own, and no set is left
+ * behind when the policies change. */
+CLUSTER_TEST(ip_blocks_decide_as_the_spec_within_their_own_set, 0)
+{
+	static const int ports[] = { 0, 80, 443 };
+	uint64_t rnd = test_seed() | 1;
+	struct blk b[12], noise[40];
+	int nb = 0;
+
+	(void)f;
+	for (int i = 0; i < 40; i++) {
+		noise[i].block = blk_prefix(&rnd, NULL);
+		noise[i].nexcept = 0;
+		noise[i].port = 8000 + i;
+	}
+	CHECK_EQ(blk_policy(c, "web", "noise", "api", noise, 40), 0);
+	for (int it = 0; it < 30; it++) {
+		struct set_view v;
+		struct policy_stats st;
+		uint32_t id;
+		int prefixes = 0, all = 0;
+
+		nb = 1 + (int)test_rnd(&rnd, 12);
+		for (int i = 0; i < nb; i++) {
+			b[i].block = blk_prefix(&rnd, NULL);
+			b[i].nexcept = b[i].block.len < 31 ? (int)test_rnd(&rnd, 3) : 0;
+			for (int e = 0; e < b[i].nexcept; e++)
+				b[i].except[e] = blk_prefix(&rnd, &b[i].block);
+			b[i].port = ports[test_rnd(&rnd, 3)];
+			prefixes += 1 + b[i].nexcept;
+		}
+		/* the blocks spread over three policies */
+		for (int k = 0; k < 3; k++) {
+			char name[16];
+			int lo = nb * k / 3, hi = nb * (k + 1) / 3;
+
+			snprintf(name, sizeof(name), "blk%d", k);
+			if (hi > lo)
+				CHECK_EQ(blk_policy(c, "web", name, "web", b + lo, hi - lo), 0);
+			else
+				policy_netpol_del(c->p, "web", name);
+		}
+		CHECK_EQ(policy_apply(c->p), 0);
+		id = endpoint_of(c, A1_IP).policy_id;
+		CHECK(id != 0);
+		memset(&v, 0, sizeof(v));
+		v.policy_id = id;
+		CHECK_EQ(datapath_policy_cidr_foreach(c->dp, view_cidr, &v), 0);
+		CHECK_EQ(datapath_policy_foreach(c->dp, view_key, &v), 0);
+		/* bounded by its own prefixes, whatever d's policy names */
+		CHECK(v.n >= 1 && v.n <= prefixes);
+		CHECK(v.nk <= v.n * 3);	/* at most every port, 80 and 443 */
+		policy_stats(c->p, &st);
+		all = v.all;
+		CHECK_EQ((size_t)all, st.cidrs);	/* no set left behind */
+		for (int probe = 0; probe < 400; probe++) {
+			const struct blk *at = &b[test_rnd(&rnd, (uint32_t)nb)];
+			uint32_t addr;
+			uint16_t port = (uint16_t)(test_rnd(&rnd, 2) ? 80 : 443);
+
+			switch (probe % 4) {
+			case 0: addr = at->block.addr; break;
+			case 1: addr = at->block.addr | ~mask_of(at->block.len); break;
+			case 2: addr = at->nexcept ? at->except[0].addr | (test_rnd(&rnd, 1u << 30) & ~mask_of(at->except[0].len))
+						  : at->block.addr - 1; break;
+			default: addr = blk_prefix(&rnd, NULL).addr | test_rnd(&rnd, 256); break;
+			}
+			if (view_allows(&v, addr, port) != blk_allows(b, nb, addr, port)) {
+				struct in_addr x = { .s_addr = htonl(addr) };
+
+				test_fail(__FILE__, __LINE__, "iteration %d: %s port %u: spec %s, maps %s", it,
+					  inet_ntoa(x), port, blk_allows(b, nb, addr, port) ? "allows" : "denies",
+					  view_allows(&v, addr, port) ? "allow" : "deny");
+				break;
+			}
+		}
+		free(v.k);
+		CHECK(!test_failed());
+	}
+}
+
 /* ---- map full ---- */
 
 static void map_full_body(struct fixture *f, struct cluster *c)
@@ -731,7 +986,10 @@ static int seed_leftovers(struct datapath *dp)
 		return rc;
 	k.peer = htonl(WEFT_ID_CIDR | 40);
 	if ((rc = datapath_policy_put(dp, &k, &v)) < 0 ||
-	    (rc = datapath_policy_cidr_put(dp, IP(172, 16, 0, 0), 12, WEFT_ID_CIDR | 45)) < 0)
+	    (rc = datapath_policy_cidr_put(dp, 70, WEFT_POLICY_INGRESS, IP(172, 16, 0, 0), 12,
+					   WEFT_ID_CIDR | 45)) < 0 ||
+	    (rc = datapath_policy_cidr_put(dp, 95, WEFT_POLICY_INGRESS, IP(172, 16, 0, 0), 12,
+					   WEFT_ID_CIDR | 45)) < 0)
 		return rc;
 	return datapath_endpoint_put(dp, IP(10, 128, 0, 99), &ep);
 }
@@ -740,6 +998,7 @@ static void adopt_body(struct fixture *f, struct cluster *c)
 {
 	struct weft_endpoint ep;
 	struct keys s;
+	int n = -1;
 
 	CHECK_EQ(seed_leftovers(f->dp), 0);
 	c->dp = f->dp;
@@ -753,9 +1012,14 @@ static void adopt_body(struct fixture *f, struct cluster *c)
 	ep = endpoint_of(c, A1_IP);
 	CHECK(identity_of(c, A1_IP) > 600);
 	CHECK(identity_of(c, D_IP) > 600);
-	CHECK(ep.policy_id > 90);
-	CHECK(cidr_id(c, IP(10, 0, 0, 0), 16, NULL) > (WEFT_ID_CIDR | 45));
-	CHECK(cidr_id(c, IP(10, 0, 2, 0), 24, NULL) > (WEFT_ID_CIDR | 45));
+	CHECK(ep.policy_id > 95);	/* above the sets the maps held */
+	CHECK(cidr_of(c, ep.policy_id, IP(10, 0, 0, 0), 16, NULL, NULL));
+	CHECK(cidr_of(c, ep.policy_id, IP(10, 0, 2, 0), 24, NULL, NULL));
+	/* the leftover sets' prefixes are gone */
+	CHECK(!cidr_of(c, 70, IP(172, 16, 0, 0), 12, NULL, &n));
+	CHECK_EQ(n, 0);
+	CHECK(!cidr_of(c, 95, IP(172, 16, 0, 0), 12, NULL, &n));
+	CHECK_EQ(n, 0);
 	CHECK_EQ(keys_of(c, ep.policy_id, &s), 0);
 	CHECK_EQ(s.n, 4);
 	CHECK(s.rule[0] > 30);
