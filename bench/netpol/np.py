@@ -726,9 +726,9 @@ def report(path):
     if a and b and "cni-weft-pol" not in err and "cni-weft-none" not in err:
         x, y = pct(a, 99), pct(b, 99)
         r = x / y
-        print("  CNI ADD p50 %.2f ms with policies, %.2f ms without (%d pods each)" % (pct(a, 50), pct(b, 50), len(a)))
+        print("  CNI ADD p50 %.2f ms with policies, %.2f ms without (%d ADDs each)" % (pct(a, 50), pct(b, 50), len(a)))
     goal("np_cni_add_p99", r, r is not None and
-         "%.3fx no policy (p99 %.2f vs %.2f ms over %d pods) (goal <= 1.2x)%s" % (r, x, y, len(a), note),
+         "%.3fx no policy (p99 %.2f vs %.2f ms over %d ADDs) (goal <= 1.2x)%s" % (r, x, y, len(a), note),
          r is not None and round(r, 3) <= 1.2, ("cni-weft-pol", "cni-weft-none", "cni", "weft"))
 
 

@@ -45,6 +45,7 @@
 #                        not enforced                                 (3)
 #   BENCH_NP_POD_JOBS    weft-lab pod add calls at once               (4)
 #   BENCH_NP_CNI_PODS    pods per side of the CNI ADD figure; 0 skips (BENCH_CNI_PODS, else 100)
+#   BENCH_NP_CNI_ROUNDS  rounds of those ADDs (and DELs) per side (default 3)
 #   BENCH_NP_NONE_FULL   1 (default): the lab without policies gets the same pods as the
 #                        other, so CNI ADD is compared at one cluster size; 0: only its pair
 #   BENCH_NP_LAB         prefix of the labs' names                    (wnp)
@@ -73,6 +74,7 @@ PROP_OPS=${BENCH_NP_PROP_OPS:-20}
 PROP_TIMEOUT=${BENCH_NP_PROP_TIMEOUT:-3}
 POD_JOBS=${BENCH_NP_POD_JOBS:-4}
 CNI_PODS=${BENCH_NP_CNI_PODS:-${BENCH_CNI_PODS:-100}}
+CNI_ROUNDS=${BENCH_NP_CNI_ROUNDS:-3}
 NONE_FULL=${BENCH_NP_NONE_FULL:-1}
 LAB_PREFIX=${BENCH_NP_LAB:-wnp}
 REQUIRE_WEFT=${BENCH_NP_REQUIRE_WEFT:-0}
@@ -331,8 +333,21 @@ add_pods() {
 	return 0
 }
 
+# programmed LAB RV SECONDS: every node of LAB reports NetworkPolicies
+# applied to its maps up to RV (weft.io/applied-revisions), within SECONDS
+programmed() {
+	local deadline=$(($(date +%s) + $3))
+	while [ "$(date +%s)" -lt "$deadline" ]; do
+		lab "$1" weftctl get nodes -o json 2>/dev/null | jq -e --argjson rv "$2" '.items | length > 0 and
+			all(.metadata.annotations["weft.io/applied-revisions"] // "{}" | fromjson | (.networkpolicies // 0) >= $rv)' \
+			>/dev/null && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
 setup_weft() {
-	local out t0 t1 i n line
+	local out t0 t1 t2 rv i n line
 	if [ ! -x "$LAB_BIN" ]; then weft_skip "$LAB_BIN is not built"; return; fi
 	weft_lab "$LAB_NONE" || return
 	for p in cli srv; do
@@ -378,6 +393,17 @@ setup_weft() {
 		  weft_skip "weftctl apply -f policies: $(tail -n 2 <<<"$out")"; return; }
 	t1=$(date +%s%N)
 	say "weft: policies applied in $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", (b - a) / 1e9 }') s (the API's answer; not the data plane's)"
+	# the verdicts below are the data plane's only once both nodes hold
+	# every policy: each reports the NetworkPolicy revision its maps hold
+	rv=$(lab "$LAB_POL" weftctl get networkpolicies -A -o json 2>/dev/null | jq -r '.metadata.resourceVersion // empty')
+	[ -n "$rv" ] || { weft_skip "lab $LAB_POL: no resourceVersion on the NetworkPolicy list"; return; }
+	if ! programmed "$LAB_POL" "$rv" 120; then
+		record err weft "the nodes did not report NetworkPolicy revision $rv applied within 120 s"; broke=1
+		weft_skip "the nodes did not report NetworkPolicy revision $rv applied within 120 s"; return
+	fi
+	t2=$(date +%s%N)
+	say "weft: both nodes' maps hold the $POLICIES policies $(awk -v a="$t0" -v b="$t2" 'BEGIN { printf "%.2f", (b - a) / 1e9 }') s after the apply began (weft.io/applied-revisions networkpolicies >= $rv)"
+	record meta programmed_s "$(awk -v a="$t0" -v b="$t2" 'BEGIN { printf "%.2f", (b - a) / 1e9 }')"
 	for l in "$LAB_NONE" "$LAB_POL"; do
 		out=$(probe "${W[$l:$PAIR_NS/cli:netns]}" "${W[$l:$PAIR_NS/srv:ip]}" 80 2>&1) ||
 			{ weft_skip "lab $l: np-0/cli cannot connect to np-0/srv (${W[$l:$PAIR_NS/srv:ip]}:80): $out"; return; }
@@ -388,6 +414,12 @@ setup_weft() {
 	verdicts weft-pol "${W[$LAB_POL:$PAIR_NS/cli:netns]}" cli "${W[$LAB_POL:$PAIR_NS/srv:ip]}"
 	verdicts weft-pol "${W[$LAB_POL:$PROP_NS/c1:netns]}" c1 "${W[$LAB_POL:$PAIR_NS/srv:ip]}"
 	WEFT_VERDICTS="$VERDICT_BAD of $((2 * ${#CHECK_PORTS[@]})) verdicts to np-0/srv differ from the spec, $VERDICT_DENY_OK of $VERDICT_DENY denied connects refused"
+	# what the compiled rules take on each node (the Node's weft.io/policy)
+	for n in node-1 node-2; do
+		out=$(lab "$LAB_POL" weftctl get node "$n" -o json 2>/dev/null |
+			jq -c '.metadata.annotations["weft.io/policy"] // "" | fromjson? | {ruleSets, rules, rulesCapacity, cidrs, mapFull}' 2>/dev/null)
+		say "weft: $n policy maps: ${out:-unknown}"
+	done
 	WEFT_OK=1
 }
 
@@ -493,10 +525,10 @@ run_cni() {
 			--argjson netns "$(printf '/var/run/netns/%s\n' "${names[@]}" | jq -R . | jq -cs .)" \
 			'. + [{name: $name, enter: $enter, plugin: $plugin, conf: $conf, cniPath: $cp, netns: $netns, idPrefix: $id}]' <<<"$cni_sides")
 	done
-	jq -n --argjson sides "$cni_sides" --argjson n "$CNI_PODS" --arg ns "$PAIR_NS" \
-		'{pods: $n, k8sNamespace: $ns, sides: $sides}' >"$TMP/cni-spec.json"
-	say "CNI ADD: $CNI_PODS pods per lab on node-1 (np-0/cni-<i>, labelled as np-0/srv), interleaved pod by pod (bench/dataplane/dp.py cni)"
-	out=$(timeout $((120 + CNI_PODS * 10)) "$PY" "$DP" cni "$TMP/cni-spec.json") || { path_fail cni-weft-pol "CNI timing helper failed"; return; }
+	jq -n --argjson sides "$cni_sides" --argjson n "$CNI_PODS" --argjson r "$CNI_ROUNDS" --arg ns "$PAIR_NS" \
+		'{pods: $n, rounds: $r, k8sNamespace: $ns, sides: $sides}' >"$TMP/cni-spec.json"
+	say "CNI ADD: $CNI_ROUNDS rounds of $CNI_PODS pods per lab on node-1 (np-0/cni-<i>, labelled as np-0/srv; each round ADDs them all, then DELs them), interleaved pod by pod (bench/dataplane/dp.py cni)"
+	out=$(timeout $((120 + CNI_ROUNDS * CNI_PODS * 10)) "$PY" "$DP" cni "$TMP/cni-spec.json") || { path_fail cni-weft-pol "CNI timing helper failed"; return; }
 	jq -r 'to_entries[] | .key as $k | (.value.add_ns[] | "cni\t\($k)\tadd\t\(.)"), (.value.del_ns[] | "cni\t\($k)\tdel\t\(.)")' <<<"$out" >>"$RES"
 	for side in weft-none weft-pol; do
 		err=$(jq -r --arg k "$side" '.[$k].error // empty' <<<"$out")

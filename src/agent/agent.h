@@ -154,6 +154,7 @@ struct agent {
 	bool namespaces_synced, netpols_synced;
 	int64_t applied_rev;		/* NetNamespaces applied up to (under lock) */
 	int64_t svc_applied_rev, ep_applied_rev;	/* Services, Endpoints (under lock) */
+	int64_t np_applied_rev;		/* NetworkPolicies in the maps up to (under lock) */
 	/* what the reporter last wrote on the Node (report thread only) */
 	int64_t reported_rev;		/* -1: nothing yet */
 	char *reported_drops;		/* JSON, malloc'ed */
@@ -173,6 +174,7 @@ struct agent {
 	pthread_mutex_t policy_lock;
 	pthread_cond_t policy_cond;
 	bool policy_dirty;
+	int64_t np_caught_rev;		/* NetworkPolicies received up to (policy_lock) */
 	/* weft_policy_ct's sweep (policy_ct.c), under ct_lock */
 	struct conntrack_stats pct_stats;
 	uint64_t pct_expired_total;
@@ -220,8 +222,16 @@ int agent_retry_seconds(const struct httpc_response *r);
 /* pod.c */
 extern const struct cni_ops pod_cni_ops;
 /* Start-up: keep leases whose veth exists (refreshing their map entries
- * and programs), release the others, delete weft veths without a lease. */
+ * and programs), release the others, delete weft veths without a lease
+ * (but those whose endpoint's address is quarantined: pod.c, "quarantine
+ * settled by the node"). */
 int pod_startup_gc(struct agent *a);
+/* A Pod of this node whose address is quarantined and has no lease: when
+ * its endpoint, MAC and veth name agree with it (container_id, interface
+ * eth0), write its lease again.  1 written, 0 not settled (it stays
+ * quarantined, the pod kept), -errno. */
+int pod_settle_quarantined(struct agent *a, const char *ns, const char *name,
+			   const char *container_id, in_addr_t ip);
 /* Host veth name for (container ID, ifname). */
 void pod_host_ifname(const char *container_id, const char *ifname, char out[16]);
 void pod_mac_from_ip(in_addr_t ip, uint8_t mac[6]);

@@ -1241,3 +1241,118 @@ void ipam_close(struct ipam *ipam)
 	pthread_mutex_destroy(&ipam->lock);
 	free(ipam);
 }
+
+/* ---- quarantine settled by the node's truth -------------------------------- */
+
+bool ipam_is_quarantined(struct ipam *ipam, in_addr_t ip)
+{
+	struct entry *e;
+	bool q;
+
+	pthread_mutex_lock(&ipam->lock);
+	e = lookup_ip(ipam, ntohl(ip));
+	q = e && e->quarantined;
+	pthread_mutex_unlock(&ipam->lock);
+	return q;
+}
+
+int ipam_quarantined_lease(struct ipam *ipam, in_addr_t ip, struct ipam_lease *out)
+{
+	char name[IP4_STRLEN + sizeof(BAD_SUFFIX)], why[WHY_MAX], err_text[WHY_MAX];
+	struct entry *e, *parsed = NULL;
+	int err;
+
+	pthread_mutex_lock(&ipam->lock);
+	e = lookup_ip(ipam, ntohl(ip));
+	if (!e || !e->quarantined) {
+		err = -ENOENT;
+		goto out;
+	}
+	ip_name(e->ip, name);
+	strcat(name, BAD_SUFFIX);
+	err = read_lease(ipam, name, e->ip, &parsed, why, err_text, sizeof(err_text));
+	if (err == 0)
+		*out = parsed->lease;
+	else
+		err = err == 2 ? -ENOENT : err == 1 ? -EINVAL : err;
+out:
+	pthread_mutex_unlock(&ipam->lock);
+	free(parsed);
+	return err;
+}
+
+int ipam_quarantine(struct ipam *ipam, in_addr_t ip)
+{
+	char name[IP4_STRLEN], bad[IP4_STRLEN + sizeof(BAD_SUFFIX)];
+	struct entry *e;
+	int err = 0;
+
+	pthread_mutex_lock(&ipam->lock);
+	e = lookup_ip(ipam, ntohl(ip));
+	if (!e || e->quarantined) {
+		err = -ENOENT;
+		goto out;
+	}
+	ip_name(e->ip, name);
+	snprintf(bad, sizeof(bad), "%s" BAD_SUFFIX, name);
+	if (renameat(ipam->dirfd, name, ipam->dirfd, bad) < 0) {
+		err = -errno;
+		goto out;
+	}
+	/* the entry stays in the IP table, out of the owner table */
+	remove_entry(ipam, e);
+	e->quarantined = true;
+	insert(ipam, e);
+out:
+	pthread_mutex_unlock(&ipam->lock);
+	return err;
+}
+
+int ipam_reclaim(struct ipam *ipam, in_addr_t ip, const struct ipam_owner *owner, time_t created)
+{
+	char name[IP4_STRLEN], bad[IP4_STRLEN + sizeof(BAD_SUFFIX)], *json = NULL;
+	struct tmpfile t = { .fd = -1 };
+	struct entry *e;
+	int err;
+
+	if (!ipam || !owner || owner_check(owner))
+		return -EINVAL;
+	pthread_mutex_lock(&ipam->lock);
+	e = lookup_ip(ipam, ntohl(ip));
+	if (!e || !e->quarantined) {
+		err = -ENOENT;
+		goto out;
+	}
+	if (lookup_owner(ipam, owner->container_id, owner->ifname)) {
+		err = -EEXIST;
+		goto out;
+	}
+	err = owner_render(owner, created, &json);
+	if (!err)
+		err = tmp_write(ipam, json, strlen(json), &t);
+	if (err)
+		goto out;
+	ip_name(e->ip, name);
+	snprintf(bad, sizeof(bad), "%s" BAD_SUFFIX, name);
+	/* the lease first: a crash between the two leaves a lease and its
+	 * old .bad, which the next open quarantines again (never a free IP) */
+	err = link_lease(ipam, &t, json, name);
+	if (err)
+		goto out;
+	if (unlinkat(ipam->dirfd, bad, 0) < 0 && errno != ENOENT) {
+		err = -errno;
+		(void)unlinkat(ipam->dirfd, name, 0);
+		goto out;
+	}
+	remove_entry(ipam, e);
+	e->quarantined = false;
+	e->lease.ip = htonl(e->ip);
+	e->lease.owner = *owner;
+	e->lease.created = created;
+	insert(ipam, e);
+out:
+	tmp_discard(ipam, &t);
+	pthread_mutex_unlock(&ipam->lock);
+	free(json);
+	return err;
+}

@@ -126,4 +126,20 @@ struct ipam_stats {
 };
 void ipam_stats(struct ipam *ipam, struct ipam_stats *out);
 
+/* Quarantine settled by what the node shows (pod.c's start-up GC and
+ * reconciliation: a pod's veth, MAC and address say which IP it holds).
+ *
+ * ipam_is_quarantined    is ip held by <ip>.bad?
+ * ipam_quarantined_lease the lease <ip>.bad still holds, if it parses:
+ *                        0, -ENOENT (not quarantined), -EINVAL (unusable)
+ * ipam_quarantine        the lease of ip becomes <ip>.bad (its IP stays
+ *                        out of circulation): 0, -ENOENT (no lease)
+ * ipam_reclaim           the quarantined ip becomes owner's lease again
+ *                        (written, then <ip>.bad removed): 0, -ENOENT
+ *                        (not quarantined), -EEXIST (owner holds another) */
+bool ipam_is_quarantined(struct ipam *ipam, in_addr_t ip);
+int ipam_quarantined_lease(struct ipam *ipam, in_addr_t ip, struct ipam_lease *out);
+int ipam_quarantine(struct ipam *ipam, in_addr_t ip);
+int ipam_reclaim(struct ipam *ipam, in_addr_t ip, const struct ipam_owner *owner, time_t created);
+
 #endif

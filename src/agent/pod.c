@@ -128,11 +128,42 @@ static void owner_from_req(const struct cni_req *req, struct ipam_owner *o)
 	snprintf(o->netns, sizeof(o->netns), "%s", req->netns ? req->netns : "");
 }
 
-/* Remove what ADD made for (host ifname, ip): maps, route, veth. */
+struct ep_by_ifindex {
+	uint32_t ifindex;
+	in_addr_t ip;
+};
+
+static int find_ep_ifindex(in_addr_t ip, const struct weft_endpoint *ep, void *arg)
+{
+	struct ep_by_ifindex *f = arg;
+
+	if (ep->ifindex != f->ifindex)
+		return 0;
+	f->ip = ip;
+	return 1;
+}
+
+/* The address whose endpoint is on host interface ifindex, or 0. */
+static in_addr_t endpoint_ip_of(struct agent *a, int ifindex)
+{
+	struct ep_by_ifindex f = { .ifindex = (uint32_t)ifindex };
+
+	return datapath_endpoint_foreach(a->dp, find_ep_ifindex, &f) == 1 ? f.ip : 0;
+}
+
+/* Remove what ADD made for (host ifname, ip): maps, route, veth.  ip 0
+ * (no lease: a pod whose lease file is quarantined) takes the address from
+ * the endpoint on the veth; the address itself stays quarantined. */
 static void pod_undo(struct agent *a, struct nl *host, const char *host_ifname, in_addr_t ip)
 {
 	struct nl_link l;
+	bool have = nl_link_get(host, host_ifname, &l) == 0;
 
+	if (!ip && have) {
+		ip = endpoint_ip_of(a, l.ifindex);
+		if (ip && !ipam_is_quarantined(a->ipam, ip))
+			ip = 0;	/* another pod's (never ours to undo) */
+	}
 	if (ip) {
 		(void)datapath_endpoint_del(a->dp, ip);
 		(void)datapath_ipcache_del(a->dp, ip);
@@ -140,7 +171,7 @@ static void pod_undo(struct agent *a, struct nl *host, const char *host_ifname, 
 		policy_local_del(a->policy, ip);
 		sync_policy_kick(a);	/* its rule set may have no pod left */
 	}
-	if (nl_link_get(host, host_ifname, &l) == 0)
+	if (have)
 		(void)nl_link_del(host, l.ifindex);
 }
 
@@ -522,6 +553,128 @@ const struct cni_ops pod_cni_ops = {
 	.status = pod_status,
 };
 
+/* ---- quarantine settled by the node ----
+ *
+ * A lease file ipam_open could not use is quarantined (<ip>.bad), and its
+ * IP stays out of circulation "since a pod may still be using it".  What
+ * the node shows settles which pod holds which address: a pod's MAC is
+ * 0a:58:<its IP>, its endpoint sits on its veth, and the veth's name is a
+ * hash of its container ID and interface.
+ *
+ *	a lease names an owner whose pod holds another address, quarantined
+ *	with a file naming the same owner (a lease file copied over) ──────
+ *	        the pod's own lease is restored; the copy is quarantined
+ *	a veth without a lease carries an endpoint whose address is
+ *	quarantined ────── kept, with its endpoint (the pod keeps working)
+ *	its Pod, once known, names that address, and the veth's name is its
+ *	container's ───── the lease is written again from the Pod
+ *	(pod_settle_quarantined, from the reporter)
+ */
+
+/* The IP a pod MAC names (0a:58:<IP>), or 0. */
+static in_addr_t ip_of_pod_mac(const uint8_t mac[6])
+{
+	in_addr_t ip;
+
+	if (mac[0] != 0x0a || mac[1] != 0x58)
+		return 0;
+	memcpy(&ip, mac + 2, 4);
+	return ip;
+}
+
+/* The address the pod of lease l holds by its interface's MAC, or 0 when
+ * its namespace or interface cannot be seen. */
+static in_addr_t pod_held_ip(const struct ipam_lease *l)
+{
+	struct nl_link pl;
+	struct nl *pod;
+	in_addr_t ip = 0;
+	int fd;
+
+	if (!l->owner.netns[0] || (fd = netns_open(l->owner.netns)) < 0)
+		return 0;
+	pod = nl_open(fd);
+	if (pod && nl_link_get(pod, l->owner.ifname, &pl) == 0)
+		ip = ip_of_pod_mac(pl.mac);
+	nl_close(pod);
+	close(fd);
+	return ip;
+}
+
+/* Lease l names a pod that holds another address, quarantined with a file
+ * naming the same owner: swap them.  1 with *out the pod's own lease, or
+ * 0 (l is the pod's, or nothing can tell). */
+static int settle_duplicate(struct agent *a, const struct ipam_lease *l, struct ipam_lease *out)
+{
+	char copy[INET_ADDRSTRLEN], own[INET_ADDRSTRLEN];
+	in_addr_t held = pod_held_ip(l);
+	struct ipam_lease q;
+	int rc;
+
+	if (!held || held == l->ip || ipam_quarantined_lease(a->ipam, held, &q) < 0 ||
+	    strcmp(q.owner.container_id, l->owner.container_id) != 0 ||
+	    strcmp(q.owner.ifname, l->owner.ifname) != 0)
+		return 0;
+	format_ip(l->ip, copy);
+	format_ip(held, own);
+	rc = ipam_quarantine(a->ipam, l->ip);
+	if (rc == 0)
+		rc = ipam_reclaim(a->ipam, held, &q.owner, q.created);
+	if (rc < 0) {
+		LOG_ERR("pod %s/%s holds %s, but the lease of %s names it: settling them: %s",
+			l->owner.pod_namespace, l->owner.pod_name, own, copy, strerror(-rc));
+		return 0;
+	}
+	LOG_WARN("pod %s/%s holds %s (its MAC says so), but the lease of %s named it too: "
+		 "%s's lease restored from its quarantine, %s's quarantined instead",
+		 l->owner.pod_namespace, l->owner.pod_name, own, copy, own, copy);
+	q.ip = held;
+	*out = q;
+	return 1;
+}
+
+int pod_settle_quarantined(struct agent *a, const char *ns, const char *name,
+			   const char *container_id, in_addr_t ip)
+{
+	struct ipam_owner owner = { 0 };
+	struct weft_endpoint ep;
+	struct nl_link hl;
+	struct nl *host;
+	char ips[INET_ADDRSTRLEN], want[16];
+	uint8_t mac[6];
+	int rc;
+
+	if (!ipam_is_quarantined(a->ipam, ip) || datapath_endpoint_get(a->dp, ip, &ep) < 0)
+		return 0;
+	pod_mac_from_ip(ip, mac);
+	if (memcmp(ep.pod_mac, mac, 6) != 0 || !(host = nl_open(-1)))
+		return 0;
+	rc = nl_link_get_index(host, (int)ep.ifindex, &hl);
+	nl_close(host);
+	/* the runtime's interface name is not in the Pod: the one every
+	 * Kubernetes runtime gives (CNI_IFNAME), checked by the veth's name */
+	pod_host_ifname(container_id, "eth0", want);
+	if (rc < 0 || strcmp(hl.name, want) != 0)
+		return 0;
+	snprintf(owner.container_id, sizeof(owner.container_id), "%s", container_id);
+	snprintf(owner.ifname, sizeof(owner.ifname), "eth0");
+	snprintf(owner.pod_namespace, sizeof(owner.pod_namespace), "%s", ns);
+	snprintf(owner.pod_name, sizeof(owner.pod_name), "%s", name);
+	snprintf(owner.host_ifname, sizeof(owner.host_ifname), "%s", hl.name);
+	format_ip(ip, ips);
+	rc = ipam_reclaim(a->ipam, ip, &owner, time(NULL));
+	if (rc < 0) {
+		LOG_ERR("pod %s/%s (%s): writing its lease again: %s", ns, name, ips, strerror(-rc));
+		return rc;
+	}
+	LOG_WARN("pod %s/%s (%s): its lease file was quarantined; written again from its Pod "
+		 "(container %.12s, interface %s, MAC and endpoint agree)", ns, name, ips,
+		 container_id, hl.name);
+	policy_local_set(a->policy, ip, ns, name);
+	sync_policy_kick(a);
+	return 1;
+}
+
 /* ---- start-up GC ---- */
 
 struct startup_ctx {
@@ -530,16 +683,20 @@ struct startup_ctx {
 	unsigned kept, released;
 };
 
-static int startup_one(const struct ipam_lease *l, void *arg)
+static int startup_one(const struct ipam_lease *lease, void *arg)
 {
 	struct startup_ctx *c = arg;
 	struct agent *a = c->a;
+	const struct ipam_lease *l = lease;
+	struct ipam_lease own;
 	struct nl_link hl;
 	struct weft_endpoint ep = { 0 };
 	struct weft_ipcache_entry ic = { .node_ip = a->node_ip };
 	char ips[INET_ADDRSTRLEN];
 	int rc;
 
+	if (settle_duplicate(a, lease, &own))
+		l = &own;
 	format_ip(l->ip, ips);
 	rc = nl_link_get(c->host, l->owner.host_ifname, &hl);
 	if (rc < 0) {
@@ -581,7 +738,23 @@ struct orphan_ctx {
 	int ifindex[1024];
 	char names[1024][IF_NAMESIZE];
 	size_t n;
+	/* endpoints whose address is quarantined, and of those the ones on a
+	 * veth without a lease (kept) */
+	struct held { in_addr_t ip; int ifindex; bool kept; } held[256];
+	size_t nheld;
 };
+
+static int find_held(in_addr_t ip, const struct weft_endpoint *ep, void *arg)
+{
+	struct orphan_ctx *c = arg;
+	uint8_t mac[6];
+
+	pod_mac_from_ip(ip, mac);
+	if (c->nheld < sizeof(c->held) / sizeof(c->held[0]) && ipam_is_quarantined(c->a->ipam, ip) &&
+	    memcmp(ep->pod_mac, mac, 6) == 0)
+		c->held[c->nheld++] = (struct held){ .ip = ip, .ifindex = (int)ep->ifindex };
+	return 0;
+}
 
 static int has_lease_for(const struct ipam_lease *l, void *arg)
 {
@@ -599,6 +772,20 @@ static int find_orphan(const struct nl_link *l, void *arg)
 		return 0;
 	if (ipam_foreach(c->a->ipam, has_lease_for, (void *)l->name) == 1)
 		return 0;
+	for (size_t i = 0; i < c->nheld; i++) {
+		char ips[INET_ADDRSTRLEN];
+		int rc;
+
+		if (c->held[i].ifindex != l->ifindex)
+			continue;
+		c->held[i].kept = true;
+		format_ip(c->held[i].ip, ips);
+		rc = datapath_attach_pod(c->a->dp, l->ifindex);
+		LOG_WARN("interface %s has no lease, but carries %s, whose lease file is quarantined: "
+			 "kept (its Pod, once known, settles it)%s%s", l->name, ips,
+			 rc < 0 ? "; attaching its program: " : "", rc < 0 ? strerror(-rc) : "");
+		return 0;
+	}
 	if (c->n < 1024) {
 		c->ifindex[c->n] = l->ifindex;
 		snprintf(c->names[c->n], IF_NAMESIZE, "%s", l->name);
@@ -607,12 +794,16 @@ static int find_orphan(const struct nl_link *l, void *arg)
 	return 0;
 }
 
-/* endpoint entries whose IP has no lease */
+/* endpoint entries whose IP has no lease (but those kept above) */
 static int stale_endpoint(in_addr_t ip, const struct weft_endpoint *ep, void *arg)
 {
-	struct agent *a = arg;
+	struct orphan_ctx *c = arg;
+	struct agent *a = c->a;
 	struct ipam_lease l;
 
+	for (size_t i = 0; i < c->nheld; i++)
+		if (c->held[i].kept && c->held[i].ip == ip && c->held[i].ifindex == (int)ep->ifindex)
+			return 0;
 	if (ipam_find_ip(a->ipam, ip, &l) < 0) {
 		(void)datapath_endpoint_del(a->dp, ip);
 		(void)datapath_ipcache_del(a->dp, ip);
@@ -634,12 +825,13 @@ int pod_startup_gc(struct agent *a)
 	}
 	(void)ipam_foreach(a->ipam, startup_one, &c);
 	o->a = a;
+	(void)datapath_endpoint_foreach(a->dp, find_held, o);
 	(void)nl_link_foreach(c.host, find_orphan, o);
 	for (i = 0; i < o->n; i++) {
 		LOG_INFO("interface %s has no lease; removed", o->names[i]);
 		(void)nl_link_del(c.host, o->ifindex[i]);
 	}
-	(void)datapath_endpoint_foreach(a->dp, stale_endpoint, a);
+	(void)datapath_endpoint_foreach(a->dp, stale_endpoint, o);
 	LOG_INFO("start-up: %u pod(s) kept, %u lease(s) released, %zu orphan interface(s) removed",
 		 c.kept, c.released, o->n);
 out:

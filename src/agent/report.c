@@ -176,9 +176,10 @@ static int remove_record(struct agent *a, struct httpc *h, const struct agent_po
  *   weft.io/applied-revision  NetNamespaces applied up to this revision
  *                             (weftctl pod-network waits for every node)
  *   weft.io/applied-revisions {"netnamespaces": R, "services": R,
- *                             "endpoints": R}: each kind applied to the
- *                             maps up to R (a change written at R is in
- *                             this node's maps once its kind is >= R)
+ *                             "endpoints": R, "networkpolicies": R}: each
+ *                             kind applied to the maps up to R (a change
+ *                             written at R is in this node's maps once
+ *                             its kind is >= R)
  *   weft.io/service-map-full  service map writes refused for lack of room
  *   weft.io/drops             {"reason": packets, ...} from weft_drops
  *   weft.io/conntrack         weft_ct as the last sweep found it:
@@ -208,6 +209,8 @@ static char *applied_kinds_json(struct agent *a)
 		json_object_set_new(o, "services", json_integer(a->svc_applied_rev));
 	if (a->endpoints_synced)
 		json_object_set_new(o, "endpoints", json_integer(a->ep_applied_rev));
+	if (a->np_applied_rev)
+		json_object_set_new(o, "networkpolicies", json_integer(a->np_applied_rev));
 	s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
 	json_decref(o);
 	return s;
@@ -479,8 +482,8 @@ static void report_services(struct agent *a, struct httpc *h)
 static void round_once(struct agent *a, struct httpc *h)
 {
 	struct lease_list ll = { 0 };
-	struct agent_pod *gone = NULL;
-	size_t i, j, ngone = 0;
+	struct agent_pod *gone = NULL, *held = NULL;
+	size_t i, j, ngone = 0, nheld = 0;
 
 	if (ipam_foreach(a->ipam, collect, &ll) < 0)
 		goto out;
@@ -508,7 +511,8 @@ static void round_once(struct agent *a, struct httpc *h)
 			i++;
 	}
 	gone = calloc(a->npods ? a->npods : 1, sizeof(*gone));
-	for (j = 0; gone && j < a->npods; j++) {
+	held = calloc(a->npods ? a->npods : 1, sizeof(*held));
+	for (j = 0; gone && held && j < a->npods; j++) {
 		const struct agent_pod *p = &a->pods[j];
 		bool leased = false;
 		struct ipam_lease l;
@@ -518,10 +522,15 @@ static void round_once(struct agent *a, struct httpc *h)
 		if (p->ip && ipam_find_ip(a->ipam, p->ip, &l) == 0 &&
 		    strcmp(l.owner.container_id, p->container_id) == 0)
 			leased = true;
-		if (!leased)
+		if (!leased && p->ip && ipam_is_quarantined(a->ipam, p->ip))
+			held[nheld++] = *p;	/* its lease file is quarantined: not gone */
+		else if (!leased)
 			gone[ngone++] = *p;
 	}
 	pthread_mutex_unlock(&a->lock);
+	for (i = 0; i < nheld && !atomic_load(&a->stopping); i++)
+		(void)pod_settle_quarantined(a, held[i].ns, held[i].name, held[i].container_id,
+					     held[i].ip);
 	for (i = 0; i < ll.n && !atomic_load(&a->stopping); i++)
 		(void)upsert(a, h, &ll.v[i]);
 	for (i = 0; i < ngone && !atomic_load(&a->stopping); i++)
@@ -530,6 +539,7 @@ static void round_once(struct agent *a, struct httpc *h)
 	report_services(a, h);
 out:
 	free(gone);
+	free(held);
 	free(ll.v);
 }
 

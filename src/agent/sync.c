@@ -589,6 +589,20 @@ static void policy_caught_up(struct agent *a, const char *rv, bool listed)
 	sync_policy_kick(a);
 }
 
+/* The NetworkPolicies received up to rv: in the maps once the policy
+ * thread's next apply succeeds (reported as "networkpolicies" in
+ * AGENT_ANN_APPLIED_KINDS). */
+static void netpols_caught_up(struct agent *a, const char *rv, bool listed)
+{
+	int64_t r = strtoll(rv, NULL, 10);
+
+	pthread_mutex_lock(&a->policy_lock);
+	if (listed || r > a->np_caught_rev)
+		a->np_caught_rev = r;
+	pthread_mutex_unlock(&a->policy_lock);
+	sync_policy_kick(a);
+}
+
 void sync_policy_kick(struct agent *a)
 {
 	pthread_mutex_lock(&a->policy_lock);
@@ -607,6 +621,7 @@ static void *policy_thread(void *arg)
 	int retry_s = 0;	/* 0: the last apply succeeded */
 
 	for (;;) {
+		int64_t caught;
 		int rc;
 
 		pthread_mutex_lock(&a->policy_lock);
@@ -620,6 +635,7 @@ static void *policy_thread(void *arg)
 		while (!retry_s && !a->policy_dirty && !atomic_load(&a->stopping))
 			pthread_cond_wait(&a->policy_cond, &a->policy_lock);
 		a->policy_dirty = false;
+		caught = a->np_caught_rev;
 		pthread_mutex_unlock(&a->policy_lock);
 		if (atomic_load(&a->stopping))
 			break;
@@ -627,6 +643,16 @@ static void *policy_thread(void *arg)
 		if (rc < 0 && !retry_s)
 			LOG_WARN("network policy: writing the policy maps: %s; trying again",
 				 strerror(-rc));
+		if (rc == 0 && caught) {
+			bool moved;
+
+			pthread_mutex_lock(&a->lock);
+			moved = a->np_applied_rev != caught;
+			a->np_applied_rev = caught;
+			pthread_mutex_unlock(&a->lock);
+			if (moved)
+				report_kick(a);
+		}
 		retry_s = rc == 0 ? 0 : retry_s ? (retry_s * 2 > 30 ? 30 : retry_s * 2) : 1;
 	}
 	return NULL;
@@ -856,7 +882,7 @@ int sync_start(struct agent *a)
 					 .what = "networkpolicies", .http = &a->http_netpols,
 					 .begin = netpols_begin, .apply = netpol_apply,
 					 .remove = netpol_remove, .listed = netpols_listed,
-					 .caught_up = policy_caught_up, .synced = &a->netpols_synced };
+					 .caught_up = netpols_caught_up, .synced = &a->netpols_synced };
 	rc = pthread_create(&a->t_policy, NULL, policy_thread, a);
 	if (rc)
 		return -rc;
