@@ -128,38 +128,33 @@ def cni(spec_path):
     n = spec["pods"]
     sides = [Side(s, spec.get("k8sNamespace", "default")) for s in spec["sides"]]
     try:
-        # "rounds" times (default 1): ADD, pod by pod, the side that goes
-        # first alternating; then DEL everything that was attempted (a
-        # runtime DELs after a failed ADD too).  More rounds give a tail
-        # figure more samples on a subnet that holds n pods at a time.
-        for _ in range(spec.get("rounds", 1)):
-            for sd in sides:
-                sd.added = []
-            for i in range(n):
-                order = sides if i % 2 == 0 else list(reversed(sides))
-                for sd in order:
-                    if sd.error:
-                        continue
-                    sd.added.append(i)
-                    r = sd.call("ADD", i)
-                    if not r["ok"]:
-                        sd.error = "ADD of pod %d failed: %s %s" % (
-                            i, r["err"].strip(), r["out"].strip())
-                        continue
-                    sd.add.append(r["ns"])
-                    if sd.first_result is None:
-                        sd.first_result = r["out"]
-            for i in range(n):
-                order = sides if i % 2 == 0 else list(reversed(sides))
-                for sd in order:
-                    if i not in sd.added:
-                        continue
-                    r = sd.call("DEL", i)
-                    if r["ok"]:
-                        sd.dele.append(r["ns"])
-                    elif not sd.error:
-                        sd.error = "DEL of pod %d failed: %s %s" % (
-                            i, r["err"].strip(), r["out"].strip())
+        # ADD, pod by pod; the side that goes first alternates.
+        for i in range(n):
+            order = sides if i % 2 == 0 else list(reversed(sides))
+            for sd in order:
+                if sd.error:
+                    continue
+                sd.added.append(i)
+                r = sd.call("ADD", i)
+                if not r["ok"]:
+                    sd.error = "ADD of pod %d failed: %s %s" % (
+                        i, r["err"].strip(), r["out"].strip())
+                    continue
+                sd.add.append(r["ns"])
+                if sd.first_result is None:
+                    sd.first_result = r["out"]
+        # DEL everything that was attempted (a runtime DELs after a failed ADD too).
+        for i in range(n):
+            order = sides if i % 2 == 0 else list(reversed(sides))
+            for sd in order:
+                if i not in sd.added:
+                    continue
+                r = sd.call("DEL", i)
+                if r["ok"]:
+                    sd.dele.append(r["ns"])
+                elif not sd.error:
+                    sd.error = "DEL of pod %d failed: %s %s" % (
+                        i, r["err"].strip(), r["out"].strip())
     finally:
         for sd in sides:
             sd.close()

@@ -395,8 +395,10 @@ setup_weft() {
 	say "weft: policies applied in $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", (b - a) / 1e9 }') s (the API's answer; not the data plane's)"
 	# the verdicts below are the data plane's only once both nodes hold
 	# every policy: each reports the NetworkPolicy revision its maps hold
-	rv=$(lab "$LAB_POL" weftctl get networkpolicies -A -o json 2>/dev/null | jq -r '.metadata.resourceVersion // empty')
-	[ -n "$rv" ] || { weft_skip "lab $LAB_POL: no resourceVersion on the NetworkPolicy list"; return; }
+	# (the newest policy's, not the list's: other kinds move the store on)
+	rv=$(lab "$LAB_POL" weftctl get networkpolicies -A -o json 2>/dev/null |
+		jq -r '[.items[].metadata.resourceVersion | tonumber] | max // empty')
+	[ -n "$rv" ] || { weft_skip "lab $LAB_POL: no resourceVersion on the NetworkPolicies"; return; }
 	if ! programmed "$LAB_POL" "$rv" 120; then
 		record err weft "the nodes did not report NetworkPolicy revision $rv applied within 120 s"; broke=1
 		weft_skip "the nodes did not report NetworkPolicy revision $rv applied within 120 s"; return
@@ -498,7 +500,7 @@ run_prop() {
 }
 
 run_cni() {
-	local l side cni_sides='[]' names i conf out err
+	local l side cni_sides='[]' names i r conf out err
 	if [ "$WEFT_OK" != 1 ]; then return; fi
 	if [ "$CNI_PODS" -le 0 ]; then record skip cni "BENCH_NP_CNI_PODS=0"; return; fi
 	# the Pod objects first, labelled like np-0/srv: np-pol-0 selects them
@@ -508,7 +510,6 @@ run_cni() {
 		 spec: {containers: [{name: "main", ports: [{name: "serve", containerPort: 80, protocol: "TCP"}]}]}}]}' >"$TMP/cni-pods.json"
 	for l in "$LAB_NONE" "$LAB_POL"; do
 		side=${l##*-}
-		out=$(lab "$l" weftctl apply -f "$TMP/cni-pods.json" 2>&1) || { path_fail "cni-weft-$side" "apply Pod objects: $out"; return; }
 		conf=$TMP/cni-$side.json
 		jq 'if has("plugins") then .plugins[0] + {name: .name, cniVersion: .cniVersion} else . end' \
 			"${W[$l:node-1:conf]}" >"$conf" || { path_fail "cni-weft-$side" "cannot read ${W[$l:node-1:conf]}"; return; }
@@ -525,14 +526,19 @@ run_cni() {
 			--argjson netns "$(printf '/var/run/netns/%s\n' "${names[@]}" | jq -R . | jq -cs .)" \
 			'. + [{name: $name, enter: $enter, plugin: $plugin, conf: $conf, cniPath: $cp, netns: $netns, idPrefix: $id}]' <<<"$cni_sides")
 	done
-	jq -n --argjson sides "$cni_sides" --argjson n "$CNI_PODS" --argjson r "$CNI_ROUNDS" --arg ns "$PAIR_NS" \
-		'{pods: $n, rounds: $r, k8sNamespace: $ns, sides: $sides}' >"$TMP/cni-spec.json"
-	say "CNI ADD: $CNI_ROUNDS rounds of $CNI_PODS pods per lab on node-1 (np-0/cni-<i>, labelled as np-0/srv; each round ADDs them all, then DELs them), interleaved pod by pod (bench/dataplane/dp.py cni)"
-	out=$(timeout $((120 + CNI_ROUNDS * CNI_PODS * 10)) "$PY" "$DP" cni "$TMP/cni-spec.json") || { path_fail cni-weft-pol "CNI timing helper failed"; return; }
-	jq -r 'to_entries[] | .key as $k | (.value.add_ns[] | "cni\t\($k)\tadd\t\(.)"), (.value.del_ns[] | "cni\t\($k)\tdel\t\(.)")' <<<"$out" >>"$RES"
-	for side in weft-none weft-pol; do
-		err=$(jq -r --arg k "$side" '.[$k].error // empty' <<<"$out")
-		[ -n "$err" ] && path_fail "cni-$side" "$err"
+	jq -n --argjson sides "$cni_sides" --argjson n "$CNI_PODS" --arg ns "$PAIR_NS" \
+		'{pods: $n, k8sNamespace: $ns, sides: $sides}' >"$TMP/cni-spec.json"
+	say "CNI ADD: $CNI_ROUNDS rounds of $CNI_PODS pods per lab on node-1 (np-0/cni-<i>, labelled as np-0/srv; each round applies the Pod objects, then ADDs them all and DELs them), interleaved pod by pod (bench/dataplane/dp.py cni)"
+	for ((r = 1; r <= CNI_ROUNDS; r++)); do
+		for l in "$LAB_NONE" "$LAB_POL"; do
+			out=$(lab "$l" weftctl apply -f "$TMP/cni-pods.json" 2>&1) || { path_fail "cni-weft-${l##*-}" "apply Pod objects: $out"; return; }
+		done
+		out=$(timeout $((120 + CNI_PODS * 10)) "$PY" "$DP" cni "$TMP/cni-spec.json") || { path_fail cni-weft-pol "CNI timing helper failed"; return; }
+		jq -r 'to_entries[] | .key as $k | (.value.add_ns[] | "cni\t\($k)\tadd\t\(.)"), (.value.del_ns[] | "cni\t\($k)\tdel\t\(.)")' <<<"$out" >>"$RES"
+		for side in weft-none weft-pol; do
+			err=$(jq -r --arg k "$side" '.[$k].error // empty' <<<"$out")
+			[ -n "$err" ] && { path_fail "cni-$side" "round $r: $err"; return 0; }
+		done
 	done
 	return 0
 }
