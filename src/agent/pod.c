@@ -496,20 +496,18 @@ static int pod_gc(void *ctx, const struct cni_req *req, struct cni_err *e)
 	return 0;
 }
 
+/* STATUS: ready to serve ADD and DEL in general (CNI spec).  A full
+ * subnet is not unreadiness: DEL works, ADD says "exhausted" with the
+ * counts, and a runtime (or weft-lab) that waits for ready must not wait
+ * on a full node forever. */
 static int pod_status(void *ctx, const struct cni_req *req, struct cni_err *e)
 {
 	struct agent *a = ctx;
-	char sub[CIDR_STRLEN];
 
 	if (!atomic_load(&a->ready)) {
 		seterr(e, 50, NULL, "weft-agent on %s is starting (data plane not synced yet)",
 		       a->o.node);
 		return -EAGAIN;
-	}
-	if (ipam_used(a->ipam) >= ipam_capacity(a->ipam)) {
-		cidr_format(&a->subnet, sub);
-		seterr(e, 50, NULL, "node %s: subnet %s is exhausted", a->o.node, sub);
-		return -ENOSPC;
 	}
 	return 0;
 }
