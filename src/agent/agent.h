@@ -14,6 +14,7 @@
  *   service.c  Services and Endpoints -> service maps; conntrack GC
  *   report.c   Pod records in the controller kept equal to the leases;
  *              the Node's annotations (applied revisions, drops, map full)
+ *   lease_report.c  quarantined lease files: log lines, their refresh
  *   write.c    every write to the controller; a 429 is waited out and sent again
  *
  * Locking: agent.lock guards the node and pod caches and the ready flags;
@@ -238,6 +239,13 @@ uint32_t sync_vnid_of(struct agent *a, const char *ns);
 
 /* Wake the policy thread: an input of policy.c changed. */
 void sync_policy_kick(struct agent *a);
+
+/* lease_report.c */
+/* Log one line per quarantined lease file (path, reason); after ipam_open. */
+void lease_report_startup(struct agent *a);
+/* ipam_refresh_quarantine, logging each file found gone: how many (their
+ * addresses are back in the pool), or -errno (logged). */
+int lease_report_refresh(struct agent *a);
 
 /* report.c */
 int report_start(struct agent *a);

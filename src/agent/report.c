@@ -551,6 +551,9 @@ static void *report_thread(void *arg)
 		pthread_mutex_unlock(&a->lock);
 		if (atomic_load(&a->stopping))
 			break;
+		/* a .bad lease file an operator deleted: its address back in
+		 * the pool within a period, and reported by this round */
+		(void)lease_report_refresh(a);
 		round_once(a, a->http_report);
 	}
 	return NULL;

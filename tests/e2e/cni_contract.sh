@@ -3,8 +3,8 @@
 # cni_contract.sh — the real weft-cni binary, run exactly as a container
 # runtime runs it, keeps the CNI contract (docs/cni.md):
 # 100 parallel ADDs get 100 distinct valid addresses and well-formed
-# results; a /29 node takes 5 pods, refuses the 6th cleanly and still
-# answers STATUS ready; a released
+# results; a /29 node takes 5 pods, refuses the 6th cleanly naming the
+# counts, and still answers STATUS ready; a released
 # IP is not handed out again at once; DEL is idempotent and forgiving;
 # CHECK notices a missing veth; a second ADD into an existing interface is
 # refused without harming the first pod; VERSION, STATUS, GC; bad input is
@@ -339,6 +339,8 @@ else
 	veths_before=$(weft_veths "$s_node"); leases_before=$(leases "$s_state")
 	s_add p6
 	check "the 6th ADD fails: code 100 naming $s_subnet" cni_error 100 "$s_subnet"
+	check "... and the counts: 5 leased, 0 quarantined, of 5" \
+		cni_error 100 "subnet $s_subnet is exhausted (5 leased, 0 quarantined, of 5 addresses)"
 	check "... no new weft veth in the node" test "$(weft_veths "$s_node")" = "$veths_before"
 	check "... no lease file added" test "$(leases "$s_state")" = "$leases_before"
 	check "... nothing but lo in the 6th pod's netns" only_lo "$SMALL-p6"
