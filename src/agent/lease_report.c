@@ -9,6 +9,17 @@
  *   and before ADD    deleted is forgotten, its address returns to the
  *   answers           pool, and a log line says so (lease_report_refresh:
  *   "exhausted"       the reporter's loop, pod_add)
+ *   the Node          annotation weft.io/ipam, JSON built here
+ *                     (lease_report_json) and written by report.c:
+ *                     {"leases", "quarantined", "capacity",
+ *                      "quarantineFiles", "quarantine": [{"ip", "file",
+ *                      "reason"}, ... at most LEASE_REPORT_LIST_MAX]}
+ *
+ * Every count comes from one ipam_stats() call, so the annotation (and
+ * the controller's metrics made from it) and the CNI errors agree.
+ * "quarantined" counts the pool addresses held; "quarantineFiles" every
+ * quarantined file, those named by a reserved address (which hold
+ * nothing) included; the list may be cut, never the counts.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -64,4 +75,38 @@ int lease_report_refresh(struct agent *a)
 	if (n < 0)
 		LOG_WARN("leases: looking at the quarantined files: %s", strerror(-n));
 	return n;
+}
+
+static int list_one(const struct ipam_quarantine *q, void *arg)
+{
+	char ip[INET_ADDRSTRLEN];
+	json_t *list = arg;
+
+	if (json_array_size(list) == LEASE_REPORT_LIST_MAX)
+		return 1;		/* the rest: counted, not listed */
+	format_ip(q->ip, ip);
+	return json_array_append_new(list, json_pack("{s:s, s:s, s:s}", "ip", ip, "file", q->file,
+						     "reason", q->reason)) ? -ENOMEM : 0;
+}
+
+char *lease_report_json(struct agent *a)
+{
+	struct ipam_stats st;
+	json_t *list = json_array(), *o = NULL;
+	char *s = NULL;
+
+	if (!list)
+		return NULL;
+	ipam_stats(a->ipam, &st);
+	if (ipam_foreach_quarantined(a->ipam, list_one, list) < 0)
+		goto out;
+	o = json_pack("{s:I, s:I, s:I, s:I, s:O}", "leases", (json_int_t)st.leases,
+		      "quarantined", (json_int_t)st.quarantined, "capacity", (json_int_t)st.capacity,
+		      "quarantineFiles", (json_int_t)st.quarantine_files, "quarantine", list);
+	if (o)
+		s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+out:
+	json_decref(o);
+	json_decref(list);
+	return s;
 }
