@@ -103,18 +103,19 @@
 #define LINK_TRIES		4
 #define WHY_MAX			IPAM_REASON_MAX
 #define FOUND_BAD		"quarantined before this start"
+#define NO_REASON		"quarantined while the agent ran (its log says why)"
 
 struct entry {
 	uint32_t ip;			/* host order */
 	bool quarantined;
-	bool held;			/* quarantined: in the IP table (a pool IP) */
-	union {
-		struct ipam_lease lease;	/* a lease */
-		char why[WHY_MAX];		/* quarantined: the reason */
-	};
+	bool held;			/* quarantined, a pool IP: in the IP table (insert) */
+	struct ipam_lease lease;	/* unused when quarantined */
+	char why[WHY_MAX];		/* quarantined: the reason */
 	struct entry *next_by_ip;
 	struct entry *next_by_owner;
-	struct entry *next_quarantined;
+	/* the quarantine list; pprev points at what points to this entry,
+	 * so remove_entry takes it off in O(1) */
+	struct entry *next_quarantined, **pprev_quarantined;
 };
 
 struct ipam {
@@ -255,17 +256,38 @@ static int table_reserve(struct ipam *ipam, size_t n)
 	return 0;
 }
 
-/* The caller reserved room (table_reserve). */
+static void link_quarantined(struct ipam *ipam, struct entry *e)
+{
+	e->next_quarantined = ipam->quarantine;
+	if (e->next_quarantined)
+		e->next_quarantined->pprev_quarantined = &e->next_quarantined;
+	ipam->quarantine = e;
+	e->pprev_quarantined = &ipam->quarantine;
+	ipam->nquarantine_files++;
+}
+
+static void unlink_quarantined(struct ipam *ipam, struct entry *e)
+{
+	*e->pprev_quarantined = e->next_quarantined;
+	if (e->next_quarantined)
+		e->next_quarantined->pprev_quarantined = e->pprev_quarantined;
+	ipam->nquarantine_files--;
+}
+
+/* A lease, or a quarantined file (any caller's: held is worked out here,
+ * and a file given no reason gets one).  The caller reserved room
+ * (table_reserve). */
 static void insert(struct ipam *ipam, struct entry *e)
 {
 	size_t b = hash_ip(e->ip, ipam->nbuckets);
 
 	if (e->quarantined) {
-		e->next_quarantined = ipam->quarantine;
-		ipam->quarantine = e;
-		ipam->nquarantine_files++;
+		e->held = e->ip >= ipam->first && e->ip <= ipam->last;
+		if (!e->why[0])
+			snprintf(e->why, sizeof(e->why), NO_REASON);
+		link_quarantined(ipam, e);
 		if (!e->held)
-			return;
+			return;		/* a reserved address: nothing to hold */
 		ipam->nquarantined++;
 	} else {
 		link_owner(ipam, e);
@@ -275,20 +297,23 @@ static void insert(struct ipam *ipam, struct entry *e)
 	ipam->by_ip[b] = e;
 }
 
-/* A lease or a held IP out of the tables (not off the quarantine list). */
+/* The reverse of insert: out of every table and list it is in. */
 static void remove_entry(struct ipam *ipam, struct entry *e)
 {
 	struct entry **pp = &ipam->by_ip[hash_ip(e->ip, ipam->nbuckets)];
 
-	while (*pp != e)
-		pp = &(*pp)->next_by_ip;
-	*pp = e->next_by_ip;
 	if (e->quarantined) {
+		unlink_quarantined(ipam, e);
+		if (!e->held)
+			return;
 		ipam->nquarantined--;
 	} else {
 		unlink_owner(ipam, e);
 		ipam->nleases--;
 	}
+	while (*pp != e)
+		pp = &(*pp)->next_by_ip;
+	*pp = e->next_by_ip;
 }
 
 /* ---- owners and their JSON ----------------------------------------------- */
@@ -878,7 +903,7 @@ static bool bad_file_exists(const struct ipam *ipam, const struct entry *e)
 int ipam_refresh_quarantine(struct ipam *ipam,
 			    void (*fn)(const struct ipam_quarantine *q, void *arg), void *arg)
 {
-	struct entry *gone = NULL, **pp;
+	struct entry *gone = NULL, *e, *next;
 	struct ipam_quarantine *q = NULL;
 	int n = 0;
 
@@ -887,25 +912,18 @@ int ipam_refresh_quarantine(struct ipam *ipam,
 	if (fn && !(q = malloc(sizeof(*q))))	/* a path's worth: not on the stack */
 		return -ENOMEM;
 	pthread_mutex_lock(&ipam->lock);
-	for (pp = &ipam->quarantine; *pp;) {
-		struct entry *e = *pp;
-
-		if (bad_file_exists(ipam, e)) {
-			pp = &e->next_quarantined;
+	for (e = ipam->quarantine; e; e = next) {
+		next = e->next_quarantined;
+		if (bad_file_exists(ipam, e))
 			continue;
-		}
-		*pp = e->next_quarantined;
-		if (e->held)
-			remove_entry(ipam, e);
-		ipam->nquarantine_files--;
-		e->next_quarantined = gone;
+		remove_entry(ipam, e);
+		e->next_quarantined = gone;	/* off the list: reused for ours */
 		gone = e;
 		n++;
 	}
 	pthread_mutex_unlock(&ipam->lock);
 	while (gone) {
-		struct entry *e = gone;
-
+		e = gone;
 		gone = e->next_quarantined;
 		if (fn) {
 			quarantine_view(ipam, e->ip, e->held, e->why, q);
@@ -1273,9 +1291,8 @@ static int quarantine_add(struct ipam *ipam, const struct bad *b)
 		return -ENOMEM;
 	e->ip = b->ip;
 	e->quarantined = true;
-	e->held = b->held;
 	snprintf(e->why, sizeof(e->why), "%s", b->why);
-	insert(ipam, e);
+	insert(ipam, e);		/* held: the same as b->held */
 	return 0;
 }
 
