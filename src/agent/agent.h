@@ -14,6 +14,8 @@
  *   service.c  Services and Endpoints -> service maps; conntrack GC
  *   report.c   Pod records in the controller kept equal to the leases;
  *              the Node's annotations (applied revisions, drops, map full)
+ *   lease_report.c  quarantined lease files: log lines, their refresh,
+ *              the Node annotation weft.io/ipam
  *   write.c    every write to the controller; a 429 is waited out and sent again
  *
  * Locking: agent.lock guards the node and pod caches and the ready flags;
@@ -74,6 +76,9 @@
 #define AGENT_ANN_POLICY "weft.io/policy"
 /* on the Node: the last policy log records, a JSON array (policy_log.h) */
 #define AGENT_ANN_POLICY_LOG "weft.io/policy-log"
+/* on the Node: lease counts and the quarantined lease files, JSON
+ * (lease_report.c) */
+#define AGENT_ANN_IPAM "weft.io/ipam"
 /* VNID of a pod whose namespace the agent cannot learn (controller away):
  * reaches only global pods and pods in the same state until re-tagged */
 #define AGENT_VNID_UNKNOWN 0xffffffu
@@ -187,6 +192,8 @@ struct agent {
 	char *reported_policy;		/* AGENT_ANN_POLICY as last written (report thread) */
 	uint64_t reported_log_seq;	/* policy log records in the last AGENT_ANN_POLICY_LOG */
 	time_t log_at;			/* when it was written */
+	char *reported_ipam;		/* AGENT_ANN_IPAM as last written (report thread) */
+	time_t ipam_at;			/* when it was written */
 };
 
 /* logging (stderr, one line, with time and level) */
@@ -248,6 +255,16 @@ uint32_t sync_vnid_of(struct agent *a, const char *ns);
 
 /* Wake the policy thread: an input of policy.c changed. */
 void sync_policy_kick(struct agent *a);
+
+/* lease_report.c */
+#define LEASE_REPORT_LIST_MAX 32	/* quarantined files listed on the Node */
+/* Log one line per quarantined lease file (path, reason); after ipam_open. */
+void lease_report_startup(struct agent *a);
+/* ipam_refresh_quarantine, logging each file found gone: how many (their
+ * addresses are back in the pool), or -errno (logged). */
+int lease_report_refresh(struct agent *a);
+/* The AGENT_ANN_IPAM annotation's JSON (malloc'ed), or NULL. */
+char *lease_report_json(struct agent *a);
 
 /* report.c */
 int report_start(struct agent *a);

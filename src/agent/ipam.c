@@ -3,7 +3,10 @@
  * (the layout of the reference host-local plugin, with JSON owners).
  *
  * Memory: every lease is an entry in two chained hash tables, by IP and by
- * (container_id, ifname); a quarantined IP is an entry in the IP table only.
+ * (container_id, ifname).  Every quarantined file is an entry on the
+ * quarantine list, with its reason; one that holds a pool IP is in the IP
+ * table too (one named by the network, gateway or broadcast address is on
+ * the list only: it holds nothing).
  * Addresses are host byte order inside this file; the API's in_addr_t is
  * network order and is converted at the edges.
  *
@@ -34,16 +37,23 @@
  *       |   (unlink(2) succeeded or ENOENT)    |
  *       |                                      | ipam_open: the file is
  *       |                                      v unusable (rename to .bad)
- *       +---- operator deletes <ip>.bad --- QUARANTINED
+ *       +--------------------------------- QUARANTINED
+ *         ipam_refresh_quarantine: the operator deleted <ip>.bad
+ *         (fstatat(2) says ENOENT); or ipam_open finds no <ip>.bad
  *
  * Invariants (while the mutex is free):
  *  1. The IP table holds exactly the IPs with a file "<ip>" (leases) or
  *     "<ip>.bad" (quarantined) in the directory that this handle made or
- *     found at open; the owner table holds exactly the leases.  An entry
- *     goes in only after its file operation succeeded and comes out only
- *     after the file is gone, so a failed call leaves both as they were.
- *  2. nleases + nquarantined <= capacity, and every entry's IP lies in
- *     [first, last]: inside the subnet, none of network, gateway, broadcast.
+ *     found at open, less the .bad files ipam_refresh_quarantine saw gone;
+ *     the owner table holds exactly the leases; the quarantine list holds
+ *     the quarantined IPs and the .bad files named by a reserved address.
+ *     An entry goes in only after its file operation succeeded and comes
+ *     out only after the file is gone, so a failed call leaves all as they
+ *     were.
+ *  2. nleases + nquarantined <= capacity, and every entry in the IP table
+ *     lies in [first, last]: inside the subnet, none of network, gateway,
+ *     broadcast.  nquarantined counts the held entries of the quarantine
+ *     list, nquarantine_files all of them.
  *  3. At most one lease per (container_id, ifname); ipam_open quarantines
  *     the younger of two files that break this.
  *  4. A lease file is complete when its name appears: it is written under
@@ -91,14 +101,21 @@
 #define TABLE_MIN_BUCKETS	64
 #define TMP_NAME_TRIES		16
 #define LINK_TRIES		4
-#define WHY_MAX			160
+#define WHY_MAX			IPAM_REASON_MAX
+#define FOUND_BAD		"quarantined before this start"
+#define NO_REASON		"quarantined while the agent ran (its log says why)"
 
 struct entry {
 	uint32_t ip;			/* host order */
 	bool quarantined;
+	bool held;			/* quarantined, a pool IP: in the IP table (insert) */
 	struct ipam_lease lease;	/* unused when quarantined */
+	char why[WHY_MAX];		/* quarantined: the reason */
 	struct entry *next_by_ip;
 	struct entry *next_by_owner;
+	/* the quarantine list; pprev points at what points to this entry,
+	 * so remove_entry takes it off in O(1) */
+	struct entry *next_quarantined, **pprev_quarantined;
 };
 
 struct ipam {
@@ -111,7 +128,8 @@ struct ipam {
 	size_t capacity;
 	struct entry **by_ip, **by_owner;
 	size_t nbuckets;
-	size_t nleases, nquarantined;
+	struct entry *quarantine;	/* the quarantine list, newest first */
+	size_t nleases, nquarantined, nquarantine_files;
 	uint32_t last_reserved;		/* 0: none */
 	struct ipam_stats stats;	/* leases/quarantined filled on read */
 };
@@ -238,34 +256,64 @@ static int table_reserve(struct ipam *ipam, size_t n)
 	return 0;
 }
 
-/* The caller reserved room (table_reserve). */
+static void link_quarantined(struct ipam *ipam, struct entry *e)
+{
+	e->next_quarantined = ipam->quarantine;
+	if (e->next_quarantined)
+		e->next_quarantined->pprev_quarantined = &e->next_quarantined;
+	ipam->quarantine = e;
+	e->pprev_quarantined = &ipam->quarantine;
+	ipam->nquarantine_files++;
+}
+
+static void unlink_quarantined(struct ipam *ipam, struct entry *e)
+{
+	*e->pprev_quarantined = e->next_quarantined;
+	if (e->next_quarantined)
+		e->next_quarantined->pprev_quarantined = e->pprev_quarantined;
+	ipam->nquarantine_files--;
+}
+
+/* A lease, or a quarantined file (any caller's: held is worked out here,
+ * and a file given no reason gets one).  The caller reserved room
+ * (table_reserve). */
 static void insert(struct ipam *ipam, struct entry *e)
 {
 	size_t b = hash_ip(e->ip, ipam->nbuckets);
 
-	e->next_by_ip = ipam->by_ip[b];
-	ipam->by_ip[b] = e;
 	if (e->quarantined) {
+		e->held = e->ip >= ipam->first && e->ip <= ipam->last;
+		if (!e->why[0])
+			snprintf(e->why, sizeof(e->why), NO_REASON);
+		link_quarantined(ipam, e);
+		if (!e->held)
+			return;		/* a reserved address: nothing to hold */
 		ipam->nquarantined++;
 	} else {
 		link_owner(ipam, e);
 		ipam->nleases++;
 	}
+	e->next_by_ip = ipam->by_ip[b];
+	ipam->by_ip[b] = e;
 }
 
+/* The reverse of insert: out of every table and list it is in. */
 static void remove_entry(struct ipam *ipam, struct entry *e)
 {
 	struct entry **pp = &ipam->by_ip[hash_ip(e->ip, ipam->nbuckets)];
 
-	while (*pp != e)
-		pp = &(*pp)->next_by_ip;
-	*pp = e->next_by_ip;
 	if (e->quarantined) {
+		unlink_quarantined(ipam, e);
+		if (!e->held)
+			return;
 		ipam->nquarantined--;
 	} else {
 		unlink_owner(ipam, e);
 		ipam->nleases--;
 	}
+	while (*pp != e)
+		pp = &(*pp)->next_by_ip;
+	*pp = e->next_by_ip;
 }
 
 /* ---- owners and their JSON ----------------------------------------------- */
@@ -767,7 +815,124 @@ void ipam_stats(struct ipam *ipam, struct ipam_stats *out)
 	*out = ipam->stats;
 	out->leases = ipam->nleases;
 	out->quarantined = ipam->nquarantined;
+	out->capacity = ipam->capacity;
+	out->quarantine_files = ipam->nquarantine_files;
 	pthread_mutex_unlock(&ipam->lock);
+}
+
+/* ---- quarantine -------------------------------------------------------------- */
+
+/* What a caller sees of a quarantined file; built outside the lock (dir
+ * never changes after open). */
+static void quarantine_view(const struct ipam *ipam, uint32_t ip, bool held, const char *why,
+			    struct ipam_quarantine *q)
+{
+	char name[IP4_STRLEN];
+
+	ip_name(ip, name);
+	q->ip = htonl(ip);
+	q->held = held;
+	snprintf(q->file, sizeof(q->file), "%s/%s" BAD_SUFFIX, ipam->dir, name);
+	snprintf(q->reason, sizeof(q->reason), "%s", why);
+}
+
+struct qsnap {
+	uint32_t ip;
+	bool held;
+	char why[WHY_MAX];
+};
+
+static int qsnap_cmp(const void *a, const void *b)
+{
+	uint32_t x = ((const struct qsnap *)a)->ip, y = ((const struct qsnap *)b)->ip;
+
+	return x < y ? -1 : x > y;
+}
+
+int ipam_foreach_quarantined(struct ipam *ipam,
+			     int (*fn)(const struct ipam_quarantine *q, void *arg), void *arg)
+{
+	struct ipam_quarantine *q = NULL;
+	struct qsnap *snap = NULL;
+	size_t n = 0;
+	int err = 0;
+
+	if (!ipam || !fn)
+		return -EINVAL;
+	pthread_mutex_lock(&ipam->lock);
+	if (ipam->nquarantine_files) {
+		snap = malloc(ipam->nquarantine_files * sizeof(*snap));
+		if (!snap) {
+			pthread_mutex_unlock(&ipam->lock);
+			return -ENOMEM;
+		}
+		for (struct entry *e = ipam->quarantine; e; e = e->next_quarantined, n++) {
+			snap[n].ip = e->ip;
+			snap[n].held = e->held;
+			memcpy(snap[n].why, e->why, sizeof(snap[n].why));
+		}
+	}
+	pthread_mutex_unlock(&ipam->lock);
+	if (n) {
+		qsort(snap, n, sizeof(*snap), qsnap_cmp);
+		q = malloc(sizeof(*q));		/* a path's worth: not on the stack */
+		if (!q)
+			err = -ENOMEM;
+	}
+	for (size_t i = 0; i < n && !err; i++) {
+		quarantine_view(ipam, snap[i].ip, snap[i].held, snap[i].why, q);
+		err = fn(q, arg);
+	}
+	free(q);
+	free(snap);
+	return err;
+}
+
+/* Under the lock: is the .bad file of e still there?  Anything but a clear
+ * ENOENT counts as there (the IP stays held, the safe side). */
+static bool bad_file_exists(const struct ipam *ipam, const struct entry *e)
+{
+	char name[IP4_STRLEN + sizeof(BAD_SUFFIX)];
+	struct stat st;
+
+	ip_name(e->ip, name);
+	strcat(name, BAD_SUFFIX);
+	return fstatat(ipam->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT;
+}
+
+int ipam_refresh_quarantine(struct ipam *ipam,
+			    void (*fn)(const struct ipam_quarantine *q, void *arg), void *arg)
+{
+	struct entry *gone = NULL, *e, *next;
+	struct ipam_quarantine *q = NULL;
+	int n = 0;
+
+	if (!ipam)
+		return -EINVAL;
+	if (fn && !(q = malloc(sizeof(*q))))	/* a path's worth: not on the stack */
+		return -ENOMEM;
+	pthread_mutex_lock(&ipam->lock);
+	for (e = ipam->quarantine; e; e = next) {
+		next = e->next_quarantined;
+		if (bad_file_exists(ipam, e))
+			continue;
+		remove_entry(ipam, e);
+		e->next_quarantined = gone;	/* off the list: reused for ours */
+		gone = e;
+		n++;
+	}
+	pthread_mutex_unlock(&ipam->lock);
+	while (gone) {
+		e = gone;
+		gone = e->next_quarantined;
+		if (fn) {
+			quarantine_view(ipam, e->ip, e->held, e->why, q);
+			fn(q, arg);
+		}
+		free(e);
+	}
+	free(q);
+	return n;
 }
 
 size_t ipam_capacity(const struct ipam *ipam) { return ipam->capacity; }
@@ -782,11 +947,11 @@ struct scan {
 	size_t ngood, capgood;
 	struct bad {
 		uint32_t ip;
+		bool held;		/* a pool IP (else a reserved address) */
 		char why[WHY_MAX];
-	} *bad;				/* lease files to quarantine now */
-	size_t nbad, capbad;
-	uint32_t *held;			/* IPs of existing <ip>.bad files */
-	size_t nheld, capheld;
+	} *bad,				/* lease files to quarantine now */
+	  *found;			/* existing <ip>.bad files */
+	size_t nbad, capbad, nfound, capfound;
 };
 
 static int grow(void **arr, size_t *cap, size_t n, size_t size)
@@ -863,13 +1028,19 @@ out:
 	return err;
 }
 
-/* The IP a file is named after, checked against the subnet. */
+enum { NAME_POOL, NAME_RESERVED };
+
+/* The IP a file is named after (the first len bytes of name), checked
+ * against the subnet: NAME_POOL; NAME_RESERVED for the network, gateway or
+ * broadcast address, with why saying which; -ENOENT when the name is no
+ * IP; -EINVAL (errbuf) when the IP lies outside the subnet: the subnet
+ * changed under the directory, which no quarantine can mend. */
 static int name_ip(struct ipam *ipam, const char *name, size_t len, uint32_t *ip,
-		   char *errbuf, size_t errlen)
+		   char why[WHY_MAX], char *errbuf, size_t errlen)
 {
 	char text[IP4_STRLEN], block[CIDR_STRLEN];
 	struct cidr c = { .addr = ipam->network, .len = (uint8_t)ipam->prefixlen };
-	const char *what = NULL;
+	const char *what;
 
 	if (len >= sizeof(text))
 		return -ENOENT;
@@ -878,20 +1049,22 @@ static int name_ip(struct ipam *ipam, const char *name, size_t len, uint32_t *ip
 	if (ip4_parse(text, ip))
 		return -ENOENT;		/* not a lease's name */
 	cidr_format(&c, block);
-	if (!cidr_contains_ip(&c, *ip))
-		what = "outside";
-	else if (*ip == ipam->network)
-		what = "the network address of";
-	else if (*ip == ipam->gateway)
-		what = "the gateway of";
-	else if (*ip > ipam->last)
-		what = "the broadcast address of";
-	if (what) {
-		say(errbuf, errlen, "lease file %s/%s: %s is %s node subnet %s "
-		    "(the subnet changed under this directory)", ipam->dir, name, text, what, block);
+	if (!cidr_contains_ip(&c, *ip)) {
+		say(errbuf, errlen, "lease file %s/%s: %s is outside node subnet %s "
+		    "(the subnet changed under this directory)", ipam->dir, name, text, block);
 		return -EINVAL;
 	}
-	return 0;
+	if (*ip == ipam->network)
+		what = "the network address";
+	else if (*ip == ipam->gateway)
+		what = "the gateway";
+	else if (*ip > ipam->last)
+		what = "the broadcast address";
+	else
+		return NAME_POOL;
+	snprintf(why, WHY_MAX, "%s is %s of node subnet %s, never a pod's: holds no address",
+		 text, what, block);
+	return NAME_RESERVED;
 }
 
 /* Read and parse one lease file.  0 with *out set; 1 when it is unusable
@@ -991,11 +1164,39 @@ static void read_hint(struct ipam *ipam)
 		ipam->last_reserved = ip;
 }
 
+/* An existing .bad file named by the first len bytes of name: found. */
+static int found_bad(struct ipam *ipam, struct scan *s, const char *name, size_t len,
+		     char *errbuf, size_t errlen)
+{
+	char why[WHY_MAX];
+	struct bad *f;
+	uint32_t ip;
+	int kind, err;
+
+	kind = name_ip(ipam, name, len, &ip, why, errbuf, errlen);
+	if (kind == -ENOENT)
+		return 0;
+	if (kind < 0)
+		return kind;
+	err = grow((void **)&s->found, &s->capfound, s->nfound, sizeof(*s->found));
+	if (err)
+		return err;
+	f = &s->found[s->nfound++];
+	f->ip = ip;
+	f->held = kind == NAME_POOL;
+	if (f->held)
+		snprintf(f->why, sizeof(f->why), FOUND_BAD);
+	else
+		snprintf(f->why, sizeof(f->why), FOUND_BAD "; %.120s", why);
+	return 0;
+}
+
 static int scan_dir(struct ipam *ipam, struct scan *s, char *errbuf, size_t errlen)
 {
 	DIR *d = NULL;
 	struct dirent *de;
-	int fd, err = 0;
+	struct bad *b;
+	int fd, kind, err = 0;
 
 	fd = dup(ipam->dirfd);
 	if (fd < 0 || !(d = fdopendir(fd))) {
@@ -1018,35 +1219,35 @@ static int scan_dir(struct ipam *ipam, struct scan *s, char *errbuf, size_t errl
 			continue;
 		}
 		if (len > strlen(BAD_SUFFIX) && !strcmp(name + len - strlen(BAD_SUFFIX), BAD_SUFFIX)) {
-			err = name_ip(ipam, name, len - strlen(BAD_SUFFIX), &ip, errbuf, errlen);
-			if (err == -ENOENT) {
-				err = 0;
-				continue;
-			}
-			if (err || (err = grow((void **)&s->held, &s->capheld, s->nheld,
-					       sizeof(*s->held))))
+			err = found_bad(ipam, s, name, len - strlen(BAD_SUFFIX), errbuf, errlen);
+			if (err)
 				goto out;
-			s->held[s->nheld++] = ip;
 			continue;
 		}
-		err = name_ip(ipam, name, len, &ip, errbuf, errlen);
-		if (err == -ENOENT) {
-			err = 0;
-			continue;	/* ".", "..", the hint, foreign files */
-		}
-		if (err)
-			goto out;
 		if ((err = grow((void **)&s->good, &s->capgood, s->ngood, sizeof(*s->good))) ||
 		    (err = grow((void **)&s->bad, &s->capbad, s->nbad, sizeof(*s->bad))))
 			goto out;
-		err = read_lease(ipam, name, ip, &s->good[s->ngood], s->bad[s->nbad].why,
-				 errbuf, errlen);
+		b = &s->bad[s->nbad];
+		kind = name_ip(ipam, name, len, &ip, b->why, errbuf, errlen);
+		if (kind == -ENOENT)
+			continue;	/* ".", "..", the hint, foreign files */
+		if (kind < 0) {
+			err = kind;
+			goto out;
+		}
+		b->ip = ip;
+		b->held = kind == NAME_POOL;
+		if (kind == NAME_RESERVED) {	/* stray: set aside unread */
+			s->nbad++;
+			continue;
+		}
+		err = read_lease(ipam, name, ip, &s->good[s->ngood], b->why, errbuf, errlen);
 		if (err < 0)
 			goto out;
 		if (err == 0)
 			s->ngood++;
 		else if (err == 1)
-			s->bad[s->nbad++].ip = ip;
+			s->nbad++;
 		err = 0;
 	}
 	if (errno) {
@@ -1070,20 +1271,28 @@ static int entry_age_cmp(const void *a, const void *b)
 	return x->ip < y->ip ? -1 : x->ip > y->ip;
 }
 
-static int quarantine_ip(struct ipam *ipam, uint32_t ip)
+/* Put a quarantined file on the list (and a held IP in the IP table),
+ * once: a second record of the same file (found as .bad after this open
+ * renamed it) keeps the first, whose reason is this open's.  An IP leased
+ * by a good file keeps its lease. */
+static int quarantine_add(struct ipam *ipam, const struct bad *b)
 {
 	struct entry *e;
 
-	if (lookup_ip(ipam, ip))
+	if (b->held && lookup_ip(ipam, b->ip))
 		return 0;
-	if (table_reserve(ipam, ipam->nleases + ipam->nquarantined + 1))
+	for (e = ipam->quarantine; !b->held && e; e = e->next_quarantined)
+		if (e->ip == b->ip)	/* a walk for each of at most 6 */
+			return 0;
+	if (b->held && table_reserve(ipam, ipam->nleases + ipam->nquarantined + 1))
 		return -ENOMEM;
 	e = calloc(1, sizeof(*e));
 	if (!e)
 		return -ENOMEM;
-	e->ip = ip;
+	e->ip = b->ip;
 	e->quarantined = true;
-	insert(ipam, e);
+	snprintf(e->why, sizeof(e->why), "%s", b->why);
+	insert(ipam, e);		/* held: the same as b->held */
 	return 0;
 }
 
@@ -1112,6 +1321,7 @@ static int load(struct ipam *ipam, struct scan *s, char *errbuf, size_t errlen)
 			goto out;
 		ip_name(first->ip, name);
 		s->bad[s->nbad].ip = e->ip;
+		s->bad[s->nbad].held = true;
 		snprintf(s->bad[s->nbad].why, WHY_MAX, "a second lease for the owner of %s", name);
 		s->nbad++;
 	}
@@ -1124,19 +1334,20 @@ static int load(struct ipam *ipam, struct scan *s, char *errbuf, size_t errlen)
 			    name, s->bad[i].why, bad, strerror(-err));
 			goto out;
 		}
-		err = quarantine_ip(ipam, s->bad[i].ip);
+		err = quarantine_add(ipam, &s->bad[i]);
 		if (err)
 			goto out;
 	}
-	for (size_t i = 0; i < s->nheld; i++) {
-		err = quarantine_ip(ipam, s->held[i]);
+	for (size_t i = 0; i < s->nfound; i++) {
+		err = quarantine_add(ipam, &s->found[i]);
 		if (err)
 			goto out;
 	}
 	if (s->nbad) {
 		ip_name(s->bad[0].ip, name);
-		say(errbuf, errlen, "lease file %s/%s: %s; moved to %s" BAD_SUFFIX ", the IP is held "
-		    "until that file is removed%s", ipam->dir, name, s->bad[0].why, name,
+		say(errbuf, errlen, "lease file %s/%s: %s; moved to %s" BAD_SUFFIX "%s%s", ipam->dir,
+		    name, s->bad[0].why, name,
+		    s->bad[0].held ? ", the IP is held until that file is removed" : "",
 		    s->nbad > 1 ? " (and more, see *" BAD_SUFFIX ")" : "");
 	}
 out:
@@ -1216,22 +1427,29 @@ out:
 		free(s.good[i]);
 	free(s.good);
 	free(s.bad);
-	free(s.held);
+	free(s.found);
 	ipam_close(ipam);
 	return err;
 }
 
 void ipam_close(struct ipam *ipam)
 {
+	struct entry *e, *next;
+
 	if (!ipam)
 		return;
+	/* leases from the IP table, quarantined entries (held or not) from
+	 * their list */
 	for (size_t b = 0; ipam->by_ip && b < ipam->nbuckets; b++) {
-		struct entry *e = ipam->by_ip[b], *next;
-
-		for (; e; e = next) {
+		for (e = ipam->by_ip[b]; e; e = next) {
 			next = e->next_by_ip;
-			free(e);
+			if (!e->quarantined)
+				free(e);
 		}
+	}
+	for (e = ipam->quarantine; e; e = next) {
+		next = e->next_quarantined;
+		free(e);
 	}
 	free(ipam->by_ip);
 	free(ipam->by_owner);

@@ -40,7 +40,14 @@
  * not JSON, missing or oversized fields, or a second lease for an owner
  * that already has an older one) to <ip>.bad and goes on.  Its IP stays out
  * of circulation while <ip>.bad exists, since a pod may still be using it:
- * an operator checks and deletes the file to return the IP.
+ * an operator checks and deletes the file to return the IP, and the next
+ * ipam_refresh_quarantine() puts it back in the pool (no restart).
+ * A file named by the network, gateway or broadcast address is never a
+ * lease this directory made (those are never handed out): it is renamed
+ * the same way and listed, but holds no address.  ipam_foreach_quarantined()
+ * lists every quarantined file with its reason.  A <ip>.bad file made by
+ * hand while the handle is open is seen by the next ipam_open() only: the
+ * handle does not scan the directory again (O(leases) per look).
  *
  * Processes: one directory belongs to one agent.  A second handle on it
  * (another process) never gets an IP the first holds, because link(2)
@@ -52,6 +59,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <limits.h>
 #include <stdint.h>
 #include <time.h>
 #include <netinet/in.h>
@@ -78,11 +86,13 @@ struct ipam_lease {
 struct ipam;
 
 /* Open (creating) the lease directory dir for subnet/prefixlen.  Leases
- * found there that lie outside the subnet are an error (-EINVAL, naming the
- * file): the node's subnet changed under its state.  prefixlen 8..30.
- * The same for a lease named by the network, gateway or broadcast address.
+ * (and <ip>.bad files) found there that lie outside the subnet are an error
+ * (-EINVAL, naming the file): the node's subnet changed under its state.
+ * prefixlen 8..30.  A file named by the network, gateway or broadcast
+ * address is quarantined instead (a stray file, not a changed subnet).
  * On success errbuf is "" or, when this call quarantined lease files, says
- * which (for the caller to log).  *out is the caller's: ipam_close(). */
+ * which (a summary; ipam_foreach_quarantined() lists them all).  *out is
+ * the caller's: ipam_close(). */
 int ipam_open(const char *dir, in_addr_t subnet, int prefixlen, struct ipam **out,
 	      char *errbuf, size_t errlen) __attribute__((warn_unused_result));
 void ipam_close(struct ipam *ipam);		/* accepts NULL */
@@ -115,9 +125,43 @@ size_t ipam_capacity(const struct ipam *ipam);	/* hosts minus gateway */
  * out, not counted by ipam_used(). */
 size_t ipam_quarantined(struct ipam *ipam);
 
+#define IPAM_REASON_MAX 160
+
+/* One quarantined file, as ipam_foreach_quarantined() and
+ * ipam_refresh_quarantine() hand it to their callback (borrowed: valid
+ * during the call). */
+struct ipam_quarantine {
+	in_addr_t ip;			/* the address the file is named by */
+	/* the IP is a pool address held out of circulation; false for the
+	 * network, gateway and broadcast addresses (never handed out) */
+	bool held;
+	char file[PATH_MAX + 24];	/* "<dir>/<ip>.bad" */
+	/* why: what this handle's ipam_open() found wrong with the lease
+	 * file, or "quarantined before this start" for a .bad file it found */
+	char reason[IPAM_REASON_MAX];
+};
+
+/* Call fn for every quarantined file (on a snapshot), in IP order; a
+ * non-zero return from fn stops the walk and is returned.  -ENOMEM. */
+int ipam_foreach_quarantined(struct ipam *ipam,
+			     int (*fn)(const struct ipam_quarantine *q, void *arg), void *arg);
+
+/* Look again at each quarantined file: one that is gone (the operator
+ * deleted it) is forgotten, and its IP returns to the pool.  fn (or NULL)
+ * is called for each, after the lock is released.  Returns how many were
+ * forgotten, or -ENOMEM.  One fstatat(2) per quarantined file, no
+ * directory scan: cheap enough to call every few seconds. */
+int ipam_refresh_quarantine(struct ipam *ipam,
+			    void (*fn)(const struct ipam_quarantine *q, void *arg), void *arg);
+
+/* The counts every report uses (CNI errors, the Node annotation, metrics),
+ * taken together under the lock so they add up:
+ * leases + quarantined <= capacity, and ipam_alloc() refuses at equality. */
 struct ipam_stats {
 	size_t leases;			/* ipam_used() */
-	size_t quarantined;		/* ipam_quarantined() */
+	size_t quarantined;		/* ipam_quarantined(): pool IPs held */
+	size_t capacity;		/* ipam_capacity() */
+	size_t quarantine_files;	/* .bad files listed, held or not */
 	size_t stale_tmp_removed;	/* by ipam_open() */
 	/* File operations after a commit that failed without undoing it: a
 	 * last_reserved_ip write, a temporary file's removal.  The calls that

@@ -2,8 +2,10 @@
  * ipam_test.c — the lease directory: the CNI checks (/29 gives 5, ADD DEL
  * ADD round-robin, 100 parallel ADDs), persistence across reopen, the
  * errors of each call, what ipam_open does with foreign, stale, malformed
- * and out-of-subnet files, two processes on one directory, and randomized
- * runs checked against a bitmap model of the same round-robin rule.
+ * and out-of-subnet files and files of reserved addresses, the quarantine
+ * list and its refresh, the counts every report uses, two processes on one
+ * directory, and randomized runs checked against a bitmap model of the
+ * same round-robin rule.
  */
 #include "agent/ipam.h"
 #include "test.h"
@@ -547,17 +549,131 @@ TEST(ipam_open_refuses_lease_outside_subnet)
 	CHECK_CONTAINS(err, dir);
 	/* the file is left for the operator */
 	CHECK(file_exists(dir, "10.0.1.5"));
-	CHECK_EQ(unlink(path_in(dir, "10.0.1.5")), 0);
-
-	CHECK_EQ(write_file(dir, "10.0.0.1", valid_json("c", 1)), 0);
-	CHECK_EQ(open_dir(dir, "10.0.0.0", 24, &ipam, err, sizeof(err)), -EINVAL);
-	CHECK_CONTAINS(err, "10.0.0.1 is the gateway");
-	CHECK_EQ(rename(path_in(dir, "10.0.0.1"), path_in(dir, "10.0.0.255")), 0);
-	CHECK_EQ(open_dir(dir, "10.0.0.0", 24, &ipam, err, sizeof(err)), -EINVAL);
-	CHECK_CONTAINS(err, "broadcast");
 	/* a larger subnet holds it */
 	CHECK_EQ(open_dir(dir, "10.0.0.0", 23, &ipam, err, sizeof(err)), 0);
 	CHECK_EQ(ipam_used(ipam), 1);
+	ipam_close(ipam);
+	ipam = NULL;
+	CHECK_EQ(unlink(path_in(dir, "10.0.1.5")), 0);
+
+	/* so is a quarantined file's: it was quarantined under another subnet */
+	CHECK_EQ(write_file(dir, "10.0.1.6.bad", "garbage"), 0);
+	CHECK_EQ(open_dir(dir, "10.0.0.0", 24, &ipam, err, sizeof(err)), -EINVAL);
+	CHECK(ipam == NULL);
+	CHECK_CONTAINS(err, "10.0.1.6.bad: 10.0.1.6 is outside node subnet 10.0.0.0/24");
+	CHECK(file_exists(dir, "10.0.1.6.bad"));
+}
+
+/* What ipam_foreach_quarantined gave, in order. */
+struct qlist {
+	int n;
+	in_addr_t ip[8];
+	bool held[8];
+	char file[8][sizeof(((struct ipam_quarantine *)0)->file)];
+	char reason[8][IPAM_REASON_MAX];
+	int stop_after;			/* 0: never */
+};
+
+static int collect_quarantine(const struct ipam_quarantine *q, void *arg)
+{
+	struct qlist *l = arg;
+
+	if (l->n == 8)
+		return -E2BIG;
+	l->ip[l->n] = q->ip;
+	l->held[l->n] = q->held;
+	snprintf(l->file[l->n], sizeof(l->file[0]), "%s", q->file);
+	snprintf(l->reason[l->n], sizeof(l->reason[0]), "%s", q->reason);
+	l->n++;
+	return l->stop_after && l->n == l->stop_after ? 7 : 0;
+}
+
+static void collect_freed(const struct ipam_quarantine *q, void *arg)
+{
+	(void)collect_quarantine(q, arg);
+}
+
+TEST(ipam_open_quarantines_files_of_reserved_addresses)
+{
+	struct ipam *ipam = NULL;
+	struct ipam_stats st;
+	struct ipam_owner o;
+	struct qlist l = { 0 };
+	char err[512], id[16];
+	const char *dir = lease_dir("l");
+	in_addr_t ip;
+
+	CHECK_EQ(mkdir(dir, 0700), 0);
+	/* strays: network, gateway and broadcast of 10.0.0.0/29, one a
+	 * well-formed lease, one garbage, one a directory */
+	CHECK_EQ(write_file(dir, "10.0.0.0", valid_json("n", 1)), 0);
+	CHECK_EQ(write_file(dir, "10.0.0.1", "garbage"), 0);
+	CHECK_EQ(mkdir(path_in(dir, "10.0.0.7"), 0700), 0);
+	CHECK_EQ(open_dir(dir, "10.0.0.0", 29, &ipam, err, sizeof(err)), 0);
+	CHECK_CONTAINS(err, ".bad");
+	CHECK_CONTAINS(err, "holds no address");
+	for (int i = 0; i < 3; i++) {
+		static const char *names[] = { "10.0.0.0", "10.0.0.1", "10.0.0.7" };
+		char bad[32];
+
+		snprintf(bad, sizeof(bad), "%s.bad", names[i]);
+		CHECK(!file_exists(dir, names[i]));
+		CHECK(file_exists(dir, bad));
+	}
+	ipam_stats(ipam, &st);
+	CHECK_EQ(st.leases, 0);
+	CHECK_EQ(st.quarantined, 0);		/* no pool address held */
+	CHECK_EQ(st.quarantine_files, 3);
+	CHECK_EQ(st.capacity, 5);
+	CHECK_EQ(ipam_foreach_quarantined(ipam, collect_quarantine, &l), 0);
+	CHECK_EQ(l.n, 3);
+	CHECK_EQ(l.ip[0], ip_of("10.0.0.0"));
+	CHECK_EQ(l.ip[1], ip_of("10.0.0.1"));
+	CHECK_EQ(l.ip[2], ip_of("10.0.0.7"));
+	for (int i = 0; i < 3; i++) {
+		CHECK(!l.held[i]);
+		CHECK_CONTAINS(l.reason[i], "of node subnet 10.0.0.0/29");
+		CHECK_CONTAINS(l.reason[i], "holds no address");
+	}
+	CHECK_CONTAINS(l.reason[0], "10.0.0.0 is the network address");
+	CHECK_CONTAINS(l.reason[1], "10.0.0.1 is the gateway");
+	CHECK_CONTAINS(l.reason[2], "10.0.0.7 is the broadcast address");
+	CHECK_STR(l.file[2], path_in(dir, "10.0.0.7.bad"));
+	/* all five pool addresses are still there */
+	for (int i = 0; i < 5; i++) {
+		snprintf(id, sizeof(id), "c%d", i);
+		owner_set(&o, id, "eth0");
+		CHECK_EQ(ipam_alloc(ipam, &o, &ip), 0);
+	}
+	owner_set(&o, "c5", "eth0");
+	CHECK_EQ(ipam_alloc(ipam, &o, &ip), -ENOSPC);
+	ipam_close(ipam);
+	ipam = NULL;
+
+	/* found again at the next open: listed, not fatal, still no address */
+	CHECK_EQ(open_dir(dir, "10.0.0.0", 29, &ipam, err, sizeof(err)), 0);
+	CHECK_STR(err, "");
+	ipam_stats(ipam, &st);
+	CHECK_EQ(st.leases, 5);
+	CHECK_EQ(st.quarantined, 0);
+	CHECK_EQ(st.quarantine_files, 3);
+	l.n = 0;
+	CHECK_EQ(ipam_foreach_quarantined(ipam, collect_quarantine, &l), 0);
+	CHECK_EQ(l.n, 3);
+	CHECK_CONTAINS(l.reason[2], "quarantined before this start");
+	CHECK_CONTAINS(l.reason[2], "10.0.0.7 is the broadcast address");
+	CHECK(!l.held[2]);
+
+	/* the operator removes one: it leaves the list at the next refresh */
+	CHECK_EQ(rmdir(path_in(dir, "10.0.0.7.bad")), 0);
+	l.n = 0;
+	CHECK_EQ(ipam_refresh_quarantine(ipam, collect_freed, &l), 1);
+	CHECK_EQ(l.n, 1);
+	CHECK_EQ(l.ip[0], ip_of("10.0.0.7"));
+	ipam_stats(ipam, &st);
+	CHECK_EQ(st.quarantine_files, 2);
+	CHECK_EQ(st.quarantined, 0);
+	CHECK_EQ(st.leases, 5);
 	ipam_close(ipam);
 }
 
@@ -622,6 +738,141 @@ TEST(ipam_open_quarantines_malformed_leases)
 	CHECK_EQ(ipam_quarantined(ipam), 2);
 	CHECK_EQ(ipam_alloc(ipam, &o, &ip), 0);
 	CHECK_EQ(ip, ip_of("10.0.0.5"));
+	ipam_close(ipam);
+}
+
+TEST(ipam_quarantine_lists_every_file_with_its_reason)
+{
+	struct ipam *ipam = NULL;
+	struct ipam_stats st;
+	struct qlist l = { 0 };
+	char err[512];
+	const char *dir = lease_dir("l");
+
+	CHECK_EQ(mkdir(dir, 0700), 0);
+	CHECK_EQ(write_file(dir, "10.0.0.9", "garbage"), 0);
+	CHECK_EQ(write_file(dir, "10.0.0.3", "{\"container_id\":\"x\",\"created\":1}"), 0);
+	CHECK_EQ(write_file(dir, "10.0.0.4", valid_json("same", 200)), 0);
+	CHECK_EQ(write_file(dir, "10.0.0.2", valid_json("same", 100)), 0);
+	CHECK_EQ(write_file(dir, "10.0.0.6.bad", "from an earlier start"), 0);
+	CHECK_EQ(open_dir(dir, "10.0.0.0", 24, &ipam, err, sizeof(err)), 0);
+	CHECK_CONTAINS(err, "and more");
+	ipam_stats(ipam, &st);
+	CHECK_EQ(st.leases, 1);
+	CHECK_EQ(st.quarantined, 4);
+	CHECK_EQ(st.quarantine_files, 4);
+	CHECK_EQ(st.capacity, 253);
+	CHECK_EQ(ipam_foreach_quarantined(ipam, collect_quarantine, &l), 0);
+	CHECK_EQ(l.n, 4);
+	/* in IP order, each with its file and what was wrong with it */
+	CHECK_EQ(l.ip[0], ip_of("10.0.0.3"));
+	CHECK_EQ(l.ip[1], ip_of("10.0.0.4"));
+	CHECK_EQ(l.ip[2], ip_of("10.0.0.6"));
+	CHECK_EQ(l.ip[3], ip_of("10.0.0.9"));
+	CHECK_CONTAINS(l.reason[0], "missing");
+	CHECK_STR(l.reason[1], "a second lease for the owner of 10.0.0.2");
+	CHECK_STR(l.reason[2], "quarantined before this start");
+	CHECK_CONTAINS(l.reason[3], "not JSON");
+	CHECK_STR(l.file[0], path_in(dir, "10.0.0.3.bad"));
+	CHECK_STR(l.file[1], path_in(dir, "10.0.0.4.bad"));
+	CHECK_STR(l.file[2], path_in(dir, "10.0.0.6.bad"));
+	CHECK_STR(l.file[3], path_in(dir, "10.0.0.9.bad"));
+	for (int i = 0; i < 4; i++)
+		CHECK(l.held[i]);
+	/* fn's non-zero return ends the walk and is returned */
+	memset(&l, 0, sizeof(l));
+	l.stop_after = 2;
+	CHECK_EQ(ipam_foreach_quarantined(ipam, collect_quarantine, &l), 7);
+	CHECK_EQ(l.n, 2);
+	CHECK_EQ(ipam_foreach_quarantined(ipam, NULL, &l), -EINVAL);
+	ipam_close(ipam);
+}
+
+TEST(ipam_refresh_returns_the_ip_of_a_deleted_bad_file)
+{
+	struct ipam *ipam = NULL;
+	struct ipam_stats st;
+	struct ipam_owner o;
+	struct qlist l = { 0 };
+	char err[512], id[16];
+	const char *dir = lease_dir("l");
+	in_addr_t ip;
+
+	/* a /29: 5 addresses; one quarantined, four leased */
+	CHECK_EQ(mkdir(dir, 0700), 0);
+	CHECK_EQ(write_file(dir, "10.0.0.5", "garbage"), 0);
+	CHECK_EQ(open_dir(dir, "10.0.0.0", 29, &ipam, err, sizeof(err)), 0);
+	for (int i = 0; i < 4; i++) {
+		snprintf(id, sizeof(id), "c%d", i);
+		owner_set(&o, id, "eth0");
+		CHECK_EQ(ipam_alloc(ipam, &o, &ip), 0);
+		CHECK(ip != ip_of("10.0.0.5"));
+	}
+	owner_set(&o, "late", "eth0");
+	CHECK_EQ(ipam_alloc(ipam, &o, &ip), -ENOSPC);
+	/* the counts add up to the refusal */
+	ipam_stats(ipam, &st);
+	CHECK_EQ(st.leases, 4);
+	CHECK_EQ(st.quarantined, 1);
+	CHECK_EQ(st.capacity, 5);
+	CHECK_EQ(st.leases + st.quarantined, st.capacity);
+	CHECK_EQ(ipam_used(ipam), 4);
+	CHECK_EQ(ipam_quarantined(ipam), 1);
+
+	/* nothing changed: nothing freed, still full */
+	CHECK_EQ(ipam_refresh_quarantine(ipam, collect_freed, &l), 0);
+	CHECK_EQ(l.n, 0);
+	CHECK_EQ(ipam_alloc(ipam, &o, &ip), -ENOSPC);
+
+	/* the operator deletes the .bad file: the next refresh frees its IP */
+	CHECK_EQ(unlink(path_in(dir, "10.0.0.5.bad")), 0);
+	CHECK_EQ(ipam_refresh_quarantine(ipam, collect_freed, &l), 1);
+	CHECK_EQ(l.n, 1);
+	CHECK_EQ(l.ip[0], ip_of("10.0.0.5"));
+	CHECK(l.held[0]);
+	CHECK_STR(l.file[0], path_in(dir, "10.0.0.5.bad"));
+	CHECK_CONTAINS(l.reason[0], "not JSON");
+	ipam_stats(ipam, &st);
+	CHECK_EQ(st.quarantined, 0);
+	CHECK_EQ(st.quarantine_files, 0);
+	CHECK_EQ(ipam_refresh_quarantine(ipam, NULL, NULL), 0);
+	CHECK_EQ(ipam_alloc(ipam, &o, &ip), 0);
+	CHECK_EQ(ip, ip_of("10.0.0.5"));
+	ipam_stats(ipam, &st);
+	CHECK_EQ(st.leases, 5);
+	CHECK_EQ(st.leases + st.quarantined, st.capacity);
+	ipam_close(ipam);
+}
+
+TEST(ipam_refresh_keeps_what_is_still_there)
+{
+	struct ipam *ipam = NULL;
+	struct ipam_stats st;
+	char err[512];
+	const char *dir = lease_dir("l");
+
+	CHECK_EQ(mkdir(dir, 0700), 0);
+	CHECK_EQ(write_file(dir, "10.0.0.2", "garbage"), 0);
+	CHECK_EQ(write_file(dir, "10.0.0.3.bad", "old"), 0);
+	CHECK_EQ(write_file(dir, "10.0.0.4.bad", "old"), 0);
+	CHECK_EQ(open_dir(dir, "10.0.0.0", 24, &ipam, err, sizeof(err)), 0);
+	/* rewritten, or swapped for another kind of file: still there */
+	CHECK_EQ(write_file(dir, "10.0.0.2.bad", "edited by the operator"), 0);
+	CHECK_EQ(unlink(path_in(dir, "10.0.0.3.bad")), 0);
+	CHECK_EQ(mkdir(path_in(dir, "10.0.0.3.bad"), 0700), 0);
+	CHECK_EQ(unlink(path_in(dir, "10.0.0.4.bad")), 0);
+	CHECK_EQ(ipam_refresh_quarantine(ipam, NULL, NULL), 1);
+	ipam_stats(ipam, &st);
+	CHECK_EQ(st.quarantined, 2);
+	CHECK_EQ(st.quarantine_files, 2);
+	/* a file put back later is seen by the next open only */
+	CHECK_EQ(write_file(dir, "10.0.0.4.bad", "again"), 0);
+	CHECK_EQ(ipam_refresh_quarantine(ipam, NULL, NULL), 0);
+	CHECK_EQ(ipam_quarantined(ipam), 2);
+	ipam_close(ipam);
+	ipam = NULL;
+	CHECK_EQ(open_dir(dir, "10.0.0.0", 24, &ipam, err, sizeof(err)), 0);
+	CHECK_EQ(ipam_quarantined(ipam), 3);
 	ipam_close(ipam);
 }
 

@@ -396,6 +396,7 @@ int main(int argc, char **argv)
 		LOG_ERR("leases: %s", err);
 		goto out;
 	}
+	lease_report_startup(&a);	/* one line per quarantined file */
 	rc = 1;
 	if (pod_startup_gc(&a) < 0)
 		goto out;

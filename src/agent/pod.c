@@ -215,6 +215,21 @@ fail:
 	return rc;
 }
 
+/* ADD's refusal on a full subnet, with the counts every report uses
+ * (ipam_stats: the Node annotation weft.io/ipam has the same). */
+static void seterr_exhausted(struct agent *a, struct cni_err *e)
+{
+	struct ipam_stats st;
+	char sub[CIDR_STRLEN];
+
+	ipam_stats(a->ipam, &st);
+	cidr_format(&a->subnet, sub);
+	seterr(e, ERR_EXHAUSTED, st.quarantined ? "a quarantined address returns to the pool once "
+	       "an operator checks and deletes its .bad lease file (weftctl drops lists them)" : NULL,
+	       "node %s: subnet %s is exhausted (%zu leased, %zu quarantined, of %zu addresses)",
+	       a->o.node, sub, st.leases, st.quarantined, st.capacity);
+}
+
 static int pod_add(void *ctx, const struct cni_req *req, struct cni_add_result *res,
 		   struct cni_err *e)
 {
@@ -225,7 +240,7 @@ static int pod_add(void *ctx, const struct cni_req *req, struct cni_add_result *
 	struct nl_route hr = { 0 };
 	struct weft_endpoint ep = { 0 };
 	struct weft_ipcache_entry ic = { 0 };
-	char ips[INET_ADDRSTRLEN], sub[CIDR_STRLEN];
+	char ips[INET_ADDRSTRLEN];
 	in_addr_t ip = 0;
 	int podfd = -1, rc;
 	bool own_fd = false, leased = false;
@@ -265,10 +280,14 @@ static int pod_add(void *ctx, const struct cni_req *req, struct cni_add_result *
 		}
 	}
 	rc = ipam_alloc(a->ipam, &owner, &ip);
+	/* an operator may have just deleted a .bad file to make room: the
+	 * reporter's next look may be seconds away, this ADD is now */
+	if (rc == -ENOSPC && lease_report_refresh(a) > 0) {
+		report_kick(a);
+		rc = ipam_alloc(a->ipam, &owner, &ip);
+	}
 	if (rc == -ENOSPC) {
-		cidr_format(&a->subnet, sub);
-		seterr(e, ERR_EXHAUSTED, NULL, "node %s: subnet %s is exhausted (%zu of %zu addresses leased)",
-		       a->o.node, sub, ipam_used(a->ipam), ipam_capacity(a->ipam));
+		seterr_exhausted(a, e);
 		goto out;
 	}
 	if (rc == -EEXIST) {
@@ -527,20 +546,18 @@ static int pod_gc(void *ctx, const struct cni_req *req, struct cni_err *e)
 	return 0;
 }
 
+/* STATUS: ready to serve ADD and DEL in general (CNI spec).  A full
+ * subnet is not unreadiness: DEL works, ADD says "exhausted" with the
+ * counts, and a runtime (or weft-lab) that waits for ready must not wait
+ * on a full node forever. */
 static int pod_status(void *ctx, const struct cni_req *req, struct cni_err *e)
 {
 	struct agent *a = ctx;
-	char sub[CIDR_STRLEN];
 
 	if (!atomic_load(&a->ready)) {
 		seterr(e, 50, NULL, "weft-agent on %s is starting (data plane not synced yet)",
 		       a->o.node);
 		return -EAGAIN;
-	}
-	if (ipam_used(a->ipam) >= ipam_capacity(a->ipam)) {
-		cidr_format(&a->subnet, sub);
-		seterr(e, 50, NULL, "node %s: subnet %s is exhausted", a->o.node, sub);
-		return -ENOSPC;
 	}
 	return 0;
 }

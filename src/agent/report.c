@@ -187,7 +187,9 @@ static int remove_record(struct agent *a, struct httpc *h, const struct agent_po
  *                             "clients", "topClient", "topClientConnections",
  *                             "expiredPairs", "orphans" (totals since start),
  *                             "sweepMicros"}
- * written when they change (drops and conntrack at most every
+ *   weft.io/ipam              lease counts and quarantined lease files
+ *                             (lease_report.c)
+ * written when they change (drops, conntrack, policy and ipam at most every
  * DROPS_PERIOD_S), with a
  * conditional PUT of the Node as read.
  */
@@ -305,9 +307,9 @@ static void report_node_status(struct agent *a, struct httpc *h)
 	struct httpc_response r = { 0 };
 	char path[512], err[256], rev[24];
 	json_t *node = NULL, *md, *ann;
-	char *drops = NULL, *body = NULL, *ct = NULL, *pol = NULL, *plog = NULL;
+	char *drops = NULL, *body = NULL, *ct = NULL, *pol = NULL, *plog = NULL, *ipam = NULL;
 	uint64_t log_seq = 0;
-	bool send_log;
+	bool send_log, send_ipam;
 	char *kinds = NULL, full[24];
 	int64_t applied;
 	uint64_t map_full;
@@ -329,6 +331,10 @@ static void report_node_status(struct agent *a, struct httpc *h)
 	pol = policy_json(a);
 	send_pol = pol && (!a->reported_policy || strcmp(pol, a->reported_policy) != 0) &&
 		   now - a->drops_at >= DROPS_PERIOD_S;
+	/* its own clock: the lease count changes with every ADD and DEL */
+	ipam = lease_report_json(a);
+	send_ipam = ipam && (!a->reported_ipam || strcmp(ipam, a->reported_ipam) != 0) &&
+		    now - a->ipam_at >= DROPS_PERIOD_S;
 	plog = policy_log_json(a->plog, &log_seq);
 	send_log = plog && log_seq != a->reported_log_seq && now - a->log_at >= LOG_PERIOD_S;
 	if (!send_log) {
@@ -336,7 +342,7 @@ static void report_node_status(struct agent *a, struct httpc *h)
 		plog = NULL;
 	}
 	if ((applied < 0 || applied == a->reported_rev) && !send_drops && !send_kinds && !send_ct &&
-	    !send_pol && !send_log && map_full == a->reported_map_full)
+	    !send_pol && !send_log && !send_ipam && map_full == a->reported_map_full)
 		goto out;
 	snprintf(path, sizeof(path), "/api/v1/nodes/%s", a->o.node);
 	if (httpc_request(h, "GET", path, NULL, 0, &r, err, sizeof(err)) < 0 || r.status != 200 ||
@@ -361,6 +367,8 @@ static void report_node_status(struct agent *a, struct httpc *h)
 		json_object_set_new(ann, AGENT_ANN_POLICY, json_string(pol));
 	if (plog)
 		json_object_set_new(ann, AGENT_ANN_POLICY_LOG, json_string(plog));
+	if (ipam)
+		json_object_set_new(ann, AGENT_ANN_IPAM, json_string(ipam));
 	if (kinds)
 		json_object_set_new(ann, AGENT_ANN_APPLIED_KINDS, json_string(kinds));
 	snprintf(full, sizeof(full), "%llu", (unsigned long long)map_full);
@@ -396,11 +404,18 @@ static void report_node_status(struct agent *a, struct httpc *h)
 			a->reported_log_seq = log_seq;
 			a->log_at = now;
 		}
+		if (ipam) {
+			free(a->reported_ipam);
+			a->reported_ipam = ipam;
+			ipam = NULL;
+			a->ipam_at = now;
+		}
 	} else if (r.status == 409) {
 		report_kick(a);		/* someone wrote the Node meanwhile: again */
 	}
 out:
 	free(body);
+	free(ipam);
 	free(plog);
 	free(pol);
 	free(ct);
@@ -561,6 +576,9 @@ static void *report_thread(void *arg)
 		pthread_mutex_unlock(&a->lock);
 		if (atomic_load(&a->stopping))
 			break;
+		/* a .bad lease file an operator deleted: its address back in
+		 * the pool within a period, and reported by this round */
+		(void)lease_report_refresh(a);
 		round_once(a, a->http_report);
 	}
 	return NULL;
@@ -597,4 +615,6 @@ void report_stop(struct agent *a)
 	a->reported_policy = NULL;
 	free(a->reported_kinds);
 	a->reported_kinds = NULL;
+	free(a->reported_ipam);
+	a->reported_ipam = NULL;
 }

@@ -1381,11 +1381,42 @@ static enum MHD_Result handle_creds(struct api *a, struct MHD_Connection *c, str
 	return send_json(a, c, rq, 200, out);
 }
 
+/* A metric made from one integer field of a JSON annotation on each Node. */
+struct node_gauge {
+	const char *key, *metric, *help, *type;
+};
+
+/* One gauge (or counter) per entry of m, per node whose annotation ann
+ * parses and carries the entry's key as an integer. */
+static void annotation_metrics(FILE *f, const json_t *items, const char *ann_name,
+			       const struct node_gauge *m, size_t n)
+{
+	const json_t *node;
+	size_t i;
+
+	for (size_t k = 0; k < n; k++) {
+		fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", m[k].metric, m[k].help, m[k].metric, m[k].type);
+		json_array_foreach(items, i, node) {
+			const json_t *ann = json_object_get(json_object_get(node, "metadata"), "annotations");
+			const char *r = json_string_value(json_object_get(ann, ann_name));
+			json_t *o, *v;
+
+			if (!r || !obj_name(node) || !(o = json_loads(r, 0, NULL)))
+				continue;
+			v = json_object_get(o, m[k].key);
+			if (json_is_integer(v))
+				fprintf(f, "%s{node=\"%s\"} %" JSON_INTEGER_FORMAT "\n", m[k].metric,
+					obj_name(node), json_integer_value(v));
+			json_decref(o);
+		}
+	}
+}
+
 /* NetworkPolicy on each node (the annotation weft.io/policy): its maps'
  * pressure, as gauges per node. */
 static void policy_metrics(FILE *f, const json_t *items)
 {
-	static const struct { const char *key, *metric, *help, *type; } m[] = {
+	static const struct node_gauge m[] = {
 		{ "rules", "weft_policy_rules", "NetworkPolicy rules (weft_policy keys) a node wrote.", "gauge" },
 		{ "rulesCapacity", "weft_policy_rules_capacity", "Capacity of a node's weft_policy.", "gauge" },
 		{ "mapFull", "weft_policy_map_full_total", "Rule sets or prefixes a node could not write "
@@ -1395,25 +1426,26 @@ static void policy_metrics(FILE *f, const json_t *items)
 		{ "connectionsCapacity", "weft_policy_connections_capacity", "Capacity of a node's "
 		  "weft_policy_ct.", "gauge" },
 	};
-	const json_t *node;
-	size_t i;
 
-	for (size_t k = 0; k < sizeof(m) / sizeof(m[0]); k++) {
-		fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", m[k].metric, m[k].help, m[k].metric, m[k].type);
-		json_array_foreach(items, i, node) {
-			const json_t *ann = json_object_get(json_object_get(node, "metadata"), "annotations");
-			const char *r = json_string_value(json_object_get(ann, "weft.io/policy"));
-			json_t *pol, *v;
+	annotation_metrics(f, items, "weft.io/policy", m, sizeof(m) / sizeof(m[0]));
+}
 
-			if (!r || !obj_name(node) || !(pol = json_loads(r, 0, NULL)))
-				continue;
-			v = json_object_get(pol, m[k].key);
-			if (json_is_integer(v))
-				fprintf(f, "%s{node=\"%s\"} %" JSON_INTEGER_FORMAT "\n", m[k].metric,
-					obj_name(node), json_integer_value(v));
-			json_decref(pol);
-		}
-	}
+/* Pod addresses on each node (the annotation weft.io/ipam): leased,
+ * quarantined (held out of the pool by a .bad lease file until an operator
+ * deletes it) and the subnet's capacity; an ADD is refused once the first
+ * two add up to the third. */
+static void ipam_metrics(FILE *f, const json_t *items)
+{
+	static const struct node_gauge m[] = {
+		{ "leases", "weft_ipam_leases", "Pod addresses a node has leased.", "gauge" },
+		{ "quarantined", "weft_ipam_quarantined", "Pod addresses a node holds out of its pool "
+		  "for quarantined lease files (<ip>.bad; deleting the file returns the address).",
+		  "gauge" },
+		{ "capacity", "weft_ipam_capacity", "Pod addresses in a node's subnet (hosts less the "
+		  "gateway).", "gauge" },
+	};
+
+	annotation_metrics(f, items, "weft.io/ipam", m, sizeof(m) / sizeof(m[0]));
 }
 
 /* What the agents report on their Nodes (annotations weft.io/drops and
@@ -1465,6 +1497,7 @@ static void node_metrics(struct api *a, FILE *f)
 				strtoull(r, NULL, 10));
 	}
 	policy_metrics(f, items);
+	ipam_metrics(f, items);
 	json_decref(items);
 }
 

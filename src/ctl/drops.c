@@ -17,6 +17,13 @@
  * capacity.  Its refusals are drop reasons too (policy-denied-ingress,
  * policy-denied-egress, policy-ct-full, policy-ct-source-limit,
  * policy-map-full).
+ *
+ * Last, a line per node holding quarantined lease files (the annotation
+ * weft.io/ipam): each address with its file and why it was set aside, and
+ * how to resolve it.  A quarantined address is out of the pod pool until
+ * an operator checks its <ip>.bad file and deletes it; the agent sees the
+ * file gone within seconds (or at the next ADD that finds the subnet full)
+ * and the address returns, no restart needed.
  */
 #include <stdio.h>
 #include <string.h>
@@ -105,6 +112,54 @@ static void print_policy(json_t *items, int argc, char **argv)
 	}
 }
 
+/* "ADDR (FILE: REASON), ..." of a node's quarantine list, "and N more"
+ * when the agent listed fewer than it has. */
+static void print_quarantine_line(const char *name, const json_t *ipam)
+{
+	const json_t *list = json_object_get(ipam, "quarantine"), *q;
+	json_int_t files = int_of(ipam, "quarantineFiles");
+	size_t i;
+
+	printf("%-24s quarantined leases:", name);
+	json_array_foreach(list, i, q)
+		printf("%s %s (%s: %s)", i ? "," : "",
+		       json_string_value(json_object_get(q, "ip")) ?: "?",
+		       json_string_value(json_object_get(q, "file")) ?: "?",
+		       json_string_value(json_object_get(q, "reason")) ?: "?");
+	if (files > (json_int_t)json_array_size(list))
+		printf(", and %" JSON_INTEGER_FORMAT " more (the agent's log names them)",
+		       files - (json_int_t)json_array_size(list));
+	printf("\n");
+}
+
+static void print_quarantine(json_t *items, int argc, char **argv)
+{
+	bool any = false;
+	json_t *node;
+	size_t i;
+
+	json_array_foreach(items, i, node) {
+		const char *name = obj_str(node, "metadata.name");
+		const json_t *ann = json_object_get(json_object_get(node, "metadata"), "annotations");
+		const char *c = json_string_value(json_object_get(ann, "weft.io/ipam"));
+		json_t *ipam;
+
+		if (!name || !wanted(name, argc, argv) || !c || !(ipam = json_loads(c, 0, NULL)))
+			continue;
+		if (int_of(ipam, "quarantineFiles") > 0) {
+			if (!any)
+				printf("\n");
+			print_quarantine_line(name, ipam);
+			any = true;
+		}
+		json_decref(ipam);
+	}
+	if (any)
+		printf("A quarantined address is held out of the pod pool: check its file (a pod may "
+		       "still use the address), then delete it; the agent returns the address within "
+		       "seconds, without a restart.\n");
+}
+
 int ctl_drops(struct ctl *ctl, int argc, char **argv)
 {
 	struct ctl_reply r = { 0 };
@@ -154,6 +209,7 @@ int ctl_drops(struct ctl *ctl, int argc, char **argv)
 		printf("(no drops reported)\n");
 	print_conntrack(items, argc, argv);
 	print_policy(items, argc, argv);
+	print_quarantine(items, argc, argv);
 	rc = CTL_EXIT_OK;
 out:
 	ctl_reply_free(&r);
