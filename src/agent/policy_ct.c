@@ -70,7 +70,8 @@ static int forget_idle(in_addr_t client, uint64_t closed, void *arg)
 	struct psweep *w = arg;
 
 	(void)closed;
-	if (!bsearch(&client, w->held, w->nheld, sizeof(*w->held), cmp_addr))
+	/* no client held: no array to search (bsearch wants one) */
+	if (!w->nheld || !bsearch(&client, w->held, w->nheld, sizeof(*w->held), cmp_addr))
 		(void)datapath_policy_ct_source_forget(w->dp, client);	/* -EBUSY: still counted */
 	return 0;
 }

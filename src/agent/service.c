@@ -1062,7 +1062,7 @@ static int purge_one(const struct weft_ct_key *k, const struct weft_ct_entry *e,
 {
 	struct purge_ctx *c = arg;
 
-	if (bsearch(&e->backend_id, c->ids, c->n, sizeof(*c->ids), cmp_u32)) {
+	if (c->n && bsearch(&e->backend_id, c->ids, c->n, sizeof(*c->ids), cmp_u32)) {
 		(void)datapath_ct_del(c->a->dp, k);
 		c->deleted++;
 	}
