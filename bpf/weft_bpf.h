@@ -401,7 +401,7 @@ struct weft_ct_entry {
  * a full map) is dropped (POLICY_CT_LIMIT, POLICY_CT_FULL) when an end is
  * isolated, and passes untracked when none is.
  */
-#define WEFT_MAX_POLICY		262144	/* weft_policy entries, and as many for
+#define WEFT_MAX_POLICY		1048576	/* weft_policy entries, and as many for
 					 * weft_policy_cidrs (agent flag); LPM tries
 					 * take memory per entry written, not per
 					 * entry allowed */

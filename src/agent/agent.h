@@ -97,6 +97,7 @@ struct agent_opts {
 	uint32_t ct_per_source;		/* 0: max_ct / 2 / WEFT_CT_SOURCE_SHARE */
 	uint32_t max_policy, max_policy_ct;	/* 0: bpf/weft_bpf.h defaults */
 	uint32_t policy_ct_per_source;	/* 0: max_policy_ct / WEFT_POLICY_CT_SOURCE_SHARE */
+	unsigned watch_timeout;		/* seconds a watch request asks for (0: 300) */
 };
 
 /* a Node as the agent follows it */

@@ -72,6 +72,7 @@ static void usage(FILE *f)
 		"                  [--max-services N] [--max-backends N] [--max-conntrack N]\n"
 		"                  [--conntrack-per-client N] [--max-policy-rules N]\n"
 		"                  [--max-policy-conntrack N] [--policy-conntrack-per-client N]\n"
+		"                  [--watch-timeout SECONDS]\n"
 		"\n"
 		"  --controller URL    weft-controller, e.g. https://192.168.200.2:8080\n"
 		"  --token-file FILE   bearer token for the controller\n"
@@ -99,7 +100,10 @@ static void usage(FILE *f)
 		"                      here (default %u)\n"
 		"  --policy-conntrack-per-client N  of those, what one client may hold; more are\n"
 		"                      dropped as policy-ct-source-limit when a policy isolates\n"
-		"                      either end (default: max-policy-conntrack / %u)\n",
+		"                      either end (default: max-policy-conntrack / %u)\n"
+		"  --watch-timeout SECONDS  how long each watch asks the controller to stream\n"
+		"                      before the agent renews it from the last revision it\n"
+		"                      applied (default 300)\n",
 		WEFT_MAX_SERVICES, WEFT_MAX_BACKENDS, WEFT_MAX_CT, WEFT_CT_SOURCE_SHARE,
 		WEFT_MAX_POLICY, WEFT_MAX_POLICY_CT, WEFT_POLICY_CT_SOURCE_SHARE);
 }
@@ -143,6 +147,7 @@ static int parse_flags(int argc, char **argv, struct agent_opts *o)
 		{ "max-policy-rules", required_argument, NULL, 'R' },
 		{ "max-policy-conntrack", required_argument, NULL, 'T' },
 		{ "policy-conntrack-per-client", required_argument, NULL, 'Q' },
+		{ "watch-timeout", required_argument, NULL, 'W' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -222,6 +227,18 @@ static int parse_flags(int argc, char **argv, struct agent_opts *o)
 				o->max_policy_ct = (uint32_t)v;
 			else
 				o->policy_ct_per_source = (uint32_t)v;
+			break;
+		}
+		case 'W': {
+			char *end;
+			unsigned long v = strtoul(optarg, &end, 10);
+
+			if (*end || !*optarg || optarg[0] == '-' || v < 1 || v > 3600) {
+				fprintf(stderr, "weft-agent: --watch-timeout %s: not a number of seconds in "
+					"1..3600\n", optarg);
+				return -1;
+			}
+			o->watch_timeout = (unsigned)v;
 			break;
 		}
 		case 'h': usage(stdout); exit(0);

@@ -50,6 +50,9 @@
 struct idlist {
 	uint32_t *ids;
 	size_t n, cap;
+	size_t applied;		/* a match list: its first ids, those the rule
+				 * sets hold keys for (a policy that stays as
+				 * it is only appends to its lists) */
 };
 
 struct ident {
@@ -90,6 +93,9 @@ struct ppol {
 	bool any_named_egress;	/* an egress rule to every peer on a named port:
 				 * it depends on every identity's ports */
 	bool seen;
+	struct idlist grew;	/* since the last apply, unless touched: new
+				 * identities its rules give keys to (its
+				 * classes add just those keys) */
 	struct idlist *match[2];	/* per direction: one per (rule, peer) */
 	size_t *base[2];		/* per direction: rule -> first index in match */
 };
@@ -178,6 +184,8 @@ struct policy {
 	bool rematch_all;		/* a namespace's labels changed */
 	bool classes_all;		/* every class computes again at the next apply */
 	bool removed_ids;		/* match lists hold numbers now gone */
+	struct idlist gone;		/* identities gone since the last apply:
+				 * their keys leave every set */
 	struct policy_stats st;
 };
 
@@ -439,6 +447,9 @@ static void ident_put(struct policy *p, struct ident *id)
 		return;
 	if (!u64map_get(&p->id_by_num, id->id, &i))
 		return;
+	/* its keys leave every set at the next apply */
+	if (idlist_add(&p->gone, id->id) < 0)
+		p->classes_all = true;
 	u64map_del(&p->id_index, hash1(id->key));
 	u64map_del(&p->id_by_num, id->id);
 	p->ids[i] = p->ids[--p->nids];
@@ -607,6 +618,8 @@ static void pol_clear(struct ppol *pol)
 	netpol_free(&pol->np);
 	pol->ok = false;
 	pol->any_named_egress = false;
+	free(pol->grew.ids);
+	memset(&pol->grew, 0, sizeof(pol->grew));
 }
 
 /* The match cache's shape for pol's rules: base[d][r] = first index of
@@ -666,7 +679,7 @@ void policy_netpol_set(struct policy *p, const json_t *obj)
 	pol->seen = true;
 	pol->dirty = true;
 	pol->log = log_flags(obj);
-	p->classes_all = true;	/* whom it selects may have changed */
+	/* whom it selects may have changed: class_stale asks every class */
 	if (netpol_parse(obj, &pol->np, err, sizeof(err)) < 0) {
 		/* the controller validated it: a parse failure here is a
 		 * disagreement between versions; the policy isolates nothing */
@@ -694,7 +707,14 @@ static void pol_remove_at(struct policy *p, size_t i)
 {
 	struct ppol *pol = p->pols[i];
 
-	p->classes_all = true;
+	/* the classes it selected compute again (and forget it) */
+	for (size_t j = 0; j < p->nclasses; j++)
+		for (size_t k = 0; k < p->classes[j].nsel; k++)
+			if (p->classes[j].sel[k] == pol) {
+				p->classes[j].computed = false;
+				p->classes[j].nsel = 0;
+				break;
+			}
 	u64map_del(&p->pol_index, hash2(pol->ns, pol->name));
 	p->pols[i] = p->pols[--p->npols];
 	if (i < p->npols)
@@ -947,7 +967,30 @@ static void view_of(struct policy *p, const struct ident *id, struct netpol_pod 
 	v->spec = id->spec;
 }
 
-static int match_ident(struct policy *p, struct ppol *pol, struct ident *id)
+/* Does one of pol's egress rules to every peer name a port that id's pods
+ * have?  Only then does id add keys to (or take them from) pol's sets
+ * beyond what its peers match. */
+static bool names_egress_port(struct policy *p, const struct ppol *pol, const struct ident *id)
+{
+	struct netpol_pod v;
+
+	if (!pol->ok || !pol->any_named_egress)
+		return false;
+	view_of(p, id, &v);
+	for (size_t r = 0; r < pol->np.nrules[NETPOL_EGRESS]; r++) {
+		const struct netpol_rule *rule = &pol->np.rules[NETPOL_EGRESS][r];
+		uint16_t lo, hi;
+
+		for (size_t q = 0; q < rule->nports && rule->npeers == 0; q++)
+			if (rule->ports[q].name[0] && netpol_port_range(&rule->ports[q], &v, &lo, &hi) == 0)
+				return true;
+	}
+	return false;
+}
+
+/* Add id to the match lists of pol's peers that select it; *hit says
+ * whether any did. */
+static int match_ident(struct policy *p, struct ppol *pol, struct ident *id, bool *hit)
 {
 	struct netpol_pod v;
 
@@ -967,7 +1010,7 @@ static int match_ident(struct policy *p, struct ppol *pol, struct ident *id)
 					continue;
 				if (idlist_add(&pol->match[d][pol->base[d][r] + k], id->id) < 0)
 					return -ENOMEM;
-				pol->touched = true;
+				*hit = true;
 			}
 		}
 	return 0;
@@ -977,7 +1020,7 @@ static void pol_unmatch(struct ppol *pol)
 {
 	for (int d = 0; d < 2 && pol->ok; d++)
 		for (size_t i = 0; i < pol->base[d][pol->np.nrules[d]]; i++)
-			pol->match[d][i].n = 0;
+			pol->match[d][i].n = pol->match[d][i].applied = 0;
 }
 
 static int rematch(struct policy *p)
@@ -985,47 +1028,51 @@ static int rematch(struct policy *p)
 	bool all = p->rematch_all;
 	int err = 0;
 
-	/* new identities against the policies that stay as they are */
+	/* new identities against the policies that stay as they are: each
+	 * such policy's classes only gain the keys of the identities its
+	 * peers (or its named egress ports) now take in */
 	for (size_t j = 0; j < p->nids && err == 0 && !all; j++) {
 		if (!p->ids[j]->pending)
 			continue;
-		for (size_t i = 0; i < p->npols; i++)
-			if (p->pols[i]->any_named_egress)
-				p->pols[i]->touched = true;
-		for (size_t i = 0; i < p->npols && err == 0; i++)
-			if (!p->pols[i]->dirty)
-				err = match_ident(p, p->pols[i], p->ids[j]);
+		for (size_t i = 0; i < p->npols && err == 0; i++) {
+			struct ppol *pol = p->pols[i];
+			bool hit = false;
+
+			if (pol->dirty)
+				continue;
+			err = match_ident(p, pol, p->ids[j], &hit);
+			if (err == 0 && (hit || names_egress_port(p, pol, p->ids[j])))
+				err = idlist_add(&pol->grew, p->ids[j]->id);
+		}
 	}
 	/* changed policies (every policy after a namespace change) against
 	 * every identity */
 	for (size_t i = 0; i < p->npols && err == 0; i++) {
 		struct ppol *pol = p->pols[i];
+		bool hit = false;	/* all its classes compute again anyway */
 
 		if (!all && !pol->dirty)
 			continue;
 		pol->touched = true;
 		pol_unmatch(pol);
 		for (size_t j = 0; j < p->nids && err == 0; j++)
-			err = match_ident(p, pol, p->ids[j]);
+			err = match_ident(p, pol, p->ids[j], &hit);
 	}
-	if (p->removed_ids)
-		for (size_t i = 0; i < p->npols; i++)
-			if (p->pols[i]->any_named_egress)
-				p->pols[i]->touched = true;
 	if (p->removed_ids && !all && err == 0) {
-		/* drop the numbers that are gone */
+		/* drop the numbers that are gone (their keys: p->gone) */
 		for (size_t i = 0; i < p->npols; i++)
 			for (int d = 0; d < 2 && p->pols[i]->ok; d++)
 				for (size_t m = 0; m < p->pols[i]->base[d][p->pols[i]->np.nrules[d]]; m++) {
 					struct idlist *l = &p->pols[i]->match[d][m];
-					size_t w = 0;
+					size_t w = 0, applied = 0;
 
 					for (size_t x = 0; x < l->n; x++)
-						if (ident_by_num(p, l->ids[x]))
+						if (ident_by_num(p, l->ids[x])) {
+							applied += x < l->applied;
 							l->ids[w++] = l->ids[x];
-					if (w != l->n)
-						p->pols[i]->touched = true;
+						}
 					l->n = w;
+					l->applied = applied;
 				}
 	}
 	if (err < 0) {
@@ -1123,10 +1170,39 @@ struct blockset {
 	size_t n, cap;
 };
 
+static int u32_cmp(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Sort l and drop its repeats, for idlist_has. */
+static void idlist_sort(struct idlist *l)
+{
+	size_t w = 0;
+
+	if (l->n == 0)
+		return;
+	qsort(l->ids, l->n, sizeof(*l->ids), u32_cmp);
+	for (size_t i = 1; i < l->n; i++)
+		if (l->ids[i] != l->ids[w])
+			l->ids[++w] = l->ids[i];
+	l->n = w + 1;
+}
+
+/* Is id in l (sorted)? */
+static bool idlist_has(const struct idlist *l, uint32_t id)
+{
+	return l->n && bsearch(&id, l->ids, l->n, sizeof(*l->ids), u32_cmp);
+}
+
 /* The keys of one rule of pol for the local identity self (its ipBlock
- * peers go to bl, for blocks_compile). */
+ * peers go to bl, for blocks_compile); with only (pol's grew), just the
+ * keys of identities new to pol: those its match lists gained since the
+ * sets were written, and only's for its named egress ports (bl unused). */
 static int rule_keys(struct policy *p, const struct ppol *pol, int dir, size_t r, const struct ident *self,
-		     struct keyset *s, struct blockset *bl)
+		     struct keyset *s, struct blockset *bl, const struct idlist *only)
 {
 	const struct netpol_rule *rule = &pol->np.rules[dir][r];
 	struct idlist peers = { 0 }, named = { 0 };
@@ -1134,12 +1210,14 @@ static int rule_keys(struct policy *p, const struct ppol *pol, int dir, size_t r
 	int err = 0;
 
 	/* the peers: any, or the identities matched; ipBlocks apart */
-	if (rule->npeers == 0)
+	if (rule->npeers == 0 && !only)
 		err = idlist_add(&peers, WEFT_ID_ANY);
 	for (size_t k = 0; k < rule->npeers && err == 0; k++) {
 		const struct netpol_peer *peer = &rule->peers[k];
 		const struct idlist *m = &pol->match[dir][pol->base[dir][r] + k];
 
+		if (peer->is_block && only)
+			continue;
 		if (peer->is_block) {
 			if (grow((void **)&bl->b, &bl->cap, bl->n, sizeof(*bl->b)) < 0) {
 				err = -ENOMEM;
@@ -1148,12 +1226,15 @@ static int rule_keys(struct policy *p, const struct ppol *pol, int dir, size_t r
 			bl->b[bl->n++] = (struct blockref){ .peer = peer, .rule = rule, .ref = pol->ref, .dir = dir };
 			continue;
 		}
-		for (size_t i = 0; i < m->n && err == 0; i++)
+		for (size_t i = only ? m->applied : 0; i < m->n && err == 0; i++)
 			err = idlist_add(&peers, m->ids[i]);
-		for (size_t i = 0; i < m->n && err == 0; i++)
+		for (size_t i = only ? m->applied : 0; i < m->n && err == 0; i++)
 			err = idlist_add(&named, m->ids[i]);	/* egress named ports resolve on these */
 	}
-	if (rule->npeers == 0)
+	if (rule->npeers == 0 && only)
+		for (size_t i = 0; i < only->n && err == 0; i++)
+			err = idlist_add(&named, only->ids[i]);
+	else if (rule->npeers == 0)
 		for (size_t i = 0; i < p->nids && err == 0; i++)
 			err = idlist_add(&named, p->ids[i]->id);
 	view_of(p, self, &selfv);
@@ -1183,9 +1264,20 @@ static int rule_keys(struct policy *p, const struct ppol *pol, int dir, size_t r
 	return err;
 }
 
+/* The order of a rule set's keys: any total order of the 16 key bytes
+ * serves (merges and searches all use this one), and two 64-bit words
+ * compare faster than memcmp, which dominated computing a set. */
+_Static_assert(sizeof(struct weft_policy_key) == 2 * sizeof(uint64_t), "pkey_cmp reads two words");
+
 static int pkey_cmp(const void *a, const void *b)
 {
-	return memcmp(&((const struct pkey *)a)->k, &((const struct pkey *)b)->k, sizeof(struct weft_policy_key));
+	uint64_t x[2], y[2];
+
+	memcpy(x, &((const struct pkey *)a)->k, sizeof(x));
+	memcpy(y, &((const struct pkey *)b)->k, sizeof(y));
+	if (x[0] != y[0])
+		return x[0] < y[0] ? -1 : 1;
+	return x[1] < y[1] ? -1 : x[1] > y[1];
 }
 
 /* Sort and drop duplicates (the first rule number stays). */
@@ -1363,7 +1455,7 @@ static int class_compute(struct policy *p, struct pclass *c, const struct ident 
 				continue;
 			*flags |= d == NETPOL_INGRESS ? WEFT_EP_F_ISOLATE_IN : WEFT_EP_F_ISOLATE_OUT;
 			for (size_t r = 0; r < pol->np.nrules[d] && err == 0; r++)
-				err = rule_keys(p, pol, d, r, self, s, &bl);
+				err = rule_keys(p, pol, d, r, self, s, &bl, NULL);
 		}
 	}
 	view_of(p, self, &selfv);
@@ -1374,16 +1466,81 @@ static int class_compute(struct policy *p, struct pclass *c, const struct ident 
 	return err;
 }
 
-/* Must c compute again?  When new, when everything must, or when a
- * policy that selected it changed or matches other peers now. */
-static bool class_stale(const struct policy *p, const struct pclass *c)
+enum stale { STALE_NO, STALE_DELTA, STALE_ALL };
+
+/* Must c compute again?  All of it when new, when everything must, when
+ * a policy that selected it changed or now matches other peers, or when
+ * a changed policy selects it now; only the keys of new identities (its
+ * policies' grew) and of identities gone (p->gone) otherwise. */
+static enum stale class_stale(const struct policy *p, const struct pclass *c, const struct ident *self)
 {
+	bool delta = p->gone.n > 0;
+
 	if (p->classes_all || !c->computed)
-		return true;
-	for (size_t i = 0; i < c->nsel; i++)
+		return STALE_ALL;
+	for (size_t i = 0; i < c->nsel; i++) {
 		if (c->sel[i]->touched)
-			return true;
-	return false;
+			return STALE_ALL;
+		if (c->sel[i]->grew.n)
+			delta = true;
+	}
+	for (size_t i = 0; i < p->npols; i++) {
+		const struct ppol *pol = p->pols[i];
+
+		if (pol->touched && pol->ok && strcmp(pol->ns, self->ns) == 0 &&
+		    netpol_selects(&pol->np, self->ns, self->labels))
+			return STALE_ALL;	/* selected now (before: in sel) */
+	}
+	return delta ? STALE_DELTA : STALE_NO;
+}
+
+/* The set c holds, less the keys of identities gone, plus the keys its
+ * policies give identities new to them (c's policies and flags stay as
+ * they are): 0 and the set in s, 1 when that is c's set as it is, or a
+ * negative errno. */
+static int class_delta(struct policy *p, const struct pclass *c, const struct ident *self, struct keyset *s)
+{
+	struct keyset add = { 0 };
+	size_t i = 0, j = 0;
+	int err = 0;
+
+	for (size_t x = 0; x < c->nsel && err == 0; x++) {
+		const struct ppol *pol = c->sel[x];
+
+		for (int d = 0; d < 2 && err == 0 && pol->grew.n; d++) {
+			if (!pol->np.isolates[d])
+				continue;
+			for (size_t r = 0; r < pol->np.nrules[d] && err == 0; r++)
+				err = rule_keys(p, pol, d, r, self, &add, NULL, &pol->grew);
+		}
+	}
+	keyset_normalize(&add);
+	if (err == 0 && add.n == 0) {
+		size_t x = 0;
+
+		while (x < c->n && !idlist_has(&p->gone, ntohl(c->keys[x].k.peer)))
+			x++;
+		if (x == c->n) {
+			free(add.keys);
+			return 1;	/* nothing new, nothing gone */
+		}
+	}
+	/* merge the two sorted runs; a key in both keeps c's rule number */
+	while (err == 0 && (i < c->n || j < add.n)) {
+		int o = i == c->n ? 1 : j == add.n ? -1 : pkey_cmp(&c->keys[i], &add.keys[j]);
+		const struct pkey *k = o <= 0 ? &c->keys[i] : &add.keys[j];
+
+		if (o <= 0)
+			i++;
+		if (o >= 0)
+			j++;
+		if (o < 0 && idlist_has(&p->gone, ntohl(k->k.peer)))
+			continue;
+		if ((err = grow((void **)&s->keys, &s->cap, s->n, sizeof(*s->keys))) == 0)
+			s->keys[s->n++] = *k;
+	}
+	free(add.keys);
+	return err;
 }
 
 static struct pclass *class_find(struct policy *p, uint32_t ident)
@@ -1644,6 +1801,9 @@ static int classes_apply(struct policy *p)
 {
 	int err = 0;
 
+	for (size_t i = 0; i < p->npols; i++)
+		idlist_sort(&p->pols[i]->grew);
+	idlist_sort(&p->gone);
 	for (size_t i = 0; i < p->nclasses; i++)
 		p->classes[i].used = false;
 	for (size_t i = 0; i < p->nlocals; i++) {
@@ -1651,6 +1811,7 @@ static int classes_apply(struct policy *p)
 		struct pclass *c;
 		struct keyset s = { 0 };
 		struct cidrset cs = { 0 };
+		enum stale stale;
 		uint32_t flags;
 		int rc;
 
@@ -1669,9 +1830,26 @@ static int classes_apply(struct policy *p)
 			class_adopt(p, c, id);
 		}
 		c->used = true;
-		if (!class_stale(p, c))
+		stale = class_stale(p, c, id);
+		if (stale == STALE_NO)
 			continue;
-		rc = class_compute(p, c, id, &flags, &s, &cs);
+		if (stale == STALE_DELTA) {
+			flags = c->flags;
+			rc = class_delta(p, c, id, &s);
+			if (rc == 1)
+				continue;
+			p->st.patched++;
+			if (rc == 0 && c->ncidrs &&
+			    !(cs.c = malloc(c->ncidrs * sizeof(*cs.c))))
+				rc = -ENOMEM;
+			if (rc == 0 && c->ncidrs) {
+				memcpy(cs.c, c->cidrs, c->ncidrs * sizeof(*cs.c));
+				cs.n = cs.cap = c->ncidrs;
+			}
+		} else {
+			p->st.computed++;
+			rc = class_compute(p, c, id, &flags, &s, &cs);
+		}
 		if (rc < 0) {
 			free(s.keys);
 			free(cs.c);
@@ -1691,8 +1869,16 @@ static int classes_apply(struct policy *p)
 		else
 			i++;
 	if (err == 0) {
-		for (size_t i = 0; i < p->npols; i++)
-			p->pols[i]->touched = false;
+		for (size_t i = 0; i < p->npols; i++) {
+			struct ppol *pol = p->pols[i];
+
+			pol->touched = false;
+			pol->grew.n = 0;
+			for (int d = 0; d < 2 && pol->ok; d++)
+				for (size_t m = 0; m < pol->base[d][pol->np.nrules[d]]; m++)
+					pol->match[d][m].applied = pol->match[d][m].n;
+		}
+		p->gone.n = 0;
 		p->classes_all = false;
 	}
 	return err;
@@ -1993,6 +2179,7 @@ void policy_destroy(struct policy *p)
 	u64map_free(&p->rule_alias);
 	free(p->adopt_keys);
 	free(p->adopt_cidrs);
+	free(p->gone.ids);
 	pthread_mutex_destroy(&p->lock);
 	free(p);
 }

@@ -71,6 +71,9 @@ struct policy_stats {
 	uint64_t writes;	/* map writes and deletes, in all */
 	uint64_t map_full;	/* rule sets refused for lack of room */
 	uint64_t bad_policies;	/* NetworkPolicies that did not parse (ignored) */
+	uint64_t computed;	/* rule sets computed whole */
+	uint64_t patched;	/* rule sets brought up to date with just the keys
+				 * of identities new or gone */
 };
 
 struct policy *policy_create(struct datapath *dp);	/* NULL with errno */

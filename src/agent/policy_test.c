@@ -1032,3 +1032,302 @@ DP_TEST(adopt_numbers_above_what_the_maps_hold)
 	adopt_body(f, &c);
 	policy_destroy(c.p);
 }
+
+/* ---- kept up to date against computed whole ---- */
+
+#define INC_PODS 20
+#define INC_POLS 8
+#define INC_PROBES 5
+
+struct inc_pod {
+	bool on, here;
+	int ns, app, ports;
+};
+
+struct inc {
+	struct cluster c;
+	struct inc_pod pod[INC_PODS];
+	json_t *pol[INC_POLS];	/* NULL: none */
+	uint64_t rnd;
+};
+
+static const char *const inc_ns[] = { "web", "db" };
+static const char *const inc_app[] = { "web", "api", "x", "y" };
+static const char *const inc_ports[] = {
+	"[]", HTTP_PORTS, "[{\"name\":\"http\",\"containerPort\":9005},{\"name\":\"dns\",\"containerPort\":53,\"protocol\":\"UDP\"}]"
+};
+static const struct { uint8_t proto; uint16_t port; } inc_probe[INC_PROBES] = {
+	{ IPPROTO_TCP, 80 }, { IPPROTO_TCP, 8080 }, { IPPROTO_TCP, 9005 }, { IPPROTO_UDP, 53 }, { IPPROTO_UDP, 9004 },
+};
+
+static in_addr_t inc_ip(int i)
+{
+	return i % 2 ? IP(10, 128, 2, 20 + i) : IP(10, 128, 0, 20 + i);
+}
+
+static void inc_name(int i, char *buf, size_t len)
+{
+	snprintf(buf, len, "p%d", i);
+}
+
+static int inc_pod_set(struct inc *s, int i)
+{
+	char name[16], labels[64];
+
+	inc_name(i, name, sizeof(name));
+	snprintf(labels, sizeof(labels), "{\"app\":\"%s\"}", inc_app[s->pod[i].app]);
+	return pod_set(&s->c, inc_ns[s->pod[i].ns], name, labels, inc_ports[s->pod[i].ports], inc_ip(i));
+}
+
+/* A random peer, rule and policy of the shapes the compiler tells apart:
+ * pod, namespace and both selectors, all peers; numbered and named ports
+ * and a range, all ports; egress to every peer on a named port. */
+static void inc_peer(struct inc *s, char *buf, size_t len)
+{
+	switch (test_rnd(&s->rnd, 4)) {
+	case 0:
+		snprintf(buf, len, "{\"podSelector\":{\"matchLabels\":{\"app\":\"%s\"}}}", inc_app[test_rnd(&s->rnd, 4)]);
+		break;
+	case 1:
+		snprintf(buf, len, "{\"namespaceSelector\":{\"matchLabels\":{\"team\":\"%s\"}}}", inc_ns[test_rnd(&s->rnd, 2)]);
+		break;
+	case 2:
+		snprintf(buf, len, "{\"namespaceSelector\":{},\"podSelector\":{\"matchLabels\":{\"app\":\"%s\"}}}",
+			 inc_app[test_rnd(&s->rnd, 4)]);
+		break;
+	default:
+		snprintf(buf, len, "{\"namespaceSelector\":{}}");
+	}
+}
+
+static void inc_rule(struct inc *s, bool egress, char *buf, size_t len)
+{
+	static const char *const ports[] = {
+		"", "\"ports\":[{\"port\":80}]", "\"ports\":[{\"port\":\"http\"}]",
+		"\"ports\":[{\"protocol\":\"UDP\",\"port\":9000,\"endPort\":9011},{\"protocol\":\"UDP\",\"port\":\"dns\"}]",
+	};
+	char p1[160], p2[160];
+	uint32_t npeers = test_rnd(&s->rnd, 3);
+	const char *pt = ports[test_rnd(&s->rnd, 4)];
+
+	inc_peer(s, p1, sizeof(p1));
+	inc_peer(s, p2, sizeof(p2));
+	snprintf(buf, len, "{\"%s\":[%s%s%s]%s%s}", egress ? "to" : "from", npeers > 0 ? p1 : "",
+		 npeers > 1 ? "," : "", npeers > 1 ? p2 : "", *pt ? "," : "", pt);
+}
+
+static json_t *inc_policy(struct inc *s, int i)
+{
+	char in[400], out[400], sel[80];
+	uint32_t types = 1 + test_rnd(&s->rnd, 3);	/* 1 ingress, 2 egress, 3 both */
+	uint32_t app = test_rnd(&s->rnd, 5);
+
+	inc_rule(s, false, in, sizeof(in));
+	inc_rule(s, true, out, sizeof(out));
+	if (app == 4)
+		snprintf(sel, sizeof(sel), "{}");
+	else
+		snprintf(sel, sizeof(sel), "{\"matchLabels\":{\"app\":\"%s\"}}", inc_app[app]);
+	return json_of("{\"metadata\":{\"namespace\":\"%s\",\"name\":\"n%d\",\"resourceVersion\":\"%u\"},"
+		       "\"spec\":{\"podSelector\":%s,\"policyTypes\":[%s%s%s],\"ingress\":[%s],\"egress\":[%s]}}",
+		       inc_ns[i % 2], i, test_rnd(&s->rnd, 1u << 30), sel, types & 1 ? "\"Ingress\"" : "",
+		       types == 3 ? "," : "", types & 2 ? "\"Egress\"" : "", in, out);
+}
+
+/* The endpoints and ipcache entries of the pods on, as the agent writes
+ * them; then the policies applied again. */
+static int inc_entries(struct inc *s)
+{
+	int rc;
+
+	if ((rc = policy_apply(s->c.p)) < 0)
+		return rc;
+	for (int i = 0; i < INC_PODS; i++) {
+		if (!s->pod[i].on)
+			continue;
+		if (s->pod[i].here && (rc = endpoint_write(&s->c, inc_ip(i))) < 0)
+			return rc;
+		if ((rc = ipcache_write(&s->c, inc_ip(i), s->pod[i].here ? NODE_IP : REMOTE_NODE_IP)) < 0)
+			return rc;
+	}
+	return policy_apply(s->c.p);
+}
+
+/* A fresh compiler over the maps, as a restarted agent: every input in one
+ * list, every set computed whole. */
+static int inc_restart(struct inc *s)
+{
+	char name[16];
+	int rc;
+
+	policy_destroy(s->c.p);
+	if (!(s->c.p = policy_create(s->c.dp)))
+		return -ENOMEM;
+	if ((rc = policy_adopt(s->c.p)) < 0)
+		return rc;
+	policy_begin_list(s->c.p, POLICY_NAMESPACES);
+	policy_begin_list(s->c.p, POLICY_PODS);
+	policy_begin_list(s->c.p, POLICY_NETPOLS);
+	if ((rc = ns_set(&s->c, "web")) < 0 || (rc = ns_set(&s->c, "db")) < 0)
+		return rc;
+	for (int i = 0; i < INC_PODS; i++)
+		if (s->pod[i].on && (rc = inc_pod_set(s, i)) < 0)
+			return rc;
+	for (int i = 0; i < INC_POLS; i++)
+		if (s->pol[i])
+			policy_netpol_set(s->c.p, s->pol[i]);
+	policy_listed(s->c.p, POLICY_NAMESPACES);
+	policy_listed(s->c.p, POLICY_PODS);
+	policy_listed(s->c.p, POLICY_NETPOLS);
+	for (int i = 0; i < INC_PODS; i++)
+		if (s->pod[i].on && s->pod[i].here) {
+			inc_name(i, name, sizeof(name));
+			policy_local_set(s->c.p, inc_ip(i), inc_ns[s->pod[i].ns], name);
+		}
+	return inc_entries(s);
+}
+
+/* One random change: a pod made, deleted or relabelled (new identities,
+ * identities gone), a policy made, changed or deleted. */
+static int inc_step(struct inc *s)
+{
+	uint32_t what = test_rnd(&s->rnd, 5);
+	int i;
+	char name[16];
+
+	if (what <= 2) {
+		i = (int)test_rnd(&s->rnd, INC_PODS);
+		inc_name(i, name, sizeof(name));
+		if (s->pod[i].on && what == 0) {
+			s->pod[i].on = false;
+			policy_pod_del(s->c.p, inc_ns[s->pod[i].ns], name);
+			if (s->pod[i].here)
+				policy_local_del(s->c.p, inc_ip(i));
+			return 0;
+		}
+		if (!s->pod[i].on) {
+			s->pod[i].ns = (int)test_rnd(&s->rnd, 2);
+			s->pod[i].here = test_rnd(&s->rnd, 2);
+		}
+		s->pod[i].app = (int)test_rnd(&s->rnd, 4);
+		s->pod[i].ports = (int)test_rnd(&s->rnd, 3);
+		if (inc_pod_set(s, i) < 0)
+			return -ENOMEM;
+		if (!s->pod[i].on && s->pod[i].here)
+			policy_local_set(s->c.p, inc_ip(i), inc_ns[s->pod[i].ns], name);
+		s->pod[i].on = true;
+		return 0;
+	}
+	i = (int)test_rnd(&s->rnd, INC_POLS);
+	if (s->pol[i] && what == 3) {
+		snprintf(name, sizeof(name), "n%d", i);
+		policy_netpol_del(s->c.p, inc_ns[i % 2], name);
+		json_decref(s->pol[i]);
+		s->pol[i] = NULL;
+		return 0;
+	}
+	json_decref(s->pol[i]);
+	if (!(s->pol[i] = inc_policy(s, i)))
+		return -EINVAL;
+	policy_netpol_set(s->c.p, s->pol[i]);
+	return 0;
+}
+
+/* What the maps decide for every pod here against every pod, both ways,
+ * on each probe, as the programs look it up: 1 allowed, 0 denied. */
+static int inc_table(struct inc *s, int fd, uint8_t *t)
+{
+	size_t n = 0;
+
+	for (int l = 0; l < INC_PODS; l++)
+		for (int r = 0; r < INC_PODS; r++)
+			for (int d = 0; d < 2; d++)
+				for (int q = 0; q < INC_PROBES; q++) {
+					struct weft_endpoint ep;
+					struct weft_policy_key k;
+					struct weft_policy_value v;
+					uint32_t iso = d == WEFT_POLICY_INGRESS ? WEFT_EP_F_ISOLATE_IN : WEFT_EP_F_ISOLATE_OUT;
+					uint8_t verdict = 2;	/* not probed */
+
+					if (s->pod[l].on && s->pod[l].here && s->pod[r].on) {
+						ep = endpoint_of(&s->c, inc_ip(l));
+						if (ep.flags & WEFT_EP_F_POLICY_FULL)
+							return -ENOSPC;
+						memset(&k, 0, sizeof(k));
+						k.prefixlen = WEFT_POLICY_PREFIX_PORT;
+						k.policy_id = htonl(ep.policy_id);
+						k.peer = htonl(identity_of(&s->c, inc_ip(r)));
+						k.dir = (uint8_t)d;
+						k.proto = inc_probe[q].proto;
+						k.port = htons(inc_probe[q].port);
+						verdict = !(ep.flags & iso) || bpf_map_lookup_elem(fd, &k, &v) == 0;
+						k.peer = 0;
+						verdict = verdict || bpf_map_lookup_elem(fd, &k, &v) == 0;
+					}
+					t[n++] = verdict;
+				}
+	return 0;
+}
+
+#define INC_TABLE (INC_PODS * INC_PODS * 2 * INC_PROBES)
+
+static int count_key(const struct weft_policy_key *k, const struct weft_policy_value *v, void *arg)
+{
+	(void)k;
+	(void)v;
+	++*(int *)arg;
+	return 0;
+}
+
+/* Random changes kept up to date as they come (a new identity adds only
+ * its keys, one gone takes only its keys, a changed policy computes the
+ * sets it selects before or after) decide every probe exactly as the same
+ * inputs computed whole by a fresh compiler; and the patching is used. */
+DP_TEST(kept_up_to_date_decides_as_computed_whole)
+{
+	static uint8_t kept[INC_TABLE], whole[INC_TABLE];
+	struct inc s;
+	struct policy_stats st;
+	uint64_t patched = 0;
+	int nkept, nwhole;
+	int fd = pinned_map_fd(f, "weft_policy");
+
+	memset(&s, 0, sizeof(s));
+	s.rnd = test_seed() | 1;
+	s.c.dp = f->dp;
+	CHECK(fd >= 0);
+	CHECK((s.c.p = policy_create(f->dp)) != NULL);
+	CHECK_EQ(inc_restart(&s), 0);
+	for (int round = 0; round < 12 && !test_failed(); round++) {
+		for (int step = 0; step < 8; step++) {
+			CHECK_EQ(inc_step(&s), 0);
+			CHECK_EQ(inc_entries(&s), 0);
+		}
+		policy_stats(s.c.p, &st);
+		patched += st.patched;
+		CHECK_EQ(inc_table(&s, fd, kept), 0);
+		nkept = nwhole = 0;
+		CHECK_EQ(datapath_policy_foreach(f->dp, count_key, &nkept), 0);
+		CHECK_EQ(inc_restart(&s), 0);
+		CHECK_EQ(inc_table(&s, fd, whole), 0);
+		CHECK_EQ(datapath_policy_foreach(f->dp, count_key, &nwhole), 0);
+		if (nkept != nwhole)	/* no key of an identity gone stays behind */
+			test_fail(__FILE__, __LINE__, "round %d: %d keys kept, %d computed whole", round, nkept,
+				  nwhole);
+		for (size_t i = 0; i < INC_TABLE; i++)
+			if (kept[i] != whole[i]) {
+				size_t q = i % INC_PROBES, d = i / INC_PROBES % 2, r = i / INC_PROBES / 2 % INC_PODS,
+				       l = i / INC_PROBES / 2 / INC_PODS;
+
+				test_fail(__FILE__, __LINE__, "round %d: p%zu %s p%zu %s/%u: kept %d, computed whole %d",
+					  round, l, d ? "->" : "<-", r, inc_probe[q].proto == IPPROTO_TCP ? "TCP" : "UDP",
+					  inc_probe[q].port, kept[i], whole[i]);
+				break;
+			}
+	}
+	CHECK(patched > 0);
+	policy_destroy(s.c.p);
+	for (int i = 0; i < INC_POLS; i++)
+		json_decref(s.pol[i]);
+	close(fd);
+}

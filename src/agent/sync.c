@@ -669,8 +669,9 @@ static void maybe_ready(struct agent *a)
 	if (!all)
 		return;
 	/* the policy maps before the config: no pod is opened by a
-	 * half-applied view of the policies */
-	if (policy_apply(a->policy) < 0)
+	 * half-applied view of the policies.  Once ready, the policy thread
+	 * applies what a later list brought (each list kicks it). */
+	if (!atomic_load(&a->ready) && policy_apply(a->policy) < 0)
 		LOG_WARN("network policy: the first apply did not write everything; retrying");
 	(void)sync_mark_ready(a);
 }
@@ -711,6 +712,7 @@ static int list_once(struct kind_sync *k)
 	rv = obj_str(j, "metadata.resourceVersion");
 	snprintf(k->rv, sizeof(k->rv), "%s", rv ? rv : "0");
 	items = json_object_get(j, "items");
+	LOG_INFO("list %s: %zu at revision %s", k->what, json_array_size(items), k->rv);
 	pthread_mutex_lock(&a->lock);
 	if (k->begin)
 		k->begin(a);
@@ -742,6 +744,15 @@ static int on_event(const char *line, size_t len, void *arg)
 	}
 	type = json_string_value(json_object_get(ev, "type"));
 	obj = json_object_get(ev, "object");
+	if (type && strcmp(type, "ERROR") == 0) {
+		/* a Status in the stream (an expired revision, usually): what
+		 * came since is lost to this watch */
+		LOG_INFO("watch %s: the controller ended the stream: %.200s; listing again", k->what,
+			 json_string_value(json_object_get(obj, "message")) ?
+			 json_string_value(json_object_get(obj, "message")) : "(no message)");
+		json_decref(ev);
+		return -EPROTO;
+	}
 	if (type && json_is_object(obj)) {
 		pthread_mutex_lock(&a->lock);
 		if (strcmp(type, "DELETED") == 0)
@@ -778,15 +789,38 @@ static void *sync_thread(void *arg)
 		set_controller_up(a, true);
 		backoff = BACKOFF_MIN_MS;
 		maybe_ready(a);
-		/* a watch ends on a break or on its timeout; then list again */
-		snprintf(path, sizeof(path), "%s?watch=1&resourceVersion=%s&timeoutSeconds=300",
-			 k->path, k->rv);
-		rc = httpc_stream(*k->http, path, on_event, k, &r, err, sizeof(err));
-		if (rc < 0 && rc != -ECANCELED)
-			LOG_WARN("watch %s: %s", k->what, err);
-		else if (r.status == 410)
-			LOG_INFO("watch %s: revision %s compacted; listing again", k->what, k->rv);
-		httpc_response_free(&r);
+		/* A watch that ends cleanly (its timeout, or the controller
+		 * closing a stream that fell behind) goes on from the last
+		 * revision applied, as a reflector does: the controller sends
+		 * what came since from its history.  Only a compacted revision
+		 * (410), any other status, or a broken connection lists again. */
+		for (;;) {
+			char from[sizeof(k->rv)];
+			struct timespec t0, t1;
+
+			snprintf(from, sizeof(from), "%s", k->rv);
+			snprintf(path, sizeof(path), "%s?watch=1&resourceVersion=%s&timeoutSeconds=%u",
+				 k->path, k->rv, a->o.watch_timeout ? a->o.watch_timeout : 300);
+			clock_gettime(CLOCK_MONOTONIC, &t0);
+			rc = httpc_stream(*k->http, path, on_event, k, &r, err, sizeof(err));
+			clock_gettime(CLOCK_MONOTONIC, &t1);
+			if (rc < 0 && rc != -ECANCELED)
+				LOG_WARN("watch %s: %s", k->what, err);
+			else if (r.status == 410)
+				LOG_INFO("watch %s: revision %s compacted; listing again", k->what, k->rv);
+			else if (rc == 0 && r.status != 200)
+				LOG_WARN("watch %s: HTTP %ld: %.200s; listing again", k->what, r.status,
+					 r.body ? r.body : "");
+			if (rc != 0 || r.status != 200 || atomic_load(&a->stopping)) {
+				httpc_response_free(&r);
+				break;
+			}
+			httpc_response_free(&r);
+			/* a stream that ended at once with nothing in it: not
+			 * again at once */
+			if (strcmp(from, k->rv) == 0 && t1.tv_sec - t0.tv_sec < 1)
+				sleep_ms(a, BACKOFF_MIN_MS);
+		}
 	}
 	return NULL;
 }
