@@ -188,6 +188,17 @@ must() {
 	exit 1
 }
 
+# lab_cleanup [LAB...]: a lab script's EXIT trap: stop what it started,
+# remove its files, bring down its lab $LAB and the other labs named
+# (trap 'lab_cleanup "$OTHER"' EXIT)
+lab_cleanup() {
+	local l
+	stop_started
+	t_cleanup
+	for l in "$LAB" "$@"; do src/lab/weft-lab --lab "$l" down >/dev/null 2>&1; done
+	return 0
+}
+
 # stop_started: stop the processes this script started (T_PIDS), by PID.
 # Always returns 0: a process stopped by its signal exits non-zero, and under
 # set -e (a cleanup trap's too) that status would end the loop at the first

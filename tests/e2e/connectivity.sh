@@ -36,13 +36,7 @@ ns() { local n=$1; shift; ip netns exec "$LAB-$n" "$@"; }	# ns node-1|outside|po
 
 need_lab
 
-cleanup() {
-	stop_started
-	t_cleanup
-	src/lab/weft-lab --lab "$LAB" down >/dev/null 2>&1
-}
-trap cleanup EXIT
-
+trap lab_cleanup EXIT
 
 PEER=$PWD/tests/tools/peer.py
 

@@ -47,14 +47,7 @@ PORT=7000
 
 need_lab
 
-cleanup() {
-	stop_started
-	t_cleanup
-	src/lab/weft-lab --lab "$LAB" down >/dev/null 2>&1
-	src/lab/weft-lab --lab "$FLAT" down >/dev/null 2>&1
-}
-trap cleanup EXIT
-
+trap 'lab_cleanup "$FLAT"' EXIT
 
 PEER=$PWD/tests/tools/peer.py
 

@@ -70,13 +70,7 @@ for t in bpftool socat; do
 	command -v $t >/dev/null || { fail "prerequisites" "$t is not installed"; finish; exit 1; }
 done
 
-cleanup() {
-	stop_started
-	src/lab/weft-lab --lab "$LAB" down >/dev/null 2>&1
-	src/lab/weft-lab --lab "$LAB2" down >/dev/null 2>&1
-	t_cleanup
-}
-trap cleanup EXIT
+trap 'lab_cleanup "$LAB2"' EXIT
 
 # ---------------------------------------------------------------- helpers
 now_ns() { date +%s%N; }
@@ -285,7 +279,6 @@ check "weftctl drops lists policy-denied-ingress on node-2" wait_for 15 drops_re
 policy_fig() { node_annotation node-2 weft.io/policy | jq -e "$1" >/dev/null; }
 check "node-2's weft.io/policy: rules > 0, rulesCapacity, connections, connectionsCapacity" \
 	policy_fig '.rules > 0 and .rulesCapacity >= .rules and (.connections | type) == "number" and .connectionsCapacity > 0 and .policies == 1'
-
 
 # ================================================================ B. the controller down
 echo "# B. controller stopped, then started; a policy change after"

@@ -53,12 +53,7 @@ T0=$(date +%s)
 
 need_lab
 
-cleanup() {
-	stop_started
-	t_cleanup
-	src/lab/weft-lab --lab "$LAB" down >/dev/null 2>&1
-}
-trap cleanup EXIT
+trap lab_cleanup EXIT
 
 # ---------------------------------------------------------------- helpers
 server_log() { echo "$T_ROOT/server-${1//\//-}-$2.log"; }

@@ -45,12 +45,7 @@ PEER=$PWD/tests/tools/peer.py
 
 need_lab
 
-cleanup() {
-	stop_started
-	t_cleanup
-	src/lab/weft-lab --lab "$LAB" down >/dev/null 2>&1
-}
-trap cleanup EXIT
+trap lab_cleanup EXIT
 
 # ---------------------------------------------------------------- helpers
 # serve POD: peer.py on PORT in POD, answering "POD CLIENTIP"

@@ -67,13 +67,7 @@ L=$LAB		# the lab the helpers below work on
 
 need_lab
 
-cleanup() {
-	stop_started
-	t_cleanup
-	src/lab/weft-lab --lab "$LAB" down >/dev/null 2>&1
-	src/lab/weft-lab --lab "$MT" down >/dev/null 2>&1
-}
-trap cleanup EXIT
+trap 'lab_cleanup "$MT"' EXIT
 
 PEER=$PWD/tests/tools/peer.py
 FLOW=$PWD/tests/tools/flow.py

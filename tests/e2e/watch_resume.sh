@@ -38,12 +38,7 @@ PYTHON=$(command -v /usr/bin/python3 || command -v python3)
 
 need_lab
 
-cleanup() {
-	stop_started
-	t_cleanup
-	src/lab/weft-lab --lab "$LAB" down >/dev/null 2>&1
-}
-trap cleanup EXIT
+trap lab_cleanup EXIT
 
 declare -A AGENT_LOG IP
 locate() {
