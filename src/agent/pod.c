@@ -92,28 +92,33 @@ static uint32_t pod_vnid(struct agent *a, const char *ns)
 
 /* Make sure policy.c knows Pod ns/name (its labels and named ports): the
  * CNI ADD may come before the watch brings the Pod.  Asked of the
- * controller when not known; with the controller away the pod is known
- * only once the watch brings it (until then no policy selects it). */
-static void pod_policy_learn(struct agent *a, const char *ns, const char *name)
+ * controller when not known: 0 when known, or when the controller
+ * answered (a Pod it does not have has no labels: no selector picks it);
+ * a negative errno when it could not answer. */
+static int pod_policy_learn(struct agent *a, const char *ns, const char *name)
 {
 	struct httpc_response r = { 0 };
 	char path[600], err[256];
 	struct httpc *h;
 	json_t *j;
+	int rc;
 
 	if (!ns || !*ns || !name || !*name || policy_pod_known(a->policy, ns, name))
-		return;
+		return 0;
 	h = agent_http(a);
 	if (!h)
-		return;
+		return -ENOMEM;
 	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", ns, name);
-	if (httpc_request(h, "GET", path, NULL, 0, &r, err, sizeof(err)) == 0 && r.status == 200 &&
-	    (j = json_loadb(r.body, r.len, 0, NULL))) {
+	rc = httpc_request(h, "GET", path, NULL, 0, &r, err, sizeof(err));
+	if (rc == 0 && r.status == 200 && (j = json_loadb(r.body, r.len, 0, NULL))) {
 		policy_pod_set(a->policy, j);
 		json_decref(j);
 	}
+	if (rc == 0 && r.status >= 500)
+		rc = -EIO;
 	httpc_response_free(&r);
 	httpc_destroy(h);
+	return rc < 0 ? rc : 0;
 }
 
 static void owner_from_req(const struct cni_req *req, struct ipam_owner *o)
@@ -249,6 +254,18 @@ static int pod_add(void *ctx, const struct cni_req *req, struct cni_add_result *
 		seterr(e, 11, NULL, "try again later: weft-agent on %s is still starting", a->o.node);
 		return -EAGAIN;
 	}
+	/* A pod's policies follow from its labels.  One the agent cannot
+	 * learn while NetworkPolicies of its namespace exist would start
+	 * open whatever they say: it waits for the controller instead (the
+	 * runtime retries the ADD). */
+	if (pod_policy_learn(a, req->pod_namespace, req->pod_name) < 0 &&
+	    policy_namespace_has_policies(a->policy, req->pod_namespace)) {
+		seterr(e, 11, "the pod's NetworkPolicies are decided from its labels",
+		       "try again later: pod %s/%s: its Pod cannot be read from the controller, and "
+		       "NetworkPolicies of namespace %s may select it", req->pod_namespace,
+		       req->pod_name, req->pod_namespace);
+		return -EAGAIN;
+	}
 	owner_from_req(req, &owner);
 	podfd = req->netns_fd;
 	if (podfd < 0) {
@@ -343,7 +360,6 @@ static int pod_add(void *ctx, const struct cni_req *req, struct cni_add_result *
 	/* its policies in the maps before its endpoint: isolated from its
 	 * first packet */
 	policy_local_set(a->policy, ip, owner.pod_namespace, owner.pod_name);
-	pod_policy_learn(a, owner.pod_namespace, owner.pod_name);
 	/* a rule set that does not fit is reported, and the pod gets what
 	 * policy.h promises then (isolated with no rules, its drops counted
 	 * policy-map-full): the pod starts, isolated as its policies say */

@@ -590,6 +590,17 @@ bool policy_pod_known(struct policy *p, const char *ns, const char *name)
 
 /* ---- policies ---- */
 
+bool policy_namespace_has_policies(struct policy *p, const char *ns)
+{
+	bool has = false;
+
+	pthread_mutex_lock(&p->lock);
+	for (size_t i = 0; i < p->npols && !has; i++)
+		has = p->pols[i]->ok && strcmp(p->pols[i]->ns, ns) == 0;
+	pthread_mutex_unlock(&p->lock);
+	return has;
+}
+
 static struct ppol *pol_find(struct policy *p, const char *ns, const char *name, size_t *at)
 {
 	uint64_t i;

@@ -101,6 +101,9 @@ void policy_local_set(struct policy *p, in_addr_t ip, const char *ns, const char
 void policy_local_del(struct policy *p, in_addr_t ip);
 /* Is the Pod ns/name known (from the watch, or policy_pod_set)? */
 bool policy_pod_known(struct policy *p, const char *ns, const char *name);
+/* Does a NetworkPolicy of namespace ns (parsed) exist, which may select
+ * any pod of it? */
+bool policy_namespace_has_policies(struct policy *p, const char *ns);
 
 /* Bring the maps level with the inputs (the order above).  0 or -errno
  * (a map write failed: what could not be written is retried by the next

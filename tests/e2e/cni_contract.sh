@@ -309,6 +309,45 @@ cni "$NODE" "$nosock" CNI_COMMAND=ADD CNI_CONTAINERID="$LAB-bad" CNI_NETNS="/run
 check "ADD with an agentSocket nobody listens on: code 11" cni_error 11
 check "... none of them left an interface in x1" only_lo "$LAB-x1"
 
+# ---------------------------------------------------------------- the controller down
+# A pod whose labels the agent cannot learn, in a namespace with a
+# NetworkPolicy, would start open whatever the policy says: its ADD waits
+# (code 11) until the controller is back.  Without policies in its
+# namespace a pod starts as before.
+np_args() { echo "CNI_ARGS=IgnoreUnknown=1;K8S_POD_NAMESPACE=cni-contract-np;K8S_POD_NAME=$1"; }
+np_add() { cni "$NODE" "$CONF" CNI_COMMAND=ADD CNI_CONTAINERID="$LAB-$1" CNI_NETNS="/run/netns/$LAB-$1" CNI_IFNAME=eth0 "$(np_args "$1")"; }
+np_del() { cni "$NODE" "$CONF" CNI_COMMAND=DEL CNI_CONTAINERID="$LAB-$1" CNI_NETNS="/run/netns/$LAB-$1" CNI_IFNAME=eth0 "$(np_args "$1")"; }
+np_applied() {
+	src/lab/weft-lab --lab "$LAB" weftctl get nodes node-1 -o json | jq -e --argjson rv "$1" \
+		'.metadata.annotations["weft.io/applied-revisions"] // "{}" | fromjson | (.networkpolicies // 0) >= $rv' >/dev/null
+}
+pod_ns "$LAB-np1"; pod_ns "$LAB-free1"
+echo '{"apiVersion":"v1","kind":"List","items":[
+	{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"cni-contract-np"}},
+	{"apiVersion":"networking.k8s.io/v1","kind":"NetworkPolicy","metadata":{"name":"deny-all","namespace":"cni-contract-np"},"spec":{"podSelector":{}}}]}' \
+	>"$T_ROOT/np.json"
+check "namespace cni-contract-np with a NetworkPolicy deny-all" lab weftctl apply -f "$T_ROOT/np.json"
+np_rv=$(lab weftctl get networkpolicy deny-all -n cni-contract-np -o json | jq -r '.metadata.resourceVersion')
+check "... in force on node-1 (revision $np_rv) within 10 s" wait_for 10 np_applied "$np_rv"
+check "controller stop" env WEFT_LAB_TIMEOUT=20 src/lab/weft-lab --lab "$LAB" controller stop
+leases_before=$(lease_count)
+np_add np1
+check "controller down: ADD of cni-contract-np/np1 (policies in its namespace, its Pod unknown): code 11 naming the namespace" \
+	cni_error 11 "NetworkPolicies of namespace cni-contract-np"
+check "... nothing but lo in np1's netns" only_lo "$LAB-np1"
+check "... no lease taken" test "$(lease_count)" = "$leases_before"
+cni "$NODE" "$CONF" CNI_COMMAND=ADD CNI_CONTAINERID="$LAB-free1" CNI_NETNS="/run/netns/$LAB-free1" CNI_IFNAME=eth0 "$(args free1)"
+check "controller down: ADD of cni-contract/free1 (no policy in its namespace) succeeds" test "$RC" = 0
+cni "$NODE" "$CONF" CNI_COMMAND=DEL CNI_CONTAINERID="$LAB-free1" CNI_NETNS="/run/netns/$LAB-free1" CNI_IFNAME=eth0 "$(args free1)"
+check "... and its DEL" silent_ok
+np_del np1
+check "controller down: the runtime's DEL after the refused ADD: exit 0, empty stdout" silent_ok
+check "controller start" lab controller start
+np_add np1
+check "controller back: ADD of cni-contract-np/np1 succeeds" test "$RC" = 0
+np_del np1
+check "... and its DEL" silent_ok
+
 # ---------------------------------------------------------------- a /29 node takes 5 pods
 if ! up_out=$(small up --nodes 1 --host-subnet-length 3 2>&1); then
 	fail "weft-lab up --nodes 1 --host-subnet-length 3" "$(tail -n 5 <<<"$up_out")"
