@@ -28,9 +28,9 @@
  *     matched against every peer before the rule sets are computed, a
  *     changed policy against every identity, and a namespace whose
  *     labels changed makes every peer match again.
- *  3. A class's keys are sorted (memcmp of struct weft_policy_key with
- *     policy_id 0), and its prefixes too (pcidr_cmp), so two sets compare
- *     in one pass.
+ *  3. A class's keys are sorted (pkey_cmp, over struct weft_policy_key
+ *     with policy_id 0), and its prefixes too (pcidr_cmp), so two sets
+ *     compare in one pass (policy_keys.c makes and compares them).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -41,6 +41,7 @@
 
 #include "agent/datapath.h"
 #include "agent/policy.h"
+#include "agent/policy_keys.h"
 #include "lib/u64map.h"
 #include "model/model.h"
 #include "model/netpol.h"
@@ -98,20 +99,6 @@ struct ppol {
 				 * classes add just those keys) */
 	struct idlist *match[2];	/* per direction: one per (rule, peer) */
 	size_t *base[2];		/* per direction: rule -> first index in match */
-};
-
-struct pkey {
-	struct weft_policy_key k;	/* policy_id 0 */
-	uint32_t rule;
-};
-
-/* A prefix of a rule set's ipBlocks in weft_policy_cidrs. */
-struct pcidr {
-	__be32 addr;		/* network order */
-	uint8_t len;
-	uint8_t dir;
-	uint16_t pad;
-	uint32_t id;		/* WEFT_ID_CIDR | n, n local to the set; 0 none */
 };
 
 /* One found in the map by a restarted agent, with its rule set. */
@@ -191,22 +178,6 @@ struct policy {
 
 /* ---- small helpers ---- */
 
-static int grow(void **arr, size_t *cap, size_t n, size_t size)
-{
-	void *p;
-	size_t c;
-
-	if (n < *cap)
-		return 0;
-	c = *cap ? *cap * 2 : 16;
-	p = realloc(*arr, c * size);
-	if (!p)
-		return -ENOMEM;
-	*arr = p;
-	*cap = c;
-	return 0;
-}
-
 static uint64_t hash2(const char *a, const char *b)
 {
 	char buf[600];
@@ -230,10 +201,37 @@ static void index_move(struct u64map *m, uint64_t key, size_t i)
 
 static int idlist_add(struct idlist *l, uint32_t id)
 {
-	if (grow((void **)&l->ids, &l->cap, l->n, sizeof(*l->ids)) < 0)
+	if (policy_grow((void **)&l->ids, &l->cap, l->n, sizeof(*l->ids)) < 0)
 		return -ENOMEM;
 	l->ids[l->n++] = id;
 	return 0;
+}
+
+static int u32_cmp(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Sort l and drop its repeats, for idlist_has. */
+static void idlist_sort(struct idlist *l)
+{
+	size_t w = 0;
+
+	if (l->n == 0)
+		return;
+	qsort(l->ids, l->n, sizeof(*l->ids), u32_cmp);
+	for (size_t i = 1; i < l->n; i++)
+		if (l->ids[i] != l->ids[w])
+			l->ids[++w] = l->ids[i];
+	l->n = w + 1;
+}
+
+/* Is id in l (sorted)? */
+static bool idlist_has(const struct idlist *l, uint32_t id)
+{
+	return l->n && bsearch(&id, l->ids, l->n, sizeof(*l->ids), u32_cmp);
 }
 
 /* The log flags an object's POLICY_LOG_ANNOTATION asks for: "all" (or
@@ -306,7 +304,7 @@ void policy_namespace_set(struct policy *p, const json_t *obj)
 	}
 	n = calloc(1, sizeof(*n));
 	if (!n || !(n->name = strdup(name)) ||
-	    grow((void **)&p->nss, &p->cap_ns, p->nns, sizeof(*p->nss)) < 0 ||
+	    policy_grow((void **)&p->nss, &p->cap_ns, p->nns, sizeof(*p->nss)) < 0 ||
 	    u64map_put(&p->ns_index, hash1(name), p->nns) < 0) {
 		if (n)
 			free(n->name);
@@ -415,7 +413,7 @@ static struct ident *ident_get(struct policy *p, const char *ns, const json_t *l
 	}
 	id = calloc(1, sizeof(*id));
 	if (!id || !(id->ns = strdup(ns)) ||
-	    grow((void **)&p->ids, &p->cap_ids, p->nids, sizeof(*p->ids)) < 0 ||
+	    policy_grow((void **)&p->ids, &p->cap_ids, p->nids, sizeof(*p->ids)) < 0 ||
 	    u64map_put(&p->id_index, h, p->nids) < 0)
 		goto fail;
 	id->id = want >= WEFT_ID_FIRST && want < WEFT_ID_CIDR && !ident_by_num(p, want) ? want
@@ -529,7 +527,7 @@ void policy_pod_set(struct policy *p, const json_t *obj)
 	}
 	pod = calloc(1, sizeof(*pod));
 	if (!pod || !(pod->ns = strdup(ns)) || !(pod->name = strdup(name)) ||
-	    grow((void **)&p->pods, &p->cap_pods, p->npods, sizeof(*p->pods)) < 0 ||
+	    policy_grow((void **)&p->pods, &p->cap_pods, p->npods, sizeof(*p->pods)) < 0 ||
 	    u64map_put(&p->pod_index, hash2(ns, name), p->npods) < 0) {
 		if (pod) {
 			free(pod->ns);
@@ -673,7 +671,7 @@ void policy_netpol_set(struct policy *p, const json_t *obj)
 	if (!pol) {
 		pol = calloc(1, sizeof(*pol));
 		if (!pol || !(pol->ns = strdup(ns)) || !(pol->name = strdup(name)) ||
-		    grow((void **)&p->pols, &p->cap_pols, p->npols, sizeof(*p->pols)) < 0 ||
+		    policy_grow((void **)&p->pols, &p->cap_pols, p->npols, sizeof(*p->pols)) < 0 ||
 		    u64map_put(&p->pol_index, hash2(ns, name), p->npols) < 0) {
 			if (pol) {
 				free(pol->ns);
@@ -819,7 +817,7 @@ void policy_local_set(struct policy *p, in_addr_t ip, const char *ns, const char
 	pthread_mutex_lock(&p->lock);
 	l = local_find(p, ip);
 	if (!l) {
-		if (grow((void **)&p->locals, &p->cap_locals, p->nlocals, sizeof(*p->locals)) < 0 ||
+		if (policy_grow((void **)&p->locals, &p->cap_locals, p->nlocals, sizeof(*p->locals)) < 0 ||
 		    u64map_put(&p->local_index, ip, p->nlocals) < 0)
 			goto out;
 		l = &p->locals[p->nlocals++];
@@ -864,8 +862,6 @@ static struct ident *local_ident(struct policy *p, const struct local *l)
 
 /* ---- adoption, continued ---- */
 
-static int pkey_cmp(const void *a, const void *b);
-static int pcidr_cmp(const void *a, const void *b);
 static void cidr_delete(struct policy *p, uint32_t policy_id, const struct pcidr *x);
 
 /* A new class for identity c->ident takes over the rule set its pods had
@@ -1103,111 +1099,6 @@ static int rematch(struct policy *p)
 
 /* ---- rule sets (step 3) ---- */
 
-struct keyset {
-	struct pkey *keys;
-	size_t n, cap;
-};
-
-static int key_add(struct keyset *s, uint32_t dir, uint32_t peer, uint8_t proto, uint16_t port,
-		   int prefixlen, uint32_t rule)
-{
-	struct pkey *k;
-
-	if (grow((void **)&s->keys, &s->cap, s->n, sizeof(*s->keys)) < 0)
-		return -ENOMEM;
-	k = &s->keys[s->n++];
-	memset(k, 0, sizeof(*k));
-	k->k.prefixlen = (__u32)prefixlen;
-	k->k.peer = htonl(peer);
-	k->k.dir = (__u8)dir;
-	k->k.proto = prefixlen > WEFT_POLICY_PREFIX_ALL ? proto : 0;
-	k->k.port = prefixlen > WEFT_POLICY_PREFIX_PROTO ? htons(port) : 0;
-	k->rule = rule;
-	return 0;
-}
-
-/* Keys for peer on ports lo..hi of proto: aligned blocks of 2^k ports,
- * each one trie key of prefix 96 - k. */
-static int key_add_range(struct keyset *s, uint32_t dir, uint32_t peer, uint8_t proto, uint16_t lo,
-			 uint16_t hi, uint32_t rule)
-{
-	uint32_t cur = lo;
-	int err = 0;
-
-	while (cur <= hi && err == 0) {
-		int k = 0;
-
-		while (k < 16 && (cur & ((1u << (k + 1)) - 1)) == 0 && cur + (1u << (k + 1)) - 1 <= hi)
-			k++;
-		err = key_add(s, dir, peer, proto, (uint16_t)cur, WEFT_POLICY_PREFIX_PORT - k, rule);
-		cur += 1u << k;
-	}
-	return err;
-}
-
-/* The keys of rule for the peer identity peer, on the rule's ports as
- * self (a view of the local identity) resolves them: a named port of an
- * egress rule is the destination's, and rule_keys adds it. */
-static int port_keys(struct keyset *s, int dir, uint32_t peer, const struct netpol_rule *rule,
-		     const struct netpol_pod *selfv, uint32_t ref)
-{
-	int err = 0;
-
-	if (rule->nports == 0)
-		return key_add(s, (uint32_t)dir, peer, 0, 0, WEFT_POLICY_PREFIX_ALL, ref);
-	for (size_t q = 0; q < rule->nports && err == 0; q++) {
-		const struct netpol_port *port = &rule->ports[q];
-		uint16_t lo, hi;
-
-		if (port->name[0] && dir == NETPOL_EGRESS)
-			continue;	/* resolved on each destination */
-		if (netpol_port_range(port, selfv, &lo, &hi) < 0)
-			continue;	/* a name this pod does not have */
-		err = key_add_range(s, (uint32_t)dir, peer, port->proto, lo, hi, ref);
-	}
-	return err;
-}
-
-/* The ipBlock peers of the rules that select a class, for blocks_compile. */
-struct blockref {
-	const struct netpol_peer *peer;
-	const struct netpol_rule *rule;
-	uint32_t ref;
-	int dir;
-};
-
-struct blockset {
-	struct blockref *b;
-	size_t n, cap;
-};
-
-static int u32_cmp(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-/* Sort l and drop its repeats, for idlist_has. */
-static void idlist_sort(struct idlist *l)
-{
-	size_t w = 0;
-
-	if (l->n == 0)
-		return;
-	qsort(l->ids, l->n, sizeof(*l->ids), u32_cmp);
-	for (size_t i = 1; i < l->n; i++)
-		if (l->ids[i] != l->ids[w])
-			l->ids[++w] = l->ids[i];
-	l->n = w + 1;
-}
-
-/* Is id in l (sorted)? */
-static bool idlist_has(const struct idlist *l, uint32_t id)
-{
-	return l->n && bsearch(&id, l->ids, l->n, sizeof(*l->ids), u32_cmp);
-}
-
 /* The keys of one rule of pol for the local identity self (its ipBlock
  * peers go to bl, for blocks_compile); with only (pol's grew), just the
  * keys of identities new to pol: those its match lists gained since the
@@ -1230,7 +1121,7 @@ static int rule_keys(struct policy *p, const struct ppol *pol, int dir, size_t r
 		if (peer->is_block && only)
 			continue;
 		if (peer->is_block) {
-			if (grow((void **)&bl->b, &bl->cap, bl->n, sizeof(*bl->b)) < 0) {
+			if (policy_grow((void **)&bl->b, &bl->cap, bl->n, sizeof(*bl->b)) < 0) {
 				err = -ENOMEM;
 				break;
 			}
@@ -1275,168 +1166,6 @@ static int rule_keys(struct policy *p, const struct ppol *pol, int dir, size_t r
 	return err;
 }
 
-/* The order of a rule set's keys: any total order of the 16 key bytes
- * serves (merges and searches all use this one), and two 64-bit words
- * compare faster than memcmp, which dominated computing a set. */
-_Static_assert(sizeof(struct weft_policy_key) == 2 * sizeof(uint64_t), "pkey_cmp reads two words");
-
-static int pkey_cmp(const void *a, const void *b)
-{
-	uint64_t x[2], y[2];
-
-	memcpy(x, &((const struct pkey *)a)->k, sizeof(x));
-	memcpy(y, &((const struct pkey *)b)->k, sizeof(y));
-	if (x[0] != y[0])
-		return x[0] < y[0] ? -1 : 1;
-	return x[1] < y[1] ? -1 : x[1] > y[1];
-}
-
-/* Sort and drop duplicates (the first rule number stays). */
-static void keyset_normalize(struct keyset *s)
-{
-	size_t w = 0;
-
-	if (s->n == 0)
-		return;
-	qsort(s->keys, s->n, sizeof(*s->keys), pkey_cmp);
-	for (size_t i = 1; i < s->n; i++)
-		if (pkey_cmp(&s->keys[w], &s->keys[i]) != 0)
-			s->keys[++w] = s->keys[i];
-	s->n = w + 1;
-}
-
-static bool keys_equal(const struct pkey *a, size_t na, const struct pkey *b, size_t nb)
-{
-	return na == nb && (na == 0 || memcmp(a, b, na * sizeof(*a)) == 0);
-}
-
-/* By direction, then address, then length: a prefix comes before the
- * prefixes inside it. */
-static int pcidr_cmp(const void *a, const void *b)
-{
-	const struct pcidr *x = a, *y = b;
-	uint32_t xa = ntohl(x->addr), ya = ntohl(y->addr);
-
-	if (x->dir != y->dir)
-		return x->dir < y->dir ? -1 : 1;
-	if (xa != ya)
-		return xa < ya ? -1 : 1;
-	return x->len < y->len ? -1 : x->len > y->len;
-}
-
-static bool cidrs_equal(const struct pcidr *a, size_t na, const struct pcidr *b, size_t nb)
-{
-	return na == nb && (na == 0 || memcmp(a, b, na * sizeof(*a)) == 0);
-}
-
-struct cidrset {
-	struct pcidr *c;
-	size_t n, cap;
-};
-
-static int cidr_add(struct cidrset *cs, const struct cidr *c, int dir, uint32_t id)
-{
-	if (grow((void **)&cs->c, &cs->cap, cs->n, sizeof(*cs->c)) < 0)
-		return -ENOMEM;
-	cs->c[cs->n++] = (struct pcidr){
-		.addr = htonl(c->len ? c->addr & (~0u << (32 - c->len)) : 0),
-		.len = c->len,
-		.dir = (uint8_t)dir,
-		.id = id,
-	};
-	return 0;
-}
-
-/* Does peer's block hold the addresses whose longest prefix is c? */
-static bool block_holds(const struct netpol_peer *peer, const struct cidr *c)
-{
-	if (!cidr_contains(&peer->block, c))
-		return false;
-	for (size_t e = 0; e < peer->nexcept; e++)
-		if (cidr_contains(&peer->except[e], c))
-			return false;
-	return true;
-}
-
-/* The ipBlocks of a rule set in direction dir (bl; weft_bpf.h, "ipBlocks"):
- * every prefix they name goes to cs with a CIDR identity for what the
- * blocks holding it allow (the same for prefixes that allow the same; 0
- * for none), and each identity's keys to s.  A prefix that says what the
- * prefix around it says is left out. */
-static int blocks_compile(const struct blockset *bl, int dir, const struct netpol_pod *selfv,
-			  struct keyset *s, struct cidrset *cs)
-{
-	struct cidrset pre = { 0 };
-	struct keyset *sigs = NULL;	/* identity n + 1 allows sigs[n] */
-	size_t nsigs = 0, cap_sigs = 0, depth = 0;
-	const struct pcidr *around[33];	/* the prefixes written around this one */
-	int err = 0;
-
-	for (size_t i = 0; i < bl->n && err == 0; i++) {
-		const struct netpol_peer *peer = bl->b[i].peer;
-
-		if (bl->b[i].dir != dir)
-			continue;
-		err = cidr_add(&pre, &peer->block, dir, 0);
-		for (size_t e = 0; e < peer->nexcept && err == 0; e++)
-			if (cidr_contains(&peer->block, &peer->except[e]))
-				err = cidr_add(&pre, &peer->except[e], dir, 0);
-	}
-	if (pre.n)
-		qsort(pre.c, pre.n, sizeof(*pre.c), pcidr_cmp);
-	for (size_t i = 0; i < pre.n && err == 0; i++) {
-		struct cidr c = { .addr = ntohl(pre.c[i].addr), .len = pre.c[i].len };
-		struct keyset k = { 0 };
-		uint32_t id = 0, outer;
-		size_t j;
-
-		if (i && pcidr_cmp(&pre.c[i - 1], &pre.c[i]) == 0)
-			continue;
-		for (size_t b = 0; b < bl->n && err == 0; b++)
-			if (bl->b[b].dir == dir && block_holds(bl->b[b].peer, &c))
-				err = port_keys(&k, dir, 0, bl->b[b].rule, selfv, bl->b[b].ref);
-		keyset_normalize(&k);
-		for (j = 0; j < nsigs && k.n && !keys_equal(sigs[j].keys, sigs[j].n, k.keys, k.n); j++)
-			;
-		if (k.n && j == nsigs && err == 0) {
-			err = grow((void **)&sigs, &cap_sigs, nsigs, sizeof(*sigs));
-			if (err == 0) {
-				sigs[nsigs++] = k;
-				k.keys = NULL;
-			}
-		}
-		free(k.keys);
-		if (err < 0)
-			break;
-		if (k.n)
-			id = WEFT_ID_CIDR | (uint32_t)(j + 1);
-		pre.c[i].id = id;
-		while (depth && !cidr_contains(&(struct cidr){ .addr = ntohl(around[depth - 1]->addr),
-							       .len = around[depth - 1]->len },
-						&c))
-			depth--;
-		outer = depth ? around[depth - 1]->id : 0;
-		if (id == outer)
-			continue;
-		err = cidr_add(cs, &c, dir, id);
-		around[depth++] = &pre.c[i];
-	}
-	for (size_t j = 0; j < nsigs; j++) {
-		for (size_t i = 0; i < sigs[j].n && err == 0; i++) {
-			if (grow((void **)&s->keys, &s->cap, s->n, sizeof(*s->keys)) < 0) {
-				err = -ENOMEM;
-				break;
-			}
-			s->keys[s->n] = sigs[j].keys[i];
-			s->keys[s->n++].k.peer = htonl(WEFT_ID_CIDR | (uint32_t)(j + 1));
-		}
-		free(sigs[j].keys);
-	}
-	free(sigs);
-	free(pre.c);
-	return err;
-}
-
 /* What the rule set of identity self should be: flags, keys and ipBlock
  * prefixes; c->sel gets the policies that select it. */
 static int class_compute(struct policy *p, struct pclass *c, const struct ident *self, uint32_t *flags,
@@ -1455,7 +1184,7 @@ static int class_compute(struct policy *p, struct pclass *c, const struct ident 
 		if (!pol->ok || strcmp(pol->ns, self->ns) != 0 ||
 		    !netpol_selects(&pol->np, self->ns, self->labels))
 			continue;
-		if (grow((void **)&c->sel, &c->cap_sel, c->nsel, sizeof(*c->sel)) < 0) {
+		if (policy_grow((void **)&c->sel, &c->cap_sel, c->nsel, sizeof(*c->sel)) < 0) {
 			err = -ENOMEM;
 			break;
 		}
@@ -1547,7 +1276,7 @@ static int class_delta(struct policy *p, const struct pclass *c, const struct id
 			j++;
 		if (o < 0 && idlist_has(&p->gone, ntohl(k->k.peer)))
 			continue;
-		if ((err = grow((void **)&s->keys, &s->cap, s->n, sizeof(*s->keys))) == 0)
+		if ((err = policy_grow((void **)&s->keys, &s->cap, s->n, sizeof(*s->keys))) == 0)
 			s->keys[s->n++] = *k;
 	}
 	free(add.keys);
@@ -1600,20 +1329,6 @@ static void set_delete(struct policy *p, uint32_t policy_id, const struct pkey *
 		key_delete(p, policy_id, &keys[i]);
 	for (size_t i = 0; i < ncidrs && policy_id; i++)
 		cidr_delete(p, policy_id, &cidrs[i]);
-}
-
-/* Is every key of a in b (both sorted)? */
-static bool keys_subset(const struct pkey *a, size_t na, const struct pkey *b, size_t nb)
-{
-	size_t j = 0;
-
-	for (size_t i = 0; i < na; i++) {
-		while (j < nb && pkey_cmp(&b[j], &a[i]) < 0)
-			j++;
-		if (j == nb || pkey_cmp(&b[j], &a[i]) != 0)
-			return false;
-	}
-	return true;
 }
 
 /* Move every local endpoint of identity c->ident to c's rule set. */
@@ -1832,7 +1547,7 @@ static int classes_apply(struct policy *p)
 		if (c && c->used)
 			continue;
 		if (!c) {
-			if (grow((void **)&p->classes, &p->cap_classes, p->nclasses, sizeof(*p->classes)) < 0 ||
+			if (policy_grow((void **)&p->classes, &p->cap_classes, p->nclasses, sizeof(*p->classes)) < 0 ||
 			    u64map_put(&p->class_index, id->id, p->nclasses) < 0)
 				return -ENOMEM;
 			c = &p->classes[p->nclasses++];
@@ -2042,7 +1757,7 @@ static int adopt_policy(const struct weft_policy_key *k, const struct weft_polic
 		p->next_ident = peer + 1;
 	if (v->rule >= p->next_rule)
 		p->next_rule = v->rule + 1;
-	if (grow((void **)&p->adopt_keys, &p->cap_adopt_keys, p->nadopt_keys, sizeof(*p->adopt_keys)) < 0)
+	if (policy_grow((void **)&p->adopt_keys, &p->cap_adopt_keys, p->nadopt_keys, sizeof(*p->adopt_keys)) < 0)
 		return -ENOMEM;
 	x = &p->adopt_keys[p->nadopt_keys++];
 	x->k = *k;
@@ -2057,7 +1772,7 @@ static int adopt_cidr(uint32_t policy_id, int dir, in_addr_t addr, int len, uint
 
 	if (policy_id >= p->next_policy_id)
 		p->next_policy_id = policy_id + 1;
-	if (grow((void **)&p->adopt_cidrs, &p->cap_adopt_cidrs, p->nadopt_cidrs, sizeof(*p->adopt_cidrs)) < 0)
+	if (policy_grow((void **)&p->adopt_cidrs, &p->cap_adopt_cidrs, p->nadopt_cidrs, sizeof(*p->adopt_cidrs)) < 0)
 		return -ENOMEM;
 	x = &p->adopt_cidrs[p->nadopt_cidrs++];
 	x->policy_id = policy_id;
