@@ -128,6 +128,26 @@ static int mkdir_p(const char *path)
 	return 0;
 }
 
+/* The number a numeric flag (opts' entry c) was given, in lo..hi; else
+ * -1, said on stderr with the flag's name. */
+static int number_flag(const struct option *opts, int c, const char *arg, unsigned long lo,
+		       unsigned long hi, unsigned long *v)
+{
+	const char *name = "?";
+	char *end;
+
+	for (; opts->name; opts++)
+		if (opts->val == c)
+			name = opts->name;
+	errno = 0;
+	*v = strtoul(arg, &end, 10);
+	if (*end || !*arg || arg[0] == '-' || errno || *v < lo || *v > hi) {
+		fprintf(stderr, "weft-agent: --%s %s: not a number in %lu..%lu\n", name, arg, lo, hi);
+		return -1;
+	}
+	return 0;
+}
+
 static int parse_flags(int argc, char **argv, struct agent_opts *o)
 {
 	static const struct option opts[] = {
@@ -152,6 +172,7 @@ static int parse_flags(int argc, char **argv, struct agent_opts *o)
 		{ 0 }
 	};
 	static char state[4096], pin[4096], sock[4096];
+	unsigned long v;
 	int c;
 
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -164,83 +185,36 @@ static int parse_flags(int argc, char **argv, struct agent_opts *o)
 		case 's': o->state_dir = optarg; break;
 		case 'b': o->pin_dir = optarg; break;
 		case 'k': o->cni_socket = optarg; break;
-		case 'm': {
-			char *end;
-			long v = strtol(optarg, &end, 10);
-
-			if (*end || v < 576 || v > 65485) {
-				fprintf(stderr, "weft-agent: --mtu %s: not a number in 576..65485\n", optarg);
+		case 'm':
+			if (number_flag(opts, c, optarg, 576, 65485, &v) < 0)
 				return -1;
-			}
 			o->mtu = (int)v;
 			break;
-		}
 		case 'S':
 		case 'B':
-		case 'C': {
-			char *end;
-			unsigned long v = strtoul(optarg, &end, 10);
-			const char *name = c == 'S' ? "services" : c == 'B' ? "backends" : "conntrack";
-
-			if (*end || !*optarg || optarg[0] == '-' || v < 16 || v > 16777216) {
-				fprintf(stderr, "weft-agent: --max-%s %s: not a number in 16..16777216\n",
-					name, optarg);
-				return -1;
-			}
-			if (c == 'S')
-				o->max_services = (uint32_t)v;
-			else if (c == 'B')
-				o->max_backends = (uint32_t)v;
-			else
-				o->max_ct = (uint32_t)v;
-			break;
-		}
-		case 'P': {
-			char *end;
-			unsigned long v = strtoul(optarg, &end, 10);
-
-			if (*end || !*optarg || optarg[0] == '-' || v < 1 || v > 8388608) {
-				fprintf(stderr, "weft-agent: --conntrack-per-client %s: not a number in "
-					"1..8388608\n", optarg);
-				return -1;
-			}
-			o->ct_per_source = (uint32_t)v;
-			break;
-		}
+		case 'C':
 		case 'R':
 		case 'T':
-		case 'Q': {
-			char *end;
-			unsigned long v = strtoul(optarg, &end, 10);
-			const char *name = c == 'R' ? "max-policy-rules" : c == 'T' ? "max-policy-conntrack"
-								       : "policy-conntrack-per-client";
-			unsigned long lo = c == 'Q' ? 1 : 16;
-
-			if (*end || !*optarg || optarg[0] == '-' || v < lo || v > 16777216) {
-				fprintf(stderr, "weft-agent: --%s %s: not a number in %lu..16777216\n", name,
-					optarg, lo);
+			if (number_flag(opts, c, optarg, 16, 16777216, &v) < 0)
 				return -1;
-			}
-			if (c == 'R')
-				o->max_policy = (uint32_t)v;
-			else if (c == 'T')
-				o->max_policy_ct = (uint32_t)v;
-			else
-				o->policy_ct_per_source = (uint32_t)v;
+			*(c == 'S' ? &o->max_services : c == 'B' ? &o->max_backends : c == 'C' ? &o->max_ct
+			  : c == 'R' ? &o->max_policy : &o->max_policy_ct) = (uint32_t)v;
 			break;
-		}
-		case 'W': {
-			char *end;
-			unsigned long v = strtoul(optarg, &end, 10);
-
-			if (*end || !*optarg || optarg[0] == '-' || v < 1 || v > 3600) {
-				fprintf(stderr, "weft-agent: --watch-timeout %s: not a number of seconds in "
-					"1..3600\n", optarg);
+		case 'P':
+			if (number_flag(opts, c, optarg, 1, 8388608, &v) < 0)
 				return -1;
-			}
+			o->ct_per_source = (uint32_t)v;
+			break;
+		case 'Q':
+			if (number_flag(opts, c, optarg, 1, 16777216, &v) < 0)
+				return -1;
+			o->policy_ct_per_source = (uint32_t)v;
+			break;
+		case 'W':
+			if (number_flag(opts, c, optarg, 1, 3600, &v) < 0)
+				return -1;
 			o->watch_timeout = (unsigned)v;
 			break;
-		}
 		case 'h': usage(stdout); exit(0);
 		default: usage(stderr); return -1;
 		}
