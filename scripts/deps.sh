@@ -25,6 +25,8 @@ packages=(
   protobuf-compiler
   # the reference CNI client (cnitool, built from Debian's libcni sources)
   golang-go golang-github-appc-cni-dev
+  # the store's conformance suite against a real etcd (tests/api/store_etcd.sh)
+  etcd-server etcd-client
 )
 
 # kubectl for the API tests: Debian's kubernetes-client, unless a kubectl is

@@ -91,6 +91,56 @@ start_controller() {
 	if [ "$scheme" = https ]; then export CURL_CA_BUNDLE=$CTRL_CA SSL_CERT_FILE=$CTRL_CA; fi
 }
 
+# One etcd member (Debian's etcd-server) on loopback for a test.
+ETCD=${ETCD:-/usr/bin/etcd}
+ETCDCTL=${ETCDCTL:-/usr/bin/etcdctl}
+ETCD_CTL_ARGS=()	# TLS and user flags for etcdctl, when the etcd wants them
+
+# ctl ARGS...: etcdctl on the etcd started last (ETCD_ENDPOINT, ETCD_CTL_ARGS)
+ctl() { ETCDCTL_API=3 "$ETCDCTL" --endpoints "$ETCD_ENDPOINT" --dial-timeout 2s --command-timeout 5s "${ETCD_CTL_ARGS[@]}" "$@"; }
+
+# etcd_healthy: until etcd answers, or it has exited (a port taken since
+# free_port looked), or 30 s
+etcd_healthy() {
+	local deadline=$(( $(date +%s) + 30 ))
+	while [ "$(date +%s)" -lt "$deadline" ]; do
+		kill -0 "$ETCD_PID" 2>/dev/null || return 1
+		ctl endpoint health >/dev/null 2>&1 && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# start_etcd DIR [SCHEME [ETCD-ARGS...]]: a one-member etcd with its data
+# in DIR/data, clients on SCHEME (http, or https with TLS flags in
+# ETCD-ARGS) at a free loopback port; a port taken meanwhile is tried
+# again.  Sets ETCD_PID, ETCD_PORT, ETCD_ENDPOINT (SCHEME://127.0.0.1:PORT)
+# and ETCD_URL (etcd://127.0.0.1:PORT, the store URL weft-controller
+# takes).  0 once it answers.
+start_etcd() {
+	local dir=$1 scheme=${2:-http} try cport pport; shift; [ $# -eq 0 ] || shift
+	for try in 1 2 3; do
+		cport=$(free_port); pport=$(free_port)
+		[ "$cport" != "$pport" ] || continue
+		rm -rf "$dir/data"
+		ETCD_PORT=$cport
+		ETCD_ENDPOINT=$scheme://127.0.0.1:$cport
+		ETCD_URL=etcd://127.0.0.1:$cport
+		"$ETCD" --name default --data-dir "$dir/data" \
+			--listen-client-urls "$ETCD_ENDPOINT" --advertise-client-urls "$ETCD_ENDPOINT" \
+			--listen-peer-urls "http://127.0.0.1:$pport" --initial-advertise-peer-urls "http://127.0.0.1:$pport" \
+			--initial-cluster "default=http://127.0.0.1:$pport" --initial-cluster-state new \
+			--initial-cluster-token "weft-test-$try" "$@" >"$dir/etcd.log" 2>&1 &
+		ETCD_PID=$!
+		T_PIDS+=("$ETCD_PID")
+		etcd_healthy && return 0
+		kill "$ETCD_PID" 2>/dev/null; wait "$ETCD_PID" 2>/dev/null
+		echo "  etcd on port $cport did not come up (try $try); its log ends:"
+		tail -n 5 "$dir/etcd.log" | sed 's/^/    /'
+	done
+	return 1
+}
+
 # stop_controller: SIGTERM and wait; fails if it exited with an error
 # (a sanitizer report makes the exit status non-zero).
 stop_controller() {

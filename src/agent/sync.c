@@ -792,8 +792,14 @@ static void *sync_thread(void *arg)
 		/* A watch that ends cleanly (its timeout, or the controller
 		 * closing a stream that fell behind) goes on from the last
 		 * revision applied, as a reflector does: the controller sends
-		 * what came since from its history.  Only a compacted revision
-		 * (410), any other status, or a broken connection lists again. */
+		 * what came since from its history.  So does a broken one (the
+		 * controller died or restarted): the next request goes to
+		 * whichever of the controller's replicas answers (httpc), from
+		 * the same revision, at once and then with back-off; and so
+		 * does a 503 (a controller that is stopping says so).  Only a
+		 * compacted revision (410) or another status lists again. */
+		unsigned resume = 0;
+
 		for (;;) {
 			char from[sizeof(k->rv)];
 			struct timespec t0, t1;
@@ -804,9 +810,22 @@ static void *sync_thread(void *arg)
 			clock_gettime(CLOCK_MONOTONIC, &t0);
 			rc = httpc_stream(*k->http, path, on_event, k, &r, err, sizeof(err));
 			clock_gettime(CLOCK_MONOTONIC, &t1);
-			if (rc < 0 && rc != -ECANCELED)
-				LOG_WARN("watch %s: %s", k->what, err);
-			else if (r.status == 410)
+			/* broken, unreachable, or a controller that is stopping (503) */
+			if (((rc < 0 && rc != -ECANCELED) || (rc == 0 && r.status == 503)) &&
+			    !atomic_load(&a->stopping)) {
+				if (strcmp(from, k->rv) || t1.tv_sec - t0.tv_sec >= 2)
+					resume = 0;	/* it had been streaming: a new break */
+				LOG_WARN("watch %s: %s; resuming from revision %s", k->what,
+					 rc < 0 ? err : "HTTP 503 (the controller is stopping)", k->rv);
+				httpc_response_free(&r);
+				set_controller_up(a, false);
+				if (resume)
+					sleep_ms(a, resume);
+				resume = resume ? (resume * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : resume * 2)
+						: BACKOFF_MIN_MS;
+				continue;
+			}
+			if (r.status == 410)
 				LOG_INFO("watch %s: revision %s compacted; listing again", k->what, k->rv);
 			else if (rc == 0 && r.status != 200)
 				LOG_WARN("watch %s: HTTP %ld: %.200s; listing again", k->what, r.status,
@@ -816,6 +835,10 @@ static void *sync_thread(void *arg)
 				break;
 			}
 			httpc_response_free(&r);
+			if (resume) {
+				set_controller_up(a, true);
+				resume = 0;
+			}
 			/* a stream that ended at once with nothing in it: not
 			 * again at once */
 			if (strcmp(from, k->rv) == 0 && t1.tv_sec - t0.tv_sec < 1)

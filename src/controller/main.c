@@ -94,7 +94,8 @@ static void usage(FILE *f)
 		"  --config FILE      the ClusterNetwork manifest; applied at start (refused if it would\n"
 		"                     orphan allocated subnets or cluster IPs, or change the mode while\n"
 		"                     the stored VNIDs do not fit the new one)\n"
-		"  --store URL        sqlite:PATH (default sqlite:DIR/weft.db)\n"
+		"  --store URL        sqlite:PATH (default sqlite:DIR/weft.db), or etcd://HOST:PORT[,HOST:PORT...]\n"
+		"                     [?ca=FILE&cert=FILE&key=FILE&user=NAME&password_file=FILE]\n"
 		"  --max-body BYTES   largest request body (default 3145728)\n"
 		"  --history N        revisions of history kept for watches (default 100000)\n"
 		"  --compact-interval SECONDS  how often old history is compacted (default 60)\n"
@@ -507,7 +508,7 @@ int main(int argc, char **argv)
 	}
 	/* group commit: writes commit under the API's lock and are flushed
 	 * outside it, before anyone sees them (store.h, api.c) */
-	if ((sync_err = store_defer_sync(store))) {
+	if ((sync_err = store_defer_sync(store)) && sync_err != -ENOTSUP) {	/* etcd: every write is durable */
 		fprintf(stderr, "weft-controller: %s: group commit: %s\n", store_url, strerror(-sync_err));
 		goto out;
 	}

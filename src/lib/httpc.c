@@ -50,7 +50,9 @@
 
 struct httpc {
 	CURL *curl;
-	char *server;
+	char *server;				/* servers[current] */
+	char *servers[HTTPC_MAX_SERVERS];	/* owned; a controller's replicas */
+	size_t nservers, current;
 	struct curl_slist *headers;		/* Accept, Authorization, Expect */
 	struct curl_slist *headers_body;	/* the same + Content-Type */
 	long connect_timeout_ms;
@@ -59,6 +61,8 @@ struct httpc {
 	char *user_agent;
 	struct curl_blob ca;			/* PEM, owned; data NULL: system trust store */
 	bool insecure;				/* insecure_skip_tls_verify */
+	char *cert_file, *key_file;		/* client certificate, or NULL */
+	char *auth_scheme;			/* "Bearer", or "" for the bare token */
 	atomic_int cancelled;
 	char curl_err[CURL_ERROR_SIZE];
 };
@@ -204,6 +208,15 @@ out:
 	return rc;
 }
 
+/* A token goes into a header line: no control character may forge another. */
+static bool token_ok(const char *token)
+{
+	for (const char *c = token; *c; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			return false;
+	return true;
+}
+
 static int copy_ca(const char *pem, size_t len, struct curl_blob *ca, char *err, size_t errlen)
 {
 	char *buf;
@@ -232,6 +245,8 @@ static int build_headers(struct httpc *h, const char *token)
 	size_t authlen = 0;
 	int rc = -ENOMEM;
 
+	h->headers = h->headers_body = NULL;
+
 	for (size_t i = 0; i < sizeof(common) / sizeof(common[0]); i++) {
 		struct curl_slist *a = curl_slist_append(h->headers, common[i]);
 
@@ -253,11 +268,11 @@ static int build_headers(struct httpc *h, const char *token)
 	if (token) {
 		struct curl_slist *a;
 
-		authlen = strlen(token) + sizeof("Authorization: Bearer ");
+		authlen = strlen(token) + strlen(h->auth_scheme) + sizeof("Authorization:  ");
 		auth = malloc(authlen);
 		if (!auth)
 			goto out;
-		snprintf(auth, authlen, "Authorization: Bearer %s", token);
+		snprintf(auth, authlen, "Authorization: %s%s%s", h->auth_scheme, h->auth_scheme[0] ? " " : "", token);
 		a = curl_slist_append(h->headers, auth);
 		if (!a)
 			goto out;
@@ -276,6 +291,51 @@ out:
 	return rc;
 }
 
+/* One server URL: http(s)://HOST[:PORT], no blank; a trailing '/' dropped. */
+static int add_server(struct httpc *h, const char *url, size_t len, char *err, size_t errlen)
+{
+	char *s;
+
+	if (len > SERVER_MAX || (strncmp(url, "http://", 7) && strncmp(url, "https://", 8)) ||
+	    len <= (size_t)(strncmp(url, "http://", 7) ? 8 : 7) || memchr(url, ' ', len) || memchr(url, '\t', len) ||
+	    memchr(url, '\r', len) || memchr(url, '\n', len)) {
+		errmsg(err, errlen, "invalid server URL '%.*s': want http://HOST[:PORT] or https://...",
+		    (int)(len > SERVER_MAX ? SERVER_MAX : len), url);
+		return -EINVAL;
+	}
+	if (h->nservers == HTTPC_MAX_SERVERS) {
+		errmsg(err, errlen, "more than %d server URLs", HTTPC_MAX_SERVERS);
+		return -EINVAL;
+	}
+	if (!(s = strndup(url, len))) {
+		errmsg(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	while (len > 0 && s[len - 1] == '/')
+		s[--len] = 0;
+	h->servers[h->nservers++] = s;
+	return 0;
+}
+
+/* "URL[,URL...]": the replicas of one server, tried in turn. */
+static int split_servers(struct httpc *h, const char *list, char *err, size_t errlen)
+{
+	for (const char *p = list;;) {
+		const char *comma = strchr(p, ',');
+		size_t n = comma ? (size_t)(comma - p) : strlen(p);
+		int rc = add_server(h, p, n, err, errlen);
+
+		if (rc < 0)
+			return rc;
+		if (!comma)
+			break;
+		p = comma + 1;
+	}
+	h->current = 0;
+	h->server = h->servers[0];
+	return 0;
+}
+
 struct httpc *httpc_create(const struct httpc_options *opt, char *err, size_t errlen)
 {
 	struct httpc *h = NULL;
@@ -289,11 +349,9 @@ struct httpc *httpc_create(const struct httpc_options *opt, char *err, size_t er
 		goto fail;
 	}
 	slen = strlen(opt->server);
-	if (slen > SERVER_MAX || (strncmp(opt->server, "http://", 7) && strncmp(opt->server, "https://", 8)) ||
-	    !opt->server[strncmp(opt->server, "http://", 7) ? 8 : 7] || strpbrk(opt->server, " \t\r\n")) {
+	if (slen > SERVER_MAX * HTTPC_MAX_SERVERS) {
 		rc = -EINVAL;
-		errmsg(err, errlen, "invalid server URL '%.*s': want http://HOST[:PORT] or https://...",
-		    SERVER_MAX, opt->server);
+		errmsg(err, errlen, "invalid server URL '%.*s...': too long", 200, opt->server);
 		goto fail;
 	}
 	pthread_once(&global_once, global_init);
@@ -308,16 +366,16 @@ struct httpc *httpc_create(const struct httpc_options *opt, char *err, size_t er
 		errmsg(err, errlen, "out of memory");
 		goto fail;
 	}
-	h->server = strdup(opt->server);
+	rc = split_servers(h, opt->server, err, errlen);
+	if (rc < 0)
+		goto fail;
 	h->user_agent = strdup(opt->user_agent ? opt->user_agent : "weft-httpc");
 	h->curl = curl_easy_init();
-	if (!h->server || !h->user_agent || !h->curl) {
+	if (!h->user_agent || !h->curl) {
 		rc = -ENOMEM;
 		errmsg(err, errlen, "out of memory");
 		goto fail;
 	}
-	while (slen > 0 && h->server[slen - 1] == '/')
-		h->server[--slen] = 0;
 	h->connect_timeout_ms = opt->connect_timeout_ms > 0 ? opt->connect_timeout_ms : DEFAULT_CONNECT_TIMEOUT_MS;
 	h->timeout_ms = opt->timeout_ms > 0 ? opt->timeout_ms : 0;
 	h->max_body = opt->max_body ? opt->max_body : HTTPC_MAX_BODY;
@@ -329,6 +387,22 @@ struct httpc *httpc_create(const struct httpc_options *opt, char *err, size_t er
 						    "a CA file and CA certificates are both given");
 		goto fail;
 	}
+	if (!opt->cert_file != !opt->key_file) {
+		rc = -EINVAL;
+		errmsg(err, errlen, "a client %s without its %s", opt->cert_file ? "certificate" : "key",
+		    opt->cert_file ? "key" : "certificate");
+		goto fail;
+	}
+	if (opt->cert_file && (!(h->cert_file = strdup(opt->cert_file)) || !(h->key_file = strdup(opt->key_file)))) {
+		rc = -ENOMEM;
+		errmsg(err, errlen, "out of memory");
+		goto fail;
+	}
+	if (!(h->auth_scheme = strdup(opt->auth_scheme ? opt->auth_scheme : "Bearer"))) {
+		rc = -ENOMEM;
+		errmsg(err, errlen, "out of memory");
+		goto fail;
+	}
 	if (opt->ca_file && (rc = read_ca(opt->ca_file, &h->ca, err, errlen)) < 0)
 		goto fail;
 	if (opt->ca_pem && (rc = copy_ca(opt->ca_pem, opt->ca_len, &h->ca, err, errlen)) < 0)
@@ -338,12 +412,11 @@ struct httpc *httpc_create(const struct httpc_options *opt, char *err, size_t er
 		if (rc < 0)
 			goto fail;
 	} else if (opt->token) {
-		for (const char *c = opt->token; *c; c++)
-			if ((unsigned char)*c < 0x20 || *c == 0x7f) {
-				rc = -EINVAL;
-				errmsg(err, errlen, "the token contains a control character");
-				goto fail;
-			}
+		if (!token_ok(opt->token)) {
+			rc = -EINVAL;
+			errmsg(err, errlen, "the token contains a control character");
+			goto fail;
+		}
 		if (!(token = strdup(opt->token))) {
 			rc = -ENOMEM;
 			errmsg(err, errlen, "out of memory");
@@ -378,10 +451,38 @@ void httpc_destroy(struct httpc *h)
 	curl_slist_free_all(h->headers_body);
 	if (h->curl)
 		curl_easy_cleanup(h->curl);
-	free(h->server);
+	for (size_t i = 0; i < h->nservers; i++)
+		free(h->servers[i]);
 	free(h->user_agent);
 	free(h->ca.data);
+	free(h->cert_file);
+	free(h->key_file);
+	free(h->auth_scheme);
 	free(h);
+}
+
+int httpc_set_token(struct httpc *h, const char *token)
+{
+	struct curl_slist *headers = h->headers, *headers_body = h->headers_body;
+	int rc;
+
+	if (token && !token_ok(token))
+		return -EINVAL;
+	rc = build_headers(h, token);
+	if (rc < 0) {
+		wipe_list(h->headers);
+		wipe_list(h->headers_body);
+		curl_slist_free_all(h->headers);
+		curl_slist_free_all(h->headers_body);
+		h->headers = headers;
+		h->headers_body = headers_body;
+		return rc;
+	}
+	wipe_list(headers);
+	wipe_list(headers_body);
+	curl_slist_free_all(headers);
+	curl_slist_free_all(headers_body);
+	return 0;
 }
 
 const char *httpc_server(const struct httpc *h) { return h->server; }
@@ -539,6 +640,10 @@ static CURLcode setup(struct httpc *h, const char *method, const char *url, cons
 		SET(CURLOPT_CAPATH, (char *)NULL);
 		SET(CURLOPT_CAINFO_BLOB, &h->ca);
 	}
+	if (h->cert_file) {
+		SET(CURLOPT_SSLCERT, h->cert_file);
+		SET(CURLOPT_SSLKEY, h->key_file);
+	}
 	if (h->insecure) {
 		SET(CURLOPT_SSL_VERIFYPEER, 0L);
 		SET(CURLOPT_SSL_VERIFYHOST, 0L);
@@ -619,9 +724,9 @@ static int fail(struct httpc *h, CURLcode rc, const struct xfer *x, const char *
 	}
 }
 
-static int perform(struct httpc *h, const char *method, const char *path, const char *content_type,
-		   const char *body, size_t len, httpc_line_fn fn, void *arg, struct httpc_response *resp, char *err,
-		   size_t errlen)
+static int perform_one(struct httpc *h, const char *method, const char *path, const char *content_type,
+		       const char *body, size_t len, httpc_line_fn fn, void *arg, struct httpc_response *resp,
+		       char *err, size_t errlen, bool *unreached)
 {
 	struct xfer x = { .h = h, .fn = fn, .arg = arg };
 	struct curl_slist *typed = NULL;
@@ -678,13 +783,20 @@ static int perform(struct httpc *h, const char *method, const char *path, const 
 
 			if (r < 0) {
 				rc = r;
-				errmsg(err, errlen, "GET %s%s: stopped: %s", h->server, path, strerror(-r));
+				errmsg(err, errlen, "%s %s%s: stopped: %s", method, h->server, path, strerror(-r));
 				goto out;
 			}
 		}
 	}
 	if (crc != CURLE_OK) {
+		curl_off_t connected = 0;
+
 		rc = fail(h, crc, &x, method, path, err, errlen);
+		/* never connected (refused, no route, the connect timed out):
+		 * nothing was sent, so another replica may take the request */
+		*unreached = connect_failure(crc) ||
+			     (crc == CURLE_OPERATION_TIMEDOUT &&
+			      curl_easy_getinfo(h->curl, CURLINFO_CONNECT_TIME_T, &connected) == CURLE_OK && !connected);
 		goto out;
 	}
 	if (!x.body.data && buf_append(&x.body, "", 0, h->max_body) < 0) {
@@ -712,6 +824,26 @@ out:
 	return rc;
 }
 
+/* The request on the current server; when it cannot be reached, on the
+ * next ones in turn (each once), staying on the first that answers. */
+static int perform(struct httpc *h, const char *method, const char *path, const char *content_type,
+		   const char *body, size_t len, httpc_line_fn fn, void *arg, struct httpc_response *resp, char *err,
+		   size_t errlen)
+{
+	int rc = -EINVAL;
+
+	for (size_t tried = 0; tried < h->nservers; tried++) {
+		bool unreached = false;
+
+		rc = perform_one(h, method, path, content_type, body, len, fn, arg, resp, err, errlen, &unreached);
+		if (!unreached || h->nservers == 1)
+			break;
+		h->current = (h->current + 1) % h->nservers;
+		h->server = h->servers[h->current];
+	}
+	return rc;
+}
+
 int httpc_request(struct httpc *h, const char *method, const char *path, const char *body, size_t len,
 		  struct httpc_response *resp, char *err, size_t errlen)
 {
@@ -733,4 +865,15 @@ int httpc_stream(struct httpc *h, const char *path, httpc_line_fn fn, void *arg,
 		return -EINVAL;
 	}
 	return perform(h, "GET", path, NULL, NULL, 0, fn, arg, resp, err, errlen);
+}
+
+int httpc_stream_post(struct httpc *h, const char *path, const char *body, size_t len, httpc_line_fn fn, void *arg,
+		      struct httpc_response *resp, char *err, size_t errlen)
+{
+	if (!fn) {
+		memset(resp, 0, sizeof(*resp));
+		errmsg(err, errlen, "%s: httpc_stream_post without a line callback", h->server);
+		return -EINVAL;
+	}
+	return perform(h, "POST", path, NULL, body, len, fn, arg, resp, err, errlen);
 }

@@ -28,6 +28,12 @@
  *     fails the call with -EPROTO and curl's reason ("SSL certificate
  *     problem: ...").
  *
+ *  6. Failover: with several server URLs a request goes to the current
+ *     one; when that cannot be reached (refused, no route, connect timeout:
+ *     nothing was sent), to the next, each once, and the handle stays on
+ *     the first that answered.  A request that reached a server is never
+ *     sent again (it may have been applied), nor is a broken stream.
+ *
  * Ownership: httpc_create copies everything it is given; httpc_destroy
  * (accepts NULL) frees the handle.  A struct httpc_response is filled by
  * httpc_request / httpc_stream and owned by the caller, who releases it
@@ -45,17 +51,23 @@
 
 #define HTTPC_MAX_BODY (64u << 20)	/* 64 MiB */
 #define HTTPC_MAX_TOKEN 16384		/* a token file larger than this is refused */
+#define HTTPC_MAX_SERVERS 8		/* replicas in one server list */
 
 struct httpc;
 
 struct httpc_options {
-	const char *server;		/* "http://127.0.0.1:8080" (required; a trailing '/' is dropped) */
+	const char *server;		/* "http://127.0.0.1:8080" (required; a trailing '/' is dropped), or
+					 * several, comma-separated: replicas of one API (invariant 6) */
 	const char *token_file;		/* NULL: requests carry no Authorization header */
 	const char *token;		/* or the token itself (copied); not with token_file */
 	const char *ca_file;		/* https: trust the PEM certificates of this file (read at create) */
 	const char *ca_pem;		/* ... or these (ca_len bytes, copied); not with ca_file */
 	size_t ca_len;
 	bool insecure_skip_tls_verify;	/* https: verify nothing; only when a user asked for it */
+	const char *cert_file;		/* https: present this client certificate (PEM) ... */
+	const char *key_file;		/* ... with this key (PEM); both or neither */
+	const char *auth_scheme;	/* "Authorization: SCHEME TOKEN"; NULL: "Bearer"; "": the token alone
+					 * (etcd's gateway wants its token so) */
 	long connect_timeout_ms;	/* 0: 10 s */
 	long timeout_ms;		/* whole request, httpc_request only; 0: no limit */
 	size_t max_body;		/* 0: HTTPC_MAX_BODY */
@@ -76,7 +88,8 @@ struct httpc_response {
 struct httpc *httpc_create(const struct httpc_options *opt, char *err, size_t errlen);
 void httpc_destroy(struct httpc *h);
 
-/* The server URL as given (without a trailing '/'); borrowed from h. */
+/* The server URL requests go to now (without a trailing '/'); borrowed
+ * from h, valid until the next call on h. */
 const char *httpc_server(const struct httpc *h);
 
 /*
@@ -126,6 +139,17 @@ typedef int (*httpc_line_fn)(const char *line, size_t len, void *arg);
 int httpc_stream(struct httpc *h, const char *path, httpc_line_fn fn, void *arg,
 		 struct httpc_response *resp, char *err, size_t errlen)
 	__attribute__((warn_unused_result));
+
+/* The same, for a POST with a JSON body (borrowed for the call): etcd's
+ * gateway streams a watch as the answer to a POST. */
+int httpc_stream_post(struct httpc *h, const char *path, const char *body, size_t len, httpc_line_fn fn, void *arg,
+		      struct httpc_response *resp, char *err, size_t errlen)
+	__attribute__((warn_unused_result));
+
+/* Replace the token later requests carry (NULL: none), e.g. after a new
+ * login.  0, -EINVAL (a control character) or -ENOMEM (the old headers
+ * stay).  Not while a call runs on h. */
+int httpc_set_token(struct httpc *h, const char *token) __attribute__((warn_unused_result));
 
 /* Make the running call (if any) and every later call on h fail with
  * -ECANCELED, within about a second.  Async-signal-safe; for shutdown. */

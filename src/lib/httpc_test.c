@@ -719,3 +719,115 @@ TEST(httpc_token_string)
 	CHECK_CONTAINS(s.request, "Authorization: Bearer s3cret\r\n");
 }
 
+
+/* A port with no listener: bound a moment ago and closed. */
+static int dead_port(void)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t alen = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM, 0), port = -1;
+
+	if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
+	    getsockname(fd, (struct sockaddr *)&a, &alen) == 0)
+		port = ntohs(a.sin_port);
+	if (fd >= 0)
+		close(fd);
+	return port;
+}
+
+/* Several replicas: a request skips the ones that refuse, stays on the
+ * first that answers, and moves on again when that one goes. */
+#define CLOSE_JSON "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 7\r\n\r\n{\"a\":1}"
+
+TEST(httpc_fails_over_to_the_next_replica)
+{
+	struct server a, b;
+	struct httpc_options opt = { 0 };
+	struct httpc_response r = { 0 };
+	struct httpc *h;
+	char url[256], want[64], err[256];
+	int dead = dead_port();
+
+	CHECK(dead > 0);
+	/* each answer closes its connection, so that a server can stop */
+	CHECK(server_start(&a, CLOSE_JSON, sizeof(CLOSE_JSON) - 1) == 0);
+	CHECK(server_start(&b, CLOSE_JSON, sizeof(CLOSE_JSON) - 1) == 0);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d,http://127.0.0.1:%d/,http://127.0.0.1:%d", dead, a.port,
+		 b.port);
+	opt.server = url;
+	h = httpc_create(&opt, err, sizeof(err));
+	CHECK(h != NULL);
+	CHECK_EQ(httpc_request(h, "POST", "/x", "{}", 2, &r, err, sizeof(err)), 0);
+	CHECK_EQ(r.status, 200);
+	httpc_response_free(&r);
+	snprintf(want, sizeof(want), "http://127.0.0.1:%d", a.port);
+	CHECK_STR(httpc_server(h), want);
+	CHECK_EQ(httpc_request(h, "GET", "/y", NULL, 0, &r, err, sizeof(err)), 0);
+	httpc_response_free(&r);
+	CHECK_EQ(a.accepts, 2);		/* stayed on it */
+	CHECK_EQ(b.accepts, 0);
+	server_stop(&a);
+	CHECK_EQ(httpc_request(h, "GET", "/z", NULL, 0, &r, err, sizeof(err)), 0);
+	httpc_response_free(&r);
+	snprintf(want, sizeof(want), "http://127.0.0.1:%d", b.port);
+	CHECK_STR(httpc_server(h), want);
+	CHECK_CONTAINS(b.request, "GET /z HTTP/1.1\r\n");
+	server_stop(&b);
+	/* none left: the error names the last one tried */
+	CHECK_EQ(httpc_request(h, "GET", "/z", NULL, 0, &r, err, sizeof(err)), -ECONNREFUSED);
+	CHECK_CONTAINS(err, "cannot reach http://127.0.0.1:");
+	httpc_destroy(h);
+
+	opt.server = "http://127.0.0.1:1,ftp://x";
+	CHECK(httpc_create(&opt, err, sizeof(err)) == NULL);
+	CHECK_CONTAINS(err, "invalid server URL 'ftp://x'");
+	opt.server = "http://127.0.0.1:1,";
+	CHECK(httpc_create(&opt, err, sizeof(err)) == NULL);
+	CHECK_CONTAINS(err, "invalid server URL ''");
+}
+
+/* etcd's gateway: a bare token, replaced after a login; a watch is a POST. */
+TEST(httpc_bare_token_and_post_stream)
+{
+	static const char answer[] = "HTTP/1.1 200 OK\r\nContent-Length: 12\r\n\r\n{\"a\":1}\n{\"b\"";
+	struct server s;
+	struct httpc_options opt = { .token = "first", .auth_scheme = "" };
+	struct httpc_response r;
+	struct httpc *h;
+	char url[64], err[256];
+	struct lines log = { 0 };
+
+	CHECK(server_start(&s, answer, sizeof(answer) - 1) == 0);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d", s.port);
+	opt.server = url;
+	h = httpc_create(&opt, err, sizeof(err));
+	CHECK(h != NULL);
+	CHECK_EQ(httpc_request(h, "GET", "/x", NULL, 0, &r, err, sizeof(err)), 0);
+	httpc_response_free(&r);
+	CHECK_CONTAINS(s.request, "\r\nAuthorization: first\r\n");
+	CHECK_EQ(httpc_set_token(h, "a\r\nX-Evil: 1"), -EINVAL);
+	CHECK_EQ(httpc_set_token(h, "second"), 0);
+	CHECK_EQ(httpc_stream_post(h, "/v3/watch", "{\"w\":1}", 7, collect, &log, &r, err, sizeof(err)), 0);
+	httpc_response_free(&r);
+	CHECK_CONTAINS(s.request, "POST /v3/watch HTTP/1.1\r\n");
+	CHECK_CONTAINS(s.request, "\r\nAuthorization: second\r\n");
+	CHECK_CONTAINS(s.request, "\r\n\r\n{\"w\":1}");
+	CHECK_EQ(log.n, 2);
+	if (log.n == 2) {
+		CHECK_STR(log.v[0], "{\"a\":1}");
+		CHECK_STR(log.v[1], "{\"b\"");
+	}
+	lines_free(&log);
+	CHECK_EQ(httpc_set_token(h, NULL), 0);
+	CHECK_EQ(httpc_request(h, "GET", "/x", NULL, 0, &r, err, sizeof(err)), 0);
+	httpc_response_free(&r);
+	CHECK(strstr(s.request, "Authorization") == NULL);
+	httpc_destroy(h);
+	server_stop(&s);
+
+	opt.token = NULL;
+	opt.cert_file = "/nonexistent/client.crt";
+	CHECK(httpc_create(&opt, err, sizeof(err)) == NULL);
+	CHECK_EQ(errno, EINVAL);
+	CHECK_CONTAINS(err, "a client certificate without its key");
+}

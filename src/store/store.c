@@ -36,6 +36,7 @@
  */
 #include "store/store.h"
 #include "store/store_limits.h"
+#include "store/store_etcd.h"
 #include "store/store_sync.h"
 
 #include <errno.h>
@@ -48,7 +49,7 @@ static const struct {
 	const struct store_backend *backend;	/* NULL: reserved, not built */
 } backends[] = {
 	{ "sqlite", &store_backend_sqlite },
-	{ "etcd", NULL },
+	{ "etcd", &store_backend_etcd },
 };
 
 /* A url starts with a scheme when it has "letters:" before any '/'. */
@@ -89,7 +90,7 @@ struct store *store_open(const char *url, char *err, size_t errlen)
 				break;
 		if (i == sizeof(backends) / sizeof(backends[0])) {
 			if (err && errlen)
-				snprintf(err, errlen, "store %s: unknown scheme '%.*s' (want sqlite:PATH)",
+				snprintf(err, errlen, "store %s: unknown scheme '%.*s' (want sqlite:PATH or etcd://HOST:PORT)",
 					 url, (int)n, url);
 			errno = EINVAL;
 			return NULL;
