@@ -135,6 +135,11 @@ struct registry {
 	int64_t config_rev;		/* mod_rev of the ClusterNetwork key */
 	int64_t last_write_rev;		/* revision of this registry's last commit */
 	uint64_t rand_state;
+	/* The Endpoints controller's writes are fenced when it is leader-elected
+	 * (leader.c): each holds only while fence_key's mod_rev is fence_rev.
+	 * NULL: not elected (one controller), nothing added. */
+	const char *fence_key;
+	int64_t fence_rev;
 };
 
 int obj_key(const struct kind_info *k, const char *ns, const char *name, char *buf, size_t len);

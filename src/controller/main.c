@@ -28,6 +28,7 @@
  */
 #include "controller/controller.h"
 #include "controller/conns.h"
+#include "controller/leader.h"
 #include "controller/pki.h"
 #include "lib/kubeconfig.h"
 #include "lib/yaml.h"
@@ -289,6 +290,37 @@ static uint64_t raise_fd_limit(void)
 	return rl.rlim_cur == RLIM_INFINITY ? UINT64_MAX : (uint64_t)rl.rlim_cur;
 }
 
+#define LEADER_KEY "/weft/leader/endpoints-controller"
+#define LEADER_DURATION_MS 6000
+
+static int64_t monotonic_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* Several controllers on one store: the Endpoints controller runs in the
+ * one that holds the lease, its writes fenced on it (leader.c).  Called
+ * with the store to itself (the API's lock); logs every change of hands. */
+static void elect(struct leader *l, struct registry *reg, bool wanted)
+{
+	bool was = leader_held(l), now = leader_tick(l, monotonic_ms());
+
+	reg->fence_key = now ? leader_key(l) : NULL;
+	reg->fence_rev = now ? leader_fence(l) : 0;
+	endpoints_ctl_enable(reg->endpoints, wanted && now);
+	if (now && !was) {
+		fprintf(stderr, "weft-controller: leading the endpoints controller (lease %s)\n", leader_key(l));
+		if (wanted && endpoints_resync(reg->endpoints))
+			fprintf(stderr, "weft-controller: endpoints resync failed; retried at the next write\n");
+	} else if (!now && was) {
+		fprintf(stderr, "weft-controller: no longer leading the endpoints controller (held by %s)\n",
+			leader_holder(l)[0] ? leader_holder(l) : "nobody");
+	}
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -335,6 +367,7 @@ int main(int argc, char **argv)
 	struct metrics metrics = { 0 };
 	struct status st = { 0 };
 	struct watch_hub *hub = NULL;
+	struct leader *leader = NULL;
 	struct api *api = NULL;
 	json_t *config = NULL;
 	int opt, rc = 1, sync_err;
@@ -482,7 +515,24 @@ int main(int argc, char **argv)
 	}
 	if (index_pod_ips(&reg))
 		goto out;
-	endpoints_ctl_enable(reg.endpoints, endpoints_controller);
+	if (!strncmp(store_url, "etcd:", 5)) {
+		/* other controllers may share this store: elect who runs the loops that must run once */
+		char identity[160], hostname[64] = "";
+
+		(void)gethostname(hostname, sizeof(hostname) - 1);
+		snprintf(identity, sizeof(identity), "%s %s pid %d", hostname, listen_addr, (int)getpid());
+		leader = leader_new(store, LEADER_KEY, identity, LEADER_DURATION_MS);
+		if (!leader) {
+			fprintf(stderr, "weft-controller: leader election: %s\n", strerror(errno));
+			goto out;
+		}
+		elect(leader, &reg, endpoints_controller);
+		if (!leader_held(leader))
+			fprintf(stderr, "weft-controller: the endpoints controller runs elsewhere (%s holds %s)\n",
+				leader_holder(leader), LEADER_KEY);
+	} else {
+		endpoints_ctl_enable(reg.endpoints, endpoints_controller);
+	}
 	{
 		struct timespec t0, t1;
 		int e;
@@ -561,6 +611,11 @@ int main(int argc, char **argv)
 			fprintf(stderr, "weft-controller: event loop: %s\n", strerror(-e));
 			goto out;
 		}
+		if (leader) {
+			api_lock(api);
+			elect(leader, &reg, endpoints_controller);
+			api_unlock(api);
+		}
 		if (history > 0 && time(NULL) - last_compact >= compact_interval) {
 			int64_t rev = 0, done = 0;
 			last_compact = time(NULL);
@@ -575,6 +630,10 @@ int main(int argc, char **argv)
 	rc = 0;
 out:
 	api_stop(api);
+	if (leader_held(leader) && leader_release(leader))
+		fprintf(stderr, "weft-controller: could not give up the lease %s (another takes it when it ends)\n",
+			LEADER_KEY);
+	leader_free(leader);
 	watch_hub_free(hub);
 	registry_close(&reg);
 	store_close(reader);

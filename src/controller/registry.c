@@ -286,6 +286,35 @@ static bool same_but_annotations(const json_t *body, const json_t *old)
 	return same;
 }
 
+/* Commit b; a write of the Endpoints controller (when leader-elected)
+ * carries its fence, and one the fence refused is -ESTALE: another
+ * controller leads now, so trying again would not help. */
+static int commit(struct registry *r, struct txnb *b, int64_t *rev)
+{
+	bool fenced = r->fence_key && endpoints_writing(r->endpoints);
+	int err;
+
+	if (fenced)
+		txnb_unchanged(b, r->fence_key, r->fence_rev);
+	err = txnb_commit(b, r->store, rev);
+	if (err == -EAGAIN && fenced) {
+		struct store_kv kv;
+		int64_t at;
+		int e = store_get(r->store, r->fence_key, &kv, &at);
+
+		if (e == -ENOENT || (e == 0 && kv.mod_rev != r->fence_rev))
+			err = -ESTALE;
+		store_kv_free(&kv);
+	}
+	return err;
+}
+
+static int fenced_out(struct registry *r, struct status *st, const char *what)
+{
+	status_set(st, 409, "Conflict", "%s: not written: this controller no longer holds %s", what, r->fence_key);
+	return -1;
+}
+
 static int retry_exhausted(struct status *st, const char *what)
 {
 	status_set(st, 409, "Conflict",
@@ -594,7 +623,7 @@ int registry_write_checked(struct registry *r, const struct kind_info *k, const 
 		 * allocation key, as a pod's address, is none of the
 		 * endpoints controller's business) */
 		single = txnb_object_ops(&b) == 1;
-		err = txnb_commit(&b, r->store, &rev);
+		err = commit(r, &b, &rev);
 		txnb_free(&b);
 		json_decref(old);
 		if (err == 0) {
@@ -611,6 +640,8 @@ int registry_write_checked(struct registry *r, const struct kind_info *k, const 
 			return 0;
 		}
 		json_decref(work);
+		if (err == -ESTALE)
+			return fenced_out(r, st, name);
 		if (err != -EAGAIN)
 			return store_failed(st, err);
 		err = registry_reload_config(r);
@@ -752,7 +783,7 @@ int registry_delete_if(struct registry *r, const struct kind_info *k, const char
 			return 0;
 		}
 		single = txnb_object_ops(&b) == 1;
-		err = txnb_commit(&b, r->store, &r->last_write_rev);
+		err = commit(r, &b, &r->last_write_rev);
 		txnb_free(&b);
 		if (err == 0) {
 			after_commit(r, single ? key : NULL, NULL, r->last_write_rev);
@@ -760,6 +791,8 @@ int registry_delete_if(struct registry *r, const struct kind_info *k, const char
 			return 0;
 		}
 		json_decref(old);
+		if (err == -ESTALE)
+			return fenced_out(r, st, name);
 		if (err != -EAGAIN)
 			return store_failed(st, err);
 	}

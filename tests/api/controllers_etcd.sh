@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # controllers_etcd.sh — two weft-controllers on one etcd, both serving at
 # once: what one writes the other reads and streams to its watchers,
+# the Endpoints controller runs in one of them and moves when it dies,
 # allocations made through both at the same moment never collide (node IDs
 # and subnets, VNIDs, cluster IPs), a controller killed with SIGKILL in the
 # middle of a stream of writes loses none that it acknowledged, and fsck of
@@ -93,6 +94,27 @@ check "cluster IPs are unique" unique /api/v1/services clusterIP
 check "node IDs are unique" unique /apis/network.openshift.io/v1/hostsubnets nodeID
 check "node subnets are unique" unique /apis/network.openshift.io/v1/hostsubnets subnet
 
+# The Endpoints controller runs in one of them (leader election): ctrl-1,
+# which started first; ctrl-2 takes over when ctrl-1 dies (below).
+leads() { # leads N: controller N's last word on the lease is that it leads
+	grep -E 'leading the endpoints controller' "$dir/c$1/controller.log" | tail -n 1 | grep -q '^weft-controller: leading'
+}
+check "ctrl-1 leads the endpoints controller" leads 1
+check "... ctrl-2 does not" bash -c "! grep -q 'leading the endpoints controller' '$dir/c2/controller.log'"
+cidr=$(on 1 GET /api/v1/nodes/crash-node-0 | body_of | jq -r .spec.podCIDR)
+pod_at() { # pod_at N NAME HOST: a pod app=web on crash-node-0 with its subnet's address HOST, through N
+	local ip
+	ip=$(python3 -c "import ipaddress,sys; print(ipaddress.ip_network(sys.argv[1])[int(sys.argv[2])])" "$cidr" "$3")
+	on "$1" POST /api/v1/namespaces/default/pods -d "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"$2\",\"labels\":{\"app\":\"web\"}},\"spec\":{\"nodeName\":\"crash-node-0\"},\"status\":{\"podIP\":\"$ip\"}}" | code_of
+}
+endpoints_are() { # endpoints_are N COUNT: Endpoints web, read through N, lists COUNT addresses
+	[ "$(on "$1" GET /api/v1/namespaces/default/endpoints/web | body_of | jq -r '[.subsets[]?.addresses[]?.ip] | length')" = "$2" ]
+}
+check "a Service app=web through ctrl-2" test "$(on 2 POST /api/v1/namespaces/default/services \
+	-d '{"apiVersion":"v1","kind":"Service","metadata":{"name":"web"},"spec":{"selector":{"app":"web"},"ports":[{"port":80}]}}' | code_of)" = 201
+check "a pod app=web through ctrl-2" test "$(pod_at 2 web-1 20)" = 201
+check "... the leader wrote Endpoints web with its address" wait_for 10 endpoints_are 2 1
+
 # SIGKILL ctrl-1 in the middle of a stream: what it acknowledged is there,
 # read through ctrl-2.
 : >"$dir/acks-k"
@@ -110,10 +132,14 @@ while read -r what name; do
 	[ "$(on 2 GET "$p" | code_of)" = 200 ] || { lost=$((lost + 1)); echo "lost: $what $name"; }
 done <"$dir/acks-k"
 check "all $(wc -l <"$dir/acks-k") writes ctrl-1 acknowledged are read through ctrl-2" test "$lost" -eq 0
+check "ctrl-2 takes the endpoints controller over" wait_for 20 leads 2
+check "... a second pod app=web through ctrl-2" test "$(pod_at 2 web-2 21)" = 201
+check "... ctrl-2 writes Endpoints web with both addresses" wait_for 10 endpoints_are 2 2
 check "ctrl-2 still serves writes" test "$(on 2 POST /api/v1/namespaces \
 	-d '{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"after-kill"}}' | code_of)" = 201
 check "fsck of the etcd store is clean" "$CONTROLLER" --data-dir "$dir/c1" --store "$ETCD_URL" --fsck
 if start_ctrl 1; then pass "ctrl-1 restarts on the same etcd"; else fail "ctrl-1 restarts on the same etcd"; fi
+check "... and follows: ctrl-2 keeps the lease" bash -c "tail -n 30 '$dir/c1/controller.log' | grep -q 'the endpoints controller runs elsewhere'"
 check "... and reads what ctrl-2 wrote meanwhile" test "$(on 1 GET /api/v1/namespaces/after-kill | code_of)" = 200
 
 for n in 1 2; do	# SIGTERM, and a clean exit (a sanitizer report would make it non-zero)
