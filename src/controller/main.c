@@ -80,6 +80,7 @@ static void usage(FILE *f)
 		"                       [--tls-san NAME|IP]... [--tls-cert-file FILE --tls-key-file FILE]\n"
 		"                       [--insecure-http]\n"
 		"       weft-controller --data-dir DIR --fsck\n"
+		"       weft-controller --data-dir DIR [--store URL] --migrate-to etcd://...\n"
 		"\n"
 		"  --data-dir DIR     state: the store (DIR/weft.db), the admin token (DIR/admin.token),\n"
 		"                     the cluster CA and serving certificate (DIR/pki/) and a kubeconfig\n"
@@ -97,6 +98,8 @@ static void usage(FILE *f)
 		"                     the stored VNIDs do not fit the new one)\n"
 		"  --store URL        sqlite:PATH (default sqlite:DIR/weft.db), or etcd://HOST:PORT[,HOST:PORT...]\n"
 		"                     [?ca=FILE&cert=FILE&key=FILE&user=NAME&password_file=FILE]\n"
+		"  --migrate-to URL   copy the store (stopped: no controller on it) into URL, an empty store,\n"
+		"                     then exit; start the controllers with --store URL after it\n"
 		"  --max-body BYTES   largest request body (default 3145728)\n"
 		"  --history N        revisions of history kept for watches (default 100000)\n"
 		"  --compact-interval SECONDS  how often old history is compacted (default 60)\n"
@@ -321,6 +324,30 @@ static void elect(struct leader *l, struct registry *reg, bool wanted)
 	}
 }
 
+/* --migrate-to: the whole store into an empty one (store_copy.c).  0 or 1. */
+static int migrate(struct store *src, const char *from, const char *to)
+{
+	struct store_copy_report rep;
+	char err[1024];
+	struct store *dst = store_open(to, err, sizeof(err));
+	int r;
+
+	if (!dst) {
+		fprintf(stderr, "weft-controller: --migrate-to: %s\n", err);
+		return 1;
+	}
+	r = store_copy(src, dst, "/weft/", &rep, err, sizeof(err));
+	store_close(dst);
+	if (r < 0) {
+		fprintf(stderr, "weft-controller: migrate %s -> %s: %s\n", from, to, err);
+		return 1;
+	}
+	printf("migrated %zu keys of %s (revision %" PRId64 ") into %s, now at revision %" PRId64
+	       " (%" PRId64 " scratch writes to pass the source's), compacted there: clients list again\n",
+	       rep.keys, from, rep.source_revision, to, rep.destination_revision, rep.padding);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -332,6 +359,7 @@ int main(int argc, char **argv)
 		{ "history", required_argument, NULL, 'H' },
 		{ "compact-interval", required_argument, NULL, 'C' },
 		{ "fsck", no_argument, NULL, 'f' },
+		{ "migrate-to", required_argument, NULL, 'm' },
 		{ "no-endpoints-controller", no_argument, NULL, 'E' },
 		{ "max-connections", required_argument, NULL, 'M' },
 		{ "max-connections-per-client", required_argument, NULL, 'P' },
@@ -347,7 +375,7 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *data_dir = NULL, *listen_addr = "127.0.0.1:8080", *config_path = NULL, *store_url = NULL;
+	const char *data_dir = NULL, *listen_addr = "127.0.0.1:8080", *config_path = NULL, *store_url = NULL, *migrate_to = NULL;
 	size_t max_body = 3u << 20;
 	int64_t history = 100000;
 	long compact_interval = 60;
@@ -382,6 +410,7 @@ int main(int argc, char **argv)
 		case 'b': max_body = (size_t)number_flag("max-body", optarg, 1024, 1LL << 30); break;
 		case 'H': history = number_flag("history", optarg, 0, INT64_MAX); break;
 		case 'f': fsck = true; break;
+		case 'm': migrate_to = optarg; break;
 		case 'E': endpoints_controller = false; break;
 		case 'C': compact_interval = (long)number_flag("compact-interval", optarg, 1, 86400); break;
 		case 'M': max_connections = (unsigned)number_flag("max-connections", optarg, 1, CONNS_MAX); break;
@@ -458,6 +487,10 @@ int main(int argc, char **argv)
 	store = store_open(store_url, err, sizeof(err));
 	if (!store) {
 		fprintf(stderr, "weft-controller: %s\n", err);
+		goto out;
+	}
+	if (migrate_to) {
+		rc = migrate(store, store_url, migrate_to);
 		goto out;
 	}
 	if (registry_init(&reg, store, &metrics, config, &st)) {

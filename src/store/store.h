@@ -192,6 +192,20 @@ uint64_t store_commits(struct store *s);
  * the flush's -errno.  Any thread, no lock of the caller's needed. */
 int store_sync(struct store *s, uint64_t upto) WEFT_WUR;
 
+/* Copy every key under prefix of src (read at one revision) into dst,
+ * which must hold none, then carry dst's revision past src's and compact
+ * it there, so that a resourceVersion of src is 410 on dst (store_copy.c).
+ * 0, or a negative errno (-EEXIST: dst is not empty, or became so; -EBUSY:
+ * src changed meanwhile) with a message in err. */
+struct store_copy_report {
+	size_t keys;			/* copied */
+	int64_t source_revision;	/* src was read at */
+	int64_t padding;		/* scratch writes that carried dst's revision past it */
+	int64_t destination_revision;	/* dst's revision, and its compaction, at the end */
+};
+int store_copy(struct store *src, struct store *dst, const char *prefix, struct store_copy_report *rep, char *err,
+	       size_t errlen) WEFT_WUR;
+
 void store_kv_free(struct store_kv *kv);		/* frees the members, not kv */
 void store_kv_list_free(struct store_kv_list *l);
 void store_event_list_free(struct store_event_list *l);

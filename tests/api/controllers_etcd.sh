@@ -137,6 +137,10 @@ check "... a second pod app=web through ctrl-2" test "$(pod_at 2 web-2 21)" = 20
 check "... ctrl-2 writes Endpoints web with both addresses" wait_for 10 endpoints_are 2 2
 check "ctrl-2 still serves writes" test "$(on 2 POST /api/v1/namespaces \
 	-d '{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"after-kill"}}' | code_of)" = 201
+check "weftctl --server URL1,URL2 goes on with ctrl-2 while ctrl-1 is dead" "$WEFTCTL" --server "$URL_1,$URL_2" \
+	--token-file "$dir/c1/admin.token" --certificate-authority "$dir/c1/pki/ca.crt" get namespace after-kill
+sed "s|server: .*|server: $URL_1,$URL_2|" "$dir/c2/admin.kubeconfig" >"$dir/both.kubeconfig"
+check "... and so does a kubeconfig whose server lists both" "$WEFTCTL" --kubeconfig "$dir/both.kubeconfig" get namespace after-kill
 check "fsck of the etcd store is clean" "$CONTROLLER" --data-dir "$dir/c1" --store "$ETCD_URL" --fsck
 if start_ctrl 1; then pass "ctrl-1 restarts on the same etcd"; else fail "ctrl-1 restarts on the same etcd"; fi
 check "... and follows: ctrl-2 keeps the lease" bash -c "tail -n 30 '$dir/c1/controller.log' | grep -q 'the endpoints controller runs elsewhere'"
