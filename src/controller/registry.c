@@ -46,7 +46,25 @@ void status_set(struct status *st, int code, const char *reason, const char *fmt
 
 static int store_failed(struct status *st, int err)
 {
-	status_set(st, 500, "InternalError", "store: %s", strerror(err < 0 ? -err : err));
+	switch (err) {
+	case -E2BIG:	/* etcd: 1.5 MiB and 128 operations per write */
+		status_set(st, 413, "RequestEntityTooLarge",
+			   "store: the write is larger than the store takes in one transaction");
+		break;
+	case -EAGAIN:
+	case -ECONNREFUSED:
+	case -EHOSTUNREACH:
+	case -ENETUNREACH:
+		status_set(st, 503, "ServiceUnavailable", "store: unavailable (%s); nothing was written",
+			   strerror(-err));
+		st->retry_after = 1;
+		break;
+	case -ETIMEDOUT:
+		status_set(st, 504, "Timeout", "store: no answer in time; the write may or may not have been applied");
+		break;
+	default:
+		status_set(st, 500, "InternalError", "store: %s", strerror(err < 0 ? -err : err));
+	}
 	return -1;
 }
 
