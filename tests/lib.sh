@@ -176,6 +176,23 @@ api() { # api METHOD PATH [curl args...]: prints body, then HTTP code on the las
 		-H 'Content-Type: application/json' -w '\n%{http_code}\n' "$@" "$CTRL_URL$p"
 }
 
+# lost_acks ACKS CLIENT...: how many of the objects tests/tools/api_writer.py
+# acknowledged (ACKS: "node NAME" / "pod NAME" lines) CLIENT does not find;
+# CLIENT is called as `CLIENT... GET PATH` and prints the body, then the
+# HTTP code (api, say).  Each one missing is named on stderr.
+lost_acks() {
+	local acks=$1 what name p n=0; shift
+	while read -r what name; do
+		case $what in
+		node) p=/api/v1/nodes/$name ;;
+		pod) p=/api/v1/namespaces/default/pods/$name ;;
+		*) continue ;;
+		esac
+		[ "$("$@" GET "$p" | tail -n 1)" = 200 ] || { n=$((n + 1)); echo "lost: $what $name" >&2; }
+	done <"$acks"
+	echo "$n"
+}
+
 t_cleanup() {
 	local p
 	for p in "${T_PIDS[@]}"; do kill -KILL "$p" 2>/dev/null || true; done

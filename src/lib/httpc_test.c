@@ -322,22 +322,31 @@ TEST(httpc_reads_retry_after)
 	httpc_response_free(&q);
 }
 
-TEST(httpc_refused_names_the_server)
+/* A port with no listener: bound a moment ago and closed. */
+static int dead_port(void)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	socklen_t alen = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM, 0), port = -1;
+
+	if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
+	    getsockname(fd, (struct sockaddr *)&a, &alen) == 0)
+		port = ntohs(a.sin_port);
+	if (fd >= 0)
+		close(fd);
+	return port;
+}
+
+TEST(httpc_refused_names_the_server)
+{
 	struct httpc_options opt = { 0 };
 	struct httpc_response r = { .status = 99 };
 	struct httpc *h;
 	char url[64], want[128], err[256];
-	int fd = socket(AF_INET, SOCK_STREAM, 0), rc;
+	int port = dead_port(), rc;
 
-	/* a port that was free a moment ago and has no listener now */
-	CHECK(fd >= 0);
-	CHECK(bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0);
-	CHECK(getsockname(fd, (struct sockaddr *)&a, &alen) == 0);
-	close(fd);
-	snprintf(url, sizeof(url), "http://127.0.0.1:%d", ntohs(a.sin_port));
+	CHECK(port > 0);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d", port);
 	opt.server = url;
 	h = httpc_create(&opt, err, sizeof(err));
 	CHECK(h != NULL);
@@ -719,21 +728,6 @@ TEST(httpc_token_string)
 	CHECK_CONTAINS(s.request, "Authorization: Bearer s3cret\r\n");
 }
 
-
-/* A port with no listener: bound a moment ago and closed. */
-static int dead_port(void)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t alen = sizeof(a);
-	int fd = socket(AF_INET, SOCK_STREAM, 0), port = -1;
-
-	if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
-	    getsockname(fd, (struct sockaddr *)&a, &alen) == 0)
-		port = ntohs(a.sin_port);
-	if (fd >= 0)
-		close(fd);
-	return port;
-}
 
 /* Several replicas: a request skips the ones that refuse, stays on the
  * first that answers, and moves on again when that one goes. */

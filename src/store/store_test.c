@@ -46,6 +46,7 @@
  * failed randomized run.
  */
 #include "store/store.h"
+#include "store/store_test_helpers.h"
 #include "test.h"
 
 #include <curl/curl.h>
@@ -425,37 +426,6 @@ static uint64_t rng(void)	/* splitmix64 */
 static unsigned pick(unsigned n)
 {
 	return (unsigned)(rng() % n);
-}
-
-static int put_str(struct store *s, const char *key, const char *value, int64_t *rev)
-{
-	return store_put(s, key, value, strlen(value), rev);
-}
-
-static int64_t revision_of(struct store *s)
-{
-	int64_t rev = -1;
-
-	if (store_revision(s, &rev) < 0)
-		return -1;
-	return rev;
-}
-
-/* Keys of a range, joined by spaces. */
-static const char *range_keys(struct store *s, const char *prefix, char *buf, size_t len)
-{
-	struct store_kv_list l;
-	size_t used = 0;
-
-	buf[0] = 0;
-	if (store_range(s, prefix, NULL, 0, &l) < 0) {
-		snprintf(buf, len, "(error)");
-		return buf;
-	}
-	for (size_t i = 0; i < l.n; i++)
-		used += (size_t)snprintf(buf + used, len - used, "%s%s", i ? " " : "", l.kvs[i].key);
-	store_kv_list_free(&l);
-	return buf;
 }
 
 /* ---- open -------------------------------------------------------------- */

@@ -132,14 +132,7 @@ acked() { [ "$(wc -l <"$dir/acks-k")" -ge 40 ]; }
 check "writes through ctrl-1 flow" wait_for 60 acked
 kill -KILL "$PID_1"; wait "$PID_1" 2>/dev/null; wait "$wk" 2>/dev/null
 check "ctrl-1 was killed mid-stream" test "$(wc -l <"$dir/acks-k")" -lt 2000
-lost=0
-while read -r what name; do
-	case $what in
-	node) p=/api/v1/nodes/$name ;;
-	pod) p=/api/v1/namespaces/default/pods/$name ;;
-	esac
-	[ "$(on 2 GET "$p" | code_of)" = 200 ] || { lost=$((lost + 1)); echo "lost: $what $name"; }
-done <"$dir/acks-k"
+lost=$(lost_acks "$dir/acks-k" on 2)
 check "all $(wc -l <"$dir/acks-k") writes ctrl-1 acknowledged are read through ctrl-2" test "$lost" -eq 0
 check "ctrl-2 takes the endpoints controller over" wait_for 20 leads 2
 check "... a second pod app=web through ctrl-2" test "$(pod_at 2 web-2 21)" = 201

@@ -29,14 +29,7 @@ for round in 1 2 3; do
 	check "round $round: killed mid-stream (the writer had not finished)" test "$(wc -l < "$acks")" -lt "$(( round * 1000 ))"
 	check "round $round: fsck after SIGKILL is clean" "$CONTROLLER" --data-dir "$dir" --fsck
 	start_controller "$dir" || { fail "restart round $round"; break; }
-	lost=0
-	while read -r what name; do
-		case $what in
-		node) p=/api/v1/nodes/$name ;;
-		pod) p=/api/v1/namespaces/default/pods/$name ;;
-		esac
-		[ "$(api GET "$p" | tail -n 1)" = 200 ] || { lost=$((lost + 1)); echo "lost: $what $name"; }
-	done < "$acks"
+	lost=$(lost_acks "$acks" api)
 	check "round $round: all $(wc -l < "$acks") acknowledged writes survived" test "$lost" -eq 0
 	ids=$(api GET /apis/network.openshift.io/v1/hostsubnets | sed '$d' | python3 -c '
 import json,sys

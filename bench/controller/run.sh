@@ -1,0 +1,169 @@
+#!/usr/bin/env bash
+# bench/controller/run.sh — the controllers in HA on etcd, in one run:
+#
+#  1. Rates (loopback, one etcd member, data on the same disk as SQLite's):
+#       etcd's own put rate: 600-byte puts through etcd's JSON gateway (the
+#         path the controllers use) from 4 keep-alive connections: the
+#         reference;
+#       creates through 2 controllers on that etcd, 4 connections (2 each):
+#         Pod creates of the same size;
+#       creates through 1 controller on SQLite, 4 connections.
+#     The same client (bench/controller/load.py) makes every load.  Goal:
+#     creates on 2 controllers >= 0.5 x etcd's put rate.  Reported: etcd ÷
+#     SQLite.
+#  2. Failover (a lab: 2 nodes, 3 etcd members, 2 controllers, agents
+#     given both): BENCH_HA_ROUNDS times, SIGKILL the controller the agents
+#     are on, at once create a Namespace through the other, and time until
+#     both nodes report it applied (weft.io/applied-revisions): their
+#     watches broke, resumed on the other controller, and carried the
+#     change into the maps.  The floor beside it: the same create and wait
+#     with no kill.  Goal: p99 <= 2 s.
+#  3. Writes in flight at each kill: bench/controller/inflight.py keeps 8
+#     Namespace creates in flight on the controller that is killed; after
+#     the failover each outcome is checked through the survivor: every
+#     acknowledged create is there (lost = 0 is the goal), every refused
+#     one is absent, and those whose connection broke are counted as there
+#     or not (their outcome was never told).
+#
+#   BENCH_HA_ROUNDS   kills (default 10)
+#   BENCH_HA_CREATES  creates per rate measurement (default 3000)
+set -u
+cd "$(dirname "$0")/../.."
+BENCH_NAME=ha
+BUILD=${BUILD:-build/release}
+LAB_BIN=$PWD/src/lab/weft-lab
+ROUNDS=${BENCH_HA_ROUNDS:-10}
+CREATES=${BENCH_HA_CREATES:-3000}
+PIDS=()
+declare -A LAB_UP=()
+NSS=()
+TMP=$(mktemp -d /tmp/weft-bench-ha.XXXXXX)
+RES=$TMP/results
+source bench/lib.sh
+source tests/lib.sh	# start_etcd, free_port, wait_for (its own T_ROOT: removed, TMP instead)
+rmdir "$T_ROOT"
+T_ROOT=$TMP
+trap bench_cleanup EXIT INT TERM
+GOALS=(ha_creates_vs_etcd_put ha_failover_p99 ha_writes_lost)
+if [ "$(id -u)" -ne 0 ] || ! command -v etcd >/dev/null; then
+	for g in "${GOALS[@]}"; do echo "GOAL $g: skipped (needs root and etcd) SKIP"; done
+	exit 0
+fi
+CONTROLLER=$BUILD/bin/weft-controller
+
+rate_of() { sed -n 's/.* rate \([0-9.]*\) .*/\1/p'; }
+errors_of() { sed -n 's/.* errors \([0-9]*\)$/\1/p'; }
+stats() { # stats < milliseconds, one a line ("fail": 30 s): "n N p50 X p99 Y max Z"
+	python3 -c '
+import sys
+v = sorted(30000.0 if x.strip() == "fail" else float(x) for x in sys.stdin if x.strip())
+q = lambda p: v[min(len(v) - 1, int(p * len(v)))] if v else float("nan")
+print("n %d p50 %.3f p99 %.3f max %.3f" % (len(v), q(0.5), q(0.99), v[-1] if v else float("nan")))'
+}
+
+# ---------------------------------------------------------------- 1. rates
+say "1. rates: $CREATES creates each, 4 connections"
+edir=$TMP/etcd; mkdir -p "$edir"
+start_etcd "$edir" >/dev/null || { say "etcd did not start"; exit 1; }
+PIDS+=("$ETCD_PID")
+ref=$(python3 bench/controller/load.py etcd "$ETCD_ENDPOINT" 4 "$CREATES")
+say "  etcd put, gateway:            $ref"
+urls=""
+for n in 1 2; do
+	d=$TMP/c$n; mkdir -p "$d/pki"; chmod 700 "$d"
+	[ "$n" = 1 ] || { cp "$TMP/c1/pki/ca.crt" "$TMP/c1/pki/ca.key" "$d/pki/"; cp "$TMP/c1/admin.token" "$d/"; }
+	port=$(free_port)
+	"$CONTROLLER" --data-dir "$d" --listen "127.0.0.1:$port" --store "$ETCD_URL" >"$d/log" 2>&1 &
+	PIDS+=($!)
+	wait_for 20 curl -sf --cacert "$TMP/c1/pki/ca.crt" "https://127.0.0.1:$port/healthz" ||
+		{ say "controller $n did not start"; tail -n 5 "$d/log"; exit 1; }
+	urls+=${urls:+,}https://127.0.0.1:$port
+done
+etcd_rate=$(python3 bench/controller/load.py weft "$urls" 4 "$CREATES" "$TMP/c1/admin.token" "$TMP/c1/pki/ca.crt" e)
+say "  2 controllers on etcd:        $etcd_rate"
+sd=$TMP/sqlite; mkdir -p "$sd"
+port=$(free_port)
+"$CONTROLLER" --data-dir "$sd" --listen "127.0.0.1:$port" >"$sd/log" 2>&1 &
+PIDS+=($!)
+wait_for 20 curl -sf --cacert "$sd/pki/ca.crt" "https://127.0.0.1:$port/healthz" || { say "sqlite controller did not start"; exit 1; }
+sqlite_rate=$(python3 bench/controller/load.py weft "https://127.0.0.1:$port" 4 "$CREATES" "$sd/admin.token" "$sd/pki/ca.crt" s)
+say "  1 controller on SQLite:       $sqlite_rate"
+for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null; done
+for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null; done
+PIDS=()
+r_ref=$(rate_of <<<"$ref"); r_etcd=$(rate_of <<<"$etcd_rate"); r_sqlite=$(rate_of <<<"$sqlite_rate")
+errs=$(( $(errors_of <<<"$ref") + $(errors_of <<<"$etcd_rate") + $(errors_of <<<"$sqlite_rate") ))
+vs_put=$(python3 -c "print('%.2f' % ($r_etcd / $r_ref))")
+vs_sqlite=$(python3 -c "print('%.2f' % ($r_etcd / $r_sqlite))")
+say "  creates on etcd ÷ etcd's put rate: $vs_put;  etcd ÷ SQLite: $vs_sqlite;  errors: $errs"
+
+# ---------------------------------------------------------------- 2. failover
+L=bha$$
+say "2. failover: lab $L (2 nodes, 3 etcd members, 2 controllers), $ROUNDS kills"
+LAB_UP[$L]=1
+WEFT_BIN=$BUILD/bin "$LAB_BIN" --lab "$L" up --nodes 2 --mode multitenant --store etcd --etcd-members 3 --controllers 2 >"$TMP/up.log" 2>&1 ||
+	{ say "lab up failed"; tail -n 20 "$TMP/up.log"; exit 1; }
+LD=/run/weft-lab/$L
+CA=$LD/ctrl/pki/ca.crt
+TOKEN=$LD/ctrl/admin.token
+ctrl_url() { echo "https://192.168.200.$((1 + $1)):8080"; }
+ctrl_ns() { [ "$1" = 1 ] && echo "$L-ctrl" || echo "$L-ctrl-$1"; }
+on() { # on K METHOD PATH [curl args]: through controller K, from its namespace
+	local k=$1 m=$2 p=$3; shift 3
+	ip netns exec "$(ctrl_ns "$k")" curl -s -m 5 --cacert "$CA" -X "$m" -H "Authorization: Bearer $(cat "$TOKEN")" \
+		-H 'Content-Type: application/json' "$@" "$(ctrl_url "$k")$p"
+}
+applied_on_both() { # applied_on_both K REV: both nodes report netnamespaces applied >= REV (read through K)
+	on "$1" GET /api/v1/nodes | jq -e --argjson r "$2" '[.items[] | .metadata.annotations["weft.io/applied-revisions"] // "{}" |
+		fromjson | (.netnamespaces // 0) >= $r] | length == 2 and all' >/dev/null
+}
+now_ms() { local us=${EPOCHREALTIME/[.,]/}; echo $((us / 1000)); }
+create_and_wait() { # create_and_wait K NAME T0: ms from T0 until NAME is applied on both nodes
+	local rev t
+	rev=$(on "$1" POST /api/v1/namespaces -d "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"$2\"}}" |
+		jq -r '.metadata.resourceVersion // empty')
+	[ -n "$rev" ] || { echo fail; return; }
+	until applied_on_both "$1" "$rev"; do
+		[ $(( $(now_ms) - $3 )) -lt 30000 ] || { echo fail; return; }
+		sleep 0.01
+	done
+	t=$(now_ms)
+	echo $((t - $3))
+}
+: >"$TMP/floor"; : >"$TMP/failover"
+lost=0; inflight=0; unknown_there=0; unknown_absent=0; refused_there=0; acked=0
+victim=1
+for ((i = 1; i <= ROUNDS; i++)); do
+	other=$((3 - victim))
+	t0=$(now_ms); ms=$(create_and_wait "$victim" "floor-$i" "$t0"); echo "$ms" >>"$TMP/floor"
+	ip netns exec "$L-outside" python3 bench/controller/inflight.py "$(ctrl_url "$victim")" "$TOKEN" "$CA" "w$i" 8 100000 \
+		"$TMP/inflight-$i" & wpid=$!
+	sleep 0.3	# let the writes flow (the writer then runs until the kill ends it)
+	t0=$(now_ms)
+	"$LAB_BIN" --lab "$L" controller stop "ctrl-$victim" --kill >/dev/null
+	ms=$(create_and_wait "$other" "after-kill-$i" "$t0")
+	echo "$ms" >>"$TMP/failover"
+	wait "$wpid"
+	while read -r what name code; do
+		[ -n "$what" ] || continue
+		c=$(on "$other" GET "/api/v1/namespaces/$name" -o /dev/null -w '%{http_code}')
+		case $what in
+		ack) acked=$((acked + 1)); [ "$c" = 200 ] || { lost=$((lost + 1)); say "  LOST: $name acknowledged, now $c"; } ;;
+		refused) inflight=$((inflight + 1)); [ "$c" = 404 ] || refused_there=$((refused_there + 1)) ;;
+		unknown) inflight=$((inflight + 1)); if [ "$c" = 200 ]; then unknown_there=$((unknown_there + 1)); else unknown_absent=$((unknown_absent + 1)); fi ;;
+		esac
+	done <"$TMP/inflight-$i"
+	say "  kill $i (ctrl-$victim): resumed and applied on both nodes in $ms ms (floor $(tail -n 1 "$TMP/floor") ms)"
+	"$LAB_BIN" --lab "$L" controller start "ctrl-$victim" >/dev/null
+	victim=$other
+done
+read -r _ nf _ f50 _ f99 _ fmax < <(stats <"$TMP/failover")
+read -r _ nb _ b50 _ b99 _ bmax < <(stats <"$TMP/floor")
+say "  failover (ms): n $nf p50 $f50 p99 $f99 max $fmax;  floor, no kill (ms): n $nb p50 $b50 p99 $b99 max $bmax"
+say "3. writes in flight at the kills: $acked acknowledged (lost: $lost), $inflight in flight when killed:"
+say "   $unknown_there applied, $unknown_absent not applied (connection broken: outcome never told), $refused_there refused but applied"
+
+pass() { python3 -c "import sys; sys.exit(0 if $1 else 1)" && echo PASS || echo FAIL; }
+echo "GOAL ha_creates_vs_etcd_put: $vs_put (goal >= 0.5; etcd ÷ SQLite $vs_sqlite) $(pass "$vs_put >= 0.5")"
+echo "GOAL ha_failover_p99: $(python3 -c "print('%.3f' % ($f99 / 1000))") s (goal <= 2 s; floor p99 $(python3 -c "print('%.3f' % ($b99 / 1000))") s) $(pass "$f99 <= 2000")"
+echo "GOAL ha_writes_lost: $lost of $acked acknowledged (goal 0; refused but applied: $refused_there) $(pass "$lost == 0 and $refused_there == 0")"
