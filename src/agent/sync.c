@@ -769,6 +769,17 @@ static int on_event(const char *line, size_t len, void *arg)
 	return atomic_load(&a->stopping) ? 1 : 0;
 }
 
+/* Some controller of the list answers /healthz now. */
+static bool controller_answers(struct httpc *h)
+{
+	struct httpc_response r = { 0 };
+	char err[256];
+	bool up = httpc_request(h, "GET", "/healthz", NULL, 0, &r, err, sizeof(err)) == 0 && r.status == 200;
+
+	httpc_response_free(&r);
+	return up;
+}
+
 static void *sync_thread(void *arg)
 {
 	struct kind_sync *k = arg;
@@ -823,6 +834,11 @@ static void *sync_thread(void *arg)
 					sleep_ms(a, resume);
 				resume = resume ? (resume * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : resume * 2)
 						: BACKOFF_MIN_MS;
+				/* a stream says nothing until an event: whether a
+				 * controller answers again is asked (the reporter
+				 * waits for it) */
+				if (controller_answers(*k->http))
+					set_controller_up(a, true);
 				continue;
 			}
 			if (r.status == 410)

@@ -198,6 +198,10 @@ pass "pod add node-1 ha p1, node-2 ha p2"
 ip1=$(pod_ip ha/p1) ip2=$(pod_ip ha/p2)
 check "p1 -> p2 across nodes ($ip1 -> $ip2)" wait_for 10 ns ha/p1 ping -c1 -W1 "$ip2"
 check "p2 -> p1 across nodes" wait_for 10 ns ha/p2 ping -c1 -W1 "$ip1"
+check "a pod cannot reach etcd (its node's masquerade is refused by the members' firewall)" \
+	bash -c "! ip netns exec $LAB-pod-ha-p1 curl -s -m 2 http://192.168.200.231:2379/health"
+check "... nor can a node" bash -c "! ip netns exec $LAB-node-1 curl -s -m 2 http://192.168.200.231:2379/health"
+check "... the controllers can" ip netns exec "$LAB-ctrl" curl -sf -m 2 http://192.168.200.231:2379/health
 
 # ---------------------------------------------------------------- 3. the leader stopped
 echo "# 3. etcd stop <the leader>, then start"
