@@ -15,12 +15,14 @@ and log every request's outcome to OUT, one line each:
 OP is create or delete; KIND namespace, service, node or pod.  Names carry
 the client's ID, so clients never touch each other's objects.
 
-usage: churn.py URLS TOKEN_FILE CA_FILE OUT SECONDS ID
+usage: churn.py URLS TOKEN_FILE CA_FILE OUT SECONDS ID [STOP_FILE]
+(it stops after SECONDS, or as soon as STOP_FILE exists)
 """
-import http.client, json, random, socket, ssl, sys, time, urllib.parse
+import http.client, json, os, random, socket, ssl, sys, time, urllib.parse
 
 urls, token_file, ca, out, seconds, ident = sys.argv[1].split(","), sys.argv[2], sys.argv[3], sys.argv[4], \
     float(sys.argv[5]), sys.argv[6]
+stop_file = sys.argv[7] if len(sys.argv) > 7 else None
 token = open(token_file).read().strip()
 ctx = ssl.create_default_context(cafile=ca)
 rng = random.Random(ident)
@@ -90,7 +92,7 @@ live = []   # (kind, name) created and acknowledged, not yet deleted
 deadline = time.monotonic() + seconds
 seq = 0
 with open(out, "w") as f:
-    while time.monotonic() < deadline:
+    while time.monotonic() < deadline and not (stop_file and os.path.exists(stop_file)):
         seq += 1
         if live and rng.random() < 0.4:
             kind, name = live.pop(rng.randrange(len(live)))
