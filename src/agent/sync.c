@@ -769,13 +769,16 @@ static int on_event(const char *line, size_t len, void *arg)
 	return atomic_load(&a->stopping) ? 1 : 0;
 }
 
-/* Some controller of the list answers /healthz now. */
-static bool controller_answers(struct httpc *h)
+/* Some controller of the list answers /healthz now; say (log) why not. */
+static bool controller_answers(struct httpc *h, bool say)
 {
 	struct httpc_response r = { 0 };
 	char err[256];
-	bool up = httpc_request(h, "GET", "/healthz", NULL, 0, &r, err, sizeof(err)) == 0 && r.status == 200;
+	int rc = httpc_request(h, "GET", "/healthz", NULL, 0, &r, err, sizeof(err));
+	bool up = rc == 0 && r.status == 200;
 
+	if (!up && say)
+		LOG_INFO("controller %s: /healthz: %s", httpc_server(h), rc < 0 ? err : "not 200");
 	httpc_response_free(&r);
 	return up;
 }
@@ -830,15 +833,19 @@ static void *sync_thread(void *arg)
 					 rc < 0 ? err : "HTTP 503 (the controller is stopping)", k->rv);
 				httpc_response_free(&r);
 				set_controller_up(a, false);
-				if (resume)
-					sleep_ms(a, resume);
-				resume = resume ? (resume * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : resume * 2)
-						: BACKOFF_MIN_MS;
-				/* a stream says nothing until an event: whether a
-				 * controller answers again is asked (the reporter
-				 * waits for it) */
-				if (controller_answers(*k->http))
-					set_controller_up(a, true);
+				/* a stream says nothing until an event, so whether a
+				 * controller answers is asked first (the reporter
+				 * waits for it): at once, then with back-off */
+				while (!atomic_load(&a->stopping)) {
+					if (resume)
+						sleep_ms(a, resume);
+					resume = resume ? (resume * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : resume * 2)
+							: BACKOFF_MIN_MS;
+					if (controller_answers(*k->http, resume <= BACKOFF_MIN_MS)) {
+						set_controller_up(a, true);
+						break;
+					}
+				}
 				continue;
 			}
 			if (r.status == 410)

@@ -792,9 +792,10 @@ static int perform_one(struct httpc *h, const char *method, const char *path, co
 		curl_off_t connected = 0;
 
 		rc = fail(h, crc, &x, method, path, err, errlen);
-		/* never connected (refused, no route, the connect timed out):
+		/* never connected (refused, no route, the connect timed out, or
+		 * the TLS handshake failed: a server dying as it accepted):
 		 * nothing was sent, so another replica may take the request */
-		*unreached = connect_failure(crc) ||
+		*unreached = connect_failure(crc) || crc == CURLE_SSL_CONNECT_ERROR ||
 			     (crc == CURLE_OPERATION_TIMEDOUT &&
 			      curl_easy_getinfo(h->curl, CURLINFO_CONNECT_TIME_T, &connected) == CURLE_OK && !connected);
 		goto out;

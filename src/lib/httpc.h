@@ -29,8 +29,8 @@
  *     problem: ...").
  *
  *  6. Failover: with several server URLs a request goes to the current
- *     one; when that cannot be reached (refused, no route, connect timeout:
- *     nothing was sent), to the next, each once, and the handle stays on
+ *     one; when that cannot be reached (refused, no route, connect timeout,
+ *     a failed TLS handshake: nothing was sent), to the next, each once, and the handle stays on
  *     the first that answered.  A request that reached a server is never
  *     sent again (it may have been applied), nor is a broken stream.
  *
