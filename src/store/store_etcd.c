@@ -60,67 +60,8 @@
 #define ETCD_MAX_OPS 128			/* --max-txn-ops */
 #define ETCD_MAX_REQUEST (1536u * 1024)		/* --max-request-bytes, 1.5 MiB */
 #define ETCD_REQUEST_OVERHEAD 4096		/* what a request adds to its keys and values */
-#define ETCD_TIMEOUT_MS 8000			/* a request; above etcd's own 5 s + an election */
-#define ETCD_CONNECT_MS 1000
 #define PASSWORD_MAX 4096
 
-/* gRPC status codes the gateway answers with */
-enum { GRPC_INVALID_ARGUMENT = 3, GRPC_OUT_OF_RANGE = 11, GRPC_UNAVAILABLE = 14, GRPC_UNAUTHENTICATED = 16 };
-
-/* ------------------------------------------------------------------ JSON */
-
-int64_t etcd_i64(const json_t *obj, const char *name)
-{
-	const json_t *v = json_object_get(obj, name);
-
-	if (json_is_integer(v))
-		return (int64_t)json_integer_value(v);
-	if (json_is_string(v))
-		return strtoll(json_string_value(v), NULL, 10);
-	return 0;
-}
-
-int etcd_bytes(const json_t *obj, const char *name, char **out, size_t *len)
-{
-	const json_t *v = json_object_get(obj, name);
-	unsigned char *d = NULL;
-	size_t n = 0;
-	int r;
-
-	*out = NULL;
-	if (len)
-		*len = 0;
-	if (!json_is_string(v)) {
-		*out = calloc(1, 1);
-		return *out ? 0 : -ENOMEM;
-	}
-	r = base64_decode(json_string_value(v), json_string_length(v), &d, &n);
-	if (r < 0)
-		return r == -ENOMEM ? r : -EIO;
-	*out = (char *)d;
-	if (len)
-		*len = n;
-	return 0;
-}
-
-int etcd_kv(const json_t *j, struct store_kv *kv)
-{
-	size_t klen;
-	int r;
-
-	memset(kv, 0, sizeof(*kv));
-	r = etcd_bytes(j, "key", &kv->key, &klen);
-	if (r == 0)
-		r = etcd_bytes(j, "value", &kv->value, &kv->value_len);
-	if (r < 0) {
-		store_kv_free(kv);
-		return r;
-	}
-	kv->create_rev = etcd_i64(j, "create_revision");
-	kv->mod_rev = etcd_i64(j, "mod_revision");
-	kv->version = etcd_i64(j, "version");
-	return 0;
-}
 
 /* A byte string as a new base64 JSON string. */
 static json_t *b64(const char *p, size_t n)
@@ -204,201 +145,6 @@ static int set_range(json_t *req, const char *prefix, const char *start_after)
 	return r;
 }
 
-/* ------------------------------------------------------------- requests */
-
-struct httpc *etcd_connect(struct etcd_store *e, size_t i, char *err, size_t errlen)
-{
-	struct httpc_options o = {
-		.server = e->endpoints[i],
-		.ca_file = e->ca_file,
-		.cert_file = e->cert_file,
-		.key_file = e->key_file,
-		.auth_scheme = "",
-		.connect_timeout_ms = ETCD_CONNECT_MS,
-		.timeout_ms = ETCD_TIMEOUT_MS,
-		.user_agent = "weft-store-etcd",
-	};
-	struct httpc *h = httpc_create(&o, err, errlen);
-
-	if (h && e->user) {
-		int r;
-
-		pthread_mutex_lock(&e->auth_lock);
-		r = e->token ? httpc_set_token(h, e->token) : 0;
-		pthread_mutex_unlock(&e->auth_lock);
-		if (r == 0 && !e->token)
-			r = etcd_login(e, h);
-		if (r < 0) {
-			errmsg(err, errlen, "%s: cannot log in as %s: %s", e->endpoints[i], e->user, strerror(-r));
-			httpc_destroy(h);
-			errno = -r;
-			return NULL;
-		}
-	}
-	return h;
-}
-
-int etcd_login(struct etcd_store *e, struct httpc *h)
-{
-	json_t *body = json_pack("{s:s, s:s}", "name", e->user, "password", e->password);
-	struct httpc_response resp = { 0 };
-	char err[256], *text = NULL;
-	json_t *ans = NULL;
-	const char *token;
-	int r = -ENOMEM;
-
-	if (!body)
-		return -ENOMEM;
-	if ((r = httpc_set_token(h, NULL)) < 0)
-		goto out;
-	r = -ENOMEM;
-	text = json_dumps(body, JSON_COMPACT);
-	if (!text)
-		goto out;
-	r = httpc_request(h, "POST", "/v3/auth/authenticate", text, strlen(text), &resp, err, sizeof(err));
-	if (r < 0)
-		goto out;
-	ans = json_loadb(resp.body, resp.len, 0, NULL);
-	token = json_string_value(json_object_get(ans, "token"));
-	if (resp.status != 200 || !token) {
-		r = -EACCES;
-		goto out;
-	}
-	pthread_mutex_lock(&e->auth_lock);
-	if (e->token) {
-		explicit_bzero(e->token, strlen(e->token));
-		free(e->token);
-	}
-	e->token = strdup(token);
-	pthread_mutex_unlock(&e->auth_lock);
-	r = e->token ? httpc_set_token(h, token) : -ENOMEM;
-out:
-	if (text) {
-		explicit_bzero(text, strlen(text));
-		free(text);
-	}
-	json_decref(body);	/* holds the password: jansson copied it, freed here */
-	json_decref(ans);
-	httpc_response_free(&resp);
-	return r;
-}
-
-/* The error of an answer as -errno; *retry set when another endpoint may do
- * better (this one has no leader), *relogin when the token expired. */
-static int answer_error(const json_t *ans, long status, bool *retry, bool *relogin)
-{
-	const char *msg = json_string_value(json_object_get(ans, "error"));
-	int64_t code = etcd_i64(ans, "code");
-
-	if (!msg)
-		msg = json_string_value(json_object_get(ans, "message"));
-	if (!msg)
-		msg = "";
-	if (strstr(msg, "required revision has been compacted"))
-		return -ESTORE_COMPACTED;
-	if (strstr(msg, "required revision is a future revision"))
-		return -ERANGE;
-	if (strstr(msg, "too many operations") || strstr(msg, "request is too large") ||
-	    strstr(msg, "message larger than max") || strstr(msg, "ResourceExhausted"))
-		return -E2BIG;
-	if (code == GRPC_UNAUTHENTICATED || strstr(msg, "invalid auth token")) {
-		*relogin = true;
-		return -EACCES;
-	}
-	if (code == GRPC_UNAVAILABLE || strstr(msg, "no leader")) {
-		*retry = true;
-		return -EAGAIN;
-	}
-	if (code == GRPC_INVALID_ARGUMENT || status == 400)
-		return -EINVAL;
-	if (strstr(msg, "permission denied") || strstr(msg, "user name is empty"))
-		return -EACCES;
-	return -EIO;
-}
-
-/* A failure of the call itself that never reached etcd: safe to send again. */
-static bool unreached(int r)
-{
-	return r == -ECONNREFUSED || r == -EHOSTUNREACH || r == -ENETUNREACH || r == -EPROTO;
-}
-
-static int call_once(struct etcd_store *e, const char *path, const char *text, bool idempotent, json_t **out,
-		     bool *next)
-{
-	bool retry = false, relogin = false;
-	struct httpc_response resp = { 0 };
-	char err[512];
-	json_t *ans = NULL;
-	int r;
-
-	*next = false;
-	if (!e->http) {
-		e->http = etcd_connect(e, e->current, err, sizeof(err));
-		if (!e->http) {
-			errmsg(e->last_error, sizeof(e->last_error), "%.500s", err);
-			*next = true;
-			return -errno;
-		}
-	}
-	for (int attempt = 0; attempt < 2; attempt++) {
-		r = httpc_request(e->http, "POST", path, text, strlen(text), &resp, err, sizeof(err));
-		if (r < 0) {
-			errmsg(e->last_error, sizeof(e->last_error), "%.500s", err);
-			*next = unreached(r) || (idempotent && (r == -ETIMEDOUT || r == -EIO));
-			return r == -EPROTO ? -EIO : r;
-		}
-		ans = json_loadb(resp.body, resp.len, 0, NULL);
-		if (resp.status == 200 && ans) {
-			int64_t rev = etcd_i64(json_object_get(ans, "header"), "revision");
-
-			if (rev > e->known)
-				e->known = rev;
-			httpc_response_free(&resp);
-			*out = ans;
-			return 0;
-		}
-		r = ans ? answer_error(ans, resp.status, &retry, &relogin) : -EIO;
-		{
-			const char *msg = json_string_value(json_object_get(ans, "error"));
-
-			snprintf(e->last_error, sizeof(e->last_error), "%s%s: %s", e->endpoints[e->current], path,
-				 msg ? msg : "HTTP error");
-		}
-		httpc_response_free(&resp);
-		json_decref(ans);
-		ans = NULL;
-		if (!relogin || !e->user || attempt || etcd_login(e, e->http) < 0)
-			break;
-		relogin = false;
-	}
-	/* no leader: a read goes elsewhere; a write was refused before raft
-	 * took it ("no leader" is answered before proposing), so it may too */
-	*next = retry;
-	return r;
-}
-
-int etcd_call(struct etcd_store *e, const char *path, json_t *body, bool idempotent, json_t **out)
-{
-	char *text = json_dumps(body, JSON_COMPACT);
-	int r = -ENOMEM;
-
-	*out = NULL;
-	if (!text)
-		return -ENOMEM;
-	for (size_t tried = 0; tried < e->nendpoints; tried++) {
-		bool next;
-
-		r = call_once(e, path, text, idempotent, out, &next);
-		if (r == 0 || !next)
-			break;
-		httpc_destroy(e->http);
-		e->http = NULL;
-		e->current = (e->current + 1) % e->nendpoints;
-	}
-	free(text);
-	return r;
-}
-
 /* ------------------------------------------------------------- the calls */
 
 static struct etcd_store *E(struct store *s) { return (struct etcd_store *)s; }
@@ -407,18 +153,9 @@ static bool hidden(const char *key) { return !strcmp(key, ETCD_COMPACT_KEY); }
 
 static int ec_revision(struct store *s, int64_t *rev)
 {
-	json_t *req = json_object(), *ans = NULL;
-	int r = -ENOMEM;
+	int64_t compacted, version;
 
-	/* the cheapest linearizable read: count the compaction key */
-	if (req && !json_object_set_new(req, "key", b64s(ETCD_COMPACT_KEY)) &&
-	    !json_object_set_new(req, "count_only", json_true()))
-		r = etcd_call(E(s), "/v3/kv/range", req, true, &ans);
-	if (r == 0)
-		*rev = etcd_i64(json_object_get(ans, "header"), "revision");
-	json_decref(req);
-	json_decref(ans);
-	return r;
+	return etcd_compact_record(E(s), &compacted, &version, rev);
 }
 
 /* Does the compaction key exist at rev?  It is never deleted, so from its
@@ -662,40 +399,11 @@ out:
 
 /* ------------------------------------------------------------ compaction */
 
-/* The compaction key's value (the last compaction revision) and version. */
-static int compact_key(struct etcd_store *e, int64_t *rev, int64_t *version, int64_t *now)
-{
-	json_t *req = json_object(), *ans = NULL, *kvs;
-	int r = -ENOMEM;
-
-	*rev = *version = 0;
-	if (req && !json_object_set_new(req, "key", b64s(ETCD_COMPACT_KEY)))
-		r = etcd_call(e, "/v3/kv/range", req, true, &ans);
-	if (r == 0) {
-		*now = etcd_i64(json_object_get(ans, "header"), "revision");
-		kvs = json_object_get(ans, "kvs");
-		if (json_array_size(kvs)) {
-			struct store_kv kv;
-
-			r = etcd_kv(json_array_get(kvs, 0), &kv);
-			if (r == 0) {
-				*rev = strtoll(kv.value, NULL, 10);
-				*version = kv.version;
-				e->compact_key_created = kv.create_rev;
-				store_kv_free(&kv);
-			}
-		}
-	}
-	json_decref(req);
-	json_decref(ans);
-	return r;
-}
-
 static int ec_compacted(struct store *s, int64_t *rev)
 {
 	int64_t version, now;
 
-	return compact_key(E(s), rev, &version, &now);
+	return etcd_compact_record(E(s), rev, &version, &now);
 }
 
 /*
@@ -718,7 +426,7 @@ static int ec_compact(struct store *s, int64_t rev)
 		struct store_op op = { .type = STORE_OP_PUT, .key = ETCD_COMPACT_KEY, .value = value };
 		struct store_txn_result res;
 
-		r = compact_key(e, &done, &version, &now);
+		r = etcd_compact_record(e, &done, &version, &now);
 		if (r < 0)
 			return r;
 		if (rev > now)

@@ -1,8 +1,12 @@
 /*
- * store_etcd.h — what the etcd back-end's two files share (private to
- * src/store): store_etcd.c speaks to etcd's JSON gateway (keys, ranges,
- * transactions, compaction); store_etcd_watch.c keeps the event cache that
- * one etcd watch feeds and answers store_events from it.
+ * store_etcd.h — what the etcd back-end's files share (private to
+ * src/store): store_etcd_conn.c talks to etcd's JSON gateway (connections,
+ * requests, answers); store_etcd.c makes the store's calls of it (keys,
+ * ranges, transactions, compaction); store_etcd_watch.c keeps the event
+ * cache that one etcd watch feeds and answers store_events from it.
+ *
+ *   store_etcd.c ──► store_etcd_watch.c ──► store_etcd_conn.c
+ *        └──────────────────────────────────────┘
  */
 #ifndef WEFT_STORE_ETCD_H
 #define WEFT_STORE_ETCD_H
@@ -57,6 +61,9 @@ int etcd_bytes(const json_t *obj, const char *name, char **out, size_t *len);
 int etcd_kv(const json_t *j, struct store_kv *kv);
 /* Log in again (the token expired).  0 or -errno. */
 int etcd_login(struct etcd_store *e, struct httpc *h);
+/* The compaction key's record: the last compaction revision (0: never),
+ * the key's version, and the store's revision when read.  0 or -errno. */
+int etcd_compact_record(struct etcd_store *e, int64_t *rev, int64_t *version, int64_t *now);
 
 /* store_etcd_watch.c */
 int etcd_events(struct store *s, const char *prefix, int64_t after_rev, size_t limit,

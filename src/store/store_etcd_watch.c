@@ -265,7 +265,11 @@ static int cache_start(struct etcd_store *e)
 
 	if (!c)
 		return -ENOMEM;
-	r = store_revision(&e->base, &rev);
+	{
+		int64_t compacted, version;
+
+		r = etcd_compact_record(e, &compacted, &version, &rev);
+	}
 	if (r < 0) {
 		free(c);
 		return r;
@@ -482,7 +486,9 @@ int etcd_events(struct store *s, const char *prefix, int64_t after_rev, size_t l
 	pthread_mutex_unlock(&c->lock);
 
 	if (after_rev < floor && floor > 1) {	/* revision 1 of etcd is empty */
-		r = store_compacted(s, &compacted);
+		int64_t version, now;
+
+		r = etcd_compact_record(e, &compacted, &version, &now);
 		if (r < 0)
 			return r;
 		if (after_rev < compacted)
