@@ -2451,12 +2451,26 @@ void api_stop(struct api *a)
 	free(a);
 }
 
+#define NOTIFY_GATHER_MS 5
+
 int api_run(struct api *a, int timeout_ms)
 {
 	time_t now;
 
-	if (poll(NULL, 0, timeout_ms) < 0 && errno != EINTR)
-		return -errno;
+	{
+		/* the store says when another controller's writes arrived
+		 * (etcd): synced then, not at the next tick; but at most once
+		 * every NOTIFY_GATHER_MS, so that a stream of them is taken in
+		 * batches and leaves the lock to this controller's own writes */
+		struct pollfd p = { .fd = store_notify_fd(a->reg->store), .events = POLLIN };
+
+		if (poll(&p, p.fd >= 0 ? 1 : 0, timeout_ms) < 0 && errno != EINTR)
+			return -errno;
+		if (p.fd >= 0 && (p.revents & POLLIN)) {
+			(void)poll(NULL, 0, NOTIFY_GATHER_MS);
+			store_notify_clear(a->reg->store);
+		}
+	}
 	(void)conns_expire(a->conns, now_ms());	/* before the global lock: never waits behind a request */
 	pthread_mutex_lock(&a->lock);
 	/* writes by other controllers on the same store: Endpoints follow

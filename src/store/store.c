@@ -43,6 +43,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const struct {
 	const char *scheme;
@@ -356,6 +357,21 @@ int store_compacted(struct store *s, int64_t *rev)
 		return -EINVAL;
 	*rev = 0;
 	return s->backend->compacted(s, rev);
+}
+
+int store_notify_fd(struct store *s)
+{
+	return s && s->backend->notify_fd ? s->backend->notify_fd(s) : -1;
+}
+
+void store_notify_clear(struct store *s)
+{
+	int fd = store_notify_fd(s);
+	uint64_t n;
+
+	/* an eventfd (non-blocking): one read empties it */
+	if (fd >= 0 && read(fd, &n, sizeof(n)) < 0)
+		return;
 }
 
 void store_kv_free(struct store_kv *kv)

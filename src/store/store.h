@@ -206,6 +206,15 @@ struct store_copy_report {
 int store_copy(struct store *src, struct store *dst, const char *prefix, struct store_copy_report *rep, char *err,
 	       size_t errlen) WEFT_WUR;
 
+/* A descriptor that turns readable when events may have come that this
+ * handle has not read (another controller's writes, as etcd's watch brings
+ * them), or -1 when the back-end has none (SQLite: its user reads on a
+ * timer).  Borrowed: valid until store_close.  Any thread may poll it;
+ * store_notify_clear empties it (before reading the events, so that none
+ * slips between). */
+int store_notify_fd(struct store *s);
+void store_notify_clear(struct store *s);
+
 void store_kv_free(struct store_kv *kv);		/* frees the members, not kv */
 void store_kv_list_free(struct store_kv_list *l);
 void store_event_list_free(struct store_event_list *l);
@@ -227,6 +236,7 @@ struct store_backend {
 		      struct store_event_list *out);
 	int (*compact)(struct store *s, int64_t rev);
 	int (*compacted)(struct store *s, int64_t *rev);
+	int (*notify_fd)(struct store *s);	/* NULL: none (store_notify_fd) */
 	/* group commit: both NULL when the back-end has none */
 	int (*defer_sync)(struct store *s);	/* commits from now on are not flushed */
 	int (*flush)(struct store *s);		/* flush every commit written so far; thread-safe */

@@ -56,6 +56,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #define ETCD_MAX_OPS 128			/* --max-txn-ops */
 #define ETCD_MAX_REQUEST (1536u * 1024)		/* --max-request-bytes, 1.5 MiB */
@@ -470,6 +472,8 @@ static void ec_close(struct store *s)
 	struct etcd_store *e = E(s);
 
 	etcd_cache_free(e);
+	if (e->notify >= 0)
+		close(e->notify);
 	httpc_destroy(e->http);
 	for (size_t i = 0; i < e->nendpoints; i++)
 		free(e->endpoints[i]);
@@ -562,6 +566,8 @@ static int endpoint(struct etcd_store *e, const char *url, const char *item, cha
 	return 0;
 }
 
+static int ec_notify_fd(struct store *s) { return E(s)->notify; }
+
 static struct store *ec_open(const char *url, char *err, size_t errlen)
 {
 	struct etcd_store *e = calloc(1, sizeof(*e));
@@ -578,6 +584,14 @@ static struct store *ec_open(const char *url, char *err, size_t errlen)
 	}
 	pthread_mutex_init(&e->auth_lock, NULL);
 	e->base.backend = &store_backend_etcd;
+	e->notify = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (e->notify < 0) {
+		errmsg(err, errlen, "store etcd://%s: eventfd: %s", url, strerror(errno));
+		free(copy);
+		ec_close(&e->base);
+		errno = EMFILE;
+		return NULL;
+	}
 	query = strchr(copy, '?');
 	if (query) {
 		*query++ = 0;
@@ -632,4 +646,5 @@ const struct store_backend store_backend_etcd = {
 	.events = etcd_events,
 	.compact = ec_compact,
 	.compacted = ec_compacted,
+	.notify_fd = ec_notify_fd,
 };

@@ -40,6 +40,7 @@ struct etcd_store {
 	pthread_mutex_t auth_lock;	/* token: the watch thread logs in too */
 	int64_t known;			/* highest revision any answer to this handle named */
 	int64_t compact_key_created;	/* create_revision of ETCD_COMPACT_KEY (0: not seen) */
+	int notify;			/* eventfd: the cache got events (store_notify_fd) */
 	char last_error[512];		/* why the last failed call failed, for messages */
 	struct etcd_cache *cache;	/* store_etcd_watch.c; NULL until the first store_events */
 };

@@ -46,6 +46,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define CACHE_MAX 65536		/* events kept; older ones are read from etcd */
 #define READ_WAIT_MS 2000
@@ -178,6 +179,14 @@ static int on_line(const char *line, size_t len, void *arg)
 	}
 	if (c->stop || c->reconnect)
 		r = 1;
+	if (c->complete > before) {
+		uint64_t one = 1;
+		/* wake whoever polls store_notify_fd (the API's loop); a full
+		 * counter (EAGAIN) is a wake-up already pending */
+		ssize_t w = write(c->e->notify, &one, sizeof(one));
+
+		(void)w;
+	}
 	pthread_cond_broadcast(&c->cond);
 	pthread_mutex_unlock(&c->lock);
 out:
