@@ -64,7 +64,6 @@
 #define ETCD_REQUEST_OVERHEAD 4096		/* what a request adds to its keys and values */
 #define PASSWORD_MAX 4096
 
-
 /* A byte string as a new base64 JSON string. */
 static json_t *b64(const char *p, size_t n)
 {
@@ -123,19 +122,10 @@ static int set_range(json_t *req, const char *prefix, const char *start_after)
 
 	if (!end)
 		return -ENOMEM;
-	if (start_after && strcmp(start_after, prefix) >= 0) {
-		size_t n = strlen(start_after);
-		char *from = malloc(n + 1);
-
-		if (from) {
-			memcpy(from, start_after, n);
-			from[n] = 0;
-			k = b64(from, n + 1);	/* the first key after start_after: itself + "\0" */
-			free(from);
-		}
-	} else {
+	if (start_after && strcmp(start_after, prefix) >= 0)
+		k = b64(start_after, strlen(start_after) + 1);	/* the first key after it: itself + "\0" */
+	else
 		k = plen ? b64(prefix, plen) : b64("", 1);	/* "" is "\0": every key */
-	}
 	re = b64(end, elen);
 	if (k && re && !json_object_set_new(req, "key", k) && !json_object_set_new(req, "range_end", re))
 		r = 0;
@@ -161,26 +151,14 @@ static int ec_revision(struct store *s, int64_t *rev)
 }
 
 /* Does the compaction key exist at rev?  It is never deleted, so from its
- * creation on; learnt once. */
+ * creation on (etcd_compact_record learns when that was). */
 static int hidden_exists_at(struct etcd_store *e, int64_t rev, bool *exists)
 {
-	json_t *req, *ans = NULL, *kvs;
-	int r = -ENOMEM;
+	int64_t compacted, version, now;
+	int r = e->compact_key_created ? 0 : etcd_compact_record(e, &compacted, &version, &now);
 
-	if (!e->compact_key_created) {
-		req = json_object();
-		if (req && !json_object_set_new(req, "key", b64s(ETCD_COMPACT_KEY)))
-			r = etcd_call(e, "/v3/kv/range", req, true, &ans);
-		json_decref(req);
-		if (r < 0)
-			return r;
-		kvs = json_object_get(ans, "kvs");
-		if (json_array_size(kvs))
-			e->compact_key_created = etcd_i64(json_array_get(kvs, 0), "create_revision");
-		json_decref(ans);
-	}
-	*exists = e->compact_key_created && e->compact_key_created <= rev;
-	return 0;
+	*exists = r == 0 && e->compact_key_created && e->compact_key_created <= rev;
+	return r;
 }
 
 static int ec_get(struct store *s, const char *key, struct store_kv *out, int64_t *rev)
