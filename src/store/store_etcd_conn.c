@@ -157,7 +157,11 @@ out:
 }
 
 /* The error of an answer as -errno; *retry set when another endpoint may do
- * better (this one has no leader), *relogin when the token expired. */
+ * better (this one is unavailable), *relogin when the token expired.
+ * Unavailable is -EAGAIN ("nothing was done") only for "no leader", which
+ * etcd answers before it proposes anything; any other (a leader changed
+ * while the proposal waited, a request that timed out) may have been
+ * applied: -ETIMEDOUT, an outcome unknown, and for a write no retry. */
 static int answer_error(const json_t *ans, long status, bool *retry, bool *relogin)
 {
 	const char *msg = json_string_value(json_object_get(ans, "error"));
@@ -178,9 +182,13 @@ static int answer_error(const json_t *ans, long status, bool *retry, bool *relog
 		*relogin = true;
 		return -EACCES;
 	}
-	if (code == GRPC_UNAVAILABLE || strstr(msg, "no leader")) {
+	if (strstr(msg, "no leader")) {
 		*retry = true;
 		return -EAGAIN;
+	}
+	if (code == GRPC_UNAVAILABLE || strstr(msg, "leader changed") || strstr(msg, "request timed out")) {
+		*retry = true;
+		return -ETIMEDOUT;
 	}
 	if (code == GRPC_INVALID_ARGUMENT || status == 400)
 		return -EINVAL;
@@ -244,9 +252,9 @@ static int call_once(struct etcd_store *e, const char *path, const char *text, b
 			break;
 		relogin = false;
 	}
-	/* no leader: a read goes elsewhere; a write was refused before raft
-	 * took it ("no leader" is answered before proposing), so it may too */
-	*next = retry;
+	/* unavailable: a read goes elsewhere; a write only when etcd said
+	 * "no leader" (answered before proposing: nothing was done) */
+	*next = retry && (idempotent || r == -EAGAIN);
 	return r;
 }
 
