@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
 # bench/controller/run.sh — the controllers in HA on etcd, in one run:
 #
-#  1. Rates (loopback, one etcd member, data on the same disk as SQLite's):
+#  1. Rates (loopback, one etcd member, data on the same disk as SQLite's),
+#     in BENCH_HA_RATE_ROUNDS rounds, each on a fresh etcd:
 #       etcd's own put rate: 600-byte puts through etcd's JSON gateway (the
 #         path the controllers use) from 4 keep-alive connections: the
 #         reference;
 #       creates through 2 controllers on that etcd, 4 connections (2 each):
 #         Pod creates of the same size;
-#       creates through 1 controller on SQLite, 4 connections.
+#     then creates through 1 controller on SQLite, 4 connections.
 #     The same client (bench/controller/load.py) makes every load.  Goal:
-#     creates on 2 controllers >= 0.5 x etcd's put rate.  Reported: etcd ÷
-#     SQLite.  Then watch fan-out (bench/controller/fanout.py): 50 watchers
+#     creates on 2 controllers >= 0.5 x etcd's put rate, the median of the
+#     rounds' ratios (the machine is shared: one round varies by a tenth).
+#     Reported: etcd ÷ SQLite.  Then watch fan-out (bench/controller/fanout.py): 50 watchers
 #     spread over the controllers, 100 Namespaces created one at a time
 #     through the first, each timed until every watcher has it; p99 on etcd
 #     ÷ p99 on SQLite is reported.
@@ -30,6 +32,7 @@
 #
 #   BENCH_HA_ROUNDS   kills (default 10)
 #   BENCH_HA_CREATES  creates per rate measurement (default 3000)
+#   BENCH_HA_RATE_ROUNDS  rounds of the rates (default 5)
 #   BENCH_HA_WATCHERS watchers of the fan-out (default 50)
 set -u
 cd "$(dirname "$0")/../.."
@@ -38,6 +41,7 @@ BUILD=${BUILD:-build/release}
 LAB_BIN=$PWD/src/lab/weft-lab
 ROUNDS=${BENCH_HA_ROUNDS:-10}
 CREATES=${BENCH_HA_CREATES:-3000}
+RATE_ROUNDS=${BENCH_HA_RATE_ROUNDS:-5}
 WATCHERS=${BENCH_HA_WATCHERS:-50}
 PIDS=()
 declare -A LAB_UP=()
@@ -67,27 +71,52 @@ print("n %d p50 %.3f p99 %.3f max %.3f" % (len(v), q(0.5), q(0.99), v[-1] if v e
 }
 
 # ---------------------------------------------------------------- 1. rates
-say "1. rates: $CREATES creates each, 4 connections"
-edir=$TMP/etcd; mkdir -p "$edir"
-start_etcd "$edir" >/dev/null || { say "etcd did not start"; exit 1; }
-PIDS+=("$ETCD_PID")
-ref=$(python3 bench/controller/load.py etcd "$ETCD_ENDPOINT" 4 "$CREATES")
-say "  etcd put, gateway:            $ref"
-urls=""
-for n in 1 2; do
-	d=$TMP/c$n; mkdir -p "$d/pki"; chmod 700 "$d"
-	[ "$n" = 1 ] || { cp "$TMP/c1/pki/ca.crt" "$TMP/c1/pki/ca.key" "$d/pki/"; cp "$TMP/c1/admin.token" "$d/"; }
-	port=$(free_port)
-	"$CONTROLLER" --data-dir "$d" --listen "127.0.0.1:$port" --store "$ETCD_URL" >"$d/log" 2>&1 &
-	PIDS+=($!)
-	wait_for 20 curl -sf --cacert "$TMP/c1/pki/ca.crt" "https://127.0.0.1:$port/healthz" ||
-		{ say "controller $n did not start"; tail -n 5 "$d/log"; exit 1; }
-	urls+=${urls:+,}https://127.0.0.1:$port
+# one round: a fresh etcd, its put rate, then 2 controllers on it and their
+# create rate; the fan-out in the last round only.  Sets r_ref, r_etcd.
+start_controllers() { # start_controllers DIR: 2 controllers on $ETCD_URL; urls in $urls
+	local n d port
+	urls=""
+	for n in 1 2; do
+		d=$1/c$n; mkdir -p "$d/pki"; chmod 700 "$d"
+		[ "$n" = 1 ] || { cp "$1/c1/pki/ca.crt" "$1/c1/pki/ca.key" "$d/pki/"; cp "$1/c1/admin.token" "$d/"; }
+		port=$(free_port)
+		"$CONTROLLER" --data-dir "$d" --listen "127.0.0.1:$port" --store "$ETCD_URL" >"$d/log" 2>&1 &
+		PIDS+=($!)
+		wait_for 20 curl -sf --cacert "$1/c1/pki/ca.crt" "https://127.0.0.1:$port/healthz" ||
+			{ say "controller $n did not start"; tail -n 5 "$d/log"; return 1; }
+		urls+=${urls:+,}https://127.0.0.1:$port
+	done
+}
+stop_all() {
+	local pid
+	for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null; done
+	for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null; done
+	PIDS=()
+}
+rate_round() { # rate_round N LAST
+	local d=$TMP/r$1 ref etcd_rate
+	mkdir -p "$d/etcd"
+	start_etcd "$d/etcd" >/dev/null || { say "etcd did not start"; return 1; }
+	PIDS+=("$ETCD_PID")
+	ref=$(python3 bench/controller/load.py etcd "$ETCD_ENDPOINT" 4 "$CREATES")
+	start_controllers "$d" || return 1
+	etcd_rate=$(python3 bench/controller/load.py weft "$urls" 4 "$CREATES" "$d/c1/admin.token" "$d/c1/pki/ca.crt" e)
+	r_ref=$(rate_of <<<"$ref"); r_etcd=$(rate_of <<<"$etcd_rate")
+	errs=$((errs + $(errors_of <<<"$ref") + $(errors_of <<<"$etcd_rate")))
+	say "  round $1: etcd put $r_ref/s, 2 controllers on it $r_etcd/s: $(python3 -c "print('%.3f' % ($r_etcd / $r_ref))")"
+	if [ "$2" = 1 ]; then
+		etcd_fan=$(python3 bench/controller/fanout.py "$urls" "$d/c1/admin.token" "$d/c1/pki/ca.crt" "$WATCHERS" 100 fe)
+		say "  fan-out, 2 controllers on etcd: $etcd_fan"
+	fi
+	stop_all
+	rm -rf "$d"
+}
+say "1. rates: $RATE_ROUNDS rounds of $CREATES creates, 4 connections (each round: a fresh etcd, its put rate, then 2 controllers on it)"
+errs=0; ratios=(); etcd_rates=()
+for ((i = 1; i <= RATE_ROUNDS; i++)); do
+	rate_round "$i" "$([ "$i" = "$RATE_ROUNDS" ] && echo 1 || echo 0)" || exit 1
+	ratios+=("$(python3 -c "print($r_etcd / $r_ref)")"); etcd_rates+=("$r_etcd")
 done
-etcd_rate=$(python3 bench/controller/load.py weft "$urls" 4 "$CREATES" "$TMP/c1/admin.token" "$TMP/c1/pki/ca.crt" e)
-say "  2 controllers on etcd:        $etcd_rate"
-etcd_fan=$(python3 bench/controller/fanout.py "$urls" "$TMP/c1/admin.token" "$TMP/c1/pki/ca.crt" "$WATCHERS" 100 fe)
-say "  fan-out, 2 controllers on etcd: $etcd_fan"
 sd=$TMP/sqlite; mkdir -p "$sd"
 port=$(free_port)
 "$CONTROLLER" --data-dir "$sd" --listen "127.0.0.1:$port" >"$sd/log" 2>&1 &
@@ -97,14 +126,13 @@ sqlite_rate=$(python3 bench/controller/load.py weft "https://127.0.0.1:$port" 4 
 say "  1 controller on SQLite:       $sqlite_rate"
 sqlite_fan=$(python3 bench/controller/fanout.py "https://127.0.0.1:$port" "$sd/admin.token" "$sd/pki/ca.crt" "$WATCHERS" 100 fs)
 say "  fan-out, 1 controller on SQLite: $sqlite_fan"
-for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null; done
-for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null; done
-PIDS=()
-r_ref=$(rate_of <<<"$ref"); r_etcd=$(rate_of <<<"$etcd_rate"); r_sqlite=$(rate_of <<<"$sqlite_rate")
-errs=$(( $(errors_of <<<"$ref") + $(errors_of <<<"$etcd_rate") + $(errors_of <<<"$sqlite_rate") ))
-vs_put=$(python3 -c "print('%.2f' % ($r_etcd / $r_ref))")
-vs_sqlite=$(python3 -c "print('%.2f' % ($r_etcd / $r_sqlite))")
-say "  creates on etcd ÷ etcd's put rate: $vs_put;  etcd ÷ SQLite: $vs_sqlite;  errors: $errs"
+stop_all
+r_sqlite=$(rate_of <<<"$sqlite_rate")
+errs=$((errs + $(errors_of <<<"$sqlite_rate")))
+median() { python3 -c 'import statistics, sys; print("%.2f" % statistics.median(map(float, sys.argv[1:])))' "$@"; }
+vs_put=$(median "${ratios[@]}")
+vs_sqlite=$(python3 -c "import statistics, sys; print('%.2f' % (statistics.median(map(float, sys.argv[2:])) / float(sys.argv[1])))" "$r_sqlite" "${etcd_rates[@]}")
+say "  creates on etcd ÷ etcd's put rate, median of $RATE_ROUNDS rounds: $vs_put (each: $(printf '%.3f ' "${ratios[@]}"));  etcd ÷ SQLite: $vs_sqlite;  errors: $errs"
 fan_p99() { sed -n 's/.* p99_ms \([0-9.]*\) .*/\1/p'; }
 fan_ratio=$(python3 -c "print('%.2f' % ($(fan_p99 <<<"$etcd_fan") / $(fan_p99 <<<"$sqlite_fan")))")
 say "  fan-out p99 to $WATCHERS watchers, etcd ÷ SQLite: $fan_ratio"

@@ -100,6 +100,7 @@
 #include "controller/tls_io.h"
 #include "controller/watch_sender.h"
 #include "controller/watch_table.h"
+#include "controller/workers.h"
 #include "lib/media.h"
 
 #include <arpa/inet.h>
@@ -119,6 +120,7 @@
 #define HEARTBEAT_SECONDS 30
 #define BOOKMARK_SECONDS 60	/* default: Kubernetes' watch cache sends about one a minute */
 #define API_THREADS 2
+#define STORE_WORKERS 8	/* gets and writes with a store over the network (etcd) at once */
 #define LIST_BLOCK_BYTES (64 * 1024)	/* what one reader call of a list serialises */
 /* TLS 1.2 and 1.3 only, GnuTLS's NORMAL choice of ciphers within them */
 #define TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
@@ -151,6 +153,7 @@ struct api {
 	bool stopping;			/* watch streams end at their next read (set under both locks) */
 	struct watch_ctx *watches;	/* every open watch, for heartbeats */
 	struct watch_sender *sender;	/* writes the streams MHD keeps suspended (watch_sender.h) */
+	struct workers *workers;	/* gets and writes on a store that takes concurrent calls, or NULL */
 };
 
 struct request {
@@ -160,6 +163,7 @@ struct request {
 	bool answered;		/* a response went out before the body was read */
 	struct timespec start;
 	struct list_job *list;	/* a list waiting for (or holding) its snapshot */
+	struct store_job *job;	/* a get or write with a worker (or done, to be answered) */
 	bool watch;		/* a watch stream: its connection does not count against its client */
 	struct principal who;	/* who sent it (authenticated before anything else) */
 	bool head;		/* a HEAD request: MHD sends no body */
@@ -1901,62 +1905,202 @@ static int authorize_patched(void *arg, json_t *obj, struct status *st)
 	return authorize_write(p->api, p->rq, &replace, st);
 }
 
+/* A get or a write (create, replace, patch, delete) of one object: 0 and
+ * call->out (its answer, for the caller to serialise once the lock is
+ * free) and call->code, or -1 and st.  A write runs under the global
+ * lock, and with yield (REGISTRY_YIELD) lets go of it while etcd has its
+ * transaction; a get needs the store alone (the global lock, or a store
+ * that takes concurrent calls). */
+static int registry_call(struct api *a, struct request *rq, struct call *call, unsigned yield, struct status *st)
+{
+	struct route *r = &call->r;
+	int err;
+
+	call->code = call->what == CALL_CREATE ? 201 : 200;
+	switch (call->what) {
+	case CALL_GET:
+		err = list_revision_check(a->reg->store, call->get_rv, st);
+		return err ? err : registry_get(a->reg, r->kind, r->ns, r->name, &call->out, st);
+	case CALL_CREATE:
+	case CALL_REPLACE:
+		if (authorize_write(a, rq, call, st))
+			return -1;
+		err = registry_write_checked(a->reg, r->kind, r->ns, call->body, write_flags(call) | yield, &call->out,
+					     st);
+		break;
+	case CALL_PATCH:
+		err = registry_patch(a->reg, r->kind, r->ns, r->name, call->patch_type, call->body,
+				     write_flags(call) | yield, authorize_patched,
+				     &(struct patch_authz){ .api = a, .rq = rq, .call = call }, &call->out, st);
+		break;
+	case CALL_DELETE:
+		if (authorize_write(a, rq, call, st))
+			return -1;
+		err = registry_delete_if(a->reg, r->kind, r->ns, r->name, call->want_rev, write_flags(call) | yield,
+					 &call->out, st);
+		break;
+	default:
+		status_set(st, 500, "InternalError", "%s", "not a call of the registry");
+		return -1;
+	}
+	if (err) {
+		call->out = NULL;
+		return -1;
+	}
+	/* the write's events to the watchers now; but a write that let go
+	 * of the lock on a store that wakes the loop when events come (etcd)
+	 * leaves that to the loop: here it would wait, holding the lock, for
+	 * its event to come back through the store's watch */
+	if (!call->dry_run && !(yield && store_notify_fd(a->reg->store) >= 0))
+		(void)watch_hub_written(a->hub, a->reg->last_write_rev);
+	return 0;
+}
+
 /* Under the global lock: what needs the registry, the store or the hub.
  * A successful get or write leaves its answer in call->out for the caller
  * to serialise and send once the lock is free; the rest answer here. */
 static enum MHD_Result dispatch(struct api *a, struct MHD_Connection *c, struct request *rq, struct call *call)
 {
-	struct route *r = &call->r;
 	struct status st = { 0 };
-	int err;
 
 	switch (call->what) {
 	case CALL_METRICS:
 		return handle_metrics(a, c, rq);
 	case CALL_WATCH:
-		return start_watch(a, c, rq, r, &call->q);
+		return start_watch(a, c, rq, &call->r, &call->q);
 	case CALL_LIST:
-		return send_list(a, c, rq, r, &call->q);
+		return send_list(a, c, rq, &call->r, &call->q);
 	case CALL_PODNETWORK:
 		return handle_podnetwork(a, c, rq, call->body);
 	case CALL_CREDS:
 		return handle_creds(a, c, rq, call->method, call->cred_name, call->body);
 	case CALL_GET:
-		err = list_revision_check(a->reg->store, call->get_rv, &st);
-		if (!err)
-			err = registry_get(a->reg, r->kind, r->ns, r->name, &call->out, &st);
-		call->code = 200;
-		break;
 	case CALL_CREATE:
 	case CALL_REPLACE:
-		if (authorize_write(a, rq, call, &st))
-			return send_status(a, c, rq, &st);
-		err = registry_write_checked(a->reg, r->kind, r->ns, call->body, write_flags(call), &call->out, &st);
-		call->code = call->what == CALL_CREATE ? 201 : 200;
-		break;
 	case CALL_PATCH:
-		err = registry_patch(a->reg, r->kind, r->ns, r->name, call->patch_type, call->body, write_flags(call),
-				     authorize_patched,
-				     &(struct patch_authz){ .api = a, .rq = rq, .call = call }, &call->out, &st);
-		call->code = 200;
-		break;
 	case CALL_DELETE:
-		if (authorize_write(a, rq, call, &st))
-			return send_status(a, c, rq, &st);
-		err = registry_delete_if(a->reg, r->kind, r->ns, r->name, call->want_rev, write_flags(call), &call->out,
-					 &st);
-		call->code = 200;
-		break;
+		return registry_call(a, rq, call, 0, &st) ? send_status(a, c, rq, &st) : MHD_YES;
 	default:
 		return MHD_NO;
 	}
-	if (err) {
-		call->out = NULL;
-		return send_status(a, c, rq, &st);
+}
+
+/* ------------------------------------------------------- store workers */
+
+/* A get or write on a store that takes concurrent calls (etcd), handed to
+ * a worker (workers.h) while its connection is suspended: MHD's threads
+ * never wait on the network, and as many calls are with etcd at once as
+ * there are workers.  A write takes the global lock and lets go of it
+ * while etcd has its transaction (REGISTRY_YIELD); a get takes none. */
+struct store_job {
+	struct work work;		/* first: the pool's */
+	struct api *api;
+	struct MHD_Connection *conn;
+	struct request *rq;		/* the connection's; alive while it is suspended */
+	struct call call;
+	struct status st;		/* err: the answer */
+	int err;
+};
+
+static bool is_store_call(const struct call *call)
+{
+	return call->what == CALL_GET || call->what == CALL_CREATE || call->what == CALL_REPLACE ||
+	       call->what == CALL_PATCH || call->what == CALL_DELETE;
+}
+
+static void store_job_run(struct work *w)
+{
+	struct store_job *j = (struct store_job *)w;
+	struct api *a = j->api;
+	bool write = j->call.what != CALL_GET;
+
+	if (write)
+		pthread_mutex_lock(&a->lock);
+	j->err = registry_call(a, j->rq, &j->call, REGISTRY_YIELD, &j->st);
+	if (write)
+		pthread_mutex_unlock(&a->lock);
+	json_decref(j->call.body);
+	j->call.body = NULL;
+	list_query_free(&j->call.q);
+	durable(a);		/* before the answer leaves */
+	flush_resumes(a);	/* the streams a write woke */
+	MHD_resume_connection(j->conn);	/* its handler answers (store_answer) */
+}
+
+static void store_job_free(struct store_job *j)
+{
+	if (!j)
+		return;
+	json_decref(j->call.body);
+	json_decref(j->call.out);
+	list_query_free(&j->call.q);
+	free(j);
+}
+
+/* Hand call (its body and query now the job's) to a worker and suspend
+ * the connection until it is done. */
+static enum MHD_Result store_queue(struct api *a, struct MHD_Connection *c, struct request *rq, struct call *call)
+{
+	struct store_job *j = calloc(1, sizeof(*j));
+
+	if (!j) {
+		json_decref(call->body);
+		list_query_free(&call->q);
+		return fail(a, c, rq, 500, "InternalError", "%s", "out of memory");
 	}
-	if (call->what != CALL_GET && !call->dry_run)
-		(void)watch_hub_written(a->hub, a->reg->last_write_rev);
+	j->work.run = store_job_run;
+	j->api = a;
+	j->conn = c;
+	j->rq = rq;
+	j->call = *call;
+	rq->job = j;
+	MHD_suspend_connection(c);	/* before a worker can resume it */
+	if (!workers_queue(a->workers, &j->work)) {
+		j->err = -1;
+		status_set(&j->st, 503, "ServiceUnavailable", "%s", "the controller is stopping");
+		MHD_resume_connection(c);
+	}
 	return MHD_YES;
+}
+
+/* A call's answer: the object (as a Table when asked, for a get), serialised here, outside every lock. */
+static enum MHD_Result answer_call(struct api *a, struct MHD_Connection *c, struct request *rq, struct call *call)
+{
+	json_t *out = call->out;
+
+	call->out = NULL;
+	if (out && rq->form == ANSWER_TABLE && call->code == 200 && call->r.has_name && call->r.kind &&
+	    call->what == CALL_GET) {
+		json_t *t = table_of_object(call->r.kind, out, rq->include, time(NULL));
+
+		json_decref(out);
+		out = t;
+		if (!t)
+			return fail(a, c, rq, 500, "InternalError", "%s", "out of memory");
+	}
+	return out ? send_json(a, c, rq, call->code, out) : MHD_YES;
+}
+
+/* The handler's call after the worker resumed the connection. */
+static enum MHD_Result store_answer(struct api *a, struct MHD_Connection *c, struct request *rq)
+{
+	struct store_job *j = rq->job;
+	enum MHD_Result ret;
+
+	rq->job = NULL;
+	ret = j->err ? send_status(a, c, rq, &j->st) : answer_call(a, c, rq, &j->call);
+	store_job_free(j);
+	return ret;
+}
+
+static void registry_lock(void *arg, bool take)
+{
+	struct api *a = arg;
+
+	if (take)
+		pthread_mutex_lock(&a->lock);
+	else
+		pthread_mutex_unlock(&a->lock);
 }
 
 /* The admin token, or a live node credential (cred.c): *who filled. */
@@ -2222,6 +2366,8 @@ static enum MHD_Result handle_request(struct api *a, struct MHD_Connection *c, c
 	}
 	if (rq->list)
 		return list_answer(a, c, rq);
+	if (rq->job)
+		return store_answer(a, c, rq);
 	if (rq->answered)
 		return MHD_YES;
 	rq->answered = true;
@@ -2234,6 +2380,8 @@ static enum MHD_Result handle_request(struct api *a, struct MHD_Connection *c, c
 		return list_queue(a, c, rq, &route);
 	if (prepare(a, c, rq, url, method, &call, &ret))
 		return ret;
+	if (a->workers && is_store_call(&call))
+		return store_queue(a, c, rq, &call);
 	pthread_mutex_lock(&a->lock);
 	ret = dispatch(a, c, rq, &call);
 	pthread_mutex_unlock(&a->lock);
@@ -2241,17 +2389,8 @@ static enum MHD_Result handle_request(struct api *a, struct MHD_Connection *c, c
 	list_query_free(&call.q);
 	durable(a);		/* before the answer (queued or not) leaves */
 	flush_resumes(a);	/* the streams a write woke */
-	if (call.out && rq->form == ANSWER_TABLE && call.code == 200 && call.r.has_name && call.r.kind &&
-	    strcmp(method, "GET") == 0) {
-		json_t *t = table_of_object(call.r.kind, call.out, rq->include, time(NULL));
-
-		json_decref(call.out);
-		call.out = t;
-		if (!t)
-			return fail(a, c, rq, 500, "InternalError", "%s", "out of memory");
-	}
 	if (call.out)
-		ret = send_json(a, c, rq, call.code, call.out);	/* serialised outside the lock */
+		ret = answer_call(a, c, rq, &call);
 	return ret;
 }
 
@@ -2272,8 +2411,10 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **ctx, enum M
 		conns_response_done(a->conns, conn_of(c), now_ms());	/* the next head is due */
 	}
 	if (rq) {
-		/* resumed, then closed before its handler ran: the lister is done with it */
+		/* resumed, then closed before its handler ran: the lister
+		 * (or worker) is done with it */
 		list_job_free(rq->list);
+		store_job_free(rq->job);
 		free(rq->body);
 		free(rq->warnings);
 		free(rq);
@@ -2366,6 +2507,11 @@ struct api *api_start(const struct api_config *cfg, struct registry *r, struct w
 	a->bookmark_interval = cfg->bookmark_interval ? cfg->bookmark_interval : BOOKMARK_SECONDS;
 	/* without a lister (no reader handle, or no thread) lists are served under the global lock */
 	a->lister_running = a->reader && pthread_create(&a->lister, NULL, lister_run, a) == 0;
+	/* a store over the network (etcd): gets and writes go to workers,
+	 * writes let go of the lock while etcd has them; without workers (no
+	 * thread) they are served in MHD's threads under the lock, one at a time */
+	if (store_concurrent(r->store) && (a->workers = workers_start(STORE_WORKERS)))
+		registry_set_lock(r, registry_lock, a);
 	a->sender = watch_sender_new(API_THREADS, cfg->idle_timeout,
 				     &(struct watch_sender_ops){ .fill = watch_fill, .release = watch_release });
 	a->conns = !a->sender ? NULL : conns_new(&(struct conns_limits){ .max_total = cfg->max_connections,
@@ -2387,6 +2533,8 @@ struct api *api_start(const struct api_config *cfg, struct registry *r, struct w
 	if (!a->mhd) {
 		snprintf(err, errlen, "cannot listen on %s: %s", cfg->listen, strerror(errno ? errno : EADDRINUSE));
 		lister_stop(a);
+		workers_free(a->workers);
+		registry_set_lock(r, NULL, NULL);
 		watch_sender_stop(a->sender);
 		watch_sender_free(a->sender);
 		conns_free(a->conns);
@@ -2418,8 +2566,11 @@ void api_stop(struct api *a)
 	/* MHD may not stop with suspended connections, and resuming is
 	 * asynchronous: the lister answers what it holds (503) and resumes
 	 * it; then end every stream, resume them all, and wait (bounded)
-	 * until MHD has closed them.  Its threads need the lock meanwhile. */
+	 * until MHD has closed them.  Its threads need the lock meanwhile.
+	 * The workers finish what they hold and resume it; what MHD hands
+	 * them after is answered 503. */
 	lister_stop(a);
+	workers_stop(a->workers);
 	pthread_mutex_lock(&a->lock);
 	watch_hub_lock(a->hub);
 	a->stopping = true;
@@ -2439,6 +2590,8 @@ void api_stop(struct api *a)
 		poll(NULL, 0, 10);
 	}
 	MHD_stop_daemon(a->mhd);
+	workers_free(a->workers);	/* nothing can queue now */
+	registry_set_lock(a->reg, NULL, NULL);
 	watch_sender_free(a->sender);
 	conns_free(a->conns);	/* MHD closed every connection */
 	creds_free(a->creds);

@@ -133,13 +133,18 @@ struct registry {
 	struct endpoints_ctl *endpoints;	/* owned; runs after every write */
 	struct cluster_config config;	/* cached; config_rev guards its use */
 	int64_t config_rev;		/* mod_rev of the ClusterNetwork key */
-	int64_t last_write_rev;		/* revision of this registry's last commit */
+	int64_t last_write_rev;		/* highest revision this registry committed */
 	uint64_t rand_state;
 	/* The Endpoints controller's writes are fenced when it is leader-elected
 	 * (leader.c): each holds only while fence_key's mod_rev is fence_rev.
 	 * NULL: not elected (one controller), nothing added. */
 	const char *fence_key;
 	int64_t fence_rev;
+	/* The caller's lock, for REGISTRY_YIELD writes: lock(lock_arg,
+	 * false) lets go of it, lock(lock_arg, true) takes it back.  NULL:
+	 * it is held throughout (registry_set_lock). */
+	void (*lock)(void *arg, bool take);
+	void *lock_arg;
 };
 
 int obj_key(const struct kind_info *k, const char *ns, const char *name, char *buf, size_t len);
@@ -150,6 +155,9 @@ json_t *obj_from_kv(const struct store_kv *kv);
  * stored one, or defaults on first start) and the default namespace. */
 int registry_init(struct registry *r, struct store *s, struct metrics *m,
 		  const json_t *config_obj, struct status *st) WUR;
+/* The lock that serialises the registry's callers, for REGISTRY_YIELD
+ * writes (NULL: none is ever let go). */
+void registry_set_lock(struct registry *r, void (*lock)(void *arg, bool take), void *arg);
 /* Frees what registry_init made (not the store).  Accepts a zeroed one. */
 void registry_close(struct registry *r);
 int registry_reload_config(struct registry *r) WUR;
@@ -202,11 +210,18 @@ int registry_check_write(const struct kind_info *k, const char *ns, const char *
  * REGISTRY_MAIN, a write of the main resource through the API: for a kind
  * with a status subresource the body's status is ignored (registry.c,
  * main_status).  Without it (the controller's own writers) a body's
- * status is written as sent, and a body without one keeps the stored. */
+ * status is written as sent, and a body without one keeps the stored;
+ * REGISTRY_YIELD, the caller's lock (r->lock) may be let go while the
+ * write's transaction is with a store that takes concurrent calls: other
+ * writes plan and commit meanwhile, as another controller's would, and
+ * the transaction's compares keep each whole.  Only for a caller that
+ * holds the lock once and keeps nothing of the registry's across the
+ * call (the API's write workers). */
 #define REGISTRY_CREATE 1u
 #define REGISTRY_DRY_RUN 2u
 #define REGISTRY_STATUS 4u
 #define REGISTRY_MAIN 8u
+#define REGISTRY_YIELD 16u
 int registry_write_checked(struct registry *r, const struct kind_info *k, const char *ns, json_t *obj,
 			   unsigned flags, json_t **out, struct status *st) WUR;
 /* A PUT of a missing object creates it (how an agent registers its node);
@@ -347,8 +362,10 @@ int endpoints_sync(struct endpoints_ctl *c);
 int endpoints_resync(struct endpoints_ctl *c) WUR;
 /* After a commit at rev whose only change was key, now obj (NULL: key
  * deleted): what endpoints_sync does, but when the index is at rev - 1 it
- * takes obj as written instead of reading the event back and parsing it.
- * obj is borrowed.  0 or -errno. */
+ * takes obj as written instead of reading the event back and parsing it;
+ * when it is not (others wrote in between) and the store wakes the loop
+ * on events (store_notify_fd: etcd), it reads nothing and leaves them to
+ * the loop's endpoints_sync.  obj is borrowed.  0 or -errno. */
 int endpoints_written(struct endpoints_ctl *c, const char *key, const json_t *obj, int64_t rev);
 /* For endpoints_admit: bring the index up to date (reads events, writes
  * nothing), then the "namespace/name"s of the pods whose status.podIP is ip

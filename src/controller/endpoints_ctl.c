@@ -764,8 +764,15 @@ int endpoints_written(struct endpoints_ctl *c, const char *key, const json_t *ob
 {
 	if (!c || c->syncing)
 		return 0;
-	if (!c->built || rev != c->cursor + 1)
-		return endpoints_sync(c);	/* events before it to read first */
+	if (!c->built || rev != c->cursor + 1) {
+		/* events before it to read first.  A store that wakes the
+		 * loop when events come (etcd: store_notify_fd) has them read
+		 * there, at its next turn (api_run), as another controller's
+		 * writes are: a write does not wait for its event to come
+		 * back through the store's watch.  Without one (SQLite: the
+		 * one writer), now. */
+		return store_notify_fd(c->reg->store) >= 0 ? 0 : endpoints_sync(c);
+	}
 	/* the index is at rev - 1 and rev is this one change: take it as it is */
 	c->syncing = true;
 	apply_object(c, key, obj, true);

@@ -23,6 +23,13 @@
  * (registry.c adds the comparison), and a write after a takeover fails
  * instead of landing.
  *
+ * A follower reads the key at most every FOLLOW_FRACTION-th of the
+ * duration (Kubernetes' retry period is about as often): a controller's
+ * loop turns at every write another controller makes, and a read of etcd
+ * at each turn would cost etcd more than the writes.  So a takeover comes
+ * within a duration and a tenth after the last renew, and a released
+ * lease is taken within a tenth.
+ *
  * Invariants
  *  1. held implies held_rev is the mod_rev of this holder's last successful
  *     create, take-over or renew.
@@ -38,6 +45,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define FOLLOW_FRACTION 10
+
 struct leader {
 	struct store *store;
 	char key[128];
@@ -49,6 +58,8 @@ struct leader {
 	int64_t observed_rev;	/* the key's mod_rev as last read (0: absent) */
 	int64_t observed_ms;	/* since when it has been that */
 	char holder[160];	/* as last read */
+	bool read;		/* the key was read at least once */
+	int64_t read_ms;	/* ... last at this time (a follower's) */
 };
 
 struct leader *leader_new(struct store *s, const char *key, const char *identity, int64_t duration_ms)
@@ -102,6 +113,10 @@ bool leader_tick(struct leader *l, int64_t now_ms)
 
 	if (l->held && now_ms - l->renewed_ms < l->duration_ms / 3)
 		return true;
+	if (!l->held && l->read && now_ms - l->read_ms < l->duration_ms / FOLLOW_FRACTION)
+		return false;
+	l->read = true;
+	l->read_ms = now_ms;
 	err = store_get(l->store, l->key, &kv, &at);
 	if (err == -ENOENT) {
 		l->held = false;

@@ -74,11 +74,13 @@ TEST(leader_one_at_a_time_and_takeover_after_a_duration)
 	CHECK(!leader_tick(a, 510));			/* a learns it at its next tick */
 	CHECK_STR(leader_holder(a), "ctrl-b");
 
-	/* b gives it up: a takes it at once, no duration to wait */
+	/* b gives it up: a takes it at its next read (a tenth of the
+	 * duration after its last), no duration to wait */
 	CHECK_EQ(leader_release(b), 0);
 	CHECK(!leader_held(b));
-	CHECK(leader_tick(a, 520));
-	CHECK(!leader_tick(b, 530));
+	CHECK(!leader_tick(a, 520));			/* read at 510: not due */
+	CHECK(leader_tick(a, 540));
+	CHECK(!leader_tick(b, 550));
 out:
 	leader_free(a);
 	leader_free(b);

@@ -17,7 +17,12 @@
  *     the object holding the allocation does (checked by registry_fsck).
  *  3. After every commit the endpoints controller catches up
  *     (after_commit), so the Endpoints a pod or Service write changes are
- *     stored before the write returns.
+ *     stored before the write returns — when nobody else wrote in
+ *     between, or the store has no notify (SQLite).  On etcd, where other
+ *     writers' events come through the watch, a write that others
+ *     preceded leaves the Endpoints to the loop's next turn (milliseconds
+ *     later), as those writers' own changes are: Kubernetes' Endpoints
+ *     controller follows as asynchronously.
  */
 #include "controller/controller.h"
 
@@ -306,15 +311,23 @@ static bool same_but_annotations(const json_t *body, const json_t *old)
 
 /* Commit b; a write of the Endpoints controller (when leader-elected)
  * carries its fence, and one the fence refused is -ESTALE: another
- * controller leads now, so trying again would not help. */
-static int commit(struct registry *r, struct txnb *b, int64_t *rev)
+ * controller leads now, so trying again would not help.  A
+ * REGISTRY_YIELD write lets go of the caller's lock while etcd has it
+ * (controller.h); nothing of r is read in between. */
+static int commit(struct registry *r, struct txnb *b, unsigned flags, int64_t *rev)
 {
 	bool fenced = r->fence_key && endpoints_writing(r->endpoints);
+	bool yield = (flags & REGISTRY_YIELD) && r->lock && store_concurrent(r->store) &&
+		     !endpoints_writing(r->endpoints);
 	int err;
 
 	if (fenced)
 		txnb_unchanged(b, r->fence_key, r->fence_rev);
+	if (yield)
+		r->lock(r->lock_arg, false);
 	err = txnb_commit(b, r->store, rev);
+	if (yield)
+		r->lock(r->lock_arg, true);
 	if (err == -EAGAIN && fenced) {
 		struct store_kv kv;
 		int64_t at;
@@ -324,7 +337,15 @@ static int commit(struct registry *r, struct txnb *b, int64_t *rev)
 			err = -ESTALE;
 		store_kv_free(&kv);
 	}
+	if (err == 0 && *rev > r->last_write_rev)
+		r->last_write_rev = *rev;
 	return err;
+}
+
+void registry_set_lock(struct registry *r, void (*lock)(void *arg, bool take), void *arg)
+{
+	r->lock = lock;
+	r->lock_arg = arg;
 }
 
 static int fenced_out(struct registry *r, struct status *st, const char *what)
@@ -641,11 +662,10 @@ int registry_write_checked(struct registry *r, const struct kind_info *k, const 
 		 * allocation key, as a pod's address, is none of the
 		 * endpoints controller's business) */
 		single = txnb_object_ops(&b) == 1;
-		err = commit(r, &b, &rev);
+		err = commit(r, &b, flags, &rev);
 		txnb_free(&b);
 		json_decref(old);
 		if (err == 0) {
-			r->last_write_rev = rev;
 			char rv[24];
 			snprintf(rv, sizeof(rv), "%" PRId64, rev);
 			json_object_set_new(json_object_get(work, "metadata"), "resourceVersion", json_string(rv));
@@ -761,7 +781,7 @@ int registry_delete_if(struct registry *r, const struct kind_info *k, const char
 	}
 	for (int attempt = 0; attempt < REGISTRY_RETRIES; attempt++) {
 		json_t *old = NULL;
-		int64_t old_rev = 0;
+		int64_t old_rev = 0, rev = 0;
 		struct txnb b;
 		int hook = 0;
 		bool single;
@@ -801,10 +821,10 @@ int registry_delete_if(struct registry *r, const struct kind_info *k, const char
 			return 0;
 		}
 		single = txnb_object_ops(&b) == 1;
-		err = commit(r, &b, &r->last_write_rev);
+		err = commit(r, &b, flags, &rev);
 		txnb_free(&b);
 		if (err == 0) {
-			after_commit(r, single ? key : NULL, NULL, r->last_write_rev);
+			after_commit(r, single ? key : NULL, NULL, rev);
 			*out = old;
 			return 0;
 		}

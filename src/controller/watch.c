@@ -471,12 +471,24 @@ int watch_hub_sync(struct watch_hub *h)
 	/* h->rev and nwatchers change only under the caller's store lock, which it holds */
 	if (h->nwatchers == 0) {
 		/* nobody to serve: move the floor instead of serialising events;
-		 * a later watcher from an older revision reads the store's history */
+		 * a later watcher from an older revision reads the store's
+		 * history.  Where to: the revision any read of events is
+		 * complete up to (etcd answers it from its event cache, where
+		 * store_revision would be a round trip at every turn of the
+		 * loop, that is at every write of another controller) */
+		struct store_event_list l = { 0 };
 		int64_t rev;
-		if (store_revision(h->store, &rev))
+		int err = store_events(h->store, OBJ_PREFIX, h->rev, 1, &l);
+
+		rev = l.revision;
+		store_event_list_free(&l);
+		if (err == -ESTORE_COMPACTED)
+			err = store_revision(h->store, &rev);
+		if (err)
 			return -EIO;
 		pthread_mutex_lock(&h->lock);
-		ring_drop(h, rev);
+		if (rev > h->rev)
+			ring_drop(h, rev);
 		pthread_mutex_unlock(&h->lock);
 		return 0;
 	}

@@ -364,6 +364,8 @@ int store_notify_fd(struct store *s)
 	return s && s->backend->notify_fd ? s->backend->notify_fd(s) : -1;
 }
 
+bool store_concurrent(const struct store *s) { return s && s->backend->concurrent; }
+
 void store_notify_clear(struct store *s)
 {
 	int fd = store_notify_fd(s);

@@ -32,7 +32,9 @@
  * to the store are borrowed for the duration of the call only.
  *
  * Threads: one struct store may be used by one thread at a time, except
- * store_commits and store_sync, which any thread may call at any time.
+ * store_commits and store_sync, which any thread may call at any time —
+ * unless store_concurrent says the handle takes calls from several threads
+ * at once (etcd: each call its own connection).
  */
 #ifndef WEFT_STORE_H
 #define WEFT_STORE_H
@@ -215,6 +217,12 @@ int store_copy(struct store *src, struct store *dst, const char *prefix, struct 
 int store_notify_fd(struct store *s);
 void store_notify_clear(struct store *s);
 
+/* True when any call on s may come from several threads at once, each
+ * call its own round trip (etcd): a caller that serialises its callers
+ * with a lock may let it go while a call waits.  False (SQLite): one
+ * thread at a time, as "Threads" above. */
+bool store_concurrent(const struct store *s);
+
 void store_kv_free(struct store_kv *kv);		/* frees the members, not kv */
 void store_kv_list_free(struct store_kv_list *l);
 void store_event_list_free(struct store_event_list *l);
@@ -240,6 +248,7 @@ struct store_backend {
 	/* group commit: both NULL when the back-end has none */
 	int (*defer_sync)(struct store *s);	/* commits from now on are not flushed */
 	int (*flush)(struct store *s);		/* flush every commit written so far; thread-safe */
+	bool concurrent;			/* store_concurrent */
 };
 
 struct store_sync;

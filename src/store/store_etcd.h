@@ -26,20 +26,24 @@
 #define ETCD_COMPACT_KEY "compact_rev_key"
 
 struct etcd_cache;
+struct etcd_conn;
 
 struct etcd_store {
 	struct store base;
 	char *endpoints[ETCD_MAX_ENDPOINTS];	/* "http://host:port" or https */
 	size_t nendpoints;
+	pthread_mutex_t lock;		/* current, idle, nidle, last_error (store_etcd_conn.c) */
 	size_t current;			/* the endpoint requests go to */
-	struct httpc *http;		/* to endpoints[current]; NULL until needed */
+	struct etcd_conn *idle;		/* connections between calls, to any endpoint */
+	size_t nidle;
 	char *ca_file, *cert_file, *key_file;	/* TLS; ca_file set means https */
 	char *user;			/* etcd user, or NULL */
 	char *password;			/* read from the password file; wiped at close */
 	char *token;			/* etcd's auth token, or NULL; wiped at close */
 	pthread_mutex_t auth_lock;	/* token: the watch thread logs in too */
-	int64_t known;			/* highest revision any answer to this handle named */
-	int64_t compact_key_created;	/* create_revision of ETCD_COMPACT_KEY (0: not seen) */
+	uint64_t id;			/* unique among the process's handles (etcd_known's record) */
+	int64_t compact_key_created;	/* create_revision of ETCD_COMPACT_KEY (0: not seen; atomic) */
+	pthread_mutex_t cache_lock;	/* the start of cache */
 	int notify;			/* eventfd: the cache got events (store_notify_fd) */
 	char last_error[512];		/* why the last failed call failed, for messages */
 	struct etcd_cache *cache;	/* store_etcd_watch.c; NULL until the first store_events */
@@ -47,13 +51,27 @@ struct etcd_store {
 
 /* A handle on endpoint i of e, with e's TLS and token (NULL, errno set). */
 struct httpc *etcd_connect(struct etcd_store *e, size_t i, char *err, size_t errlen);
-/* POST path with body on e's current endpoint, moving to the next one
+/* The endpoint calls go to now (an index in e->endpoints). */
+size_t etcd_current(struct etcd_store *e);
+/* An answer to the calling thread named revision rev: what it knows of
+ * e moves up to it.  Read-your-writes is per thread: etcd_known is the
+ * highest revision any answer to this thread's calls on e named (0:
+ * none), what its reads of events wait for (store_etcd_watch.c) — never
+ * for another thread's writes, which that thread waits for itself. */
+void etcd_saw_revision(struct etcd_store *e, int64_t rev);
+int64_t etcd_known(const struct etcd_store *e);
+/* Close the idle connections (at close: no call in progress). */
+void etcd_conns_free(struct etcd_store *e);
+/* POST path with body on e's current endpoint (a connection of this
+ * call's own: any thread, at any time), moving to the next one
  * when it cannot be reached (and, for reads, when it has no leader).
  * *out: the parsed answer (new ref).  0 or a negative errno:
  * -ESTORE_COMPACTED, -ERANGE (future revision), -E2BIG (etcd's limits),
  * -EINVAL (etcd refused the request), -EIO (anything else, or a write
  * whose outcome is unknown). */
 int etcd_call(struct etcd_store *e, const char *path, json_t *body, bool idempotent, json_t **out);
+/* The same with the body as JSON text (borrowed). */
+int etcd_call_text(struct etcd_store *e, const char *path, const char *text, bool idempotent, json_t **out);
 /* The JSON gateway writes int64 as strings; either form, or 0 when absent. */
 int64_t etcd_i64(const json_t *obj, const char *name);
 /* A base64 field decoded (NUL-terminated copy; "" when absent). */

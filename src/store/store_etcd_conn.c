@@ -1,11 +1,20 @@
 /*
  * store_etcd_conn.c — how the etcd back-end talks to etcd's JSON gateway:
- * a connection per endpoint (TLS, a client certificate, a login whose token
- * is renewed when etcd says it expired), a request that moves to the next
- * member when one cannot be reached (store_etcd.c, "Failover"), errors as
- * -errno, the JSON of answers (base64 bytes, int64 as strings), and the
- * record of the compaction key that both the calls (store_etcd.c) and the
- * event cache (store_etcd_watch.c) read.
+ * connections (TLS, a client certificate, a login whose token is renewed
+ * when etcd says it expired), a request that moves to the next member when
+ * one cannot be reached (store_etcd.c, "Failover"), errors as -errno, the
+ * JSON of answers (base64 bytes, int64 as strings), and the record of the
+ * compaction key that both the calls (store_etcd.c) and the event cache
+ * (store_etcd_watch.c) read.
+ *
+ * Calls come from several threads at once (store_concurrent): each takes
+ * a connection of its own for its round trip, an idle one to the current
+ * endpoint or a new one, and gives it back after (at most ETCD_IDLE_MAX
+ * are kept).  So a controller has as many requests with etcd as it has
+ * threads waiting on it, and etcd batches them into one raft round.
+ * e->lock guards the idle list, the current endpoint and last_error;
+ * compact_key_created is an atomic; what each thread was told of the
+ * revision is its own (etcd_known).
  */
 #include "store/store_etcd.h"
 #include "lib/base64.h"
@@ -18,6 +27,7 @@
 
 #define ETCD_TIMEOUT_MS 8000			/* a request; above etcd's own 5 s + an election */
 #define ETCD_CONNECT_MS 1000
+#define ETCD_IDLE_MAX 8				/* connections kept between calls */
 
 /* gRPC status codes the gateway answers with */
 enum { GRPC_INVALID_ARGUMENT = 3, GRPC_OUT_OF_RANGE = 11, GRPC_UNAVAILABLE = 14, GRPC_UNAUTHENTICATED = 16 };
@@ -203,8 +213,156 @@ static bool unreached(int r)
 	return r == -ECONNREFUSED || r == -EHOSTUNREACH || r == -ENETUNREACH || r == -EPROTO;
 }
 
-static int call_once(struct etcd_store *e, const char *path, const char *text, bool idempotent, json_t **out,
-		     bool *next)
+/* ---------------------------------------------------------- connections */
+
+/* A connection between calls (e->idle) or in one (its caller's alone). */
+struct etcd_conn {
+	struct httpc *http;
+	size_t endpoint;		/* the index in e->endpoints it talks to */
+	struct etcd_conn *next;		/* in e->idle */
+};
+
+static void conn_free(struct etcd_conn *c)
+{
+	while (c) {
+		struct etcd_conn *next = c->next;
+
+		httpc_destroy(c->http);
+		free(c);
+		c = next;
+	}
+}
+
+size_t etcd_current(struct etcd_store *e)
+{
+	size_t cur;
+
+	pthread_mutex_lock(&e->lock);
+	cur = e->current;
+	pthread_mutex_unlock(&e->lock);
+	return cur;
+}
+
+/* What this thread was told, per handle: a few slots (a thread uses one
+ * or two handles), the oldest reused.  A handle is named by its id, never
+ * reused, so a slot of a closed handle is never taken for a new one. */
+#define KNOWN_SLOTS 4
+static __thread struct {
+	uint64_t id;
+	int64_t rev;
+} known[KNOWN_SLOTS];
+static __thread unsigned known_next;
+
+void etcd_saw_revision(struct etcd_store *e, int64_t rev)
+{
+	size_t i;
+
+	for (i = 0; i < KNOWN_SLOTS && known[i].id != e->id; i++)
+		;
+	if (i == KNOWN_SLOTS) {
+		i = known_next++ % KNOWN_SLOTS;
+		known[i].id = e->id;
+		known[i].rev = 0;
+	}
+	if (rev > known[i].rev)
+		known[i].rev = rev;
+}
+
+int64_t etcd_known(const struct etcd_store *e)
+{
+	for (size_t i = 0; i < KNOWN_SLOTS; i++)
+		if (known[i].id == e->id)
+			return known[i].rev;
+	return 0;
+}
+
+static void set_error(struct etcd_store *e, const char *text)
+{
+	pthread_mutex_lock(&e->lock);
+	snprintf(e->last_error, sizeof(e->last_error), "%s", text);
+	pthread_mutex_unlock(&e->lock);
+}
+
+/* A connection to the current endpoint for one call: an idle one, or a
+ * new one (NULL, errno set and e->last_error said why).  Idle ones to an
+ * endpoint that is no longer current are closed on the way. */
+static struct etcd_conn *conn_take(struct etcd_store *e)
+{
+	struct etcd_conn *c, *stale = NULL;
+	char err[512];
+	size_t cur;
+
+	pthread_mutex_lock(&e->lock);
+	cur = e->current;
+	while ((c = e->idle)) {
+		e->idle = c->next;
+		e->nidle--;
+		c->next = NULL;
+		if (c->endpoint == cur)
+			break;
+		c->next = stale;
+		stale = c;
+	}
+	pthread_mutex_unlock(&e->lock);
+	conn_free(stale);
+	if (c)
+		return c;
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		set_error(e, "out of memory");
+		errno = ENOMEM;
+		return NULL;
+	}
+	c->endpoint = cur;
+	c->http = etcd_connect(e, cur, err, sizeof(err));
+	if (!c->http) {
+		int en = errno;
+
+		set_error(e, err);
+		free(c);
+		errno = en;
+		return NULL;
+	}
+	return c;
+}
+
+/* c's call is over: kept for the next one (up to ETCD_IDLE_MAX), else closed. */
+static void conn_give(struct etcd_store *e, struct etcd_conn *c)
+{
+	if (!c)
+		return;
+	pthread_mutex_lock(&e->lock);
+	if (e->nidle < ETCD_IDLE_MAX && c->endpoint == e->current) {
+		c->next = e->idle;
+		e->idle = c;
+		e->nidle++;
+		c = NULL;
+	}
+	pthread_mutex_unlock(&e->lock);
+	conn_free(c);
+}
+
+/* endpoint could not serve: the next calls go to the one after it (unless
+ * another call already moved on). */
+static void endpoint_failed(struct etcd_store *e, size_t endpoint)
+{
+	pthread_mutex_lock(&e->lock);
+	if (e->current == endpoint)
+		e->current = (endpoint + 1) % e->nendpoints;
+	pthread_mutex_unlock(&e->lock);
+}
+
+void etcd_conns_free(struct etcd_store *e)
+{
+	conn_free(e->idle);
+	e->idle = NULL;
+	e->nidle = 0;
+}
+
+/* ------------------------------------------------------------- requests */
+
+static int call_once(struct etcd_store *e, struct etcd_conn *c, const char *path, const char *text,
+		     bool idempotent, json_t **out, bool *next)
 {
 	bool retry = false, relogin = false;
 	struct httpc_response resp = { 0 };
@@ -213,27 +371,16 @@ static int call_once(struct etcd_store *e, const char *path, const char *text, b
 	int r;
 
 	*next = false;
-	if (!e->http) {
-		e->http = etcd_connect(e, e->current, err, sizeof(err));
-		if (!e->http) {
-			errmsg(e->last_error, sizeof(e->last_error), "%.500s", err);
-			*next = true;
-			return -errno;
-		}
-	}
 	for (int attempt = 0; attempt < 2; attempt++) {
-		r = httpc_request(e->http, "POST", path, text, strlen(text), &resp, err, sizeof(err));
+		r = httpc_request(c->http, "POST", path, text, strlen(text), &resp, err, sizeof(err));
 		if (r < 0) {
-			errmsg(e->last_error, sizeof(e->last_error), "%.500s", err);
+			set_error(e, err);
 			*next = unreached(r) || (idempotent && (r == -ETIMEDOUT || r == -EIO));
 			return r == -EPROTO ? -EIO : r;
 		}
 		ans = json_loadb(resp.body, resp.len, 0, NULL);
 		if (resp.status == 200 && ans) {
-			int64_t rev = etcd_i64(json_object_get(ans, "header"), "revision");
-
-			if (rev > e->known)
-				e->known = rev;
+			etcd_saw_revision(e, etcd_i64(json_object_get(ans, "header"), "revision"));
 			httpc_response_free(&resp);
 			*out = ans;
 			return 0;
@@ -242,13 +389,14 @@ static int call_once(struct etcd_store *e, const char *path, const char *text, b
 		{
 			const char *msg = json_string_value(json_object_get(ans, "error"));
 
-			snprintf(e->last_error, sizeof(e->last_error), "%s%s: %s", e->endpoints[e->current], path,
+			snprintf(err, sizeof(err), "%s%s: %s", e->endpoints[c->endpoint], path,
 				 msg ? msg : "HTTP error");
+			set_error(e, err);
 		}
 		httpc_response_free(&resp);
 		json_decref(ans);
 		ans = NULL;
-		if (!relogin || !e->user || attempt || etcd_login(e, e->http) < 0)
+		if (!relogin || !e->user || attempt || etcd_login(e, c->http) < 0)
 			break;
 		relogin = false;
 	}
@@ -261,22 +409,36 @@ static int call_once(struct etcd_store *e, const char *path, const char *text, b
 int etcd_call(struct etcd_store *e, const char *path, json_t *body, bool idempotent, json_t **out)
 {
 	char *text = json_dumps(body, JSON_COMPACT);
-	int r = -ENOMEM;
+	int r;
 
 	*out = NULL;
 	if (!text)
 		return -ENOMEM;
-	for (size_t tried = 0; tried < e->nendpoints; tried++) {
-		bool next;
-
-		r = call_once(e, path, text, idempotent, out, &next);
-		if (r == 0 || !next)
-			break;
-		httpc_destroy(e->http);
-		e->http = NULL;
-		e->current = (e->current + 1) % e->nendpoints;
-	}
+	r = etcd_call_text(e, path, text, idempotent, out);
 	free(text);
+	return r;
+}
+
+int etcd_call_text(struct etcd_store *e, const char *path, const char *text, bool idempotent, json_t **out)
+{
+	int r = -EIO;
+
+	*out = NULL;
+	for (size_t tried = 0; tried < e->nendpoints; tried++) {
+		struct etcd_conn *c = conn_take(e);
+		bool next = true;
+
+		if (c)
+			r = call_once(e, c, path, text, idempotent, out, &next);
+		else
+			r = -errno;
+		if (r == 0 || !next) {
+			conn_give(e, c);
+			break;
+		}
+		endpoint_failed(e, c ? c->endpoint : etcd_current(e));
+		conn_free(c);
+	}
 	return r;
 }
 
@@ -301,7 +463,7 @@ int etcd_compact_record(struct etcd_store *e, int64_t *rev, int64_t *version, in
 			if (r == 0) {
 				*rev = strtoll(kv.value, NULL, 10);
 				*version = kv.version;
-				e->compact_key_created = kv.create_rev;
+				__atomic_store_n(&e->compact_key_created, kv.create_rev, __ATOMIC_RELAXED);
 				store_kv_free(&kv);
 			}
 		}

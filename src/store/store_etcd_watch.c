@@ -19,9 +19,12 @@
  * one key, so each revision brings events, in order, and a revision's
  * events arrive in one answer (no fragmenting is asked for).
  *
- * Read-your-writes: store_events first waits (up to READ_WAIT_MS) until
- * the cache holds the highest revision any answer to this handle named
- * (e->known), so a write of this handle is among the events read after it.
+ * Read-your-writes, per thread: store_events first waits (up to
+ * READ_WAIT_MS) until the cache holds the highest revision any answer to
+ * the calling thread's calls named (etcd_known), so a write of this thread
+ * is among the events it reads after it.  Not another thread's: a loop
+ * that reads what has come, and is woken when more comes, never waits
+ * under its lock for writes that other threads have in flight.
  * If the watch does not get there (its member partitioned away, say), the
  * thread is told to reconnect, and the read returns what the cache has,
  * with out->revision = complete: nothing is skipped, only later.
@@ -291,7 +294,7 @@ static int cache_start(struct etcd_store *e)
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_cond_init(&c->cond, NULL);
 	c->floor = c->complete = rev;
-	c->endpoint = e->current;
+	c->endpoint = etcd_current(e);
 	c->e = e;
 	r = -pthread_create(&c->thread, NULL, watch_run, c);
 	if (r < 0) {
@@ -328,8 +331,11 @@ void etcd_cache_free(struct etcd_store *e)
 
 void etcd_cache_compacted(struct etcd_store *e, int64_t rev)
 {
-	struct etcd_cache *c = e->cache;
+	struct etcd_cache *c;
 
+	pthread_mutex_lock(&e->cache_lock);
+	c = e->cache;
+	pthread_mutex_unlock(&e->cache_lock);
 	if (!c)
 		return;
 	pthread_mutex_lock(&c->lock);
@@ -444,7 +450,7 @@ static int read_backlog(struct etcd_store *e, int64_t after, int64_t upto, struc
 	int r = -ENOMEM;
 
 	for (size_t tried = 0; body && tried < e->nendpoints; tried++) {
-		size_t i = (e->current + tried) % e->nendpoints;
+		size_t i = (etcd_current(e) + tried) % e->nendpoints;
 
 		h = etcd_connect(e, i, err, sizeof(err));
 		if (!h) {
@@ -474,12 +480,16 @@ int etcd_events(struct store *s, const char *prefix, int64_t after_rev, size_t l
 	struct reader rd = { .prefix = prefix, .plen = strlen(prefix), .limit = limit, .out = out };
 	struct etcd_cache *c;
 	struct timespec until;
-	int64_t compacted = 0, floor, target = e->known;
-	int r;
+	int64_t compacted = 0, floor, target = etcd_known(e);
+	int r = 0;
 
-	if (!e->cache && (r = cache_start(e)) < 0)
-		return r;
+	pthread_mutex_lock(&e->cache_lock);	/* the first call starts it, whichever thread */
+	if (!e->cache)
+		r = cache_start(e);
 	c = e->cache;
+	pthread_mutex_unlock(&e->cache_lock);
+	if (r < 0)
+		return r;
 	clock_gettime(CLOCK_REALTIME, &until);
 	until.tv_sec += READ_WAIT_MS / 1000;
 	pthread_mutex_lock(&c->lock);
