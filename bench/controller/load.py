@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """load.py — N creates from C keep-alive connections, as fast as they go,
 against etcd's JSON gateway (the reference: etcd's own put rate over the
-same HTTP/JSON path the controllers use) or against weft-controllers (Pod
-creates, the connections spread over the URLs given).  Prints one line:
-"creates N seconds S rate R errors E".
+same HTTP/JSON path the controllers use; or, etcd-txn, a create as the
+controllers make it: a transaction "key absent -> put") or against
+weft-controllers (Pod creates, the connections spread over the URLs
+given).  Prints one line: "creates N seconds S rate R errors E".
 
-usage: load.py etcd URL CONNECTIONS COUNT
+usage: load.py etcd|etcd-txn URL CONNECTIONS COUNT
        load.py weft URL[,URL...] CONNECTIONS COUNT TOKEN_FILE CA_FILE PREFIX
 
 Every create carries a 600-byte value (the size of a stored Pod), under a
@@ -37,6 +38,12 @@ def run(k, n):
             body = json.dumps({"key": key, "value": base64.b64encode(b"v" * 600).decode()})
             c.request("POST", "/v3/kv/put", body, {"Content-Type": "application/json"})
             ok = 200
+        elif mode == "etcd-txn":
+            key = base64.b64encode(b"/bench/txn/%d/%d" % (k, i)).decode()
+            body = json.dumps({"compare": [{"key": key, "target": "CREATE", "result": "EQUAL", "create_revision": "0"}],
+                               "success": [{"request_put": {"key": key, "value": base64.b64encode(b"v" * 600).decode()}}]})
+            c.request("POST", "/v3/kv/txn", body, {"Content-Type": "application/json"})
+            ok = 200
         else:
             body = json.dumps({"apiVersion": "v1", "kind": "Pod",
                                "metadata": {"name": "%s-%d-%d" % (prefix, k, i), "labels": {"app": "bench"},
@@ -46,8 +53,8 @@ def run(k, n):
                       {"Content-Type": "application/json", "Authorization": "Bearer " + token})
             ok = 201
         r = c.getresponse()
-        r.read()
-        if r.status != ok:
+        data = r.read()
+        if r.status != ok or (mode == "etcd-txn" and b'"succeeded":true' not in data):
             errors[k] += 1
 
 
