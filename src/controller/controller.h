@@ -346,8 +346,10 @@ void config_networks_string(const struct cluster_config *c, char *buf, size_t le
  * read from the store before the first call that needs the index. */
 struct endpoints_ctl *endpoints_ctl_new(struct registry *r);
 void endpoints_ctl_free(struct endpoints_ctl *c);
-/* Disabled: the index is kept (for endpoints_admit) but nothing is written
- * (weft-controller --no-endpoints-controller, and tests). */
+/* Disabled: nothing is written, and the index is brought up to date only
+ * when endpoints_admit needs it (endpoints_catch_up) or rebuilt by
+ * endpoints_resync (weft-controller --no-endpoints-controller, a
+ * controller that does not lead, and tests). */
 void endpoints_ctl_enable(struct endpoints_ctl *c, bool on);
 /* Apply the store's events since the last call to the index and rewrite
  * the Endpoints of the Services they touch; O(what changed).  Called by the

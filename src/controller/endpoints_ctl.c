@@ -750,7 +750,11 @@ int endpoints_sync(struct endpoints_ctl *c)
 {
 	int err;
 
-	if (!c || c->syncing)
+	/* disabled, nothing is written from the index: it is brought up to
+	 * date when admission needs it (endpoints_catch_up), or rebuilt when
+	 * this controller comes to lead (endpoints_resync), not at every
+	 * event of every pod */
+	if (!c || c->syncing || !c->enabled)
 		return 0;
 	c->syncing = true;
 	err = endpoints_catch_up(c);
@@ -762,8 +766,8 @@ int endpoints_sync(struct endpoints_ctl *c)
 
 int endpoints_written(struct endpoints_ctl *c, const char *key, const json_t *obj, int64_t rev)
 {
-	if (!c || c->syncing)
-		return 0;
+	if (!c || c->syncing || !c->enabled)
+		return 0;	/* as endpoints_sync */
 	if (!c->built || rev != c->cursor + 1) {
 		/* events before it to read first.  A store that wakes the
 		 * loop when events come (etcd: store_notify_fd) has them read
