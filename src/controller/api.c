@@ -47,6 +47,15 @@
  * each converted to a Table event outside it, so plain watchers pay
  * nothing.
  *
+ * On a store over the network (etcd: store_concurrent), gets and writes
+ * go to a pool of STORE_WORKERS workers (workers.h) while their
+ * connections are suspended, as lists go to the lister: MHD's threads
+ * never wait on etcd.  A get takes no lock (the store takes concurrent
+ * calls); a write takes the global lock and lets go of it while etcd
+ * has its transaction (REGISTRY_YIELD, registry_set_lock), so a
+ * controller has as many writes with etcd as clients send, each
+ * planned on what it read and kept whole by its compares.
+ *
  * Writes are group-committed (store.h): a commit under the lock only
  * writes, and durable() flushes outside it, one flush for every thread
  * waiting at once.  Nothing read from the store leaves before the flush
@@ -130,12 +139,8 @@ struct api {
 	pthread_mutex_t stats_lock;	/* metrics' request counters (taken inside lock, never around it) */
 	struct conns *conns;		/* the connection table (its own lock) */
 	struct store *reader;		/* lists' own handle on the store (borrowed; the lister's), or NULL */
-	pthread_t lister;		/* takes list snapshots on reader */
-	bool lister_running;
-	pthread_mutex_t list_lock;	/* the list queue (taken without lock) */
-	pthread_cond_t list_cond;
-	struct list_job *list_head, *list_tail;
-	bool list_stop;			/* lists queued from now on get 503 */
+	struct workers *lister;		/* one thread: list snapshots on reader, in order; or NULL */
+	bool lists_stopping;		/* lists not read yet get 503 (atomic) */
 	struct MHD_Daemon *mhd;
 	struct registry *reg;
 	struct watch_hub *hub;
@@ -185,7 +190,8 @@ struct link {
 
 /* A list whose connection is suspended until the lister has its page. */
 struct list_job {
-	struct list_job *next;
+	struct work work;		/* first: the lister's (workers.h) */
+	struct api *api;
 	struct MHD_Connection *conn;
 	const struct kind_info *kind;
 	char ns[256];
@@ -1046,36 +1052,22 @@ static enum MHD_Result send_list(struct api *a, struct MHD_Connection *c, struct
 	return send_page(a, c, rq, r->kind, &page);
 }
 
-/* The lister thread: snapshots in the order asked, each followed by a
- * resume of its connection, whose handler then answers (list_answer).
- * Once list_stop is set, what is still queued gets 503. */
-static void *lister_run(void *arg)
+/* The lister (a pool of one thread: reader is its alone): a snapshot,
+ * then a resume of its connection, whose handler answers (list_answer).
+ * Once the API stops, what is still queued gets 503. */
+static void list_run(struct work *w)
 {
-	struct api *a = arg;
+	struct list_job *j = (struct list_job *)w;
+	struct api *a = j->api;
 
-	for (;;) {
-		struct list_job *j;
-		bool stop;
-
-		pthread_mutex_lock(&a->list_lock);
-		while (!a->list_head && !a->list_stop)
-			pthread_cond_wait(&a->list_cond, &a->list_lock);
-		j = a->list_head;
-		if (j && !(a->list_head = j->next))
-			a->list_tail = NULL;
-		stop = a->list_stop;
-		pthread_mutex_unlock(&a->list_lock);
-		if (!j)
-			return NULL;
-		if (stop) {
-			status_set(&j->st, 503, "ServiceUnavailable", "the controller is stopping");
-			j->err = -1;
-		} else {
-			j->err = list_page_read(a->reader, j->kind, j->ns, &j->q, &j->page, &j->st);
-			durable(a);
-		}
-		MHD_resume_connection(j->conn);
+	if (__atomic_load_n(&a->lists_stopping, __ATOMIC_ACQUIRE)) {
+		status_set(&j->st, 503, "ServiceUnavailable", "the controller is stopping");
+		j->err = -1;
+	} else {
+		j->err = list_page_read(a->reader, j->kind, j->ns, &j->q, &j->page, &j->st);
+		durable(a);
 	}
+	MHD_resume_connection(j->conn);
 }
 
 static void list_job_free(struct list_job *j)
@@ -1106,36 +1098,26 @@ static enum MHD_Result list_queue(struct api *a, struct MHD_Connection *c, struc
 		free(j);
 		return send_status(a, c, rq, &st);
 	}
+	j->work.run = list_run;
+	j->api = a;
 	j->conn = c;
 	j->kind = r->kind;
 	snprintf(j->ns, sizeof(j->ns), "%s", r->ns);
-	pthread_mutex_lock(&a->list_lock);
-	if (a->list_stop) {
-		pthread_mutex_unlock(&a->list_lock);
-		list_job_free(j);
-		return fail(a, c, rq, 503, "ServiceUnavailable", "%s", "the controller is stopping");
-	}
 	rq->list = j;
 	MHD_suspend_connection(c);	/* before the lister can see it, so its resume finds it suspended */
-	if (a->list_tail)
-		a->list_tail->next = j;
-	else
-		a->list_head = j;
-	a->list_tail = j;
-	pthread_cond_signal(&a->list_cond);
-	pthread_mutex_unlock(&a->list_lock);
+	if (!workers_queue(a->lister, &j->work)) {
+		status_set(&j->st, 503, "ServiceUnavailable", "the controller is stopping");
+		j->err = -1;
+		MHD_resume_connection(c);
+	}
 	return MHD_YES;
 }
 
+/* What is queued is answered 503 (list_run), the thread joined. */
 static void lister_stop(struct api *a)
 {
-	if (!a->lister_running)
-		return;
-	pthread_mutex_lock(&a->list_lock);
-	a->list_stop = true;
-	pthread_cond_broadcast(&a->list_cond);
-	pthread_mutex_unlock(&a->list_lock);
-	pthread_join(a->lister, NULL);
+	__atomic_store_n(&a->lists_stopping, true, __ATOMIC_RELEASE);
+	workers_stop(a->lister);
 }
 
 /* The handler's call after the lister resumed the connection. */
@@ -2376,7 +2358,7 @@ static enum MHD_Result handle_request(struct api *a, struct MHD_Connection *c, c
 		snprintf(msg, sizeof(msg), "the request body is over the limit of %zu bytes", a->max_body);
 		return fail(a, c, rq, 413, "RequestEntityTooLarge", "%s", msg);
 	}
-	if (a->lister_running && is_list(c, url, method, &route))
+	if (a->lister && is_list(c, url, method, &route))
 		return list_queue(a, c, rq, &route);
 	if (prepare(a, c, rq, url, method, &call, &ret))
 		return ret;
@@ -2491,8 +2473,6 @@ struct api *api_start(const struct api_config *cfg, struct registry *r, struct w
 		pthread_mutexattr_destroy(&attr);
 	}
 	pthread_mutex_init(&a->stats_lock, NULL);
-	pthread_mutex_init(&a->list_lock, NULL);
-	pthread_cond_init(&a->list_cond, NULL);
 	a->reader = cfg->reader;
 	snprintf(a->token, sizeof(a->token), "%s", cfg->token);
 	a->reg = r;
@@ -2506,7 +2486,7 @@ struct api *api_start(const struct api_config *cfg, struct registry *r, struct w
 	a->last_heartbeat = a->last_bookmark = time(NULL);
 	a->bookmark_interval = cfg->bookmark_interval ? cfg->bookmark_interval : BOOKMARK_SECONDS;
 	/* without a lister (no reader handle, or no thread) lists are served under the global lock */
-	a->lister_running = a->reader && pthread_create(&a->lister, NULL, lister_run, a) == 0;
+	a->lister = a->reader ? workers_start(1) : NULL;
 	/* a store over the network (etcd): gets and writes go to workers,
 	 * writes let go of the lock while etcd has them; without workers (no
 	 * thread) they are served in MHD's threads under the lock, one at a time */
@@ -2533,6 +2513,7 @@ struct api *api_start(const struct api_config *cfg, struct registry *r, struct w
 	if (!a->mhd) {
 		snprintf(err, errlen, "cannot listen on %s: %s", cfg->listen, strerror(errno ? errno : EADDRINUSE));
 		lister_stop(a);
+		workers_free(a->lister);
 		workers_free(a->workers);
 		registry_set_lock(r, NULL, NULL);
 		watch_sender_stop(a->sender);
@@ -2543,8 +2524,6 @@ struct api *api_start(const struct api_config *cfg, struct registry *r, struct w
 		explicit_bzero(a->token, sizeof(a->token));
 		pthread_mutex_destroy(&a->lock);
 		pthread_mutex_destroy(&a->stats_lock);
-		pthread_mutex_destroy(&a->list_lock);
-		pthread_cond_destroy(&a->list_cond);
 		free(a);
 		return NULL;
 	}
@@ -2590,7 +2569,8 @@ void api_stop(struct api *a)
 		poll(NULL, 0, 10);
 	}
 	MHD_stop_daemon(a->mhd);
-	workers_free(a->workers);	/* nothing can queue now */
+	workers_free(a->lister);	/* nothing can queue now */
+	workers_free(a->workers);
 	registry_set_lock(a->reg, NULL, NULL);
 	watch_sender_free(a->sender);
 	conns_free(a->conns);	/* MHD closed every connection */
@@ -2599,8 +2579,6 @@ void api_stop(struct api *a)
 	explicit_bzero(a->token, sizeof(a->token));
 	pthread_mutex_destroy(&a->lock);
 	pthread_mutex_destroy(&a->stats_lock);
-	pthread_mutex_destroy(&a->list_lock);
-	pthread_cond_destroy(&a->list_cond);
 	free(a);
 }
 
