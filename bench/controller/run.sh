@@ -22,7 +22,9 @@
 #     ÷ p99 on SQLite is reported.
 #  2. Failover (a lab: 2 nodes, 3 etcd members, 2 controllers, agents
 #     given both): BENCH_HA_ROUNDS times, SIGKILL the controller the agents
-#     are on, at once create a Namespace through the other, and time until
+#     are on (its pid from the lab's status; `weft-lab controller stop
+#     --kill` records it after), at once create a Namespace through the
+#     other, and time from the kill until
 #     both nodes report it applied (weft.io/applied-revisions): their
 #     watches broke, resumed on the other controller, and carried the
 #     change into the maps.  The floor beside it: the same create and wait
@@ -146,7 +148,8 @@ say "  fan-out, 1 controller on SQLite: $sqlite_fan"
 stop_all
 r_sqlite=$(rate_of <<<"$sqlite_rate")
 errs=$((errs + $(errors_of <<<"$sqlite_rate")))
-median() { python3 -c 'import statistics, sys; print("%.2f" % statistics.median(map(float, sys.argv[1:])))' "$@"; }
+median() { # three decimals: the goal is judged on what is printed, never on a rounding up
+	python3 -c 'import statistics, sys; print("%.3f" % statistics.median(map(float, sys.argv[1:])))' "$@"; }
 vs_put=$(median "${ratios[@]}")
 vs_sqlite=$(python3 -c "import statistics, sys; print('%.2f' % (statistics.median(map(float, sys.argv[2:])) / float(sys.argv[1])))" "$r_sqlite" "${etcd_rates[@]}")
 vs_floor=$(median "${floors[@]}")
@@ -197,11 +200,16 @@ for ((i = 1; i <= ROUNDS; i++)); do
 	t0=$(now_ms); ms=$(create_and_wait "$victim" "floor-$i" "$t0"); echo "$ms" >>"$TMP/floor"
 	ip netns exec "$L-outside" python3 bench/controller/inflight.py "$(ctrl_url "$victim")" "$TOKEN" "$CA" "w$i" 8 100000 \
 		"$TMP/inflight-$i" & wpid=$!
+	pid=$("$LAB_BIN" --lab "$L" status -o json | jq -r --arg n "ctrl-$victim" '.controllers[] | select(.name == $n) | .pid')
+	[ -n "$pid" ] && [ "$pid" != null ] || { say "no pid for ctrl-$victim"; exit 1; }
 	sleep 0.3	# let the writes flow (the writer then runs until the kill ends it)
+	# the clock starts at the SIGKILL itself, not before the lab's verb
+	# (which reads its records first); the verb then only records it
 	t0=$(now_ms)
-	"$LAB_BIN" --lab "$L" controller stop "ctrl-$victim" --kill >/dev/null
+	kill -KILL "$pid"
 	ms=$(create_and_wait "$other" "after-kill-$i" "$t0")
 	echo "$ms" >>"$TMP/failover"
+	"$LAB_BIN" --lab "$L" controller stop "ctrl-$victim" --kill >/dev/null
 	wait "$wpid"
 	while read -r what name code; do
 		[ -n "$what" ] || continue
