@@ -4,8 +4,10 @@
  * feeds a bounded cache of events; older history is read from etcd with a
  * watch of its own that stops where the cache begins.
  *
- *   first store_events ──► cache: floor = complete = current revision;
- *                          the thread watches from complete + 1
+ *   first store_events ──► cache: floor = complete = CACHE_BACKFILL
+ *                          revisions back (or the last compaction); the
+ *                          thread watches from complete + 1, replaying
+ *                          that history first
  *
  *   watch thread:  connect ──► stream events ──► append, complete = rev
  *                    ▲              │ ended, broken, stalled, canceled
@@ -52,6 +54,7 @@
 #include <unistd.h>
 
 #define CACHE_MAX 65536		/* events kept; older ones are read from etcd */
+#define CACHE_BACKFILL 8192	/* revisions of history the cache starts with */
 #define READ_WAIT_MS 2000
 #define RETRY_MS 200
 
@@ -272,16 +275,12 @@ static void *watch_run(void *arg)
 static int cache_start(struct etcd_store *e)
 {
 	struct etcd_cache *c = calloc(1, sizeof(*c));
-	int64_t rev = 0;
+	int64_t rev = 0, compacted = 0, version;
 	int r;
 
 	if (!c)
 		return -ENOMEM;
-	{
-		int64_t compacted, version;
-
-		r = etcd_compact_record(e, &compacted, &version, &rev);
-	}
+	r = etcd_compact_record(e, &compacted, &version, &rev);
 	if (r < 0) {
 		free(c);
 		return r;
@@ -293,7 +292,18 @@ static int cache_start(struct etcd_store *e)
 	}
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_cond_init(&c->cond, NULL);
-	c->floor = c->complete = rev;
+	/* the cache starts CACHE_BACKFILL revisions back (not before the
+	 * last compaction): its watch replays them, so clients that resume
+	 * from a recent revision — every agent of a controller that died —
+	 * are served from memory, not by a one-off watch of etcd each, which
+	 * etcd brings up to date only every 100 ms, and which is read with
+	 * the API's lock held */
+	c->floor = rev - CACHE_BACKFILL;
+	if (c->floor < compacted)
+		c->floor = compacted;
+	if (c->floor < 1)
+		c->floor = 1;	/* revision 1 of etcd is empty */
+	c->complete = c->floor;
 	c->endpoint = etcd_current(e);
 	c->e = e;
 	r = -pthread_create(&c->thread, NULL, watch_run, c);
