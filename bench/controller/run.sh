@@ -88,7 +88,8 @@ start_controllers() { # start_controllers DIR: 2 controllers on $ETCD_URL; urls 
 		port=$(free_port)
 		"$CONTROLLER" --data-dir "$d" --listen "127.0.0.1:$port" --store "$ETCD_URL" >"$d/log" 2>&1 &
 		PIDS+=($!)
-		wait_for 20 curl -sf --cacert "$1/c1/pki/ca.crt" "https://127.0.0.1:$port/healthz" ||
+		# ready: its event cache has replayed the history it starts with
+		wait_for 20 curl -sf --cacert "$1/c1/pki/ca.crt" "https://127.0.0.1:$port/readyz" ||
 			{ say "controller $n did not start"; tail -n 5 "$d/log"; return 1; }
 		urls+=${urls:+,}https://127.0.0.1:$port
 	done

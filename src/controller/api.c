@@ -2267,6 +2267,18 @@ static enum MHD_Result handle_request(struct api *a, struct MHD_Connection *c, c
 			rq->answered = true;
 			return send_body(a, c, rq, 200, "text/plain", strdup("ok\n"), 3);
 		}
+		/* ready: as kube-apiserver's /readyz, once its caches are up (the
+		 * store's events served from its own record: etcd's event cache
+		 * has replayed what it starts with); a load balancer or a test
+		 * sends traffic then.  No token, no lock, as /healthz */
+		if (strcmp(url, "/readyz") == 0 && (strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0)) {
+			static const char wait[] = "the store's event cache is catching up\n";
+
+			rq->answered = true;
+			return store_events_ready(a->reg->store)
+				       ? send_body(a, c, rq, 200, "text/plain", strdup("ok\n"), 3)
+				       : send_body(a, c, rq, 503, "text/plain", strdup(wait), sizeof(wait) - 1);
+		}
 		/* /version is anyone's, as /healthz (Kubernetes' public-info-viewer) */
 		if (strcmp(url, "/version") == 0 && (strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0))
 			return answer_discovery(a, c, rq, url);

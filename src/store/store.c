@@ -366,6 +366,11 @@ int store_notify_fd(struct store *s)
 
 bool store_concurrent(const struct store *s) { return s && s->backend->concurrent; }
 
+bool store_events_ready(struct store *s)
+{
+	return s && (!s->backend->events_ready || s->backend->events_ready(s));
+}
+
 void store_notify_clear(struct store *s)
 {
 	int fd = store_notify_fd(s);

@@ -223,6 +223,12 @@ void store_notify_clear(struct store *s);
  * thread at a time, as "Threads" above. */
 bool store_concurrent(const struct store *s);
 
+/* Whether events are served from the back-end's own record of them yet:
+ * etcd's event cache has replayed the history it starts with (false until
+ * the first store_events starts it); SQLite always.  A controller is
+ * ready (/readyz) when it is.  Any thread. */
+bool store_events_ready(struct store *s);
+
 void store_kv_free(struct store_kv *kv);		/* frees the members, not kv */
 void store_kv_list_free(struct store_kv_list *l);
 void store_event_list_free(struct store_event_list *l);
@@ -249,6 +255,7 @@ struct store_backend {
 	int (*defer_sync)(struct store *s);	/* commits from now on are not flushed */
 	int (*flush)(struct store *s);		/* flush every commit written so far; thread-safe */
 	bool concurrent;			/* store_concurrent */
+	bool (*events_ready)(struct store *s);	/* NULL: always (store_events_ready) */
 };
 
 struct store_sync;

@@ -675,4 +675,5 @@ const struct store_backend store_backend_etcd = {
 	.compacted = ec_compacted,
 	.notify_fd = ec_notify_fd,
 	.concurrent = true,	/* store_etcd_conn.c: a connection per call */
+	.events_ready = etcd_events_ready,
 };

@@ -87,6 +87,9 @@ int etcd_compact_record(struct etcd_store *e, int64_t *rev, int64_t *version, in
 /* store_etcd_watch.c */
 int etcd_events(struct store *s, const char *prefix, int64_t after_rev, size_t limit,
 		struct store_event_list *out);
+/* The cache has replayed what it starts with, up to the revision at its
+ * start (store_events_ready). */
+bool etcd_events_ready(struct store *s);
 /* Tell the cache the compaction revision is now rev (drops what it held). */
 void etcd_cache_compacted(struct etcd_store *e, int64_t rev);
 void etcd_cache_free(struct etcd_store *e);

@@ -64,6 +64,7 @@ struct etcd_cache {
 	pthread_t thread;
 	bool stop;
 	bool reconnect;			/* the reader saw a stall */
+	int64_t started;		/* the store's revision when the cache started */
 	struct httpc *http;		/* the thread's stream (cancel it to end it) */
 	size_t endpoint;		/* the thread's endpoint */
 	struct store_event *ring;	/* circular [head, head + n) */
@@ -304,6 +305,7 @@ static int cache_start(struct etcd_store *e)
 	if (c->floor < 1)
 		c->floor = 1;	/* revision 1 of etcd is empty */
 	c->complete = c->floor;
+	c->started = rev;
 	c->endpoint = etcd_current(e);
 	c->e = e;
 	r = -pthread_create(&c->thread, NULL, watch_run, c);
@@ -337,6 +339,23 @@ void etcd_cache_free(struct etcd_store *e)
 	free(c->ring);
 	free(c);
 	e->cache = NULL;
+}
+
+bool etcd_events_ready(struct store *s)
+{
+	struct etcd_store *e = (struct etcd_store *)s;
+	struct etcd_cache *c;
+	bool ready;
+
+	pthread_mutex_lock(&e->cache_lock);
+	c = e->cache;
+	pthread_mutex_unlock(&e->cache_lock);
+	if (!c)
+		return false;
+	pthread_mutex_lock(&c->lock);
+	ready = c->complete >= c->started;
+	pthread_mutex_unlock(&c->lock);
+	return ready;
 }
 
 void etcd_cache_compacted(struct etcd_store *e, int64_t rev)

@@ -16,6 +16,7 @@ node_json() { echo "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"nam
 
 # --- authentication
 check "healthz needs no token" test "$(curl -s "$CTRL_URL/healthz")" = ok
+check "readyz needs no token, and SQLite is ready at once" test "$(curl -s "$CTRL_URL/readyz")" = ok
 check "token file is mode 0600" test "$(stat -c %a "$CTRL_TOKEN_FILE")" = 600
 check "no token: 401" test "$(curl -s -o /dev/null -w '%{http_code}' "$CTRL_URL/api/v1/nodes")" = 401
 check "wrong token: 401" test "$(curl -s -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer nope' "$CTRL_URL/api/v1/nodes")" = 401

@@ -33,6 +33,9 @@ start_ctrl() {
 	printf -v "URL_$n" %s "https://127.0.0.1:$port"
 	wait_for 20 curl -sf --cacert "$dir/c1/pki/ca.crt" "https://127.0.0.1:$port/healthz" ||
 		{ tail -n 20 "$d/controller.log"; return 1; }
+	# ready once its event cache has replayed the history it starts with
+	wait_for 20 curl -sf --cacert "$dir/c1/pki/ca.crt" "https://127.0.0.1:$port/readyz" ||
+		{ echo "  /readyz: $(curl -s --cacert "$dir/c1/pki/ca.crt" "https://127.0.0.1:$port/readyz")"; return 1; }
 }
 
 # on N METHOD PATH [curl args]: the body, then the HTTP code, from controller N
