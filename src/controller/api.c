@@ -1,7 +1,10 @@
 /*
  * api.c — the REST API (docs/api.md) on libmicrohttpd.
  *
- * MHD runs a pool of API_THREADS epoll threads; everything of ours they
+ * MHD runs API_THREADS daemons of one epoll thread each (on etcd,
+ * API_THREADS_CONCURRENT); our acceptor thread accepts every connection
+ * and gives it to the daemon with the fewest live connections that is
+ * not waiting on the store (inline_calls.h).  Everything of ours they
  * touch (registry, store, watch hub, metrics, the watch list) is guarded by
  * one mutex, the global lock, held only around dispatch() — but a watch
  * stream in step with the hub's ring is read under the hub's own lock
@@ -47,14 +50,17 @@
  * each converted to a Table event outside it, so plain watchers pay
  * nothing.
  *
- * On a store over the network (etcd: store_concurrent), gets and writes
- * go to a pool of STORE_WORKERS workers (workers.h) while their
- * connections are suspended, as lists go to the lister: MHD's threads
- * never wait on etcd.  A get takes no lock (the store takes concurrent
- * calls); a write takes the global lock and lets go of it while etcd
- * has its transaction (REGISTRY_YIELD, registry_set_lock), so a
- * controller has as many writes with etcd as clients send, each
- * planned on what it read and kept whole by its compares.
+ * On a store over the network (etcd: store_concurrent), a get or write
+ * waits on etcd in the MHD thread that read it when no other connection
+ * of that thread can wait behind it and etcd answers promptly
+ * (inline_calls.h: no hand-off to a worker and back, two thread wake-ups
+ * saved); otherwise it goes to a pool of STORE_WORKERS workers
+ * (workers.h) while its connection is suspended, as lists go to the
+ * lister.  A get takes no lock (the store takes concurrent calls); a
+ * write takes the global lock and lets go of it while etcd has its
+ * transaction (REGISTRY_YIELD, registry_set_lock), so a controller has
+ * as many writes with etcd as clients send, each planned on what it
+ * read and kept whole by its compares.
  *
  * Writes are group-committed (store.h): a commit under the lock only
  * writes, and durable() flushes outside it, one flush for every thread
@@ -63,9 +69,9 @@
  * sees a write that a power cut could take back; and the lock is not held
  * across a disk flush, so the next write plans while this one flushes.
  *
- * Connections are bounded by conns.c: in all (MHD's limit, derived from
- * RLIMIT_NOFILE), per client address (refused at accept; watch streams
- * of authenticated clients not counted), and in time (a request head
+ * Connections are bounded by conns.c: in all (derived from
+ * RLIMIT_NOFILE) and per client address (both refused by the acceptor;
+ * watch streams of authenticated clients not counted), and in time (a request head
  * within header_timeout of accept, the next within idle_timeout of the
  * last response; the timer in api_run shuts down the late ones).  MHD's
  * own inactivity timeout, a second longer, covers a request or response
@@ -98,6 +104,7 @@
 #include "controller/answer.h"
 #include "controller/conns.h"
 #include "controller/discovery.h"
+#include "controller/inline_calls.h"
 #include "controller/list_page.h"
 #include "controller/list_query.h"
 #include "controller/list_stream.h"
@@ -117,7 +124,9 @@
 #include <inttypes.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <sys/socket.h>
 #include <poll.h>
+#include <stdatomic.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -128,11 +137,18 @@
 
 #define HEARTBEAT_SECONDS 30
 #define BOOKMARK_SECONDS 60	/* default: Kubernetes' watch cache sends about one a minute */
-#define API_THREADS 2
+#define API_THREADS 2		/* MHD daemons, a thread each */
+#define API_THREADS_CONCURRENT 8	/* ... on a store over the network: calls may wait in them (inline_calls.h) */
 #define STORE_WORKERS 8	/* gets and writes with a store over the network (etcd) at once */
 #define LIST_BLOCK_BYTES (64 * 1024)	/* what one reader call of a list serialises */
 /* TLS 1.2 and 1.3 only, GnuTLS's NORMAL choice of ciphers within them */
 #define TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
+
+/* What MHD's connection notices of daemon index get: which thread it is. */
+struct daemon_ref {
+	struct api *api;
+	unsigned index;
+};
 
 struct api {
 	pthread_mutex_t lock;		/* the global lock: everything below but mhd and what says otherwise */
@@ -141,7 +157,13 @@ struct api {
 	struct store *reader;		/* lists' own handle on the store (borrowed; the lister's), or NULL */
 	struct workers *lister;		/* one thread: list snapshots on reader, in order; or NULL */
 	bool lists_stopping;		/* lists not read yet get 503 (atomic) */
-	struct MHD_Daemon *mhd;
+	struct MHD_Daemon *mhd[API_THREADS_CONCURRENT];	/* a thread each; the acceptor gives them connections */
+	struct daemon_ref refs[API_THREADS_CONCURRENT];
+	unsigned ndaemons;
+	int listen_fd;			/* ours: the acceptor hands connections to MHD (MHD_add_connection) */
+	pthread_t acceptor;
+	bool accepting;			/* acceptor started (joined at stop) */
+	atomic_bool accept_stop;	/* the acceptor returns at its next turn */
 	struct registry *reg;
 	struct watch_hub *hub;
 	struct metrics *metrics;
@@ -159,6 +181,8 @@ struct api {
 	struct watch_ctx *watches;	/* every open watch, for heartbeats */
 	struct watch_sender *sender;	/* writes the streams MHD keeps suspended (watch_sender.h) */
 	struct workers *workers;	/* gets and writes on a store that takes concurrent calls, or NULL */
+	struct inline_calls *inl;	/* each daemon's live connections; with workers, which calls wait
+					 * in MHD's thread instead of a worker's (its atomics) */
 };
 
 struct request {
@@ -186,6 +210,8 @@ struct request {
 struct link {
 	struct conn *conn;	/* its record in the connection table, or NULL (untracked) */
 	struct tls_io *tls;	/* the socket under its TLS session, or NULL (plain HTTP, or GnuTLS's own) */
+	struct inline_thread *home;	/* its MHD thread's record (inline_calls.h), or NULL */
+	bool parked;		/* a watch stream with the sender: not live for its thread */
 };
 
 /* A list whose connection is suspended until the lister has its page. */
@@ -589,20 +615,89 @@ static uint32_t client_of(const struct sockaddr *sa)
 	return sa && sa->sa_family == AF_INET ? ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) : 0;
 }
 
-/* MHD's accept policy, after its own total limit: the per-client cap. */
-static enum MHD_Result on_accept(void *cls, const struct sockaddr *sa, socklen_t len)
+static void stop_daemons(struct api *a)
 {
-	struct api *a = cls;
-
-	(void)len;
-	return conns_admit(a->conns, client_of(sa)) ? MHD_YES : MHD_NO;
+	for (unsigned i = 0; i < a->ndaemons; i++) {
+		if (a->mhd[i])
+			MHD_stop_daemon(a->mhd[i]);
+		a->mhd[i] = NULL;
+	}
 }
 
-/* MHD set a connection up (on the thread that accepted it) or is about to close it. */
+/*
+ * The acceptor: connections are accepted here and each is handed to the
+ * daemon (a thread) that inline_pick names: not waiting on the store,
+ * the fewest live connections.  MHD's own accepting, by whichever of its
+ * threads wakes first, takes every connection pending at once (up to
+ * ten): a client's connections opened together would share a thread,
+ * and a store call could not wait in it (inline_calls.h).  Over the
+ * server's limit, or a client at its cap, a connection is closed here,
+ * before MHD sets anything up (conns.h; the thread that sets it up then
+ * admits it for good).  Between connections, every ACCEPT_TICK_MS, it
+ * keeps inline_calls' watchdog: it never waits on the store, so it sees
+ * a call stuck on a stalled etcd when every other thread waits too.
+ */
+#define ACCEPT_TICK_MS 100
+static void *accept_run(void *arg)
+{
+	struct api *a = arg;
+
+	for (;;) {
+		struct sockaddr_in sa;
+		socklen_t len = sizeof(sa);
+		struct pollfd p = { .fd = a->listen_fd, .events = POLLIN };
+		int64_t waited;
+		int fd;
+
+		if (a->workers && inline_watchdog(a->inl, (int64_t)now_ms(), &waited))
+			fprintf(stderr, "weft-controller: a call has waited %" PRId64 " ms on the store in a server "
+					"thread: calls go to the workers for %d ms\n", waited, INLINE_BACKOFF_MS);
+		if (atomic_load(&a->accept_stop))
+			return NULL;
+		if (poll(&p, 1, ACCEPT_TICK_MS) == 0)
+			continue;
+		fd = accept4(a->listen_fd, (struct sockaddr *)&sa, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0) {
+			if (errno == EINTR || errno == ECONNABORTED || errno == EPROTO || errno == EPERM ||
+			    errno == EAGAIN)
+				continue;
+			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+				poll(NULL, 0, 100);	/* out of descriptors: the pending wait in the backlog */
+				continue;
+			}
+			return NULL;	/* EINVAL: api_stop shut the socket down (or worse: no more accepts) */
+		}
+		if (!conns_admissible(a->conns, client_of((struct sockaddr *)&sa))) {
+			close(fd);
+			continue;
+		}
+		/* it closes fd if it cannot */
+		(void)MHD_add_connection(a->mhd[inline_pick(a->inl)], fd, (struct sockaddr *)&sa, len);
+	}
+}
+
+/* The listening socket of addr; -errno. */
+static int listen_on(const struct sockaddr_in *addr)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0), one = 1, e;
+
+	if (fd < 0)
+		return -errno;
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+	    bind(fd, (const struct sockaddr *)addr, sizeof(*addr)) || listen(fd, 4096)) {
+		e = errno;
+		close(fd);
+		return -e;
+	}
+	return fd;
+}
+
+/* MHD set a connection up (on its daemon's thread) or is about to close it. */
 static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
 			  enum MHD_ConnectionNotificationCode code)
 {
-	struct api *a = cls;
+	const struct daemon_ref *ref = cls;
+	struct api *a = ref->api;
 	struct link *l;
 
 	if (code == MHD_CONNECTION_NOTIFY_STARTED) {
@@ -611,17 +706,28 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
 		const union MHD_ConnectionInfo *tls = MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION);
 
 		/* without it the connection is untracked, as when conns_open fails */
+		uint32_t client = client_of(addr ? addr->client_addr : NULL);
+
 		*socket_context = l = calloc(1, sizeof(*l));
 		if (!l)
 			return;
-		l->conn = conns_open(a->conns, client_of(addr ? addr->client_addr : NULL),
-				     fd ? fd->connect_fd : -1, now_ms());
+		/* the acceptor looked; this decides (its count and ours are one table's) */
+		if (!conns_admit(a->conns, client)) {
+			if (fd)
+				shutdown(fd->connect_fd, SHUT_RDWR);	/* MHD reads nothing and closes it */
+			return;
+		}
+		l->conn = conns_open(a->conns, client, fd ? fd->connect_fd : -1, now_ms());
 		/* before the handshake, which is MHD's first read */
 		if (fd && tls && tls->tls_session)
 			l->tls = tls_io_attach(tls->tls_session, fd->connect_fd);
+		l->home = inline_thread(a->inl, ref->index);
+		inline_live(l->home);
 	} else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
 		l = *socket_context;
 		if (l) {
+			if (!l->parked)
+				inline_gone(l->home);
 			conns_close(a->conns, l->conn);
 			tls_io_free(l->tls);	/* MHD freed the session before this */
 			free(l);
@@ -739,9 +845,15 @@ static bool watch_park(struct watch_ctx *w)
 
 	if (!fd)
 		return false;
+	struct link *l = link_of(w->conn);
+
 	w->park = watch_sender_park(w->api->sender, w, tls ? tls->tls_session : NULL, fd->connect_fd);
 	if (!w->park)
 		return false;
+	if (l && !l->parked) {	/* the sender's now: no call of this thread waits for it */
+		l->parked = true;
+		inline_gone(l->home);
+	}
 	MHD_suspend_connection(w->conn);
 	return true;
 }
@@ -1590,6 +1702,19 @@ static enum MHD_Result handle_metrics(struct api *a, struct MHD_Connection *c, s
 		fprintf(f, "# HELP weft_store_revision The store's revision.\n# TYPE weft_store_revision gauge\n"
 			   "weft_store_revision %" PRId64 "\n", rev);
 	node_metrics(a, f);
+	if (a->workers) {
+		struct inline_stats is;
+
+		inline_stats(a->inl, (int64_t)now_ms(), &is);
+		fprintf(f, "# HELP weft_store_calls_total Gets and writes on the store (etcd), by the thread that "
+			   "waited on it: the server thread that read the request, or a worker.\n"
+			   "# TYPE weft_store_calls_total counter\n"
+			   "weft_store_calls_total{thread=\"server\"} %" PRIu64 "\n"
+			   "weft_store_calls_total{thread=\"worker\"} %" PRIu64 "\n"
+			   "# HELP weft_store_calls_backing_off 1 while a slow store sends every call to the workers.\n"
+			   "# TYPE weft_store_calls_backing_off gauge\nweft_store_calls_backing_off %d\n",
+			is.inline_calls, is.queued_calls, is.backing_off ? 1 : 0);
+	}
 	pthread_mutex_lock(&a->stats_lock);
 	fprintf(f, "# HELP weft_http_requests_total HTTP requests answered, by status class.\n"
 		   "# TYPE weft_http_requests_total counter\n");
@@ -1990,22 +2115,32 @@ static bool is_store_call(const struct call *call)
 	       call->what == CALL_PATCH || call->what == CALL_DELETE;
 }
 
-static void store_job_run(struct work *w)
+/* Run call (a worker's or, inline, an MHD thread's): a write takes the
+ * global lock and lets go of it while the store has it.  Its body and
+ * query are used up; its answer is call->out, or err with st. */
+static int store_call(struct api *a, struct request *rq, struct call *call, struct status *st)
 {
-	struct store_job *j = (struct store_job *)w;
-	struct api *a = j->api;
-	bool write = j->call.what != CALL_GET;
+	bool write = call->what != CALL_GET;
+	int err;
 
 	if (write)
 		pthread_mutex_lock(&a->lock);
-	j->err = registry_call(a, j->rq, &j->call, REGISTRY_YIELD, &j->st);
+	err = registry_call(a, rq, call, REGISTRY_YIELD, st);
 	if (write)
 		pthread_mutex_unlock(&a->lock);
-	json_decref(j->call.body);
-	j->call.body = NULL;
-	list_query_free(&j->call.q);
+	json_decref(call->body);
+	call->body = NULL;
+	list_query_free(&call->q);
 	durable(a);		/* before the answer leaves */
 	flush_resumes(a);	/* the streams a write woke */
+	return err;
+}
+
+static void store_job_run(struct work *w)
+{
+	struct store_job *j = (struct store_job *)w;
+
+	j->err = store_call(j->api, j->rq, &j->call, &j->st);
 	MHD_resume_connection(j->conn);	/* its handler answers (store_answer) */
 }
 
@@ -2043,6 +2178,33 @@ static enum MHD_Result store_queue(struct api *a, struct MHD_Connection *c, stru
 		MHD_resume_connection(c);
 	}
 	return MHD_YES;
+}
+
+/* A store call in the MHD thread that read it, when nothing else of the
+ * thread can wait behind it (inline_calls.h): no hand-off to a worker
+ * and back.  Otherwise, to a worker (store_queue). */
+static enum MHD_Result answer_call(struct api *a, struct MHD_Connection *c, struct request *rq, struct call *call);
+static enum MHD_Result store_inline_or_queue(struct api *a, struct MHD_Connection *c, struct request *rq,
+					     struct call *call)
+{
+	struct link *l = link_of(c);
+	struct inline_thread *t = l ? l->home : NULL;
+	struct status st = { 0 };
+	int err;
+
+	if (!a->inl || !inline_enter(a->inl, t, (int64_t)now_ms())) {
+		if (a->inl)
+			inline_queued(a->inl);
+		return store_queue(a, c, rq, call);
+	}
+	err = store_call(a, rq, call, &st);
+	inline_leave(a->inl, t, (int64_t)now_ms());
+	if (err) {
+		json_decref(call->out);
+		call->out = NULL;
+		return send_status(a, c, rq, &st);
+	}
+	return answer_call(a, c, rq, call);
 }
 
 /* A call's answer: the object (as a Table when asked, for a get), serialised here, outside every lock. */
@@ -2375,7 +2537,7 @@ static enum MHD_Result handle_request(struct api *a, struct MHD_Connection *c, c
 	if (prepare(a, c, rq, url, method, &call, &ret))
 		return ret;
 	if (a->workers && is_store_call(&call))
-		return store_queue(a, c, rq, &call);
+		return store_inline_or_queue(a, c, rq, &call);
 	pthread_mutex_lock(&a->lock);
 	ret = dispatch(a, c, rq, &call);
 	pthread_mutex_unlock(&a->lock);
@@ -2392,7 +2554,12 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **ctx, enum M
 {
 	struct api *a = cls;
 	struct request *rq = *ctx;
+	struct link *home = link_of(c);
 
+	if (home && home->parked) {	/* back from the sender: its thread's again */
+		home->parked = false;
+		inline_live(home->home);
+	}
 	if (rq && rq->watch)
 		conns_set_counted(a->conns, conn_of(c), true);	/* the stream ended; the connection may stay */
 	if (t == MHD_REQUEST_TERMINATED_COMPLETED_OK) {
@@ -2421,6 +2588,36 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 	(void)cls;
 	(void)fmt;
 	(void)ap;	/* MHD's own chatter (client resets) is not the operator's business */
+}
+
+/* a->ndaemons daemons of one thread each, with TLS options tls (ending
+ * in MHD_OPTION_END); 0, or -1 with errno (those started are stopped). */
+static int start_daemons(struct api *a, struct MHD_OptionItem *tls, const struct api_config *cfg)
+{
+	bool https = tls->option != MHD_OPTION_END;
+
+	for (unsigned i = 0; i < a->ndaemons; i++) {
+		a->refs[i] = (struct daemon_ref){ .api = a, .index = i };
+		/* MHD's inactivity timeout, a second after ours (so conns_expire
+		 * counts the idle ones), only ends requests and responses
+		 * stalled half-way; conns.c keeps the total (each daemon may
+		 * hold up to all of it: parked streams weigh on none) */
+		a->mhd[i] = MHD_start_daemon(
+			MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG |
+				MHD_USE_NO_LISTEN_SOCKET | (https ? MHD_USE_TLS : 0),
+			0, NULL, NULL, on_request, a, MHD_OPTION_ARRAY, tls, MHD_OPTION_CONNECTION_LIMIT,
+			cfg->max_connections, MHD_OPTION_CONNECTION_TIMEOUT, cfg->idle_timeout + 1,
+			MHD_OPTION_NOTIFY_CONNECTION, on_connection, &a->refs[i], MHD_OPTION_NOTIFY_COMPLETED,
+			on_completed, a, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_END);
+		if (!a->mhd[i]) {
+			int e = errno;
+
+			stop_daemons(a);
+			errno = e;
+			return -1;
+		}
+	}
+	return 0;
 }
 
 struct api *api_start(const struct api_config *cfg, struct registry *r, struct watch_hub *h,
@@ -2504,29 +2701,32 @@ struct api *api_start(const struct api_config *cfg, struct registry *r, struct w
 	 * thread) they are served in MHD's threads under the lock, one at a time */
 	if (store_concurrent(r->store) && (a->workers = workers_start(STORE_WORKERS)))
 		registry_set_lock(r, registry_lock, a);
+	a->ndaemons = a->workers ? API_THREADS_CONCURRENT : API_THREADS;
+	a->inl = inline_calls_new(a->ndaemons);
 	a->sender = watch_sender_new(API_THREADS, cfg->idle_timeout,
 				     &(struct watch_sender_ops){ .fill = watch_fill, .release = watch_release });
-	a->conns = !a->sender ? NULL : conns_new(&(struct conns_limits){ .max_total = cfg->max_connections,
+	a->conns = !a->sender || !a->inl ? NULL : conns_new(&(struct conns_limits){ .max_total = cfg->max_connections,
 						       .max_per_client = cfg->max_per_client,
 						       .header_timeout_ms = cfg->header_timeout * 1000u,
 						       .idle_timeout_ms = cfg->idle_timeout * 1000u });
-	/* MHD's inactivity timeout, a second after ours (so conns_expire counts
-	 * the idle ones), only ends requests and responses stalled half-way */
-	a->mhd = !a->conns ? NULL :
-		 MHD_start_daemon(MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG |
-					  (https ? MHD_USE_TLS : 0),
-				  0, on_accept, a, on_request, a, MHD_OPTION_ARRAY, https ? tls : tls + 3,
-				  MHD_OPTION_SOCK_ADDR, &sa,
-				  MHD_OPTION_THREAD_POOL_SIZE, (unsigned)API_THREADS, MHD_OPTION_CONNECTION_LIMIT,
-				  cfg->max_connections, MHD_OPTION_CONNECTION_TIMEOUT, cfg->idle_timeout + 1,
-				  MHD_OPTION_NOTIFY_CONNECTION, on_connection, a,
-				  MHD_OPTION_NOTIFY_COMPLETED, on_completed, a, MHD_OPTION_EXTERNAL_LOGGER,
-				  mhd_log, NULL, MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)4096, MHD_OPTION_END);
-	if (!a->mhd) {
-		snprintf(err, errlen, "cannot listen on %s: %s", cfg->listen, strerror(errno ? errno : EADDRINUSE));
+	a->listen_fd = !a->conns ? -ENOMEM : listen_on(&sa);
+	if (a->listen_fd < 0)
+		snprintf(err, errlen, "cannot listen on %s: %s", cfg->listen, strerror(-a->listen_fd));
+	else if (start_daemons(a, https ? tls : tls + 3, cfg))
+		snprintf(err, errlen, "cannot start the HTTP server on %s: %s", cfg->listen,
+			 strerror(errno ? errno : ENOMEM));
+	else if ((errno = pthread_create(&a->acceptor, NULL, accept_run, a)) != 0)
+		snprintf(err, errlen, "cannot start the acceptor thread: %s", strerror(errno));
+	else
+		a->accepting = true;
+	if (!a->accepting) {
+		stop_daemons(a);
+		if (a->listen_fd >= 0)
+			close(a->listen_fd);
 		lister_stop(a);
 		workers_free(a->lister);
 		workers_free(a->workers);
+		inline_calls_free(a->inl);
 		registry_set_lock(r, NULL, NULL);
 		watch_sender_stop(a->sender);
 		watch_sender_free(a->sender);
@@ -2560,6 +2760,12 @@ void api_stop(struct api *a)
 	 * until MHD has closed them.  Its threads need the lock meanwhile.
 	 * The workers finish what they hold and resume it; what MHD hands
 	 * them after is answered 503. */
+	/* no new connection from here: the acceptor wakes (EINVAL) or sees the flag */
+	atomic_store(&a->accept_stop, true);
+	shutdown(a->listen_fd, SHUT_RDWR);
+	if (a->accepting)
+		pthread_join(a->acceptor, NULL);
+	close(a->listen_fd);
 	lister_stop(a);
 	workers_stop(a->workers);
 	pthread_mutex_lock(&a->lock);
@@ -2580,9 +2786,10 @@ void api_stop(struct api *a)
 			break;
 		poll(NULL, 0, 10);
 	}
-	MHD_stop_daemon(a->mhd);
+	stop_daemons(a);
 	workers_free(a->lister);	/* nothing can queue now */
 	workers_free(a->workers);
+	inline_calls_free(a->inl);	/* MHD's threads are gone */
 	registry_set_lock(a->reg, NULL, NULL);
 	watch_sender_free(a->sender);
 	conns_free(a->conns);	/* MHD closed every connection */

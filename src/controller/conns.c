@@ -168,6 +168,22 @@ bool conns_admit(struct conns *t, uint32_t client)
 	return ok;
 }
 
+bool conns_admissible(struct conns *t, uint32_t client)
+{
+	bool ok;
+
+	pthread_mutex_lock(&t->lock);
+	if (t->stats.open >= t->lim.max_total) {
+		pthread_mutex_unlock(&t->lock);
+		return false;	/* the server's own limit, not the client's cap */
+	}
+	ok = client_count(t, client) < t->lim.max_per_client;
+	if (!ok)
+		t->stats.refused++;
+	pthread_mutex_unlock(&t->lock);
+	return ok;
+}
+
 struct conn *conns_open(struct conns *t, uint32_t client, int fd, uint64_t now_ms)
 {
 	struct conn *c = calloc(1, sizeof(*c));

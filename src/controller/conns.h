@@ -3,7 +3,7 @@
  * keep one client from exhausting the controller's file descriptors or
  * holding connections open without sending requests.
  *
- *  * total: at most max_total connections (MHD's own limit), derived from
+ *  * total: at most max_total connections (refused at accept), derived from
  *    RLIMIT_NOFILE by conns_limit_for() so that the store, the log and the
  *    server's own descriptors always have room;
  *  * per client: a client address holds at most max_per_client counted
@@ -95,6 +95,12 @@ void conns_free(struct conns *t);
  * A reservation not taken before this thread's next conns_admit (the
  * server dropped the connection in between) is given back then. */
 bool conns_admit(struct conns *t, uint32_t client);
+/* At accept, on the thread that accepts (the connection is then set up
+ * on another, which calls conns_admit and conns_open): false when the
+ * server holds max_total connections, or client is at its cap (counted
+ * as refused); the connection is then closed at once.  Reserves
+ * nothing: conns_admit decides. */
+bool conns_admissible(struct conns *t, uint32_t client);
 /* The connection (socket fd, from client) is set up, at now_ms: it takes
  * this thread's reservation (or counts without one) and its header
  * deadline starts.  NULL when out of memory (then untracked, uncounted). */

@@ -42,14 +42,17 @@ TEST(conns_cap_per_client)
 		c[i] = conns_open(t, 1, -1, 0);
 		CHECK(c[i] != NULL);
 	}
+	CHECK(!conns_admissible(t, 1));		/* the accepting thread's look: at its cap */
 	CHECK(!conns_admit(t, 1));		/* the fourth from the same address */
+	CHECK(conns_admissible(t, 2));		/* reserves nothing ... */
+	CHECK_EQ(conns_client_count(t, 2), 0);
 	CHECK(conns_admit(t, 2));		/* another address is not affected */
 	c[3] = conns_open(t, 2, -1, 0);
 	conns_close(t, c[0]);
 	CHECK(conns_admit(t, 1));		/* room again */
 	c[0] = conns_open(t, 1, -1, 0);
 	conns_stats(t, &s);
-	CHECK_EQ(s.refused, 1);
+	CHECK_EQ(s.refused, 2);			/* admissible's refusal counted too */
 	CHECK_EQ(s.open, 4);
 	CHECK_EQ(conns_client_count(t, 1), 3);
 	CHECK_EQ(conns_client_count(t, 2), 1);

@@ -69,6 +69,27 @@ check "a namespace created through ctrl-1" test "$(on 1 POST /api/v1/namespaces 
 check "... is read through ctrl-2" test "$(on 2 GET /api/v1/namespaces/seen-elsewhere | code_of)" = 200
 check "... and reaches ctrl-2's watchers" wait_for 10 grep -q '"name":"seen-elsewhere"' "$dir/watch.out"
 
+# A get or write waits on etcd in the server thread that read it when no
+# other connection of that thread could wait behind it (inline_calls.h):
+# no hand-off to a worker and back.  When etcd stalls, a call that has
+# waited INLINE_STUCK_MS sends the next ones to the workers, and the
+# server goes on answering whatever needs no etcd.
+calls() { on 1 GET /metrics | grep -F "weft_store_calls_total{thread=\"$1\"}" | awk '{print $2}'; }
+s0=$(calls server)
+for i in 1 2 3; do on 1 GET /api/v1/namespaces/seen-elsewhere >/dev/null; done
+check "a get alone on its connection waits on etcd in its server thread" test "$(calls server)" -ge $((s0 + 3))
+w0=$(calls worker)
+kill -STOP "$ETCD_PID"
+on 1 GET /api/v1/namespaces/seen-elsewhere >"$dir/stalled-1" & g1=$!
+check "etcd stalled under a call: ctrl-1 sends calls to the workers" \
+	wait_for 10 grep -q 'ms on the store in a server thread: calls go to the workers' "$dir/c1/controller.log"
+check "... and answers /healthz at once, from another thread" curl -sf -m 1 "$URL_1/healthz"
+on 1 GET /api/v1/namespaces/seen-elsewhere >"$dir/stalled-2" & g2=$!
+kill -CONT "$ETCD_PID"
+wait "$g1" "$g2"
+check "... both calls are answered once etcd is back" test "$(code_of <"$dir/stalled-1")/$(code_of <"$dir/stalled-2")" = 200/200
+check "... the second by a worker" test "$(calls worker)" -ge $((w0 + 1))
+
 # etcd takes 1.5 MiB per write: a larger object (within the API's 3 MiB)
 # is 413, names why, and nothing else is disturbed.
 # (a Secret within every limit of the API: 1 MiB of data, 240 KB of annotations)
