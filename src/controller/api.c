@@ -632,8 +632,8 @@ static void stop_daemons(struct api *a)
  * ten): a client's connections opened together would share a thread,
  * and a store call could not wait in it (inline_calls.h).  Over the
  * server's limit, or a client at its cap, a connection is closed here,
- * before MHD sets anything up (conns.h; the thread that sets it up then
- * admits it for good).  Between connections, every ACCEPT_TICK_MS, it
+ * before MHD sets anything up; else its place is reserved here and taken
+ * when its thread sets it up (conns.h).  Between connections, every ACCEPT_TICK_MS, it
  * keeps inline_calls' watchdog: it never waits on the store, so it sees
  * a call stuck on a stalled etcd when every other thread waits too.
  */
@@ -667,7 +667,7 @@ static void *accept_run(void *arg)
 			}
 			return NULL;	/* EINVAL: api_stop shut the socket down (or worse: no more accepts) */
 		}
-		if (!conns_admissible(a->conns, client_of((struct sockaddr *)&sa))) {
+		if (!conns_reserve(a->conns, client_of((struct sockaddr *)&sa), fd, now_ms())) {
 			close(fd);
 			continue;
 		}
@@ -705,19 +705,14 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
 		const union MHD_ConnectionInfo *addr = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
 		const union MHD_ConnectionInfo *tls = MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION);
 
-		/* without it the connection is untracked, as when conns_open fails */
-		uint32_t client = client_of(addr ? addr->client_addr : NULL);
-
+		/* without it the connection is untracked, as when conns_open fails
+		 * (its reservation is given back after CONNS_RESERVE_MS) */
 		*socket_context = l = calloc(1, sizeof(*l));
 		if (!l)
 			return;
-		/* the acceptor looked; this decides (its count and ours are one table's) */
-		if (!conns_admit(a->conns, client)) {
-			if (fd)
-				shutdown(fd->connect_fd, SHUT_RDWR);	/* MHD reads nothing and closes it */
-			return;
-		}
-		l->conn = conns_open(a->conns, client, fd ? fd->connect_fd : -1, now_ms());
+		/* the acceptor reserved its place (conns_reserve) */
+		l->conn = conns_open(a->conns, client_of(addr ? addr->client_addr : NULL),
+				     fd ? fd->connect_fd : -1, now_ms());
 		/* before the handshake, which is MHD's first read */
 		if (fd && tls && tls->tls_session)
 			l->tls = tls_io_attach(tls->tls_session, fd->connect_fd);
@@ -1616,6 +1611,9 @@ static void conns_metrics(struct api *a, FILE *f)
 	fprintf(f, "# HELP weft_connections_refused_total Connections refused at accept: their client "
 		   "address held its limit.\n# TYPE weft_connections_refused_total counter\n"
 		   "weft_connections_refused_total %" PRIu64 "\n", s.refused);
+	fprintf(f, "# HELP weft_connections_over_limit_total Connections refused at accept: the server "
+		   "held its limit (--max-connections).\n# TYPE weft_connections_over_limit_total counter\n"
+		   "weft_connections_over_limit_total %" PRIu64 "\n", s.over_limit);
 	fprintf(f, "# HELP weft_connections_timeouts_total Connections shut down for want of a complete "
 		   "request head: within --header-timeout of accept (phase header) or --idle-timeout of "
 		   "the last response (phase idle).\n# TYPE weft_connections_timeouts_total counter\n"

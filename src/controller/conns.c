@@ -15,6 +15,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <sys/socket.h>
+#include <sys/types.h>
 
 enum conn_state { CONN_OPENING, CONN_BUSY, CONN_IDLE, CONN_CLOSING };
 
@@ -31,19 +32,22 @@ struct conn_list {
 	struct conn *head, *tail;
 };
 
+/* A connection accepted and not yet set up (invariant 1). */
+struct reservation {
+	int fd;
+	uint32_t client;
+	uint64_t at_ms;
+};
+
 struct conns {
 	pthread_mutex_t lock;		/* everything below */
 	struct conns_limits lim;
 	struct u64map clients;		/* address → counted connections (+ reservations) */
 	struct conn_list opening, idle;
 	struct conns_stats stats;
+	struct reservation *res;	/* unordered; a handful (accepted, MHD about to set up) */
+	size_t nres, capres;
 };
-
-/* This thread's reservation between conns_admit and conns_open. */
-static __thread struct {
-	struct conns *table;
-	uint32_t client;
-} reserved;
 
 unsigned conns_limit_for(uint64_t nofile)
 {
@@ -111,6 +115,19 @@ static void set_state(struct conns *t, struct conn *c, enum conn_state s, uint64
 		list_append(l, c);
 }
 
+/* Room for one more reservation (lock held): 0, or -ENOMEM. */
+static int grow_reservations(struct conns *t)
+{
+	size_t cap = t->capres ? 2 * t->capres : 16;
+	struct reservation *r = realloc(t->res, cap * sizeof(*r));
+
+	if (!r)
+		return -ENOMEM;
+	t->res = r;
+	t->capres = cap;
+	return 0;
+}
+
 static unsigned client_count(struct conns *t, uint32_t client)
 {
 	uint64_t n = 0;
@@ -140,46 +157,45 @@ void conns_free(struct conns *t)
 {
 	if (!t)
 		return;
-	if (reserved.table == t)
-		reserved.table = NULL;
+	free(t->res);
 	u64map_free(&t->clients);
 	pthread_mutex_destroy(&t->lock);
 	free(t);
 }
 
-bool conns_admit(struct conns *t, uint32_t client)
+/* Give reservation i back (lock held). */
+static void unreserve(struct conns *t, size_t i)
 {
-	bool ok;
-
-	pthread_mutex_lock(&t->lock);
-	if (reserved.table == t) {
-		/* the connection this thread admitted last was never opened */
-		client_add(t, reserved.client, -1);
-		reserved.table = NULL;
-	}
-	ok = client_count(t, client) < t->lim.max_per_client;
-	if (ok && client_add(t, client, +1)) {
-		reserved.table = t;
-		reserved.client = client;
-	}
-	if (!ok)
-		t->stats.refused++;
-	pthread_mutex_unlock(&t->lock);
-	return ok;
+	client_add(t, t->res[i].client, -1);
+	t->res[i] = t->res[--t->nres];
 }
 
-bool conns_admissible(struct conns *t, uint32_t client)
+static ssize_t reservation_of(struct conns *t, int fd)
 {
-	bool ok;
+	for (size_t i = 0; i < t->nres; i++)
+		if (t->res[i].fd == fd)
+			return (ssize_t)i;
+	return -1;
+}
+
+bool conns_reserve(struct conns *t, uint32_t client, int fd, uint64_t now_ms)
+{
+	ssize_t old;
+	bool ok = false;
 
 	pthread_mutex_lock(&t->lock);
-	if (t->stats.open >= t->lim.max_total) {
-		pthread_mutex_unlock(&t->lock);
-		return false;	/* the server's own limit, not the client's cap */
-	}
-	ok = client_count(t, client) < t->lim.max_per_client;
-	if (!ok)
+	if ((old = reservation_of(t, fd)) >= 0)
+		unreserve(t, (size_t)old);	/* the server dropped it; fd was reused */
+	if (t->stats.open + t->nres >= t->lim.max_total)
+		t->stats.over_limit++;
+	else if (client_count(t, client) >= t->lim.max_per_client)
 		t->stats.refused++;
+	else if (t->nres == t->capres && grow_reservations(t))
+		;	/* out of memory: refused, uncounted */
+	else if (client_add(t, client, +1)) {
+		t->res[t->nres++] = (struct reservation){ .fd = fd, .client = client, .at_ms = now_ms };
+		ok = true;
+	}
 	pthread_mutex_unlock(&t->lock);
 	return ok;
 }
@@ -188,11 +204,15 @@ struct conn *conns_open(struct conns *t, uint32_t client, int fd, uint64_t now_m
 {
 	struct conn *c = calloc(1, sizeof(*c));
 	bool had_reservation;
+	ssize_t r;
 
 	pthread_mutex_lock(&t->lock);
-	had_reservation = reserved.table == t && reserved.client == client;
-	if (had_reservation)
-		reserved.table = NULL;
+	r = reservation_of(t, fd);
+	had_reservation = r >= 0 && t->res[r].client == client;
+	if (r >= 0 && !had_reservation)
+		unreserve(t, (size_t)r);	/* another client's: not this one */
+	else if (had_reservation)
+		t->res[r] = t->res[--t->nres];	/* its count becomes the connection's */
 	if (!c) {
 		if (had_reservation)
 			client_add(t, client, -1);
@@ -277,6 +297,11 @@ size_t conns_expire(struct conns *t, uint64_t now_ms)
 	size_t head, idle;
 
 	pthread_mutex_lock(&t->lock);
+	for (size_t i = 0; i < t->nres;)
+		if (now_ms >= t->res[i].at_ms && now_ms - t->res[i].at_ms >= CONNS_RESERVE_MS)
+			unreserve(t, i);	/* dropped before it was set up */
+		else
+			i++;
 	head = expire_list(&t->opening, now_ms);
 	idle = expire_list(&t->idle, now_ms);
 	t->stats.header_timeouts += head;

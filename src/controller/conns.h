@@ -3,7 +3,8 @@
  * keep one client from exhausting the controller's file descriptors or
  * holding connections open without sending requests.
  *
- *  * total: at most max_total connections (refused at accept), derived from
+ *  * total: at most max_total connections (set up, or accepted and about
+ *    to be: refused at accept beyond that), derived from
  *    RLIMIT_NOFILE by conns_limit_for() so that the store, the log and the
  *    server's own descriptors always have room;
  *  * per client: a client address holds at most max_per_client counted
@@ -18,19 +19,22 @@
  *
  * A connection's life, with the call that makes each edge:
  *
- *   conns_admit ──► conns_open ──► OPENING ──conns_head_done──► BUSY
- *   (refused: closed)                 │ header_timeout           │ ▲
- *                                     ▼                          │ │ conns_head_done
- *                               shut down by           conns_response_done
- *                               conns_expire                     ▼ │
- *                                     ▲ idle_timeout            IDLE
- *                                     └──────────────────────────┘
+ *   conns_reserve ──► conns_open ──► OPENING ──conns_head_done──► BUSY
+ *   (refused: closed)                   │ header_timeout           │ ▲
+ *                                       ▼                          │ │ conns_head_done
+ *                                 shut down by           conns_response_done
+ *                                 conns_expire                     ▼ │
+ *                                       ▲ idle_timeout            IDLE
+ *                                       └──────────────────────────┘
  *   any state ──conns_close──► gone (its count is given back)
  *
  * Invariants
  *  1. A client's count is the number of its open connections that are
- *     counted (not exempted by conns_set_counted), plus at most one
- *     reservation per thread between conns_admit and conns_open.
+ *     counted (not exempted by conns_set_counted), plus its reservations
+ *     (accepted, not yet opened).  The total is open connections plus
+ *     reservations.  A reservation is keyed by its descriptor: one that
+ *     the server dropped before opening it is given back when the
+ *     descriptor is reserved again, or after CONNS_RESERVE_MS.
  *  2. OPENING and IDLE connections are each in a list in deadline order
  *     (the timeout is the same for the whole list), so conns_expire looks
  *     only at connections that are due.  BUSY ones are in no list: a
@@ -72,6 +76,7 @@ struct conns_limits {
 struct conns_stats {
 	uint64_t open;			/* connections open now */
 	uint64_t refused;		/* refused at accept: their client was at its cap */
+	uint64_t over_limit;		/* refused at accept: the server held max_total */
 	uint64_t header_timeouts;	/* shut down: no complete request head within header_timeout */
 	uint64_t idle_timeouts;		/* shut down: no next request within idle_timeout */
 };
@@ -89,21 +94,19 @@ struct conns *conns_new(const struct conns_limits *lim);
 /* After the server closed every connection (conns_close); accepts NULL. */
 void conns_free(struct conns *t);
 
-/* At accept, before the server sets the connection up: true reserves a
- * slot of client's (taken by the next conns_open on this thread); false:
- * the client is at its cap, the connection is to be refused (counted).
- * A reservation not taken before this thread's next conns_admit (the
- * server dropped the connection in between) is given back then. */
-bool conns_admit(struct conns *t, uint32_t client);
-/* At accept, on the thread that accepts (the connection is then set up
- * on another, which calls conns_admit and conns_open): false when the
- * server holds max_total connections, or client is at its cap (counted
- * as refused); the connection is then closed at once.  Reserves
- * nothing: conns_admit decides. */
-bool conns_admissible(struct conns *t, uint32_t client);
+/* How long a reservation waits for its conns_open (a server sets a
+ * connection up within milliseconds; one that did not, dropped it). */
+#define CONNS_RESERVE_MS 10000
+
+/* At accept (socket fd, from client, at now_ms), before the server sets
+ * the connection up, on any thread: true reserves a place in the total
+ * and in client's count, taken by conns_open of fd; false: the server
+ * holds max_total, or the client is at its cap (counted as refused), and
+ * the connection is to be closed at once. */
+bool conns_reserve(struct conns *t, uint32_t client, int fd, uint64_t now_ms);
 /* The connection (socket fd, from client) is set up, at now_ms: it takes
- * this thread's reservation (or counts without one) and its header
- * deadline starts.  NULL when out of memory (then untracked, uncounted). */
+ * fd's reservation (or counts without one) and its header deadline
+ * starts.  NULL when out of memory (then untracked, uncounted). */
 struct conn *conns_open(struct conns *t, uint32_t client, int fd, uint64_t now_ms);
 /* The server is about to close it (c may be NULL). */
 void conns_close(struct conns *t, struct conn *c);
@@ -118,7 +121,8 @@ void conns_response_done(struct conns *t, struct conn *c, uint64_t now_ms);
 void conns_set_counted(struct conns *t, struct conn *c, bool counted);
 
 /* Shut down every connection past its deadline at now_ms (invariant 3);
- * the server then sees the socket end and closes it.  Returns how many. */
+ * the server then sees the socket end and closes it.  Returns how many.
+ * Reservations older than CONNS_RESERVE_MS are given back. */
 size_t conns_expire(struct conns *t, uint64_t now_ms);
 
 void conns_stats(struct conns *t, struct conns_stats *s);

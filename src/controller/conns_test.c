@@ -1,7 +1,8 @@
 /*
  * conns_test.c — the connection table: the limit derived from the
- * descriptor limit, per-client caps (with watch streams exempted and
- * dropped reservations given back), header and idle deadlines on real
+ * descriptor limit, the total and per-client caps at accept (with watch
+ * streams exempted and dropped reservations given back, by descriptor
+ * and by age), header and idle deadlines on real
  * sockets, and a randomized run against a naive model (an array of
  * connections counted by a linear scan).
  */
@@ -38,21 +39,21 @@ TEST(conns_cap_per_client)
 
 	CHECK(t != NULL);
 	for (int i = 0; i < 3; i++) {
-		CHECK(conns_admit(t, 1));
-		c[i] = conns_open(t, 1, -1, 0);
+		CHECK(conns_reserve(t, 1, 10 + i, 0));
+		c[i] = conns_open(t, 1, 10 + i, 0);
 		CHECK(c[i] != NULL);
 	}
-	CHECK(!conns_admissible(t, 1));		/* the accepting thread's look: at its cap */
-	CHECK(!conns_admit(t, 1));		/* the fourth from the same address */
-	CHECK(conns_admissible(t, 2));		/* reserves nothing ... */
-	CHECK_EQ(conns_client_count(t, 2), 0);
-	CHECK(conns_admit(t, 2));		/* another address is not affected */
-	c[3] = conns_open(t, 2, -1, 0);
+	CHECK(!conns_reserve(t, 1, 13, 0));	/* the fourth from the same address */
+	CHECK(conns_reserve(t, 2, 13, 0));	/* another address is not affected */
+	CHECK_EQ(conns_client_count(t, 2), 1);	/* reserved: counted before it is set up */
+	c[3] = conns_open(t, 2, 13, 0);
+	CHECK_EQ(conns_client_count(t, 2), 1);	/* ... and once */
 	conns_close(t, c[0]);
-	CHECK(conns_admit(t, 1));		/* room again */
-	c[0] = conns_open(t, 1, -1, 0);
+	CHECK(conns_reserve(t, 1, 10, 0));	/* room again */
+	c[0] = conns_open(t, 1, 10, 0);
 	conns_stats(t, &s);
-	CHECK_EQ(s.refused, 2);			/* admissible's refusal counted too */
+	CHECK_EQ(s.refused, 1);
+	CHECK_EQ(s.over_limit, 0);
 	CHECK_EQ(s.open, 4);
 	CHECK_EQ(conns_client_count(t, 1), 3);
 	CHECK_EQ(conns_client_count(t, 2), 1);
@@ -71,27 +72,27 @@ TEST(conns_watch_streams_do_not_count)
 	struct conn *c[5];
 
 	for (int i = 0; i < 3; i++) {
-		CHECK(conns_admit(t, 1));
-		c[i] = conns_open(t, 1, -1, 0);
+		CHECK(conns_reserve(t, 1, 20 + i, 0));
+		c[i] = conns_open(t, 1, 20 + i, 0);
 		conns_head_done(t, c[i]);
 		conns_set_counted(t, c[i], false);	/* each became a watch */
 		conns_set_counted(t, c[i], false);	/* twice is once */
 	}
 	CHECK_EQ(conns_client_count(t, 1), 0);
-	CHECK(conns_admit(t, 1));
-	c[3] = conns_open(t, 1, -1, 0);
-	CHECK(conns_admit(t, 1));
-	c[4] = conns_open(t, 1, -1, 0);
+	CHECK(conns_reserve(t, 1, 23, 0));
+	c[3] = conns_open(t, 1, 23, 0);
+	CHECK(conns_reserve(t, 1, 24, 0));
+	c[4] = conns_open(t, 1, 24, 0);
 	/* two watches end and their connections stay: counted again, over the cap */
 	conns_set_counted(t, c[0], true);
 	conns_set_counted(t, c[1], true);
 	CHECK_EQ(conns_client_count(t, 1), 4);
-	CHECK(!conns_admit(t, 1));
+	CHECK(!conns_reserve(t, 1, 25, 0));
 	conns_close(t, c[0]);
 	conns_close(t, c[1]);
-	CHECK(conns_admit(t, 1));		/* 2 counted + this reservation */
+	CHECK(conns_reserve(t, 1, 20, 0));	/* 2 counted + this reservation */
 	CHECK_EQ(conns_client_count(t, 1), 3);
-	c[0] = conns_open(t, 1, -1, 0);
+	c[0] = conns_open(t, 1, 20, 0);
 	for (int i = 0; i < 5; i++)
 		if (i != 1)
 			conns_close(t, c[i]);
@@ -103,20 +104,60 @@ TEST(conns_dropped_reservation_is_given_back)
 {
 	struct conns *t = conns_new(&lim);
 	struct conn *c;
+	struct conns_stats s;
 
-	/* the server admitted a connection and dropped it before opening it */
-	CHECK(conns_admit(t, 7));
+	/* accepted as descriptor 30 and dropped before it was set up; 30 is
+	 * accepted again, from another client: the first is given back */
+	CHECK(conns_reserve(t, 7, 30, 0));
 	CHECK_EQ(conns_client_count(t, 7), 1);
-	CHECK(conns_admit(t, 8));		/* the next accept on this thread gives it back */
+	CHECK(conns_reserve(t, 8, 30, 0));
 	CHECK_EQ(conns_client_count(t, 7), 0);
-	c = conns_open(t, 8, -1, 0);
+	c = conns_open(t, 8, 30, 0);
 	CHECK_EQ(conns_client_count(t, 8), 1);
 	conns_close(t, c);
-	/* opening without an admit (no reservation) still counts */
-	c = conns_open(t, 9, -1, 0);
+	CHECK_EQ(conns_client_count(t, 8), 0);
+	/* one never set up is given back after CONNS_RESERVE_MS */
+	CHECK(conns_reserve(t, 9, 31, 1000));
+	CHECK_EQ(conns_expire(t, 1000 + CONNS_RESERVE_MS - 1), 0);
+	CHECK_EQ(conns_client_count(t, 9), 1);
+	(void)conns_expire(t, 1000 + CONNS_RESERVE_MS);
+	CHECK_EQ(conns_client_count(t, 9), 0);
+	/* opening without a reservation still counts */
+	c = conns_open(t, 9, 32, 0);
 	CHECK_EQ(conns_client_count(t, 9), 1);
 	conns_close(t, c);
 	CHECK_EQ(conns_client_count(t, 9), 0);
+	conns_stats(t, &s);
+	CHECK_EQ(s.open, 0);
+	conns_free(t);
+}
+
+TEST(conns_total_limit_at_accept)
+{
+	struct conns_limits small = lim;
+	struct conns *t;
+	struct conn *c[4];
+	struct conns_stats s;
+
+	small.max_total = 4;
+	small.max_per_client = 100;
+	t = conns_new(&small);
+	/* reservations count in the total before anything is set up: a burst
+	 * of accepts cannot pass the limit while the server catches up */
+	for (int i = 0; i < 4; i++)
+		CHECK(conns_reserve(t, (uint32_t)i, 40 + i, 0));
+	CHECK(!conns_reserve(t, 9, 44, 0));
+	for (int i = 0; i < 4; i++)
+		c[i] = conns_open(t, (uint32_t)i, 40 + i, 0);
+	CHECK(!conns_reserve(t, 9, 44, 0));		/* open ones as much */
+	conns_close(t, c[0]);
+	CHECK(conns_reserve(t, 9, 44, 0));
+	conns_stats(t, &s);
+	CHECK_EQ(s.over_limit, 2);
+	CHECK_EQ(s.refused, 0);
+	c[0] = conns_open(t, 9, 44, 0);
+	for (int i = 0; i < 4; i++)
+		conns_close(t, c[i]);
 	conns_free(t);
 }
 
@@ -219,11 +260,12 @@ TEST(conns_random_against_model)
 		case 0:	/* accept */
 			if (n == 512)
 				break;
-			if (conns_admit(t, client)) {
+			/* descriptors no test socket has (expiry shuts them down) */
+			if (conns_reserve(t, client, 100000 + step, now)) {
 				CHECK(model_count(m, n, client) < l.max_per_client);
 				m[n] = (struct model_conn){ .client = client, .counted = true,
 							    .deadline = now + l.header_timeout_ms };
-				m[n].c = conns_open(t, client, -1, now);
+				m[n].c = conns_open(t, client, 100000 + step, now);
 				CHECK(m[n].c != NULL);
 				n++;
 			} else {

@@ -90,4 +90,45 @@ check "weft_connections_open and the limits are reported" \
 	eval "[ -n '$(metric weft_connections_open)' ] && [ '$(metric weft_connections_limit)' = $((NOFILE - 128)) ] && [ '$(metric weft_connections_per_client_limit)' = $CAP ]"
 
 check_stop "the controller stops cleanly after the flood (no sanitizer report)"
+
+# The server's own limit: connections beyond --max-connections are closed
+# at accept (before any TLS), whoever sends them, and once some close the
+# server takes new ones again.
+LIMIT=24
+EXTRA=10
+d2=$(tmpdir)
+start_controller "$d2" --max-connections "$LIMIT" --max-connections-per-client 1000 --header-timeout 30 ||
+	{ fail "a controller with --max-connections $LIMIT starts"; finish; exit 1; }
+mkfifo "$d2/go"
+python3 - "${CTRL_URL##*:}" $((LIMIT + EXTRA)) "$d2/held" "$d2/go" <<'PY' &
+import select, socket, sys, time
+port, n, out, go = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
+socks = [socket.create_connection(("127.0.0.1", port)) for _ in range(n)]
+# a refused one is closed at once; a held one says nothing for 2 s (its head is due in 30 s)
+closed, end = set(), time.monotonic() + 2
+while time.monotonic() < end:
+	ready, _, _ = select.select([s for s in socks if s not in closed], [], [], end - time.monotonic())
+	for s in ready:
+		try:
+			if s.recv(1) == b"":
+				closed.add(s)
+		except OSError:
+			closed.add(s)
+open(out, "w").write("%d %d\n" % (n - len(closed), len(closed)))
+open(go).read()	# hold them until told
+PY
+holder=$!
+T_PIDS+=("$holder")
+wait_for 30 test -s "$d2/held"
+read -r held closed <"$d2/held"
+check "$((LIMIT + EXTRA)) idle connections against --max-connections $LIMIT: $held held, $closed closed at once" \
+	test "$held" -le "$LIMIT" -a "$held" -ge $((LIMIT - 2)) -a $((held + closed)) = $((LIMIT + EXTRA))
+check "... a new client is refused while they are held" bash -c "! curl -sf -m 5 '$CTRL_URL/healthz'"
+echo >"$d2/go"
+wait "$holder"
+check "... and served once they are gone" wait_for 10 curl -sf -m 2 "$CTRL_URL/healthz"
+m=$(api GET /metrics)
+check "weft_connections_over_limit_total counts them (>= $((EXTRA + 1)))" \
+	test "$(metric weft_connections_over_limit_total)" -ge $((EXTRA + 1))
+check_stop "that controller stops cleanly"
 finish
