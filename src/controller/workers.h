@@ -1,9 +1,10 @@
 /*
  * workers.h — a fixed pool of threads that run queued jobs, first come
- * first served.  The API hands them the writes that wait on a store over
- * the network (etcd), so that MHD's threads, which serve every connection
- * and every watch, never wait on one; as many writes are with the store
- * at once as there are workers.
+ * first served.  The API hands them the gets and writes that wait on a
+ * store over the network (etcd) when the MHD thread that read one serves
+ * other connections too (inline_calls.h), so that those never wait
+ * behind it; as many calls are with the store at once as there are
+ * workers, besides those waiting in MHD's threads.
  *
  *   workers_queue ──► queue ──► a worker: job->run(job) ──► (the job's own
  *                                                            end: it owns
