@@ -391,6 +391,7 @@ int main(int argc, char **argv)
 	struct pki_config pki_cfg = { 0 };
 	struct pki pki = { 0 };
 	struct store *store = NULL, *reader = NULL;
+	int64_t start_rev;
 	struct registry reg = { 0 };
 	struct metrics metrics = { 0 };
 	struct status st = { 0 };
@@ -612,6 +613,8 @@ int main(int argc, char **argv)
 	sigaddset(&stop_signals, SIGTERM);
 	sigaddset(&stop_signals, SIGINT);
 	pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
+	/* read before the API's threads run: after, a write may move it under the hub's lock */
+	start_rev = watch_hub_revision(hub);
 	api = api_start(&(struct api_config){ .listen = listen_addr, .token = token, .max_body = max_body,
 					      .max_connections = max_connections, .max_per_client = per_client,
 					      .node_write_rate = node_write_rate, .node_write_burst = node_write_burst,
@@ -631,7 +634,7 @@ int main(int argc, char **argv)
 		cidr_format(&reg.config.service_network, svc);
 		fprintf(stderr, "weft-controller: listening on %s://%s (data %s, revision %" PRId64
 				", cluster networks %s, service network %s, mode %s)\n",
-			insecure_http ? "http" : "https", listen_addr, data_dir, watch_hub_revision(hub), nets, svc,
+			insecure_http ? "http" : "https", listen_addr, data_dir, start_rev, nets, svc,
 			cluster_mode_name(reg.config.mode));
 		fprintf(stderr, "weft-controller: connections: at most %u (RLIMIT_NOFILE %llu), %u per client "
 				"address (watch streams not counted); request head within %u s of accept, "
