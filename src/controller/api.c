@@ -633,9 +633,10 @@ static void stop_daemons(struct api *a)
  * and a store call could not wait in it (inline_calls.h).  Over the
  * server's limit, or a client at its cap, a connection is closed here,
  * before MHD sets anything up; else its place is reserved here and taken
- * when its thread sets it up (conns.h).  Between connections, every ACCEPT_TICK_MS, it
- * keeps inline_calls' watchdog: it never waits on the store, so it sees
- * a call stuck on a stalled etcd when every other thread waits too.
+ * when its thread sets it up (conns.h).  Between connections, every
+ * ACCEPT_TICK_MS, it keeps inline_calls' watchdog: it never waits on the
+ * store, so it sees a call stuck on a stalled etcd when every other
+ * thread waits too.
  */
 #define ACCEPT_TICK_MS 100
 static void *accept_run(void *arg)
@@ -837,11 +838,10 @@ static bool watch_park(struct watch_ctx *w)
 {
 	const union MHD_ConnectionInfo *fd = MHD_get_connection_info(w->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
 	const union MHD_ConnectionInfo *tls = MHD_get_connection_info(w->conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+	struct link *l = link_of(w->conn);
 
 	if (!fd)
 		return false;
-	struct link *l = link_of(w->conn);
-
 	w->park = watch_sender_park(w->api->sender, w, tls ? tls->tls_session : NULL, fd->connect_fd);
 	if (!w->park)
 		return false;
@@ -2178,33 +2178,6 @@ static enum MHD_Result store_queue(struct api *a, struct MHD_Connection *c, stru
 	return MHD_YES;
 }
 
-/* A store call in the MHD thread that read it, when nothing else of the
- * thread can wait behind it (inline_calls.h): no hand-off to a worker
- * and back.  Otherwise, to a worker (store_queue). */
-static enum MHD_Result answer_call(struct api *a, struct MHD_Connection *c, struct request *rq, struct call *call);
-static enum MHD_Result store_inline_or_queue(struct api *a, struct MHD_Connection *c, struct request *rq,
-					     struct call *call)
-{
-	struct link *l = link_of(c);
-	struct inline_thread *t = l ? l->home : NULL;
-	struct status st = { 0 };
-	int err;
-
-	if (!a->inl || !inline_enter(a->inl, t, (int64_t)now_ms())) {
-		if (a->inl)
-			inline_queued(a->inl);
-		return store_queue(a, c, rq, call);
-	}
-	err = store_call(a, rq, call, &st);
-	inline_leave(a->inl, t, (int64_t)now_ms());
-	if (err) {
-		json_decref(call->out);
-		call->out = NULL;
-		return send_status(a, c, rq, &st);
-	}
-	return answer_call(a, c, rq, call);
-}
-
 /* A call's answer: the object (as a Table when asked, for a get), serialised here, outside every lock. */
 static enum MHD_Result answer_call(struct api *a, struct MHD_Connection *c, struct request *rq, struct call *call)
 {
@@ -2221,6 +2194,31 @@ static enum MHD_Result answer_call(struct api *a, struct MHD_Connection *c, stru
 			return fail(a, c, rq, 500, "InternalError", "%s", "out of memory");
 	}
 	return out ? send_json(a, c, rq, call->code, out) : MHD_YES;
+}
+
+/* A store call in the MHD thread that read it, when nothing else of the
+ * thread can wait behind it (inline_calls.h): no hand-off to a worker
+ * and back.  Otherwise, to a worker (store_queue). */
+static enum MHD_Result store_inline_or_queue(struct api *a, struct MHD_Connection *c, struct request *rq,
+					     struct call *call)
+{
+	struct link *l = link_of(c);
+	struct inline_thread *t = l ? l->home : NULL;
+	struct status st = { 0 };
+	int err;
+
+	if (!inline_enter(a->inl, t, (int64_t)now_ms())) {
+		inline_queued(a->inl);
+		return store_queue(a, c, rq, call);
+	}
+	err = store_call(a, rq, call, &st);
+	inline_leave(a->inl, t, (int64_t)now_ms());
+	if (err) {
+		json_decref(call->out);
+		call->out = NULL;
+		return send_status(a, c, rq, &st);
+	}
+	return answer_call(a, c, rq, call);
 }
 
 /* The handler's call after the worker resumed the connection. */
