@@ -27,6 +27,8 @@ packages=(
   golang-go golang-github-appc-cni-dev
   # the store's conformance suite against a real etcd (tests/api/store_etcd.sh)
   etcd-server etcd-client
+  # the service engine (weft-lb) and its tests: HAProxy, clients under load
+  haproxy openssl wrk nghttp2-client
 )
 
 # kubectl for the API tests: Debian's kubernetes-client, unless a kubectl is
