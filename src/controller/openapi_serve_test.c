@@ -102,7 +102,7 @@ TEST(openapi_v3_index_hashes_and_redirects)
 	CHECK_EQ(a.code, 200);
 	index = parsed(&a);
 	CHECK(index);
-	CHECK_EQ(json_object_size(json_object_get(index, "paths")), 4);
+	CHECK_EQ(json_object_size(json_object_get(index, "paths")), 5);
 	url = json_string_value(json_object_get(json_object_get(json_object_get(index, "paths"),
 								 "apis/route.openshift.io/v1"), "serverRelativeURL"));
 	CHECK(url && !strncmp(url, "/openapi/v3/apis/route.openshift.io/v1?hash=", 44));

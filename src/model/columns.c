@@ -517,6 +517,62 @@ static void c_cn_mode(const json_t *o, char *b, size_t l, time_t now)
 	put(b, l, mode ? mode : obj_str(o, "pluginName"), "<none>");
 }
 
+static void c_vs_type(const json_t *o, char *b, size_t l, time_t now)
+{
+	put(b, l, obj_str(o, "spec.type"), "<none>");
+}
+
+static void c_vs_vip(const json_t *o, char *b, size_t l, time_t now)
+{
+	put(b, l, obj_str(o, "spec.vip"), "<pending>");
+}
+
+static void c_vs_ports(const json_t *o, char *b, size_t l, time_t now)
+{
+	const json_t *p;
+	size_t i, n = 0;
+
+	b[0] = 0;
+	json_array_foreach(obj_at(o, "spec.ports"), i, p)
+		n += (size_t)snprintf(b + (n < l ? n : l), n < l ? l - n : 0, "%s%d/%s", i ? "," : "",
+				      (int)obj_int(p, "port", 0), obj_str(p, "protocol") ? obj_str(p, "protocol") : "");
+	if (!b[0])
+		put(b, l, NULL, "<none>");
+}
+
+static void c_vs_count(char *b, size_t l, const json_t *o, const char *field)
+{
+	snprintf(b, l, "%zu", json_array_size(obj_at(o, field)));
+}
+
+static void c_vs_hosts(const json_t *o, char *b, size_t l, time_t now)
+{
+	const json_t *g, *m;
+	size_t i, j, n = 0;
+
+	/* SNI children and dedicated VSs name their host; shared ones serve their members' */
+	if (json_array_size(obj_at(o, "spec.hosts"))) {
+		put(b, l, json_string_value(json_array_get(obj_at(o, "spec.hosts"), 0)), "<none>");
+		return;
+	}
+	json_array_foreach(obj_at(o, "spec.poolGroups"), i, g)
+		json_array_foreach(json_object_get(g, "members"), j, m)
+			n++;
+	snprintf(b, l, "%zu paths", n);
+}
+
+static void c_vs_pools(const json_t *o, char *b, size_t l, time_t now)
+{
+	c_vs_count(b, l, o, "spec.pools");
+}
+
+static void c_cert_source(const json_t *o, char *b, size_t l, time_t now)
+{
+	snprintf(b, l, "%s %s/%s", obj_str(o, "spec.source.kind") ? obj_str(o, "spec.source.kind") : "?",
+		 obj_str(o, "spec.source.namespace") ? obj_str(o, "spec.source.namespace") : "",
+		 obj_str(o, "spec.source.name") ? obj_str(o, "spec.source.name") : "");
+}
+
 #define COL(header, cell) { header, cell, false }
 #define WIDE(header, cell) { header, cell, true }
 
@@ -540,6 +596,10 @@ static const struct column columns[KIND_COUNT][COLUMNS_MAX] = {
 	[KIND_ROUTE] = { COL("NAME", c_name), COL("HOST/PORT", c_route_host), COL("PATH", c_route_path),
 			 COL("SERVICES", c_route_services), COL("PORT", c_route_port), COL("TERMINATION", c_route_tls) },
 	[KIND_SECRET] = { COL("NAME", c_name), COL("TYPE", c_secret_type), COL("DATA", c_secret_data), COL("AGE", c_age) },
+	[KIND_VIRTUALSERVICE] = { COL("NAME", c_name), COL("TYPE", c_vs_type), COL("VIP", c_vs_vip),
+				  COL("PORTS", c_vs_ports), COL("HOSTS", c_vs_hosts), COL("POOLS", c_vs_pools),
+				  COL("AGE", c_age) },
+	[KIND_SSLKEYCERT] = { COL("NAME", c_name), COL("SOURCE", c_cert_source), COL("AGE", c_age) },
 };
 
 #undef COL

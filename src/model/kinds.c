@@ -30,6 +30,11 @@ static const struct kind_info kinds[KIND_COUNT] = {
 	{ KIND_ROUTE, "Route", "route", "routes", { NULL }, "route.openshift.io", "v1",
 	  "route.openshift.io/v1", true, false, true },
 	{ KIND_SECRET, "Secret", "secret", "secrets", { NULL }, "", "v1", "v1", true, false, false },
+	/* the load-balancer model (docs/lb.md): the controller's translation */
+	{ KIND_VIRTUALSERVICE, "VirtualService", "virtualservice", "virtualservices", { "vs" },
+	  "lb.weft.io", "v1", "lb.weft.io/v1", false, true, false },
+	{ KIND_SSLKEYCERT, "SSLKeyAndCertificate", "sslkeyandcertificate", "sslkeyandcertificates",
+	  { "sslkc" }, "lb.weft.io", "v1", "lb.weft.io/v1", false, true, false },
 };
 
 const struct kind_info *kind_get(enum kind_id id)

@@ -81,6 +81,11 @@ int lb_translate(const struct lb_config *cfg, const struct lb_inputs *in, struct
 	__attribute__((warn_unused_result));
 void lb_result_clear(struct lb_result *r);
 
+/* Whether s can name a VirtualService or SSLKeyAndCertificate: 1-511
+ * bytes of letters, digits, '-', '.' and '_' (hosts, paths with '/' made
+ * '_', and the upper-case "Shared-L7"). */
+bool lb_object_name(const char *s);
+
 /* Names (docs/lb.md, "Names"); each returns the length it wrote, or -ENAMETOOLONG. */
 int lb_name_shared_vs(const struct lb_config *cfg, const char *host, char *buf, size_t len);
 int lb_name_passthrough_vs(const struct lb_config *cfg, const char *host, char *buf, size_t len);

@@ -59,6 +59,22 @@ unsigned lb_shard(const char *host, unsigned shards)
 	return shards ? lb_fnv1a32(host) & (shards - 1) : 0;
 }
 
+bool lb_object_name(const char *s)
+{
+	size_t n = s ? strnlen(s, 512) : 0;
+
+	if (n == 0 || n > 511)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '-' || c == '.' || c == '_'))
+			return false;
+	}
+	return true;
+}
+
 static int name(char *buf, size_t len, const char *fmt, ...)
 {
 	va_list ap;

@@ -49,6 +49,8 @@ TEST(kinds_table_matches_api_doc)
 		{ KIND_INGRESS, "Ingress", "networking.k8s.io/v1", "ingresses", "namespaced", "ing" },
 		{ KIND_ROUTE, "Route", "route.openshift.io/v1", "routes", "namespaced", NULL },
 		{ KIND_SECRET, "Secret", "v1", "secrets", "namespaced", NULL },
+		{ KIND_VIRTUALSERVICE, "VirtualService", "lb.weft.io/v1", "virtualservices", "cluster", "vs" },
+		{ KIND_SSLKEYCERT, "SSLKeyAndCertificate", "lb.weft.io/v1", "sslkeyandcertificates", "cluster", "sslkc" },
 	};
 
 	CHECK_EQ(sizeof(want) / sizeof(want[0]), KIND_COUNT);
@@ -72,7 +74,8 @@ TEST(kinds_table_matches_api_doc)
 			CHECK(k->shortnames[0] == NULL);
 		}
 		CHECK_EQ(k->controller_owned,
-			 want[i].id == KIND_HOSTSUBNET || want[i].id == KIND_NETNAMESPACE);
+			 want[i].id == KIND_HOSTSUBNET || want[i].id == KIND_NETNAMESPACE ||
+			 want[i].id == KIND_VIRTUALSERVICE || want[i].id == KIND_SSLKEYCERT);
 		CHECK(kind_by_kind(want[i].kind) == k);
 	}
 	CHECK(kind_get(KIND_COUNT) == NULL);

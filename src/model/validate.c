@@ -8,6 +8,7 @@
  * fits, and later errors are only counted, so the return code never depends
  * on the buffer's size.
  */
+#include "model/lb.h"
 #include "model/model.h"
 #include "model/validate.h"
 
@@ -570,6 +571,9 @@ static void check_metadata(struct vctx *v, const json_t *obj, const struct kind_
 	else if (k && k->id == KIND_SERVICE)
 		vget_name(v, meta, "name", true, model_dns1035_label,
 			  "a valid DNS-1035 label (a Service name starts with a letter)");
+	else if (k && (k->id == KIND_VIRTUALSERVICE || k->id == KIND_SSLKEYCERT))
+		vget_name(v, meta, "name", true, lb_object_name,
+			  "a load-balancer object name (docs/lb.md: letters, digits, '-', '.', '_')");
 	else
 		vget_name(v, meta, "name", true, model_dns1123_subdomain,
 			  "a valid DNS-1123 subdomain");

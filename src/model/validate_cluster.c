@@ -7,6 +7,7 @@
  * each one's hostSubnetLength leaves room for at least one subnet; the
  * service network and the VIP pools overlap none of them nor each other.
  */
+#include "model/lb.h"
 #include "model/model.h"
 #include "model/validate.h"
 
@@ -38,9 +39,56 @@ static void check_disjoint(struct vctx *v, const char *field, const struct cidr 
 	}
 }
 
+static bool cluster_label(const char *s)
+{
+	return model_dns1123_label(s) && strlen(s) <= LB_CLUSTER_NAME_MAX;
+}
+
+/* The load balancer's settings (docs/lb.md, "Configuration"); its VIP
+ * pools overlap no other network (nets[0..n) holds them all). */
+static void check_load_balancer(struct vctx *v, const json_t *obj, struct named_cidr *nets, size_t n)
+{
+	static const char *const sizes[] = { "LARGE", "MEDIUM", "SMALL", "DEDICATED", NULL };
+	static const char *const pass_sizes[] = { "LARGE", "MEDIUM", "SMALL", NULL };
+	static const char *const types[] = { "ClusterIP", "NodePort", NULL };
+	const json_t *lb = vget_object(v, obj, "loadBalancer", false), *list, *item, *sel, *val;
+	const char *key;
+	size_t mark, i;
+	struct cidr c;
+
+	if (!lb)
+		return;
+	mark = vpush(v, "loadBalancer");
+	vget_name(v, lb, "clusterName", false, cluster_label, "a DNS-1123 label of at most 32 bytes");
+	vget_enum(v, lb, "shardSize", false, sizes);
+	vget_enum(v, lb, "passthroughShardSize", false, pass_sizes);
+	vget_enum(v, lb, "serviceType", false, types);
+	sel = vget_object(v, lb, "nodeSelector", false);
+	json_object_foreach((json_t *)sel, key, val)
+		if (!model_label_key(key) || !json_is_string(val) || !model_label_value(json_string_value(val)))
+			verror(v, "nodeSelector", "'%.64s' is not a valid label key with a string value", key);
+	list = vget_list(v, lb, "vipNetworks", false);
+	if (list && json_array_size(list) > CLUSTER_MAX_NETWORKS) {
+		verror(v, "vipNetworks", "too many networks (at most %d)", CLUSTER_MAX_NETWORKS);
+		list = NULL;
+	}
+	vpop(v, mark);
+	json_array_foreach(list, i, item) {
+		char field[48];
+
+		snprintf(field, sizeof(field), "loadBalancer.vipNetworks[%zu]", i);
+		if (!vval_cidr(v, field, item, true, &c))
+			continue;
+		check_disjoint(v, field, &c, nets, n);
+		nets[n].c = c;
+		snprintf(nets[n].name, sizeof(nets[n].name), "%s", field);
+		n++;
+	}
+}
+
 void validate_cluster_fields(struct vctx *v, const json_t *obj, bool require)
 {
-	struct named_cidr nets[2 * CLUSTER_MAX_NETWORKS + 1];
+	struct named_cidr nets[3 * CLUSTER_MAX_NETWORKS + 1];
 	size_t nnets = 0, ncluster, i;
 	const json_t *list, *item;
 	struct cidr c;
@@ -115,6 +163,7 @@ void validate_cluster_fields(struct vctx *v, const json_t *obj, bool require)
 		snprintf(nets[nnets].name, sizeof(nets[nnets].name), "%s", field);
 		nnets++;
 	}
+	check_load_balancer(v, obj, nets, nnets);
 }
 
 void validate_clusternetwork(struct vctx *v, const json_t *obj)
