@@ -2822,6 +2822,7 @@ int api_run(struct api *a, int timeout_ms)
 	/* writes by other controllers on the same store: Endpoints follow
 	 * them (and this retries failed Endpoints writes), watchers wake */
 	(void)endpoints_sync(a->reg->endpoints);
+	(void)lb_ctl_sync(a->reg->lb);
 	(void)watch_hub_sync(a->hub);
 	{
 		/* credentials issued or revoked through another controller */

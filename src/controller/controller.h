@@ -131,6 +131,7 @@ struct registry {
 	struct store *store;
 	struct metrics *metrics;
 	struct endpoints_ctl *endpoints;	/* owned; runs after every write */
+	struct lb_ctl *lb;			/* owned; runs on the API's tick */
 	struct cluster_config config;	/* cached; config_rev guards its use */
 	int64_t config_rev;		/* mod_rev of the ClusterNetwork key */
 	int64_t last_write_rev;		/* highest revision this registry committed */
@@ -344,6 +345,22 @@ void config_networks_string(const struct cluster_config *c, char *buf, size_t le
 
 /* Made by registry_init (enabled), freed by registry_close.  Nothing is
  * read from the store before the first call that needs the index. */
+/* lb_ctl.c: the load-balancer controller (docs/lb.md); runs on the API's
+ * tick under its lock, only where enabled (the leader). */
+struct lb_ctl;
+struct lb_ctl_stats {
+	uint64_t translations;		/* times the cluster was translated */
+	uint64_t writes;		/* objects written (VSs, certificates, statuses) */
+	uint64_t failures;		/* transactions that failed (retried) */
+};
+struct lb_ctl *lb_ctl_new(struct registry *r);
+void lb_ctl_free(struct lb_ctl *c);		/* accepts NULL */
+void lb_ctl_enable(struct lb_ctl *c, bool on);
+/* Catch up with the store's events; translate and write if any could
+ * change the result.  0, or -errno (retried at the next call). */
+int lb_ctl_sync(struct lb_ctl *c);
+const struct lb_ctl_stats *lb_ctl_stats(const struct lb_ctl *c);
+
 struct endpoints_ctl *endpoints_ctl_new(struct registry *r);
 void endpoints_ctl_free(struct endpoints_ctl *c);
 /* Disabled: nothing is written, and the index is brought up to date only

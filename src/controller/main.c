@@ -314,6 +314,7 @@ static void elect(struct leader *l, struct registry *reg, bool wanted)
 	reg->fence_key = now ? leader_key(l) : NULL;
 	reg->fence_rev = now ? leader_fence(l) : 0;
 	endpoints_ctl_enable(reg->endpoints, wanted && now);
+	lb_ctl_enable(reg->lb, now);
 	if (now && !was) {
 		fprintf(stderr, "weft-controller: leading the endpoints controller (lease %s)\n", leader_key(l));
 		if (wanted && endpoints_resync(reg->endpoints))
@@ -566,6 +567,7 @@ int main(int argc, char **argv)
 				leader_holder(leader), LEADER_KEY);
 	} else {
 		endpoints_ctl_enable(reg.endpoints, endpoints_controller);
+		lb_ctl_enable(reg.lb, true);
 	}
 	{
 		struct timespec t0, t1;

@@ -892,7 +892,8 @@ static int bootstrap_config(struct registry *r, const json_t *given, struct stat
 static int start_controllers(struct registry *r, struct status *st)
 {
 	r->endpoints = endpoints_ctl_new(r);
-	if (!r->endpoints) {
+	r->lb = lb_ctl_new(r);
+	if (!r->endpoints || !r->lb) {
 		status_set(st, 500, "InternalError", "out of memory");
 		return -1;
 	}
@@ -935,4 +936,6 @@ void registry_close(struct registry *r)
 		return;
 	endpoints_ctl_free(r->endpoints);
 	r->endpoints = NULL;
+	lb_ctl_free(r->lb);
+	r->lb = NULL;
 }
