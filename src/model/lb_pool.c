@@ -121,7 +121,8 @@ static json_t *sorted(json_t *servers)
 	}
 	for (size_t i = 0; i < n; i++)
 		v[i] = json_array_get(servers, i);
-	qsort(v, n, sizeof(*v), server_cmp);
+	if (n > 1)
+		qsort(v, n, sizeof(*v), server_cmp);
 	for (size_t i = 0; i < n; i++)
 		if (!k || server_cmp(&v[i], &v[k - 1]) != 0)
 			v[k++] = v[i];

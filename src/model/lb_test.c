@@ -556,3 +556,33 @@ TEST(lb_random_hosts_land_in_their_shard)
 		cluster_free(&c);
 	}
 }
+
+/* NodePort mode: members are the selected nodes' InternalIPs at the
+ * Service port's nodePort. */
+TEST(lb_nodeport_members_are_selected_nodes)
+{
+	struct cluster c;
+	struct lb_config cfg;
+	json_t *cn = json_pack("{s:{s:s, s:{s:s}}}", "loadBalancer", "serviceType", "NodePort",
+			       "nodeSelector", "lb", "yes");
+	char *got;
+
+	cluster_init(&c);
+	lb_config_from_cluster(cn, &cfg);
+	CHECK(cfg.nodeport);
+	CHECK_EQ(add_yaml(&c,
+		"apiVersion: v1\nkind: Service\nmetadata: {name: web, namespace: shop}\n"
+		"spec: {type: NodePort, ports: [{name: http, port: 80, targetPort: 8080, nodePort: 30080}]}\n"
+		"---\napiVersion: v1\nkind: Node\nmetadata: {name: node-1, labels: {lb: 'yes'}}\n"
+		"status: {addresses: [{type: InternalIP, address: 192.168.200.11}, {type: Hostname, address: node-1}]}\n"
+		"---\napiVersion: v1\nkind: Node\nmetadata: {name: node-2}\n"
+		"status: {addresses: [{type: InternalIP, address: 192.168.200.12}]}\n"
+		"---\napiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: i, namespace: shop}\n"
+		"spec: {rules: [{host: foo.com, http: {paths: [{path: /, pathType: Prefix, "
+		"backend: {service: {name: web, port: {number: 80}}}}]}}]}\n"), 0);
+	got = translate(&c, &cfg);
+	CHECK_CONTAINS(got, "  pool weft--foo.com_-shop-i HTTP 192.168.200.11:30080\n");
+	free(got);
+	json_decref(cn);
+	cluster_free(&c);
+}

@@ -39,8 +39,8 @@ check "/api/v1 pods: namespaced, Kind Pod, short name po, category all, the verb
 	jq_ok /api/v1 '.resources[] | select(.name == "pods") | .namespaced and .kind == "Pod" and .singularName == "pod" and .shortNames == ["po"] and .categories == ["all"] and (.verbs | sort) == ["create","delete","get","list","patch","update","watch"]'
 check "/api/v1 nodes and namespaces are cluster-scoped" \
 	jq_ok /api/v1 '[.resources[] | select(.name == "nodes" or .name == "namespaces") | .namespaced] == [false, false]'
-check "/apis: networking.k8s.io, network.openshift.io, route.openshift.io and weft.io, v1 preferred" \
-	jq_ok /apis '.kind == "APIGroupList" and ([.groups[].name] | sort) == ["network.openshift.io","networking.k8s.io","route.openshift.io","weft.io"] and all(.groups[]; .preferredVersion.version == "v1")'
+check "/apis: lb.weft.io, networking.k8s.io, network.openshift.io, route.openshift.io and weft.io, v1 preferred" \
+	jq_ok /apis '.kind == "APIGroupList" and ([.groups[].name] | sort) == ["lb.weft.io","network.openshift.io","networking.k8s.io","route.openshift.io","weft.io"] and all(.groups[]; .preferredVersion.version == "v1")'
 check "/apis/weft.io/v1: nodecredentials, cluster-scoped, the verbs its path serves, short name and category" \
 	jq_ok /apis/weft.io/v1 '.groupVersion == "weft.io/v1" and [.resources[] | [.name, .kind, .namespaced, (.verbs | sort), .shortNames, .categories]] == [["nodecredentials","NodeCredential",false,["create","delete","get","list"],["nodecred"],["weft"]]]'
 check "/apis/weft.io: the APIGroup" jq_ok /apis/weft.io '.kind == "APIGroup" and .preferredVersion.groupVersion == "weft.io/v1"'
@@ -98,7 +98,7 @@ if command -v kubectl >/dev/null; then
 	k_version() { K version -o json | jq -e '.serverVersion.gitVersion | test("weft")'; }
 	k_resources() {
 		local out; out=$(K api-resources --no-headers)
-		[ "$(wc -l <<<"$out")" = 13 ] || { echo "expected 13 kinds; seen: $out"; return 1; }
+		[ "$(wc -l <<<"$out")" = 15 ] || { echo "expected 15 kinds; seen: $out"; return 1; }
 		grep -qE '^hostsubnets +hs +network.openshift.io/v1 +false +HostSubnet' <<<"$out" &&
 			grep -qE '^pods +po +v1 +true +Pod' <<<"$out" &&
 			grep -qE '^nodecredentials +nodecred +weft.io/v1 +false +NodeCredential' <<<"$out" || { echo "seen: $out"; return 1; }

@@ -76,6 +76,8 @@ networkpolicies netpol networking.k8s.io/v1 true NetworkPolicy
 ingresses ing networking.k8s.io/v1 true Ingress
 routes - route.openshift.io/v1 true Route
 secrets - v1 true Secret
+virtualservices vs lb.weft.io/v1 false VirtualService
+sslkeyandcertificates sslkc lb.weft.io/v1 false SSLKeyAndCertificate
 nodecredentials nodecred weft.io/v1 false NodeCredential"
 resources_ok() {
 	local out plural short gv nsd kind re

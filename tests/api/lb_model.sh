@@ -23,6 +23,7 @@ kind: ClusterNetwork
 metadata: {name: default}
 clusterNetworks: [{cidr: 10.128.0.0/14, hostSubnetLength: 9}]
 serviceNetwork: 172.30.0.0/16
+vipNetworks: [192.168.201.0/29]
 loadBalancer: {clusterName: weft, shardSize: $1, vipNetworks: [192.168.202.0/29]}
 EOF
 }
@@ -148,6 +149,27 @@ check "the passthrough Route is on Shared-Passthrough-0, its own VIP" wait_for 1
 route() { api GET "/apis/route.openshift.io/v1/namespaces/shop/routes/$1" | body_of | jq -r "$2"; }
 check "the Route's status: admitted, with its VIP" wait_for 10 is "True 192.168.202.1" \
 	route edge '.status.ingress[0] | "\(.conditions[0].status) \(.vip)"'
+
+echo "== a Service of type LoadBalancer: its L4 VS, under AKO's names"
+cat >"$DIR/l4.yaml" <<'EOF'
+apiVersion: v1
+kind: Service
+metadata: {name: dns, namespace: shop}
+spec: {type: LoadBalancer, ports: [{name: dns, port: 53, protocol: UDP}, {name: dns-tcp, port: 53, protocol: TCP}]}
+EOF
+check "apply it" W apply -f "$DIR/l4.yaml"
+check "weft--shop-dns: L4, with the Service's own VIP (answered by the nodes' eBPF)" wait_for 10 is \
+	"L4 192.168.201.1 weft--shop-dns-TCP-53 weft--shop-dns-UDP-53" \
+	vs weft--shop-dns '"\(.spec.type) \(.spec.vip) \([.spec.pools[].name] | join(" "))"'
+if command -v kubectl >/dev/null; then
+	K() { kubectl --kubeconfig "$CTRL_KUBECONFIG" --cache-dir "$DIR/kube-cache" "$@"; }
+	check "kubectl get vs weft--shop-dns" bash -c "$(declare -f K); K get vs weft--shop-dns --no-headers | grep -qE '^weft--shop-dns +L4 +192.168.201.1 +53/TCP,53/UDP '"
+	check "kubectl get virtualservices -o yaml names its sources" bash -c "$(declare -f K); K get virtualservices weft--shop-dns -o yaml | grep -q 'kind: Service'"
+else
+	fail "kubectl on PATH" "this check is kubectl's"
+fi
+check "delete it" W delete -f "$DIR/l4.yaml"
+check "weft--shop-dns is gone" wait_for 10 is - vs weft--shop-dns .spec.type
 
 echo "== the shard size changes: hosts move, no VS is left behind"
 cluster SMALL >"$DIR/small.yaml"

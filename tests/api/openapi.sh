@@ -88,8 +88,8 @@ else
 fi
 
 echo "== /openapi/v3"
-GVS='["api/v1","apis/network.openshift.io/v1","apis/networking.k8s.io/v1","apis/route.openshift.io/v1"]'
-check "the index: the four group-versions, each with its hash" \
+GVS='["api/v1","apis/lb.weft.io/v1","apis/network.openshift.io/v1","apis/networking.k8s.io/v1","apis/route.openshift.io/v1"]'
+check "the index: the five group-versions, each with its hash" \
 	jq_ok /openapi/v3 "(.paths | keys) == $GVS and all(.paths[]; .serverRelativeURL | test(\"^/openapi/v3/.*[?]hash=[0-9A-F]{128}\$\"))"
 URL=$(api GET /openapi/v3 | body_of | jq -r '.paths."apis/networking.k8s.io/v1".serverRelativeURL')
 check "networking.k8s.io/v1 at its hash: OpenAPI 3.0.0, the Ingress's schema with its GVK" \
