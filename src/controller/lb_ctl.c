@@ -95,6 +95,11 @@ static int catch_up(struct lb_ctl *c)
 	bool more = true;
 	int err;
 
+	if (!c->cursor) {
+		/* the first sync translates everything: events start from now */
+		c->dirty = true;
+		return store_revision(c->reg->store, &c->cursor);
+	}
 	while (more) {
 		struct store_event_list l = { 0 };
 
@@ -116,7 +121,7 @@ static int catch_up(struct lb_ctl *c)
 			c->cursor = l.events[l.n - 1].kv.mod_rev;
 		if (!l.more && l.revision > c->cursor)
 			c->cursor = l.revision;
-		more = l.more;
+		more = l.more && l.n;	/* a page without events ends it (never spin) */
 		store_event_list_free(&l);
 	}
 	return 0;
@@ -547,8 +552,10 @@ void lb_ctl_free(struct lb_ctl *c)
 
 void lb_ctl_enable(struct lb_ctl *c, bool on)
 {
-	if (on && !c->enabled)
+	if (on && !c->enabled) {
 		c->dirty = true;	/* a new leader starts from the whole cluster */
+		c->cursor = 0;
+	}
 	c->enabled = on;
 }
 
