@@ -9,6 +9,13 @@
  *      one; a reload due earlier waits as e->pending.
  *   3. The state is reloaded from the source on every change signal, and
  *      kept (e->state) for the pending reload.
+ *
+ * Signals reach the loop through a self-pipe: a handler writes the signal
+ * number (one byte) to it, the loop polls it.  A handler, not a blocked
+ * mask and sigtimedwait, because a signal may be delivered to any thread
+ * (the sanitizers' runtime has its own), and a mask covers one thread.
+ * The pipe's write end is the one file-level variable: a handler has no
+ * other way to find it.
  */
 #include "lb/engine.h"
 
@@ -19,6 +26,8 @@
 #include "lib/errmsg.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -41,6 +50,19 @@ struct engine {
 	char last[600];
 	char *report;		/* the last load's rejections */
 };
+
+static int signal_pipe = -1;
+
+static void on_signal(int sig)
+{
+	unsigned char c = (unsigned char)sig;
+	int saved = errno;
+
+	if (write(signal_pipe, &c, 1) < 0) {
+		/* full: a wake-up is pending anyway */
+	}
+	errno = saved;
+}
 
 static long now_ms(void)
 {
@@ -121,7 +143,7 @@ static struct lb_layout *build(struct engine *e, const struct lb_layout *prev)
 {
 	size_t used = strlen(e->report);
 
-	return lb_layout_build(e->state, prev, e->report + used, REPORT_MAX - used);
+	return lb_layout_build(e->state, prev, e->cfg->min_slots, e->report + used, REPORT_MAX - used);
 }
 
 static void log_report(struct engine *e)
@@ -260,26 +282,39 @@ static int start(struct engine *e, char *err, size_t errlen)
 	return 0;
 }
 
-static int loop(struct engine *e, const sigset_t *set)
+/* the signals that came (a bit per signal), waiting up to wait_ms */
+static unsigned wait_signals(int fd, long wait_ms)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	unsigned char buf[64];
+	unsigned got = 0;
+	ssize_t n;
+
+	if (poll(&p, 1, (int)wait_ms) <= 0)
+		return 0;
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		for (ssize_t i = 0; i < n; i++)
+			got |= 1u << (buf[i] & 31);
+	return got;
+}
+
+static int loop(struct engine *e, int fd)
 {
 	char err[1024];
 
 	for (;;) {
 		long wait = 1000, now = now_ms();
-		struct timespec ts;
-		siginfo_t info;
-		int sig;
+		unsigned sigs;
 
 		if (e->pending) {
 			long due = e->last_reload_ms + e->cfg->min_reload_interval_ms - now;
 
 			wait = due < 0 ? 0 : due;
 		}
-		ts = (struct timespec){ wait / 1000, (wait % 1000) * 1000000L };
-		sig = sigtimedwait(set, &info, &ts);
-		if (sig == SIGTERM || sig == SIGINT)
+		sigs = wait_signals(fd, wait);
+		if (sigs & (1u << SIGTERM | 1u << SIGINT))
 			return 0;
-		if (sig == SIGHUP)
+		if (sigs & 1u << SIGHUP)
 			change(e);
 		if (e->pending && now_ms() >= e->last_reload_ms + e->cfg->min_reload_interval_ms)
 			(void)do_reload(e);
@@ -299,15 +334,20 @@ static int loop(struct engine *e, const sigset_t *set)
 int lb_engine_run(const struct lb_engine_config *cfg, char *err, size_t errlen)
 {
 	struct engine e = { .cfg = cfg };
-	sigset_t set, old;
+	struct sigaction sa = { .sa_handler = on_signal }, old[3];
+	static const int sigs[3] = { SIGHUP, SIGTERM, SIGINT };
+	int pipefd[2] = { -1, -1 };
 	int r;
 
-	sigemptyset(&set);
-	sigaddset(&set, SIGHUP);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGCHLD);
-	sigprocmask(SIG_BLOCK, &set, &old);
+	if (pipe2(pipefd, O_CLOEXEC | O_NONBLOCK) != 0) {
+		errmsg(err, errlen, "pipe: %s", strerror(errno));
+		return -errno;
+	}
+	signal_pipe = pipefd[1];
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESTART;
+	for (int i = 0; i < 3; i++)
+		sigaction(sigs[i], &sa, &old[i]);
 	e.report = calloc(1, REPORT_MAX);
 	if (!e.report) {
 		r = -ENOMEM;
@@ -317,7 +357,7 @@ int lb_engine_run(const struct lb_engine_config *cfg, char *err, size_t errlen)
 	if ((r = start(&e, err, errlen)))
 		goto out;
 	write_status(&e);
-	r = loop(&e, &set);
+	r = loop(&e, pipefd[0]);
 	logf_(&e, "stopping haproxy (master %d)", (int)e.h.master);
 out:
 	lb_haproxy_stop(&e.h);
@@ -326,6 +366,10 @@ out:
 	lb_layout_free(e.applied);
 	lb_state_free(e.state);
 	free(e.report);
-	sigprocmask(SIG_SETMASK, &old, NULL);
+	for (int i = 0; i < 3; i++)
+		sigaction(sigs[i], &old[i], NULL);
+	signal_pipe = -1;
+	close(pipefd[0]);
+	close(pipefd[1]);
 	return r;
 }

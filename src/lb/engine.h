@@ -40,12 +40,14 @@ struct lb_engine_config {
 	const char *state_dir;		/* absolute */
 	const char *haproxy;		/* the haproxy binary */
 	long min_reload_interval_ms;
+	size_t min_slots;		/* per pool (layout.h) */
 	struct lb_source *source;	/* borrowed */
 	void (*log)(void *arg, const char *line);
 	void *log_arg;
 };
 
-/* Runs until SIGTERM or SIGINT (blocked by the engine, with SIGHUP).
+/* Runs until SIGTERM or SIGINT (the engine handles them and SIGHUP while
+ * it runs, and puts the previous handlers back).
  * 0, or -errno with err saying why it could not start. */
 int lb_engine_run(const struct lb_engine_config *cfg, char *err, size_t errlen)
 	__attribute__((warn_unused_result));

@@ -59,9 +59,9 @@ static uint64_t hash_str(const char *s)
 	return u64map_hash_bytes(s, strlen(s));
 }
 
-size_t lb_slots_for(size_t n)
+size_t lb_slots_for(size_t n, size_t min)
 {
-	size_t s = LB_SLOTS_MIN;
+	size_t s = min;
 
 	while (s < n)
 		s *= 2;
@@ -199,6 +199,7 @@ static void part_clear(struct part *p)
 struct builder {
 	const struct lb_state *state;
 	const struct lb_layout *prev;
+	size_t min_slots;
 	struct lb_layout *l;
 	struct u64map listeners;	/* VIP << 16 | port -> 1 */
 	struct u64map backend_names;	/* hash(name) -> 1 */
@@ -235,13 +236,14 @@ static const struct lb_slot_pool *prev_pool(const struct builder *b, const char 
 }
 
 /* fill sp's slots with pool's servers, sticky to prev (layout.h) */
-static int assign_slots(struct lb_slot_pool *sp, const struct lb_pool *pool, const struct lb_slot_pool *prev)
+static int assign_slots(struct lb_slot_pool *sp, const struct lb_pool *pool, const struct lb_slot_pool *prev,
+			size_t min_slots)
 {
 	struct u64map wanted = { 0 };
 	size_t next = 0;
 	int r = 0;
 
-	sp->n_slots = lb_slots_for(pool->n_servers);
+	sp->n_slots = lb_slots_for(pool->n_servers, min_slots);
 	if (prev) {
 		sp->n_slots = prev->n_slots;
 		while (sp->n_slots < pool->n_servers)
@@ -334,7 +336,7 @@ static int add_slot_pool(struct builder *b, struct lb_backend *be, const struct 
 		if (!(sp->ca_pem = strdup(pool->ca_pem)))
 			return -ENOMEM;
 	}
-	return assign_slots(sp, pool, prev_pool(b, be->name, pool->name));
+	return assign_slots(sp, pool, prev_pool(b, be->name, pool->name), b->min_slots);
 }
 
 /* the route key of a member: host + path ("/" when none), or for a
@@ -753,12 +755,16 @@ static int lay_all(struct builder *b, bool children)
 	return 0;
 }
 
-struct lb_layout *lb_layout_build(const struct lb_state *s, const struct lb_layout *prev, char *report,
-				  size_t len)
+struct lb_layout *lb_layout_build(const struct lb_state *s, const struct lb_layout *prev, size_t min_slots,
+				  char *report, size_t len)
 {
-	struct builder b = { .state = s, .prev = prev, .report = report, .len = len };
+	struct builder b = { .state = s, .prev = prev, .min_slots = min_slots, .report = report, .len = len };
 	int r;
 
+	if (min_slots < LB_SLOTS_MIN || min_slots > LB_SLOTS_MAX || (min_slots & (min_slots - 1))) {
+		errno = EINVAL;
+		return NULL;
+	}
 	b.l = calloc(1, sizeof(*b.l));
 	if (!b.l) {
 		r = -ENOMEM;

@@ -17,7 +17,9 @@
  * One backend per (pool group, priority label): the members sharing a
  * route key.  In it, each member's pool has its own run of server slots
  * ("<pool>:<n>", n from 1), so per-pool TLS settings stay on the server
- * lines.  A pool's slot count is a power of two, at least LB_SLOTS_MIN.
+ * lines.  A pool's slot count is a power of two, at least min_slots (a
+ * power of two from LB_SLOTS_MIN to LB_SLOTS_MAX; the engine's
+ * --min-slots): the headroom a pool can scale into without a reload.
  *
  * Slot assignment (lb_layout_build):
  *   prev == NULL  fresh: servers in sorted order from slot 1; counts as
@@ -51,6 +53,7 @@
 #include <stdint.h>
 
 #define LB_SLOTS_MIN	8
+#define LB_SLOTS_MAX	1024
 #define LB_WEIGHT_MAX	256
 #define LB_FRONTENDS_MAX 4096
 #define LB_BACKENDS_MAX	 65536
@@ -121,19 +124,20 @@ struct lb_layout {
 	size_t n_backends;
 };
 
-/* Build the layout of state s (sticky to prev when given, see above).
- * Each VS left out is one line appended to report (may be NULL), naming
- * it.  NULL with errno ENOMEM or E2BIG (past the LB_*_MAX bounds). */
-struct lb_layout *lb_layout_build(const struct lb_state *s, const struct lb_layout *prev, char *report,
-				  size_t len);
+/* Build the layout of state s (sticky to prev when given, see above),
+ * pools with at least min_slots slots.  Each VS left out is one line
+ * appended to report (may be NULL), naming it.  NULL with errno ENOMEM or
+ * E2BIG (past the LB_*_MAX bounds), EINVAL (min_slots). */
+struct lb_layout *lb_layout_build(const struct lb_state *s, const struct lb_layout *prev, size_t min_slots,
+				  char *report, size_t len);
 void lb_layout_free(struct lb_layout *l);
 
 /* binary search by name; NULL when absent; borrowed from l */
 const struct lb_backend *lb_layout_find_backend(const struct lb_layout *l, const char *name);
 const struct lb_frontend *lb_layout_find_frontend(const struct lb_layout *l, const char *name);
 
-/* how many slots n servers need: the next power of two, at least LB_SLOTS_MIN */
-size_t lb_slots_for(size_t n);
+/* how many slots n servers need: the next power of two, at least min */
+size_t lb_slots_for(size_t n, size_t min);
 
 /* servers in use over all backends (for the status) */
 size_t lb_layout_servers(const struct lb_layout *l);

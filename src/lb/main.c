@@ -27,7 +27,7 @@
 
 struct flags {
 	const char *name, *state_dir, *objects_dir, *out, *haproxy;
-	long min_reload_ms;
+	long min_reload_ms, min_slots;
 };
 
 struct command {
@@ -43,8 +43,9 @@ static int cmd_status(struct flags *f);
 static const struct command commands[] = {
 	{ "run", cmd_run,
 	  "--name SE --state-dir DIR --objects-dir DIR [--haproxy PATH] [--min-reload-interval-ms N]\n"
+	  "        [--min-slots N]\n"
 	  "        serve the objects of DIR (*.json, one object each); SIGHUP: read them again" },
-	{ "render", cmd_render, "--objects-dir DIR --out DIR [--haproxy PATH]\n"
+	{ "render", cmd_render, "--objects-dir DIR --out DIR [--haproxy PATH] [--min-slots N]\n"
 				"        write the configuration the objects give, and check it with haproxy -c" },
 	{ "status", cmd_status, "--state-dir DIR\n        print the engine's counters (DIR/status.json)" },
 };
@@ -101,7 +102,8 @@ static int cmd_run(struct flags *f)
 		goto out;
 	}
 	cfg = (struct lb_engine_config){ .name = f->name, .state_dir = dir, .haproxy = f->haproxy,
-					 .min_reload_interval_ms = f->min_reload_ms, .source = &src,
+					 .min_reload_interval_ms = f->min_reload_ms, .min_slots = (size_t)f->min_slots,
+					 .source = &src,
 					 .log = log_line };
 	r = lb_engine_run(&cfg, err, sizeof(err));
 	if (r)
@@ -137,7 +139,7 @@ static int cmd_render(struct flags *f)
 		fprintf(stderr, "weft-lb: reading %s failed\n", f->objects_dir);
 		goto out;
 	}
-	l = lb_layout_build(state, NULL, report + strlen(report), 64 * 1024 - strlen(report));
+	l = lb_layout_build(state, NULL, (size_t)f->min_slots, report + strlen(report), 64 * 1024 - strlen(report));
 	if (!l) {
 		fprintf(stderr, "weft-lb: layout: %s\n", strerror(errno));
 		goto out;
@@ -201,6 +203,15 @@ static int parse_flags(int argc, char **argv, struct flags *f)
 		}
 		if (slot) {
 			*slot = v;
+		} else if (strcmp(a, "--min-slots") == 0) {
+			errno = 0;
+			f->min_slots = strtol(v, &end, 10);
+			if (errno || *end || f->min_slots < LB_SLOTS_MIN || f->min_slots > LB_SLOTS_MAX ||
+			    (f->min_slots & (f->min_slots - 1))) {
+				fprintf(stderr, "weft-lb: --min-slots %s: not a power of two from %d to %d\n", v,
+					LB_SLOTS_MIN, LB_SLOTS_MAX);
+				return -1;
+			}
 		} else if (strcmp(a, "--min-reload-interval-ms") == 0) {
 			errno = 0;
 			f->min_reload_ms = strtol(v, &end, 10);
@@ -219,7 +230,7 @@ static int parse_flags(int argc, char **argv, struct flags *f)
 
 int main(int argc, char **argv)
 {
-	struct flags f = { .haproxy = "/usr/sbin/haproxy", .min_reload_ms = 1000 };
+	struct flags f = { .haproxy = "/usr/sbin/haproxy", .min_reload_ms = 1000, .min_slots = LB_SLOTS_MIN };
 
 	if (argc < 2 || strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0) {
 		usage(argc < 2 ? stderr : stdout);

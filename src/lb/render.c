@@ -62,7 +62,6 @@ static void render_global(FILE *f, const char *dir)
 		   "\tstats socket %s/haproxy.sock mode 600 level admin expose-fd listeners\n"
 		   "\tstats timeout 30s\n"
 		   "\thard-stop-after 30s\n"
-		   "\tmaxconn 50000\n"
 		   "\ttune.ssl.default-dh-param 2048\n"
 		   "\n"
 		   "defaults\n"

@@ -90,6 +90,8 @@ int lb_runtime_call(const char *socket_path, const char *command, const char *pa
 	}
 	if ((r = send_all(fd, "\n", 1, deadline)))
 		goto out;
+	/* the master socket answers and closes only once it sees our end */
+	shutdown(fd, SHUT_WR);
 	for (;;) {
 		char sink[512];
 		char *dst = got + 1 < cap ? answer + got : sink;

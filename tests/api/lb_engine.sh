@@ -17,7 +17,7 @@
 #   │  192.168.202.2:80   PassthroughInsecure: 302 for pass.example.com         │
 #   │  192.168.202.3:80   Dedicated (added later: the one reload)              │
 #   │      │                                                                    │
-#   │      ▼  dummy0: 10.128.0.1-5:8080 http, 10.128.1.1:9100-9149 http,        │
+#   │      ▼  lo:     10.128.0.1-5:8080 http, 10.128.1.1:9100-9149 http,        │
 #   │         10.128.0.6:8443 openssl s_server (CA 1), 10.128.0.7:8443 (pass)   │
 #   └──────────────────────────────────────────────────────────────────────────┘
 cd "$(dirname "$0")/../.." && source tests/lib.sh
@@ -31,6 +31,7 @@ mkdir -p "$OBJ" "$STATE" "$PKI"
 NS_MADE=0
 
 cleanup() {
+	[ -z "${KEEP:-}" ] || { echo "kept: $dir ns $NS"; return; }
 	local p
 	stop_started
 	# HAProxy was started by weft-lb: its master is in our state directory's pid file
@@ -54,10 +55,8 @@ status() { jq -r ".$1" "$STATE/status.json" 2>/dev/null; }
 must ip netns add "$NS"
 NS_MADE=1
 must ns ip link set lo up
-must ns ip link add dummy0 type dummy
-must ns ip link set dummy0 up
 for a in $VIP1 $VIP2 $VIP3 10.128.0.1 10.128.0.2 10.128.0.3 10.128.0.4 10.128.0.5 10.128.0.6 10.128.0.7 10.128.1.1; do
-	must ns ip addr add "$a/32" dev dummy0
+	must ns ip addr add "$a/32" dev lo
 done
 
 cert() { # cert NAME CN [CA]: NAME.key, NAME.crt (self-signed, or signed by CA)
@@ -82,12 +81,12 @@ must cert pass pass-backend.internal
 
 ports=(10.128.0.1:8080 10.128.0.2:8080 10.128.0.3:8080 10.128.0.4:8080 10.128.0.5:8080)
 for p in $(seq 9100 9149); do ports+=("10.128.1.1:$p"); done
-ns python3 tests/tools/lb_backends.py serve "${ports[@]}" >"$dir/backends.log" 2>&1 &
+ip netns exec "$NS" python3 tests/tools/lb_backends.py serve "${ports[@]}" >"$dir/backends.log" 2>&1 &
 T_PIDS+=($!)
-ns openssl s_server -accept 10.128.0.6:8443 -cert "$PKI/backend.crt" -key "$PKI/backend.key" -www -quiet \
+ip netns exec "$NS" openssl s_server -accept 10.128.0.6:8443 -cert "$PKI/backend.crt" -key "$PKI/backend.key" -www -quiet \
 	>"$dir/s_server_reencrypt.log" 2>&1 &
 T_PIDS+=($!)
-ns openssl s_server -accept 10.128.0.7:8443 -cert "$PKI/pass.crt" -key "$PKI/pass.key" -www -quiet \
+ip netns exec "$NS" openssl s_server -accept 10.128.0.7:8443 -cert "$PKI/pass.crt" -key "$PKI/pass.key" -www -quiet \
 	>"$dir/s_server_pass.log" 2>&1 &
 T_PIDS+=($!)
 must wait_for "$SERVER_START_S" grep -q listening "$dir/backends.log"
@@ -161,7 +160,8 @@ must write_objects
 # --- the engine
 generation() { status generation; }
 start_engine() {
-	ns "$LB" run --name se-1 --state-dir "$STATE" --objects-dir "$OBJ" --min-reload-interval-ms 500 \
+	ip netns exec "$NS" "$LB" run --name se-1 --state-dir "$STATE" --objects-dir "$OBJ" --min-reload-interval-ms 500 \
+		--min-slots 64 \
 		>>"$dir/lb.log" 2>&1 &
 	LB_PID=$!
 	T_PIDS+=("$LB_PID")
@@ -174,15 +174,17 @@ hup() {
 	wait_for 30 bash -c "[ \"\$(jq -r .generation '$STATE/status.json')\" -gt $g ] &&
 		[ \"\$(jq -r .pendingReload '$STATE/status.json')\" = false ]"
 }
-check "weft-lb run starts HAProxy and writes its status" start_engine
-[ -s "$STATE/status.json" ] || { tail -n 20 "$dir/lb.log"; finish; exit 1; }
+start_engine
+running() { [ "$(status haproxyPid)" -gt 0 ] && kill -0 "$LB_PID"; }
+check "weft-lb run starts HAProxy and writes its status" running
+running || { tail -n 20 "$dir/lb.log"; finish; exit 1; }
 R0=$(status reloads)
 
 get() { # get HOST PATH [VIP]: the body
 	ns curl -s --max-time 5 -H "Host: $1" "http://${3:-$VIP1}$2"
 }
-routed() { # routed HOST PATH SERVER
-	get "$1" "$2" | grep -q "^srv=$3 "
+routed() { # routed HOST PATH SERVER [VIP]
+	get "$1" "$2" "${4:-}" | grep -q "^srv=$3 "
 }
 check "a.example.com/api/v2/x goes to /api/v2's pool (longest prefix first)" routed a.example.com /api/v2/x 10.128.0.2:8080
 check "a.example.com/api/x goes to /api's pool" routed a.example.com /api/x 10.128.0.1:8080
@@ -279,7 +281,8 @@ sum_before=$(cat "$STATE/haproxy.cfg" "$STATE"/maps/* "$STATE"/certs/*.crtlist |
 master_before=$(status haproxyPid)
 kill -KILL "$LB_PID"; wait "$LB_PID" 2>/dev/null
 rm -f "$STATE/status.json"
-check "the engine starts again" start_engine
+start_engine
+check "the engine starts again" running
 check "... it adopted the running HAProxy (master $master_before)" test "$(status haproxyPid)" = "$master_before"
 check "... with no reload (same files)" test "$(status reloads)" = 0
 check "... the files are the same" test "$(cat "$STATE/haproxy.cfg" "$STATE"/maps/* "$STATE"/certs/*.crtlist | sha256sum)" = "$sum_before"
@@ -293,6 +296,7 @@ stop_engine() {
 	[ "$rc" = 0 ] || { echo "weft-lb exited $rc"; tail -n 20 "$dir/lb.log"; return 1; }
 	! kill -0 "$master_before" 2>/dev/null
 }
-check "SIGTERM: weft-lb stops HAProxy and exits 0 (no sanitizer report)" stop_engine
+stop_engine >"$dir/stop.out" 2>&1 && pass "SIGTERM: weft-lb stops HAProxy and exits 0 (no sanitizer report)" ||
+	fail "SIGTERM: weft-lb stops HAProxy and exits 0 (no sanitizer report)" "$(tail -n 20 "$dir/stop.out")"
 echo "  (engine log:)"; sed 's/^/    /' "$dir/lb.log" | grep -v '^    weft-lb: rejected' | head -n 20
 finish
