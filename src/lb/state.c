@@ -731,7 +731,8 @@ size_t lb_state_finish(struct lb_state *s, char *report, size_t len)
 	size_t dropped = 0, w, i;
 
 	/* stable order: the first of equal names (in input order) is kept */
-	qsort(s->vs, s->n_vs, sizeof(*s->vs), vs_seq_cmp);
+	if (s->n_vs)
+		qsort(s->vs, s->n_vs, sizeof(*s->vs), vs_seq_cmp);
 	for (w = 0, i = 0; i < s->n_vs; i++) {
 		if (w && strcmp(s->vs[w - 1].name, s->vs[i].name) == 0) {
 			errmsg_line(report, len, "VirtualService %s: defined twice; the second is ignored", s->vs[i].name);
@@ -742,7 +743,8 @@ size_t lb_state_finish(struct lb_state *s, char *report, size_t len)
 		s->vs[w++] = s->vs[i];
 	}
 	s->n_vs = w;
-	qsort(s->certs, s->n_certs, sizeof(*s->certs), cert_seq_cmp);
+	if (s->n_certs)
+		qsort(s->certs, s->n_certs, sizeof(*s->certs), cert_seq_cmp);
 	for (w = 0, i = 0; i < s->n_certs; i++) {
 		if (w && strcmp(s->certs[w - 1].name, s->certs[i].name) == 0) {
 			errmsg_line(report, len, "SSLKeyAndCertificate %s: defined twice; the second is ignored",
