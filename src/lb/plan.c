@@ -110,7 +110,17 @@ static void first_difference(const char *a, const char *b, char *reason, size_t 
 		b += nb + (b[nb] == '\n');
 		line++;
 	}
-	snprintf(reason, len, "configuration line %zu: %s", line, *b ? "lines added" : "lines removed");
+	if (*a || *b) {
+		const char *rest = *b ? b : a;
+		size_t n;
+
+		while (*rest == '\n')	/* the blank line before a section */
+			rest++;
+		n = strcspn(rest, "\n");
+
+		snprintf(reason, len, "configuration line %zu: \"%.*s\" %s", line, (int)(n > 200 ? 200 : n), rest,
+			 *b ? "added" : "removed");
+	}
 }
 
 static const struct lb_sni *find_sni(const struct lb_frontend *fe, const char *file)
