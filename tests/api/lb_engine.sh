@@ -31,7 +31,6 @@ mkdir -p "$OBJ" "$STATE" "$PKI"
 NS_MADE=0
 
 cleanup() {
-	[ -z "${KEEP:-}" ] || { echo "kept: $dir ns $NS"; return; }
 	local p
 	stop_started
 	# HAProxy was started by weft-lb: its master is in our state directory's pid file
