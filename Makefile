@@ -58,12 +58,12 @@ CFLAGS   += -I. -I$(BPFOUT)
 # modules: every .c is a library object except main.c, *_test.c, *_fuzz.c
 srcs      = $(filter-out %/main.c %_test.c %_fuzz.c,$(wildcard src/$(1)/*.c))
 objs      = $(patsubst src/%.c,$(BUILD)/obj/%.o,$(call srcs,$(1)))
-MODULES  := lib model store controller ctl agent cni
+MODULES  := lib model store controller ctl agent cni lb
 LIBOBJS  := $(foreach m,$(MODULES),$(call objs,$(m)))
 
 # archive order = link order (a module before what it uses)
 ARCHIVES := $(BUILD)/libweft_controller.a $(BUILD)/libweft_ctl.a \
-            $(BUILD)/libweft_agent.a $(BUILD)/libweft_cni.a \
+            $(BUILD)/libweft_agent.a $(BUILD)/libweft_cni.a $(BUILD)/libweft_lb.a \
             $(BUILD)/libweft_store.a $(BUILD)/libweft_model.a $(BUILD)/libweft_lib.a
 
 # eBPF: one .bpf.c per attach point -> object -> libbpf skeleton header.
@@ -76,7 +76,7 @@ BPFHDRS  := $(wildcard bpf/*.h bpf/lib/*.h)
 BPFCFLAGS:= -O2 -g -target bpf -D__TARGET_ARCH_x86 -I/usr/include/$(shell uname -m)-linux-gnu \
             -I. -Wall -Wextra -Werror -Wno-unused-parameter
 
-BINS     := weft-controller weftctl weft-agent weft-cni
+BINS     := weft-controller weftctl weft-agent weft-cni weft-lb
 SCRIPTS  := weft-lab
 BINPATHS := $(addprefix $(BUILD)/bin/,$(BINS))
 TESTSRC  := $(wildcard src/*/*_test.c)
@@ -150,6 +150,12 @@ $(BUILD)/bin/weft-agent: $(BUILD)/obj/agent/main.o $(ARCHIVES)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(ARCHIVES) $(LDLIBS) $(AGENT_LIBS)
+
+# the service engine: its module, lib and jansson
+$(BUILD)/bin/weft-lb: $(BUILD)/obj/lb/main.o $(BUILD)/libweft_lb.a $(BUILD)/libweft_lib.a
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(BUILD)/libweft_lb.a $(BUILD)/libweft_lib.a $(LDLIBS)
 
 # the CNI plugin runs once per pod start: it links only lib and jansson
 $(BUILD)/bin/weft-cni: $(BUILD)/obj/cni/main.o $(BUILD)/libweft_cni.a $(BUILD)/libweft_lib.a

@@ -1,0 +1,375 @@
+/*
+ * engine.c — the loop of engine.h: signals, loading, planning, applying,
+ * the reload rate limit, counters and status.
+ *
+ * Invariants:
+ *   1. e->applied is the layout HAProxy runs, and the files under the
+ *      state directory are its files (written before HAProxy is told).
+ *   2. A reload never happens within min_reload_interval_ms of the last
+ *      one; a reload due earlier waits as e->pending.
+ *   3. The state is reloaded from the source on every change signal, and
+ *      kept (e->state) for the pending reload.
+ *
+ * Signals reach the loop through a self-pipe: a handler writes the signal
+ * number (one byte) to it, the loop polls it.  A handler, not a blocked
+ * mask and sigtimedwait, because a signal may be delivered to any thread
+ * (the sanitizers' runtime has its own), and a mask covers one thread.
+ * The pipe's write end is the one file-level variable: a handler has no
+ * other way to find it.
+ */
+#include "lb/engine.h"
+
+#include "lb/haproxy.h"
+#include "lb/layout.h"
+#include "lb/plan.h"
+#include "lb/render.h"
+#include "lib/errmsg.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define REPORT_MAX (64 * 1024)
+
+struct engine {
+	const struct lb_engine_config *cfg;
+	struct lb_haproxy h;
+	struct lb_state *state;
+	struct lb_layout *applied;
+	bool pending;
+	char pending_reason[512];
+	long last_reload_ms;
+	unsigned long reloads, batches, commands, generation, failures;
+	char last[600];
+	char *report;		/* the last load's rejections */
+};
+
+static int signal_pipe = -1;
+
+static void on_signal(int sig)
+{
+	unsigned char c = (unsigned char)sig;
+	int saved = errno;
+
+	if (write(signal_pipe, &c, 1) < 0) {
+		/* full: a wake-up is pending anyway */
+	}
+	errno = saved;
+}
+
+static long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
+}
+
+static void logf_(struct engine *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void logf_(struct engine *e, const char *fmt, ...)
+{
+	char line[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (e->cfg->log)
+		e->cfg->log(e->cfg->log_arg, line);
+}
+
+static void write_status(struct engine *e)
+{
+	char path[LB_PATH_BUF], tmp[LB_PATH_BUF + 8];
+	json_t *st = json_object(), *rejected = json_array();
+	const struct lb_layout *l = e->applied;
+
+	for (char *line = e->report, *end; line && *line; line = *end ? end + 1 : end) {
+		end = line + strcspn(line, "\n");
+		json_array_append_new(rejected, json_stringn(line, (size_t)(end - line)));
+	}
+	json_object_set_new(st, "name", json_string(e->cfg->name));
+	json_object_set_new(st, "generation", json_integer((json_int_t)e->generation));
+	json_object_set_new(st, "reloads", json_integer((json_int_t)e->reloads));
+	json_object_set_new(st, "runtimeBatches", json_integer((json_int_t)e->batches));
+	json_object_set_new(st, "runtimeCommands", json_integer((json_int_t)e->commands));
+	json_object_set_new(st, "failures", json_integer((json_int_t)e->failures));
+	json_object_set_new(st, "pendingReload", json_boolean(e->pending));
+	json_object_set_new(st, "haproxyPid", json_integer(e->h.master));
+	json_object_set_new(st, "workerPid", json_integer(e->h.worker));
+	json_object_set_new(st, "frontends", json_integer(l ? (json_int_t)l->n_frontends : 0));
+	json_object_set_new(st, "backends", json_integer(l ? (json_int_t)l->n_backends : 0));
+	json_object_set_new(st, "servers", json_integer(l ? (json_int_t)lb_layout_servers(l) : 0));
+	json_object_set_new(st, "last", json_string(e->last));
+	json_object_set_new(st, "rejected", rejected);
+	lb_render_path(path, e->cfg->state_dir, NULL, "status.json");
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	if (json_dump_file(st, tmp, JSON_INDENT(2) | JSON_SORT_KEYS) == 0)
+		rename(tmp, path);
+	json_decref(st);
+}
+
+/* a fresh state from the source; the old one is kept on failure */
+static int load(struct engine *e)
+{
+	struct lb_state *s = lb_state_new();
+	int r;
+
+	if (!s)
+		return -ENOMEM;
+	e->report[0] = '\0';
+	r = e->cfg->source->ops->load(e->cfg->source->ctx, s, e->report, REPORT_MAX);
+	if (r) {
+		lb_state_free(s);
+		logf_(e, "source %s: load failed: %s; keeping the objects loaded before", e->cfg->source->ops->name,
+		      strerror(-r));
+		return r;
+	}
+	lb_state_free(e->state);
+	e->state = s;
+	e->generation++;
+	return 0;
+}
+
+/* build a layout of e->state (sticky to prev); rejections appended */
+static struct lb_layout *build(struct engine *e, const struct lb_layout *prev)
+{
+	size_t used = strlen(e->report);
+
+	return lb_layout_build(e->state, prev, e->cfg->min_slots, e->report + used, REPORT_MAX - used);
+}
+
+static void log_report(struct engine *e)
+{
+	for (char *line = e->report, *end; *line; line = *end ? end + 1 : end) {
+		end = line + strcspn(line, "\n");
+		logf_(e, "rejected: %.*s", (int)(end - line), line);
+	}
+}
+
+static int do_reload(struct engine *e)
+{
+	char err[4096];
+	struct lb_layout *l;
+	int r;
+
+	e->report[0] = '\0';
+	l = build(e, NULL);
+	if (!l)
+		return -errno;
+	if ((r = lb_render_write(l, e->cfg->state_dir, err, sizeof(err))) ||
+	    (r = lb_haproxy_check(e->cfg->haproxy, e->cfg->state_dir, err, sizeof(err))) ||
+	    (r = lb_haproxy_reload(&e->h, err, sizeof(err)))) {
+		e->failures++;
+		logf_(e, "reload failed: %s", err);
+		/* the files go back to what runs */
+		if (e->applied && lb_render_write(e->applied, e->cfg->state_dir, err, sizeof(err)))
+			logf_(e, "restoring the files: %s", err);
+		lb_layout_free(l);
+		e->pending = false;
+		return r;
+	}
+	e->reloads++;
+	e->last_reload_ms = now_ms();
+	e->pending = false;
+	snprintf(e->last, sizeof(e->last), "reload: %s", e->pending_reason);
+	logf_(e, "reload %lu (worker %d): %s; %zu listeners, %zu backends, %zu servers", e->reloads, (int)e->h.worker,
+	      e->pending_reason, l->n_frontends, l->n_backends, lb_layout_servers(l));
+	lb_layout_free(e->applied);
+	e->applied = l;
+	return 0;
+}
+
+static void want_reload(struct engine *e, const char *reason)
+{
+	snprintf(e->pending_reason, sizeof(e->pending_reason), "%s", reason);
+	e->pending = true;
+}
+
+/* a change: runtime ops, or a pending reload */
+static void change(struct engine *e)
+{
+	struct lb_plan plan = { 0 };
+	struct lb_layout *l = NULL;
+	char err[1024];
+	size_t i = 0;
+
+	if (load(e) != 0)
+		return;
+	log_report(e);
+	if (!(l = build(e, e->applied)) || lb_plan_make(e->applied, l, e->cfg->state_dir, &plan) != 0) {
+		logf_(e, "planning: %s", strerror(errno ? errno : ENOMEM));
+		goto out;
+	}
+	if (plan.reload) {
+		want_reload(e, plan.reason);
+		goto out;
+	}
+	e->pending = false;	/* a reverted change no longer needs the reload */
+	if (plan.n_ops == 0) {
+		snprintf(e->last, sizeof(e->last), "no change");
+		goto out;
+	}
+	if (lb_render_write(l, e->cfg->state_dir, err, sizeof(err)) != 0) {
+		logf_(e, "writing files: %s", err);
+		goto out;
+	}
+	for (i = 0; i < plan.n_ops; i++)
+		if (lb_haproxy_apply(&e->h, &plan.ops[i], err, sizeof(err)) != 0)
+			break;
+	e->batches++;
+	e->commands += i;
+	if (i < plan.n_ops) {
+		e->failures++;
+		logf_(e, "runtime batch %lu: command %zu of %zu failed: %s; reloading instead", e->batches, i + 1,
+		      plan.n_ops, err);
+		want_reload(e, "a runtime command failed");
+		goto out;
+	}
+	snprintf(e->last, sizeof(e->last), "runtime: %zu commands", plan.n_ops);
+	logf_(e, "runtime batch %lu: %zu commands (%zu servers, %zu maps, %zu certificates), no reload", e->batches,
+	      plan.n_ops, plan.servers, plan.maps, plan.certs);
+	lb_layout_free(e->applied);
+	e->applied = l;
+	l = NULL;
+out:
+	lb_plan_clear(&plan);
+	lb_layout_free(l);
+}
+
+static int start(struct engine *e, char *err, size_t errlen)
+{
+	bool adopted = false;
+	int r;
+
+	if ((r = load(e))) {
+		errmsg(err, errlen, "loading objects: %s", strerror(-r));
+		return r;
+	}
+	log_report(e);
+	e->applied = build(e, NULL);
+	if (!e->applied) {
+		errmsg(err, errlen, "layout: %s", strerror(errno));
+		return -errno;
+	}
+	e->h.bin = e->cfg->haproxy;
+	e->h.dir = e->cfg->state_dir;
+	/* adopting: the files on disk are what the running HAProxy has */
+	{
+		bool same = lb_render_matches(e->applied, e->cfg->state_dir);
+
+		if ((r = lb_render_write(e->applied, e->cfg->state_dir, err, errlen)) ||
+		    (r = lb_haproxy_check(e->cfg->haproxy, e->cfg->state_dir, err, errlen)) ||
+		    (r = lb_haproxy_start(&e->h, &adopted, err, errlen)))
+			return r;
+		if (adopted && !same) {
+			want_reload(e, "adopted HAProxy runs other files");
+			e->last_reload_ms = now_ms() - e->cfg->min_reload_interval_ms;
+			return do_reload(e);
+		}
+	}
+	snprintf(e->last, sizeof(e->last), "%s", adopted ? "adopted, same configuration" : "started");
+	logf_(e, "haproxy %s (master %d, worker %d): %zu listeners, %zu backends, %zu servers",
+	      adopted ? "adopted, same configuration, no reload" : "started", (int)e->h.master, (int)e->h.worker,
+	      e->applied->n_frontends, e->applied->n_backends, lb_layout_servers(e->applied));
+	return 0;
+}
+
+/* the signals that came (a bit per signal), waiting up to wait_ms */
+static unsigned wait_signals(int fd, long wait_ms)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	unsigned char buf[64];
+	unsigned got = 0;
+	ssize_t n;
+
+	if (poll(&p, 1, (int)wait_ms) <= 0)
+		return 0;
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		for (ssize_t i = 0; i < n; i++)
+			got |= 1u << (buf[i] & 31);
+	return got;
+}
+
+static int loop(struct engine *e, int fd)
+{
+	char err[1024];
+
+	for (;;) {
+		long wait = 1000, now = now_ms();
+		unsigned sigs;
+
+		if (e->pending) {
+			long due = e->last_reload_ms + e->cfg->min_reload_interval_ms - now;
+
+			wait = due < 0 ? 0 : due;
+		}
+		sigs = wait_signals(fd, wait);
+		if (sigs & (1u << SIGTERM | 1u << SIGINT))
+			return 0;
+		if (sigs & 1u << SIGHUP)
+			change(e);
+		if (e->pending && now_ms() >= e->last_reload_ms + e->cfg->min_reload_interval_ms)
+			(void)do_reload(e);
+		if (!lb_haproxy_alive(&e->h)) {
+			bool adopted;
+
+			e->failures++;
+			logf_(e, "haproxy is gone; starting it again");
+			if (lb_render_write(e->applied, e->cfg->state_dir, err, sizeof(err)) ||
+			    lb_haproxy_start(&e->h, &adopted, err, sizeof(err)))
+				logf_(e, "restart failed: %s", err);
+		}
+		write_status(e);
+	}
+}
+
+int lb_engine_run(const struct lb_engine_config *cfg, char *err, size_t errlen)
+{
+	struct engine e = { .cfg = cfg };
+	struct sigaction sa = { .sa_handler = on_signal }, old[3];
+	static const int sigs[3] = { SIGHUP, SIGTERM, SIGINT };
+	int pipefd[2] = { -1, -1 };
+	int r;
+
+	if (pipe2(pipefd, O_CLOEXEC | O_NONBLOCK) != 0) {
+		errmsg(err, errlen, "pipe: %s", strerror(errno));
+		return -errno;
+	}
+	signal_pipe = pipefd[1];
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESTART;
+	for (int i = 0; i < 3; i++)
+		sigaction(sigs[i], &sa, &old[i]);
+	e.report = calloc(1, REPORT_MAX);
+	if (!e.report) {
+		r = -ENOMEM;
+		goto out;
+	}
+	e.last_reload_ms = now_ms() - cfg->min_reload_interval_ms;
+	if ((r = start(&e, err, errlen)))
+		goto out;
+	write_status(&e);
+	r = loop(&e, pipefd[0]);
+	logf_(&e, "stopping haproxy (master %d)", (int)e.h.master);
+out:
+	lb_haproxy_stop(&e.h);
+	if (e.report)
+		write_status(&e);
+	lb_layout_free(e.applied);
+	lb_state_free(e.state);
+	free(e.report);
+	for (int i = 0; i < 3; i++)
+		sigaction(sigs[i], &old[i], NULL);
+	signal_pipe = -1;
+	close(pipefd[0]);
+	close(pipefd[1]);
+	return r;
+}

@@ -1,0 +1,43 @@
+/*
+ * source.h — where the engine's objects come from, behind one table of
+ * functions chosen in main: a directory of JSON files (source_dir.c) now;
+ * the API's list and watch of /apis/lb.weft.io/v1/virtualservices and
+ * sslkeyandcertificates next, behind the same table.
+ *
+ *   load:  every object the source holds now, into an empty state; each
+ *          object that could not be read or parsed is one line in report
+ *          (naming it), and the others are loaded.  0, or a negative
+ *          errno when the source itself failed (the state is then not
+ *          used).
+ *   fd:    a descriptor that becomes readable when the source changed, or
+ *          -1 when changes are signalled by SIGHUP (the directory).
+ *   close: frees the source; accepts a source never opened.
+ */
+#ifndef WEFT_LB_SOURCE_H
+#define WEFT_LB_SOURCE_H
+
+#include "lb/state.h"
+
+#include <stddef.h>
+
+struct lb_source_ops {
+	const char *name;
+	int (*load)(void *ctx, struct lb_state *state, char *report, size_t len);
+	int (*fd)(void *ctx);
+	void (*close)(void *ctx);
+};
+
+struct lb_source {
+	const struct lb_source_ops *ops;
+	void *ctx;
+};
+
+#define LB_OBJECT_FILE_MAX (1024 * 1024)	/* bytes of one object file */
+
+/* A directory: every *.json file in it is one object, read in name
+ * order.  0, or -errno with err naming the directory. */
+int lb_source_dir_open(struct lb_source *src, const char *dir, char *err, size_t errlen)
+	__attribute__((warn_unused_result));
+void lb_source_close(struct lb_source *src);
+
+#endif
