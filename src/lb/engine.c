@@ -126,6 +126,10 @@ static int load(struct engine *e)
 		return -ENOMEM;
 	e->report[0] = '\0';
 	r = e->cfg->source->ops->load(e->cfg->source->ctx, s, e->report, REPORT_MAX);
+	if (r == -EAGAIN) {		/* the source has nothing whole yet (the API's first lists) */
+		lb_state_free(s);
+		return r;
+	}
 	if (r) {
 		lb_state_free(s);
 		logf_(e, "source %s: load failed: %s; keeping the objects loaded before", e->cfg->source->ops->name,
@@ -282,20 +286,49 @@ static int start(struct engine *e, char *err, size_t errlen)
 	return 0;
 }
 
-/* the signals that came (a bit per signal), waiting up to wait_ms */
-static unsigned wait_signals(int fd, long wait_ms)
+#define SOURCE_CHANGED 1u	/* bit 0: no signal has number 0 */
+
+/* the signals that came (a bit per signal), and SOURCE_CHANGED when the
+ * source's descriptor (srcfd, -1: none) is readable, waiting up to wait_ms */
+static unsigned wait_signals(int fd, int srcfd, long wait_ms)
 {
-	struct pollfd p = { .fd = fd, .events = POLLIN };
+	struct pollfd p[2] = { { .fd = fd, .events = POLLIN }, { .fd = srcfd, .events = POLLIN } };
 	unsigned char buf[64];
 	unsigned got = 0;
 	ssize_t n;
 
-	if (poll(&p, 1, (int)wait_ms) <= 0)
+	if (poll(p, srcfd >= 0 ? 2 : 1, (int)wait_ms) <= 0)
 		return 0;
+	if (srcfd >= 0 && (p[1].revents & POLLIN))
+		got |= SOURCE_CHANGED;	/* the source drains it in its load */
+	if (!(p[0].revents & POLLIN))
+		return got;
 	while ((n = read(fd, buf, sizeof(buf))) > 0)
 		for (ssize_t i = 0; i < n; i++)
 			got |= 1u << (buf[i] & 31);
 	return got;
+}
+
+static int source_fd(const struct engine *e)
+{
+	return e->cfg->source->ops->fd ? e->cfg->source->ops->fd(e->cfg->source->ctx) : -1;
+}
+
+/* Until the source has a whole set of objects (-EAGAIN until then), or
+ * SIGTERM/SIGINT (-ECANCELED).  0, or the source's error. */
+static int wait_source(struct engine *e, int fd)
+{
+	bool said = false;
+	int r;
+
+	while ((r = load(e)) == -EAGAIN) {
+		if (!said)
+			logf_(e, "waiting for the %s source's first objects", e->cfg->source->ops->name);
+		said = true;
+		if (wait_signals(fd, source_fd(e), 1000) & (1u << SIGTERM | 1u << SIGINT))
+			return -ECANCELED;
+	}
+	return r;
 }
 
 static int loop(struct engine *e, int fd)
@@ -311,10 +344,10 @@ static int loop(struct engine *e, int fd)
 
 			wait = due < 0 ? 0 : due;
 		}
-		sigs = wait_signals(fd, wait);
+		sigs = wait_signals(fd, source_fd(e), wait);
 		if (sigs & (1u << SIGTERM | 1u << SIGINT))
 			return 0;
-		if (sigs & 1u << SIGHUP)
+		if (sigs & (1u << SIGHUP | SOURCE_CHANGED))
 			change(e);
 		if (e->pending && now_ms() >= e->last_reload_ms + e->cfg->min_reload_interval_ms)
 			(void)do_reload(e);
@@ -354,6 +387,13 @@ int lb_engine_run(const struct lb_engine_config *cfg, char *err, size_t errlen)
 		goto out;
 	}
 	e.last_reload_ms = now_ms() - cfg->min_reload_interval_ms;
+	if ((r = wait_source(&e, pipefd[0]))) {
+		if (r == -ECANCELED)
+			r = 0;		/* stopped before it began */
+		else
+			errmsg(err, errlen, "loading objects: %s", strerror(-r));
+		goto out;
+	}
 	if ((r = start(&e, err, errlen)))
 		goto out;
 	write_status(&e);

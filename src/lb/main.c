@@ -3,7 +3,8 @@
  * lb.weft.io/v1 VirtualService and SSLKeyAndCertificate objects
  * (docs/lb_engine.md).
  *
- *   weft-lb run --name SE --state-dir DIR --objects-dir DIR
+ *   weft-lb run --name SE --state-dir DIR (--objects-dir DIR |
+ *               --controller URL[,URL...] --token-file F [--ca-file F])
  *               [--haproxy PATH] [--min-reload-interval-ms N]
  *   weft-lb render --objects-dir DIR --out DIR [--haproxy PATH]
  *   weft-lb status --state-dir DIR
@@ -27,6 +28,7 @@
 
 struct flags {
 	const char *name, *state_dir, *objects_dir, *out, *haproxy;
+	const char *controller, *token_file, *ca_file;
 	long min_reload_ms, min_slots;
 };
 
@@ -91,13 +93,24 @@ static int cmd_run(struct flags *f)
 	char err[4096], *dir = NULL;
 	int r, rc = 1;
 
-	if (!f->name || !f->state_dir || !f->objects_dir) {
-		fprintf(stderr, "weft-lb run: --name, --state-dir and --objects-dir are required\n");
+	if (!f->name || !f->state_dir || !f->objects_dir == !f->controller) {
+		fprintf(stderr, "weft-lb run: --name, --state-dir and one of --controller and --objects-dir are required\n");
+		return 2;
+	}
+	if (f->controller && !f->token_file) {
+		fprintf(stderr, "weft-lb run: --controller needs --token-file\n");
 		return 2;
 	}
 	if (!(dir = absolute_dir("--state-dir", f->state_dir, true)))
 		goto out;
-	if (lb_source_dir_open(&src, f->objects_dir, err, sizeof(err)) != 0) {
+	if (f->controller) {
+		struct lb_source_api_options o = { f->controller, f->token_file, f->ca_file, log_line, NULL };
+
+		r = lb_source_api_open(&src, &o, err, sizeof(err));
+	} else {
+		r = lb_source_dir_open(&src, f->objects_dir, err, sizeof(err));
+	}
+	if (r != 0) {
 		fprintf(stderr, "weft-lb: %s\n", err);
 		goto out;
 	}
@@ -194,7 +207,10 @@ static int parse_flags(int argc, char **argv, struct flags *f)
 				    : strcmp(a, "--state-dir") == 0 ? &f->state_dir
 				    : strcmp(a, "--objects-dir") == 0 ? &f->objects_dir
 				    : strcmp(a, "--out") == 0 ? &f->out
-				    : strcmp(a, "--haproxy") == 0 ? &f->haproxy : NULL;
+				    : strcmp(a, "--haproxy") == 0 ? &f->haproxy
+				    : strcmp(a, "--controller") == 0 ? &f->controller
+				    : strcmp(a, "--token-file") == 0 ? &f->token_file
+				    : strcmp(a, "--ca-file") == 0 ? &f->ca_file : NULL;
 		char *end;
 
 		if (!v) {

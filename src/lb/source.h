@@ -1,14 +1,15 @@
 /*
  * source.h — where the engine's objects come from, behind one table of
- * functions chosen in main: a directory of JSON files (source_dir.c) now;
+ * functions chosen in main: a directory of JSON files (source_dir.c), or
  * the API's list and watch of /apis/lb.weft.io/v1/virtualservices and
- * sslkeyandcertificates next, behind the same table.
+ * sslkeyandcertificates (source_api.c).
  *
  *   load:  every object the source holds now, into an empty state; each
  *          object that could not be read or parsed is one line in report
- *          (naming it), and the others are loaded.  0, or a negative
- *          errno when the source itself failed (the state is then not
- *          used).
+ *          (naming it), and the others are loaded.  0, -EAGAIN when the
+ *          source has no whole set yet (the API before its first lists),
+ *          or a negative errno when the source itself failed (the state
+ *          is then not used).
  *   fd:    a descriptor that becomes readable when the source changed, or
  *          -1 when changes are signalled by SIGHUP (the directory).
  *   close: frees the source; accepts a source never opened.
@@ -39,5 +40,19 @@ struct lb_source {
 int lb_source_dir_open(struct lb_source *src, const char *dir, char *err, size_t errlen)
 	__attribute__((warn_unused_result));
 void lb_source_close(struct lb_source *src);
+
+/* The API: list and watch from weft-controller (replicas comma-separated
+ * in controller), with a bearer token file and the CA that signs its
+ * certificate.  Threads of its own; log (may be NULL) gets one line per
+ * list and per broken watch.  0, or -errno with err saying why. */
+struct lb_source_api_options {
+	const char *controller;
+	const char *token_file;
+	const char *ca_file;
+	void (*log)(void *arg, const char *line);
+	void *log_arg;
+};
+int lb_source_api_open(struct lb_source *src, const struct lb_source_api_options *o, char *err, size_t errlen)
+	__attribute__((warn_unused_result));
 
 #endif
