@@ -249,6 +249,8 @@ static int api_load(void *ctx, struct lb_state *state, char *report, size_t len)
 		}
 	}
 	pthread_mutex_unlock(&s->lock);
+	if (!rc)
+		lb_state_finish(state, report, len);	/* sorted for its lookups */
 	return rc;
 }
 

@@ -37,6 +37,14 @@ class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
     daemon_threads = True
     allow_reuse_address = True
 
+    def server_bind(self):
+        # HTTPServer.server_bind asks DNS for the address's name
+        # (socket.getfqdn): a query to the resolver, which a pod's network
+        # namespace cannot reach (and must not try to)
+        socketserver.TCPServer.server_bind(self)
+        self.server_name = self.server_address[0]
+        self.server_port = self.server_address[1]
+
 
 def serve(addrs):
     servers = []
