@@ -19,6 +19,7 @@
  */
 #include "lb/engine.h"
 
+#include "lb/adopt.h"
 #include "lb/haproxy.h"
 #include "lb/layout.h"
 #include "lb/plan.h"
@@ -238,8 +239,8 @@ static void change(struct engine *e)
 		goto out;
 	}
 	snprintf(e->last, sizeof(e->last), "runtime: %zu commands", plan.n_ops);
-	logf_(e, "runtime batch %lu: %zu commands (%zu servers, %zu maps, %zu certificates), no reload", e->batches,
-	      plan.n_ops, plan.servers, plan.maps, plan.certs);
+	logf_(e, "runtime batch %lu: %zu commands (%zu servers, %zu slots added, %zu maps, %zu certificates), no reload",
+	      e->batches, plan.n_ops, plan.servers, plan.added, plan.maps, plan.certs);
 	lb_layout_free(e->applied);
 	e->applied = l;
 	l = NULL;
@@ -248,9 +249,34 @@ out:
 	lb_layout_free(l);
 }
 
+/* The layout to start with: sticky to the slots in the files on disk
+ * when that gives the same files (a restart keeps the slots added at run
+ * time, and an adopted HAProxy needs no reload), else a fresh one.  *same:
+ * the files on disk are the layout's. */
+static struct lb_layout *build_start(struct engine *e, bool *same)
+{
+	size_t used = strlen(e->report);
+	struct lb_layout *disk = NULL, *l = NULL;
+
+	*same = false;
+	if (lb_adopt_read(e->cfg->state_dir, &disk) == 0) {
+		l = build(e, disk);
+		lb_layout_free(disk);
+		if (l && lb_render_matches(l, e->cfg->state_dir)) {
+			*same = true;
+			return l;
+		}
+		lb_layout_free(l);
+		e->report[used] = '\0';	/* the fresh build reports the same */
+	}
+	l = build(e, NULL);
+	*same = l && lb_render_matches(l, e->cfg->state_dir);
+	return l;
+}
+
 static int start(struct engine *e, char *err, size_t errlen)
 {
-	bool adopted = false;
+	bool adopted = false, same = false;
 	int r;
 
 	if ((r = load(e))) {
@@ -258,7 +284,7 @@ static int start(struct engine *e, char *err, size_t errlen)
 		return r;
 	}
 	log_report(e);
-	e->applied = build(e, NULL);
+	e->applied = build_start(e, &same);
 	if (!e->applied) {
 		errmsg(err, errlen, "layout: %s", strerror(errno));
 		return -errno;
@@ -267,7 +293,6 @@ static int start(struct engine *e, char *err, size_t errlen)
 	e->h.dir = e->cfg->state_dir;
 	/* adopting: the files on disk are what the running HAProxy has */
 	{
-		bool same = lb_render_matches(e->applied, e->cfg->state_dir);
 
 		if ((r = lb_render_write(e->applied, e->cfg->state_dir, err, errlen)) ||
 		    (r = lb_haproxy_check(e->cfg->haproxy, e->cfg->state_dir, err, errlen)) ||

@@ -19,7 +19,8 @@
  * ("<pool>:<n>", n from 1), so per-pool TLS settings stay on the server
  * lines.  A pool's slot count is a power of two, at least min_slots (a
  * power of two from LB_SLOTS_MIN to LB_SLOTS_MAX; the engine's
- * --min-slots): the headroom a pool can scale into without a reload.
+ * --min-slots).  Slots past the count HAProxy runs are added at run time
+ * (plan.h: "add server") up to LB_SLOTS_MAX per pool; more reloads.
  *
  * Slot assignment (lb_layout_build):
  *   prev == NULL  fresh: servers in sorted order from slot 1; counts as
@@ -27,7 +28,9 @@
  *   prev given    sticky: a pool keeps its count unless its servers no
  *                 longer fit (then it doubles until they do), a server
  *                 keeps its slot, new servers take the lowest free slots.
- *                 So scaling within the slots changes slot contents only.
+ *                 So scaling changes slot contents, and growing adds
+ *                 slots at the end; no slot moves or goes.  prev may be
+ *                 the slots read back from disk (adopt.h).
  *
  * Weights (OpenShift router style): a member's ratio is split over its
  * pool's servers; weights are scaled so the largest is LB_WEIGHT_MAX; a

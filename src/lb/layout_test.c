@@ -252,7 +252,12 @@ TEST(render_golden_lines)
 	CHECK(has_line(cfg, "\tserver api:3 0.0.0.0:0 weight 0 disabled check inter 2s fall 2 rise 1"));
 	CHECK(has_line(cfg, "\tserver api:8 0.0.0.0:0 weight 0 disabled check inter 2s fall 2 rise 1"));
 	CHECK(!strstr(cfg, "server api:9 "));
-	CHECK(has_line(structure, "\tserver api:1 SLOT check inter 2s fall 2 rise 1"));
+	/* one line per pool, whatever its slot count: slots added at run
+	 * time are no change of structure */
+	CHECK(has_line(structure, "\tserver api:* SLOTS check inter 2s fall 2 rise 1"));
+	CHECK(!strstr(structure, "server api:1 ") && !strstr(structure, "server api:2 "));
+	CHECK(!strstr(cfg, "default-server"));	/* "add server" would not inherit it */
+	CHECK(has_line(cfg, "\tbalance roundrobin"));	/* an algorithm that takes added servers */
 	CHECK(!strstr(structure, "10.0.1.1"));
 	CHECK(lb_render_redirects(lb_layout_find_frontend(l, "weft--Shared-L7-0:80"), &redirects) == 0);
 	CHECK_STR(redirects, "s.example.com 302~https://s.example.com\n");

@@ -3,8 +3,10 @@
  * the rule and the order of the commands).
  *
  * Same structure means the two layouts have the same frontends and
- * backends, in the same (sorted) order, with the same pools and slot
- * counts: the walk below pairs them by index.  Certificates are paired by
+ * backends, in the same (sorted) order, with the same pools (slot counts
+ * aside: the structure has one line per pool): the walk below pairs them
+ * by index.  A pool's slots past the old count are "add server"s; a pool
+ * with fewer slots than run, or grown past LB_SLOTS_MAX, reloads.  Certificates are paired by
  * file within a frontend (both sorted by file).
  */
 #include "lb/plan.h"
@@ -241,20 +243,76 @@ static int plan_slot(struct lb_plan *plan, const char *backend, const char *pool
 	return 0;
 }
 
-static int plan_servers(struct lb_plan *plan, const struct lb_layout *old, const struct lb_layout *new)
+/* 2: a slot added to a running backend (HAProxy 2.6 "add server"): made
+ * with the arguments of its server line, so HAProxy and the file agree.
+ * A dynamic server starts in maintenance with its check off: "enable
+ * health" (every slot has "check"), then "enable server" for a slot in
+ * use; a free slot stays in maintenance like a "disabled" line. */
+static int plan_add(struct lb_plan *plan, const char *backend, const struct lb_slot_pool *sp, size_t n,
+		    const char *dir)
+{
+	char *args = NULL;
+	int r;
+
+	if ((r = lb_render_server_args(sp, n, dir, &args)))
+		return r;
+	plan->added++;
+	plan->servers += sp->slots[n].used;
+	r = cmd(plan, "New server registered", fmt("add server %s/%s:%zu %s", backend, sp->pool, n + 1, args));
+	free(args);
+	if (r || (r = cmd(plan, NULL, fmt("enable health %s/%s:%zu", backend, sp->pool, n + 1))))
+		return r;
+	if (sp->slots[n].used)
+		return cmd(plan, NULL, fmt("enable server %s/%s:%zu", backend, sp->pool, n + 1));
+	return 0;
+}
+
+static int plan_servers(struct lb_plan *plan, const struct lb_layout *old, const struct lb_layout *new,
+			const char *dir)
 {
 	int r;
 
 	for (size_t b = 0; b < new->n_backends; b++) {
 		const struct lb_backend *ob = &old->backends[b], *nb = &new->backends[b];
 
-		for (size_t p = 0; p < nb->n_pools; p++)
-			for (size_t s = 0; s < nb->pools[p].n_slots; s++)
-				if ((r = plan_slot(plan, nb->name, nb->pools[p].pool, s, &ob->pools[p].slots[s],
-						   &nb->pools[p].slots[s])))
+		for (size_t p = 0; p < nb->n_pools; p++) {
+			const struct lb_slot_pool *op = &ob->pools[p], *np = &nb->pools[p];
+
+			for (size_t s = 0; s < np->n_slots; s++) {
+				if (s >= op->n_slots)
+					r = plan_add(plan, nb->name, np, s, dir);
+				else
+					r = plan_slot(plan, nb->name, np->pool, s, &op->slots[s], &np->slots[s]);
+				if (r)
 					return r;
+			}
+		}
 	}
 	return 0;
+}
+
+/* slot counts the runtime API cannot reach: fewer slots than run (a
+ * dynamic server is never deleted: a pool keeps its slots until a
+ * reload), or more than LB_SLOTS_MAX; the reason into plan */
+static bool slots_need_reload(const struct lb_layout *old, const struct lb_layout *new, struct lb_plan *plan)
+{
+	for (size_t b = 0; b < new->n_backends; b++)
+		for (size_t p = 0; p < new->backends[b].n_pools; p++) {
+			const struct lb_slot_pool *op = &old->backends[b].pools[p], *np = &new->backends[b].pools[p];
+
+			if (np->n_slots < op->n_slots) {
+				snprintf(plan->reason, sizeof(plan->reason), "backend %.200s: pool %.200s: %zu slots, %zu run",
+					 new->backends[b].name, np->pool, np->n_slots, op->n_slots);
+				return true;
+			}
+			if (np->n_slots > op->n_slots && np->n_slots > LB_SLOTS_MAX) {
+				snprintf(plan->reason, sizeof(plan->reason),
+					 "backend %.200s: pool %.200s needs %zu slots, more than the %d added at run time",
+					 new->backends[b].name, np->pool, np->n_slots, LB_SLOTS_MAX);
+				return true;
+			}
+		}
+	return false;
 }
 
 /* 3: a map replaced when its text changed */
@@ -287,7 +345,7 @@ static int plan_runtime(struct lb_plan *plan, const struct lb_layout *old, const
 	for (size_t f = 0; f < new->n_frontends && !r; f++)
 		r = plan_cert_adds(plan, &old->frontends[f], &new->frontends[f], dir);
 	if (!r)
-		r = plan_servers(plan, old, new);
+		r = plan_servers(plan, old, new, dir);
 	for (size_t f = 0; f < new->n_frontends && !r; f++) {
 		const struct lb_frontend *o = &old->frontends[f], *n = &new->frontends[f];
 
@@ -316,6 +374,10 @@ int lb_plan_make(const struct lb_layout *old, const struct lb_layout *new, const
 	if (strcmp(a, b) != 0) {
 		plan->reload = true;
 		first_difference(a, b, plan->reason, sizeof(plan->reason));
+		goto out;
+	}
+	if (slots_need_reload(old, new, plan)) {
+		plan->reload = true;
 		goto out;
 	}
 	if ((r = plan_runtime(plan, old, new, dir)))

@@ -5,16 +5,21 @@
  * The rule is one comparison: the configuration's structure (render.h:
  * haproxy.cfg without server addresses, weights and states) of the old and
  * the new layout.  Different structure: reload (a listener VIP:port added
- * or removed, a backend added or removed, a pool's slots outgrown, TLS
+ * or removed, a backend added or removed, a pool added to a backend, TLS
  * settings or a CA changed, ...); the reason names the first line that
- * differs.  Same structure: everything that differs can be changed at run
+ * differs.  Slot counts are not structure: a pool that outgrows its slots
+ * gets the new ones with "add server" (they are in the new layout's
+ * files too); only a pool grown past LB_SLOTS_MAX slots, or one with
+ * fewer slots than run, reloads.  Same structure: everything that differs can be changed at run
  * time, in this order:
  *
  *   1. certificates new to a listener: new ssl cert, set ssl cert,
  *      commit ssl cert, add ssl crt-list; a changed certificate: set +
  *      commit (rotation, no reload)
  *   2. server slots: set server addr/port, set weight, set server state
- *      ready (a slot put in use) or maint (a slot freed)
+ *      ready (a slot put in use) or maint (a slot freed); a slot added:
+ *      add server (its server line's arguments), enable health, and
+ *      enable server when it is in use
  *   3. maps whose text changed (routes, redirects): replaced whole in one
  *      transaction (prepare map, add map @version, commit map), so their
  *      order — longest prefix first — holds and no request sees half of it
@@ -57,6 +62,7 @@ struct lb_plan {
 	struct lb_op *ops;
 	size_t n_ops;
 	size_t servers, maps, certs;	/* how many of each changed */
+	size_t added;			/* slots added ("add server") */
 };
 
 /* Plan from old (NULL: nothing runs yet: reload) to new, for state

@@ -22,7 +22,10 @@
  * a slot in use has its address and weight, a free one is 0.0.0.0:0 and
  * disabled (the runtime API fills it); health checks are HTTP GET / or
  * TCP connects; reencrypt pools add "ssl verify required ca-file" or
- * "ssl verify none".
+ * "ssl verify none".  Every server line carries all its settings: no
+ * default-server, because a server added at run time ("add server",
+ * HAProxy 2.6) does not inherit one, and a balance algorithm that allows
+ * such servers (roundrobin; static-rr and map-based hashes refuse them).
  */
 #include "lb/render.h"
 
@@ -134,26 +137,45 @@ static void render_passthrough_frontend(FILE *f, const struct lb_frontend *fe, c
 		fe->name, ip, fe->port, path);
 }
 
-static void render_server(FILE *f, const struct lb_slot_pool *sp, size_t n, const char *dir, bool structure)
+/* a slot's arguments after its name; the config's server line and the
+ * planner's "add server" both use them, so a dynamic server is exactly
+ * what the file says (no default-server: "add server" would not inherit
+ * it) */
+static void server_args(FILE *f, const struct lb_slot_pool *sp, size_t n, const char *dir, bool structure)
 {
 	const struct lb_slot *s = &sp->slots[n];
 	char ip[16];
 
-	fprintf(f, "\tserver %s:%zu", sp->pool, n + 1);
 	if (structure)
-		fprintf(f, " SLOT");
+		fprintf(f, "SLOTS");
 	else if (s->used) {
 		ip_text(s->ip, ip);
-		fprintf(f, " %s:%u weight %u", ip, s->port, s->weight);
+		fprintf(f, "%s:%u weight %u", ip, s->port, s->weight);
 	} else {
-		fprintf(f, " 0.0.0.0:0 weight 0 disabled");
+		fprintf(f, "0.0.0.0:0 weight 0 disabled");
 	}
 	fprintf(f, " check inter 2s fall 2 rise 1");
 	if (sp->protocol == LB_PROTO_HTTPS && sp->tls_verify)
 		fprintf(f, " ssl verify required ca-file %s/%s", dir, sp->ca_file);
 	else if (sp->protocol == LB_PROTO_HTTPS)
 		fprintf(f, " ssl verify none");
-	fputc('\n', f);
+}
+
+/* a pool's run of server lines; its structure is one line whatever the
+ * slot count, so slots added at run time are no change of structure */
+static void render_pool(FILE *f, const struct lb_slot_pool *sp, const char *dir, bool structure)
+{
+	for (size_t n = 0; n < sp->n_slots; n++) {
+		if (structure)
+			fprintf(f, "\tserver %s:*", sp->pool);
+		else
+			fprintf(f, "\tserver %s:%zu", sp->pool, n + 1);
+		fputc(' ', f);
+		server_args(f, sp, n, dir, structure);
+		fputc('\n', f);
+		if (structure)
+			break;
+	}
 }
 
 static void render_backend(FILE *f, const struct lb_backend *be, const char *dir, bool structure)
@@ -162,8 +184,7 @@ static void render_backend(FILE *f, const struct lb_backend *be, const char *dir
 	if (be->http_check)
 		fprintf(f, "\toption httpchk GET /\n");
 	for (size_t p = 0; p < be->n_pools; p++)
-		for (size_t s = 0; s < be->pools[p].n_slots; s++)
-			render_server(f, &be->pools[p], s, dir, structure);
+		render_pool(f, &be->pools[p], dir, structure);
 }
 
 /* open_memstream, run fn, close: the text or -ENOMEM */
@@ -204,6 +225,25 @@ static void cfg_text(FILE *f, const void *layout, const void *dir, bool structur
 int lb_render_cfg(const struct lb_layout *l, const char *dir, bool structure, char **out)
 {
 	return memtext(out, cfg_text, l, dir, structure);
+}
+
+struct slot_ref {
+	const struct lb_slot_pool *sp;
+	size_t n;
+};
+
+static void slot_text(FILE *f, const void *ref, const void *dir, bool unused)
+{
+	const struct slot_ref *r = ref;
+
+	server_args(f, r->sp, r->n, dir, false);
+}
+
+int lb_render_server_args(const struct lb_slot_pool *sp, size_t n, const char *dir, char **out)
+{
+	struct slot_ref ref = { sp, n };
+
+	return memtext(out, slot_text, &ref, dir, false);
 }
 
 static void routes_text(FILE *f, const void *frontend, const void *unused, bool flag)

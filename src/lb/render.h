@@ -11,10 +11,11 @@
  *
  * The same layout always gives the same bytes.  The configuration can be
  * rendered in two ways: whole (what HAProxy reads), or as its structure
- * only (server lines without address, weight and state): two layouts with
- * the same structure differ only in what the runtime API can change, which
- * is how the planner (plan.h) decides between runtime commands and a
- * reload.
+ * only (one line per pool with its server settings, without slot count,
+ * addresses, weights and states): two layouts with the same structure
+ * differ only in what the runtime API can change (slots added with "add
+ * server" included), which is how the planner (plan.h) decides between
+ * runtime commands and a reload.
  */
 #ifndef WEFT_LB_RENDER_H
 #define WEFT_LB_RENDER_H
@@ -29,6 +30,12 @@
 /* The haproxy.cfg text of l for state directory dir (absolute); structure:
  * see above.  0 and *out (malloc'd, the caller frees), or -ENOMEM. */
 int lb_render_cfg(const struct lb_layout *l, const char *dir, bool structure, char **out)
+	__attribute__((warn_unused_result));
+
+/* The arguments of slot n of sp after its name, as on its server line:
+ * "ADDR:PORT weight W [disabled] check ... [ssl ...]" (what "add server
+ * <backend>/<pool>:<n+1>" takes).  0 and *out (malloc'd), or -ENOMEM. */
+int lb_render_server_args(const struct lb_slot_pool *sp, size_t n, const char *dir, char **out)
 	__attribute__((warn_unused_result));
 
 /* The text of a frontend's routes map, redirects map and crt-list.  0 and

@@ -8,16 +8,18 @@
 #   │ curl / openssl s_client / lb_backends.py count                            │
 #   │      │                                                                    │
 #   │      ▼                                                                    │
-#   │ HAProxy (started by weft-lb run --min-slots 64; objects: JSON files)      │
+#   │ HAProxy (started by weft-lb run, default 8 slots; objects: JSON files)    │
 #   │  192.168.202.1:80   SharedL7: a.example.com/api, /api/v2, w. (75/25),     │
-#   │                     scale. (1 -> 50 -> 1 servers), 302 for s.example.com  │
+#   │                     scale. (1 -> 50 -> 51 -> 1 -> 20 -> 1 servers: slots │
+#   │                     added at run time), 302 for s.example.com             │
 #   │  192.168.202.1:443  SNI children: s. (edge), r. (reencrypt, right CA),    │
 #   │                     rbad. (reencrypt, wrong CA)                           │
 #   │  192.168.202.2:443  Passthrough by SNI: pass.example.com                  │
 #   │  192.168.202.2:80   PassthroughInsecure: 302 for pass.example.com         │
 #   │  192.168.202.3:80   Dedicated (added later: the one reload)              │
 #   │      │                                                                    │
-#   │      ▼  lo:     10.128.0.1-5:8080 http, 10.128.1.1:9100-9149 http,        │
+#   │      ▼  lo:     10.128.0.1-5:8080 http, 10.128.1.1:9100-9149 http (9150:  │
+#   │                 nothing listens),                                         │
 #   │         10.128.0.6:8443 openssl s_server (CA 1), 10.128.0.7:8443 (pass)   │
 #   └──────────────────────────────────────────────────────────────────────────┘
 cd "$(dirname "$0")/../.." && source tests/lib.sh
@@ -160,7 +162,6 @@ must write_objects
 generation() { status generation; }
 start_engine() {
 	ip netns exec "$NS" "$LB" run --name se-1 --state-dir "$STATE" --objects-dir "$OBJ" --min-reload-interval-ms 500 \
-		--min-slots 64 \
 		>>"$dir/lb.log" 2>&1 &
 	LB_PID=$!
 	T_PIDS+=("$LB_PID")
@@ -237,27 +238,61 @@ check "the L4 VirtualService is skipped, the malformed ones are rejected by name
 		jq -r '.rejected[]' '$STATE/status.json' | grep -q 'broken.json' &&
 		! jq -r '.rejected[]' '$STATE/status.json' | grep -q l4"
 
-# --- scaling without reload
+# --- scaling without reload: 1 -> 50 outgrows the 8 slots; the slots past
+# them are added at run time (HAProxy's "add server"), not by a reload
 all_reached() { # all_reached N: N distinct scale servers answered (polled)
 	local out n
 	out=$(ns python3 tests/tools/lb_backends.py count "http://$VIP1/" $(( $1 * 4 )) scale.example.com)
 	n=$(grep -c '^10.128.1.1:' <<<"$out")
 	[ "$n" -eq "$1" ]
 }
+SCALE_BE=weft--Shared-L7-0:scale.example.com
+cli() { # cli COMMAND: the answer of HAProxy's stats socket
+	python3 -c 'import socket, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.sendall(sys.argv[2].encode() + b"\n")
+while True:
+    b = s.recv(65536)
+    if not b: break
+    sys.stdout.write(b.decode())' "$STATE/haproxy.sock" "$1"
+}
+# server_state PORT: "<op state> <admin state> <check status>" of the scale
+# server on PORT (show servers state: op state 2 running, 0 stopped; admin
+# state bit 1: forced maintenance; check status 8 L4CON, 15 L7OK)
+server_state() { cli "show servers state $SCALE_BE" | awk -v p="$1" '$19 == p { print $6, $7, $11 }'; }
+slots() { cli "show servers state $SCALE_BE" | awk '$4 ~ /:[0-9]+$/' | wc -l; }
+check "the scale pool starts with 8 slots" test "$(slots)" = 8
+ns python3 tests/tools/lb_backends.py count "http://$VIP1/" 1500 scale.example.com >"$dir/load.out" 2>&1 &
+LOAD=$!
 shared "$(servers 10.128.1.1 9100 9149)" >"$OBJ/shared.json"
-check "scale 1 -> 50 servers: the engine applied it" hup
+check "scale 1 -> 50 servers (under load): the engine applied it" hup
 check "... with 0 reloads (reloads $(status reloads), was $R0)" test "$(status reloads)" = "$R0"
 check "... as runtime commands (batches: $(status runtimeBatches), commands: $(status runtimeCommands))" \
 	test "$(status runtimeCommands)" -ge 147
+check "... HAProxy runs 64 slots (56 added), and the file lists them" \
+	bash -c "[ \"\$(grep -c 'server weft--scale.example.com-shop-scale:' '$STATE/haproxy.cfg')\" = 64 ] && [ $(slots) = 64 ]"
+wait "$LOAD" || true
+check "... no request failed during the change ($(tail -n 1 "$dir/load.out"))" grep -qx 'errors 0' "$dir/load.out"
 check "... and every one of the 50 servers is reached" wait_for 30 all_reached 50
+shared "$(servers 10.128.1.1 9100 9150)" >"$OBJ/shared.json"
+check "scale 50 -> 51, the 51st not listening: applied" hup
+check "... with 0 reloads" test "$(status reloads)" = "$R0"
+down_and_up() { # 9150: out of maintenance, down by its check; 9149: up by its HTTP check
+	local dead live
+	dead=($(server_state 9150)) live=($(server_state 9149))
+	echo "9150: ${dead[*]}; 9149: ${live[*]}"
+	[ "${dead[0]}" = 0 ] && [ $((dead[1] & 1)) = 0 ] && [ "${dead[2]}" = 8 ] &&
+		[ "${live[0]}" = 2 ] && [ "${live[2]}" = 15 ]
+}
+check "... health checks run on added servers: 9150 (slot 51) is down, 9149 (slot 50) up" wait_for 20 down_and_up
 shared "$(servers 10.128.1.1 9100 9100)" >"$OBJ/shared.json"
-check "scale 50 -> 1: applied" hup
+check "scale 51 -> 1: applied" hup
 check "... with 0 reloads" test "$(status reloads)" = "$R0"
 only_one() {
 	local out; out=$(ns python3 tests/tools/lb_backends.py count "http://$VIP1/" 40 scale.example.com)
 	[ "$(grep -c '^10.128.1.1:' <<<"$out")" = 1 ] && grep -q '^10.128.1.1:9100 40$' <<<"$out"
 }
 check "... and only the one left is reached" wait_for 10 only_one
+check "... the pool keeps its 64 slots (no server deleted)" test "$(slots)" = 64
 
 # --- certificate rotation without reload
 tls_object weft--shop-s-tls s2 >"$OBJ/tls-s.json"
@@ -275,6 +310,14 @@ check "... with exactly one reload" test "$(status reloads)" = $((R0 + 1))
 check "... and it answers on its VIP" routed d.example.com / 10.128.0.3:8080 $VIP3
 check "... the old listeners still answer" routed a.example.com /api/v2 10.128.0.2:8080
 
+# --- slots added after the reload (which laid the pool out afresh: 8 slots)
+check "the reload laid the scale pool out afresh" test "$(slots)" = 8
+shared "$(servers 10.128.1.1 9100 9119)" >"$OBJ/shared.json"
+check "scale 1 -> 20: applied" hup
+check "... with no new reload" test "$(status reloads)" = $((R0 + 1))
+check "... 32 slots" test "$(slots)" = 32
+check "... all 20 reached" wait_for 30 all_reached 20
+
 # --- engine restart: same configuration, HAProxy adopted, no reload
 sum_before=$(cat "$STATE/haproxy.cfg" "$STATE"/maps/* "$STATE"/certs/*.crtlist | sha256sum)
 master_before=$(status haproxyPid)
@@ -287,6 +330,10 @@ check "... with no reload (same files)" test "$(status reloads)" = 0
 check "... the files are the same" test "$(cat "$STATE/haproxy.cfg" "$STATE"/maps/* "$STATE"/certs/*.crtlist | sha256sum)" = "$sum_before"
 check "... and routes as before" routed a.example.com /api/v2/x 10.128.0.2:8080
 check "... serves the rotated certificate" cert_is $VIP1 s.example.com s2
+shared "$(servers 10.128.1.1 9100 9100)" >"$OBJ/shared.json"
+check "... scale 20 -> 1 after the restart: applied" hup
+check "... with no reload (the engine knows the 32 slots that run)" test "$(status reloads)" = 0
+check "... and only the one left is reached" wait_for 10 only_one
 
 stop_engine() {
 	kill -TERM "$LB_PID"
