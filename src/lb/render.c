@@ -78,6 +78,10 @@ static void render_global(FILE *f, const char *dir)
 		   "\ttimeout check 3s\n"
 		   "\tretries 2\n"
 		   "\toption redispatch\n"
+		   /* a reload's old worker answers the next request of an idle
+		    * keep-alive connection (with "Connection: close") instead of
+		    * closing it under a client that may be sending one */
+		   "\toption idle-close-on-response\n"
 		   "\n"
 		   "backend lb-not-found\n"
 		   "\tmode http\n"

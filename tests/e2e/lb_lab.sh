@@ -276,7 +276,7 @@ endpoints_of() { # endpoints_of N: Endpoints many, one subset per port 9100..910
 	done
 }
 wrk_start() { # wrk_start HOST VIP SECONDS: wrk from outside, its output in DIR/wrk-HOST
-	out wrk -t2 -c16 -d"$3s" --latency -H "Host: $1" "http://$2/" >"$DIR/wrk-$1" 2>&1 &
+	out wrk -t2 -c16 -d"$3s" --timeout 10s --latency -H "Host: $1" "http://$2/" >"$DIR/wrk-$1" 2>&1 &
 	WRK=$!
 	T_PIDS+=("$WRK")
 }
