@@ -9,7 +9,8 @@
 # IP and from the outside namespace by NodePort on every node and by its
 # VIP — each answer names the backend and the client address it saw; then
 # a NetworkPolicy that lets only project blue reach the web pods, and its
-# log of verdicts.
+# log of verdicts.  Last, an Ingress host served over HTTPS by the service
+# engine (weft-lb driving HAProxy) on a VIP of its own, from the outside.
 #
 #   make demo                      (multitenant) projects isolated from each
 #                                  other by VNID; default reaches and is reached by all
@@ -17,9 +18,9 @@
 #
 #           blue/a  red/d    blue/b  default/e    red/c
 #              \    /           \    /             |
-#             node-1           node-2           node-3        ctrl    outside
-#               |                 |                |            |        |
-#   ============================ underlay bridge 192.168.200.0/24 ============
+#             node-1           node-2           node-3        ctrl    outside   se-1
+#               |                 |                |            |        |        |
+#   ============================ underlay bridge 192.168.200.0/24 =====================
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 
@@ -50,8 +51,8 @@ if [ -e "/run/weft-lab/$name" ]; then
 	fi
 fi
 
-step "build the lab: underlay bridge, controller, 3 nodes with their agents (mode $mode)"
-run "$lab" up --nodes 3 --mode "$mode" || exit 1
+step "build the lab: underlay bridge, controller, 3 nodes with their agents (mode $mode), a service engine"
+run "$lab" up --nodes 3 --mode "$mode" --service-engines 1 || exit 1
 
 step "create 5 pods in 3 projects (blue, red, default) through each node's CNI chain (weft, portmap)"
 for i in "${!pods[@]}"; do
@@ -214,6 +215,46 @@ done
 kill "${servers[@]}" 2>/dev/null
 wait "${servers[@]}" 2>/dev/null
 
+step "an Ingress host over HTTPS: a VIP of the service engine se-1 (weft-lb driving HAProxy)"
+for i in 1 2; do
+	run "$lab" pod add "node-$i" shop "store-$i" --label app=store --port http:8080/TCP || exit 1
+	ns=$("$lab" status -o json | jq -r --arg n "store-$i" '.pods[] | select(.namespace == "shop" and .name == $n) | .netns')
+	addr=$("$lab" status -o json | jq -r --arg n "store-$i" '.pods[] | select(.namespace == "shop" and .name == $n) | .ip')
+	# answers every GET with the address it serves on and the client's (X-Forwarded-For)
+	ip netns exec "$ns" python3 tests/tools/lb_backends.py serve "$addr:8080" >/dev/null 2>&1 &
+	servers+=($!)
+done
+openssl req -x509 -newkey rsa:2048 -nodes -days 30 -subj /CN=shop.example.com \
+	-keyout "$results/shop.key" -out "$results/shop.crt" 2>/dev/null
+{
+	printf '%s\n' 'apiVersion: v1' 'kind: Secret' 'metadata: {name: shop-tls, namespace: shop}' 'type: kubernetes.io/tls'
+	printf 'data: {tls.crt: %s, tls.key: %s}\n---\n' "$(base64 -w0 "$results/shop.crt")" "$(base64 -w0 "$results/shop.key")"
+	printf '%s\n' 'apiVersion: v1' 'kind: Service' 'metadata: {name: store, namespace: shop}' \
+		'spec: {selector: {app: store}, ports: [{name: http, port: 80, targetPort: http}]}' '---' \
+		'apiVersion: networking.k8s.io/v1' 'kind: Ingress' 'metadata: {name: store, namespace: shop}' 'spec:' \
+		'  tls: [{hosts: [shop.example.com], secretName: shop-tls}]' \
+		'  rules: [{host: shop.example.com, http: {paths: [{path: /, pathType: Prefix, backend: {service: {name: store, port: {number: 80}}}}]}}]'
+} >"$results/shop.yaml"
+run "$lab" weftctl apply -f "$results/shop.yaml" || exit 1
+lbvip=""
+for _ in $(seq 100); do	# the controller translates on its tick; the engine applies at once
+	lbvip=$("$lab" weftctl get ingress -n shop store -o json | jq -r '.status.loadBalancer.ingress[0].ip // empty')
+	[ -n "$lbvip" ] && ip netns exec "$outside_ns" curl -s -o /dev/null -m 1 --cacert "$results/shop.crt" \
+		--resolve "shop.example.com:443:$lbvip" https://shop.example.com/ && break
+	sleep 0.1
+done
+run "$lab" weftctl get ingress -n shop
+run "$lab" weftctl get virtualservices
+echo "(AKO's names: the shared VS of shard fnv1a32(host) & 7, and the host's SNI child under it)"
+printf '$ curl --cacert shop.crt --resolve shop.example.com:443:%s https://shop.example.com/   (from outside, 4 times)\n' "$lbvip"
+for _ in 1 2 3 4; do
+	ip netns exec "$outside_ns" curl -s -m 3 --cacert "$results/shop.crt" --resolve "shop.example.com:443:$lbvip" https://shop.example.com/
+done
+printf '$ curl -I http://shop.example.com/   (plain HTTP: sent to HTTPS)\n'
+ip netns exec "$outside_ns" curl -s -I -m 3 --resolve "shop.example.com:80:$lbvip" http://shop.example.com/ | grep -iE '^(HTTP|location)'
+kill "${servers[@]}" 2>/dev/null
+wait "${servers[@]}" 2>/dev/null
+
 step "the lab keeps running: explore it"
 explore() { printf '  %-62s %s\n' "$1" "$2"; }
 explore "$lab status" "nodes, subnets, pods (-o json for scripts)"
@@ -230,6 +271,8 @@ explore "$lab weftctl delete networkpolicy web-from-blue" "red reaches the web p
 explore "$lab weftctl node-credential revoke --node node-2" "node-2's agent is refused from its next request"
 explore "$lab pod add node-2 green f" "one more pod (a third project)"
 explore "$lab weftctl get services -A" "cluster IPs, NodePorts, VIPs"
+explore "$lab weftctl get vs" "the virtual services Ingresses and Routes became"
+explore "$lab exec se-1 -- bin/weft-lb status --state-dir /run/weft-lab/$name/se-1/state" "the engine's reloads and runtime changes"
 explore "$lab exec default/web-1 -- python3 tests/tools/peer.py serve 8080 web-1" "serve again, then connect to the service"
 explore "$lab down" "remove the lab (everything it made)"
 

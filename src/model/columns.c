@@ -547,18 +547,29 @@ static void c_vs_count(char *b, size_t l, const json_t *o, const char *field)
 
 static void c_vs_hosts(const json_t *o, char *b, size_t l, time_t now)
 {
-	const json_t *g, *m;
-	size_t i, j, n = 0;
+	const json_t *g, *m, *r;
+	json_t *seen = json_object();
+	size_t i, j;
 
-	/* SNI children and dedicated VSs name their host; shared ones serve their members' */
+	/* SNI children and dedicated VSs name their host; the others count
+	 * the hosts of their members and redirects */
 	if (json_array_size(obj_at(o, "spec.hosts"))) {
 		put(b, l, json_string_value(json_array_get(obj_at(o, "spec.hosts"), 0)), "<none>");
+		json_decref(seen);
 		return;
 	}
 	json_array_foreach(obj_at(o, "spec.poolGroups"), i, g)
 		json_array_foreach(json_object_get(g, "members"), j, m)
-			n++;
-	snprintf(b, l, "%zu paths", n);
+			if (obj_str(m, "host"))
+				json_object_set_new(seen, obj_str(m, "host"), json_true());
+	json_array_foreach(obj_at(o, "spec.httpRedirects"), i, r)
+		if (obj_str(r, "host"))
+			json_object_set_new(seen, obj_str(r, "host"), json_true());
+	if (json_object_size(seen))
+		snprintf(b, l, "%zu host%s", json_object_size(seen), json_object_size(seen) == 1 ? "" : "s");
+	else
+		put(b, l, NULL, "<none>");
+	json_decref(seen);
 }
 
 static void c_vs_pools(const json_t *o, char *b, size_t l, time_t now)
