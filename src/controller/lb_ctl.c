@@ -350,6 +350,9 @@ static void converge(struct batch *w, const char *plural, json_t *want, const js
 			created = now;
 		}
 		json_object_set_new(json_object_get(obj, "metadata"), "creationTimestamp", json_string(created));
+		/* the status is the service engines' (a VirtualService's): kept */
+		if (json_object_get(old, "status"))
+			json_object_set(obj, "status", json_object_get(old, "status"));
 		if (old && json_equal(old, obj))
 			continue;
 		snprintf(key, sizeof(key), OBJ_PREFIX "%s/%s", plural, name);

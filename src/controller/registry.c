@@ -459,10 +459,13 @@ int registry_check_write(const struct kind_info *k, const char *ns, const char *
 		return -1;
 	/* a HostSubnet's annotations are anyone's (its node's agent may keep
 	 * notes there); the rest of it, and NetNamespaces, the controller's */
-	if (k->controller_owned && !(k->id == KIND_HOSTSUBNET && !create_only)) {
+	/* ... and a VirtualService's status, its service engines' (a replace
+	 * of anything else of it is refused below) */
+	if (k->controller_owned && !((k->id == KIND_HOSTSUBNET || k->id == KIND_VIRTUALSERVICE) && !create_only)) {
 		status_set(st, 405, "MethodNotAllowed",
 			   "%s objects are written by the controller (a %s creates them)", k->kind,
-			   k->id == KIND_HOSTSUBNET ? "Node registration" : "Namespace");
+			   k->id == KIND_HOSTSUBNET ? "Node registration"
+			   : k->id == KIND_NETNAMESPACE ? "Namespace" : "Service, Ingress or Route");
 		return -1;
 	}
 	if (create_only && k->id == KIND_CLUSTERNETWORK) {
@@ -610,7 +613,8 @@ int registry_write_checked(struct registry *r, const struct kind_info *k, const 
 			keep_status(work, old);
 		/* the body, not work: HostSubnets are made without uid or
 		 * creationTimestamp, which set_identity adds */
-		if (k->controller_owned && !same_but_annotations(obj, old)) {
+		if (k->controller_owned && !(status_only && k->status_subresource) &&
+		    !same_but_annotations(obj, old)) {
 			status_set(st, 405, "MethodNotAllowed",
 				   "%s \"%s\": written by the controller; only metadata.annotations may change",
 				   k->plural, name);

@@ -86,7 +86,17 @@ static void logf_(struct engine *e, const char *fmt, ...)
 		e->cfg->log(e->cfg->log_arg, line);
 }
 
+static void write_status_file(struct engine *e);
+
 static void write_status(struct engine *e)
+{
+	/* the source may tell others (the API: each VirtualService's status) */
+	if (e->cfg->source->ops->observed)
+		e->cfg->source->ops->observed(e->cfg->source->ctx, e->report, e->pending);
+	write_status_file(e);
+}
+
+static void write_status_file(struct engine *e)
 {
 	char path[LB_PATH_BUF], tmp[LB_PATH_BUF + 8];
 	json_t *st = json_object(), *rejected = json_array();

@@ -104,7 +104,7 @@ static int cmd_run(struct flags *f)
 	if (!(dir = absolute_dir("--state-dir", f->state_dir, true)))
 		goto out;
 	if (f->controller) {
-		struct lb_source_api_options o = { f->controller, f->token_file, f->ca_file, log_line, NULL };
+		struct lb_source_api_options o = { f->name, f->controller, f->token_file, f->ca_file, log_line, NULL };
 
 		r = lb_source_api_open(&src, &o, err, sizeof(err));
 	} else {

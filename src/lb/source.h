@@ -12,6 +12,11 @@
  *          is then not used).
  *   fd:    a descriptor that becomes readable when the source changed, or
  *          -1 when changes are signalled by SIGHUP (the directory).
+ *   observed: (may be NULL) what the engine made of the objects of its
+ *          last load: report holds its rejections, one line each, those of
+ *          a VirtualService starting "VirtualService NAME: "; pending, a
+ *          reload that would apply them still waits.  Called after every
+ *          change and at least every second; cheap when nothing changed.
  *   close: frees the source; accepts a source never opened.
  */
 #ifndef WEFT_LB_SOURCE_H
@@ -25,6 +30,7 @@ struct lb_source_ops {
 	const char *name;
 	int (*load)(void *ctx, struct lb_state *state, char *report, size_t len);
 	int (*fd)(void *ctx);
+	void (*observed)(void *ctx, const char *report, bool pending);
 	void (*close)(void *ctx);
 };
 
@@ -43,9 +49,13 @@ void lb_source_close(struct lb_source *src);
 
 /* The API: list and watch from weft-controller (replicas comma-separated
  * in controller), with a bearer token file and the CA that signs its
- * certificate.  Threads of its own; log (may be NULL) gets one line per
- * list and per broken watch.  0, or -errno with err saying why. */
+ * certificate; and what the engine made of each VirtualService written to
+ * its status.engines.<engine> (state Applied, Pending or Rejected, the
+ * reason, and observedSpec, a hash of the spec it was made from).
+ * Threads of its own; log (may be NULL) gets one line per list, per broken
+ * watch and per failed status write.  0, or -errno with err saying why. */
 struct lb_source_api_options {
+	const char *engine;		/* this engine's name: its entry in status.engines */
 	const char *controller;
 	const char *token_file;
 	const char *ca_file;

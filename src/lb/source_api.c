@@ -15,6 +15,13 @@
  *            state (under the cache's lock); -EAGAIN before that
  *   fd:      a pipe's read end: one byte is written after a change while
  *            none is pending; load drains it
+ *   observed: what the engine made of the last load, per VirtualService
+ *            ({state, message, observedSpec}: the spec's hash as loaded);
+ *            a writer thread PATCHes status.engines.<engine> of each whose
+ *            entry differs from the one the watch last showed (merge patch:
+ *            the other engines' entries are untouched), at once when the
+ *            wanted entries change, and each second for any that failed
+ *            or that someone else changed
  *
  * Invariants
  *  1. The cache of a kind is replaced whole by a list, never merged: an
@@ -33,6 +40,7 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,7 +68,15 @@ struct kind {
 
 struct api_source {
 	pthread_mutex_t lock;
+	pthread_cond_t wake;		/* the writer's: want changed, or stopping */
 	struct kind kinds[KINDS];
+	char *engine;
+	json_t *loaded;			/* VS name -> its spec's hash, at the last load; under lock */
+	json_t *want;			/* VS name -> the entry to write; under lock */
+	bool want_changed;		/* under lock */
+	struct httpc *writer_http;
+	pthread_t writer;
+	bool writer_started;
 	int pipe[2];
 	atomic_bool pending;
 	atomic_bool stopping;
@@ -218,6 +234,141 @@ static void *kind_thread(void *arg)
 	return NULL;
 }
 
+/* ------------------------------------------------------- the status */
+
+/* FNV-1a, 64 bits, of the spec's canonical text: which spec an entry is of */
+static json_t *spec_hash(const json_t *vs)
+{
+	char *text = json_dumps(json_object_get(vs, "spec"), JSON_SORT_KEYS | JSON_COMPACT), hex[24];
+	uint64_t h = 14695981039346656037ull;
+
+	if (!text)
+		return NULL;
+	for (const char *p = text; *p; p++)
+		h = (h ^ (unsigned char)*p) * 1099511628211ull;
+	free(text);
+	snprintf(hex, sizeof(hex), "%016llx", (unsigned long long)h);
+	return json_string(hex);
+}
+
+/* The reason of "VirtualService NAME: reason" in report, or NULL. */
+static json_t *rejection(const char *report, const char *name)
+{
+	size_t n = strlen(name);
+
+	for (const char *line = report, *end; line && *line; line = *end ? end + 1 : end) {
+		end = line + strcspn(line, "\n");
+		if (!strncmp(line, "VirtualService ", 15) && !strncmp(line + 15, name, n) && line[15 + n] == ':') {
+			const char *why = line + 15 + n + 1;
+
+			while (*why == ' ')
+				why++;
+			return json_stringn(why, (size_t)(end - why));
+		}
+	}
+	return NULL;
+}
+
+static void api_observed(void *ctx, const char *report, bool pending)
+{
+	struct api_source *s = ctx;
+	json_t *want = json_object(), *hash;
+	const char *name;
+
+	pthread_mutex_lock(&s->lock);
+	json_object_foreach(s->loaded, name, hash) {
+		json_t *why = rejection(report, name);
+		const char *state = why ? "Rejected" : pending ? "Pending" : "Applied";
+
+		json_object_set_new(want, name, json_pack("{s:s, s:o, s:O}", "state", state, "message",
+							  why ? why : json_string(""), "observedSpec", hash));
+	}
+	if (!json_equal(want, s->want)) {
+		json_decref(s->want);
+		s->want = want;
+		want = NULL;
+		s->want_changed = true;
+		pthread_cond_signal(&s->wake);
+	}
+	pthread_mutex_unlock(&s->lock);
+	json_decref(want);
+}
+
+static int patch_status(struct api_source *s, const char *name, const json_t *entry, char *err, size_t errlen)
+{
+	json_t *body = json_pack("{s:{s:{s:O}}}", "status", "engines", s->engine, entry);
+	char *text = body ? json_dumps(body, JSON_COMPACT) : NULL, path[600];
+	struct httpc_response r = { 0 };
+	int rc = -ENOMEM;
+
+	json_decref(body);
+	if (!text)
+		return rc;
+	snprintf(path, sizeof(path), "/apis/lb.weft.io/v1/virtualservices/%s/status", name);
+	rc = httpc_request_typed(s->writer_http, "PATCH", path, "application/merge-patch+json", text, strlen(text),
+				 &r, err, errlen);
+	if (!rc && r.status != 200 && r.status != 404) {	/* 404: deleted meanwhile */
+		snprintf(err, errlen, "HTTP %ld: %.200s", r.status, r.body);
+		rc = -EPROTO;
+	}
+	free(text);
+	httpc_response_free(&r);
+	return rc;
+}
+
+/* One round: every wanted entry the VS's status does not already hold. */
+static bool write_round(struct api_source *s)
+{
+	json_t *want, *todo = json_object(), *entry;
+	const char *name;
+	bool failed = false;
+	char err[256];
+
+	pthread_mutex_lock(&s->lock);
+	want = json_incref(s->want);
+	s->want_changed = false;
+	json_object_foreach(want, name, entry) {
+		const json_t *vs = json_object_get(s->kinds[0].objs, name);
+		const json_t *have = json_object_get(json_object_get(json_object_get(vs, "status"), "engines"),
+						     s->engine);
+
+		if (vs && !json_equal(have, entry))
+			json_object_set(todo, name, entry);
+	}
+	pthread_mutex_unlock(&s->lock);
+	json_object_foreach(todo, name, entry) {
+		if (atomic_load(&s->stopping))
+			break;
+		if (patch_status(s, name, entry, err, sizeof(err))) {
+			say(s, "status of virtualservice %s: %s; again in a second", name, err);
+			failed = true;
+		}
+	}
+	json_decref(todo);
+	json_decref(want);
+	return failed;
+}
+
+static void *writer_thread(void *arg)
+{
+	struct api_source *s = arg;
+
+	while (!atomic_load(&s->stopping)) {
+		struct timespec until;
+
+		pthread_mutex_lock(&s->lock);
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += 1;
+		while (!s->want_changed && !atomic_load(&s->stopping) &&
+		       pthread_cond_timedwait(&s->wake, &s->lock, &until) == 0)
+			;
+		pthread_mutex_unlock(&s->lock);
+		if (!atomic_load(&s->stopping))
+			(void)write_round(s);
+	}
+	return NULL;
+}
+
 /* ----------------------------------------------------------- the table */
 
 static int api_load(void *ctx, struct lb_state *state, char *report, size_t len)
@@ -233,6 +384,16 @@ static int api_load(void *ctx, struct lb_state *state, char *report, size_t len)
 	for (int i = 0; i < KINDS; i++)
 		if (!s->kinds[i].listed)
 			rc = -EAGAIN;
+	if (!rc) {
+		const char *name;
+		json_t *vs;
+
+		json_object_clear(s->loaded);
+		json_object_foreach(s->kinds[0].objs, name, vs)
+			if (strcmp(json_string_value(json_object_get(json_object_get(vs, "spec"), "type")) ?
+				   json_string_value(json_object_get(json_object_get(vs, "spec"), "type")) : "", "L4"))
+				json_object_set_new(s->loaded, name, spec_hash(vs));
+	}
 	for (int i = 0; i < KINDS && !rc; i++) {
 		const char *name;
 		json_t *obj;
@@ -266,6 +427,14 @@ static void api_close(void *ctx)
 	if (!s)
 		return;
 	atomic_store(&s->stopping, true);
+	pthread_mutex_lock(&s->lock);
+	pthread_cond_signal(&s->wake);
+	pthread_mutex_unlock(&s->lock);
+	if (s->writer_http)
+		httpc_cancel(s->writer_http);
+	if (s->writer_started)
+		pthread_join(s->writer, NULL);
+	httpc_destroy(s->writer_http);
 	for (int i = 0; i < KINDS; i++)
 		if (s->kinds[i].http)
 			httpc_cancel(s->kinds[i].http);
@@ -279,11 +448,17 @@ static void api_close(void *ctx)
 		close(s->pipe[0]);
 	if (s->pipe[1] >= 0)
 		close(s->pipe[1]);
+	json_decref(s->loaded);
+	json_decref(s->want);
+	free(s->engine);
+	pthread_cond_destroy(&s->wake);
 	pthread_mutex_destroy(&s->lock);
 	free(s);
 }
 
-static const struct lb_source_ops api_ops = { "api", api_load, api_fd, api_close };
+static const struct lb_source_ops api_ops = {
+	.name = "api", .load = api_load, .fd = api_fd, .observed = api_observed, .close = api_close,
+};
 
 int lb_source_api_open(struct lb_source *src, const struct lb_source_api_options *o, char *err, size_t errlen)
 {
@@ -301,6 +476,14 @@ int lb_source_api_open(struct lb_source *src, const struct lb_source_api_options
 	s->log = o->log;
 	s->log_arg = o->log_arg;
 	pthread_mutex_init(&s->lock, NULL);
+	pthread_cond_init(&s->wake, NULL);
+	s->engine = strdup(o->engine ? o->engine : "");
+	s->loaded = json_object();
+	s->want = json_object();
+	if (!s->engine || !s->loaded || !s->want) {
+		rc = -ENOMEM;
+		goto fail;
+	}
 	if (pipe2(s->pipe, O_CLOEXEC | O_NONBLOCK)) {
 		rc = -errno;
 		snprintf(err, errlen, "pipe: %s", strerror(errno));
@@ -319,6 +502,17 @@ int lb_source_api_open(struct lb_source *src, const struct lb_source_api_options
 			goto fail;
 		}
 	}
+	s->writer_http = httpc_create(&hopt, err, errlen);
+	if (!s->writer_http) {
+		rc = -errno;
+		goto fail;
+	}
+	rc = -pthread_create(&s->writer, NULL, writer_thread, s);
+	if (rc) {
+		snprintf(err, errlen, "cannot start a thread: %s", strerror(-rc));
+		goto fail;
+	}
+	s->writer_started = true;
 	for (int i = 0; i < KINDS; i++) {
 		rc = -pthread_create(&s->kinds[i].thread, NULL, kind_thread, &s->kinds[i]);
 		if (rc) {

@@ -32,7 +32,7 @@ static const struct kind_info kinds[KIND_COUNT] = {
 	{ KIND_SECRET, "Secret", "secret", "secrets", { NULL }, "", "v1", "v1", true, false, false },
 	/* the load-balancer model (docs/lb.md): the controller's translation */
 	{ KIND_VIRTUALSERVICE, "VirtualService", "virtualservice", "virtualservices", { "vs" },
-	  "lb.weft.io", "v1", "lb.weft.io/v1", false, true, false },
+	  "lb.weft.io", "v1", "lb.weft.io/v1", false, true, true },
 	{ KIND_SSLKEYCERT, "SSLKeyAndCertificate", "sslkeyandcertificate", "sslkeyandcertificates",
 	  { "sslkc" }, "lb.weft.io", "v1", "lb.weft.io/v1", false, true, false },
 };

@@ -116,6 +116,22 @@ post_vs() { api POST /apis/lb.weft.io/v1/virtualservices \
 	-d '{"apiVersion":"lb.weft.io/v1","kind":"VirtualService","metadata":{"name":"x"},"spec":{}}' | code_of; }
 check "a client may not write a VirtualService (405)" is 405 post_vs
 
+engine_patch() { # engine_patch NAME JSON: merge-patch the VS's status, as an engine does
+	curl -s --cacert "$CTRL_CA" -X PATCH -H "Authorization: Bearer $(cat "$CTRL_TOKEN_FILE")" \
+		-H 'Content-Type: application/merge-patch+json' -o /dev/null -w '%{http_code}' -d "$2" \
+		"$CTRL_URL/apis/lb.weft.io/v1/virtualservices/$1/status"
+}
+check "a service engine may write a VirtualService's status (200)" is 200 \
+	engine_patch weft--Shared-L7-3 '{"status":{"engines":{"se-1":{"state":"Applied","observedSpec":"x"}}}}'
+check "... another engine's entry beside it" is 200 \
+	engine_patch weft--Shared-L7-3 '{"status":{"engines":{"se-2":{"state":"Pending","observedSpec":"x"}}}}'
+check "both entries are kept" is "se-1 se-2" vs weft--Shared-L7-3 '.status.engines | keys | join(" ")'
+spec_put() { # a replace that changes the spec: refused
+	api GET /apis/lb.weft.io/v1/virtualservices/weft--Shared-L7-3 | body_of | jq -c '.spec.vip = "192.168.202.7"' |
+		api PUT /apis/lb.weft.io/v1/virtualservices/weft--Shared-L7-3 -d @- | code_of
+}
+check "a replace that changes its spec is refused (405)" is 405 spec_put
+
 echo "== a Route: edge with an alternate backend, and passthrough"
 cat >"$DIR/routes.yaml" <<EOF
 apiVersion: route.openshift.io/v1

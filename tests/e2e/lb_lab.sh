@@ -265,6 +265,10 @@ read -r NW NC NE <<<"$(weights)"
 check "alternate backends 75/25 over 1,000 requests: web $NW, canary $NC (within 75±5%), $NE errors" \
 	test "$NE" = 0 -a "$NW" -ge 700 -a "$NW" -le 800 -a "$((NW + NC))" = 1000
 
+vs_engine_state() { W get vs "$1" -o json | jq -r '.status.engines."se-1" | "\(.state) \(.observedSpec | length)"'; }
+check "the engine wrote what it made of each VS to its status (Applied, the spec's hash)" wait_for 10 is "Applied 16" \
+	vs_engine_state weft--a.example.com
+
 echo "== 4. changes under load"
 MANY_VIP=$(host_vip many.example.com)
 R0=$(reloads)
