@@ -9,8 +9,10 @@
  *   read (get, list, watch)  Nodes, HostSubnets, ClusterNetworks,
  *                            NetNamespaces, Namespaces, Pods, Services,
  *                            Endpoints, NetworkPolicies: its data plane
- *                            programs them.  Never Secrets, Ingresses or
- *                            Routes, nor /metrics.
+ *                            programs them.  Never Secrets, Ingresses,
+ *                            Routes, nor the load balancer's objects
+ *                            (VirtualServices, SSLKeyAndCertificates: keys),
+ *                            nor /metrics.
  *   create, update           its own Node (registration and annotations);
  *                            its own HostSubnet, annotations only (the
  *                            registry refuses any other change of a
