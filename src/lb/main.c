@@ -5,7 +5,7 @@
  *
  *   weft-lb run --name SE --state-dir DIR (--objects-dir DIR |
  *               --controller URL[,URL...] --token-file F [--ca-file F])
- *               [--haproxy PATH] [--min-reload-interval-ms N]
+ *               [--haproxy PATH] [--min-reload-interval-ms N] [--min-slots N]
  *   weft-lb render --objects-dir DIR --out DIR [--haproxy PATH]
  *   weft-lb status --state-dir DIR
  *
@@ -44,9 +44,10 @@ static int cmd_status(struct flags *f);
 
 static const struct command commands[] = {
 	{ "run", cmd_run,
-	  "--name SE --state-dir DIR --objects-dir DIR [--haproxy PATH] [--min-reload-interval-ms N]\n"
-	  "        [--min-slots N]\n"
-	  "        serve the objects of DIR (*.json, one object each); SIGHUP: read them again" },
+	  "--name SE --state-dir DIR (--controller URL[,URL...] --token-file F [--ca-file F] | --objects-dir DIR)\n"
+	  "        [--haproxy PATH] [--min-reload-interval-ms N (500)] [--min-slots N (1)]\n"
+	  "        serve the virtual services the controller's API lists and watches, or those of\n"
+	  "        DIR (*.json, one object each; SIGHUP: read them again)" },
 	{ "render", cmd_render, "--objects-dir DIR --out DIR [--haproxy PATH] [--min-slots N]\n"
 				"        write the configuration the objects give, and check it with haproxy -c" },
 	{ "status", cmd_status, "--state-dir DIR\n        print the engine's counters (DIR/status.json)" },
@@ -246,7 +247,7 @@ static int parse_flags(int argc, char **argv, struct flags *f)
 
 int main(int argc, char **argv)
 {
-	struct flags f = { .haproxy = "/usr/sbin/haproxy", .min_reload_ms = 1000, .min_slots = LB_SLOTS_MIN };
+	struct flags f = { .haproxy = "/usr/sbin/haproxy", .min_reload_ms = 500, .min_slots = LB_SLOTS_DEFAULT };
 
 	if (argc < 2 || strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0) {
 		usage(argc < 2 ? stderr : stdout);

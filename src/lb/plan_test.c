@@ -11,6 +11,9 @@
 #include "lb/render.h"
 #include "test.h"
 
+/* the slots the tests lay pools out with (the engine's default is fewer) */
+#define TEST_SLOTS 8
+
 #include <stdio.h>
 
 struct pair {
@@ -94,7 +97,7 @@ TEST(plan_scale_1_to_50_past_the_slots_adds_servers)
 	const struct lb_slot_pool *sp;
 	char *cfg = NULL;
 
-	CHECK(plan_of(&p, a, 1, b, 1, LB_SLOTS_MIN) == 0);
+	CHECK(plan_of(&p, a, 1, b, 1, TEST_SLOTS) == 0);
 	CHECK(!p.plan.reload);
 	sp = &lb_layout_find_backend(p.lb, "weft--Shared-L7-0:a.example.com_api")->pools[0];
 	CHECK_EQ(sp->n_slots, 64);	/* 8 doubled until 50 fit */
@@ -132,7 +135,7 @@ TEST(plan_scale_1_to_50_and_back_keeps_the_slots)
 
 	for (int i = 0; i < 3; i++) {
 		s[i] = fix_state(&o[i], 1);
-		l[i] = lb_layout_build(s[i], i ? l[i - 1] : NULL, LB_SLOTS_MIN, NULL, 0);
+		l[i] = lb_layout_build(s[i], i ? l[i - 1] : NULL, TEST_SLOTS, NULL, 0);
 		CHECK(l[i]);
 	}
 	CHECK(lb_plan_make(l[0], l[1], "/state", &plan[0]) == 0 && !plan[0].reload);
@@ -168,7 +171,7 @@ TEST(plan_slots_past_the_cap_reload)
 	json_t *a[] = { fix_shared("192.168.202.1", many_servers(1000), NULL) };
 	json_t *b[] = { fix_shared("192.168.202.1", many_servers(LB_SLOTS_MAX + 1), NULL) };
 
-	CHECK(plan_of(&p, a, 1, b, 1, LB_SLOTS_MIN) == 0);
+	CHECK(plan_of(&p, a, 1, b, 1, TEST_SLOTS) == 0);
 	CHECK(p.plan.reload);
 	CHECK_CONTAINS(p.plan.reason, "pool api needs 2048 slots, more than the 1024 added at run time");
 	CHECK_EQ(p.plan.n_ops, 0);
@@ -182,11 +185,11 @@ TEST(plan_slots_fewer_than_run_reload)
 	json_t *b[] = { fix_shared("192.168.202.1", fix_servers(1, 1, 1), NULL) };
 
 	/* b laid out sticky keeps 64; a fresh layout of b has 8 */
-	CHECK(plan_of(&p, a, 1, b, 1, LB_SLOTS_MIN) == 0);
+	CHECK(plan_of(&p, a, 1, b, 1, TEST_SLOTS) == 0);
 	CHECK(!p.plan.reload);
 	lb_plan_clear(&p.plan);
 	lb_layout_free(p.lb);
-	p.lb = lb_layout_build(p.b, NULL, LB_SLOTS_MIN, NULL, 0);
+	p.lb = lb_layout_build(p.b, NULL, TEST_SLOTS, NULL, 0);
 	CHECK(p.lb && lb_plan_make(p.la, p.lb, "/state", &p.plan) == 0);
 	CHECK(p.plan.reload);
 	CHECK_CONTAINS(p.plan.reason, "pool api: 8 slots, 64 run");
@@ -377,7 +380,7 @@ TEST(plan_server_commands_reach_the_new_slots_randomized)
 		json_t *o = fix_shared("192.168.202.1", fix_servers(1, 60, mask), NULL);
 
 		s = fix_state(&o, 1);
-		applied = lb_layout_build(s, NULL, LB_SLOTS_MIN, NULL, 0);
+		applied = lb_layout_build(s, NULL, TEST_SLOTS, NULL, 0);
 	}
 	CHECK(applied);
 	for (int round = 0; round < 300; round++) {
@@ -387,7 +390,7 @@ TEST(plan_server_commands_reach_the_new_slots_randomized)
 					   test_rnd(&rnd, 1u << 30)) & ((1ull << bits) - 1);
 		json_t *o = fix_shared("192.168.202.1", fix_servers(1, 60, next), NULL);
 		struct lb_state *ns = fix_state(&o, 1);
-		struct lb_layout *nl = lb_layout_build(ns, applied, LB_SLOTS_MIN, NULL, 0);
+		struct lb_layout *nl = lb_layout_build(ns, applied, TEST_SLOTS, NULL, 0);
 		struct lb_plan plan;
 		size_t n = model_of(applied, model, MODEL_MAX);
 		bool bad = false;

@@ -8,7 +8,7 @@
 #   │ curl / openssl s_client / lb_backends.py count                            │
 #   │      │                                                                    │
 #   │      ▼                                                                    │
-#   │ HAProxy (started by weft-lb run, default 8 slots; objects: JSON files)    │
+#   │ HAProxy (started by weft-lb run --min-slots 8; objects: JSON files)       │
 #   │  192.168.202.1:80   SharedL7: a.example.com/api, /api/v2, w. (75/25),     │
 #   │                     scale. (1 -> 50 -> 51 -> 1 -> 20 -> 1 servers: slots │
 #   │                     added at run time), 302 for s.example.com             │
@@ -161,7 +161,7 @@ must write_objects
 # --- the engine
 generation() { status generation; }
 start_engine() {
-	ip netns exec "$NS" "$LB" run --name se-1 --state-dir "$STATE" --objects-dir "$OBJ" --min-reload-interval-ms 500 \
+	ip netns exec "$NS" "$LB" run --name se-1 --state-dir "$STATE" --objects-dir "$OBJ" --min-reload-interval-ms 500 --min-slots 8 \
 		>>"$dir/lb.log" 2>&1 &
 	LB_PID=$!
 	T_PIDS+=("$LB_PID")

@@ -186,7 +186,7 @@ check "status -o json: nodes" jq_status --arg l "$LAB" '
 	    and has("subnet") and has("agentPid")) and
 	.nodes[0].ip == "192.168.200.11" and .nodes[1].ip == "192.168.200.12"'
 check "status -o json: exactly the documented keys" jq_status '
-	(keys == ["controller","mode","name","nodes","outside","pods","vipNetwork"]) and
+	(keys == ["controller","engines","lbVipNetwork","mode","name","nodes","outside","pods","vipNetwork"]) and
 	all(.nodes[]; keys == ["agentPid","agentSocket","cniConfig","ip","name","netns","pinDir","stateDir","subnet"])'
 check "status -o json: no pods yet" jq_status '.pods == []'
 check "the conflist is the weft + portmap chain" jq -e --arg s "$STATE_DIR/node-1/cni.sock" '
