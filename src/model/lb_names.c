@@ -63,16 +63,7 @@ bool lb_object_name(const char *s)
 {
 	size_t n = s ? strnlen(s, 512) : 0;
 
-	if (n == 0 || n > 511)
-		return false;
-	for (size_t i = 0; i < n; i++) {
-		char c = s[i];
-
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-		      c == '-' || c == '.' || c == '_'))
-			return false;
-	}
-	return true;
+	return n > 0 && n <= 511 && model_key_chars(s, n);
 }
 
 static int name(char *buf, size_t len, const char *fmt, ...)

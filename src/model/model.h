@@ -184,6 +184,8 @@ int model_delete_options(const struct kind_info *k, const json_t *body, int64_t 
 int model_revision_parse(const char *s, int64_t *out) __attribute__((warn_unused_result));
 
 /* Names: Kubernetes' rules. */
+/* s[0..n) holds only [-._a-zA-Z0-9] (a ConfigMap or Secret key's letters) */
+bool model_key_chars(const char *s, size_t n);
 bool model_dns1123_label(const char *s);	/* <= 63, [a-z0-9]([-a-z0-9]*[a-z0-9])? */
 bool model_dns1123_subdomain(const char *s);	/* <= 253, labels joined by '.' (any length each, as Kubernetes) */
 bool model_dns1035_label(const char *s);	/* label starting with a letter (Service names) */

@@ -31,6 +31,17 @@ static bool label(const char *s, size_t n)
 	return true;
 }
 
+bool model_key_chars(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+
+		if (!(alnum(c) || c == '-' || c == '.' || c == '_'))
+			return false;
+	}
+	return true;
+}
+
 bool model_dns1123_label(const char *s)
 {
 	return s && label(s, strnlen(s, 64));

@@ -19,14 +19,7 @@ static bool key_ok(const char *s)
 
 	if (n == 0 || n > 253 || !strcmp(s, ".") || !strncmp(s, "..", 2))
 		return false;
-	for (size_t i = 0; i < n; i++) {
-		char c = s[i];
-
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-		      c == '-' || c == '.' || c == '_'))
-			return false;
-	}
-	return true;
+	return model_key_chars(s, n);
 }
 
 static bool b64_char(char c)
