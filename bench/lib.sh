@@ -11,6 +11,11 @@
 #   record FIELD...  a tab-separated line to $RES
 #   bench_cleanup    kill PIDS, take the labs down, delete NSS and TMP,
 #                    exit with the status it was called with (trap EXIT)
+#   bench_need_root WHY       unless root: say it is skipped, a SKIP line
+#                    for each of GOALS, exit 0
+#   bench_need_tools HINT TOOL...  every TOOL on PATH (and NEED empty: the
+#                    caller's other missing things), else name them and
+#                    HINT, exit 1
 
 say() { echo "$BENCH_NAME: $*"; }
 oneline() { tr '\t\n' '  ' | sed 's/  */ /g; s/ $//' | cut -c1-300; }
@@ -31,4 +36,20 @@ bench_cleanup() {
 	fi
 	rm -rf "$TMP"
 	exit "$rc"
+}
+
+bench_need_root() {
+	local g
+	[ "$(id -u)" -eq 0 ] && return 0
+	echo "$BENCH_NAME: skipped (needs root $1)"
+	for g in "${GOALS[@]}"; do echo "GOAL $g: SKIP (not root)"; done
+	exit 0
+}
+
+bench_need_tools() {
+	local hint=$1 t; shift
+	for t in "$@"; do command -v "$t" >/dev/null 2>&1 || NEED+=("$t"); done
+	[ ${#NEED[@]} -eq 0 ] && return 0
+	echo "$BENCH_NAME: missing ${NEED[*]}${hint:+ ($hint)}" >&2
+	exit 1
 }

@@ -123,20 +123,12 @@ trap lb_cleanup EXIT
 trap 'exit 130' INT TERM
 
 GOALS=(lb_rps_vs_ref lb_p99_vs_ref lb_new_host_p99 lb_scale_errors lb_scale_reloads)
-if [ "$(id -u)" -ne 0 ]; then
-	echo "lb: skipped (needs root to create a network namespace)"
-	for g in "${GOALS[@]}"; do echo "GOAL $g: SKIP (not root)"; done
-	exit 0
-fi
-need=()
-for t in ip wrk curl jq timeout; do command -v "$t" >/dev/null 2>&1 || need+=("$t"); done
-[ -x "$HAPROXY" ] || need+=("$HAPROXY (Debian package haproxy)")
-[ -x "$PY" ] || need+=(python3)
-for b in weft-controller weft-lb weftctl; do [ -x "$WEFT_BIN/$b" ] || need+=("$WEFT_BIN/$b (make)"); done
-if [ ${#need[@]} -gt 0 ]; then
-	echo "lb: missing ${need[*]}" >&2
-	exit 1
-fi
+bench_need_root "to create a network namespace"
+NEED=()
+[ -x "$HAPROXY" ] || NEED+=("$HAPROXY (Debian package haproxy)")
+[ -x "$PY" ] || NEED+=(python3)
+for b in weft-controller weft-lb weftctl; do [ -x "$WEFT_BIN/$b" ] || NEED+=("$WEFT_BIN/$b (make)"); done
+bench_need_tools "" ip wrk curl jq timeout
 
 # ------------------------------------------------------------ helpers
 # in_ns CMD...: CMD in the namespace (foreground).  Background processes

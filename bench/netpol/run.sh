@@ -126,20 +126,11 @@ trap 'exit 130' INT TERM
 
 # ---------------------------------------------------------------- preflight
 GOALS=(np_tput np_connect_p50 np_added_vs_ref np_propagation_p99 np_cni_add_p99)
-if [ "$(id -u)" -ne 0 ]; then
-	echo "netpol: skipped (needs root to create network namespaces)"
-	for g in "${GOALS[@]}"; do echo "GOAL $g: skipped (not root) SKIP"; done
-	exit 0
-fi
-need=()
-for t in ip ipset iptables-restore iptables-save iperf3 jq timeout taskset ss cc; do
-	command -v "$t" >/dev/null 2>&1 || need+=("$t")
-done
-[ -x "$PY" ] || need+=(python3)
-if [ ${#need[@]} -gt 0 ]; then
-	echo "netpol: missing ${need[*]} (scripts/deps.sh installs iperf3 jq iproute2 iptables ipset; cc is the C compiler)" >&2
-	exit 1
-fi
+bench_need_root "to create network namespaces"
+NEED=()
+[ -x "$PY" ] || NEED+=(python3)
+bench_need_tools "scripts/deps.sh installs iperf3 jq iproute2 iptables ipset; cc is the C compiler" \
+	ip ipset iptables-restore iptables-save iperf3 jq timeout taskset ss cc
 if ! out=$(cc -O2 -Wall -Wextra -Werror -o "$CONNLAT" bench/services/tools/connlat.c 2>&1); then
 	echo "netpol: cannot build bench/services/tools/connlat.c: $out" >&2
 	exit 1

@@ -133,20 +133,11 @@ trap 'exit 130' INT TERM
 
 # ---------------------------------------------------------------- preflight
 GOALS=(svc_first_packet_p50 svc_first_packet_p99 svc_vs_iptables_p99 svc_tput)
-if [ "$(id -u)" -ne 0 ]; then
-	echo "services: skipped (needs root to create network namespaces)"
-	for g in "${GOALS[@]}"; do echo "GOAL $g: SKIP (not root)"; done
-	exit 0
-fi
-need=()
-for t in ip iptables-restore iptables-save iperf3 jq timeout taskset ss cc; do
-	command -v "$t" >/dev/null 2>&1 || need+=("$t")
-done
-[ -x "$PY" ] || need+=(python3)
-if [ ${#need[@]} -gt 0 ]; then
-	echo "services: missing ${need[*]} (scripts/deps.sh installs iperf3 jq iproute2 iptables; cc is the C compiler)" >&2
-	exit 1
-fi
+bench_need_root "to create network namespaces"
+NEED=()
+[ -x "$PY" ] || NEED+=(python3)
+bench_need_tools "scripts/deps.sh installs iperf3 jq iproute2 iptables; cc is the C compiler" \
+	ip iptables-restore iptables-save iperf3 jq timeout taskset ss cc
 if ! out=$(cc -O2 -Wall -Wextra -Werror -o "$CONNLAT" bench/services/tools/connlat.c 2>&1); then
 	echo "services: cannot build bench/services/tools/connlat.c: $out" >&2
 	exit 1
