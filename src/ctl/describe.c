@@ -18,7 +18,8 @@
  * After the metadata, every other top-level field is walked generically:
  * scalars as "key:  value" aligned within their object, objects and
  * arrays of objects indented below their key, arrays of scalars joined.
- * Secrets show sizes, never values; a Route's TLS key is hidden.  A
+ * Secrets show sizes, never values; a Route's TLS key is hidden, and an
+ * SSLKeyAndCertificate's.  A
  * NetworkPolicy ends with what it selects and matches now
  * (describe_netpol.c).
  */
@@ -102,7 +103,7 @@ static void member(const char *key, const json_t *v, int indent, int width, bool
 		line(indent, key, width, "<none>");
 	} else if (json_is_object(v)) {
 		printf("%*s%s:\n", indent, "", key);
-		walk(v, indent + 2, !strcmp(key, "tls"));
+		walk(v, indent + 2, in_tls || !strcmp(key, "tls"));
 	} else if (scalar_array(v)) {
 		value[0] = 0;
 		json_array_foreach(v, i, e) {
@@ -277,7 +278,8 @@ static void describe(struct ctl *ctl, const struct kind_info *k, const json_t *o
 		snprintf(title, sizeof(title), "%s", key);
 		if (title[0] >= 'a' && title[0] <= 'z')
 			title[0] = (char)(title[0] - 'a' + 'A');
-		member(title, v, 0, TOP_WIDTH, false);
+		/* an SSLKeyAndCertificate's spec is TLS through and through */
+		member(title, v, 0, TOP_WIDTH, k->id == KIND_SSLKEYCERT);
 	}
 	if (k->id == KIND_NETWORKPOLICY)
 		ctl_describe_networkpolicy(ctl, obj);

@@ -105,6 +105,13 @@ check "with the parent's VIP and the Secret's key/certificate object" is \
 	"192.168.202.2 weft--shop-b-tls" vs weft--b.example.com '"\(.spec.vip) \(.spec.sslKeyAndCertificate)"'
 cert_of() { api GET "/apis/lb.weft.io/v1/sslkeyandcertificates/$1" | body_of | jq -r .spec.certificate; }
 check "which holds the certificate" is "$(cat "$DIR/b.crt")" cert_of weft--shop-b-tls
+describe_hides_key() {
+	local out; out=$(W describe sslkeyandcertificate weft--shop-b-tls) || return 1
+	grep -q 'key: *<hidden>' <<<"$out" && ! grep -q 'PRIVATE KEY' <<<"$out" && grep -q 'kind: *Secret' <<<"$out"
+}
+check "weftctl describe of the key/certificate object hides the key" describe_hides_key
+describe_vs() { W describe vs weft--b.example.com | grep -qE '^ +sslKeyAndCertificate: +weft--shop-b-tls'; }
+check "weftctl describe vs shows the SNI child's fields" describe_vs
 check "the parent redirects the host to HTTPS (302)" is "b.example.com 302 https" \
 	vs weft--Shared-L7-2 '.spec.httpRedirects[0] | "\(.host) \(.code) \(.scheme)"'
 check "the status lists both hosts and no condition" wait_for 10 is "a.example.com b.example.com -" \
