@@ -18,9 +18,11 @@
 #   3. Routes: passthrough (the backend's own certificate), reencrypt with
 #      the right CA (200) and the wrong one (503), alternate backends'
 #      weights over 1,000 requests
-#   4. under load (wrk from outside): a pool from 1 to 50 servers and back,
-#      a certificate rotated, a host added and removed: 0 failed requests;
-#      the reloads are counted
+#   4. under load (wrk from outside): a pool from 1 to 50 servers and back
+#      (hand-written Endpoints), then a backend of real pods from 1 to 50
+#      and back (pod add through the CNI chain; relabelled out, deleted),
+#      both without a reload; a certificate rotated, a host added and
+#      removed: 0 failed requests; the reloads are counted
 #   5. a deleted Ingress: its host is gone (404); an engine killed and
 #      started again serves the same configuration without a reload
 #
@@ -223,12 +225,12 @@ subject() { # subject HOST VIP: the CN of the certificate served for SNI HOST
 	out sh -c "openssl s_client -connect $2:443 -servername $1 </dev/null 2>/dev/null | openssl x509 -noout -subject" | sed 's/.*CN *= *//'
 }
 serial() { out sh -c "openssl s_client -connect $2:443 -servername $1 </dev/null 2>/dev/null | openssl x509 -noout -serial"; }
-check "a.example.com: its own certificate" is a.example.com subject a.example.com "$A_VIP"
+check "a.example.com: its own certificate" wait_for 20 is a.example.com subject a.example.com "$A_VIP"
 https_get() { # https_get HOST CERT VIP PATH: the body, the server verified against CERT
 	out curl -s -m 5 --cacert "$2" --resolve "$1:443:$3" "https://$1$4"
 }
 https_answers() { https_get "$@" | grep -q '^srv='; }
-check "https://a.example.com/ answers (verified against its certificate)" https_answers a.example.com "$DIR/a.crt" "$A_VIP" /x
+check "https://a.example.com/ answers (verified against its certificate)" wait_for 10 https_answers a.example.com "$DIR/a.crt" "$A_VIP" /x
 check "http://a.example.com/p?q=1: 302 to https, path and query kept" is "302 https://a.example.com/p?q=1" \
 	out curl -s -o /dev/null -w '%{http_code} %{redirect_url}' -m 5 --resolve "a.example.com:80:$A_VIP" 'http://a.example.com/p?q=1'
 status_reason() { W get ingress -n shop store -o json | jq -r '[.status.conditions[]? | .reason + " " + .message] | join("; ")'; }
@@ -307,7 +309,61 @@ wait "$WRK"
 check "scaling 1 -> 50 -> 1 under load: 0 failed requests ($(awk '/requests in/ { print $1 }' "$DIR/wrk-many.example.com") served)" no_wrk_errors many.example.com
 R1=$(reloads)
 echo "  reloads while scaling: $((R1 - R0))"
+check "... and none was a reload" is "$R0" reloads
 
+# a backend of real pods, made through the CNI chain and found by the
+# endpoints controller: 1 -> 50 while wrk runs, then back to 1 (relabelled
+# out of the selector first, as a rollout drains them, then deleted)
+cat >"$DIR/pods.yaml" <<'EOF'
+apiVersion: v1
+kind: Service
+metadata: {name: pods, namespace: shop}
+spec: {selector: {app: pods}, ports: [{name: http, port: 80, targetPort: http}]}
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: pods, namespace: shop}
+spec:
+  rules:
+  - host: pods.example.com
+    http: {paths: [{path: /, pathType: Prefix, backend: {service: {name: pods, port: {number: 80}}}}]}
+EOF
+pods_pool() { W get vs -o json | jq '[.items[].spec.pools[]? | select(.service.name == "pods") | .servers | length] | add // 0'; }
+pods_vip() { W get ingress -n shop pods -o json | jq -r '.status.loadBalancer.ingress[0].ip // empty'; }
+pods_answer() { local v; v=$(pods_vip); [ -n "$v" ] && out curl -s -m 3 -H 'Host: pods.example.com' "http://$v/" | grep -q srv=; }
+must lab pod add node-1 shop pods-1 --label app=pods --port http:8080/TCP
+serve shop/pods-1 8080
+must W apply -f "$DIR/pods.yaml"
+check "pods.example.com answers from its first pod" wait_for 30 pods_answer
+PODS_VIP=$(pods_vip)
+R_PODS=$(reloads)
+# ip netns exec execs nice, nice execs wrk: $! is wrk itself, whose SIGINT
+# ends the run with its report; niced, so that the 49 pod adds it runs
+# beside are not starved of the 2 CPUs (wrk takes what is left)
+ip netns exec "$(netns outside)" nice -n 19 wrk -t2 -c16 -d600s --timeout 10s -H "Host: pods.example.com" "http://$PODS_VIP/" \
+	>"$DIR/wrk-pods.example.com" 2>&1 &
+WRK=$!
+T_PIDS+=("$WRK")
+T0=$(date +%s)
+for ((i = 2; i <= 50; i++)); do
+	lab pod add "node-$((i % 2 + 1))" shop "pods-$i" --label app=pods --port http:8080/TCP >/dev/null ||
+		fail "pod add shop/pods-$i"
+	serve "shop/pods-$i" 8080
+done
+check "50 pods made; the pool has 50 servers" wait_for 30 is 50 pods_pool
+for ((i = 2; i <= 50; i++)); do
+	W patch pod -n shop "pods-$i" --type merge -p '{"metadata":{"labels":{"app":"gone"}}}' >/dev/null ||
+		fail "relabel shop/pods-$i"
+done
+check "49 pods relabelled out of the selector: the pool has 1 server" wait_for 30 is 1 pods_pool
+for ((i = 2; i <= 50; i++)); do lab pod del "shop/pods-$i" >/dev/null || fail "pod del shop/pods-$i"; done
+kill -INT "$WRK" 2>/dev/null
+wait "$WRK"
+check "1 -> 50 -> 1 real pods under load over $(($(date +%s) - T0)) s: 0 failed requests ($(awk '/requests in/ { print $1 }' "$DIR/wrk-pods.example.com") served)" no_wrk_errors pods.example.com
+echo "  reloads while the pods came and went: $(($(reloads) - R_PODS))"
+check "... and none was a reload" is "$R_PODS" reloads
+
+R1=$(reloads)
 wrk_start a.example.com "$A_VIP" 12
 secret a-tls "$DIR/a2.crt" "$DIR/a2.key" >"$DIR/a2.yaml"
 must W apply -f "$DIR/a2.yaml"
