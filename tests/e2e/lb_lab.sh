@@ -54,7 +54,9 @@ serve() {
 	local pod=$1 ip a=(); shift
 	ip=$(pod_ip "$pod")
 	for p in "$@"; do a+=("$ip:$p"); done
-	ns "$pod" python3 "$BACKENDS" serve "${a[@]}" >"$DIR/${pod//\//-}.log" 2>&1 &
+	# ip netns exec execs python3: $! is the server itself, which the
+	# cleanup stops by its PID (a function run with & would be a subshell)
+	ip netns exec "$(netns "$pod")" python3 "$BACKENDS" serve "${a[@]}" >"$DIR/${pod//\//-}.log" 2>&1 &
 	T_PIDS+=("$!")
 }
 listening() { ns "$1" ss -Hltn "sport = :$2" | grep -q .; }
@@ -90,7 +92,7 @@ must cert a2 a.example.com
 must cert b b.example.com
 must cert e e.example.com
 must cert r r.example.com
-ns shop/tls-1 openssl s_server -accept "$TLS1:8443" -cert "$DIR/backend.crt" -key "$DIR/backend.key" -www -quiet \
+ip netns exec "$(netns shop/tls-1)" openssl s_server -accept "$TLS1:8443" -cert "$DIR/backend.crt" -key "$DIR/backend.key" -www -quiet \
 	>"$DIR/tls-1.log" 2>&1 </dev/null &
 T_PIDS+=("$!")
 all_listen() {
@@ -404,7 +406,7 @@ cp "$SE_DIR/haproxy.cfg" "$DIR/before.cfg"
 kill -KILL "$PID"
 gone() { ! kill -0 "$1" 2>/dev/null; }
 wait_for 10 gone "$PID"
-ns se-1 setsid "${CMD[@]}" >>"/run/weft-lab/$L/se-1/weft-lb.log" 2>&1 </dev/null &
+ip netns exec "$(netns se-1)" setsid "${CMD[@]}" >>"/run/weft-lab/$L/se-1/weft-lb.log" 2>&1 </dev/null &
 T_PIDS+=("$!")
 adopted() { engine_status | jq -e '.last == "adopted, same configuration" and .reloads == 0' >/dev/null; }
 check "the engine, killed and started again, adopts HAProxy with the same configuration" wait_for 20 adopted
