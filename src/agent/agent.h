@@ -129,6 +129,8 @@ struct agent_netns {
 
 struct agent {
 	struct agent_opts o;
+	const struct agent_kernel *kernel;	/* agent_kernel_real or _hollow */
+	bool hollow;			/* maps in memory, no kernel, no CNI socket */
 	in_addr_t node_ip;		/* network order */
 	uint32_t node_id;
 	struct cidr subnet;		/* this node's, host order */
@@ -146,6 +148,8 @@ struct agent {
 	struct cni_server *cni;
 	struct policy *policy;
 	struct policy_log *plog;	/* NULL when the ring buffer could not be read */
+	struct service_table *svc;	/* service.c's, under its callers' threads */
+	struct sync_kinds *kinds;	/* sync.c's: what each watching thread follows */
 
 	pthread_mutex_t lock;
 	pthread_cond_t kick;		/* wakes the reporter */
@@ -197,20 +201,46 @@ struct agent {
 	time_t ipam_at;			/* when it was written */
 };
 
-/* logging (stderr, one line, with time and level) */
+/* logging (log.c: stderr, one line, with time, program and level) */
 void agent_log(const char *level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The program's name in every line (borrowed: a literal), and whether
+ * "info" lines are dropped.  Before any thread logs. */
+void agent_log_setup(const char *prog, bool quiet);
 #define LOG_INFO(...) agent_log("info", __VA_ARGS__)
 #define LOG_WARN(...) agent_log("warn", __VA_ARGS__)
 #define LOG_ERR(...) agent_log("error", __VA_ARGS__)
 
+/* What a node does to its kernel beside the maps: devices, routes,
+ * masquerade and the veths found at start.  agent_kernel_real (node.c)
+ * does it; a hollow node (hollow.c) has no kernel of its own and does
+ * nothing.  Chosen once, in a->kernel, before agent_start. */
+struct agent_kernel {
+	int (*setup_devices)(struct agent *a);
+	int (*setup_masquerade)(struct agent *a);
+	int (*route_remote)(struct agent *a, const struct agent_node *n);	/* replace */
+	int (*route_remote_del)(struct agent *a, const struct cidr *subnet);
+	/* delete routes through the VXLAN device to subnets no node owns */
+	int (*routes_prune)(struct agent *a);
+	/* pod_startup_gc, below, for the real kernel */
+	int (*startup_gc)(struct agent *a);
+};
+extern const struct agent_kernel agent_kernel_real;
+extern const struct agent_kernel agent_kernel_hollow;
+
 /* node.c */
 int node_register(struct agent *a);		/* controller, or node.json */
-int node_setup_devices(struct agent *a);
-int node_setup_masquerade(struct agent *a);
-int node_route_remote(struct agent *a, const struct agent_node *n);	/* replace */
-int node_route_remote_del(struct agent *a, const struct cidr *subnet);
-/* Delete routes through the VXLAN device to subnets no node owns. */
-int node_routes_prune(struct agent *a);
+static inline int node_route_remote(struct agent *a, const struct agent_node *n)
+{
+	return a->kernel->route_remote(a, n);
+}
+static inline int node_route_remote_del(struct agent *a, const struct cidr *subnet)
+{
+	return a->kernel->route_remote_del(a, subnet);
+}
+static inline int node_routes_prune(struct agent *a)
+{
+	return a->kernel->routes_prune(a);
+}
 struct httpc *agent_http(struct agent *a);	/* a new handle on the controller */
 void format_ip(in_addr_t ip, char buf[INET_ADDRSTRLEN]);
 
@@ -240,9 +270,26 @@ int pod_startup_gc(struct agent *a);
  * quarantined, the pod kept), -errno. */
 int pod_settle_quarantined(struct agent *a, const char *ns, const char *name,
 			   const char *container_id, in_addr_t ip);
+/* The maps of a pod whose address is leased and whose link exists (ep's
+ * ifindex, gw_mac and pod_mac filled): its policies first (isolated from
+ * its first packet), then its endpoint (flags and VNID set here) and its
+ * ipcache entry.  0 or -errno (a map full or failing). */
+int pod_maps_write(struct agent *a, const struct ipam_owner *owner, in_addr_t ip,
+		struct weft_endpoint *ep) __attribute__((warn_unused_result));
 /* Host veth name for (container ID, ifname). */
 void pod_host_ifname(const char *container_id, const char *ifname, char out[16]);
 void pod_mac_from_ip(in_addr_t ip, uint8_t mac[6]);
+
+/* agent.c: one node's agent from start to stop.  agent_init once (a
+ * zeroed struct with its options and a->kernel set), then agent_start:
+ * the start-up order above, steps 1 to 5; on failure (logged) -1, and
+ * agent_stop still undoes what was done.  agent_stop stops the threads
+ * and frees what the agent holds (devices, programs and pinned maps stay). */
+void agent_init(struct agent *a);
+int agent_start(struct agent *a) __attribute__((warn_unused_result));
+void agent_stop(struct agent *a);
+/* mkdir -p, mode 0700: 0 or -errno */
+int agent_mkdir_p(const char *path);
 
 /* sync.c */
 int sync_start(struct agent *a);

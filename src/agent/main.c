@@ -24,27 +24,6 @@
 #include "agent/agent.h"
 #include "agent/netlink.h"
 
-static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
-
-void agent_log(const char *level, const char *fmt, ...)
-{
-	struct timespec ts;
-	struct tm tm;
-	char when[32];
-	va_list ap;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	gmtime_r(&ts.tv_sec, &tm);
-	strftime(when, sizeof(when), "%H:%M:%S", &tm);
-	pthread_mutex_lock(&log_lock);
-	fprintf(stderr, "%s.%03ld weft-agent %s: ", when, ts.tv_nsec / 1000000, level);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	pthread_mutex_unlock(&log_lock);
-}
-
 /* libbpf's own messages: warnings into our log, minus the one tc prints
  * every time it finds the clsact hook it is asked to create (restarts). */
 static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
@@ -107,26 +86,6 @@ static void usage(FILE *f)
 		"                      applied (default 300)\n",
 		WEFT_MAX_SERVICES, WEFT_MAX_BACKENDS, WEFT_MAX_CT, WEFT_CT_SOURCE_SHARE,
 		WEFT_MAX_POLICY, WEFT_MAX_POLICY_CT, WEFT_POLICY_CT_SOURCE_SHARE);
-}
-
-static int mkdir_p(const char *path)
-{
-	char buf[4096];
-	char *p;
-
-	if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf))
-		return -ENAMETOOLONG;
-	for (p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = 0;
-		if (mkdir(buf, 0700) < 0 && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	if (mkdir(buf, 0700) < 0 && errno != EEXIST)
-		return -errno;
-	return 0;
 }
 
 /* The number a numeric flag (opts' entry c) was given, in lo..hi; else
@@ -244,82 +203,11 @@ static int parse_flags(int argc, char **argv, struct agent_opts *o)
 	return 0;
 }
 
-static int wipe_entry(in_addr_t ip, const struct weft_endpoint *ep, void *arg)
-{
-	(void)datapath_endpoint_del(arg, ip);
-	return 0;
-}
-
-static int wipe_ipcache(in_addr_t ip, const struct weft_ipcache_entry *e, void *arg)
-{
-	(void)datapath_ipcache_del(arg, ip);
-	return 0;
-}
-
-static int wipe_node(in_addr_t s, int len, const struct weft_node_entry *e, void *arg)
-{
-	(void)datapath_node_del(arg, s, len);
-	return 0;
-}
-
-static int wipe_service(const struct weft_svc_key *k, const struct weft_svc_value *v, void *arg)
-{
-	(void)v;
-	(void)datapath_service_del(arg, k);
-	return 0;
-}
-
-static int wipe_backend(uint32_t id, const struct weft_backend *b, void *arg)
-{
-	(void)b;
-	(void)datapath_backend_del(arg, id);
-	return 0;
-}
-
-static int wipe_ct(const struct weft_ct_key *k, const struct weft_ct_entry *e, void *arg)
-{
-	(void)e;
-	(void)datapath_ct_del(arg, k);
-	return 0;
-}
-
-/* Keep the pinned state when it is complete and ours; else start over. */
-static bool keep_or_rebuild(struct agent *a, bool rebuilt)
-{
-	struct weft_config c = { 0 };
-	bool keep;
-
-	keep = !rebuilt && datapath_config_get(a->dp, &c) == 0 &&
-	       c.version == WEFT_CONFIG_VERSION && c.ready && c.netns_cookie == a->netns_cookie &&
-	       c.node_ip == a->node_ip && c.subnet == htonl(a->subnet.addr) &&
-	       c.subnet_mask == htonl(cidr_mask(a->subnet.len));
-	if (keep) {
-		LOG_INFO("pinned data-plane state in %s is complete: kept (generation %llu)",
-			 a->o.pin_dir, (unsigned long long)c.generation);
-		return true;
-	}
-	LOG_INFO("pinned data-plane state in %s is %s: rebuilding", a->o.pin_dir,
-		 rebuilt ? "new" : c.version != WEFT_CONFIG_VERSION || !c.ready ? "half-written"
-				 : "from another node or namespace");
-	memset(&c, 0, sizeof(c));
-	(void)datapath_config_set(a->dp, &c);	/* version 0 first */
-	(void)datapath_endpoint_foreach(a->dp, wipe_entry, a->dp);
-	(void)datapath_ipcache_foreach(a->dp, wipe_ipcache, a->dp);
-	(void)datapath_node_foreach(a->dp, wipe_node, a->dp);
-	(void)datapath_service_foreach(a->dp, wipe_service, a->dp);
-	(void)datapath_backend_foreach(a->dp, wipe_backend, a->dp);
-	(void)datapath_ct_foreach(a->dp, wipe_ct, a->dp);
-	return false;
-}
-
 int main(int argc, char **argv)
 {
 	static struct agent a;
-	struct datapath_opts dopts = { 0 };
-	char err[512], dir[4200];
 	struct in_addr ia;
 	sigset_t set;
-	bool rebuilt = false, kept;
 	int rc = 1, sig;
 
 	if (parse_flags(argc, argv, &a.o) < 0)
@@ -329,12 +217,9 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	a.node_ip = ia.s_addr;
+	a.kernel = &agent_kernel_real;
 	libbpf_set_print(libbpf_log);
-	pthread_mutex_init(&a.lock, NULL);
-	pthread_mutex_init(&a.ct_lock, NULL);
-	pthread_cond_init(&a.kick, NULL);
-	pthread_mutex_init(&a.policy_lock, NULL);
-	pthread_cond_init(&a.policy_cond, NULL);
+	agent_init(&a);
 	/* signals go to the main thread's sigwait only */
 	sigemptyset(&set);
 	sigaddset(&set, SIGTERM);
@@ -342,72 +227,7 @@ int main(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
-	if ((rc = mkdir_p(a.o.state_dir)) < 0) {
-		LOG_ERR("state dir %s: %s", a.o.state_dir, strerror(-rc));
-		return 1;
-	}
-	a.netns_cookie = netns_cookie(-1);
-
-	/* 1. who we are */
-	if (node_register(&a) < 0)
-		return 1;
-
-	/* 2. data plane */
-	dopts.pin_dir = a.o.pin_dir;
-	dopts.max_services = a.o.max_services;
-	dopts.max_backends = a.o.max_backends;
-	dopts.max_ct = a.o.max_ct;
-	dopts.ct_source_max = a.o.ct_per_source;
-	dopts.max_policy = a.o.max_policy;
-	dopts.max_policy_ct = a.o.max_policy_ct;
-	dopts.policy_ct_source_max = a.o.policy_ct_per_source;
-	rc = datapath_open(&dopts, &a.dp, &rebuilt, err, sizeof(err));
-	if (rc < 0) {
-		LOG_ERR("data plane: %s", err);
-		return 1;
-	}
-	a.policy = policy_create(a.dp);
-	if (!a.policy) {
-		LOG_ERR("network policy: %s", strerror(errno));
-		datapath_close(a.dp);
-		return 1;
-	}
-	kept = keep_or_rebuild(&a, rebuilt);
-	if (kept && policy_adopt(a.policy) < 0)
-		LOG_WARN("network policy: reading back the pinned numbers failed");
-	if (kept && service_recover(&a) < 0)
-		LOG_WARN("services: reading back the pinned IDs failed: connections may re-balance");
-	rc = 1;
-
-	/* 3. devices, masquerade, leases, start-up GC */
-	if (node_setup_devices(&a) < 0 || node_setup_masquerade(&a) < 0)
-		goto out;
-	snprintf(dir, sizeof(dir), "%s/leases", a.o.state_dir);
-	rc = ipam_open(dir, htonl(a.subnet.addr), a.subnet.len, &a.ipam, err, sizeof(err));
-	if (rc < 0) {
-		LOG_ERR("leases: %s", err);
-		goto out;
-	}
-	lease_report_startup(&a);	/* one line per quarantined file */
-	rc = 1;
-	if (pod_startup_gc(&a) < 0)
-		goto out;
-	if (kept)
-		(void)sync_mark_ready(&a);	/* refresh ifindexes; stays complete */
-
-	/* 4. CNI */
-	a.cni = cni_server_start(a.o.cni_socket, &pod_cni_ops, &a, err, sizeof(err));
-	if (!a.cni) {
-		LOG_ERR("CNI socket %s: %s", a.o.cni_socket, err);
-		goto out;
-	}
-	LOG_INFO("serving CNI on %s", a.o.cni_socket);
-
-	/* 5. follow the cluster */
-	a.plog = policy_log_start(&a, report_kick);
-	if (!a.plog)
-		LOG_WARN("policy log: %s: verdicts will not be logged", strerror(errno));
-	if (sync_start(&a) < 0 || report_start(&a) < 0 || service_gc_start(&a) < 0)
+	if (agent_start(&a) < 0)
 		goto out;
 	/* with the controller away, the local part is all there is: ready
 	 * after a grace period so pods can start */
@@ -433,18 +253,6 @@ stop:
 	LOG_INFO("signal %d: stopping (devices, programs and maps stay)", sig);
 	rc = 0;
 out:
-	atomic_store(&a.stopping, true);
-	cni_server_stop(a.cni);
-	report_stop(&a);
-	sync_stop(&a);
-	policy_log_stop(a.plog);
-	service_gc_stop(&a);
-	service_free_all();
-	ipam_close(a.ipam);
-	policy_destroy(a.policy);
-	datapath_close(a.dp);
-	free(a.nodes);
-	free(a.pods);
-	free(a.netns);
+	agent_stop(&a);
 	return rc ? 1 : 0;
 }

@@ -525,7 +525,7 @@ static int setup_svc(struct agent *a, struct nl *nl)
 	return svc_routes(a, nl, l.ifindex);
 }
 
-int node_setup_devices(struct agent *a)
+static int real_setup_devices(struct agent *a)
 {
 	struct nl *nl = nl_open(-1);
 	struct nl_link l;
@@ -596,7 +596,7 @@ out:
 	return rc;
 }
 
-int node_route_remote(struct agent *a, const struct agent_node *n)
+static int real_route_remote(struct agent *a, const struct agent_node *n)
 {
 	struct nl *nl = nl_open(-1);
 	struct nl_route r = {
@@ -617,7 +617,7 @@ int node_route_remote(struct agent *a, const struct agent_node *n)
 	return rc;
 }
 
-int node_route_remote_del(struct agent *a, const struct cidr *subnet)
+static int real_route_remote_del(struct agent *a, const struct cidr *subnet)
 {
 	struct nl *nl = nl_open(-1);
 	int rc;
@@ -652,7 +652,7 @@ static int collect_stale(const struct nl_route *r, void *arg)
 	return 0;
 }
 
-int node_routes_prune(struct agent *a)
+static int real_routes_prune(struct agent *a)
 {
 	struct prune_ctx *c = calloc(1, sizeof(*c));
 	struct nl *nl = nl_open(-1);
@@ -680,7 +680,7 @@ out:
 	return rc;
 }
 
-int node_setup_masquerade(struct agent *a)
+static int real_setup_masquerade(struct agent *a)
 {
 	char nets[CLUSTER_MAX_NETWORKS * (CIDR_STRLEN + 2)] = "", c[CIDR_STRLEN];
 	char script[4096];
@@ -739,3 +739,12 @@ int node_setup_masquerade(struct agent *a)
 	LOG_INFO("masquerade: %s -> node address", nets);
 	return 0;
 }
+
+const struct agent_kernel agent_kernel_real = {
+	.setup_devices = real_setup_devices,
+	.setup_masquerade = real_setup_masquerade,
+	.route_remote = real_route_remote,
+	.route_remote_del = real_route_remote_del,
+	.routes_prune = real_routes_prune,
+	.startup_gc = pod_startup_gc,
+};

@@ -235,6 +235,34 @@ static void seterr_exhausted(struct agent *a, struct cni_err *e)
 	       a->o.node, sub, st.leases, st.quarantined, st.capacity);
 }
 
+int pod_maps_write(struct agent *a, const struct ipam_owner *owner, in_addr_t ip,
+		struct weft_endpoint *ep)
+{
+	struct weft_ipcache_entry ic = { 0 };
+	char ips[INET_ADDRSTRLEN];
+	int rc;
+
+	ep->flags = WEFT_EP_F_READY;
+	ep->vnid = pod_vnid(a, owner->pod_namespace);
+	ic.node_ip = a->node_ip;
+	ic.vnid = ep->vnid;
+	/* its policies in the maps before its endpoint: isolated from its
+	 * first packet */
+	policy_local_set(a->policy, ip, owner->pod_namespace, owner->pod_name);
+	/* a rule set that does not fit is reported, and the pod gets what
+	 * policy.h promises then (isolated with no rules, its drops counted
+	 * policy-map-full): the pod starts, isolated as its policies say */
+	if ((rc = policy_apply(a->policy)) < 0) {
+		format_ip(ip, ips);
+		LOG_WARN("pod %s/%s (%s): writing its network policies: %s", owner->pod_namespace,
+			 owner->pod_name, ips, strerror(-rc));
+	}
+	if ((rc = policy_endpoint_write(a->policy, ip, ep)) < 0 ||
+	    (rc = policy_ipcache_write(a->policy, ip, &ic)) < 0)
+		return rc;
+	return 0;
+}
+
 static int pod_add(void *ctx, const struct cni_req *req, struct cni_add_result *res,
 		   struct cni_err *e)
 {
@@ -244,7 +272,6 @@ static int pod_add(void *ctx, const struct cni_req *req, struct cni_add_result *
 	struct nl_link hl, pl;
 	struct nl_route hr = { 0 };
 	struct weft_endpoint ep = { 0 };
-	struct weft_ipcache_entry ic = { 0 };
 	char ips[INET_ADDRSTRLEN];
 	in_addr_t ip = 0;
 	int podfd = -1, rc;
@@ -353,21 +380,8 @@ static int pod_add(void *ctx, const struct cni_req *req, struct cni_add_result *
 	}
 	ep.ifindex = (uint32_t)hl.ifindex;
 	memcpy(ep.gw_mac, hl.mac, 6);
-	ep.flags = WEFT_EP_F_READY;
-	ep.vnid = pod_vnid(a, req->pod_namespace);
-	ic.node_ip = a->node_ip;
-	ic.vnid = ep.vnid;
-	/* its policies in the maps before its endpoint: isolated from its
-	 * first packet */
-	policy_local_set(a->policy, ip, owner.pod_namespace, owner.pod_name);
-	/* a rule set that does not fit is reported, and the pod gets what
-	 * policy.h promises then (isolated with no rules, its drops counted
-	 * policy-map-full): the pod starts, isolated as its policies say */
-	if ((rc = policy_apply(a->policy)) < 0)
-		LOG_WARN("pod %s/%s (%s): writing its network policies: %s", owner.pod_namespace,
-			 owner.pod_name, ips, strerror(-rc));
-	if ((rc = policy_endpoint_write(a->policy, ip, &ep)) < 0 ||
-	    (rc = policy_ipcache_write(a->policy, ip, &ic)) < 0) {
+	rc = pod_maps_write(a, &owner, ip, &ep);
+	if (rc < 0) {
 		seterr(e, ERR_DATAPATH, strerror(-rc), "data-plane maps full or failing for %s", ips);
 		goto out;
 	}

@@ -319,7 +319,7 @@ static void report_node_status(struct agent *a, struct httpc *h)
 	pthread_mutex_lock(&a->lock);
 	applied = a->netns_synced ? a->applied_rev : -1;
 	kinds = applied_kinds_json(a);
-	map_full = service_map_full_count();
+	map_full = service_map_full_count(a);
 	pthread_mutex_unlock(&a->lock);
 	drops = drops_json(a);
 	send_drops = drops && (!a->reported_drops || strcmp(drops, a->reported_drops) != 0) &&
@@ -482,13 +482,13 @@ static void report_services(struct agent *a, struct httpc *h)
 	size_t n = 0;
 
 	pthread_mutex_lock(&a->lock);
-	(void)service_reports_take(&v, &n);
+	(void)service_reports_take(a, &v, &n);
 	pthread_mutex_unlock(&a->lock);
 	for (size_t i = 0; i < n && !atomic_load(&a->stopping); i++) {
 		if (report_service(a, h, &v[i]) == 0)
 			continue;
 		pthread_mutex_lock(&a->lock);
-		service_report_failed(&v[i]);
+		service_report_failed(a, &v[i]);
 		pthread_mutex_unlock(&a->lock);
 	}
 	free(v);

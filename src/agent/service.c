@@ -96,7 +96,7 @@ struct svc {
 	json_t *endpoints;		/* last Endpoints seen, or NULL */
 	struct svc_port *ports;
 	size_t nports;
-	size_t idx;			/* in T.v */
+	size_t idx;			/* in T->v */
 	bool seen_service, seen_endpoints;	/* marks for the relist sweep */
 	int error;			/* last map write error, 0 when programmed */
 	char reported[160];		/* the error the Service carries from us ("" none) */
@@ -122,9 +122,10 @@ struct service_table {
 	uint32_t *purge;
 	size_t npurge, cappurge;
 	uint64_t map_full;		/* writes refused for lack of room */
+	/* the live frontends by the hash of their slot-0 key, for the sweep */
+	struct u64map live_fe;
 };
 
-static struct service_table T;
 
 /* ---- small helpers ---- */
 
@@ -149,10 +150,10 @@ static bool map_full_error(int err)
 	return err == -E2BIG || err == -ENOSPC || err == -ENOMEM;
 }
 
-static void note_error(struct svc *s, int err, const char *what)
+static void note_error(struct service_table *T, struct svc *s, int err, const char *what)
 {
 	if (map_full_error(err))
-		T.map_full++;
+		T->map_full++;
 	if (s->error != err)
 		LOG_ERR("service %s/%s: %s: %s%s", s->ns, s->name, what, strerror(-err),
 			map_full_error(err) ? " (map full: raise the agent's capacity flags)" : "");
@@ -242,50 +243,50 @@ static uint64_t backend_hash(uint32_t svc_id, in_addr_t addr, uint16_t port_be, 
 	return u64map_hash_bytes(&b, sizeof(b));
 }
 
-static uint32_t recover_svc_id(const struct svc_port *p, const struct svc_frontend *f)
+static uint32_t recover_svc_id(struct service_table *T, const struct svc_port *p, const struct svc_frontend *f)
 {
 	struct weft_svc_key k = fe_key(p, f, WEFT_SCOPE_ALL, 0);
 	uint64_t i;
 
-	if (!u64map_get(&T.rfe_idx, key_hash(&k), &i) || memcmp(&T.rfe[i].k, &k, sizeof(k)) != 0)
+	if (!u64map_get(&T->rfe_idx, key_hash(&k), &i) || memcmp(&T->rfe[i].k, &k, sizeof(k)) != 0)
 		return 0;
-	T.rfe[i].claimed = true;
-	return T.rfe[i].svc_id;
+	T->rfe[i].claimed = true;
+	return T->rfe[i].svc_id;
 }
 
-static uint32_t new_svc_id(void)
+static uint32_t new_svc_id(struct service_table *T)
 {
 	do {
-		if (++T.next_svc_id == 0)
-			T.next_svc_id = 1;
-	} while (u64map_get(&T.svc_ids, T.next_svc_id, NULL));
-	return T.next_svc_id;
+		if (++T->next_svc_id == 0)
+			T->next_svc_id = 1;
+	} while (u64map_get(&T->svc_ids, T->next_svc_id, NULL));
+	return T->next_svc_id;
 }
 
-static uint32_t new_backend_id(const struct svc_port *p, in_addr_t ip, uint16_t port)
+static uint32_t new_backend_id(struct service_table *T, const struct svc_port *p, in_addr_t ip, uint16_t port)
 {
 	uint64_t i;
 
-	if (u64map_get(&T.rbe_idx, backend_hash(p->svc_id, ip, htons(port), p->proto), &i)) {
-		const struct weft_backend *b = &T.rbe[i].b;
+	if (u64map_get(&T->rbe_idx, backend_hash(p->svc_id, ip, htons(port), p->proto), &i)) {
+		const struct weft_backend *b = &T->rbe[i].b;
 
-		if (!T.rbe[i].claimed && b->svc_id == p->svc_id && b->addr == ip &&
+		if (!T->rbe[i].claimed && b->svc_id == p->svc_id && b->addr == ip &&
 		    b->port == htons(port) && b->proto == p->proto) {
-			T.rbe[i].claimed = true;
-			return T.rbe[i].id;
+			T->rbe[i].claimed = true;
+			return T->rbe[i].id;
 		}
 	}
 	do {
-		if (++T.next_backend_id == 0)
-			T.next_backend_id = 1;
-	} while (u64map_get(&T.backend_ids, T.next_backend_id, NULL));
-	return T.next_backend_id;
+		if (++T->next_backend_id == 0)
+			T->next_backend_id = 1;
+	} while (u64map_get(&T->backend_ids, T->next_backend_id, NULL));
+	return T->next_backend_id;
 }
 
-static void queue_purge(uint32_t id)
+static void queue_purge(struct service_table *T, uint32_t id)
 {
-	if (grow((void **)&T.purge, &T.cappurge, T.npurge, sizeof(*T.purge)) == 0)
-		T.purge[T.npurge++] = id;
+	if (grow((void **)&T->purge, &T->cappurge, T->npurge, sizeof(*T->purge)) == 0)
+		T->purge[T->npurge++] = id;
 }
 
 /* ---- slot arrays ---- */
@@ -355,6 +356,7 @@ static int fe_write_slot0(struct agent *a, struct svc_port *p)
 /* Append backend b: its weft_backends entry, its slots, then the counts. */
 static int backend_add(struct agent *a, struct svc_port *p, struct svc_backend b)
 {
+	struct service_table *T = a->svc;
 	struct weft_backend wb = { .addr = b.ip, .port = htons(b.port), .proto = p->proto,
 				   .flags = b.local ? WEFT_BE_F_LOCAL : 0, .svc_id = p->svc_id };
 	int rc;
@@ -381,7 +383,7 @@ static int backend_add(struct agent *a, struct svc_port *p, struct svc_backend b
 				goto undo;
 		}
 	}
-	if (u64map_put(&T.backend_ids, b.id, 1) < 0) {
+	if (u64map_put(&T->backend_ids, b.id, 1) < 0) {
 		rc = -ENOMEM;
 		goto undo;
 	}
@@ -420,6 +422,7 @@ static void scope_delete_slot(struct agent *a, struct svc_port *p, uint8_t scope
 
 static void backend_remove(struct agent *a, struct svc_port *p, size_t i)
 {
+	struct service_table *T = a->svc;
 	struct svc_backend b = p->bk[i];
 	size_t n = p->nbk, li = p->nlocal, nl = p->nlocal;
 
@@ -440,8 +443,8 @@ static void backend_remove(struct agent *a, struct svc_port *p, size_t i)
 	if (b.local && li < nl)
 		scope_delete_slot(a, p, WEFT_SCOPE_LOCAL, nl);
 	(void)datapath_backend_del(a->dp, b.id);
-	(void)u64map_del(&T.backend_ids, b.id);
-	queue_purge(b.id);
+	(void)u64map_del(&T->backend_ids, b.id);
+	queue_purge(T, b.id);
 }
 
 /* ---- from the objects ---- */
@@ -524,6 +527,7 @@ static int desired_backends(struct agent *a, const json_t *ep, const char *name,
  * O(backends): both sides are indexed by address and port. */
 static int port_set_backends(struct agent *a, struct svc *s, struct svc_port *p, const json_t *ep)
 {
+	struct service_table *T = a->svc;
 	struct svc_backend *want = NULL;
 	struct u64map wanted = { 0 }, have = { 0 };
 	size_t nwant = 0;
@@ -552,10 +556,10 @@ static int port_set_backends(struct agent *a, struct svc *s, struct svc_port *p,
 	for (j = 0; j < nwant; j++) {
 		if (u64map_get(&have, addr_port(want[j].ip, want[j].port), NULL))
 			continue;
-		want[j].id = new_backend_id(p, want[j].ip, want[j].port);
+		want[j].id = new_backend_id(T, p, want[j].ip, want[j].port);
 		rc = backend_add(a, p, want[j]);
 		if (rc < 0) {
-			note_error(s, rc, "adding a backend");
+			note_error(a->svc, s, rc, "adding a backend");
 			break;
 		}
 	}
@@ -640,12 +644,13 @@ static bool fe_equal(const struct svc_frontend *x, const struct svc_frontend *y)
 
 static void port_free(struct agent *a, struct svc_port *p)
 {
+	struct service_table *T = a->svc;
 	while (p->nbk)
 		backend_remove(a, p, p->nbk - 1);
 	for (size_t j = 0; j < p->nfe; j++)
 		if (p->fe[j].programmed)
 			fe_delete(a, p, &p->fe[j]);
-	(void)u64map_del(&T.svc_ids, p->svc_id);
+	(void)u64map_del(&T->svc_ids, p->svc_id);
 	free(p->bk);
 	free(p->local);
 	memset(p, 0, sizeof(*p));
@@ -654,12 +659,13 @@ static void port_free(struct agent *a, struct svc_port *p)
 /* Bring s's ports to what its Service and Endpoints say. */
 static void svc_sync(struct agent *a, struct svc *s)
 {
+	struct service_table *T = a->svc;
 	struct svc_port *want = NULL;
 	size_t nwant = 0;
 	int rc, backends_rc = 0;
 
 	if (s->service && desired_ports(s->service, &want, &nwant) < 0) {
-		note_error(s, -ENOMEM, "reading the service");
+		note_error(a->svc, s, -ENOMEM, "reading the service");
 		return;
 	}
 	/* ports gone */
@@ -685,7 +691,7 @@ static void svc_sync(struct agent *a, struct svc *s)
 			struct svc_port *np = realloc(s->ports, (s->nports + 1) * sizeof(*np));
 
 			if (!np) {
-				note_error(s, -ENOMEM, "adding a port");
+				note_error(a->svc, s, -ENOMEM, "adding a port");
 				break;
 			}
 			s->ports = np;
@@ -694,11 +700,11 @@ static void svc_sync(struct agent *a, struct svc *s)
 			p->nfe = 0;
 			p->svc_id = 0;
 			for (size_t f = 0; f < want[j].nfe && !p->svc_id; f++)
-				p->svc_id = T.recovering ? recover_svc_id(&want[j], &want[j].fe[f]) : 0;
+				p->svc_id = T->recovering ? recover_svc_id(T, &want[j], &want[j].fe[f]) : 0;
 			if (!p->svc_id)
-				p->svc_id = new_svc_id();
-			if (u64map_put(&T.svc_ids, p->svc_id, 1) < 0) {
-				note_error(s, -ENOMEM, "adding a port");
+				p->svc_id = new_svc_id(T);
+			if (u64map_put(&T->svc_ids, p->svc_id, 1) < 0) {
+				note_error(a->svc, s, -ENOMEM, "adding a port");
 				s->nports--;
 				break;
 			}
@@ -708,7 +714,7 @@ static void svc_sync(struct agent *a, struct svc *s)
 			p->flags = want[j].flags;
 			p->affinity_timeout = want[j].affinity_timeout;
 			if ((rc = fe_write_slot0(a, p)) < 0)
-				note_error(s, rc, "updating the service entry");
+				note_error(a->svc, s, rc, "updating the service entry");
 		}
 		/* backends before new frontends: a new frontend starts complete */
 		rc = port_set_backends(a, s, p, s->endpoints);
@@ -741,7 +747,7 @@ static void svc_sync(struct agent *a, struct svc *s)
 				f->programmed = false;
 			}
 			if (!f->programmed && (rc = fe_write(a, p, f)) < 0) {
-				note_error(s, rc, "adding a frontend");
+				note_error(a->svc, s, rc, "adding a frontend");
 				fe_delete(a, p, f);
 			}
 		}
@@ -770,36 +776,37 @@ static bool is_named(const struct svc *s, const char *ns, const char *name)
 
 /* By the name index; a hash shared by two names (never seen, but
  * possible) falls back to a scan for the one left out of the index. */
-static struct svc *svc_find(const char *ns, const char *name, bool create)
+static struct svc *svc_find(struct service_table *T, const char *ns, const char *name, bool create)
 {
 	uint64_t h = name_hash(ns, name), v;
 	struct svc *s;
-	bool taken = u64map_get(&T.by_name, h, &v);
+	bool taken = u64map_get(&T->by_name, h, &v);
 
 	if (taken && is_named((struct svc *)(uintptr_t)v, ns, name))
 		return (struct svc *)(uintptr_t)v;
 	if (taken)
-		for (size_t i = 0; i < T.n; i++)
-			if (is_named(T.v[i], ns, name))
-				return T.v[i];
-	if (!create || grow((void **)&T.v, &T.cap, T.n, sizeof(*T.v)) < 0)
+		for (size_t i = 0; i < T->n; i++)
+			if (is_named(T->v[i], ns, name))
+				return T->v[i];
+	if (!create || grow((void **)&T->v, &T->cap, T->n, sizeof(*T->v)) < 0)
 		return NULL;
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return NULL;
 	snprintf(s->ns, sizeof(s->ns), "%s", ns);
 	snprintf(s->name, sizeof(s->name), "%s", name);
-	if (!taken && u64map_put(&T.by_name, h, (uintptr_t)s) < 0) {
+	if (!taken && u64map_put(&T->by_name, h, (uintptr_t)s) < 0) {
 		free(s);
 		return NULL;
 	}
-	s->idx = T.n;
-	T.v[T.n++] = s;
+	s->idx = T->n;
+	T->v[T->n++] = s;
 	return s;
 }
 
 static void svc_drop_if_empty(struct agent *a, struct svc *s)
 {
+	struct service_table *T = a->svc;
 	if (s->service || s->endpoints)
 		return;
 	for (size_t i = 0; i < s->nports; i++)
@@ -808,11 +815,11 @@ static void svc_drop_if_empty(struct agent *a, struct svc *s)
 	{
 		uint64_t h = name_hash(s->ns, s->name), v;
 
-		if (u64map_get(&T.by_name, h, &v) && (struct svc *)(uintptr_t)v == s)
-			(void)u64map_del(&T.by_name, h);
+		if (u64map_get(&T->by_name, h, &v) && (struct svc *)(uintptr_t)v == s)
+			(void)u64map_del(&T->by_name, h);
 	}
-	T.v[s->idx] = T.v[--T.n];
-	T.v[s->idx]->idx = s->idx;
+	T->v[s->idx] = T->v[--T->n];
+	T->v[s->idx]->idx = s->idx;
 	json_decref(s->service);
 	json_decref(s->endpoints);
 	free(s);
@@ -826,7 +833,7 @@ static void set_obj(json_t **slot, const json_t *obj)
 
 void service_apply(struct agent *a, const json_t *obj)
 {
-	struct svc *s = svc_find(obj_namespace(obj), obj_name(obj) ? obj_name(obj) : "", true);
+	struct svc *s = svc_find(a->svc, obj_namespace(obj), obj_name(obj) ? obj_name(obj) : "", true);
 
 	if (!s)
 		return;
@@ -847,7 +854,7 @@ void service_apply(struct agent *a, const json_t *obj)
 
 void service_remove(struct agent *a, const json_t *obj)
 {
-	struct svc *s = svc_find(obj_namespace(obj), obj_name(obj) ? obj_name(obj) : "", false);
+	struct svc *s = svc_find(a->svc, obj_namespace(obj), obj_name(obj) ? obj_name(obj) : "", false);
 
 	if (!s)
 		return;
@@ -858,7 +865,7 @@ void service_remove(struct agent *a, const json_t *obj)
 
 void endpoints_apply(struct agent *a, const json_t *obj)
 {
-	struct svc *s = svc_find(obj_namespace(obj), obj_name(obj) ? obj_name(obj) : "", true);
+	struct svc *s = svc_find(a->svc, obj_namespace(obj), obj_name(obj) ? obj_name(obj) : "", true);
 	int rc, worst = 0;
 
 	if (!s)
@@ -873,7 +880,7 @@ void endpoints_apply(struct agent *a, const json_t *obj)
 
 void endpoints_remove(struct agent *a, const json_t *obj)
 {
-	struct svc *s = svc_find(obj_namespace(obj), obj_name(obj) ? obj_name(obj) : "", false);
+	struct svc *s = svc_find(a->svc, obj_namespace(obj), obj_name(obj) ? obj_name(obj) : "", false);
 
 	if (!s)
 		return;
@@ -886,8 +893,9 @@ void endpoints_remove(struct agent *a, const json_t *obj)
 /* After a full list of one kind: what it no longer has is gone. */
 static void listed(struct agent *a, bool services)
 {
-	for (size_t i = 0; i < T.n;) {
-		struct svc *s = T.v[i];
+	struct service_table *T = a->svc;
+	for (size_t i = 0; i < T->n;) {
+		struct svc *s = T->v[i];
 		bool *seen = services ? &s->seen_service : &s->seen_endpoints;
 		json_t **obj = services ? &s->service : &s->endpoints;
 
@@ -922,46 +930,46 @@ void endpoints_listed(struct agent *a)
 
 static int recover_fe(const struct weft_svc_key *k, const struct weft_svc_value *v, void *arg)
 {
-	(void)arg;
+	struct service_table *T = arg;
+
 	if (k->slot != 0 || k->scope != WEFT_SCOPE_ALL)
 		return 0;
-	if (grow((void **)&T.rfe, &T.caprfe, T.nrfe, sizeof(*T.rfe)) < 0 ||
-	    u64map_put(&T.rfe_idx, key_hash(k), T.nrfe) < 0 ||
-	    u64map_put(&T.svc_ids, v->svc_id, 1) < 0)
+	if (grow((void **)&T->rfe, &T->caprfe, T->nrfe, sizeof(*T->rfe)) < 0 ||
+	    u64map_put(&T->rfe_idx, key_hash(k), T->nrfe) < 0 ||
+	    u64map_put(&T->svc_ids, v->svc_id, 1) < 0)
 		return -ENOMEM;
-	T.rfe[T.nrfe++] = (struct recovered_fe){ .k = *k, .svc_id = v->svc_id };
+	T->rfe[T->nrfe++] = (struct recovered_fe){ .k = *k, .svc_id = v->svc_id };
 	return 0;
 }
 
 static int recover_be(uint32_t id, const struct weft_backend *b, void *arg)
 {
-	(void)arg;
-	if (grow((void **)&T.rbe, &T.caprbe, T.nrbe, sizeof(*T.rbe)) < 0 ||
-	    u64map_put(&T.rbe_idx, backend_hash(b->svc_id, b->addr, b->port, b->proto), T.nrbe) < 0 ||
-	    u64map_put(&T.backend_ids, id, 1) < 0)
+	struct service_table *T = arg;
+
+	if (grow((void **)&T->rbe, &T->caprbe, T->nrbe, sizeof(*T->rbe)) < 0 ||
+	    u64map_put(&T->rbe_idx, backend_hash(b->svc_id, b->addr, b->port, b->proto), T->nrbe) < 0 ||
+	    u64map_put(&T->backend_ids, id, 1) < 0)
 		return -ENOMEM;
-	T.rbe[T.nrbe++] = (struct recovered_be){ .id = id, .b = *b };
+	T->rbe[T->nrbe++] = (struct recovered_be){ .id = id, .b = *b };
 	return 0;
 }
 
 int service_recover(struct agent *a)
 {
+	struct service_table *T = a->svc;
 	int rc;
 
-	T.recovering = true;
-	rc = datapath_service_foreach(a->dp, recover_fe, NULL);
+	T->recovering = true;
+	rc = datapath_service_foreach(a->dp, recover_fe, a->svc);
 	if (rc == 0)
-		rc = datapath_backend_foreach(a->dp, recover_be, NULL);
-	if (T.nrfe || T.nrbe)
+		rc = datapath_backend_foreach(a->dp, recover_be, a->svc);
+	if (T->nrfe || T->nrbe)
 		LOG_INFO("services: %zu frontends and %zu backends found pinned: their IDs are kept",
-			 T.nrfe, T.nrbe);
+			 T->nrfe, T->nrbe);
 	return rc;
 }
 
-/* the live frontends by the hash of their slot-0 key, for the sweep */
-static struct u64map live_fe;
-
-static bool fe_live(const struct weft_svc_key *k)
+static bool fe_live(struct service_table *T, const struct weft_svc_key *k)
 {
 	struct weft_svc_key k0 = *k;
 	const struct svc_port *p;
@@ -969,7 +977,7 @@ static bool fe_live(const struct weft_svc_key *k)
 
 	k0.scope = WEFT_SCOPE_ALL;
 	k0.slot = 0;
-	if (!u64map_get(&live_fe, key_hash(&k0), &v))
+	if (!u64map_get(&T->live_fe, key_hash(&k0), &v))
 		return false;
 	p = (const struct svc_port *)(uintptr_t)v;
 	for (size_t f = 0; f < p->nfe; f++) {
@@ -989,7 +997,7 @@ static int sweep_fe(const struct weft_svc_key *k, const struct weft_svc_value *v
 	struct agent *a = arg;
 
 	(void)v;
-	if (!fe_live(k))
+	if (!fe_live(a->svc, k))
 		(void)datapath_service_del(a->dp, k);
 	return 0;
 }
@@ -997,48 +1005,50 @@ static int sweep_fe(const struct weft_svc_key *k, const struct weft_svc_value *v
 static int sweep_be(uint32_t id, const struct weft_backend *b, void *arg)
 {
 	struct agent *a = arg;
+	struct service_table *T = a->svc;
 
 	(void)b;
-	if (!u64map_get(&T.backend_ids, id, NULL)) {
+	if (!u64map_get(&T->backend_ids, id, NULL)) {
 		(void)datapath_backend_del(a->dp, id);
-		queue_purge(id);
+		queue_purge(T, id);
 	}
 	return 0;
 }
 
 void service_sweep(struct agent *a)
 {
-	if (!T.recovering)
+	struct service_table *T = a->svc;
+	if (!T->recovering)
 		return;
-	for (size_t i = 0; i < T.nrbe; i++)	/* nobody claimed them: not in use */
-		if (!T.rbe[i].claimed)
-			(void)u64map_del(&T.backend_ids, T.rbe[i].id);
-	for (size_t i = 0; i < T.nrfe; i++)
-		if (!T.rfe[i].claimed)
-			(void)u64map_del(&T.svc_ids, T.rfe[i].svc_id);
-	for (size_t i = 0; i < T.n; i++)
-		for (size_t j = 0; j < T.v[i]->nports; j++) {
-			const struct svc_port *p = &T.v[i]->ports[j];
+	for (size_t i = 0; i < T->nrbe; i++)	/* nobody claimed them: not in use */
+		if (!T->rbe[i].claimed)
+			(void)u64map_del(&T->backend_ids, T->rbe[i].id);
+	for (size_t i = 0; i < T->nrfe; i++)
+		if (!T->rfe[i].claimed)
+			(void)u64map_del(&T->svc_ids, T->rfe[i].svc_id);
+	for (size_t i = 0; i < T->n; i++)
+		for (size_t j = 0; j < T->v[i]->nports; j++) {
+			const struct svc_port *p = &T->v[i]->ports[j];
 
 			for (size_t f = 0; f < p->nfe; f++) {
 				struct weft_svc_key k = fe_key(p, &p->fe[f], WEFT_SCOPE_ALL, 0);
 
-				if (u64map_put(&live_fe, key_hash(&k), (uintptr_t)p) < 0)
+				if (u64map_put(&T->live_fe, key_hash(&k), (uintptr_t)p) < 0)
 					goto out;	/* no memory: keep everything */
 			}
 		}
 	(void)datapath_service_foreach(a->dp, sweep_fe, a);
 	(void)datapath_backend_foreach(a->dp, sweep_be, a);
 out:
-	u64map_free(&live_fe);
-	free(T.rfe);
-	free(T.rbe);
-	u64map_free(&T.rfe_idx);
-	u64map_free(&T.rbe_idx);
-	T.rfe = NULL;
-	T.rbe = NULL;
-	T.nrfe = T.caprfe = T.nrbe = T.caprbe = 0;
-	T.recovering = false;
+	u64map_free(&T->live_fe);
+	free(T->rfe);
+	free(T->rbe);
+	u64map_free(&T->rfe_idx);
+	u64map_free(&T->rbe_idx);
+	T->rfe = NULL;
+	T->rbe = NULL;
+	T->nrfe = T->caprfe = T->nrbe = T->caprbe = 0;
+	T->recovering = false;
 }
 
 /* ---- conntrack ---- */
@@ -1073,13 +1083,14 @@ static int purge_one(const struct weft_ct_key *k, const struct weft_ct_entry *e,
  * call.  Takes the lock only to take the list. */
 void service_ct_purge(struct agent *a)
 {
+	struct service_table *T = a->svc;
 	struct purge_ctx c = { .a = a };
 
 	pthread_mutex_lock(&a->lock);
-	c.ids = T.purge;
-	c.n = T.npurge;
-	T.purge = NULL;
-	T.npurge = T.cappurge = 0;
+	c.ids = T->purge;
+	c.n = T->npurge;
+	T->purge = NULL;
+	T->npurge = T->cappurge = 0;
 	pthread_mutex_unlock(&a->lock);
 	if (!c.n) {
 		free(c.ids);
@@ -1153,16 +1164,17 @@ void service_gc_stop(struct agent *a)
 	a->t_ct_gc = 0;
 }
 
-int service_reports_take(struct service_report **out, size_t *n)
+int service_reports_take(struct agent *a, struct service_report **out, size_t *n)
 {
+	struct service_table *T = a->svc;
 	struct service_report *v = NULL;
 	size_t cap = 0;
 	char msg[160];
 
 	*out = NULL;
 	*n = 0;
-	for (size_t i = 0; i < T.n; i++) {
-		struct svc *s = T.v[i];
+	for (size_t i = 0; i < T->n; i++) {
+		struct svc *s = T->v[i];
 
 		svc_error_text(s, msg, sizeof(msg));
 		if (!s->service || strcmp(msg, s->reported) == 0)
@@ -1181,23 +1193,31 @@ int service_reports_take(struct service_report **out, size_t *n)
 	return 0;
 }
 
-void service_report_failed(const struct service_report *r)
+void service_report_failed(struct agent *a, const struct service_report *r)
 {
-	struct svc *s = svc_find(r->ns, r->name, false);
+	struct svc *s = svc_find(a->svc, r->ns, r->name, false);
 
 	if (s)
 		snprintf(s->reported, sizeof(s->reported), "%s", "(retry)");
 }
 
-uint64_t service_map_full_count(void)
+uint64_t service_map_full_count(struct agent *a)
 {
-	return T.map_full;
+	struct service_table *T = a->svc;
+	return T->map_full;
 }
 
-void service_free_all(void)
+struct service_table *service_table_create(void)
 {
-	for (size_t i = 0; i < T.n; i++) {
-		struct svc *s = T.v[i];
+	return calloc(1, sizeof(struct service_table));
+}
+
+void service_table_destroy(struct service_table *T)
+{
+	if (!T)
+		return;
+	for (size_t i = 0; i < T->n; i++) {
+		struct svc *s = T->v[i];
 
 		for (size_t j = 0; j < s->nports; j++) {
 			free(s->ports[j].bk);
@@ -1208,14 +1228,14 @@ void service_free_all(void)
 		json_decref(s->endpoints);
 		free(s);
 	}
-	free(T.v);
-	free(T.rfe);
-	free(T.rbe);
-	free(T.purge);
-	u64map_free(&T.by_name);
-	u64map_free(&T.svc_ids);
-	u64map_free(&T.backend_ids);
-	u64map_free(&T.rfe_idx);
-	u64map_free(&T.rbe_idx);
-	memset(&T, 0, sizeof(T));
+	free(T->v);
+	free(T->rfe);
+	free(T->rbe);
+	free(T->purge);
+	u64map_free(&T->by_name);
+	u64map_free(&T->svc_ids);
+	u64map_free(&T->backend_ids);
+	u64map_free(&T->rfe_idx);
+	u64map_free(&T->rbe_idx);
+	free(T);
 }

@@ -54,11 +54,15 @@ struct service_report {
 	char name[256];
 	char msg[160];
 };
-int service_reports_take(struct service_report **out, size_t *n);
-void service_report_failed(const struct service_report *r);
+int service_reports_take(struct agent *a, struct service_report **out, size_t *n);
+void service_report_failed(struct agent *a, const struct service_report *r);
 
 /* Map writes refused for lack of room since start. */
-uint64_t service_map_full_count(void);
-void service_free_all(void);
+uint64_t service_map_full_count(struct agent *a);
+/* The agent's table of services (a->svc): create before the first
+ * service_apply, destroy (accepts NULL) after the threads stopped. */
+struct service_table;
+struct service_table *service_table_create(void);
+void service_table_destroy(struct service_table *T);
 
 #endif

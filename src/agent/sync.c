@@ -908,27 +908,34 @@ static void endpoints_caught_up(struct agent *a, const char *rv, bool listed)
 	caught_up_kind(a, &a->ep_applied_rev, rv, listed);
 }
 
-static struct kind_sync ks_nodes, ks_pods, ks_netns, ks_services, ks_endpoints;
-static struct kind_sync ks_namespaces, ks_netpols;
+/* what each watching thread follows: one set per agent */
+struct sync_kinds {
+	struct kind_sync nodes, pods, netns, services, endpoints, namespaces, netpols;
+};
 
 int sync_start(struct agent *a)
 {
+	struct sync_kinds *k = calloc(1, sizeof(*k));
 	int rc;
+
+	if (!k)
+		return -ENOMEM;
+	a->kinds = k;
 
 	a->http_nodes = agent_http(a);
 	a->http_pods = agent_http(a);
 	a->http_netns = agent_http(a);
 	if (!a->http_nodes || !a->http_pods || !a->http_netns)
 		return -EINVAL;
-	ks_nodes = (struct kind_sync){ .a = a, .path = "/api/v1/nodes", .what = "nodes",
+	k->nodes = (struct kind_sync){ .a = a, .path = "/api/v1/nodes", .what = "nodes",
 				       .http = &a->http_nodes, .apply = node_apply,
 				       .remove = node_remove_obj, .listed = nodes_listed,
 				       .caught_up = nodes_caught_up, .synced = &a->nodes_synced };
-	ks_pods = (struct kind_sync){ .a = a, .path = "/api/v1/pods", .what = "pods",
+	k->pods = (struct kind_sync){ .a = a, .path = "/api/v1/pods", .what = "pods",
 				      .http = &a->http_pods, .begin = pods_begin, .apply = pod_apply,
 				      .remove = pod_remove_obj, .listed = pods_listed_hook,
 				      .caught_up = pods_caught_up, .synced = &a->pods_synced };
-	ks_netns = (struct kind_sync){ .a = a,
+	k->netns = (struct kind_sync){ .a = a,
 				       .path = "/apis/network.openshift.io/v1/netnamespaces",
 				       .what = "netnamespaces", .http = &a->http_netns,
 				       .apply = netns_apply, .remove = netns_remove_obj,
@@ -938,12 +945,12 @@ int sync_start(struct agent *a)
 	a->http_endpoints = agent_http(a);
 	if (!a->http_services || !a->http_endpoints)
 		return -EINVAL;
-	ks_services = (struct kind_sync){ .a = a, .path = "/api/v1/services", .what = "services",
+	k->services = (struct kind_sync){ .a = a, .path = "/api/v1/services", .what = "services",
 					  .http = &a->http_services, .apply = service_apply,
 					  .remove = service_remove, .listed = services_listed,
 					  .caught_up = services_caught_up,
 					  .synced = &a->services_synced };
-	ks_endpoints = (struct kind_sync){ .a = a, .path = "/api/v1/endpoints", .what = "endpoints",
+	k->endpoints = (struct kind_sync){ .a = a, .path = "/api/v1/endpoints", .what = "endpoints",
 					   .http = &a->http_endpoints, .apply = endpoints_apply,
 					   .remove = endpoints_remove, .listed = endpoints_listed_hook,
 					   .caught_up = endpoints_caught_up,
@@ -952,12 +959,12 @@ int sync_start(struct agent *a)
 	a->http_netpols = agent_http(a);
 	if (!a->http_namespaces || !a->http_netpols)
 		return -EINVAL;
-	ks_namespaces = (struct kind_sync){ .a = a, .path = "/api/v1/namespaces", .what = "namespaces",
+	k->namespaces = (struct kind_sync){ .a = a, .path = "/api/v1/namespaces", .what = "namespaces",
 					    .http = &a->http_namespaces, .begin = namespaces_begin,
 					    .apply = namespace_apply, .remove = namespace_remove,
 					    .listed = namespaces_listed, .caught_up = policy_caught_up,
 					    .synced = &a->namespaces_synced };
-	ks_netpols = (struct kind_sync){ .a = a,
+	k->netpols = (struct kind_sync){ .a = a,
 					 .path = "/apis/networking.k8s.io/v1/networkpolicies",
 					 .what = "networkpolicies", .http = &a->http_netpols,
 					 .begin = netpols_begin, .apply = netpol_apply,
@@ -966,25 +973,25 @@ int sync_start(struct agent *a)
 	rc = pthread_create(&a->t_policy, NULL, policy_thread, a);
 	if (rc)
 		return -rc;
-	rc = pthread_create(&a->t_namespaces, NULL, sync_thread, &ks_namespaces);
+	rc = pthread_create(&a->t_namespaces, NULL, sync_thread, &k->namespaces);
 	if (rc)
 		return -rc;
-	rc = pthread_create(&a->t_netpols, NULL, sync_thread, &ks_netpols);
+	rc = pthread_create(&a->t_netpols, NULL, sync_thread, &k->netpols);
 	if (rc)
 		return -rc;
-	rc = pthread_create(&a->t_services, NULL, sync_thread, &ks_services);
+	rc = pthread_create(&a->t_services, NULL, sync_thread, &k->services);
 	if (rc)
 		return -rc;
-	rc = pthread_create(&a->t_endpoints, NULL, sync_thread, &ks_endpoints);
+	rc = pthread_create(&a->t_endpoints, NULL, sync_thread, &k->endpoints);
 	if (rc)
 		return -rc;
-	rc = pthread_create(&a->t_netns, NULL, sync_thread, &ks_netns);
+	rc = pthread_create(&a->t_netns, NULL, sync_thread, &k->netns);
 	if (rc)
 		return -rc;
-	rc = pthread_create(&a->t_nodes, NULL, sync_thread, &ks_nodes);
+	rc = pthread_create(&a->t_nodes, NULL, sync_thread, &k->nodes);
 	if (rc)
 		return -rc;
-	rc = pthread_create(&a->t_pods, NULL, sync_thread, &ks_pods);
+	rc = pthread_create(&a->t_pods, NULL, sync_thread, &k->pods);
 	if (rc)
 		return -rc;
 	return 0;
@@ -1034,6 +1041,8 @@ void sync_stop(struct agent *a)
 	httpc_destroy(a->http_pods);
 	httpc_destroy(a->http_netns);
 	a->http_nodes = a->http_pods = a->http_netns = NULL;
+	free(a->kinds);
+	a->kinds = NULL;
 }
 
 int sync_mark_ready(struct agent *a)
