@@ -1,10 +1,12 @@
 /*
  * memmap.c — the in-memory BPF map (memmap.h): an ordered hash table.
  *
- * Entries are records in one dense array — hash, key, (LPM: the key as
- * written), value — and a deletion moves the last record into the hole.
- * The slots hold record indexes + 1 (0: empty), sorted by (hash, key
- * bytes).  The home of hash h is its top bits, h >> (32 - bits); an entry
+ * Entries are records — key, (LPM: the key as written), value — kept dense
+ * in chunks of CHUNK (the first grows to that size, the others are made
+ * whole), so a table holds little more than its entries; a deletion moves
+ * the last record into the hole.  The slots hold record indexes + 1 (0:
+ * empty), sorted by (hash, key bytes); a record's hash is computed again
+ * where it is needed rather than stored.  The home of hash h is its top bits, h >> (32 - bits); an entry
  * sits at or after its home, and a run that would wrap around spills into
  * SPILL slots past 2^bits instead, so the whole slot array is in order:
  *
@@ -41,7 +43,7 @@
 
 #define MIN_BITS	3
 #define SPILL		32	/* slots past 2^bits, for runs that would wrap */
-#define HASH_SIZE	4	/* bytes of hash leading each record */
+#define CHUNK		256	/* records a chunk */
 
 struct memmap {
 	pthread_mutex_t lock;
@@ -49,11 +51,12 @@ struct memmap {
 	uint32_t ksize, vsize, max;
 	uint32_t max_prefixlen;		/* LPM: bits of data */
 	size_t voff;			/* the value's offset in a record */
-	size_t rsize;			/* a record, rounded up to 4 bytes */
+	size_t rsize;			/* a record */
 	uint32_t *slots;		/* record index + 1; 0 empty */
 	uint32_t nslots;		/* 2^bits + SPILL, or 0 */
 	unsigned bits;
-	unsigned char *recs;
+	unsigned char **chunks;		/* chunk c: records c * CHUNK ... */
+	uint32_t nchunks, chunks_cap;
 	uint32_t n, cap;		/* records held, allocated */
 };
 
@@ -66,26 +69,18 @@ struct probe {
 
 static unsigned char *rec(const struct memmap *m, uint32_t i)
 {
-	return m->recs + (size_t)i * m->rsize;
-}
-
-static uint32_t rec_hash(const struct memmap *m, uint32_t i)
-{
-	uint32_t h;
-
-	memcpy(&h, rec(m, i), sizeof(h));
-	return h;
+	return m->chunks[i / CHUNK] + (size_t)(i % CHUNK) * m->rsize;
 }
 
 static const unsigned char *rec_key(const struct memmap *m, uint32_t i)
 {
-	return rec(m, i) + HASH_SIZE;
+	return rec(m, i);
 }
 
 /* the key as last written: what next_key and lookup_batch return */
 static unsigned char *rec_written(const struct memmap *m, uint32_t i)
 {
-	return rec(m, i) + HASH_SIZE + (m->kind == MEMMAP_LPM_TRIE ? m->ksize : 0);
+	return rec(m, i) + (m->kind == MEMMAP_LPM_TRIE ? m->ksize : 0);
 }
 
 static unsigned char *rec_value(const struct memmap *m, uint32_t i)
@@ -107,6 +102,11 @@ static uint32_t hash_of(const unsigned char *key, uint32_t len)
 		h ^= h >> 29;
 	}
 	return (uint32_t)((h * 0x9e3779b97f4a7c15ull) >> 32);
+}
+
+static uint32_t rec_hash(const struct memmap *m, uint32_t i)
+{
+	return hash_of(rec_key(m, i), m->ksize);
 }
 
 static uint32_t home_of(uint32_t h, unsigned bits)
@@ -229,20 +229,54 @@ static int resize(struct memmap *m, unsigned bits)
 	return err;
 }
 
+/* Room for another record: the first chunk grows by half up to CHUNK
+ * (and max), then whole chunks follow. */
+static int more_records(struct memmap *m)
+{
+	unsigned char *c;
+
+	if (!m->chunks) {
+		m->chunks = calloc(1, sizeof(*m->chunks));
+		if (!m->chunks)
+			return -ENOMEM;
+		m->chunks_cap = 1;
+	}
+	if (m->cap < CHUNK) {
+		uint32_t cap = m->cap < 8 ? 8 : m->cap + m->cap / 2;
+
+		cap = cap > CHUNK ? CHUNK : cap > m->max ? m->max : cap;
+		c = realloc(m->chunks[0], (size_t)cap * m->rsize);
+		if (!c)
+			return -ENOMEM;
+		m->chunks[0] = c;
+		m->nchunks = 1;
+		m->cap = cap;
+		return 0;
+	}
+	if (m->nchunks == m->chunks_cap) {
+		unsigned char **chunks = realloc(m->chunks, 2 * m->chunks_cap * sizeof(*chunks));
+
+		if (!chunks)
+			return -ENOMEM;
+		m->chunks = chunks;
+		m->chunks_cap *= 2;
+	}
+	c = malloc((size_t)CHUNK * m->rsize);
+	if (!c)
+		return -ENOMEM;
+	m->chunks[m->nchunks++] = c;
+	m->cap += CHUNK;
+	return 0;
+}
+
 /* Room for one more entry (invariant 3). */
 static int reserve(struct memmap *m)
 {
 	if (m->n == m->cap) {
-		uint32_t cap = m->cap < 8 ? 8 : m->cap + m->cap / 2;
-		unsigned char *recs;
+		int err = more_records(m);
 
-		if (cap > m->max)
-			cap = m->max;
-		recs = realloc(m->recs, (size_t)cap * m->rsize);
-		if (!recs)
-			return -ENOMEM;
-		m->recs = recs;
-		m->cap = cap;
+		if (err < 0)
+			return err;
 	}
 	if (m->bits && (uint64_t)(m->n + 1) * 4 <= (uint64_t)3 << m->bits)
 		return 0;
@@ -270,35 +304,47 @@ static int insert(struct memmap *m, const struct probe *pr, const void *written,
 	}
 	memmove(&m->slots[p + 1], &m->slots[p], (size_t)(q - p) * sizeof(*m->slots));
 	m->slots[p] = m->n + 1;
-	memcpy(rec(m, m->n), &pr->hash, HASH_SIZE);
-	memcpy(rec(m, m->n) + HASH_SIZE, pr->key, m->ksize);
+	memcpy(rec(m, m->n), pr->key, m->ksize);
 	memcpy(rec_written(m, m->n), written, m->ksize);
 	memcpy(rec_value(m, m->n), value, m->vsize);
 	m->n++;
 	return 0;
 }
 
-/* Smaller slots and records after deletions; failing to shrink is
- * harmless. */
+static void free_records(struct memmap *m)
+{
+	for (uint32_t c = 0; c < m->nchunks; c++)
+		free(m->chunks[c]);
+	free(m->chunks);
+	m->chunks = NULL;
+	m->nchunks = 0;
+	m->chunks_cap = 0;
+	m->cap = 0;
+}
+
+/* Smaller slots and records after deletions: a last chunk once half of
+ * the one before it is free too, the first by halves; failing to shrink
+ * is harmless. */
 static void shrink(struct memmap *m)
 {
 	if (m->n == 0) {
 		free(m->slots);
-		free(m->recs);
 		m->slots = NULL;
-		m->recs = NULL;
 		m->nslots = 0;
 		m->bits = 0;
-		m->cap = 0;
+		free_records(m);
 		return;
 	}
 	if (m->bits > MIN_BITS && (uint64_t)m->n * 8 < (uint64_t)1 << m->bits)
 		(void)resize(m, m->bits - 1);
-	if (m->cap > 8 && m->n < m->cap / 4) {
-		unsigned char *recs = realloc(m->recs, (size_t)(m->cap / 2) * m->rsize);
+	if (m->nchunks > 1 && m->n + CHUNK / 2 < m->cap - CHUNK) {
+		free(m->chunks[--m->nchunks]);
+		m->cap -= CHUNK;
+	} else if (m->nchunks == 1 && m->cap > 8 && m->n < m->cap / 4) {
+		unsigned char *c = realloc(m->chunks[0], (size_t)(m->cap / 2) * m->rsize);
 
-		if (recs) {
-			m->recs = recs;
+		if (c) {
+			m->chunks[0] = c;
 			m->cap /= 2;
 		}
 	}
@@ -343,8 +389,8 @@ struct memmap *memmap_new(enum memmap_kind kind, uint32_t key_size, uint32_t val
 	m->vsize = value_size;
 	m->max = max_entries;
 	m->max_prefixlen = kind == MEMMAP_LPM_TRIE ? (key_size - 4) * 8 : 0;
-	m->voff = HASH_SIZE + (size_t)key_size * (kind == MEMMAP_LPM_TRIE ? 2 : 1);
-	m->rsize = (m->voff + value_size + 3) & ~(size_t)3;
+	m->voff = (size_t)key_size * (kind == MEMMAP_LPM_TRIE ? 2 : 1);
+	m->rsize = m->voff + value_size;
 	return m;
 }
 
@@ -353,7 +399,7 @@ void memmap_free(struct memmap *m)
 	if (!m)
 		return;
 	free(m->slots);
-	free(m->recs);
+	free_records(m);
 	pthread_mutex_destroy(&m->lock);
 	free(m);
 }
@@ -570,22 +616,11 @@ int memmap_lookup_batch(struct memmap *m, const uint32_t *in_token, uint32_t *ou
 	return err;
 }
 
-uint32_t memmap_count(struct memmap *m)
+void memmap_usage(struct memmap *m, uint32_t *count, size_t *bytes)
 {
-	uint32_t n;
-
 	pthread_mutex_lock(&m->lock);
-	n = m->n;
+	*count = m->n;
+	*bytes = sizeof(*m) + (size_t)m->nslots * sizeof(*m->slots) + (size_t)m->cap * m->rsize +
+		 (size_t)m->chunks_cap * sizeof(*m->chunks);
 	pthread_mutex_unlock(&m->lock);
-	return n;
-}
-
-size_t memmap_bytes(struct memmap *m)
-{
-	size_t bytes;
-
-	pthread_mutex_lock(&m->lock);
-	bytes = sizeof(*m) + (size_t)m->nslots * sizeof(*m->slots) + (size_t)m->cap * m->rsize;
-	pthread_mutex_unlock(&m->lock);
-	return bytes;
 }

@@ -39,8 +39,8 @@
  * for the whole walk is returned once.
  *
  * Memory follows the entries, not max_entries: nothing is allocated until
- * the first write, tables grow and shrink by halves, an emptied table
- * holds nothing.  Thread-safety: every call takes the table's lock.
+ * the first write, the index grows and shrinks by halves and the entries
+ * come in chunks of 256, and an emptied table holds nothing.  Thread-safety: every call takes the table's lock.
  * Ownership: the caller frees with memmap_free() (accepts NULL); key and
  * value buffers are the caller's.
  */
@@ -73,8 +73,7 @@ int memmap_next_key(struct memmap *m, const void *key, void *next);
 int memmap_lookup_batch(struct memmap *m, const uint32_t *in_token, uint32_t *out_token,
 			void *keys, void *values, uint32_t *count);
 
-/* Entries stored (an array's written indexes), and the bytes held. */
-uint32_t memmap_count(struct memmap *m);
-size_t memmap_bytes(struct memmap *m);
+/* Entries stored (an array's: the indexes written) and the bytes held. */
+void memmap_usage(struct memmap *m, uint32_t *count, size_t *bytes);
 
 #endif
