@@ -6,9 +6,10 @@
  * whole), so a table holds little more than its entries; a deletion moves
  * the last record into the hole.  The slots hold record indexes + 1 (0:
  * empty), sorted by (hash, key bytes); a record's hash is computed again
- * where it is needed rather than stored.  The home of hash h is its top bits, h >> (32 - bits); an entry
- * sits at or after its home, and a run that would wrap around spills into
- * SPILL slots past 2^bits instead, so the whole slot array is in order:
+ * where it is needed rather than stored.  The home of hash h is its top
+ * bits, h >> (32 - bits); an entry sits at or after its home, and a run
+ * that would wrap around spills into SPILL slots past 2^bits instead, so
+ * the whole slot array is in order:
  *
  *	slot    0     1     2     3     4     5   ...  2^bits ... +SPILL
  *	       [a]   [ ]   [b]   [c]   [d]   [ ]        (spilled runs)

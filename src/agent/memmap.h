@@ -40,7 +40,8 @@
  *
  * Memory follows the entries, not max_entries: nothing is allocated until
  * the first write, the index grows and shrinks by halves and the entries
- * come in chunks of 256, and an emptied table holds nothing.  Thread-safety: every call takes the table's lock.
+ * come in chunks of 256, and an emptied table holds nothing.
+ * Thread-safety: every call takes the table's lock.
  * Ownership: the caller frees with memmap_free() (accepts NULL); key and
  * value buffers are the caller's.
  */
