@@ -12,7 +12,13 @@
  * The capacities of the service and policy maps come from the options and
  * are set on every object before load (a pin of another capacity is stale: rebuilt).
  *
- * Opening, with the function for each step:
+ * Every map call goes through datapath_map.h, which answers from the
+ * kernel map or, for a datapath opened in memory (a hollow node), from a
+ * table in this process (memmap.h); map_specs lists the maps once for both
+ * sides.  In memory nothing below "loading" and "tc" runs: open_memory()
+ * makes the tables, and the attach calls return at once.
+ *
+ * Opening the kernel side (open_kernel), with the function for each step:
  *
  *	check_pin_dir()      the directory is (or will be) on bpffs; mkdir -p
  *	open_skeletons()     open both objects, set the trace knob in .rodata
@@ -277,32 +283,116 @@ static uint32_t or_default(uint32_t v, uint32_t def)
 	return v ? v : def;
 }
 
-/* The capacities of the service maps, the same on every object. */
+#define NO_OPT SIZE_MAX
+
+/* Every map the agent uses, as bpf/lib/maps.h defines it: the kernel side
+ * finds it by name in the loaded objects, the memory side makes a table of
+ * this layout (datapath_memory_test.c compares the two).  opt: the
+ * datapath_opts field that sets its capacity (0 there: max), or NO_OPT. */
+static const struct map_spec {
+	const char *name;
+	enum bpf_map_type type;
+	uint32_t key_size, value_size, max;	/* value_size: one CPU's */
+	size_t opt;
+} map_specs[DATAPATH_NMAPS] = {
+#define OPT(field) offsetof(struct datapath_opts, field)
+	[DATAPATH_MAP_CONFIG] = { "weft_config", BPF_MAP_TYPE_ARRAY,
+		sizeof(__u32), sizeof(struct weft_config), 1, NO_OPT },
+	[DATAPATH_MAP_SVC_DEV] = { "weft_svc_dev", BPF_MAP_TYPE_ARRAY,
+		sizeof(__u32), sizeof(struct weft_svc_dev), 1, NO_OPT },
+	[DATAPATH_MAP_ENDPOINTS] = { "weft_endpoints", BPF_MAP_TYPE_HASH,
+		sizeof(__be32), sizeof(struct weft_endpoint), WEFT_MAX_ENDPOINTS, NO_OPT },
+	[DATAPATH_MAP_IPCACHE] = { "weft_ipcache", BPF_MAP_TYPE_HASH,
+		sizeof(__be32), sizeof(struct weft_ipcache_entry), WEFT_MAX_IPCACHE, NO_OPT },
+	[DATAPATH_MAP_NODES] = { "weft_nodes", BPF_MAP_TYPE_LPM_TRIE,
+		sizeof(struct weft_lpm_key), sizeof(struct weft_node_entry), WEFT_MAX_NODES, NO_OPT },
+	[DATAPATH_MAP_NODE_IPS] = { "weft_node_ips", BPF_MAP_TYPE_HASH,
+		sizeof(__be32), sizeof(struct weft_node_ip), WEFT_MAX_NODES, NO_OPT },
+	[DATAPATH_MAP_SERVICES] = { "weft_services", BPF_MAP_TYPE_HASH,
+		sizeof(struct weft_svc_key), sizeof(struct weft_svc_value), WEFT_MAX_SERVICES,
+		OPT(max_services) },
+	[DATAPATH_MAP_BACKENDS] = { "weft_backends", BPF_MAP_TYPE_HASH,
+		sizeof(__u32), sizeof(struct weft_backend), WEFT_MAX_BACKENDS, OPT(max_backends) },
+	[DATAPATH_MAP_CT] = { "weft_ct", BPF_MAP_TYPE_HASH,
+		sizeof(struct weft_ct_key), sizeof(struct weft_ct_entry), WEFT_MAX_CT, OPT(max_ct) },
+	[DATAPATH_MAP_CT_OPENED] = { "weft_ct_opened", BPF_MAP_TYPE_HASH,
+		sizeof(__be32), sizeof(__u64), WEFT_MAX_CT_SOURCES, NO_OPT },
+	[DATAPATH_MAP_CT_CLOSED] = { "weft_ct_closed", BPF_MAP_TYPE_HASH,
+		sizeof(__be32), sizeof(__u64), WEFT_MAX_CT_SOURCES, NO_OPT },
+	[DATAPATH_MAP_AFFINITY] = { "weft_affinity", BPF_MAP_TYPE_LRU_HASH,
+		sizeof(struct weft_affinity_key), sizeof(struct weft_affinity), WEFT_MAX_AFFINITY,
+		OPT(max_affinity) },
+	[DATAPATH_MAP_POLICY] = { "weft_policy", BPF_MAP_TYPE_LPM_TRIE,
+		sizeof(struct weft_policy_key), sizeof(struct weft_policy_value), WEFT_MAX_POLICY,
+		OPT(max_policy) },
+	[DATAPATH_MAP_POLICY_CIDRS] = { "weft_policy_cidrs", BPF_MAP_TYPE_LPM_TRIE,
+		sizeof(struct weft_policy_cidr_key), sizeof(struct weft_policy_cidr), WEFT_MAX_POLICY,
+		OPT(max_policy) },
+	[DATAPATH_MAP_POLICY_CT] = { "weft_policy_ct", BPF_MAP_TYPE_HASH,
+		sizeof(struct weft_ct_key), sizeof(struct weft_policy_ct_entry), WEFT_MAX_POLICY_CT,
+		OPT(max_policy_ct) },
+	[DATAPATH_MAP_POLICY_CT_OPENED] = { "weft_policy_ct_opened", BPF_MAP_TYPE_HASH,
+		sizeof(__be32), sizeof(__u64), WEFT_MAX_CT_SOURCES, NO_OPT },
+	[DATAPATH_MAP_POLICY_CT_CLOSED] = { "weft_policy_ct_closed", BPF_MAP_TYPE_HASH,
+		sizeof(__be32), sizeof(__u64), WEFT_MAX_CT_SOURCES, NO_OPT },
+	[DATAPATH_MAP_DROPS] = { "weft_drops", BPF_MAP_TYPE_PERCPU_ARRAY,
+		sizeof(__u32), sizeof(__u64), WEFT_DROP_MAX, NO_OPT },
+	[DATAPATH_MAP_TRACE] = { "weft_trace", BPF_MAP_TYPE_PERCPU_ARRAY,
+		sizeof(__u32), sizeof(struct weft_trace), 1, NO_OPT },
+#undef OPT
+};
+
+const char *datapath_map_name(enum datapath_map_id map)
+{
+	return (unsigned)map < DATAPATH_NMAPS ? map_specs[map].name : NULL;
+}
+
+static uint32_t capacity(const struct datapath_opts *opts, const struct map_spec *spec)
+{
+	uint32_t v = 0;
+
+	if (spec->opt != NO_OPT)
+		memcpy(&v, (const char *)opts + spec->opt, sizeof(v));
+	return or_default(v, spec->max);
+}
+
+/* The capacities the options set, the same on every object. */
 static int set_capacities(struct bpf_object *obj, const struct datapath_opts *opts)
 {
-	static const struct { const char *name; size_t off; uint32_t def; } caps[] = {
-		{ "weft_services", offsetof(struct datapath_opts, max_services), WEFT_MAX_SERVICES },
-		{ "weft_backends", offsetof(struct datapath_opts, max_backends), WEFT_MAX_BACKENDS },
-		{ "weft_ct", offsetof(struct datapath_opts, max_ct), WEFT_MAX_CT },
-		{ "weft_affinity", offsetof(struct datapath_opts, max_affinity), WEFT_MAX_AFFINITY },
-		{ "weft_policy", offsetof(struct datapath_opts, max_policy), WEFT_MAX_POLICY },
-		{ "weft_policy_cidrs", offsetof(struct datapath_opts, max_policy), WEFT_MAX_POLICY },
-		{ "weft_policy_ct", offsetof(struct datapath_opts, max_policy_ct), WEFT_MAX_POLICY_CT },
-	};
-
-	for (size_t i = 0; i < sizeof(caps) / sizeof(caps[0]); i++) {
-		struct bpf_map *map = bpf_object__find_map_by_name(obj, caps[i].name);
-		uint32_t v;
+	for (size_t i = 0; i < DATAPATH_NMAPS; i++) {
+		struct bpf_map *map;
 		int err;
 
+		if (map_specs[i].opt == NO_OPT)
+			continue;
+		map = bpf_object__find_map_by_name(obj, map_specs[i].name);
 		if (!map)
 			return -ENOENT;
-		memcpy(&v, (const char *)opts + caps[i].off, sizeof(v));
-		err = bpf_map__set_max_entries(map, or_default(v, caps[i].def));
+		err = bpf_map__set_max_entries(map, capacity(opts, &map_specs[i]));
 		if (err < 0)
 			return err;
 	}
 	return 0;
+}
+
+/* The capacities and per-client caps, for both sides. */
+static void set_limits(struct datapath *dp, const struct datapath_opts *opts)
+{
+	for (size_t i = 0; i < DATAPATH_NMAPS; i++)
+		dp->capacity[i] = capacity(opts, &map_specs[i]);
+	dp->max_services = dp->capacity[DATAPATH_MAP_SERVICES];
+	dp->max_backends = dp->capacity[DATAPATH_MAP_BACKENDS];
+	dp->max_ct = dp->capacity[DATAPATH_MAP_CT];
+	dp->max_policy = dp->capacity[DATAPATH_MAP_POLICY];
+	dp->max_policy_ct = dp->capacity[DATAPATH_MAP_POLICY_CT];
+	dp->ct_source_max = opts->ct_source_max ? opts->ct_source_max
+			    : dp->max_ct / 2 / WEFT_CT_SOURCE_SHARE;
+	if (dp->ct_source_max == 0)
+		dp->ct_source_max = 1;
+	dp->policy_ct_source_max = opts->policy_ct_source_max ? opts->policy_ct_source_max
+				   : dp->max_policy_ct / WEFT_POLICY_CT_SOURCE_SHARE;
+	if (dp->policy_ct_source_max == 0)
+		dp->policy_ct_source_max = 1;
 }
 
 static int open_skeletons(struct datapath *dp, const struct datapath_opts *opts,
@@ -340,20 +430,11 @@ static int open_skeletons(struct datapath *dp, const struct datapath_opts *opts,
 	dp->node->rodata->trace_enabled = opts->trace ? 1 : 0;
 	dp->pod_out->rodata->trace_enabled = opts->trace ? 1 : 0;
 	dp->svc->rodata->trace_enabled = opts->trace ? 1 : 0;
-	dp->ct_source_max = opts->ct_source_max ? opts->ct_source_max
-			    : or_default(opts->max_ct, WEFT_MAX_CT) / 2 / WEFT_CT_SOURCE_SHARE;
-	if (dp->ct_source_max == 0)
-		dp->ct_source_max = 1;
 	dp->pod->rodata->ct_source_max = dp->ct_source_max;
 	dp->vxlan->rodata->ct_source_max = dp->ct_source_max;
 	dp->node->rodata->ct_source_max = dp->ct_source_max;
 	dp->pod_out->rodata->ct_source_max = dp->ct_source_max;
 	dp->svc->rodata->ct_source_max = dp->ct_source_max;
-	dp->policy_ct_source_max = opts->policy_ct_source_max ? opts->policy_ct_source_max
-				   : or_default(opts->max_policy_ct, WEFT_MAX_POLICY_CT) /
-					     WEFT_POLICY_CT_SOURCE_SHARE;
-	if (dp->policy_ct_source_max == 0)
-		dp->policy_ct_source_max = 1;
 	dp->pod->rodata->policy_ct_source_max = dp->policy_ct_source_max;
 	dp->vxlan->rodata->policy_ct_source_max = dp->policy_ct_source_max;
 	dp->node->rodata->policy_ct_source_max = dp->policy_ct_source_max;
@@ -419,11 +500,102 @@ static int load_once(struct datapath *dp, const struct datapath_opts *opts, bool
 	return 0;
 }
 
+/* The kernel side: load (once more after a stale pin, invariant 2), then
+ * each map's fd. */
+static int open_kernel(struct datapath *dp, const struct datapath_opts *opts, bool *fresh,
+		       char *errbuf, size_t errlen)
+{
+	bool retry;
+	int err = check_pin_dir(opts->pin_dir, errbuf, errlen);
+
+	if (err < 0)
+		return err;
+	err = load_once(dp, opts, fresh, &retry, errbuf, errlen);
+	if (err < 0 && retry) {
+		close_skeletons(dp);
+		err = unpin_weft(opts->pin_dir);
+		if (err < 0) {
+			errmsg(errbuf, errlen, "bpf pin directory %s: removing stale pins: %s",
+			       opts->pin_dir, strerror(-err));
+			return err;
+		}
+		*fresh = true;
+		err = load_once(dp, opts, fresh, &retry, errbuf, errlen);
+	}
+	if (err < 0)
+		return err;
+	for (size_t i = 0; i < DATAPATH_NMAPS; i++) {
+		struct bpf_map *map = bpf_object__find_map_by_name(dp->pod->obj, map_specs[i].name);
+
+		if (!map) {
+			errmsg(errbuf, errlen, "pod_ingress: no map %s", map_specs[i].name);
+			return -ENOENT;
+		}
+		datapath_map_use_fd(&dp->maps[i], (enum datapath_map_id)i, bpf_map__fd(map));
+	}
+	dp->policy_log_fd = bpf_map__fd(dp->pod->maps.weft_policy_log);
+	return 0;
+}
+
+/* A per-CPU value as the syscalls pass it: one a possible CPU, each
+ * padded to 8 bytes.  The stride through it in *stride; 0 or -errno. */
+static int percpu_size(size_t value_size, size_t *stride, int *ncpus)
+{
+	int n = libbpf_num_possible_cpus();
+
+	if (n <= 0)
+		return n < 0 ? n : -EINVAL;
+	*stride = (value_size + 7) & ~(size_t)7;
+	*ncpus = n;
+	return 0;
+}
+
+static enum memmap_kind memory_kind(enum bpf_map_type type)
+{
+	switch (type) {
+	case BPF_MAP_TYPE_LRU_HASH:
+		return MEMMAP_LRU_HASH;
+	case BPF_MAP_TYPE_ARRAY:
+	case BPF_MAP_TYPE_PERCPU_ARRAY:
+		return MEMMAP_ARRAY;
+	case BPF_MAP_TYPE_LPM_TRIE:
+		return MEMMAP_LPM_TRIE;
+	default:
+		return MEMMAP_HASH;
+	}
+}
+
+/* The memory side: an empty table a map, nothing else. */
+static int open_memory(struct datapath *dp, char *errbuf, size_t errlen)
+{
+	for (size_t i = 0; i < DATAPATH_NMAPS; i++) {
+		const struct map_spec *spec = &map_specs[i];
+		uint32_t value_size = spec->value_size;
+		size_t stride;
+		int ncpus, err = 0;
+
+		if (spec->type == BPF_MAP_TYPE_PERCPU_ARRAY) {
+			err = percpu_size(value_size, &stride, &ncpus);
+			value_size = (uint32_t)(stride * (size_t)ncpus);
+		}
+		if (err == 0)
+			err = datapath_map_use_memory(&dp->maps[i], (enum datapath_map_id)i,
+						      memory_kind(spec->type), spec->key_size,
+						      value_size, dp->capacity[i]);
+		if (err < 0) {
+			errmsg(errbuf, errlen, "%s in memory: %s", spec->name, strerror(-err));
+			return err;
+		}
+	}
+	dp->policy_log_fd = -EOPNOTSUPP;
+	return 0;
+}
+
 int datapath_open(const struct datapath_opts *opts, struct datapath **out, bool *rebuilt,
 		  char *errbuf, size_t errlen)
 {
 	struct datapath *dp = NULL;
-	bool fresh = false, retry;
+	bool fresh = false;
 	int err;
 
 	*out = NULL;
@@ -431,55 +603,23 @@ int datapath_open(const struct datapath_opts *opts, struct datapath **out, bool 
 		errmsg(errbuf, errlen, "no datapath options");
 		return -EINVAL;
 	}
-	err = check_pin_dir(opts->pin_dir, errbuf, errlen);
-	if (err < 0)
-		goto out;
 	dp = calloc(1, sizeof(*dp));
 	if (!dp) {
 		err = -ENOMEM;
 		errmsg(errbuf, errlen, "datapath: out of memory");
 		goto out;
 	}
-	err = load_once(dp, opts, &fresh, &retry, errbuf, errlen);
-	if (err < 0 && retry) {
-		close_skeletons(dp);
-		err = unpin_weft(opts->pin_dir);
-		if (err < 0) {
-			errmsg(errbuf, errlen, "bpf pin directory %s: removing stale pins: %s",
-			       opts->pin_dir, strerror(-err));
-			goto out;
-		}
-		fresh = true;
-		err = load_once(dp, opts, &fresh, &retry, errbuf, errlen);
-	}
+	dp->in_memory = opts->in_memory;
+	set_limits(dp, opts);
+	fresh = dp->in_memory;	/* every table is new */
+	err = dp->in_memory ? open_memory(dp, errbuf, errlen)
+			    : open_kernel(dp, opts, &fresh, errbuf, errlen);
 	if (err < 0)
 		goto out;
-
-	dp->config_fd = bpf_map__fd(dp->pod->maps.weft_config);
-	dp->endpoints_fd = bpf_map__fd(dp->pod->maps.weft_endpoints);
-	dp->ipcache_fd = bpf_map__fd(dp->pod->maps.weft_ipcache);
-	dp->nodes_fd = bpf_map__fd(dp->pod->maps.weft_nodes);
-	dp->nodeips_fd = bpf_map__fd(dp->pod->maps.weft_node_ips);
-	dp->drops_fd = bpf_map__fd(dp->pod->maps.weft_drops);
-	dp->trace_fd = bpf_map__fd(dp->pod->maps.weft_trace);
-	dp->svcdev_fd = bpf_map__fd(dp->pod->maps.weft_svc_dev);
-	dp->services_fd = bpf_map__fd(dp->pod->maps.weft_services);
-	dp->backends_fd = bpf_map__fd(dp->pod->maps.weft_backends);
-	dp->ct_fd = bpf_map__fd(dp->pod->maps.weft_ct);
-	dp->affinity_fd = bpf_map__fd(dp->pod->maps.weft_affinity);
-	dp->ct_opened_fd = bpf_map__fd(dp->pod->maps.weft_ct_opened);
-	dp->ct_closed_fd = bpf_map__fd(dp->pod->maps.weft_ct_closed);
-	dp->max_services = bpf_map__max_entries(dp->pod->maps.weft_services);
-	dp->max_backends = bpf_map__max_entries(dp->pod->maps.weft_backends);
-	dp->max_ct = bpf_map__max_entries(dp->pod->maps.weft_ct);
-	dp->policy_fd = bpf_map__fd(dp->pod->maps.weft_policy);
-	dp->policy_cidrs_fd = bpf_map__fd(dp->pod->maps.weft_policy_cidrs);
-	dp->policy_ct_fd = bpf_map__fd(dp->pod->maps.weft_policy_ct);
-	dp->policy_ct_opened_fd = bpf_map__fd(dp->pod->maps.weft_policy_ct_opened);
-	dp->policy_ct_closed_fd = bpf_map__fd(dp->pod->maps.weft_policy_ct_closed);
-	dp->policy_log_fd = bpf_map__fd(dp->pod->maps.weft_policy_log);
-	dp->max_policy = bpf_map__max_entries(dp->pod->maps.weft_policy);
-	dp->max_policy_ct = bpf_map__max_entries(dp->pod->maps.weft_policy_ct);
+	for (size_t i = 0; i < DATAPATH_NMAPS; i++) {
+		dp->maps[i].on_write = opts->on_write;
+		dp->maps[i].on_write_arg = opts->on_write_arg;
+	}
 	if (rebuilt)
 		*rebuilt = fresh;
 	*out = dp;
@@ -495,7 +635,47 @@ void datapath_close(struct datapath *dp)
 	if (!dp)
 		return;
 	close_skeletons(dp);
+	for (size_t i = 0; i < DATAPATH_NMAPS; i++)
+		datapath_map_release(&dp->maps[i]);
 	free(dp);
+}
+
+int datapath_map_layout(struct datapath *dp, enum datapath_map_id map,
+			struct datapath_map_layout *out)
+{
+	struct bpf_map_info info;
+	__u32 len = sizeof(info);
+	int err;
+
+	if ((unsigned)map >= DATAPATH_NMAPS)
+		return -EINVAL;
+	if (dp->in_memory) {
+		out->type = map_specs[map].type;
+		out->key_size = map_specs[map].key_size;
+		out->value_size = map_specs[map].value_size;
+		out->max_entries = dp->capacity[map];
+		return 0;
+	}
+	memset(&info, 0, sizeof(info));
+	err = bpf_obj_get_info_by_fd(dp->maps[map].fd, &info, &len);
+	if (err < 0)
+		return err;
+	out->type = info.type;
+	out->key_size = info.key_size;
+	out->value_size = info.value_size;
+	out->max_entries = info.max_entries;
+	return 0;
+}
+
+size_t datapath_memory_bytes(struct datapath *dp)
+{
+	size_t bytes = 0;
+
+	if (!dp->in_memory)
+		return 0;
+	for (size_t i = 0; i < DATAPATH_NMAPS; i++)
+		bytes += datapath_map_bytes(&dp->maps[i]);
+	return bytes + sizeof(*dp);
 }
 
 /* ---- tc ---- */
@@ -522,8 +702,11 @@ static int tc_attach(int ifindex, int prog_fd)
 
 int datapath_attach_pod(struct datapath *dp, int ifindex)
 {
-	int err = tc_attach(ifindex, bpf_program__fd(dp->pod->progs.pod_ingress));
+	int err;
 
+	if (dp->in_memory)
+		return 0;
+	err = tc_attach(ifindex, bpf_program__fd(dp->pod->progs.pod_ingress));
 	if (err < 0)
 		return err;
 	return tc_attach_at(ifindex, bpf_program__fd(dp->pod_out->progs.pod_egress), BPF_TC_EGRESS);
@@ -531,16 +714,22 @@ int datapath_attach_pod(struct datapath *dp, int ifindex)
 
 int datapath_attach_vxlan(struct datapath *dp, int ifindex)
 {
+	if (dp->in_memory)
+		return 0;
 	return tc_attach(ifindex, bpf_program__fd(dp->vxlan->progs.vxlan_ingress));
 }
 
 int datapath_attach_node(struct datapath *dp, int ifindex)
 {
+	if (dp->in_memory)
+		return 0;
 	return tc_attach(ifindex, bpf_program__fd(dp->node->progs.node_ingress));
 }
 
 int datapath_attach_svc(struct datapath *dp, int ifindex)
 {
+	if (dp->in_memory)
+		return 0;
 	return tc_attach_at(ifindex, bpf_program__fd(dp->svc->progs.svc_egress), BPF_TC_EGRESS);
 }
 
@@ -550,9 +739,10 @@ int datapath_attached(struct datapath *dp, int ifindex)
 	LIBBPF_OPTS(bpf_tc_opts, tc, .handle = WEFT_TC_HANDLE, .priority = WEFT_TC_PRIORITY);
 	int err;
 
-	(void)dp;
 	if (ifindex <= 0)
 		return -EINVAL;
+	if (dp->in_memory)
+		return 1;
 	err = bpf_tc_query(&hook, &tc);
 	if (err == 0)
 		return 1;
@@ -568,58 +758,58 @@ int datapath_config_get(struct datapath *dp, struct weft_config *out)
 {
 	__u32 key = 0;
 
-	return bpf_map_lookup_elem(dp->config_fd, &key, out);
+	return datapath_map_lookup(dp_map(dp, DATAPATH_MAP_CONFIG), &key, out);
 }
 
 int datapath_config_set(struct datapath *dp, const struct weft_config *cfg)
 {
 	__u32 key = 0;
 
-	return bpf_map_update_elem(dp->config_fd, &key, cfg, BPF_ANY);
+	return datapath_map_update(dp_map(dp, DATAPATH_MAP_CONFIG), &key, cfg, BPF_ANY);
 }
 
 int datapath_svc_dev_get(struct datapath *dp, struct weft_svc_dev *out)
 {
 	__u32 key = 0;
 
-	return bpf_map_lookup_elem(dp->svcdev_fd, &key, out);
+	return datapath_map_lookup(dp_map(dp, DATAPATH_MAP_SVC_DEV), &key, out);
 }
 
 int datapath_svc_dev_set(struct datapath *dp, const struct weft_svc_dev *d)
 {
 	__u32 key = 0;
 
-	return bpf_map_update_elem(dp->svcdev_fd, &key, d, BPF_ANY);
+	return datapath_map_update(dp_map(dp, DATAPATH_MAP_SVC_DEV), &key, d, BPF_ANY);
 }
 
 int datapath_endpoint_put(struct datapath *dp, in_addr_t ip, const struct weft_endpoint *ep)
 {
-	return bpf_map_update_elem(dp->endpoints_fd, &ip, ep, BPF_ANY);
+	return datapath_map_update(dp_map(dp, DATAPATH_MAP_ENDPOINTS), &ip, ep, BPF_ANY);
 }
 
 int datapath_endpoint_get(struct datapath *dp, in_addr_t ip, struct weft_endpoint *ep)
 {
-	return bpf_map_lookup_elem(dp->endpoints_fd, &ip, ep);
+	return datapath_map_lookup(dp_map(dp, DATAPATH_MAP_ENDPOINTS), &ip, ep);
 }
 
 int datapath_endpoint_del(struct datapath *dp, in_addr_t ip)
 {
-	return bpf_map_delete_elem(dp->endpoints_fd, &ip);
+	return datapath_map_delete(dp_map(dp, DATAPATH_MAP_ENDPOINTS), &ip);
 }
 
 int datapath_ipcache_put(struct datapath *dp, in_addr_t ip, const struct weft_ipcache_entry *e)
 {
-	return bpf_map_update_elem(dp->ipcache_fd, &ip, e, BPF_ANY);
+	return datapath_map_update(dp_map(dp, DATAPATH_MAP_IPCACHE), &ip, e, BPF_ANY);
 }
 
 int datapath_ipcache_get(struct datapath *dp, in_addr_t ip, struct weft_ipcache_entry *e)
 {
-	return bpf_map_lookup_elem(dp->ipcache_fd, &ip, e);
+	return datapath_map_lookup(dp_map(dp, DATAPATH_MAP_IPCACHE), &ip, e);
 }
 
 int datapath_ipcache_del(struct datapath *dp, in_addr_t ip)
 {
-	return bpf_map_delete_elem(dp->ipcache_fd, &ip);
+	return datapath_map_delete(dp_map(dp, DATAPATH_MAP_IPCACHE), &ip);
 }
 
 /* The trie key of subnet/prefixlen, host bits cleared so that the same
@@ -644,7 +834,7 @@ int datapath_node_put(struct datapath *dp, in_addr_t subnet, int prefixlen,
 
 	if (err < 0)
 		return err;
-	return bpf_map_update_elem(dp->nodes_fd, &key, e, BPF_ANY);
+	return datapath_map_update(dp_map(dp, DATAPATH_MAP_NODES), &key, e, BPF_ANY);
 }
 
 int datapath_node_del(struct datapath *dp, in_addr_t subnet, int prefixlen)
@@ -654,25 +844,26 @@ int datapath_node_del(struct datapath *dp, in_addr_t subnet, int prefixlen)
 
 	if (err < 0)
 		return err;
-	return bpf_map_delete_elem(dp->nodes_fd, &key);
+	return datapath_map_delete(dp_map(dp, DATAPATH_MAP_NODES), &key);
 }
 
 int datapath_nodeip_put(struct datapath *dp, in_addr_t ip, uint32_t node_id)
 {
 	struct weft_node_ip v = { .node_id = node_id };
 
-	return bpf_map_update_elem(dp->nodeips_fd, &ip, &v, BPF_ANY);
+	return datapath_map_update(dp_map(dp, DATAPATH_MAP_NODE_IPS), &ip, &v, BPF_ANY);
 }
 
 int datapath_nodeip_del(struct datapath *dp, in_addr_t ip)
 {
-	return bpf_map_delete_elem(dp->nodeips_fd, &ip);
+	return datapath_map_delete(dp_map(dp, DATAPATH_MAP_NODE_IPS), &ip);
 }
 
-/* The keys of map fd at this moment, at most max (the map's capacity:
+/* The keys of map m at this moment, at most max (the map's capacity:
  * a walk that restarts because its key was deleted meanwhile cannot run
  * away).  *keys is the caller's to free. */
-int datapath_snapshot_keys(int fd, size_t key_size, size_t max, void **keys, size_t *n)
+int datapath_snapshot_keys(const struct datapath_map *m, size_t key_size, size_t max, void **keys,
+			   size_t *n)
 {
 	unsigned char *buf = NULL, *prev = NULL;
 	size_t count = 0;
@@ -686,7 +877,7 @@ int datapath_snapshot_keys(int fd, size_t key_size, size_t max, void **keys, siz
 	while (count < max) {
 		unsigned char *next = buf + count * key_size;
 
-		err = bpf_map_get_next_key(fd, prev, next);
+		err = datapath_map_next_key(m, prev, next);
 		if (err == -ENOENT)
 			break;
 		if (err < 0) {
@@ -710,11 +901,12 @@ int datapath_endpoint_foreach(struct datapath *dp,
 	size_t n;
 	int err;
 
-	err = datapath_snapshot_keys(dp->endpoints_fd, sizeof(*keys), WEFT_MAX_ENDPOINTS, (void **)&keys, &n);
+	err = datapath_snapshot_keys(dp_map(dp, DATAPATH_MAP_ENDPOINTS), sizeof(*keys), WEFT_MAX_ENDPOINTS,
+				     (void **)&keys, &n);
 	if (err < 0)
 		return err;
 	for (size_t i = 0; i < n && err == 0; i++) {
-		if (bpf_map_lookup_elem(dp->endpoints_fd, &keys[i], &ep) < 0)
+		if (datapath_map_lookup(dp_map(dp, DATAPATH_MAP_ENDPOINTS), &keys[i], &ep) < 0)
 			continue;	/* deleted since the snapshot */
 		err = fn(keys[i], &ep, arg);
 	}
@@ -731,11 +923,12 @@ int datapath_ipcache_foreach(struct datapath *dp,
 	size_t n;
 	int err;
 
-	err = datapath_snapshot_keys(dp->ipcache_fd, sizeof(*keys), WEFT_MAX_IPCACHE, (void **)&keys, &n);
+	err = datapath_snapshot_keys(dp_map(dp, DATAPATH_MAP_IPCACHE), sizeof(*keys), WEFT_MAX_IPCACHE,
+				     (void **)&keys, &n);
 	if (err < 0)
 		return err;
 	for (size_t i = 0; i < n && err == 0; i++) {
-		if (bpf_map_lookup_elem(dp->ipcache_fd, &keys[i], &e) < 0)
+		if (datapath_map_lookup(dp_map(dp, DATAPATH_MAP_IPCACHE), &keys[i], &e) < 0)
 			continue;
 		err = fn(keys[i], &e, arg);
 	}
@@ -753,11 +946,12 @@ int datapath_node_foreach(struct datapath *dp,
 	size_t n;
 	int err;
 
-	err = datapath_snapshot_keys(dp->nodes_fd, sizeof(*keys), WEFT_MAX_NODES, (void **)&keys, &n);
+	err = datapath_snapshot_keys(dp_map(dp, DATAPATH_MAP_NODES), sizeof(*keys), WEFT_MAX_NODES,
+				     (void **)&keys, &n);
 	if (err < 0)
 		return err;
 	for (size_t i = 0; i < n && err == 0; i++) {
-		if (bpf_map_lookup_elem(dp->nodes_fd, &keys[i], &e) < 0)
+		if (datapath_map_lookup(dp_map(dp, DATAPATH_MAP_NODES), &keys[i], &e) < 0)
 			continue;
 		err = fn(keys[i].addr, (int)keys[i].prefixlen, &e, arg);
 	}
@@ -773,11 +967,12 @@ int datapath_nodeip_foreach(struct datapath *dp,
 	size_t n;
 	int err;
 
-	err = datapath_snapshot_keys(dp->nodeips_fd, sizeof(*keys), WEFT_MAX_NODES, (void **)&keys, &n);
+	err = datapath_snapshot_keys(dp_map(dp, DATAPATH_MAP_NODE_IPS), sizeof(*keys), WEFT_MAX_NODES,
+				     (void **)&keys, &n);
 	if (err < 0)
 		return err;
 	for (size_t i = 0; i < n && err == 0; i++) {
-		if (bpf_map_lookup_elem(dp->nodeips_fd, &keys[i], &v) < 0)
+		if (datapath_map_lookup(dp_map(dp, DATAPATH_MAP_NODE_IPS), &keys[i], &v) < 0)
 			continue;
 		err = fn(keys[i], v.node_id, arg);
 	}
@@ -790,95 +985,98 @@ int datapath_nodeip_foreach(struct datapath *dp,
 int datapath_service_put(struct datapath *dp, const struct weft_svc_key *k,
 			 const struct weft_svc_value *v)
 {
-	return bpf_map_update_elem(dp->services_fd, k, v, BPF_ANY);
+	return datapath_map_update(dp_map(dp, DATAPATH_MAP_SERVICES), k, v, BPF_ANY);
 }
 
 int datapath_service_get(struct datapath *dp, const struct weft_svc_key *k, struct weft_svc_value *v)
 {
-	return bpf_map_lookup_elem(dp->services_fd, k, v);
+	return datapath_map_lookup(dp_map(dp, DATAPATH_MAP_SERVICES), k, v);
 }
 
 int datapath_service_del(struct datapath *dp, const struct weft_svc_key *k)
 {
-	return bpf_map_delete_elem(dp->services_fd, k);
+	return datapath_map_delete(dp_map(dp, DATAPATH_MAP_SERVICES), k);
 }
 
 int datapath_backend_put(struct datapath *dp, uint32_t id, const struct weft_backend *b)
 {
-	return bpf_map_update_elem(dp->backends_fd, &id, b, BPF_ANY);
+	return datapath_map_update(dp_map(dp, DATAPATH_MAP_BACKENDS), &id, b, BPF_ANY);
 }
 
 int datapath_backend_get(struct datapath *dp, uint32_t id, struct weft_backend *b)
 {
-	return bpf_map_lookup_elem(dp->backends_fd, &id, b);
+	return datapath_map_lookup(dp_map(dp, DATAPATH_MAP_BACKENDS), &id, b);
 }
 
 int datapath_backend_del(struct datapath *dp, uint32_t id)
 {
-	return bpf_map_delete_elem(dp->backends_fd, &id);
+	return datapath_map_delete(dp_map(dp, DATAPATH_MAP_BACKENDS), &id);
 }
 
 int datapath_ct_get(struct datapath *dp, const struct weft_ct_key *k, struct weft_ct_entry *e)
 {
-	return bpf_map_lookup_elem(dp->ct_fd, k, e);
+	return datapath_map_lookup(dp_map(dp, DATAPATH_MAP_CT), k, e);
 }
 
 int datapath_ct_put(struct datapath *dp, const struct weft_ct_key *k, const struct weft_ct_entry *e)
 {
-	return bpf_map_update_elem(dp->ct_fd, k, e, BPF_ANY);
+	return datapath_map_update(dp_map(dp, DATAPATH_MAP_CT), k, e, BPF_ANY);
 }
 
 int datapath_ct_del(struct datapath *dp, const struct weft_ct_key *k)
 {
-	return bpf_map_delete_elem(dp->ct_fd, k);
+	return datapath_map_delete(dp_map(dp, DATAPATH_MAP_CT), k);
 }
 
 int datapath_affinity_del(struct datapath *dp, const struct weft_affinity_key *k)
 {
-	return bpf_map_delete_elem(dp->affinity_fd, k);
+	return datapath_map_delete(dp_map(dp, DATAPATH_MAP_AFFINITY), k);
 }
 
 int datapath_ct_opened_get(struct datapath *dp, in_addr_t client, uint64_t *n)
 {
-	return bpf_map_lookup_elem(dp->ct_opened_fd, &client, n);
+	return datapath_map_lookup(dp_map(dp, DATAPATH_MAP_CT_OPENED), &client, n);
 }
 
 int datapath_ct_closed_get(struct datapath *dp, in_addr_t client, uint64_t *n)
 {
-	return bpf_map_lookup_elem(dp->ct_closed_fd, &client, n);
+	return datapath_map_lookup(dp_map(dp, DATAPATH_MAP_CT_CLOSED), &client, n);
 }
 
 /* The counts of one table's clients (weft_ct's, weft_policy_ct's): the
- * programs add to opened_fd, the agent to closed_fd. */
-int datapath_counts_closed_add(int closed_fd, in_addr_t client, uint64_t n)
+ * programs add to opened, the agent to closed. */
+int datapath_counts_closed_add(const struct datapath_map *closed, in_addr_t client, uint64_t n)
 {
 	uint64_t v = 0;
+	int err = datapath_map_lookup(closed, &client, &v);
 
-	if (bpf_map_lookup_elem(closed_fd, &client, &v) < 0 && errno != ENOENT)
-		return -errno;
+	if (err < 0 && err != -ENOENT)
+		return err;
 	v += n;
-	return bpf_map_update_elem(closed_fd, &client, &v, BPF_ANY);
+	return datapath_map_update(closed, &client, &v, BPF_ANY);
 }
 
 /* A program may count a new connection between the reads and the
  * deletes; it is then forgotten with the client (one connection held
  * and not counted, until the client's counts are forgotten again). */
-int datapath_counts_forget(int opened_fd, int closed_fd, in_addr_t client)
+int datapath_counts_forget(const struct datapath_map *opened, const struct datapath_map *closed,
+			   in_addr_t client)
 {
-	uint64_t opened = 0, closed = 0;
+	uint64_t n_opened = 0, n_closed = 0;
+	int err = datapath_map_lookup(opened, &client, &n_opened);
 
-	if (bpf_map_lookup_elem(opened_fd, &client, &opened) < 0 && errno != ENOENT)
-		return -errno;
-	if (bpf_map_lookup_elem(closed_fd, &client, &closed) < 0 && errno != ENOENT)
-		return -errno;
-	if (opened != closed)
+	if (err == 0 || err == -ENOENT)
+		err = datapath_map_lookup(closed, &client, &n_closed);
+	if (err < 0 && err != -ENOENT)
+		return err;
+	if (n_opened != n_closed)
 		return -EBUSY;
-	(void)bpf_map_delete_elem(opened_fd, &client);
-	(void)bpf_map_delete_elem(closed_fd, &client);
+	(void)datapath_map_delete(opened, &client);
+	(void)datapath_map_delete(closed, &client);
 	return 0;
 }
 
-int datapath_counts_closed_foreach(int closed_fd,
+int datapath_counts_closed_foreach(const struct datapath_map *closed,
 				   int (*fn)(in_addr_t client, uint64_t closed, void *arg), void *arg)
 {
 	in_addr_t *keys = NULL;
@@ -886,12 +1084,12 @@ int datapath_counts_closed_foreach(int closed_fd,
 	size_t n;
 	int err;
 
-	err = datapath_snapshot_keys(closed_fd, sizeof(*keys), WEFT_MAX_CT_SOURCES, (void **)&keys,
+	err = datapath_snapshot_keys(closed, sizeof(*keys), WEFT_MAX_CT_SOURCES, (void **)&keys,
 				     &n);
 	if (err < 0)
 		return err;
 	for (size_t i = 0; i < n && err == 0; i++) {
-		if (bpf_map_lookup_elem(closed_fd, &keys[i], &v) < 0)
+		if (datapath_map_lookup(closed, &keys[i], &v) < 0)
 			continue;
 		err = fn(keys[i], v, arg);
 	}
@@ -901,18 +1099,19 @@ int datapath_counts_closed_foreach(int closed_fd,
 
 int datapath_ct_closed_add(struct datapath *dp, in_addr_t client, uint64_t n)
 {
-	return datapath_counts_closed_add(dp->ct_closed_fd, client, n);
+	return datapath_counts_closed_add(dp_map(dp, DATAPATH_MAP_CT_CLOSED), client, n);
 }
 
 int datapath_ct_source_forget(struct datapath *dp, in_addr_t client)
 {
-	return datapath_counts_forget(dp->ct_opened_fd, dp->ct_closed_fd, client);
+	return datapath_counts_forget(dp_map(dp, DATAPATH_MAP_CT_OPENED),
+				      dp_map(dp, DATAPATH_MAP_CT_CLOSED), client);
 }
 
 int datapath_ct_closed_foreach(struct datapath *dp,
 			       int (*fn)(in_addr_t client, uint64_t closed, void *arg), void *arg)
 {
-	return datapath_counts_closed_foreach(dp->ct_closed_fd, fn, arg);
+	return datapath_counts_closed_foreach(dp_map(dp, DATAPATH_MAP_CT_CLOSED), fn, arg);
 }
 
 uint32_t datapath_ct_source_max(struct datapath *dp)
@@ -937,11 +1136,12 @@ int datapath_service_foreach(struct datapath *dp,
 	size_t n;
 	int err;
 
-	err = datapath_snapshot_keys(dp->services_fd, sizeof(*keys), dp->max_services, (void **)&keys, &n);
+	err = datapath_snapshot_keys(dp_map(dp, DATAPATH_MAP_SERVICES), sizeof(*keys), dp->max_services,
+				     (void **)&keys, &n);
 	if (err < 0)
 		return err;
 	for (size_t i = 0; i < n && err == 0; i++) {
-		if (bpf_map_lookup_elem(dp->services_fd, &keys[i], &v) < 0)
+		if (datapath_map_lookup(dp_map(dp, DATAPATH_MAP_SERVICES), &keys[i], &v) < 0)
 			continue;
 		err = fn(&keys[i], &v, arg);
 	}
@@ -958,11 +1158,12 @@ int datapath_backend_foreach(struct datapath *dp,
 	size_t n;
 	int err;
 
-	err = datapath_snapshot_keys(dp->backends_fd, sizeof(*keys), dp->max_backends, (void **)&keys, &n);
+	err = datapath_snapshot_keys(dp_map(dp, DATAPATH_MAP_BACKENDS), sizeof(*keys), dp->max_backends,
+				     (void **)&keys, &n);
 	if (err < 0)
 		return err;
 	for (size_t i = 0; i < n && err == 0; i++) {
-		if (bpf_map_lookup_elem(dp->backends_fd, &keys[i], &b) < 0)
+		if (datapath_map_lookup(dp_map(dp, DATAPATH_MAP_BACKENDS), &keys[i], &b) < 0)
 			continue;
 		err = fn(keys[i], &b, arg);
 	}
@@ -977,7 +1178,7 @@ int datapath_backend_foreach(struct datapath *dp,
  * without batch ops falls back to the key walk. */
 #define CT_BATCH 4096
 
-static int batch_keywalk(int fd, size_t ksize, size_t vsize, size_t max,
+static int batch_keywalk(const struct datapath_map *m, size_t ksize, size_t vsize, size_t max,
 			 int (*fn)(const void *k, const void *v, void *arg), void *arg)
 {
 	unsigned char *keys = NULL, *v = malloc(vsize);
@@ -986,9 +1187,9 @@ static int batch_keywalk(int fd, size_t ksize, size_t vsize, size_t max,
 
 	if (!v)
 		return -ENOMEM;
-	err = datapath_snapshot_keys(fd, ksize, max, (void **)&keys, &n);
+	err = datapath_snapshot_keys(m, ksize, max, (void **)&keys, &n);
 	for (size_t i = 0; err == 0 && i < n; i++) {
-		if (bpf_map_lookup_elem(fd, keys + i * ksize, v) < 0)
+		if (datapath_map_lookup(m, keys + i * ksize, v) < 0)
 			continue;
 		err = fn(keys + i * ksize, v, arg);
 	}
@@ -997,7 +1198,7 @@ static int batch_keywalk(int fd, size_t ksize, size_t vsize, size_t max,
 	return err;
 }
 
-int datapath_batch_foreach(int fd, size_t ksize, size_t vsize, size_t max,
+int datapath_batch_foreach(const struct datapath_map *m, size_t ksize, size_t vsize, size_t max,
 			   int (*fn)(const void *k, const void *v, void *arg), void *arg)
 {
 	unsigned char *keys = calloc(CT_BATCH, ksize);
@@ -1013,8 +1214,8 @@ int datapath_batch_foreach(int fd, size_t ksize, size_t vsize, size_t max,
 	}
 	while (!done && err == 0 && seen < max) {
 		__u32 count = CT_BATCH, next = 0;
-		int rc = bpf_map_lookup_batch(fd, first ? NULL : &token, &next, keys, vals, &count,
-					      NULL);
+		int rc = datapath_map_lookup_batch(m, first ? NULL : &token, &next, keys, vals,
+						   &count);
 
 		if (rc < 0 && rc != -ENOENT) {
 			/* no batch ops in this kernel, or a bucket larger than
@@ -1022,7 +1223,7 @@ int datapath_batch_foreach(int fd, size_t ksize, size_t vsize, size_t max,
 			 * the callers' checks are idempotent) */
 			if (rc == -ENOSPC ||
 			    (first && (rc == -EINVAL || rc == -EOPNOTSUPP || rc == -524 /* ENOTSUPP */)))
-				err = batch_keywalk(fd, ksize, vsize, max, fn, arg);
+				err = batch_keywalk(m, ksize, vsize, max, fn, arg);
 			else
 				err = rc;
 			break;
@@ -1058,7 +1259,7 @@ int datapath_ct_foreach(struct datapath *dp,
 {
 	struct ct_walk w = { fn, arg };
 
-	return datapath_batch_foreach(dp->ct_fd, sizeof(struct weft_ct_key),
+	return datapath_batch_foreach(dp_map(dp, DATAPATH_MAP_CT), sizeof(struct weft_ct_key),
 				      sizeof(struct weft_ct_entry), dp->max_ct, ct_walk_one, &w);
 }
 
@@ -1066,27 +1267,24 @@ int datapath_ct_foreach(struct datapath *dp,
 
 /* A per-CPU lookup returns one value per possible CPU, each padded to 8
  * bytes.  *values is the caller's to free. */
-static int percpu_lookup(int fd, __u32 key, size_t value_size, void **values, int *ncpus,
-			 size_t *stride)
+static int percpu_lookup(const struct datapath_map *m, __u32 key, size_t value_size, void **values,
+			 int *ncpus, size_t *stride)
 {
-	int n = libbpf_num_possible_cpus();
 	void *buf;
-	int err;
+	int err = percpu_size(value_size, stride, ncpus);
 
 	*values = NULL;
-	if (n <= 0)
-		return n < 0 ? n : -EINVAL;
-	*stride = (value_size + 7) & ~(size_t)7;
-	buf = calloc((size_t)n, *stride);
+	if (err < 0)
+		return err;
+	buf = calloc((size_t)*ncpus, *stride);
 	if (!buf)
 		return -ENOMEM;
-	err = bpf_map_lookup_elem(fd, &key, buf);
+	err = datapath_map_lookup(m, &key, buf);
 	if (err < 0) {
 		free(buf);
 		return err;
 	}
 	*values = buf;
-	*ncpus = n;
 	return 0;
 }
 
@@ -1097,7 +1295,8 @@ int datapath_drops(struct datapath *dp, uint64_t out[WEFT_DROP_MAX])
 	int ncpus, err = 0;
 
 	for (__u32 reason = 0; reason < WEFT_DROP_MAX; reason++) {
-		err = percpu_lookup(dp->drops_fd, reason, sizeof(uint64_t), &values, &ncpus, &stride);
+		err = percpu_lookup(dp_map(dp, DATAPATH_MAP_DROPS), reason, sizeof(uint64_t), &values,
+				    &ncpus, &stride);
 		if (err < 0)
 			return err;
 		out[reason] = 0;
@@ -1112,29 +1311,30 @@ int datapath_drops(struct datapath *dp, uint64_t out[WEFT_DROP_MAX])
 	return 0;
 }
 
+/* In memory no program is loaded: -EOPNOTSUPP. */
 int datapath_pod_prog_fd(struct datapath *dp)
 {
-	return bpf_program__fd(dp->pod->progs.pod_ingress);
+	return dp->pod ? bpf_program__fd(dp->pod->progs.pod_ingress) : -EOPNOTSUPP;
 }
 
 int datapath_vxlan_prog_fd(struct datapath *dp)
 {
-	return bpf_program__fd(dp->vxlan->progs.vxlan_ingress);
+	return dp->vxlan ? bpf_program__fd(dp->vxlan->progs.vxlan_ingress) : -EOPNOTSUPP;
 }
 
 int datapath_pod_egress_prog_fd(struct datapath *dp)
 {
-	return bpf_program__fd(dp->pod_out->progs.pod_egress);
+	return dp->pod_out ? bpf_program__fd(dp->pod_out->progs.pod_egress) : -EOPNOTSUPP;
 }
 
 int datapath_node_prog_fd(struct datapath *dp)
 {
-	return bpf_program__fd(dp->node->progs.node_ingress);
+	return dp->node ? bpf_program__fd(dp->node->progs.node_ingress) : -EOPNOTSUPP;
 }
 
 int datapath_svc_prog_fd(struct datapath *dp)
 {
-	return bpf_program__fd(dp->svc->progs.svc_egress);
+	return dp->svc ? bpf_program__fd(dp->svc->progs.svc_egress) : -EOPNOTSUPP;
 }
 
 /* count is summed over the CPUs; the other fields are those of the CPU
@@ -1148,7 +1348,7 @@ int datapath_trace_read(struct datapath *dp, struct weft_trace *out)
 	uint32_t total = 0, most = 0;
 	int ncpus, err;
 
-	err = percpu_lookup(dp->trace_fd, 0, sizeof(t), &values, &ncpus, &stride);
+	err = percpu_lookup(dp_map(dp, DATAPATH_MAP_TRACE), 0, sizeof(t), &values, &ncpus, &stride);
 	if (err < 0)
 		return err;
 	memset(out, 0, sizeof(*out));
@@ -1170,18 +1370,17 @@ int datapath_trace_read(struct datapath *dp, struct weft_trace *out)
 
 int datapath_trace_reset(struct datapath *dp)
 {
-	int n = libbpf_num_possible_cpus();
-	size_t stride = (sizeof(struct weft_trace) + 7) & ~(size_t)7;
+	size_t stride;
 	__u32 key = 0;
 	void *zero;
-	int err;
+	int n, err = percpu_size(sizeof(struct weft_trace), &stride, &n);
 
-	if (n <= 0)
-		return n < 0 ? n : -EINVAL;
+	if (err < 0)
+		return err;
 	zero = calloc((size_t)n, stride);
 	if (!zero)
 		return -ENOMEM;
-	err = bpf_map_update_elem(dp->trace_fd, &key, zero, BPF_ANY);
+	err = datapath_map_update(dp_map(dp, DATAPATH_MAP_TRACE), &key, zero, BPF_ANY);
 	free(zero);
 	return err;
 }

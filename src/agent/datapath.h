@@ -18,8 +18,19 @@
  * what keeps traffic flowing while the agent is down).  datapath_unpin()
  * removes the pins (the maps go when the last filter using them goes).
  *
+ * In memory (datapath_opts.in_memory, for hollow nodes: many agents in one
+ * process, no kernel of their own): no program is loaded and nothing is
+ * pinned, so neither bpffs nor privilege is needed; every map below is a
+ * table in this process (memmap.h) with the kernel map's layout, capacity
+ * and return codes, holding memory for the entries written, not for its
+ * capacity.  The map calls and walks work the same; the attach calls
+ * succeed without doing anything (datapath_attached says 1), the program
+ * and ring-buffer fds are -EOPNOTSUPP, and nothing but the agent writes:
+ * conntrack, affinity, drops and trace stay as the agent leaves them.
+ *
  * Thread-safety: map calls may be made from any thread (they are single
- * syscalls); open/attach/close from one thread.
+ * syscalls, or take the memory table's lock); open/attach/close from one
+ * thread.
  * Errors: 0 or a negative errno; where words help, errbuf says what.
  */
 #ifndef WEFT_AGENT_DATAPATH_H
@@ -32,6 +43,37 @@
 #include "bpf/weft_bpf.h"
 
 struct datapath;
+
+/* The maps the agent reads and writes (bpf/weft_bpf.h has their layouts). */
+enum datapath_map_id {
+	DATAPATH_MAP_CONFIG,
+	DATAPATH_MAP_SVC_DEV,
+	DATAPATH_MAP_ENDPOINTS,
+	DATAPATH_MAP_IPCACHE,
+	DATAPATH_MAP_NODES,
+	DATAPATH_MAP_NODE_IPS,
+	DATAPATH_MAP_SERVICES,
+	DATAPATH_MAP_BACKENDS,
+	DATAPATH_MAP_CT,
+	DATAPATH_MAP_CT_OPENED,
+	DATAPATH_MAP_CT_CLOSED,
+	DATAPATH_MAP_AFFINITY,
+	DATAPATH_MAP_POLICY,
+	DATAPATH_MAP_POLICY_CIDRS,
+	DATAPATH_MAP_POLICY_CT,
+	DATAPATH_MAP_POLICY_CT_OPENED,
+	DATAPATH_MAP_POLICY_CT_CLOSED,
+	DATAPATH_MAP_DROPS,
+	DATAPATH_MAP_TRACE,
+	DATAPATH_NMAPS
+};
+
+/* Told of every write that succeeded, on the thread that made it, after
+ * the write: key and value (NULL for a delete) in the map's layout
+ * (bpf/weft_bpf.h; the LPM maps' keys with their prefixlen first), both
+ * borrowed for the call.  It must not call back into the datapath. */
+typedef void datapath_write_fn(void *arg, enum datapath_map_id map, const void *key,
+			       const void *value);
 
 struct datapath_opts {
 	const char *pin_dir;	/* must be on bpffs; created if missing */
@@ -52,6 +94,11 @@ struct datapath_opts {
 	uint32_t max_policy;
 	uint32_t max_policy_ct;
 	uint32_t policy_ct_source_max;
+	/* maps in memory, no program (above); pin_dir and trace unused */
+	bool in_memory;
+	/* NULL: nobody is told (the kernel path pays one pointer test) */
+	datapath_write_fn *on_write;
+	void *on_write_arg;
 };
 
 /* Load every program, creating or reusing pinned maps.  *rebuilt (may be
@@ -61,12 +108,25 @@ int datapath_open(const struct datapath_opts *opts, struct datapath **out, bool 
 		  char *errbuf, size_t errlen) __attribute__((warn_unused_result));
 void datapath_close(struct datapath *dp);	/* accepts NULL */
 
+/* The pinned name of a map ("weft_endpoints"); NULL beyond the ids. */
+const char *datapath_map_name(enum datapath_map_id map);
+/* A map's layout, the same on both sides: BPF_MAP_TYPE_*, key and value
+ * sizes (a per-CPU map's: one CPU's value) and capacity. */
+struct datapath_map_layout {
+	uint32_t type;
+	uint32_t key_size, value_size, max_entries;
+};
+int datapath_map_layout(struct datapath *dp, enum datapath_map_id map,
+			struct datapath_map_layout *out);
+/* Bytes the maps of an in-memory datapath hold (0 for the kernel's). */
+size_t datapath_memory_bytes(struct datapath *dp);
+
 /* Remove every weft pin under pin_dir (and the directory if empty). */
 int datapath_unpin(const char *pin_dir);
 
 /* tc clsact, replacing a weft filter already there: a pod's host veth gets
  * pod_ingress at ingress and pod_egress at egress, the VXLAN device
- * vxlan_ingress at ingress. */
+ * vxlan_ingress at ingress.  In memory: 0, and nothing is attached. */
 int datapath_attach_pod(struct datapath *dp, int ifindex) __attribute__((warn_unused_result));
 int datapath_attach_vxlan(struct datapath *dp, int ifindex) __attribute__((warn_unused_result));
 /* node_ingress at the underlay device (NodePorts and VIPs from outside) */
@@ -74,7 +134,8 @@ int datapath_attach_node(struct datapath *dp, int ifindex) __attribute__((warn_u
 /* svc_egress at egress of the service device (the node's own connections
  * to cluster IPs and VIPs) */
 int datapath_attach_svc(struct datapath *dp, int ifindex) __attribute__((warn_unused_result));
-/* Is a weft filter attached at ingress of ifindex?  1 yes, 0 no, -errno. */
+/* Is a weft filter attached at ingress of ifindex?  1 yes, 0 no, -errno.
+ * In memory: 1 for any ifindex > 0 (as if every attach had been made). */
 int datapath_attached(struct datapath *dp, int ifindex);
 
 int datapath_config_get(struct datapath *dp, struct weft_config *out);
@@ -192,7 +253,8 @@ int datapath_policy_ct_closed_foreach(struct datapath *dp,
 				      int (*fn)(in_addr_t client, uint64_t closed, void *arg),
 				      void *arg);
 uint32_t datapath_policy_ct_source_max(struct datapath *dp);
-/* weft_policy_log, the ring buffer of policy verdicts (for ring_buffer__new) */
+/* weft_policy_log, the ring buffer of policy verdicts (for ring_buffer__new);
+ * -EOPNOTSUPP in memory (ring_buffer__new fails: no policy log) */
 int datapath_policy_log_fd(struct datapath *dp);
 void datapath_policy_capacities(struct datapath *dp, uint32_t *rules, uint32_t *ct);
 
@@ -200,7 +262,8 @@ void datapath_policy_capacities(struct datapath *dp, uint32_t *rules, uint32_t *
 int datapath_drops(struct datapath *dp, uint64_t out[WEFT_DROP_MAX]);
 extern const char *const datapath_drop_names[WEFT_DROP_MAX];
 
-/* For tests: program fds (BPF_PROG_TEST_RUN) and the trace entry. */
+/* For tests: program fds (BPF_PROG_TEST_RUN; -EOPNOTSUPP in memory) and
+ * the trace entry. */
 int datapath_pod_prog_fd(struct datapath *dp);
 int datapath_vxlan_prog_fd(struct datapath *dp);
 int datapath_node_prog_fd(struct datapath *dp);

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <arpa/inet.h>
 
-#include <bpf/bpf.h>
+#include <linux/bpf.h>
 
 #include "agent/datapath.h"
 #include "agent/datapath_priv.h"
@@ -19,12 +19,12 @@
 int datapath_policy_put(struct datapath *dp, const struct weft_policy_key *k,
 			const struct weft_policy_value *v)
 {
-	return bpf_map_update_elem(dp->policy_fd, k, v, BPF_ANY);
+	return datapath_map_update(dp_map(dp, DATAPATH_MAP_POLICY), k, v, BPF_ANY);
 }
 
 int datapath_policy_del(struct datapath *dp, const struct weft_policy_key *k)
 {
-	return bpf_map_delete_elem(dp->policy_fd, k);
+	return datapath_map_delete(dp_map(dp, DATAPATH_MAP_POLICY), k);
 }
 
 int datapath_policy_foreach(struct datapath *dp,
@@ -37,9 +37,10 @@ int datapath_policy_foreach(struct datapath *dp,
 	size_t n;
 	int err;
 
-	err = datapath_snapshot_keys(dp->policy_fd, sizeof(*keys), dp->max_policy, (void **)&keys, &n);
+	err = datapath_snapshot_keys(dp_map(dp, DATAPATH_MAP_POLICY), sizeof(*keys), dp->max_policy,
+				     (void **)&keys, &n);
 	for (size_t i = 0; err == 0 && i < n; i++) {
-		if (bpf_map_lookup_elem(dp->policy_fd, &keys[i], &v) < 0)
+		if (datapath_map_lookup(dp_map(dp, DATAPATH_MAP_POLICY), &keys[i], &v) < 0)
 			continue;
 		err = fn(&keys[i], &v, arg);
 	}
@@ -69,7 +70,7 @@ int datapath_policy_cidr_put(struct datapath *dp, uint32_t policy_id, int dir, i
 
 	if (err < 0)
 		return err;
-	return bpf_map_update_elem(dp->policy_cidrs_fd, &key, &v, BPF_ANY);
+	return datapath_map_update(dp_map(dp, DATAPATH_MAP_POLICY_CIDRS), &key, &v, BPF_ANY);
 }
 
 int datapath_policy_cidr_del(struct datapath *dp, uint32_t policy_id, int dir, in_addr_t addr,
@@ -80,7 +81,7 @@ int datapath_policy_cidr_del(struct datapath *dp, uint32_t policy_id, int dir, i
 
 	if (err < 0)
 		return err;
-	return bpf_map_delete_elem(dp->policy_cidrs_fd, &key);
+	return datapath_map_delete(dp_map(dp, DATAPATH_MAP_POLICY_CIDRS), &key);
 }
 
 int datapath_policy_cidr_foreach(struct datapath *dp,
@@ -93,10 +94,10 @@ int datapath_policy_cidr_foreach(struct datapath *dp,
 	size_t n;
 	int err;
 
-	err = datapath_snapshot_keys(dp->policy_cidrs_fd, sizeof(*keys), dp->max_policy,
+	err = datapath_snapshot_keys(dp_map(dp, DATAPATH_MAP_POLICY_CIDRS), sizeof(*keys), dp->max_policy,
 				     (void **)&keys, &n);
 	for (size_t i = 0; err == 0 && i < n; i++) {
-		if (bpf_map_lookup_elem(dp->policy_cidrs_fd, &keys[i], &v) < 0 ||
+		if (datapath_map_lookup(dp_map(dp, DATAPATH_MAP_POLICY_CIDRS), &keys[i], &v) < 0 ||
 		    keys[i].prefixlen < WEFT_POLICY_CIDR_PREFIX)
 			continue;
 		err = fn(ntohl(keys[i].policy_id), keys[i].dir, keys[i].addr,
@@ -109,18 +110,18 @@ int datapath_policy_cidr_foreach(struct datapath *dp,
 int datapath_policy_ct_get(struct datapath *dp, const struct weft_ct_key *k,
 			   struct weft_policy_ct_entry *e)
 {
-	return bpf_map_lookup_elem(dp->policy_ct_fd, k, e);
+	return datapath_map_lookup(dp_map(dp, DATAPATH_MAP_POLICY_CT), k, e);
 }
 
 int datapath_policy_ct_put(struct datapath *dp, const struct weft_ct_key *k,
 			   const struct weft_policy_ct_entry *e)
 {
-	return bpf_map_update_elem(dp->policy_ct_fd, k, e, BPF_ANY);
+	return datapath_map_update(dp_map(dp, DATAPATH_MAP_POLICY_CT), k, e, BPF_ANY);
 }
 
 int datapath_policy_ct_del(struct datapath *dp, const struct weft_ct_key *k)
 {
-	return bpf_map_delete_elem(dp->policy_ct_fd, k);
+	return datapath_map_delete(dp_map(dp, DATAPATH_MAP_POLICY_CT), k);
 }
 
 struct pct_walk {
@@ -142,36 +143,37 @@ int datapath_policy_ct_foreach(struct datapath *dp,
 {
 	struct pct_walk w = { fn, arg };
 
-	return datapath_batch_foreach(dp->policy_ct_fd, sizeof(struct weft_ct_key),
+	return datapath_batch_foreach(dp_map(dp, DATAPATH_MAP_POLICY_CT), sizeof(struct weft_ct_key),
 				      sizeof(struct weft_policy_ct_entry), dp->max_policy_ct,
 				      pct_walk_one, &w);
 }
 
 int datapath_policy_ct_opened_get(struct datapath *dp, in_addr_t client, uint64_t *n)
 {
-	return bpf_map_lookup_elem(dp->policy_ct_opened_fd, &client, n);
+	return datapath_map_lookup(dp_map(dp, DATAPATH_MAP_POLICY_CT_OPENED), &client, n);
 }
 
 int datapath_policy_ct_closed_add(struct datapath *dp, in_addr_t client, uint64_t n)
 {
-	return datapath_counts_closed_add(dp->policy_ct_closed_fd, client, n);
+	return datapath_counts_closed_add(dp_map(dp, DATAPATH_MAP_POLICY_CT_CLOSED), client, n);
 }
 
 int datapath_policy_ct_source_forget(struct datapath *dp, in_addr_t client)
 {
-	return datapath_counts_forget(dp->policy_ct_opened_fd, dp->policy_ct_closed_fd, client);
+	return datapath_counts_forget(dp_map(dp, DATAPATH_MAP_POLICY_CT_OPENED),
+				      dp_map(dp, DATAPATH_MAP_POLICY_CT_CLOSED), client);
 }
 
 int datapath_policy_ct_closed_foreach(struct datapath *dp,
 				      int (*fn)(in_addr_t client, uint64_t closed, void *arg),
 				      void *arg)
 {
-	return datapath_counts_closed_foreach(dp->policy_ct_closed_fd, fn, arg);
+	return datapath_counts_closed_foreach(dp_map(dp, DATAPATH_MAP_POLICY_CT_CLOSED), fn, arg);
 }
 
 int datapath_policy_log_fd(struct datapath *dp)
 {
-	return dp->policy_log_fd;
+	return dp->policy_log_fd;	/* -EOPNOTSUPP in memory */
 }
 
 uint32_t datapath_policy_ct_source_max(struct datapath *dp)
