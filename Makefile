@@ -58,11 +58,11 @@ CFLAGS   += -I. -I$(BPFOUT)
 # modules: every .c is a library object except main.c, *_test.c, *_fuzz.c
 srcs      = $(filter-out %/main.c %_test.c %_fuzz.c,$(wildcard src/$(1)/*.c))
 objs      = $(patsubst src/%.c,$(BUILD)/obj/%.o,$(call srcs,$(1)))
-MODULES  := lib model store controller ctl agent cni lb
+MODULES  := lib model store controller ctl agent cni lb hollow
 LIBOBJS  := $(foreach m,$(MODULES),$(call objs,$(m)))
 
 # archive order = link order (a module before what it uses)
-ARCHIVES := $(BUILD)/libweft_controller.a $(BUILD)/libweft_ctl.a \
+ARCHIVES := $(BUILD)/libweft_hollow.a $(BUILD)/libweft_controller.a $(BUILD)/libweft_ctl.a \
             $(BUILD)/libweft_agent.a $(BUILD)/libweft_cni.a $(BUILD)/libweft_lb.a \
             $(BUILD)/libweft_store.a $(BUILD)/libweft_model.a $(BUILD)/libweft_lib.a
 
@@ -76,7 +76,7 @@ BPFHDRS  := $(wildcard bpf/*.h bpf/lib/*.h)
 BPFCFLAGS:= -O2 -g -target bpf -D__TARGET_ARCH_x86 -I/usr/include/$(shell uname -m)-linux-gnu \
             -I. -Wall -Wextra -Werror -Wno-unused-parameter
 
-BINS     := weft-controller weftctl weft-agent weft-cni weft-lb
+BINS     := weft-controller weftctl weft-agent weft-cni weft-lb weft-hollow
 SCRIPTS  := weft-lab
 BINPATHS := $(addprefix $(BUILD)/bin/,$(BINS))
 TESTSRC  := $(wildcard src/*/*_test.c)
@@ -105,7 +105,7 @@ $(BPFOUT)/%.skel.h: $(BPFOUT)/%.bpf.o
 bpf: $(BPFSKELS)
 
 # agent objects (and their tests) include the skeletons
-$(call objs,agent) $(BUILD)/obj/agent/main.o $(filter $(BUILD)/tests/agent/%,$(TESTBINS)): | $(BPFSKELS)
+$(call objs,agent) $(call objs,hollow) $(BUILD)/obj/agent/main.o $(BUILD)/obj/hollow/main.o $(filter $(BUILD)/tests/agent/%,$(TESTBINS)): | $(BPFSKELS)
 
 $(BUILD)/obj/%.o: src/%.c
 	@mkdir -p $(dir $@)
@@ -147,6 +147,12 @@ $(BUILD)/bin/weftctl: $(BUILD)/obj/ctl/main.o $(ARCHIVES)
 	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(ARCHIVES) $(LDLIBS)
 
 $(BUILD)/bin/weft-agent: $(BUILD)/obj/agent/main.o $(ARCHIVES)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(ARCHIVES) $(LDLIBS) $(AGENT_LIBS)
+
+# many hollow agents in one process: the agent's code, maps in memory
+$(BUILD)/bin/weft-hollow: $(BUILD)/obj/hollow/main.o $(ARCHIVES)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(ARCHIVES) $(LDLIBS) $(AGENT_LIBS)

@@ -138,6 +138,9 @@ int agent_start(struct agent *a)
 
 	/* 2. data plane */
 	dopts.pin_dir = a->o.pin_dir;
+	dopts.in_memory = a->hollow;
+	dopts.on_write = a->o.on_map_write;
+	dopts.on_write_arg = a->o.on_map_write_arg;
 	dopts.max_services = a->o.max_services;
 	dopts.max_backends = a->o.max_backends;
 	dopts.max_ct = a->o.max_ct;

@@ -98,6 +98,9 @@ struct agent_opts {
 	uint32_t max_policy, max_policy_ct;	/* 0: bpf/weft_bpf.h defaults */
 	uint32_t policy_ct_per_source;	/* 0: max_policy_ct / WEFT_POLICY_CT_SOURCE_SHARE */
 	unsigned watch_timeout;		/* seconds a watch request asks for (0: 300) */
+	/* told of every map write (datapath_opts.on_write): weft-hollow's probe */
+	datapath_write_fn *on_map_write;
+	void *on_map_write_arg;
 };
 
 /* a Node as the agent follows it */
@@ -131,6 +134,7 @@ struct agent {
 	struct agent_opts o;
 	const struct agent_kernel *kernel;	/* agent_kernel_real or _hollow */
 	bool hollow;			/* maps in memory, no kernel, no CNI socket */
+	uint32_t hollow_ifindex;	/* a hollow pod's veth number: the last given (under lock) */
 	in_addr_t node_ip;		/* network order */
 	uint32_t node_id;
 	struct cidr subnet;		/* this node's, host order */
@@ -303,6 +307,16 @@ uint32_t sync_vnid_of(struct agent *a, const char *ns);
 
 /* Wake the policy thread: an input of policy.c changed. */
 void sync_policy_kick(struct agent *a);
+
+/* hollow.c: a hollow node's pods (the node runs with agent_kernel_hollow
+ * and maps in memory).  hollow_pod_add leases an address for pod ns/name,
+ * writes its maps as a CNI ADD does and wakes the reporter, which writes
+ * its Pod record: 0 with *ip set, -EAGAIN before the agent is ready,
+ * -ENOSPC with its subnet full, -errno.  hollow_pod_del undoes it (by
+ * address, as a DEL by container does): 0 or -ENOENT. */
+int hollow_pod_add(struct agent *a, const char *ns, const char *name, in_addr_t *ip_out)
+	__attribute__((warn_unused_result));
+int hollow_pod_del(struct agent *a, in_addr_t ip);
 
 /* lease_report.c */
 #define LEASE_REPORT_LIST_MAX 32	/* quarantined files listed on the Node */

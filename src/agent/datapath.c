@@ -667,6 +667,20 @@ int datapath_map_layout(struct datapath *dp, enum datapath_map_id map,
 	return 0;
 }
 
+int64_t datapath_map_count(struct datapath *dp, enum datapath_map_id map)
+{
+	uint32_t count = 0;
+	size_t bytes;
+
+	if (!dp->in_memory)
+		return -EOPNOTSUPP;
+	if ((unsigned)map >= DATAPATH_NMAPS)
+		return -EINVAL;
+	if (dp->maps[map].mem)
+		memmap_usage(dp->maps[map].mem, &count, &bytes);
+	return count;
+}
+
 size_t datapath_memory_bytes(struct datapath *dp)
 {
 	size_t bytes = 0;

@@ -118,6 +118,9 @@ struct datapath_map_layout {
 };
 int datapath_map_layout(struct datapath *dp, enum datapath_map_id map,
 			struct datapath_map_layout *out);
+/* Entries of an in-memory datapath's map (-EOPNOTSUPP for the kernel's,
+ * where counting is a walk). */
+int64_t datapath_map_count(struct datapath *dp, enum datapath_map_id map);
 /* Bytes the maps of an in-memory datapath hold (0 for the kernel's). */
 size_t datapath_memory_bytes(struct datapath *dp);
 

@@ -526,11 +526,21 @@ static int feed_lines(struct xfer *x, const char *p, size_t n)
 	return 0;
 }
 
+/* response body bytes every handle of the process received (httpc.h) */
+static _Atomic uint64_t body_bytes_received;
+
+uint64_t httpc_body_bytes_received(void)
+{
+	return body_bytes_received;
+}
+
 static size_t on_data(char *ptr, size_t size, size_t nmemb, void *arg)
 {
 	struct xfer *x = arg;
 	size_t n = size * nmemb;
 	int rc;
+
+	body_bytes_received += n;
 
 	if (x->fn && !x->decided) {
 		long status = 0;

@@ -48,6 +48,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #define HTTPC_MAX_BODY (64u << 20)	/* 64 MiB */
 #define HTTPC_MAX_TOKEN 16384		/* a token file larger than this is refused */
@@ -154,6 +155,11 @@ int httpc_set_token(struct httpc *h, const char *token) __attribute__((warn_unus
 /* Make the running call (if any) and every later call on h fail with
  * -ECANCELED, within about a second.  Async-signal-safe; for shutdown. */
 void httpc_cancel(struct httpc *h);
+
+/* Response body bytes (as the server sent them, after TLS; watch streams
+ * included) that every handle of this process has received so far: what
+ * the controller sent the process, for benchmarks. */
+uint64_t httpc_body_bytes_received(void);
 
 /* Free resp's body and zero it. */
 void httpc_response_free(struct httpc_response *resp);

@@ -1,0 +1,40 @@
+/*
+ * admin.h — weft-hollow's own calls to the controller, with the admin
+ * credential: the objects a run needs (namespaces, services and their
+ * Endpoints), the nodes' credentials, the probes' writes and the lists the
+ * check compares the maps with.  Each call returns 0, or -1 with err
+ * naming the object and the controller's answer.
+ */
+#ifndef WEFT_HOLLOW_ADMIN_H
+#define WEFT_HOLLOW_ADMIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <jansson.h>
+
+#include "hollow/fleet.h"
+
+struct httpc *admin_client(const struct fleet_opts *o, char *err, size_t len);
+
+/* Create namespace ns (one that exists is fine). */
+int admin_namespace(struct httpc *h, const char *ns, char *err, size_t len);
+
+/* Create Service ns/name (ClusterIP, port 80 -> 8080, no selector) and
+ * its Endpoints with `endpoints` addresses derived from seed; *svc_rev
+ * and *ep_rev are raised to the revisions the answers carry. */
+int admin_service(struct httpc *h, const char *ns, const char *name, unsigned seed,
+		  unsigned endpoints, int64_t *svc_rev, int64_t *ep_rev, char *err, size_t len);
+
+/* Replace the Endpoints of "ns/name" with the one address ip (port 8080);
+ * *rev: the revision of the write. */
+int admin_endpoints_set(struct httpc *h, const char *ns_name, const char *ip, int64_t *rev,
+			char *err, size_t len);
+
+/* Issue a NodeCredential for node and write its token to file (0600). */
+int admin_node_credential(struct httpc *h, const char *node, const char *file, char *err,
+			  size_t len);
+
+/* GET path (a list); *out: its items (new reference). */
+int admin_list(struct httpc *h, const char *path, json_t **out, char *err, size_t len);
+
+#endif

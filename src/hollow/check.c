@@ -1,0 +1,327 @@
+/*
+ * check.c — every hollow node's maps against the cluster (check.h).
+ *
+ * What a node must hold, from the lists:
+ *   weft_nodes     each Node's spec.podCIDR -> its InternalIP, and nothing else
+ *   weft_ipcache   each Pod with status.podIP -> its node's InternalIP and
+ *                  its namespace's VNID (NetNamespace netid), and nothing else
+ *   weft_endpoints the Pods of this node, with that VNID, and nothing else
+ *   weft_services  for each Service port with a cluster IP, slot 0 with as
+ *   weft_backends  many backends as its Endpoints have addresses for that
+ *                  port, and the backends of slots 1..count are exactly
+ *                  those addresses and the port
+ * The lists are read once, after the fleet converged, while nothing
+ * changes the cluster.
+ */
+#include <arpa/inet.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hollow/admin.h"
+#include "hollow/check.h"
+#include "lib/cidr.h"
+#include "lib/u64map.h"
+#include "model/model.h"
+
+struct want {
+	json_t *nodes, *pods, *netns, *services, *endpoints;
+	struct u64map node_ip;		/* hash(node name) -> InternalIP */
+	struct u64map vnid;		/* hash(namespace) -> netid + 1 */
+	struct u64map pod_ip;		/* pod IP -> index in pods */
+	struct u64map eps;		/* hash(ns/name) -> index in endpoints */
+	struct u64map subnets;		/* subnet << 8 | prefix length -> InternalIP */
+};
+
+static uint64_t hash_str(const char *a, const char *b)
+{
+	uint64_t h = 1469598103934665603ull;
+
+	for (; a && *a; a++)
+		h = (h ^ (uint8_t)*a) * 1099511628211ull;
+	h = (h ^ '/') * 1099511628211ull;
+	for (; b && *b; b++)
+		h = (h ^ (uint8_t)*b) * 1099511628211ull;
+	return h;
+}
+
+static in_addr_t ip_of(const char *s)
+{
+	struct in_addr ia;
+
+	return s && inet_pton(AF_INET, s, &ia) == 1 ? ia.s_addr : 0;
+}
+
+static in_addr_t internal_ip(const json_t *node)
+{
+	const json_t *ad;
+	size_t i;
+
+	json_array_foreach(json_object_get(json_object_get(node, "status"), "addresses"), i, ad)
+		if (json_is_string(json_object_get(ad, "type")) &&
+		    strcmp(json_string_value(json_object_get(ad, "type")), "InternalIP") == 0)
+			return ip_of(json_string_value(json_object_get(ad, "address")));
+	return 0;
+}
+
+static void want_free(struct want *w)
+{
+	json_decref(w->nodes);
+	json_decref(w->pods);
+	json_decref(w->netns);
+	json_decref(w->services);
+	json_decref(w->endpoints);
+	u64map_free(&w->node_ip);
+	u64map_free(&w->vnid);
+	u64map_free(&w->pod_ip);
+	u64map_free(&w->eps);
+	u64map_free(&w->subnets);
+}
+
+static int want_load(struct fleet *f, struct want *w, char *err, size_t len)
+{
+	const json_t *o;
+	size_t i;
+
+	if (admin_list(f->admin, "/api/v1/nodes", &w->nodes, err, len) < 0 ||
+	    admin_list(f->admin, "/api/v1/pods", &w->pods, err, len) < 0 ||
+	    admin_list(f->admin, "/apis/network.openshift.io/v1/netnamespaces", &w->netns, err, len) < 0 ||
+	    admin_list(f->admin, "/api/v1/services", &w->services, err, len) < 0 ||
+	    admin_list(f->admin, "/api/v1/endpoints", &w->endpoints, err, len) < 0)
+		return -1;
+	json_array_foreach(w->nodes, i, o) {
+		struct cidr sub;
+
+		if (u64map_put(&w->node_ip, hash_str(obj_name(o), NULL), internal_ip(o)) < 0)
+			goto nomem;
+		if (obj_str(o, "spec.podCIDR") && cidr_parse(obj_str(o, "spec.podCIDR"), &sub) == 0 &&
+		    u64map_put(&w->subnets, (uint64_t)sub.addr << 8 | sub.len, internal_ip(o)) < 0)
+			goto nomem;
+	}
+	json_array_foreach(w->netns, i, o) {
+		json_int_t id = json_integer_value(json_object_get(o, "netid"));
+
+		if (u64map_put(&w->vnid, hash_str(obj_name(o), NULL), (uint64_t)id + 1) < 0)
+			goto nomem;
+	}
+	json_array_foreach(w->pods, i, o) {
+		in_addr_t ip = ip_of(obj_str(o, "status.podIP"));
+
+		if (ip && u64map_put(&w->pod_ip, ip, i) < 0)
+			goto nomem;
+	}
+	json_array_foreach(w->endpoints, i, o)
+		if (u64map_put(&w->eps, hash_str(obj_namespace(o), obj_name(o)), i) < 0)
+			goto nomem;
+	return 0;
+nomem:
+	snprintf(err, len, "out of memory");
+	return -1;
+}
+
+struct node_check {
+	struct want *w;
+	struct hollow_node *n;
+	in_addr_t my_ip;
+	size_t seen, wrong;
+	uint64_t checked;
+	char first[400];
+};
+
+static void wrong(struct node_check *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void wrong(struct node_check *c, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!c->wrong++) {
+		va_start(ap, fmt);
+		vsnprintf(c->first, sizeof(c->first), fmt, ap);
+		va_end(ap);
+	}
+}
+
+static uint32_t vnid_of(struct want *w, const char *ns)
+{
+	uint64_t v = 0;
+
+	return u64map_get(&w->vnid, hash_str(ns, NULL), &v) && v ? (uint32_t)(v - 1) : AGENT_VNID_UNKNOWN;
+}
+
+static int check_ipcache(in_addr_t ip, const struct weft_ipcache_entry *e, void *arg)
+{
+	struct node_check *c = arg;
+	const json_t *pod;
+	uint64_t i, nip = 0;
+	char s[INET_ADDRSTRLEN];
+
+	c->seen++;
+	c->checked++;
+	inet_ntop(AF_INET, &ip, s, sizeof(s));
+	if (!u64map_get(&c->w->pod_ip, ip, &i)) {
+		wrong(c, "weft_ipcache has %s, which no Pod holds", s);
+		return 0;
+	}
+	pod = json_array_get(c->w->pods, i);
+	(void)u64map_get(&c->w->node_ip, hash_str(obj_str(pod, "spec.nodeName"), NULL), &nip);
+	if (e->node_ip != (in_addr_t)nip || e->vnid != vnid_of(c->w, obj_namespace(pod)))
+		wrong(c, "weft_ipcache %s (pod %s/%s): node IP %08x VNID %u, the cluster says %08x VNID %u",
+		      s, obj_namespace(pod), obj_name(pod), ntohl(e->node_ip), e->vnid,
+		      ntohl((in_addr_t)nip), vnid_of(c->w, obj_namespace(pod)));
+	return 0;
+}
+
+static int check_endpoint(in_addr_t ip, const struct weft_endpoint *ep, void *arg)
+{
+	struct node_check *c = arg;
+	const json_t *pod;
+	uint64_t i;
+	char s[INET_ADDRSTRLEN];
+
+	c->seen++;
+	c->checked++;
+	inet_ntop(AF_INET, &ip, s, sizeof(s));
+	if (!u64map_get(&c->w->pod_ip, ip, &i)) {
+		wrong(c, "weft_endpoints has %s, which no Pod holds", s);
+		return 0;
+	}
+	pod = json_array_get(c->w->pods, i);
+	if (strcmp(obj_str(pod, "spec.nodeName") ? obj_str(pod, "spec.nodeName") : "", c->n->name) != 0 ||
+	    ep->vnid != vnid_of(c->w, obj_namespace(pod)))
+		wrong(c, "weft_endpoints %s: pod %s/%s is on %s with VNID %u, the entry has VNID %u",
+		      s, obj_namespace(pod), obj_name(pod), obj_str(pod, "spec.nodeName"),
+		      vnid_of(c->w, obj_namespace(pod)), ep->vnid);
+	return 0;
+}
+
+static int check_node_entry(in_addr_t subnet, int plen, const struct weft_node_entry *e, void *arg)
+{
+	struct node_check *c = arg;
+	uint64_t ip;
+
+	c->seen++;
+	c->checked++;
+	if (!u64map_get(&c->w->subnets, (uint64_t)ntohl(subnet) << 8 | (unsigned)plen, &ip))
+		wrong(c, "weft_nodes has %08x/%d, which no Node's podCIDR is", ntohl(subnet), plen);
+	else if ((in_addr_t)ip != e->node_ip)
+		wrong(c, "weft_nodes %08x/%d: node IP %08x, the Node's InternalIP is %08x", ntohl(subnet),
+		      plen, ntohl(e->node_ip), ntohl((in_addr_t)ip));
+	return 0;
+}
+
+/* Service ports: slot 0's count and the backends of its slots */
+static void check_services(struct node_check *c)
+{
+	const json_t *svc, *port;
+	size_t i, j;
+
+	json_array_foreach(c->w->services, i, svc) {
+		in_addr_t cip = ip_of(obj_str(svc, "spec.clusterIP"));
+		uint64_t ei;
+		const json_t *ep = NULL;
+
+		if (!cip)
+			continue;
+		if (u64map_get(&c->w->eps, hash_str(obj_namespace(svc), obj_name(svc)), &ei))
+			ep = json_array_get(c->w->endpoints, ei);
+		json_array_foreach(json_object_get(json_object_get(svc, "spec"), "ports"), j, port) {
+			struct weft_svc_key k = { .addr = cip, .proto = 6, .scope = WEFT_SCOPE_ALL };
+			struct weft_svc_value v;
+			const json_t *sub, *addr;
+			size_t s, a, want = 0;
+
+			k.port = htons((uint16_t)json_integer_value(json_object_get(port, "port")));
+			json_array_foreach(json_object_get(ep, "subsets"), s, sub)
+				want += json_array_size(json_object_get(sub, "addresses"));
+			c->checked++;
+			if (datapath_service_get(c->n->a.dp, &k, &v) < 0) {
+				if (want)
+					wrong(c, "service %s/%s: no frontend", obj_namespace(svc), obj_name(svc));
+				continue;
+			}
+			if (v.count != want) {
+				wrong(c, "service %s/%s: %u backends, its Endpoints have %zu",
+				      obj_namespace(svc), obj_name(svc), v.count, want);
+				continue;
+			}
+			/* every slot's backend is one of the Endpoints' addresses */
+			for (uint16_t slot = 1; slot <= v.count; slot++) {
+				struct weft_svc_value sv;
+				struct weft_backend b;
+				bool found = false;
+
+				k.slot = slot;
+				c->checked++;
+				if (datapath_service_get(c->n->a.dp, &k, &sv) < 0 ||
+				    datapath_backend_get(c->n->a.dp, sv.backend_id, &b) < 0) {
+					wrong(c, "service %s/%s: slot %u unreadable", obj_namespace(svc),
+					      obj_name(svc), slot);
+					break;
+				}
+				json_array_foreach(json_object_get(ep, "subsets"), s, sub)
+					json_array_foreach(json_object_get(sub, "addresses"), a, addr)
+						if (ip_of(json_string_value(json_object_get(addr, "ip"))) == b.addr)
+							found = true;
+				if (!found)
+					wrong(c, "service %s/%s: slot %u's backend is no address of its Endpoints",
+					      obj_namespace(svc), obj_name(svc), slot);
+			}
+			k.slot = 0;
+		}
+	}
+}
+
+static void check_node(struct node_check *c)
+{
+	size_t pods_with_ip = 0, mine = 0;
+	const json_t *pod;
+	size_t i;
+
+	json_array_foreach(c->w->pods, i, pod)
+		if (ip_of(obj_str(pod, "status.podIP"))) {
+			pods_with_ip++;
+			if (obj_str(pod, "spec.nodeName") && strcmp(obj_str(pod, "spec.nodeName"), c->n->name) == 0)
+				mine++;
+		}
+	c->seen = 0;
+	(void)datapath_ipcache_foreach(c->n->a.dp, check_ipcache, c);
+	if (c->seen != pods_with_ip)
+		wrong(c, "weft_ipcache has %zu entries, the cluster %zu pods with an address", c->seen,
+		      pods_with_ip);
+	c->seen = 0;
+	(void)datapath_endpoint_foreach(c->n->a.dp, check_endpoint, c);
+	if (c->seen != mine)
+		wrong(c, "weft_endpoints has %zu entries, the node %zu pods", c->seen, mine);
+	c->seen = 0;
+	(void)datapath_node_foreach(c->n->a.dp, check_node_entry, c);
+	if (c->seen != json_array_size(c->w->nodes))
+		wrong(c, "weft_nodes has %zu entries, the cluster %zu nodes", c->seen,
+		      json_array_size(c->w->nodes));
+	check_services(c);
+}
+
+int check_fleet(struct fleet *f, struct check_result *res, char *err, size_t len)
+{
+	struct want w = { 0 };
+
+	memset(res, 0, sizeof(*res));
+	if (want_load(f, &w, err, len) < 0) {
+		want_free(&w);
+		return -1;
+	}
+	for (unsigned i = 0; i < f->o->nodes; i++) {
+		struct node_check c = { .w = &w, .n = &f->nodes[i] };
+
+		check_node(&c);
+		res->nodes_checked++;
+		res->entries_checked += c.checked;
+		if (c.wrong) {
+			if (!res->nodes_wrong)
+				snprintf(res->first, sizeof(res->first), "node %s: %s (%zu differences)",
+					 f->nodes[i].name, c.first, c.wrong);
+			res->nodes_wrong++;
+		}
+	}
+	want_free(&w);
+	return 0;
+}

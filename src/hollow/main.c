@@ -1,0 +1,365 @@
+/*
+ * weft-hollow — many hollow nodes in one process, as kubemark runs hollow
+ * kubelets: each a weft-agent's own code (registration, list+watch, IPAM,
+ * the computation of every map entry, the reports on its Node) on maps in
+ * memory, against a real controller.  It times a cluster of them:
+ *
+ *   prepare   namespaces, Services and their Endpoints, one credential a node
+ *   start     every agent started (registered, lists read): "ready"
+ *   pods      every node adds its pods (lease, maps, Pod record)
+ *   converged every node's maps hold every node, pod, service and endpoint
+ *   check     (--check) every node's maps compared entry by entry with
+ *             what the controller lists
+ *   probes    --pod-adds K: one pod at a time, until every node has it;
+ *             --endpoint-changes K: one Endpoints PUT at a time, until
+ *             every node applied it
+ *
+ * and prints one JSON object (to --output or stdout): the times, the
+ * probes' percentiles, and with --controller-pid the controller's CPU
+ * and RSS at each step.  Exit 0 when everything converged (and checked
+ * equal), 1 otherwise, 2 for bad flags.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "hollow/check.h"
+#include "hollow/fleet.h"
+#include "hollow/probe.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: weft-hollow --controller URL --token-file ADMIN_TOKEN [--ca-file FILE] --nodes N\n"
+		"                   [--pods-per-node P] [--services S] [--endpoints-per-service E]\n"
+		"                   [--namespaces K] [--state-dir DIR] [--prefix NAME] [--first-node-ip IP]\n"
+		"                   [--starters T] [--pod-adds A] [--endpoint-changes C] [--check]\n"
+		"                   [--controller-pid PID] [--timeout SECONDS] [--output FILE] [--verbose]\n"
+		"\n"
+		"  --controller URL        weft-controller (as weft-agent's --controller)\n"
+		"  --token-file FILE       the admin token: it writes the objects and issues each\n"
+		"                          node its own credential, which that node's agent uses\n"
+		"  --nodes N               hollow nodes (1..20000), named PREFIX0001...\n"
+		"  --pods-per-node P       pods each node adds once ready (default 30)\n"
+		"  --services S            ClusterIP Services with hand-written Endpoints (default 0)\n"
+		"  --endpoints-per-service E  addresses in each (default 3)\n"
+		"  --namespaces K          pods and services spread over hollow-0..K-1 (default 10)\n"
+		"  --state-dir DIR         the nodes' state: DIR/NODE (default /tmp/weft-hollow)\n"
+		"  --prefix NAME           node name prefix (default hollow-)\n"
+		"  --first-node-ip IP      node i's InternalIP is IP + i (default 100.64.0.1)\n"
+		"  --starters T            threads starting agents and adding pods (default 16)\n"
+		"  --pod-adds A            pods added one at a time and timed (default 0)\n"
+		"  --endpoint-changes C    Endpoints changed one at a time and timed (default 0)\n"
+		"  --check                 compare every node's maps with the cluster\n"
+		"  --tamper                before the check, remove one ipcache entry of the\n"
+		"                          first node (the checker's own test: it must fail)\n"
+		"  --controller-pid PID    report the controller's CPU and RSS at each step\n"
+		"  --timeout SECONDS       for each wait (default 300)\n"
+		"  --output FILE           the JSON report (default stdout)\n"
+		"  --verbose               the agents' info lines too (default: warnings only)\n");
+}
+
+struct run_opts {
+	struct fleet_opts f;
+	unsigned pod_adds, endpoint_changes, timeout;
+	bool check, verbose, tamper;
+	pid_t controller_pid;
+	const char *output;
+};
+
+static int number(const char *flag, const char *arg, unsigned long lo, unsigned long hi,
+		  unsigned *out)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(arg, &end, 10);
+	if (*end || !*arg || arg[0] == '-' || errno || v < lo || v > hi) {
+		fprintf(stderr, "weft-hollow: --%s %s: not a number in %lu..%lu\n", flag, arg, lo, hi);
+		return -1;
+	}
+	*out = (unsigned)v;
+	return 0;
+}
+
+static int parse_flags(int argc, char **argv, struct run_opts *r)
+{
+	static const struct option opts[] = {
+		{ "controller", required_argument, NULL, 'c' },
+		{ "token-file", required_argument, NULL, 't' },
+		{ "ca-file", required_argument, NULL, 'a' },
+		{ "nodes", required_argument, NULL, 'n' },
+		{ "pods-per-node", required_argument, NULL, 'p' },
+		{ "services", required_argument, NULL, 's' },
+		{ "endpoints-per-service", required_argument, NULL, 'e' },
+		{ "namespaces", required_argument, NULL, 'k' },
+		{ "state-dir", required_argument, NULL, 'd' },
+		{ "prefix", required_argument, NULL, 'x' },
+		{ "first-node-ip", required_argument, NULL, 'i' },
+		{ "starters", required_argument, NULL, 'T' },
+		{ "pod-adds", required_argument, NULL, 'A' },
+		{ "endpoint-changes", required_argument, NULL, 'C' },
+		{ "check", no_argument, NULL, 'K' },
+		{ "tamper", no_argument, NULL, 'Z' },
+		{ "controller-pid", required_argument, NULL, 'P' },
+		{ "timeout", required_argument, NULL, 'w' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
+	struct in_addr ia;
+	unsigned pid;
+	int c, rc = 0;
+
+	r->f.pods_per_node = 30;
+	r->f.endpoints_per_service = 3;
+	r->f.namespaces = 10;
+	r->f.state_dir = "/tmp/weft-hollow";
+	r->f.prefix = "hollow-";
+	r->f.starters = 16;
+	r->f.first_node_ip = htonl(0x64400001);	/* 100.64.0.1 */
+	r->timeout = 300;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'c': r->f.controller = optarg; break;
+		case 't': r->f.admin_token_file = optarg; break;
+		case 'a': r->f.ca_file = optarg; break;
+		case 'n': rc = number("nodes", optarg, 1, 20000, &r->f.nodes); break;
+		case 'p': rc = number("pods-per-node", optarg, 0, 500, &r->f.pods_per_node); break;
+		case 's': rc = number("services", optarg, 0, 100000, &r->f.services); break;
+		case 'e': rc = number("endpoints-per-service", optarg, 0, 1000, &r->f.endpoints_per_service); break;
+		case 'k': rc = number("namespaces", optarg, 1, 10000, &r->f.namespaces); break;
+		case 'd': r->f.state_dir = optarg; break;
+		case 'x': r->f.prefix = optarg; break;
+		case 'i':
+			if (inet_pton(AF_INET, optarg, &ia) != 1) {
+				fprintf(stderr, "weft-hollow: --first-node-ip %s: not an IPv4 address\n", optarg);
+				return -1;
+			}
+			r->f.first_node_ip = ia.s_addr;
+			break;
+		case 'T': rc = number("starters", optarg, 1, 256, &r->f.starters); break;
+		case 'A': rc = number("pod-adds", optarg, 0, 100000, &r->pod_adds); break;
+		case 'C': rc = number("endpoint-changes", optarg, 0, 100000, &r->endpoint_changes); break;
+		case 'K': r->check = true; break;
+		case 'Z': r->tamper = true; break;
+		case 'P':
+			rc = number("controller-pid", optarg, 1, 4194304, &pid);
+			r->controller_pid = (pid_t)pid;
+			break;
+		case 'w': rc = number("timeout", optarg, 1, 86400, &r->timeout); break;
+		case 'o': r->output = optarg; break;
+		case 'v': r->verbose = true; break;
+		case 'h': usage(stdout); exit(0);
+		default: usage(stderr); return -1;
+		}
+		if (rc < 0)
+			return -1;
+	}
+	if (optind < argc) {
+		fprintf(stderr, "weft-hollow: unexpected argument '%s'\n", argv[optind]);
+		return -1;
+	}
+	if (!r->f.controller || !r->f.admin_token_file || !r->f.nodes) {
+		fprintf(stderr, "weft-hollow: --controller, --token-file and --nodes are required\n");
+		usage(stderr);
+		return -1;
+	}
+	if (strlen(r->f.prefix) > 40) {
+		fprintf(stderr, "weft-hollow: --prefix %s: longer than 40 bytes\n", r->f.prefix);
+		return -1;
+	}
+	return 0;
+}
+
+/* Thousands of agent threads: small stacks (the agent's deepest is a
+ * JSON decode), and descriptors for every node's connections. */
+static void process_limits(void)
+{
+	pthread_attr_t attr;
+	struct rlimit rl;
+#if defined(__SANITIZE_ADDRESS__)
+	size_t stack = 2u << 20;
+#else
+	size_t stack = 256u << 10;
+#endif
+
+	if (pthread_attr_init(&attr) == 0) {
+		(void)pthread_attr_setstacksize(&attr, stack);
+		(void)pthread_setattr_default_np(&attr);
+		pthread_attr_destroy(&attr);
+	}
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		(void)setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+static json_t *controller_sample(const struct run_opts *r)
+{
+	struct proc_sample s;
+
+	if (!r->controller_pid || probe_proc(r->controller_pid, &s) < 0)
+		return json_null();
+	return json_pack("{s:f, s:I}", "cpu_s", s.cpu_s, "rss_bytes", (json_int_t)s.rss_bytes);
+}
+
+static json_t *percentiles(double *v, unsigned done)
+{
+	unsigned n = 0, failed = 0;
+
+	for (unsigned i = 0; i < done; i++) {
+		if (v[i] < 0)
+			failed++;
+		else
+			v[n++] = v[i];
+	}
+	return json_pack("{s:i, s:i, s:f, s:f, s:f}", "timed", n, "timed_out", failed, "p50_ms",
+			 probe_percentile(v, n, 50), "p99_ms", probe_percentile(v, n, 99), "max_ms",
+			 probe_percentile(v, n, 100));
+}
+
+/* --tamper: the first entry goes (the walk stops there) */
+static int tamper_one(in_addr_t ip, const struct weft_ipcache_entry *e, void *arg)
+{
+	(void)e;
+	(void)datapath_ipcache_del(arg, ip);
+	return 1;
+}
+
+static double secs(int64_t ns)
+{
+	return (double)ns / 1e9;
+}
+
+int main(int argc, char **argv)
+{
+	struct run_opts r = { 0 };
+	struct fleet *f = NULL;
+	struct proc_sample self0;
+	uint64_t got0;
+	json_t *out = json_object(), *steps = json_object();
+	char err[1024] = "", why[512] = "";
+	int64_t t_start, t;
+	double *ms = NULL;
+	unsigned done;
+	int rc = 1;
+
+	if (parse_flags(argc, argv, &r) < 0)
+		return 2;
+	signal(SIGPIPE, SIG_IGN);
+	process_limits();
+	agent_log_setup("weft-hollow", !r.verbose);
+	json_object_set_new(out, "nodes", json_integer(r.f.nodes));
+	json_object_set_new(out, "pods_per_node", json_integer(r.f.pods_per_node));
+	json_object_set_new(out, "services", json_integer(r.f.services));
+	json_object_set_new(out, "steps", steps);
+	f = fleet_create(&r.f, err, sizeof(err));
+	if (!f)
+		goto out;
+	json_object_set_new(out, "controller_before", controller_sample(&r));
+
+	t = fleet_now(f);
+	if (fleet_prepare(f, err, sizeof(err)) < 0)
+		goto out;
+	json_object_set_new(steps, "prepare_s", json_real(secs(fleet_now(f) - t)));
+
+	t_start = fleet_now(f);
+	if (fleet_start(f, r.timeout, err, sizeof(err)) < 0)
+		goto out;
+	json_object_set_new(steps, "ready_s", json_real(secs(fleet_now(f) - t_start)));
+	if (fleet_add_pods(f, err, sizeof(err)) < 0)
+		goto out;
+	json_object_set_new(steps, "pods_added_s", json_real(secs(fleet_now(f) - t_start)));
+	while (!fleet_converged(f, why, sizeof(why))) {
+		if (fleet_now(f) - t_start > (int64_t)r.timeout * 1000000000) {
+			snprintf(err, sizeof(err), "not converged after %u s: %s", r.timeout, why);
+			goto out;
+		}
+		usleep(20000);
+	}
+	json_object_set_new(steps, "converged_s", json_real(secs(fleet_now(f) - t_start)));
+	json_object_set_new(out, "bytes_received_cold_start", json_integer((json_int_t)httpc_body_bytes_received()));
+	json_object_set_new(out, "controller_converged", controller_sample(&r));
+	if (probe_proc(getpid(), &self0) == 0)
+		json_object_set_new(out, "hollow_rss_bytes", json_integer((json_int_t)self0.rss_bytes));
+
+	if (r.tamper)
+		(void)datapath_ipcache_foreach(f->nodes[0].a.dp, tamper_one, f->nodes[0].a.dp);
+	if (r.check) {
+		struct check_result cr;
+
+		if (check_fleet(f, &cr, err, sizeof(err)) < 0)
+			goto out;
+		json_object_set_new(out, "check", json_pack("{s:i, s:i, s:I, s:s}", "nodes_checked",
+							    cr.nodes_checked, "nodes_wrong", cr.nodes_wrong,
+							    "entries_checked", (json_int_t)cr.entries_checked,
+							    "first_difference", cr.first));
+		if (cr.nodes_wrong) {
+			snprintf(err, sizeof(err), "%u of %u nodes' maps differ from the cluster; %s",
+				 cr.nodes_wrong, cr.nodes_checked, cr.first);
+			goto out;
+		}
+	}
+
+	ms = calloc((r.pod_adds > r.endpoint_changes ? r.pod_adds : r.endpoint_changes) + 1, sizeof(*ms));
+	if (!ms) {
+		snprintf(err, sizeof(err), "out of memory");
+		goto out;
+	}
+	if (r.pod_adds) {
+		got0 = httpc_body_bytes_received();
+		if (probe_pod_adds(f, r.pod_adds, r.timeout, ms, &done, err, sizeof(err)) < 0)
+			goto out;
+		json_object_set_new(out, "pod_add", percentiles(ms, done));
+		json_object_set_new(json_object_get(out, "pod_add"), "bytes_received_per_add",
+				    json_real(done ? (double)(httpc_body_bytes_received() - got0) / done : 0));
+		json_object_set_new(out, "controller_after_pod_adds", controller_sample(&r));
+	}
+	if (r.endpoint_changes) {
+		got0 = httpc_body_bytes_received();
+		if (probe_endpoint_changes(f, r.endpoint_changes, r.timeout, ms, &done, err, sizeof(err)) < 0)
+			goto out;
+		json_object_set_new(out, "endpoint_change", percentiles(ms, done));
+		json_object_set_new(json_object_get(out, "endpoint_change"), "bytes_received_per_change",
+				    json_real(done ? (double)(httpc_body_bytes_received() - got0) / done : 0));
+		json_object_set_new(out, "controller_after_endpoint_changes", controller_sample(&r));
+	}
+	rc = 0;
+out:
+	if (*err)
+		json_object_set_new(out, "error", json_string(err));
+	if (f) {
+		t = fleet_now(f);
+		fleet_stop(f);
+		json_object_set_new(steps, "stop_s", json_real(secs(fleet_now(f) - t)));
+		fleet_destroy(f);
+	}
+	{
+		FILE *o = r.output ? fopen(r.output, "w") : stdout;
+
+		if (!o) {
+			fprintf(stderr, "weft-hollow: %s: %s\n", r.output, strerror(errno));
+			rc = 1;
+		} else {
+			json_dumpf(out, o, JSON_INDENT(2));
+			fputc('\n', o);
+			if (o != stdout)
+				fclose(o);
+		}
+	}
+	if (*err)
+		fprintf(stderr, "weft-hollow: %s\n", err);
+	json_decref(out);
+	free(ms);
+	return rc;
+}

@@ -1,0 +1,183 @@
+/*
+ * probe.c — weft-hollow's timings (probe.h).
+ *
+ * A pod add is timed from just before hollow_pod_add on its node to the
+ * moment the last node's ipcache got its address: each node's map-write
+ * hook stamps its own arrival (fleet.c, on_map_write), so nothing polls N
+ * maps.  The address is known only once the add has leased it; the other
+ * nodes cannot have it before the owner's report reaches the controller
+ * and comes back by their watches, but any node that already has it when
+ * tracking starts is stamped then (late, never early).
+ *
+ * An Endpoints change is timed from just before its PUT to the poll (every
+ * millisecond) that finds every node's applied endpoints revision (the
+ * one its Node reports, a->ep_applied_rev) at or past the write's.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+
+#include "hollow/admin.h"
+#include "hollow/probe.h"
+
+static void track(struct fleet *f, in_addr_t ip)
+{
+	for (unsigned i = 0; i < f->o->nodes; i++)
+		atomic_store(&f->nodes[i].track_seen, 0);
+	atomic_store(&f->track_have, 0);
+	atomic_store_explicit(&f->track_ip, ip, memory_order_release);
+}
+
+int probe_pod_adds(struct fleet *f, unsigned count, unsigned timeout_s, double *ms,
+		   unsigned *done, char *err, size_t len)
+{
+	const struct fleet_opts *o = f->o;
+
+	*done = 0;
+	for (unsigned i = 0; i < count; i++) {
+		struct hollow_node *n = &f->nodes[i % o->nodes];
+		char name[48], ns[32];
+		int64_t t0 = fleet_now(f), last = 0, deadline;
+		in_addr_t ip = 0;
+		int rc;
+
+		snprintf(ns, sizeof(ns), "hollow-%u", i % o->namespaces);
+		snprintf(name, sizeof(name), "probe-%u", i);
+		track(f, 0);
+		rc = hollow_pod_add(&n->a, ns, name, &ip);
+		if (rc < 0) {
+			snprintf(err, len, "node %s: probe pod %s/%s: %s", n->name, ns, name, strerror(-rc));
+			return -1;
+		}
+		track(f, ip);
+		f->pods_total++;
+		/* whoever has it already (the owner at least) is stamped now */
+		for (unsigned j = 0; j < o->nodes; j++) {
+			struct weft_ipcache_entry e;
+			int64_t zero = 0;
+
+			if (datapath_ipcache_get(f->nodes[j].a.dp, ip, &e) == 0 &&
+			    atomic_compare_exchange_strong(&f->nodes[j].track_seen, &zero, fleet_now(f)))
+				atomic_fetch_add(&f->track_have, 1);
+		}
+		deadline = t0 + (int64_t)timeout_s * 1000000000;
+		while (atomic_load(&f->track_have) < o->nodes && fleet_now(f) < deadline)
+			usleep(500);
+		if (atomic_load(&f->track_have) < o->nodes) {
+			ms[i] = -1;
+			*done = i + 1;
+			track(f, 0);
+			return 0;
+		}
+		for (unsigned j = 0; j < o->nodes; j++)
+			if (atomic_load(&f->nodes[j].track_seen) > last)
+				last = atomic_load(&f->nodes[j].track_seen);
+		ms[i] = (double)(last - t0) / 1e6;
+		*done = i + 1;
+	}
+	track(f, 0);
+	return 0;
+}
+
+static bool all_applied(struct fleet *f, int64_t rev)
+{
+	for (unsigned i = 0; i < f->o->nodes; i++) {
+		struct agent *a = &f->nodes[i].a;
+		int64_t r;
+
+		pthread_mutex_lock(&a->lock);
+		r = a->ep_applied_rev;
+		pthread_mutex_unlock(&a->lock);
+		if (r < rev)
+			return false;
+	}
+	return true;
+}
+
+int probe_endpoint_changes(struct fleet *f, unsigned count, unsigned timeout_s, double *ms,
+			   unsigned *done, char *err, size_t len)
+{
+	*done = 0;
+	if (!f->o->services) {
+		snprintf(err, len, "no services to change the Endpoints of");
+		return -1;
+	}
+	for (unsigned i = 0; i < count; i++) {
+		const char *svc = f->svc_names[i % f->o->services];
+		char ip[INET_ADDRSTRLEN];
+		int64_t t0, rev = 0, deadline;
+
+		/* an address no earlier change used, outside the cluster network
+		 * (as admin.c's): 172.21.(i / 250).(i % 250 + 1) */
+		snprintf(ip, sizeof(ip), "172.21.%u.%u", (i / 250) % 256, i % 250 + 1);
+		t0 = fleet_now(f);
+		if (admin_endpoints_set(f->admin, svc, ip, &rev, err, len) < 0)
+			return -1;
+		if (rev > f->endpoints_rev)
+			f->endpoints_rev = rev;
+		deadline = t0 + (int64_t)timeout_s * 1000000000;
+		while (!all_applied(f, rev) && fleet_now(f) < deadline)
+			usleep(1000);
+		ms[i] = all_applied(f, rev) ? (double)(fleet_now(f) - t0) / 1e6 : -1;
+		*done = i + 1;
+		if (ms[i] < 0)
+			return 0;
+	}
+	return 0;
+}
+
+int probe_proc(pid_t pid, struct proc_sample *s)
+{
+	char path[64], buf[4096], *p;
+	unsigned long long ut = 0, st = 0, v;
+	long tck = sysconf(_SC_CLK_TCK);
+	FILE *fp;
+	size_t n;
+
+	memset(s, 0, sizeof(*s));
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fp = fopen(path, "r");
+	if (!fp)
+		return -1;
+	n = fread(buf, 1, sizeof(buf) - 1, fp);
+	fclose(fp);
+	buf[n] = 0;
+	p = strrchr(buf, ')');	/* the name may hold spaces */
+	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
+		return -1;
+	s->cpu_s = (double)(ut + st) / (double)(tck > 0 ? tck : 100);
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	fp = fopen(path, "r");
+	if (!fp)
+		return -1;
+	while (fgets(buf, sizeof(buf), fp))
+		if (sscanf(buf, "VmRSS: %llu kB", &v) == 1)
+			s->rss_bytes = v * 1024;
+	fclose(fp);
+	return 0;
+}
+
+static int cmp_double(const void *x, const void *y)
+{
+	double a = *(const double *)x, b = *(const double *)y;
+
+	return a < b ? -1 : a > b;
+}
+
+double probe_percentile(double *v, size_t n, double p)
+{
+	size_t rank;
+
+	if (!n)
+		return 0;
+	qsort(v, n, sizeof(*v), cmp_double);
+	rank = (size_t)((p / 100.0) * (double)n + 0.999999);
+	if (rank < 1)
+		rank = 1;
+	if (rank > n)
+		rank = n;
+	return v[rank - 1];
+}

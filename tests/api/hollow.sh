@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# hollow.sh — hollow nodes against a real controller: weft-hollow runs 50
+# agents in one process (the agent's own code, maps in memory, each with
+# its own node credential), adds their pods, and compares every node's
+# maps with what the controller lists, entry by entry: weft_nodes,
+# weft_ipcache (node IP and VNID of every pod), weft_endpoints (the node's
+# own pods), and every service's frontend and backends.  Then one pod add
+# and one Endpoints change at a time, each until every node has it.  The
+# checker itself is shown to catch a wrong map (--tamper).
+#
+#   weft-hollow (50 agents: 400 watch streams, 500 pods) ──HTTPS──► weft-controller ──► DIR/weft.db
+cd "$(dirname "$0")/../.." && source tests/lib.sh
+
+HOLLOW=${HOLLOW:-$BUILD/bin/weft-hollow}
+N=${HOLLOW_N:-50}
+PODS=${HOLLOW_PODS:-10}
+SVCS=${HOLLOW_SERVICES:-100}
+dir=$(tmpdir)
+# every agent keeps one connection a watched kind and one for its reports
+start_controller "$dir" --max-connections-per-client $((N * 12 + 64)) || { fail "controller starts"; finish; exit 1; }
+
+hollow() { # hollow REPORT ARGS...: weft-hollow on this controller; its exit code
+	local report=$1; shift
+	"$HOLLOW" --controller "$CTRL_URL" --token-file "$CTRL_TOKEN_FILE" --ca-file "$CTRL_CA" \
+		--state-dir "$dir/hollow" --controller-pid "$CTRL_PID" --timeout 120 \
+		--output "$report" "$@" 2>>"$dir/hollow.log"
+}
+jqr() { jq -e "$2" "$1" >/dev/null; }
+
+hollow "$dir/run.json" --nodes "$N" --pods-per-node "$PODS" --services "$SVCS" --check \
+	--pod-adds 10 --endpoint-changes 10
+rc=$?
+check "weft-hollow: $N nodes, $PODS pods each, $SVCS services: exit 0 ($(jq -r '.error // "no error"' "$dir/run.json"))" test "$rc" -eq 0
+check "every node ready, its pods added, and converged" jqr "$dir/run.json" '.steps.converged_s > 0'
+check "the maps of all $N nodes equal the cluster ($(jq -r '.check.entries_checked' "$dir/run.json") entries compared)" \
+	jqr "$dir/run.json" ".check.nodes_checked == $N and .check.nodes_wrong == 0 and .check.entries_checked > $((N * N * PODS))"
+check "10 pod adds, each in every node's ipcache (p99 $(jq -r '.pod_add.p99_ms' "$dir/run.json") ms)" \
+	jqr "$dir/run.json" '.pod_add.timed == 10 and .pod_add.timed_out == 0'
+check "10 Endpoints changes, each applied by every node (p99 $(jq -r '.endpoint_change.p99_ms' "$dir/run.json") ms)" \
+	jqr "$dir/run.json" '.endpoint_change.timed == 10 and .endpoint_change.timed_out == 0'
+check "the controller's CPU and RSS were sampled" jqr "$dir/run.json" '.controller_converged.rss_bytes > 0'
+
+# what the controller holds: N Nodes, N*PODS + 10 Pods with the hollow nodes' addresses
+nodes=$(api GET /api/v1/nodes | body_of | jq '[.items[] | select(.metadata.name | startswith("hollow-"))] | length')
+check "the controller has $N hollow Nodes ($nodes)" test "$nodes" -eq "$N"
+pods=$(api GET /api/v1/pods | body_of | jq '[.items[] | select(.status.podIP != null and (.spec.nodeName | startswith("hollow-")))] | length')
+check "the controller has $((N * PODS + 10)) hollow Pods with addresses ($pods)" test "$pods" -eq $((N * PODS + 10))
+check "no agent logged an error" bash -c "! grep -q ' error: ' '$dir/hollow.log'"
+
+# the checker catches a wrong map: one ipcache entry of one node removed
+hollow "$dir/tamper.json" --nodes 3 --pods-per-node 2 --prefix tamper- --first-node-ip 100.65.0.1 --check --tamper
+rc=$?
+check "a node whose ipcache lost an entry fails the check (exit $rc)" test "$rc" -eq 1
+check "... and the report names it ($(jq -r '.check.first_difference' "$dir/tamper.json" | cut -c1-90))" \
+	jqr "$dir/tamper.json" '.check.nodes_wrong == 1 and (.check.first_difference | test("weft_ipcache"))'
+
+check "no sanitizer report from 53 agents started and stopped in one process" \
+	bash -c "! grep -q 'Sanitizer' '$dir/hollow.log'"
+check_stop "controller stops cleanly"
+finish
