@@ -145,18 +145,44 @@ out:
 	return rc;
 }
 
-/* DELETE the record as it was seen (precondition on its resourceVersion):
- * a record rewritten meanwhile — by our own upsert for a new container of
- * the same pod, or by someone else — is not this one, and stays. */
+/* DELETE the record when it is still this node's for container p's
+ * (read first: the watch does not send updates that change nothing on
+ * the network, so the cache's resourceVersion may be older), on the
+ * resourceVersion read: a record rewritten meanwhile — by our own upsert
+ * for a new container of the same pod, or by someone else — is not this
+ * one, and stays. */
 static int remove_record(struct agent *a, struct httpc *h, const struct agent_pod *p)
 {
 	struct httpc_response r = { 0 };
 	char path[1024], err[256], body[128];
+	const char *rv = NULL, *node, *cid;
+	json_t *now = NULL;
 	int rc, n = 0;
 
 	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", p->ns, p->name);
-	if (p->rv[0])
-		n = snprintf(body, sizeof(body), "{\"preconditions\":{\"resourceVersion\":\"%s\"}}", p->rv);
+	rc = httpc_request(h, "GET", path, NULL, 0, &r, err, sizeof(err));
+	if (rc < 0)
+		return rc;
+	if (r.status == 404) {
+		httpc_response_free(&r);
+		return 0;
+	}
+	now = r.status == 200 ? json_loads(r.body, 0, NULL) : NULL;
+	httpc_response_free(&r);
+	if (!now)
+		return -EPROTO;
+	node = obj_str(now, "spec.nodeName");
+	cid = json_string_value(json_object_get(json_object_get(json_object_get(now, "metadata"),
+								"annotations"), AGENT_ANN_CONTAINER));
+	if (!node || strcmp(node, a->o.node) != 0 || !cid || strcmp(cid, p->container_id) != 0) {
+		LOG_INFO("pod %s/%s: record changed since seen; kept", p->ns, p->name);
+		json_decref(now);
+		return 0;
+	}
+	rv = obj_str(now, "metadata.resourceVersion");
+	if (rv)
+		n = snprintf(body, sizeof(body), "{\"preconditions\":{\"resourceVersion\":\"%.40s\"}}", rv);
+	json_decref(now);
 	rc = agent_write(a, h, "DELETE", path, n ? body : NULL, (size_t)n, &r, err, sizeof(err));
 	if (rc == 0 && r.status == 409) {
 		LOG_INFO("pod %s/%s: record changed since seen; kept", p->ns, p->name);

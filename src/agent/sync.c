@@ -463,6 +463,7 @@ static void netns_caught_up(struct agent *a, const char *rv, bool listed)
 struct kind_sync {
 	struct agent *a;
 	const char *path;		/* collection path */
+	const char *watch_query;	/* more of the watch's query, or NULL */
 	const char *what;		/* "nodes" / "pods" */
 	struct httpc **http;
 	void (*begin)(struct agent *a);		/* before a list's items (may be NULL) */
@@ -819,8 +820,9 @@ static void *sync_thread(void *arg)
 			struct timespec t0, t1;
 
 			snprintf(from, sizeof(from), "%s", k->rv);
-			snprintf(path, sizeof(path), "%s?watch=1&resourceVersion=%s&timeoutSeconds=%u",
-				 k->path, k->rv, a->o.watch_timeout ? a->o.watch_timeout : 300);
+			snprintf(path, sizeof(path), "%s?watch=1&resourceVersion=%s&timeoutSeconds=%u%s%s",
+				 k->path, k->rv, a->o.watch_timeout ? a->o.watch_timeout : 300,
+				 k->watch_query ? "&" : "", k->watch_query ? k->watch_query : "");
 			clock_gettime(CLOCK_MONOTONIC, &t0);
 			rc = httpc_stream(*k->http, path, on_event, k, &r, err, sizeof(err));
 			clock_gettime(CLOCK_MONOTONIC, &t1);
@@ -927,11 +929,16 @@ int sync_start(struct agent *a)
 	a->http_netns = agent_http(a);
 	if (!a->http_nodes || !a->http_pods || !a->http_netns)
 		return -EINVAL;
+	/* Nodes and Pods: the agents' own reports on their Node (applied
+	 * revisions, drops...) and a pod's conditions change nothing here,
+	 * and would reach every node from every node: not sent */
 	k->nodes = (struct kind_sync){ .a = a, .path = "/api/v1/nodes", .what = "nodes",
+				       .watch_query = "changes=network",
 				       .http = &a->http_nodes, .apply = node_apply,
 				       .remove = node_remove_obj, .listed = nodes_listed,
 				       .caught_up = nodes_caught_up, .synced = &a->nodes_synced };
 	k->pods = (struct kind_sync){ .a = a, .path = "/api/v1/pods", .what = "pods",
+				      .watch_query = "changes=network",
 				      .http = &a->http_pods, .begin = pods_begin, .apply = pod_apply,
 				      .remove = pod_remove_obj, .listed = pods_listed_hook,
 				      .caught_up = pods_caught_up, .synced = &a->pods_synced };

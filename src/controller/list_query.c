@@ -69,6 +69,7 @@ static int parse_bool(const char *v, bool *out)
 static int watch_params(struct list_query *q, list_query_get_fn get, void *ctx, struct status *st)
 {
 	const char *timeout = get(ctx, "timeoutSeconds"), *bookmarks = get(ctx, "allowWatchBookmarks");
+	const char *changes = get(ctx, "changes");
 	uint64_t n;
 
 	if (timeout && *timeout) {
@@ -78,6 +79,12 @@ static int watch_params(struct list_query *q, list_query_get_fn get, void *ctx, 
 	}
 	if (bookmarks && *bookmarks && parse_bool(bookmarks, &q->bookmarks))
 		return bad(st, "allowWatchBookmarks", bookmarks, "not true or false");
+	if (changes && *changes) {
+		if (strcmp(changes, "network") == 0)
+			q->sel.network_updates = true;
+		else if (strcmp(changes, "all") != 0)
+			return bad(st, "changes", changes, "not 'all' or 'network'");
+	}
 	return 0;
 }
 

@@ -42,6 +42,7 @@ int watch_event_parse(const struct store_event *e, bool judged, struct watch_eve
 		if (json_is_object(ev->old)) {
 			ev->has_before = true;
 			selector_view_of(ev->old, &ev->before);
+			ev->network_changed = selector_network_changed(ev->old, ev->obj);
 		}
 	}
 	return 0;
@@ -80,6 +81,8 @@ enum watch_delivery watch_event_delivery(const struct watch_event *ev, const str
 	bool before = ev->has_before && selector_matches(s, &ev->before);
 	bool update = ev->has_now && ev->old;
 
+	if (now && before && update && s->network_updates && !ev->network_changed)
+		return WATCH_NOTHING;	/* nothing a node's network reads */
 	if (now)
 		return before || !update ? WATCH_AS_IS : WATCH_ENTERED;
 	if (before)

@@ -47,6 +47,7 @@ struct watch_event {
 	json_t *old;			/* an update's object before it (when asked for), at the event's revision */
 	struct selector_view now, before;
 	bool has_now, has_before;
+	bool network_changed;		/* an update: selector_network_changed(old, obj) */
 };
 
 /* What a watcher with a selector is sent for an event. */

@@ -553,7 +553,51 @@ int selector_add_field(struct selector *s, enum selector_field f, const char *va
 
 bool selector_empty(const struct selector *s)
 {
-	return !s || (s->nlabels == 0 && s->nfields == 0);
+	return !s || (s->nlabels == 0 && s->nfields == 0 && !s->network_updates);
+}
+
+/* a.b.c of obj, or NULL */
+static const json_t *path_of(const json_t *obj, const char *const *path)
+{
+	for (; obj && *path; path++)
+		obj = json_object_get(obj, *path);
+	return obj;
+}
+
+static bool differs(const json_t *old, const json_t *now, const char *const *path)
+{
+	const json_t *a = path_of(old, path), *b = path_of(now, path);
+
+	return (a || b) && !(a && b && json_equal(a, b));
+}
+
+bool selector_network_changed(const json_t *old, const json_t *now)
+{
+	static const char *const node[][4] = {
+		{ "spec", "podCIDR" }, { "status", "addresses" },
+		{ "metadata", "annotations", "weft.io/node-id" },
+	};
+	static const char *const pod[][4] = {
+		{ "spec" }, { "status", "podIP" }, { "status", "podIPs" },
+		{ "metadata", "labels" }, { "metadata", "annotations", "weft.io/container-id" },
+	};
+	const char *kind = json_string_value(json_object_get(now, "kind"));
+	const char *const (*paths)[4];
+	size_t n;
+
+	if (kind && strcmp(kind, "Node") == 0) {
+		paths = node;
+		n = sizeof(node) / sizeof(node[0]);
+	} else if (kind && strcmp(kind, "Pod") == 0) {
+		paths = pod;
+		n = sizeof(pod) / sizeof(pod[0]);
+	} else {
+		return true;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (differs(old, now, paths[i]))
+			return true;
+	return false;
 }
 
 const char *selector_exact(const struct selector *s, enum selector_field f)

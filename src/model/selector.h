@@ -74,6 +74,10 @@ struct selector {
 	size_t nlabels;
 	struct selector_term *fields;
 	size_t nfields;
+	/* a watch's changes=network: an update that changes nothing a
+	 * node's network is built from (selector_network_changed) is not
+	 * sent; objects in and out of the selection are, as ever */
+	bool network_updates;
 };
 
 /* What a selector looks at in one object (borrowed from it). */
@@ -120,6 +124,12 @@ const char *selector_exact(const struct selector *s, enum selector_field f);
 
 /* The view of obj (a stored object; borrowed). */
 void selector_view_of(const json_t *obj, struct selector_view *v);
+/* Whether an update from old to now changes what a node's network is
+ * built from: a Node's spec.podCIDR, status.addresses and annotation
+ * weft.io/node-id; a Pod's spec (its node, its ports), status.podIP and podIPs,
+ * metadata.labels and annotation weft.io/container-id; any change of any
+ * other kind (told by now's "kind"). */
+bool selector_network_changed(const json_t *old, const json_t *now);
 bool selector_matches(const struct selector *s, const struct selector_view *v);
 
 const char *selector_field_name(enum selector_field f);

@@ -558,3 +558,43 @@ TEST(selector_label_selector_object)
 	selector_free(&s);
 #undef L
 }
+
+/* selector_network_changed: what an agent's changes=network watch is sent */
+static int net_changed(const char *old, const char *now)
+{
+	json_t *a = json_loads(old, 0, NULL), *b = json_loads(now, 0, NULL);
+	int r = a && b ? selector_network_changed(a, b) : -1;
+
+	json_decref(a);
+	json_decref(b);
+	return r;
+}
+
+TEST(selector_network_changes)
+{
+#define NODE(ann, cidr, ip) "{\"kind\":\"Node\",\"metadata\":{\"name\":\"n\",\"annotations\":{" ann "}}," \
+	"\"spec\":{\"podCIDR\":\"" cidr "\"},\"status\":{\"addresses\":[{\"type\":\"InternalIP\",\"address\":\"" ip "\"}]}}"
+	/* an agent's reports on its Node: nothing; the subnet, address, node ID: changed */
+	CHECK_EQ(net_changed(NODE("\"weft.io/drops\":\"1\"", "10.128.0.0/23", "1.2.3.4"),
+			     NODE("\"weft.io/drops\":\"2\"", "10.128.0.0/23", "1.2.3.4")), 0);
+	CHECK_EQ(net_changed(NODE("", "10.128.0.0/23", "1.2.3.4"), NODE("", "10.128.2.0/23", "1.2.3.4")), 1);
+	CHECK_EQ(net_changed(NODE("", "10.128.0.0/23", "1.2.3.4"), NODE("", "10.128.0.0/23", "1.2.3.5")), 1);
+	CHECK_EQ(net_changed(NODE("\"weft.io/node-id\":\"1\"", "10.128.0.0/23", "1.2.3.4"),
+			     NODE("\"weft.io/node-id\":\"2\"", "10.128.0.0/23", "1.2.3.4")), 1);
+	CHECK_EQ(net_changed(NODE("", "10.128.0.0/23", "1.2.3.4"),
+			     NODE("\"weft.io/node-id\":\"2\"", "10.128.0.0/23", "1.2.3.4")), 1);
+#define POD(labels, ann, spec, status) "{\"kind\":\"Pod\",\"metadata\":{\"name\":\"p\",\"labels\":{" labels "}," \
+	"\"annotations\":{" ann "}},\"spec\":{" spec "},\"status\":{" status "}}"
+	CHECK_EQ(net_changed(POD("", "\"note\":\"a\"", "\"nodeName\":\"n\"", "\"phase\":\"Pending\""),
+			     POD("", "\"note\":\"b\"", "\"nodeName\":\"n\"", "\"phase\":\"Running\"")), 0);
+	CHECK_EQ(net_changed(POD("\"app\":\"a\"", "", "", ""), POD("\"app\":\"b\"", "", "", "")), 1);
+	CHECK_EQ(net_changed(POD("", "", "\"nodeName\":\"n\"", ""), POD("", "", "\"nodeName\":\"m\"", "")), 1);
+	CHECK_EQ(net_changed(POD("", "", "", ""), POD("", "", "", "\"podIP\":\"10.128.0.2\"")), 1);
+	CHECK_EQ(net_changed(POD("", "\"weft.io/container-id\":\"a\"", "", ""),
+			     POD("", "\"weft.io/container-id\":\"b\"", "", "")), 1);
+	/* other kinds: every change counts */
+	CHECK_EQ(net_changed("{\"kind\":\"Service\",\"metadata\":{\"annotations\":{\"a\":\"1\"}}}",
+			     "{\"kind\":\"Service\",\"metadata\":{\"annotations\":{\"a\":\"2\"}}}"), 1);
+#undef NODE
+#undef POD
+}

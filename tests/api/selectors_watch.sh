@@ -2,7 +2,7 @@
 # selectors_watch.sh — Kubernetes' list and watch conventions over the real
 # API: labelSelector and fieldSelector on lists and watches of pods and
 # services (a label change is a DELETED for a watch it leaves, an ADDED for
-# one it enters), the watch of one object, a resourceVersion from the
+# one it enters), changes=network (what an agent watches with), the watch of one object, a resourceVersion from the
 # future, timeoutSeconds past any bound, BOOKMARKs, paging with limit and
 # continue at one revision, and an expired continue token.
 #
@@ -117,6 +117,36 @@ check "a watch with a malformed selector: 400" \
 	test "$(status /api/v1/pods -d watch=1 --data-urlencode 'labelSelector=x in (')" = "400 BadRequest"
 check "a watch with an unsupported field: 400" \
 	test "$(status /api/v1/pods -d watch=1 --data-urlencode fieldSelector=spec.host=x)" = "400 BadRequest"
+
+echo "== changes=network: updates that change nothing a node's network reads are not sent"
+rv=$(rev_now)
+watch_start netpods /api/v1/namespaces/default/pods -d watch=1 -d "resourceVersion=$rv" -d changes=network ||
+	fail "the changes=network watch of pods opens"
+watch_start allpods /api/v1/namespaces/default/pods -d watch=1 -d "resourceVersion=$rv" || fail "the plain watch opens"
+ann_pod() { # ann_pod NAME KEY=VALUE: the pod as it is, with one more annotation
+	api GET "/api/v1/namespaces/default/pods/$1" | body_of |
+		jq -c --arg k "${2%%=*}" --arg v "${2#*=}" 'del(.metadata.resourceVersion) | .metadata.annotations[$k] = $v'
+}
+api PUT /api/v1/namespaces/default/pods/b -d "$(ann_pod b note=one)" >/dev/null	# an annotation: nothing
+api PUT /api/v1/namespaces/default/pods/b -d "$(ann_pod b weft.io/container-id=c1)" >/dev/null	# the container: sent
+api PUT /api/v1/namespaces/default/pods/c -d "$(pod c node-2 db)" >/dev/null	# a label: sent
+api POST /api/v1/namespaces/default/pods -d "$(pod f node-1 web)" >/dev/null	# a new pod: sent
+api DELETE /api/v1/namespaces/default/pods/f >/dev/null	# its deletion: sent
+check "the plain watch gets all 5 events" eval 'wait_for 10 has_events allpods 5 && events_are allpods "MODIFIED b,MODIFIED b,MODIFIED c,ADDED f,DELETED f"'
+check "changes=network: the annotation change is not sent, the other 4 are" \
+	eval 'wait_for 10 has_events netpods 4 && events_are netpods "MODIFIED b,MODIFIED c,ADDED f,DELETED f"'
+node_json() { echo "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"$1\",\"annotations\":{\"weft.io/drops\":\"$2\"}},\"status\":{\"addresses\":[{\"type\":\"InternalIP\",\"address\":\"$3\"}]}}"; }
+api PUT /api/v1/nodes/nw-1 -d "$(node_json nw-1 0 192.0.2.71)" >/dev/null
+rv=$(rev_now)
+watch_start netnodes /api/v1/nodes -d watch=1 -d "resourceVersion=$rv" -d changes=network || fail "the changes=network watch of nodes opens"
+api PUT /api/v1/nodes/nw-1 -d "$(node_json nw-1 5 192.0.2.71)" >/dev/null	# an agent's report: nothing
+api PUT /api/v1/nodes/nw-1 -d "$(node_json nw-1 5 192.0.2.72)" >/dev/null	# a new InternalIP: sent
+check "nodes, changes=network: a report annotation is not sent, a new address is" \
+	eval 'wait_for 10 has_events netnodes 1 && events_are netnodes "MODIFIED nw-1" &&
+	      [ "$(jq -r .object.status.addresses[0].address "$dir/netnodes")" = 192.0.2.72 ]'
+check "changes=bogus: 400 naming the parameter" \
+	eval '[ "$(status /api/v1/pods -d watch=1 -d changes=bogus)" = "400 BadRequest" ] &&
+	      api GET /api/v1/pods -G -d watch=1 -d changes=bogus | body_of | jq -e ".message | test(\"changes\")" >/dev/null'
 
 echo "== a watch of one object"
 rv=$(rev_now)
