@@ -82,22 +82,24 @@ static int name_item(struct apply_item *it, size_t i)
 				 validate_type_name(it->obj));
 	kind = text_of(it->obj, "kind");
 	api = text_of(it->obj, "apiVersion");
+	md = json_object_get(it->obj, "metadata");
+	name = text_of(md, "name");
+	ns = text_of(md, "namespace");
+	/* what the answer names, however far the item gets (cut to fit) */
 	snprintf(it->kind, sizeof(it->kind), "%s", kind ? kind : "");
+	snprintf(it->r.name, sizeof(it->r.name), "%s", name ? name : "");
+	snprintf(it->r.ns, sizeof(it->r.ns), "%s", ns ? ns : "");
 	if (!kind)
 		return item_fail(it, 400, "BadRequest", "items[%zu]: kind: required", i);
 	k = kind_by_kind(kind);
 	if (!k)
 		return item_fail(it, 400, "BadRequest", "items[%zu]: kind '%.63s' is not a kind this API serves", i,
 				 kind);
+	if (!k->namespaced)
+		it->r.ns[0] = 0;	/* one that is set anyway: the request check says so */
 	if (api && strcmp(api, k->api_version) != 0)
 		return item_fail(it, 400, "BadRequest", "items[%zu]: apiVersion '%.100s': this API serves %s as '%s'",
 				 i, api, k->kind, k->api_version);
-	md = json_object_get(it->obj, "metadata");
-	name = text_of(md, "name");
-	ns = text_of(md, "namespace");
-	/* what the answer names, however far the item gets (cut to fit) */
-	snprintf(it->r.name, sizeof(it->r.name), "%s", name ? name : "");
-	snprintf(it->r.ns, sizeof(it->r.ns), "%s", k->namespaced && ns ? ns : "");
 	if (!name)
 		return item_fail(it, 400, "BadRequest", "items[%zu] (%s): metadata.name: required", i, k->kind);
 	if (strlen(name) >= sizeof(it->r.name))
