@@ -21,6 +21,7 @@
 #    by document.
 # 7. Durability: SIGKILL right after a batch answered, restart: every item
 #    is there, and fsck is clean.
+# 8. The same applies on etcd (each item's write a transaction of etcd's).
 cd "$(dirname "$0")/../.." && source tests/lib.sh
 
 dir=$(tmpdir)
@@ -235,4 +236,27 @@ check "fsck after SIGKILL is clean" "$CONTROLLER" --data-dir "$dir" --fsck
 start_controller "$dir" || { fail restart; finish; exit 1; }
 check "after the restart every item of the batch is there (999 Secrets)" test "$(count secrets ab-kill)" = 999
 check_stop "controller stops cleanly"
+
+# ------------------------------------------------------------- 8. on etcd
+edir=$(tmpdir)
+if ! start_etcd "$edir"; then
+	fail "etcd starts"
+	finish; exit 1
+fi
+start_controller "$edir" --store "$ETCD_URL" || { fail "controller on etcd"; finish; exit 1; }
+ADMIN=$(cat "$CTRL_TOKEN_FILE")
+mixed ab-etcd 300 >"$dir/e.json"
+mixed ab-etcd 300 25 >"$dir/e2.json"
+W apply -f "$dir/e.json" >"$dir/out" 2>&1
+check "etcd: 301 created ($(results "$dir/out"))" test "$(results "$dir/out")" = "301 created"
+W apply -f "$dir/e.json" >"$dir/out" 2>&1
+check "etcd: again, 301 unchanged ($(results "$dir/out"))" test "$(results "$dir/out")" = "301 unchanged"
+W apply -f "$dir/e2.json" >"$dir/out" 2>&1
+check "etcd: every 25th changed: 12 configured ($(results "$dir/out"))" test "$(results "$dir/out")" = "12 configured, 289 unchanged"
+sed 's/ab-1/ab-etcd/g' "$dir/odd.json" >"$dir/e-odd.json"
+batch "$dir/e-odd.json" >"$dir/odd.out"
+check "etcd: odd items, each its own answer (201 400 400 400 400 400 422 201)" \
+	test "$(code_of <"$dir/odd.out"):$(item_codes <"$dir/odd.out")" = "200:201 400 400 400 400 400 422 201"
+check "etcd: fsck is clean" "$CONTROLLER" --data-dir "$edir" --store "$ETCD_URL" --fsck
+check_stop "etcd: controller stops cleanly"
 finish
