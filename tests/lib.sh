@@ -177,8 +177,8 @@ api() { # api METHOD PATH [curl args...]: prints body, then HTTP code on the las
 }
 
 # lost_acks ACKS CLIENT...: how many of the objects tests/tools/api_writer.py
-# and batch_writer.py acknowledged (ACKS: "node NAME" / "pod NAME" /
-# "secret NAME" lines) CLIENT does not find;
+# acknowledged (ACKS: "node NAME" / "pod NAME" / "secret NAME" lines)
+# CLIENT does not find;
 # CLIENT is called as `CLIENT... GET PATH` and prints the body, then the
 # HTTP code (api, say).  Each one missing is named on stderr.
 lost_acks() {

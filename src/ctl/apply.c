@@ -146,62 +146,50 @@ out:
 /* The documents of one POST to APPLY_PATH: the List's JSON text, how
  * many documents it holds, and how large a List the server takes. */
 struct batch {
-	char *text;
-	size_t len, cap;
+	char *text;		/* malloc'd (open_memstream) */
+	size_t len;
 	size_t n;
 	size_t max_bytes;	/* BATCH_BYTES, halved at each 413 */
 	bool unsupported;	/* the server has no batch path (404), or takes too little */
 };
 
-static int append(struct batch *b, const char *s, size_t n)
-{
-	if (b->len + n + 1 > b->cap) {
-		size_t ncap = b->cap ? b->cap : 65536;
-		char *p;
-
-		while (ncap < b->len + n + 1)
-			ncap *= 2;
-		if (!(p = realloc(b->text, ncap)))
-			return -ENOMEM;
-		b->text = p;
-		b->cap = ncap;
-	}
-	memcpy(b->text + b->len, s, n);
-	b->len += n;
-	b->text[b->len] = 0;
-	return 0;
-}
-
-/* The next List of docs[0..ndocs): as many documents as fit in
+/* The next List of docs[0..ndocs) into b: as many documents as fit in
  * b->max_bytes, up to BATCH_ITEMS (none when the first is larger alone).
  * 0, or -ENOMEM. */
 static int batch_fill(struct batch *b, const struct ctl_doc *docs, size_t ndocs)
 {
 	static const char head[] = "{\"apiVersion\":\"v1\",\"kind\":\"List\",\"items\":[", tail[] = "]}";
+	size_t len = sizeof(head) - 1;
 	int rc = 0;
+	FILE *f;
 
+	free(b->text);
+	b->text = NULL;
 	b->len = b->n = 0;
-	if (append(b, head, sizeof(head) - 1))
+	if (!(f = open_memstream(&b->text, &b->len)))
 		return -ENOMEM;
+	fputs(head, f);
 	while (b->n < ndocs && b->n < BATCH_ITEMS) {
 		json_t *body = body_of(docs[b->n].obj);
 		char *item = body ? json_dumps(body, JSON_COMPACT) : NULL;
-		size_t n = item ? strlen(item) : 0;
+		size_t n = item ? strlen(item) + (b->n ? 1 : 0) : 0;
 
 		json_decref(body);
-		if (!item)
-			return -ENOMEM;
-		if (b->len + 1 + n + sizeof(tail) > b->max_bytes) {
+		if (!item) {
+			rc = -ENOMEM;
+			break;
+		}
+		if (len + n + sizeof(tail) > b->max_bytes) {
 			free(item);
 			break;
 		}
-		rc = (b->n && append(b, ",", 1)) || append(b, item, n) ? -ENOMEM : 0;
+		fprintf(f, "%s%s", b->n ? "," : "", item);
 		free(item);
-		if (rc)
-			return rc;
+		len += n;
 		b->n++;
 	}
-	return append(b, tail, sizeof(tail) - 1) ? -ENOMEM : 0;
+	fputs(tail, f);
+	return fclose(f) || rc ? -ENOMEM : 0;
 }
 
 /* "KIND/NS/NAME" of document d into ref. */

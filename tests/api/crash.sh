@@ -6,7 +6,7 @@
 # from where it was.  Three rounds, killed at different moments.
 #
 #   4 x api_writer.py (node and pod POSTs) ──HTTPS──► weft-controller ──► DIR/weft.db
-#   batch_writer.py (Lists of Secrets to /weft/v1/apply) ──┘   ▲ kill -9 at a random moment
+#   api_writer.py ... 25 (Lists of 25 Secrets to /weft/v1/apply) ──┘   ▲ kill -9 at a random moment
 #
 # The writers commit at once, so their commits share the store's flushes
 # (group commit): an acknowledged write must be on disk however many
@@ -28,7 +28,7 @@ for round in 1 2 3; do
 			$((written + w * PER_WRITER)) &
 		wpids+=("$!")
 	done
-	python3 tests/tools/batch_writer.py "$CTRL_URL" "$CTRL_TOKEN_FILE" "$PER_WRITER" "$acks" "$written" &
+	python3 tests/tools/api_writer.py "$CTRL_URL" "$CTRL_TOKEN_FILE" "$PER_WRITER" "$acks" "$written" 25 &
 	wpids+=("$!")
 	T_PIDS+=("${wpids[@]}")
 	before=$(wc -l < "$acks")
