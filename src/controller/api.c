@@ -69,6 +69,13 @@
  * sees a write that a power cut could take back; and the lock is not held
  * across a disk flush, so the next write plans while this one flushes.
  *
+ * A batched apply (POST APPLY_PATH, apply_batch.h) runs on the applier's
+ * threads, on either store, with its connection suspended: it takes as
+ * long as its items, and MHD's threads serve everyone else meanwhile.
+ * Each item is the call its own POST or PUT would make (registry_call);
+ * the lock is taken a group of items at a time, and one flush after the
+ * last item covers them all before the answer leaves.
+ *
  * Connections are bounded by conns.c: in all (derived from
  * RLIMIT_NOFILE) and per client address (both refused by the acceptor;
  * watch streams of authenticated clients not counted), and in time (a request head
