@@ -2171,11 +2171,12 @@ static bool is_store_call(const struct call *call)
 	       call->what == CALL_PATCH || call->what == CALL_DELETE;
 }
 
-/* Run call (a worker's or, inline, an MHD thread's): a write takes the
- * global lock and lets go of it while the store has it.  Its body and
- * query are used up; its answer is call->out, or err with st. */
 static int apply_call(struct api *a, struct request *rq, struct call *call, struct status *st);
 
+/* Run call (a worker's or, inline, an MHD thread's): a write takes the
+ * global lock and lets go of it while the store has it; a batch takes it
+ * a group at a time.  Its body, query and batch are used up; its answer
+ * is call->out, or err with st. */
 static int store_call(struct api *a, struct request *rq, struct call *call, struct status *st)
 {
 	bool write = call->what != CALL_GET;

@@ -11,8 +11,9 @@
  *    applies each item as step 3 does, one after the other, and answers
  *    with every item's result, all of them on disk.  A document larger
  *    than BATCH_BYTES alone goes by step 3.  A server without the batch
- *    path (404: an older one) gets every document by step 3, and a batch
- *    over the server's body limit (413) its documents by step 3.
+ *    path (404: an older one) gets every document by step 3; one whose
+ *    body limit is smaller (413) gets the document at hand by step 3 and
+ *    Lists of half the bytes from then on.
  * 3. One document by itself:
  *
  *        GET object ──404──> POST collection ──> "KIND/NS/NAME created"
