@@ -16,6 +16,11 @@
 #   bench_need_tools HINT TOOL...  every TOOL on PATH (and NEED empty: the
 #                    caller's other missing things), else name them and
 #                    HINT, exit 1
+#   lab_daemon_pids STATUS.json CTRL_NETNS
+#                    {"node-1": PID, ..., "controller": PID} of a lab: each
+#                    node's agent (weft-lab status -o json) and the
+#                    weft-controller in its namespace, whose CPU time
+#                    svc.py install reports
 
 say() { echo "$BENCH_NAME: $*"; }
 oneline() { tr '\t\n' '  ' | sed 's/  */ /g; s/ $//' | cut -c1-300; }
@@ -52,4 +57,14 @@ bench_need_tools() {
 	[ ${#NEED[@]} -eq 0 ] && return 0
 	echo "$BENCH_NAME: missing ${NEED[*]}${hint:+ ($hint)}" >&2
 	exit 1
+}
+
+lab_daemon_pids() {
+	local pids p
+	pids=$(jq -c '[.nodes[] | select(.agentPid) | {key: .name, value: .agentPid}] | from_entries' "$1")
+	for p in $(ip netns pids "$2" 2>/dev/null); do
+		[ "$(cat "/proc/$p/comm" 2>/dev/null)" = weft-controller ] &&
+			pids=$(jq -c --argjson p "$p" '. + {controller: $p}' <<<"$pids")
+	done
+	echo "$pids"
 }

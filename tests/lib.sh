@@ -177,7 +177,8 @@ api() { # api METHOD PATH [curl args...]: prints body, then HTTP code on the las
 }
 
 # lost_acks ACKS CLIENT...: how many of the objects tests/tools/api_writer.py
-# acknowledged (ACKS: "node NAME" / "pod NAME" lines) CLIENT does not find;
+# acknowledged (ACKS: "node NAME" / "pod NAME" / "secret NAME" lines)
+# CLIENT does not find;
 # CLIENT is called as `CLIENT... GET PATH` and prints the body, then the
 # HTTP code (api, say).  Each one missing is named on stderr.
 lost_acks() {
@@ -186,6 +187,7 @@ lost_acks() {
 		case $what in
 		node) p=/api/v1/nodes/$name ;;
 		pod) p=/api/v1/namespaces/default/pods/$name ;;
+		secret) p=/api/v1/namespaces/default/secrets/$name ;;
 		*) continue ;;
 		esac
 		[ "$("$@" GET "$p" | tail -n 1)" = 200 ] || { n=$((n + 1)); echo "lost: $what $name" >&2; }

@@ -382,12 +382,8 @@ setup_weft() {
 	last_info=$info
 	# the daemons whose CPU time the install reports: the controller (the
 	# weft-controller process in the lab's ctrl namespace) and the agents
-	local pids p
-	pids=$(jq -c '[.nodes[] | select(.agentPid) | {key: .name, value: .agentPid}] | from_entries' "$TMP/status-many.json")
-	for p in $(ip netns pids "${WPOD[many:ctrl]}" 2>/dev/null); do
-		[ "$(cat "/proc/$p/comm" 2>/dev/null)" = weft-controller ] &&
-			pids=$(jq -c --argjson p "$p" '. + {controller: $p}' <<<"$pids")
-	done
+	local pids
+	pids=$(lab_daemon_pids "$TMP/status-many.json" "${WPOD[many:ctrl]}")
 	jq -n --arg lab "$LAB_BIN" --arg l "$LAB_MANY" --arg m "$TMP/many.json" --argjson last "$last" \
 		--arg ns "$K8S_NS" --arg url "${WPOD[many:url]}" --arg tok "${WPOD[many:token]}" \
 		--arg ca "${WPOD[many:ca]}" --argjson wait "$WAIT" --argjson pids "$pids" \

@@ -69,6 +69,13 @@
  * sees a write that a power cut could take back; and the lock is not held
  * across a disk flush, so the next write plans while this one flushes.
  *
+ * A batched apply (POST APPLY_PATH, apply_batch.h) runs on the applier's
+ * threads, on either store, with its connection suspended: it takes as
+ * long as its items, and MHD's threads serve everyone else meanwhile.
+ * Each item is the call its own POST or PUT would make (registry_call);
+ * the lock is taken a group of items at a time, and one flush after the
+ * last item covers them all before the answer leaves.
+ *
  * Connections are bounded by conns.c: in all (derived from
  * RLIMIT_NOFILE) and per client address (both refused by the acceptor;
  * watch streams of authenticated clients not counted), and in time (a request head
@@ -102,6 +109,7 @@
  */
 #include "controller/controller.h"
 #include "controller/answer.h"
+#include "controller/apply_batch.h"
 #include "controller/conns.h"
 #include "controller/discovery.h"
 #include "controller/inline_calls.h"
@@ -140,6 +148,7 @@
 #define API_THREADS 2		/* MHD daemons, a thread each */
 #define API_THREADS_CONCURRENT 8	/* ... on a store over the network: calls may wait in them (inline_calls.h) */
 #define STORE_WORKERS 8	/* gets and writes with a store over the network (etcd) at once */
+#define APPLY_WORKERS 2	/* batched applies at once (apply_batch.h) */
 #define LIST_BLOCK_BYTES (64 * 1024)	/* what one reader call of a list serialises */
 /* TLS 1.2 and 1.3 only, GnuTLS's NORMAL choice of ciphers within them */
 #define TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
@@ -181,6 +190,7 @@ struct api {
 	struct watch_ctx *watches;	/* every open watch, for heartbeats */
 	struct watch_sender *sender;	/* writes the streams MHD keeps suspended (watch_sender.h) */
 	struct workers *workers;	/* gets and writes on a store that takes concurrent calls, or NULL */
+	struct workers *applier;	/* batched applies (POST APPLY_PATH), on either store; or NULL */
 	struct inline_calls *inl;	/* each daemon's live connections; with workers, which calls wait
 					 * in MHD's thread instead of a worker's (its atomics) */
 };
@@ -1731,6 +1741,11 @@ static enum MHD_Result handle_metrics(struct api *a, struct MHD_Connection *c, s
 	fprintf(f, "# HELP weft_requests_throttled_total Node credentials' writes refused over their budget (429).\n"
 		   "# TYPE weft_requests_throttled_total counter\nweft_requests_throttled_total %" PRIu64 "\n",
 		m->requests_throttled);
+	fprintf(f, "# HELP weft_apply_items_total Items of batched applies (POST " APPLY_PATH "), by result.\n"
+		   "# TYPE weft_apply_items_total counter\n");
+	for (int r = APPLY_CREATED; r < APPLY_RESULTS; r++)
+		fprintf(f, "weft_apply_items_total{result=\"%s\"} %" PRIu64 "\n", apply_result_name((enum apply_result)r),
+			m->apply_items[r]);
 	pthread_mutex_unlock(&a->stats_lock);
 	fclose(f);
 	return send_body(a, c, rq, 200, "text/plain; version=0.0.4", buf, len);
@@ -1739,7 +1754,7 @@ static enum MHD_Result handle_metrics(struct api *a, struct MHD_Connection *c, s
 /* A request as prepare() leaves it for dispatch(). */
 struct call {
 	enum { CALL_METRICS, CALL_WATCH, CALL_LIST, CALL_GET, CALL_CREATE, CALL_REPLACE, CALL_DELETE,
-	       CALL_PODNETWORK, CALL_CREDS, CALL_PATCH } what;
+	       CALL_PODNETWORK, CALL_CREDS, CALL_PATCH, CALL_APPLY } what;
 	struct route r;
 	const char *method;	/* CALL_CREDS: the request's (MHD's) */
 	const char *cred_name;	/* CALL_CREDS: the credential the path names, or NULL */
@@ -1751,6 +1766,7 @@ struct call {
 	struct list_query q;	/* CALL_WATCH, CALL_LIST: the query, checked (list_query_free) */
 	int64_t get_rv;		/* CALL_GET: resourceVersion, -1 none */
 	bool dry_run;		/* dryRun=All: everything but the commit */
+	struct apply_batch batch;	/* CALL_APPLY: its items (apply_batch_free) */
 };
 
 /* A write's registry flags (controller.h). */
@@ -1807,6 +1823,64 @@ static int field_validation(struct api *a, struct MHD_Connection *c, struct requ
 	return -1;
 }
 
+/* The request's body as JSON: JSON, or YAML (application/yaml, when
+ * yaml_ok) decoded to JSON once, and an object unless it may be any
+ * value (!yaml_ok: a patch's shape is its type's).  false with *body (a
+ * new reference), or true when it answered (*ret: 400, 413). */
+static bool decode_body(struct api *a, struct MHD_Connection *c, struct request *rq, bool yaml_ok, json_t **body,
+			enum MHD_Result *ret)
+{
+	bool yaml = yaml_ok && media_type_is(MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE),
+					     "application/yaml");
+	char msg[sizeof(((struct status *)0)->message)];
+	int rc = model_body_decode(rq->body, rq->len, yaml, body, msg, sizeof(msg));
+
+	if (rc) {
+		*ret = rc == -E2BIG ? fail(a, c, rq, 413, "RequestEntityTooLarge", "%s", msg)
+		     : rc == -EBADMSG ? fail(a, c, rq, 400, "BadRequest", "%s", msg)
+				      : fail(a, c, rq, 500, "InternalError", "%s", "out of memory");
+		return true;
+	}
+	if (!json_is_object(*body) && yaml_ok) {
+		json_decref(*body);
+		*body = NULL;
+		*ret = fail(a, c, rq, 400, "BadRequest", "%s", "the body must be a JSON object");
+		return true;
+	}
+	return false;
+}
+
+/* POST APPLY_PATH (apply_batch.h): the List parsed and its items named,
+ * without a lock; the applier does the rest.  true when it answered. */
+static bool prepare_apply(struct api *a, struct MHD_Connection *c, struct request *rq, const char *method,
+			  struct call *call, enum MHD_Result *ret)
+{
+	static const char *const refused[] = { "dryRun", "fieldValidation" };
+	struct status st = { 0 };
+	json_t *body = NULL;
+
+	if (strcmp(method, "POST") != 0) {
+		*ret = fail(a, c, rq, 405, "MethodNotAllowed", "%s is not allowed on %s (POST a v1 List)", method,
+			    APPLY_PATH);
+		return true;
+	}
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++)
+		if (MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, refused[i])) {
+			*ret = fail(a, c, rq, 400, "BadRequest", "%s: not supported on %s", refused[i], APPLY_PATH);
+			return true;
+		}
+	if (decode_body(a, c, rq, true, &body, ret))
+		return true;
+	if (apply_batch_parse(body, APPLY_MAX_ITEMS, &call->batch, &st)) {
+		json_decref(body);
+		*ret = send_status(a, c, rq, &st);
+		return true;
+	}
+	json_decref(body);
+	call->what = CALL_APPLY;
+	return false;
+}
+
 /* Everything about a request that needs no lock, in the order its
  * failures are reported: the route, the body (parsed, and for a create or
  * replace checked against the path and validated), the query.  true when
@@ -1829,6 +1903,8 @@ static bool prepare(struct api *a, struct MHD_Connection *c, struct request *rq,
 		call->what = CALL_METRICS;
 		return false;
 	}
+	if (strcmp(url, APPLY_PATH) == 0)
+		return prepare_apply(a, c, rq, method, call, ret);
 	if (api_parse_route(url, r) && !cred_path) {
 		*ret = fail(a, c, rq, 404, "NotFound", "the server could not find the requested resource (%s)", url);
 		return true;
@@ -1846,26 +1922,8 @@ static bool prepare(struct api *a, struct MHD_Connection *c, struct request *rq,
 		}
 		call->dry_run = true;
 	}
-	if (is_post || is_put || is_patch || (is_delete && rq->len)) {
-		/* JSON, or YAML (application/yaml) decoded to JSON once */
-		bool yaml = !is_patch && media_type_is(MHD_lookup_connection_value(c, MHD_HEADER_KIND,
-										   MHD_HTTP_HEADER_CONTENT_TYPE),
-							 "application/yaml");
-		char msg[sizeof(st.message)];
-		int rc = model_body_decode(rq->body, rq->len, yaml, &body, msg, sizeof(msg));
-
-		if (rc) {
-			*ret = rc == -E2BIG ? fail(a, c, rq, 413, "RequestEntityTooLarge", "%s", msg)
-			     : rc == -EBADMSG ? fail(a, c, rq, 400, "BadRequest", "%s", msg)
-					      : fail(a, c, rq, 500, "InternalError", "%s", "out of memory");
-			return true;
-		}
-		if (!json_is_object(body) && !is_patch) {	/* a patch's shape is its type's */
-			json_decref(body);
-			*ret = fail(a, c, rq, 400, "BadRequest", "%s", "the body must be a JSON object");
-			return true;
-		}
-	}
+	if ((is_post || is_put || is_patch || (is_delete && rq->len)) && decode_body(a, c, rq, !is_patch, &body, ret))
+		return true;
 	call->body = body;
 	if (r->kind && !cred_path) {
 		const char *named = r->has_name ? r->name : json_is_object(body) ? obj_name(body) : NULL;
@@ -2113,22 +2171,30 @@ static bool is_store_call(const struct call *call)
 	       call->what == CALL_PATCH || call->what == CALL_DELETE;
 }
 
+static int apply_call(struct api *a, struct request *rq, struct call *call, struct status *st);
+
 /* Run call (a worker's or, inline, an MHD thread's): a write takes the
- * global lock and lets go of it while the store has it.  Its body and
- * query are used up; its answer is call->out, or err with st. */
+ * global lock and lets go of it while the store has it; a batch takes it
+ * a group at a time.  Its body, query and batch are used up; its answer
+ * is call->out, or err with st. */
 static int store_call(struct api *a, struct request *rq, struct call *call, struct status *st)
 {
 	bool write = call->what != CALL_GET;
 	int err;
 
-	if (write)
-		pthread_mutex_lock(&a->lock);
-	err = registry_call(a, rq, call, REGISTRY_YIELD, st);
-	if (write)
-		pthread_mutex_unlock(&a->lock);
+	if (call->what == CALL_APPLY) {
+		err = apply_call(a, rq, call, st);	/* takes the lock a group at a time */
+	} else {
+		if (write)
+			pthread_mutex_lock(&a->lock);
+		err = registry_call(a, rq, call, REGISTRY_YIELD, st);
+		if (write)
+			pthread_mutex_unlock(&a->lock);
+	}
 	json_decref(call->body);
 	call->body = NULL;
 	list_query_free(&call->q);
+	apply_batch_free(&call->batch);
 	durable(a);		/* before the answer leaves */
 	flush_resumes(a);	/* the streams a write woke */
 	return err;
@@ -2149,18 +2215,21 @@ static void store_job_free(struct store_job *j)
 	json_decref(j->call.body);
 	json_decref(j->call.out);
 	list_query_free(&j->call.q);
+	apply_batch_free(&j->call.batch);
 	free(j);
 }
 
-/* Hand call (its body and query now the job's) to a worker and suspend
- * the connection until it is done. */
-static enum MHD_Result store_queue(struct api *a, struct MHD_Connection *c, struct request *rq, struct call *call)
+/* Hand call (its body, query and batch now the job's) to a worker of
+ * pool and suspend the connection until it is done. */
+static enum MHD_Result store_queue(struct api *a, struct workers *pool, struct MHD_Connection *c, struct request *rq,
+				   struct call *call)
 {
 	struct store_job *j = calloc(1, sizeof(*j));
 
 	if (!j) {
 		json_decref(call->body);
 		list_query_free(&call->q);
+		apply_batch_free(&call->batch);
 		return fail(a, c, rq, 500, "InternalError", "%s", "out of memory");
 	}
 	j->work.run = store_job_run;
@@ -2170,7 +2239,7 @@ static enum MHD_Result store_queue(struct api *a, struct MHD_Connection *c, stru
 	j->call = *call;
 	rq->job = j;
 	MHD_suspend_connection(c);	/* before a worker can resume it */
-	if (!workers_queue(a->workers, &j->work)) {
+	if (!workers_queue(pool, &j->work)) {
 		j->err = -1;
 		status_set(&j->st, 503, "ServiceUnavailable", "%s", "the controller is stopping");
 		MHD_resume_connection(c);
@@ -2209,7 +2278,7 @@ static enum MHD_Result store_inline_or_queue(struct api *a, struct MHD_Connectio
 
 	if (!inline_enter(a->inl, t, (int64_t)now_ms())) {
 		inline_queued(a->inl);
-		return store_queue(a, c, rq, call);
+		return store_queue(a, a->workers, c, rq, call);
 	}
 	err = store_call(a, rq, call, &st);
 	inline_leave(a->inl, t, (int64_t)now_ms());
@@ -2231,6 +2300,97 @@ static enum MHD_Result store_answer(struct api *a, struct MHD_Connection *c, str
 	ret = j->err ? send_status(a, c, rq, &j->st) : answer_call(a, c, rq, &j->call);
 	store_job_free(j);
 	return ret;
+}
+
+/* ------------------------------------------------------- batched apply */
+
+static bool within_budget(struct api *a, const char *method, const struct principal *who, struct status *st);
+
+/* A batch's items are applied as the requests of their own that weftctl
+ * apply would send for each, by the batch's client (apply_batch.h). */
+struct apply_ctx {
+	struct api *api;
+	struct request *rq;
+};
+
+/* The read weftctl apply starts an object with (GET of its path); for a
+ * node, a write of its budget for each item after the first (the request
+ * spent one, within_budget). */
+static int apply_admit(void *arg, size_t index, const struct route *r, struct status *st)
+{
+	struct apply_ctx *x = arg;
+
+	if (index && !within_budget(x->api, "POST", &x->rq->who, st))
+		return -1;
+	return authz_route(&x->rq->who, AUTHZ_GET, r, st);
+}
+
+/* The POST (create) or PUT of body to r: the very call of those requests,
+ * the node's authorization against what is stored included. */
+static int apply_write(void *arg, const struct route *r, bool create, json_t *body, json_t **out, struct status *st)
+{
+	struct apply_ctx *x = arg;
+	struct call call = { .what = create ? CALL_CREATE : CALL_REPLACE, .r = *r, .body = body };
+	int err;
+
+	if (create) {	/* a POST names its object in the body alone */
+		call.r.has_name = false;
+		call.r.name[0] = 0;
+	}
+	err = registry_call(x->api, x->rq, &call, x->api->workers ? REGISTRY_YIELD : 0, st);
+	*out = call.out;
+	return err;
+}
+
+static void apply_lock(void *arg, bool take)
+{
+	struct apply_ctx *x = arg;
+
+	if (take) {
+		pthread_mutex_lock(&x->api->lock);
+		return;
+	}
+	pthread_mutex_unlock(&x->api->lock);
+	flush_resumes(x->api);	/* the streams the group woke: watchers follow the batch as it goes */
+}
+
+/* A batch (CALL_APPLY): every item applied, its answer in call->out (200)
+ * and the items counted for /metrics; -1 with st only out of memory.
+ * Durability is the caller's (store_call: one flush for the batch). */
+static int apply_call(struct api *a, struct request *rq, struct call *call, struct status *st)
+{
+	struct apply_ctx x = { .api = a, .rq = rq };
+	struct apply_ops ops = { .arg = &x, .admit = apply_admit, .write = apply_write, .lock = apply_lock };
+	uint64_t counts[APPLY_RESULTS] = { 0 };
+
+	apply_batch_run(&call->batch, a->reg, &ops);
+	for (size_t i = 0; i < call->batch.n; i++)
+		counts[call->batch.items[i].result]++;
+	pthread_mutex_lock(&a->stats_lock);
+	for (int r = 0; r < APPLY_RESULTS; r++)
+		a->metrics->apply_items[r] += counts[r];
+	pthread_mutex_unlock(&a->stats_lock);
+	call->code = 200;
+	call->out = apply_batch_answer(&call->batch);
+	if (!call->out) {
+		status_set(st, 500, "InternalError", "%s", "out of memory");
+		return -1;
+	}
+	return 0;
+}
+
+/* A batch goes to the applier's threads, on either store: it takes as
+ * long as its items, and MHD's threads serve other connections meanwhile.
+ * Without the applier, here. */
+static enum MHD_Result apply_queue(struct api *a, struct MHD_Connection *c, struct request *rq, struct call *call)
+{
+	struct status st = { 0 };
+
+	if (a->applier)
+		return store_queue(a, a->applier, c, rq, call);
+	if (store_call(a, rq, call, &st))
+		return send_status(a, c, rq, &st);
+	return answer_call(a, c, rq, call);
 }
 
 static void registry_lock(void *arg, bool take)
@@ -2284,7 +2444,7 @@ static bool permitted(struct MHD_Connection *c, const char *url, const char *met
 	struct route r;
 	bool routed;
 
-	if (who->admin)
+	if (who->admin || strcmp(url, APPLY_PATH) == 0)	/* a batch's items: each authorized (apply_admit) */
 		return true;
 	routed = api_parse_route(url, &r) == 0;
 	if (!routed) {
@@ -2532,6 +2692,8 @@ static enum MHD_Result handle_request(struct api *a, struct MHD_Connection *c, c
 		return list_queue(a, c, rq, &route);
 	if (prepare(a, c, rq, url, method, &call, &ret))
 		return ret;
+	if (call.what == CALL_APPLY)
+		return apply_queue(a, c, rq, &call);
 	if (a->workers && is_store_call(&call))
 		return store_inline_or_queue(a, c, rq, &call);
 	pthread_mutex_lock(&a->lock);
@@ -2697,6 +2859,7 @@ struct api *api_start(const struct api_config *cfg, struct registry *r, struct w
 	 * thread) they are served in MHD's threads under the lock, one at a time */
 	if (store_concurrent(r->store) && (a->workers = workers_start(STORE_WORKERS)))
 		registry_set_lock(r, registry_lock, a);
+	a->applier = workers_start(APPLY_WORKERS);	/* without it, batches run in MHD's threads */
 	a->ndaemons = a->workers ? API_THREADS_CONCURRENT : API_THREADS;
 	a->inl = inline_calls_new(a->ndaemons);
 	a->sender = watch_sender_new(API_THREADS, cfg->idle_timeout,
@@ -2722,6 +2885,7 @@ struct api *api_start(const struct api_config *cfg, struct registry *r, struct w
 		lister_stop(a);
 		workers_free(a->lister);
 		workers_free(a->workers);
+		workers_free(a->applier);
 		inline_calls_free(a->inl);
 		registry_set_lock(r, NULL, NULL);
 		watch_sender_stop(a->sender);
@@ -2764,6 +2928,7 @@ void api_stop(struct api *a)
 	close(a->listen_fd);
 	lister_stop(a);
 	workers_stop(a->workers);
+	workers_stop(a->applier);
 	pthread_mutex_lock(&a->lock);
 	watch_hub_lock(a->hub);
 	a->stopping = true;
@@ -2785,6 +2950,7 @@ void api_stop(struct api *a)
 	stop_daemons(a);
 	workers_free(a->lister);	/* nothing can queue now */
 	workers_free(a->workers);
+	workers_free(a->applier);
 	inline_calls_free(a->inl);	/* MHD's threads are gone */
 	registry_set_lock(a->reg, NULL, NULL);
 	watch_sender_free(a->sender);

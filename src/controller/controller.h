@@ -93,6 +93,7 @@ struct metrics {
 	uint64_t endpoints_recomputes;		/* Services whose Endpoints it computed */
 	uint64_t endpoints_failures;		/* ... writes that failed (retried) */
 	uint64_t requests_throttled;		/* node writes answered 429 (API's stats lock) */
+	uint64_t apply_items[8];		/* batched applies' items, by enum apply_result (apply_batch.h) */
 };
 
 /* ---------------------------------------------------------------- txn builder */
@@ -186,6 +187,11 @@ int registry_list(struct registry *r, const struct kind_info *k, const char *ns,
  * store_kv_list_free.  0, or -1 with st set (500). */
 int registry_list_snapshot(const struct kind_info *k, const char *ns, struct store *s,
 			   struct store_kv_list *out, struct status *st) WUR;
+/* The revision of the stored object (its resourceVersion), without
+ * parsing it: 0 with *rev, 0 when there is none; -1 with st set when the
+ * store failed.  Under the caller's lock, as every call of the registry. */
+int registry_revision(struct registry *r, const struct kind_info *k, const char *ns, const char *name,
+		      int64_t *rev, struct status *st) WUR;
 int registry_create(struct registry *r, const struct kind_info *k, const char *ns, json_t *obj,
 		    json_t **out, struct status *st) WUR;
 /* A create (create_only) or replace in two halves.  registry_check_write

@@ -727,6 +727,26 @@ int registry_get(struct registry *r, const struct kind_info *k, const char *ns, 
 	return err ? store_failed(st, err) : 0;
 }
 
+int registry_revision(struct registry *r, const struct kind_info *k, const char *ns, const char *name,
+		      int64_t *rev, struct status *st)
+{
+	struct store_kv kv = { 0 };
+	char key[1024];
+	int err;
+
+	*rev = 0;
+	if (obj_key(k, ns, name, key, sizeof(key)))
+		return 0;	/* no such key can exist */
+	err = store_get(r->store, key, &kv, NULL);
+	if (err == -ENOENT)
+		return 0;
+	if (err)
+		return store_failed(st, err);
+	*rev = kv.mod_rev;
+	store_kv_free(&kv);
+	return 0;
+}
+
 int registry_list_snapshot(const struct kind_info *k, const char *ns, struct store *s,
 			   struct store_kv_list *out, struct status *st)
 {

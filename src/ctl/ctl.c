@@ -111,15 +111,10 @@ int ctl_call(struct ctl *ctl, const char *method, const char *path, const json_t
 int ctl_call_typed(struct ctl *ctl, const char *method, const char *path, const char *content_type,
 		   const json_t *body, struct ctl_reply *r)
 {
-	struct httpc *h = ctl_http(ctl);
-	struct httpc_response resp = { 0 };
-	char err[1024];
 	char *text = NULL;
 	int rc;
 
 	memset(r, 0, sizeof(*r));
-	if (!h)
-		return -EINVAL;
 	if (body) {
 		text = json_dumps(body, JSON_COMPACT);
 		if (!text) {
@@ -127,8 +122,23 @@ int ctl_call_typed(struct ctl *ctl, const char *method, const char *path, const 
 			return -ENOMEM;
 		}
 	}
-	rc = httpc_request_typed(h, method, path, content_type, text, text ? strlen(text) : 0, &resp, err, sizeof(err));
+	rc = ctl_call_text(ctl, method, path, content_type, text, text ? strlen(text) : 0, r);
 	free(text);
+	return rc;
+}
+
+int ctl_call_text(struct ctl *ctl, const char *method, const char *path, const char *content_type,
+		  const char *text, size_t len, struct ctl_reply *r)
+{
+	struct httpc *h = ctl_http(ctl);
+	struct httpc_response resp = { 0 };
+	char err[1024];
+	int rc;
+
+	memset(r, 0, sizeof(*r));
+	if (!h)
+		return -EINVAL;
+	rc = httpc_request_typed(h, method, path, content_type, text, len, &resp, err, sizeof(err));
 	if (rc == -ECANCELED)
 		return rc;	/* the verb that cancelled says what it means */
 	if (rc < 0) {

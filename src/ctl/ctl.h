@@ -121,6 +121,9 @@ int ctl_call(struct ctl *ctl, const char *method, const char *path, const json_t
 /* The same with a body of media type content_type (NULL: application/json). */
 int ctl_call_typed(struct ctl *ctl, const char *method, const char *path, const char *content_type,
 		   const json_t *body, struct ctl_reply *r) __attribute__((warn_unused_result));
+/* The same with a body already serialised (text, len bytes; NULL for none). */
+int ctl_call_text(struct ctl *ctl, const char *method, const char *path, const char *content_type,
+		  const char *text, size_t len, struct ctl_reply *r) __attribute__((warn_unused_result));
 void ctl_reply_free(struct ctl_reply *r);
 
 static inline bool ctl_ok(const struct ctl_reply *r) { return r->status >= 200 && r->status < 300; }
