@@ -12,14 +12,19 @@
 #include <errno.h>
 #include <stdlib.h>
 
-static size_t home(uint64_t k, size_t mask)
+uint64_t u64map_mix(uint64_t k)
 {
 	k ^= k >> 30;
 	k *= 0xbf58476d1ce4e5b9ull;
 	k ^= k >> 27;
 	k *= 0x94d049bb133111ebull;
 	k ^= k >> 31;
-	return (size_t)k & mask;
+	return k;
+}
+
+static size_t home(uint64_t k, size_t mask)
+{
+	return (size_t)u64map_mix(k) & mask;
 }
 
 static int resize(struct u64map *m, size_t cap)

@@ -35,5 +35,9 @@ void u64map_free(struct u64map *m);
 
 /* FNV-1a over len bytes: the key for things longer than 64 bits. */
 uint64_t u64map_hash_bytes(const void *p, size_t len);
+/* The finaliser that spreads a key over a table's slots (splitmix64's):
+ * keys that differ in any bit differ in the low bits too.  hmap.c uses
+ * it for its buckets. */
+uint64_t u64map_mix(uint64_t k);
 
 #endif
