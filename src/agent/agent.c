@@ -205,23 +205,17 @@ void agent_stop(struct agent *a)
 	atomic_store(&a->stopping, true);
 	cni_server_stop(a->cni);
 	report_stop(a);
-	sync_stop(a);
+	sync_stop(a);		/* and frees the node and pod caches */
 	policy_log_stop(a->plog);
 	service_gc_stop(a);
 	service_table_destroy(a->svc);
 	ipam_close(a->ipam);
 	policy_destroy(a->policy);
 	datapath_close(a->dp);
-	free(a->nodes);
-	free(a->pods);
-	free(a->netns);
 	a->cni = NULL;
 	a->plog = NULL;
 	a->svc = NULL;
 	a->ipam = NULL;
 	a->policy = NULL;
 	a->dp = NULL;
-	a->nodes = NULL;
-	a->pods = NULL;
-	a->netns = NULL;
 }

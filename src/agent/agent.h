@@ -18,7 +18,8 @@
  *              the Node annotation weft.io/ipam
  *   write.c    every write to the controller; a 429 is waited out and sent again
  *
- * Locking: agent.lock guards the node and pod caches and the ready flags;
+ * Locking: agent.lock guards the node and pod caches (nodecache.h,
+ * podcache.h) and the ready flags;
  * the maps and the leases have their own (single syscalls / ipam's mutex).
  * Netlink handles are per thread.  No lock is held across an HTTP call.
  *
@@ -51,6 +52,8 @@
 #include "agent/conntrack.h"
 #include "agent/datapath.h"
 #include "agent/ipam.h"
+#include "agent/nodecache.h"
+#include "agent/podcache.h"
 #include "agent/policy.h"
 #include "agent/policy_log.h"
 #include "agent/service.h"
@@ -103,33 +106,6 @@ struct agent_opts {
 	void *on_map_write_arg;
 };
 
-/* a Node as the agent follows it */
-struct agent_node {
-	char name[256];
-	in_addr_t ip;			/* InternalIP, network order */
-	struct cidr subnet;		/* host order (lib/cidr) */
-	uint32_t id;
-	bool seen;			/* mark for relist reconcile */
-};
-
-/* a Pod as the controller has it */
-struct agent_pod {
-	char ns[256];
-	char name[256];
-	char node[256];
-	char container_id[IPAM_ID_MAX];
-	in_addr_t ip;			/* 0 when none */
-	char rv[24];			/* metadata.resourceVersion as seen */
-	bool seen;
-};
-
-/* a NetNamespace: namespace name -> VNID */
-struct agent_netns {
-	char name[256];
-	uint32_t vnid;
-	bool seen;
-};
-
 struct agent {
 	struct agent_opts o;
 	const struct agent_kernel *kernel;	/* agent_kernel_real or _hollow */
@@ -157,12 +133,10 @@ struct agent {
 
 	pthread_mutex_t lock;
 	pthread_cond_t kick;		/* wakes the reporter */
-	struct agent_node *nodes;	/* under lock */
-	size_t nnodes, cap_nodes;
-	struct agent_pod *pods;		/* under lock */
-	size_t npods, cap_pods;
-	struct agent_netns *netns;	/* under lock */
-	size_t nnetns, cap_netns;
+	/* the cluster as the watches tell it (sync.c), indexed: nothing that
+	 * grows with the cluster is scanned per event; under lock */
+	struct nodecache nodes;
+	struct podcache pods;		/* Pods, and the namespaces' VNIDs */
 	bool nodes_synced, pods_synced, netns_synced;	/* first full list applied */
 	bool services_synced, endpoints_synced;
 	bool namespaces_synced, netpols_synced;
@@ -221,7 +195,7 @@ void agent_log_setup(const char *prog, bool quiet);
 struct agent_kernel {
 	int (*setup_devices)(struct agent *a);
 	int (*setup_masquerade)(struct agent *a);
-	int (*route_remote)(struct agent *a, const struct agent_node *n);	/* replace */
+	int (*route_remote)(struct agent *a, const struct nodecache_node *n);	/* replace */
 	int (*route_remote_del)(struct agent *a, const struct cidr *subnet);
 	/* delete routes through the VXLAN device to subnets no node owns */
 	int (*routes_prune)(struct agent *a);
@@ -233,7 +207,7 @@ extern const struct agent_kernel agent_kernel_hollow;
 
 /* node.c */
 int node_register(struct agent *a);		/* controller, or node.json */
-static inline int node_route_remote(struct agent *a, const struct agent_node *n)
+static inline int node_route_remote(struct agent *a, const struct nodecache_node *n)
 {
 	return a->kernel->route_remote(a, n);
 }
@@ -297,6 +271,7 @@ int agent_mkdir_p(const char *path);
 
 /* sync.c */
 int sync_start(struct agent *a);
+/* Stops the watches and frees the caches. */
 void sync_stop(struct agent *a);
 /* Write the config entry (version last); called once both lists applied. */
 int sync_mark_ready(struct agent *a);

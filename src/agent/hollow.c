@@ -37,7 +37,7 @@ static int no_masquerade(struct agent *a)
 	return 0;
 }
 
-static int no_route(struct agent *a, const struct agent_node *n)
+static int no_route(struct agent *a, const struct nodecache_node *n)
 {
 	(void)a;
 	(void)n;

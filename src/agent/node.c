@@ -596,7 +596,7 @@ out:
 	return rc;
 }
 
-static int real_route_remote(struct agent *a, const struct agent_node *n)
+static int real_route_remote(struct agent *a, const struct nodecache_node *n)
 {
 	struct nl *nl = nl_open(-1);
 	struct nl_route r = {
@@ -639,13 +639,13 @@ static int collect_stale(const struct nl_route *r, void *arg)
 {
 	struct prune_ctx *c = arg;
 	struct agent *a = c->a;
-	size_t i;
+	struct cidr s = { .addr = ntohl(r->dst), .len = (uint8_t)r->prefixlen };
+	const struct nodecache_node *n;
 
-	if (r->ifindex != a->vxlan_ifindex || !r->encap || r->prefixlen == 32)
+	if (r->ifindex != a->vxlan_ifindex || !r->encap || r->prefixlen < 0 || r->prefixlen >= 32)
 		return 0;
-	for (i = 0; i < a->nnodes; i++)
-		if (htonl(a->nodes[i].subnet.addr) == r->dst && a->nodes[i].subnet.len == r->prefixlen &&
-		    a->nodes[i].ip != a->node_ip)
+	for (n = nodecache_by_subnet(&a->nodes, &s); n; n = nodecache_next_subnet(n))
+		if (n->ip != a->node_ip)
 			return 0;
 	if (c->n < sizeof(c->stale) / sizeof(c->stale[0]))
 		c->stale[c->n++] = *r;

@@ -84,6 +84,11 @@ struct nodecache_node *nodecache_set(struct nodecache *c, const struct nodecache
 	return n;
 }
 
+void nodecache_mark(struct nodecache *c, struct nodecache_node *n)
+{
+	n->gen = c->gen;
+}
+
 void nodecache_del(struct nodecache *c, struct nodecache_node *n)
 {
 	(void)hmap_remove(&c->names, &n->by_name);

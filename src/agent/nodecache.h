@@ -60,6 +60,8 @@ struct nodecache_node *nodecache_find(const struct nodecache *c, const char *nam
 /* Add or update node in->name and mark it seen by the current list.  The
  * record, or NULL with errno ENOMEM (the cache unchanged). */
 struct nodecache_node *nodecache_set(struct nodecache *c, const struct nodecache_in *in);
+/* Mark n seen by the current list (a Node that did not change). */
+void nodecache_mark(struct nodecache *c, struct nodecache_node *n);
 void nodecache_del(struct nodecache *c, struct nodecache_node *n);
 size_t nodecache_count(const struct nodecache *c);
 

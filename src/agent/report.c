@@ -145,13 +145,29 @@ out:
 	return rc;
 }
 
+/* A Pod record of this node as the cache has it, copied out for the
+ * writes made without the lock. */
+struct seen_record {
+	char ns[256], name[256];
+	char container_id[IPAM_ID_MAX];
+	in_addr_t ip;
+};
+
+static void record_copy(struct seen_record *r, const struct podcache_pod *p)
+{
+	snprintf(r->ns, sizeof(r->ns), "%s", p->ns->name);
+	snprintf(r->name, sizeof(r->name), "%s", p->name);
+	snprintf(r->container_id, sizeof(r->container_id), "%s", podcache_container_id(p));
+	r->ip = p->ip;
+}
+
 /* DELETE the record when it is still this node's for container p's
  * (read first: the watch does not send updates that change nothing on
  * the network, so the cache's resourceVersion may be older), on the
  * resourceVersion read: a record rewritten meanwhile — by our own upsert
  * for a new container of the same pod, or by someone else — is not this
  * one, and stays. */
-static int remove_record(struct agent *a, struct httpc *h, const struct agent_pod *p)
+static int remove_record(struct agent *a, struct httpc *h, const struct seen_record *p)
 {
 	struct httpc_response r = { 0 };
 	char path[1024], err[256], body[128];
@@ -520,11 +536,30 @@ static void report_services(struct agent *a, struct httpc *h)
 	free(v);
 }
 
+/* True when the cache has lease l's Pod as this node reported it: its
+ * address, this node, its container. */
+static bool record_matches(struct agent *a, const struct ipam_lease *l)
+{
+	const struct podcache_pod *p;
+
+	if (!l->owner.pod_name[0] || !l->owner.pod_namespace[0])
+		return true;	/* no Pod to report */
+	p = podcache_find(&a->pods, l->owner.pod_namespace, l->owner.pod_name);
+	return p && p->ip == l->ip && strcmp(p->node->name, a->o.node) == 0 &&
+	       strcmp(podcache_container_id(p), l->owner.container_id) == 0;
+}
+
+/* One round: the leases whose record is missing or differs are reported,
+ * the records of this node whose container holds no lease deleted.  By
+ * the cache's indexes: O(leases + this node's pods), whatever the
+ * cluster's size. */
 static void round_once(struct agent *a, struct httpc *h)
 {
 	struct lease_list ll = { 0 };
-	struct agent_pod *gone = NULL, *held = NULL;
-	size_t i, j, ngone = 0, nheld = 0;
+	struct seen_record *gone = NULL, *held = NULL;
+	const struct podcache_group *mine;
+	const struct podcache_pod *p;
+	size_t i, ngone = 0, nheld = 0, nmine;
 
 	if (ipam_foreach(a->ipam, collect, &ll) < 0)
 		goto out;
@@ -535,38 +570,28 @@ static void round_once(struct agent *a, struct httpc *h)
 	}
 	/* keep in ll only the leases whose record is missing or differs */
 	for (i = 0; i < ll.n;) {
-		const struct ipam_lease *l = &ll.v[i];
-		bool ok = !l->owner.pod_name[0] || !l->owner.pod_namespace[0];
-
-		for (j = 0; !ok && j < a->npods; j++) {
-			const struct agent_pod *p = &a->pods[j];
-
-			ok = strcmp(p->ns, l->owner.pod_namespace) == 0 &&
-			     strcmp(p->name, l->owner.pod_name) == 0 && p->ip == l->ip &&
-			     strcmp(p->node, a->o.node) == 0 &&
-			     strcmp(p->container_id, l->owner.container_id) == 0;
-		}
-		if (ok)
+		if (record_matches(a, &ll.v[i]))
 			ll.v[i] = ll.v[--ll.n];
 		else
 			i++;
 	}
-	gone = calloc(a->npods ? a->npods : 1, sizeof(*gone));
-	held = calloc(a->npods ? a->npods : 1, sizeof(*held));
-	for (j = 0; gone && held && j < a->npods; j++) {
-		const struct agent_pod *p = &a->pods[j];
+	mine = podcache_node_find(&a->pods, a->o.node);
+	nmine = mine ? mine->npods : 0;
+	gone = calloc(nmine ? nmine : 1, sizeof(*gone));
+	held = calloc(nmine ? nmine : 1, sizeof(*held));
+	for (p = mine && gone && held ? podcache_node_first(mine) : NULL; p; p = podcache_node_next(mine, p)) {
+		const char *cid = podcache_container_id(p);
 		bool leased = false;
 		struct ipam_lease l;
 
-		if (strcmp(p->node, a->o.node) != 0 || !p->container_id[0])
+		if (!cid[0])
 			continue;
-		if (p->ip && ipam_find_ip(a->ipam, p->ip, &l) == 0 &&
-		    strcmp(l.owner.container_id, p->container_id) == 0)
+		if (p->ip && ipam_find_ip(a->ipam, p->ip, &l) == 0 && strcmp(l.owner.container_id, cid) == 0)
 			leased = true;
 		if (!leased && p->ip && ipam_is_quarantined(a->ipam, p->ip))
-			held[nheld++] = *p;	/* its lease file is quarantined: not gone */
+			record_copy(&held[nheld++], p);	/* its lease file is quarantined: not gone */
 		else if (!leased)
-			gone[ngone++] = *p;
+			record_copy(&gone[ngone++], p);
 	}
 	pthread_mutex_unlock(&a->lock);
 	for (i = 0; i < nheld && !atomic_load(&a->stopping); i++)

@@ -26,6 +26,15 @@
  * Pods and NetNamespaces lists have been applied once, the config entry is
  * written (version last) and the agent is ready.  The revision each kind
  * has been applied up to goes on the Node (report.c).
+ *
+ * What the watches tell is kept in a->nodes (nodecache.h) and a->pods
+ * (podcache.h, with the NetNamespaces' VNIDs), indexed so that an event
+ * costs the same at 150,000 pods as at 100: a pod found by name, the node
+ * of a pod IP by subnet, a NetNamespace's pods by namespace, the pods of
+ * a new node's subnet by IP.  A list is reconciled in one pass: begin
+ * (a new generation), apply the items (each marked with it), listed
+ * (sweep what is unmarked, then one pass over each map checking its
+ * entries against the indexes).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -52,14 +61,14 @@ static void sleep_ms(struct agent *a, unsigned ms)
 
 /* ---- nodes ---- */
 
-static int parse_node(const json_t *obj, struct agent_node *n)
+static int parse_node(const json_t *obj, struct nodecache_in *n)
 {
 	const json_t *addrs, *ad, *ann;
 	const char *cidr = obj_str(obj, "spec.podCIDR"), *id;
 	size_t i;
 
 	memset(n, 0, sizeof(*n));
-	snprintf(n->name, sizeof(n->name), "%s", obj_name(obj) ? obj_name(obj) : "");
+	n->name = obj_name(obj) ? obj_name(obj) : "";
 	if (!cidr || cidr_parse(cidr, &n->subnet) < 0)
 		return -EINVAL;
 	addrs = json_object_get(json_object_get(obj, "status"), "addresses");
@@ -81,17 +90,7 @@ static int parse_node(const json_t *obj, struct agent_node *n)
 	return 0;
 }
 
-static struct agent_node *node_find(struct agent *a, const char *name)
-{
-	size_t i;
-
-	for (i = 0; i < a->nnodes; i++)
-		if (strcmp(a->nodes[i].name, name) == 0)
-			return &a->nodes[i];
-	return NULL;
-}
-
-static void node_program(struct agent *a, const struct agent_node *n)
+static void node_program(struct agent *a, const struct nodecache_node *n)
 {
 	struct weft_node_entry e = { .node_ip = n->ip, .node_id = n->id };
 	char sub[CIDR_STRLEN];
@@ -111,7 +110,7 @@ static void node_program(struct agent *a, const struct agent_node *n)
 	}
 }
 
-static void node_unprogram(struct agent *a, const struct agent_node *n)
+static void node_unprogram(struct agent *a, const struct nodecache_node *n)
 {
 	(void)datapath_node_del(a->dp, htonl(n->subnet.addr), n->subnet.len);
 	(void)datapath_nodeip_del(a->dp, n->ip);
@@ -119,65 +118,76 @@ static void node_unprogram(struct agent *a, const struct agent_node *n)
 		(void)node_route_remote_del(a, &n->subnet);
 }
 
-static void pod_program(struct agent *a, const struct agent_pod *p);
+static void pod_program(struct agent *a, const struct podcache_pod *p);
+
+/* Program again the pods whose IP is in subnet s (their node was unknown
+ * at their event, or its IP changed): by their IPs when s holds fewer
+ * addresses than the cache holds pods (a node's /23: 512 lookups,
+ * whatever the cluster's size), else by a walk of every pod. */
+static void pods_program_in(struct agent *a, const struct cidr *s)
+{
+	uint64_t size = cidr_size(s);
+	const struct podcache_pod *p;
+
+	if (size <= podcache_count(&a->pods)) {
+		for (uint64_t i = 0; i < size; i++)
+			for (p = podcache_by_ip(&a->pods, htonl(s->addr + (uint32_t)i)); p; p = podcache_next_ip(p))
+				pod_program(a, p);
+		return;
+	}
+	for (p = podcache_first(&a->pods); p; p = podcache_next(&a->pods, p))
+		if (p->ip && cidr_contains_ip(s, ntohl(p->ip)))
+			pod_program(a, p);
+}
 
 /* Apply one Node (added or modified); caller holds the lock. */
 static void node_apply(struct agent *a, const json_t *obj)
 {
-	struct agent_node n, *old;
+	struct nodecache_in in;
+	struct nodecache_node *n;
+	bool moved;
 
-	if (parse_node(obj, &n) < 0)
+	if (parse_node(obj, &in) < 0)
 		return;		/* not registered yet: no subnet or IP */
-	n.seen = true;
-	old = node_find(a, n.name);
-	if (old) {
-		if (old->ip == n.ip && old->subnet.addr == n.subnet.addr &&
-		    old->subnet.len == n.subnet.len) {
-			old->seen = true;
-			return;
-		}
-		node_unprogram(a, old);
-		*old = n;
-	} else {
-		if (a->nnodes == a->cap_nodes) {
-			size_t cap = a->cap_nodes ? a->cap_nodes * 2 : 16;
-			struct agent_node *nn = realloc(a->nodes, cap * sizeof(*nn));
-
-			if (!nn)
-				return;
-			a->nodes = nn;
-			a->cap_nodes = cap;
-		}
-		a->nodes[a->nnodes++] = n;
+	n = nodecache_find(&a->nodes, in.name);
+	moved = !n || n->ip != in.ip || n->subnet.addr != in.subnet.addr || n->subnet.len != in.subnet.len;
+	if (n && !moved && n->id == in.id) {
+		nodecache_mark(&a->nodes, n);
+		return;
 	}
-	node_program(a, &n);
+	if (n && moved)
+		node_unprogram(a, n);
+	n = nodecache_set(&a->nodes, &in);
+	if (!n) {
+		LOG_ERR("node %s: %s", in.name, strerror(errno));
+		return;
+	}
+	node_program(a, n);
 	/* pods of this node whose event came first (the Pods and Nodes lists
 	 * are applied apart): pod_program skipped them, their node unknown */
-	for (size_t i = 0; i < a->npods; i++)
-		if (a->pods[i].ip && cidr_contains_ip(&n.subnet, ntohl(a->pods[i].ip)))
-			pod_program(a, &a->pods[i]);
+	if (moved)
+		pods_program_in(a, &n->subnet);
 }
 
-static void node_remove(struct agent *a, const char *name)
+static void node_remove_obj(struct agent *a, const json_t *obj)
 {
-	struct agent_node *n = node_find(a, name);
+	struct nodecache_node *n = nodecache_find(&a->nodes, obj_name(obj) ? obj_name(obj) : "");
 
 	if (!n)
 		return;
 	node_unprogram(a, n);
-	*n = a->nodes[--a->nnodes];
+	nodecache_del(&a->nodes, n);
 }
 
 /* weft_nodes entries no node owns */
 static int stale_node_entry(in_addr_t subnet, int len, const struct weft_node_entry *e, void *arg)
 {
 	struct agent *a = arg;
-	size_t i;
+	struct cidr s = { .addr = ntohl(subnet), .len = (uint8_t)len };
 
-	for (i = 0; i < a->nnodes; i++)
-		if (htonl(a->nodes[i].subnet.addr) == subnet && a->nodes[i].subnet.len == len)
-			return 0;
-	(void)datapath_node_del(a->dp, subnet, len);
+	(void)e;
+	if (!nodecache_by_subnet(&a->nodes, &s))
+		(void)datapath_node_del(a->dp, subnet, len);
 	return 0;
 }
 
@@ -185,54 +195,59 @@ static int stale_node_entry(in_addr_t subnet, int len, const struct weft_node_en
 static int stale_node_ip(in_addr_t ip, uint32_t id, void *arg)
 {
 	struct agent *a = arg;
-	size_t i;
 
-	for (i = 0; i < a->nnodes; i++)
-		if (a->nodes[i].ip == ip)
-			return 0;
-	(void)datapath_nodeip_del(a->dp, ip);
+	(void)id;
+	if (!nodecache_by_ip(&a->nodes, ip))
+		(void)datapath_nodeip_del(a->dp, ip);
 	return 0;
+}
+
+static void nodes_begin(struct agent *a)
+{
+	nodecache_begin_list(&a->nodes);
+}
+
+static void node_gone(void *arg, const struct nodecache_node *n)
+{
+	node_unprogram(arg, n);
+}
+
+/* After a full list: one pass over the nodes, one over each map. */
+static void nodes_listed(struct agent *a)
+{
+	nodecache_sweep(&a->nodes, node_gone, a);
+	(void)datapath_node_foreach(a->dp, stale_node_entry, a);
+	(void)datapath_nodeip_foreach(a->dp, stale_node_ip, a);
 }
 
 /* ---- pods ---- */
 
-static int parse_pod(const json_t *obj, struct agent_pod *p)
+static void parse_pod(const json_t *obj, struct podcache_in *p)
 {
 	const char *ip = obj_str(obj, "status.podIP"), *node = obj_str(obj, "spec.nodeName");
+	const char *rv = obj_str(obj, "metadata.resourceVersion");
 	const json_t *ann = json_object_get(json_object_get(obj, "metadata"), "annotations");
 	const char *cid = json_string_value(json_object_get(ann, AGENT_ANN_CONTAINER));
 	struct in_addr ia = { 0 };
 
-	memset(p, 0, sizeof(*p));
-	snprintf(p->ns, sizeof(p->ns), "%s", obj_namespace(obj));
-	snprintf(p->name, sizeof(p->name), "%s", obj_name(obj) ? obj_name(obj) : "");
-	snprintf(p->node, sizeof(p->node), "%s", node ? node : "");
-	snprintf(p->container_id, sizeof(p->container_id), "%s", cid ? cid : "");
-	snprintf(p->rv, sizeof(p->rv), "%s", obj_str(obj, "metadata.resourceVersion") ?
-		 obj_str(obj, "metadata.resourceVersion") : "");
+	p->ns = obj_namespace(obj);
+	p->name = obj_name(obj) ? obj_name(obj) : "";
+	p->node = node ? node : "";
+	p->container_id = cid ? cid : "";
+	p->rv = rv ? rv : "";
 	if (ip && inet_pton(AF_INET, ip, &ia) == 1)
 		p->ip = ia.s_addr;
-	return 0;
-}
-
-static struct agent_pod *pod_find(struct agent *a, const char *ns, const char *name)
-{
-	size_t i;
-
-	for (i = 0; i < a->npods; i++)
-		if (strcmp(a->pods[i].name, name) == 0 && strcmp(a->pods[i].ns, ns) == 0)
-			return &a->pods[i];
-	return NULL;
+	else
+		p->ip = 0;
 }
 
 in_addr_t sync_node_ip_for(struct agent *a, in_addr_t pod_ip)
 {
 	uint32_t h = ntohl(pod_ip);
-	size_t i;
+	const struct nodecache_node *n = nodecache_containing(&a->nodes, h);
 
-	for (i = 0; i < a->nnodes; i++)
-		if (cidr_contains_ip(&a->nodes[i].subnet, h))
-			return a->nodes[i].ip;
+	if (n)
+		return n->ip;
 	if (cidr_contains_ip(&a->subnet, h))
 		return a->node_ip;
 	return 0;
@@ -245,7 +260,7 @@ static bool is_local_lease(struct agent *a, in_addr_t ip)
 	return ipam_find_ip(a->ipam, ip, &l) == 0;
 }
 
-static void pod_program(struct agent *a, const struct agent_pod *p)
+static void pod_program(struct agent *a, const struct podcache_pod *p)
 {
 	struct weft_ipcache_entry e = { 0 };
 
@@ -254,11 +269,11 @@ static void pod_program(struct agent *a, const struct agent_pod *p)
 	e.node_ip = sync_node_ip_for(a, p->ip);
 	if (!e.node_ip || e.node_ip == a->node_ip)
 		return;		/* local pods: from the leases */
-	e.vnid = sync_vnid_of(a, p->ns);
+	e.vnid = p->ns->netns ? p->ns->vnid : AGENT_VNID_UNKNOWN;
 	(void)policy_ipcache_write(a->policy, p->ip, &e);
 }
 
-static void pod_unprogram(struct agent *a, const struct agent_pod *p)
+static void pod_unprogram(struct agent *a, const struct podcache_pod *p)
 {
 	if (p->ip && !is_local_lease(a, p->ip))
 		(void)datapath_ipcache_del(a->dp, p->ip);
@@ -266,67 +281,73 @@ static void pod_unprogram(struct agent *a, const struct agent_pod *p)
 
 static void pod_apply(struct agent *a, const json_t *obj)
 {
-	struct agent_pod p, *old;
+	struct podcache_in in;
+	struct podcache_pod *p;
 
-	parse_pod(obj, &p);
-	p.seen = true;
+	parse_pod(obj, &in);
 	policy_pod_set(a->policy, obj);
-	old = pod_find(a, p.ns, p.name);
-	if (old) {
-		if (old->ip != p.ip)
-			pod_unprogram(a, old);
-		*old = p;
-	} else {
-		if (a->npods == a->cap_pods) {
-			size_t cap = a->cap_pods ? a->cap_pods * 2 : 64;
-			struct agent_pod *np = realloc(a->pods, cap * sizeof(*np));
-
-			if (!np)
-				return;
-			a->pods = np;
-			a->cap_pods = cap;
-		}
-		a->pods[a->npods++] = p;
+	p = podcache_find(&a->pods, in.ns, in.name);
+	if (p && p->ip != in.ip)
+		pod_unprogram(a, p);
+	p = podcache_set(&a->pods, &in);
+	if (!p) {
+		LOG_ERR("pod %s/%s: %s", in.ns, in.name, strerror(errno));
+		return;
 	}
-	pod_program(a, &p);
+	pod_program(a, p);
 }
 
-static void pod_remove(struct agent *a, const char *ns, const char *name)
+static void pod_remove_obj(struct agent *a, const json_t *obj)
 {
-	struct agent_pod *p = pod_find(a, ns, name);
+	const char *ns = obj_namespace(obj), *name = obj_name(obj) ? obj_name(obj) : "";
+	struct podcache_pod *p = podcache_find(&a->pods, ns, name);
 
 	policy_pod_del(a->policy, ns, name);
 	if (!p)
 		return;
 	pod_unprogram(a, p);
-	*p = a->pods[--a->npods];
+	podcache_del(&a->pods, p);
 }
 
 /* ipcache entries for remote IPs no pod has */
 static int stale_ipcache(in_addr_t ip, const struct weft_ipcache_entry *e, void *arg)
 {
 	struct agent *a = arg;
-	size_t i;
 
-	if (e->node_ip == a->node_ip)
-		return 0;
-	for (i = 0; i < a->npods; i++)
-		if (a->pods[i].ip == ip)
-			return 0;
-	(void)datapath_ipcache_del(a->dp, ip);
+	if (e->node_ip != a->node_ip && !podcache_by_ip(&a->pods, ip))
+		(void)datapath_ipcache_del(a->dp, ip);
 	return 0;
+}
+
+static void pods_begin(struct agent *a)
+{
+	podcache_begin_list(&a->pods);
+	policy_begin_list(a->policy, POLICY_PODS);
+}
+
+static void pod_gone(void *arg, const struct podcache_pod *p)
+{
+	pod_unprogram(arg, p);
+}
+
+/* After a full list: one pass over the pods, one over weft_ipcache. */
+static void pods_listed(struct agent *a)
+{
+	podcache_sweep(&a->pods, pod_gone, a);
+	/* pods whose node was unknown at their event: program them again */
+	for (const struct podcache_pod *p = podcache_first(&a->pods); p; p = podcache_next(&a->pods, p))
+		pod_program(a, p);
+	(void)datapath_ipcache_foreach(a->dp, stale_ipcache, a);
+	policy_listed(a->policy, POLICY_PODS);
 }
 
 /* ---- NetNamespaces: the VNID of every namespace ---- */
 
 uint32_t sync_vnid_of(struct agent *a, const char *ns)
 {
-	size_t i;
+	uint32_t vnid;
 
-	for (i = 0; i < a->nnetns; i++)
-		if (strcmp(a->netns[i].name, ns) == 0)
-			return a->netns[i].vnid;
-	return AGENT_VNID_UNKNOWN;
+	return podcache_vnid(&a->pods, ns, &vnid) ? vnid : AGENT_VNID_UNKNOWN;
 }
 
 struct retag_ctx {
@@ -357,16 +378,22 @@ static int retag_lease(const struct ipam_lease *l, void *arg)
 	return 0;
 }
 
-/* Caller holds the lock. */
+/* Caller holds the lock.  The node's leases, and the cluster's pods of
+ * namespace ns (all, when ns is NULL: once per list): by the namespace
+ * index, not a walk of every pod. */
 static void retag(struct agent *a, const char *ns)
 {
 	struct retag_ctx c = { .a = a, .ns = ns };
-	size_t i;
+	const struct podcache_group *g = ns ? podcache_ns_find(&a->pods, ns) : NULL;
+	const struct podcache_pod *p;
 
 	(void)ipam_foreach(a->ipam, retag_lease, &c);
-	for (i = 0; i < a->npods; i++)
-		if (!ns || strcmp(a->pods[i].ns, ns) == 0)
-			pod_program(a, &a->pods[i]);
+	if (ns)
+		for (p = g ? podcache_ns_first(g) : NULL; p; p = podcache_ns_next(g, p))
+			pod_program(a, p);
+	else
+		for (p = podcache_first(&a->pods); p; p = podcache_next(&a->pods, p))
+			pod_program(a, p);
 	if (c.n)
 		LOG_INFO("%u local pod(s)%s%s re-tagged with their namespace's VNID", c.n,
 			 ns ? " of " : "", ns ? ns : "");
@@ -376,59 +403,32 @@ static void netns_apply(struct agent *a, const json_t *obj)
 {
 	const char *name = obj_name(obj);
 	json_int_t id = obj_int(obj, "netid", -1);
-	struct agent_netns *n = NULL;
-	size_t i;
+	bool changed = false;
 
 	if (!name || id < 0 || id > 0xffffff)
 		return;
-	for (i = 0; i < a->nnetns; i++)
-		if (strcmp(a->netns[i].name, name) == 0)
-			n = &a->netns[i];
-	if (!n) {
-		if (a->nnetns == a->cap_netns) {
-			size_t cap = a->cap_netns ? a->cap_netns * 2 : 32;
-			struct agent_netns *nn = realloc(a->netns, cap * sizeof(*nn));
-
-			if (!nn)
-				return;
-			a->netns = nn;
-			a->cap_netns = cap;
-		}
-		n = &a->netns[a->nnetns++];
-		snprintf(n->name, sizeof(n->name), "%s", name);
-		n->vnid = AGENT_VNID_UNKNOWN;
+	if (podcache_netns_set(&a->pods, name, (uint32_t)id, &changed) < 0) {
+		LOG_ERR("netnamespace %s: %s", name, strerror(ENOMEM));
+		return;
 	}
-	n->seen = true;
-	if (n->vnid != (uint32_t)id) {
-		n->vnid = (uint32_t)id;
-		if (a->netns_synced)
-			retag(a, name);
-	}
+	if (changed && a->netns_synced)
+		retag(a, name);
 }
 
 static void netns_remove_obj(struct agent *a, const json_t *obj)
 {
-	const char *name = obj_name(obj);
-	size_t i;
+	if (obj_name(obj))
+		podcache_netns_del(&a->pods, obj_name(obj));
+}
 
-	for (i = 0; name && i < a->nnetns; i++)
-		if (strcmp(a->netns[i].name, name) == 0) {
-			a->netns[i] = a->netns[--a->nnetns];
-			return;
-		}
+static void netns_begin(struct agent *a)
+{
+	podcache_begin_netns_list(&a->pods);
 }
 
 static void netns_listed(struct agent *a)
 {
-	size_t i = 0;
-
-	while (i < a->nnetns) {
-		if (!a->netns[i].seen) {
-			a->netns[i] = a->netns[--a->nnetns];
-			continue;
-		}
-		a->netns[i++].seen = false;
-	}
+	(void)podcache_netns_sweep(&a->pods);
 	retag(a, NULL);		/* the whole node, once per list */
 }
 
@@ -477,50 +477,6 @@ struct kind_sync {
 	char rv[32];
 };
 
-static void node_remove_obj(struct agent *a, const json_t *obj)
-{
-	node_remove(a, obj_name(obj) ? obj_name(obj) : "");
-}
-
-static void pod_remove_obj(struct agent *a, const json_t *obj)
-{
-	pod_remove(a, obj_namespace(obj), obj_name(obj) ? obj_name(obj) : "");
-}
-
-static void nodes_listed(struct agent *a)
-{
-	size_t i = 0;
-
-	while (i < a->nnodes) {
-		if (!a->nodes[i].seen) {
-			node_unprogram(a, &a->nodes[i]);
-			a->nodes[i] = a->nodes[--a->nnodes];
-			continue;
-		}
-		a->nodes[i++].seen = false;
-	}
-	(void)datapath_node_foreach(a->dp, stale_node_entry, a);
-	(void)datapath_nodeip_foreach(a->dp, stale_node_ip, a);
-}
-
-static void pods_listed(struct agent *a)
-{
-	size_t i = 0;
-
-	while (i < a->npods) {
-		if (!a->pods[i].seen) {
-			pod_unprogram(a, &a->pods[i]);
-			a->pods[i] = a->pods[--a->npods];
-			continue;
-		}
-		a->pods[i++].seen = false;
-	}
-	/* pods whose node was unknown at their event: program them again */
-	for (i = 0; i < a->npods; i++)
-		pod_program(a, &a->pods[i]);
-	(void)datapath_ipcache_foreach(a->dp, stale_ipcache, a);
-}
-
 static void set_controller_up(struct agent *a, bool up)
 {
 	pthread_mutex_lock(&a->lock);
@@ -528,17 +484,6 @@ static void set_controller_up(struct agent *a, bool up)
 		LOG_INFO("controller %s %s", a->o.controller, up ? "reachable" : "unreachable");
 	a->controller_up = up;
 	pthread_mutex_unlock(&a->lock);
-}
-
-static void pods_begin(struct agent *a)
-{
-	policy_begin_list(a->policy, POLICY_PODS);
-}
-
-static void pods_listed_hook(struct agent *a)
-{
-	pods_listed(a);
-	policy_listed(a->policy, POLICY_PODS);
 }
 
 /* ---- namespaces and network policies: policy.c's alone ---- */
@@ -923,6 +868,9 @@ int sync_start(struct agent *a)
 	if (!k)
 		return -ENOMEM;
 	a->kinds = k;
+	pthread_mutex_lock(&a->lock);
+	podcache_init(&a->pods, a->o.node);	/* its own pods keep their details */
+	pthread_mutex_unlock(&a->lock);
 
 	a->http_nodes = agent_http(a);
 	a->http_pods = agent_http(a);
@@ -934,18 +882,18 @@ int sync_start(struct agent *a)
 	 * and would reach every node from every node: not sent */
 	k->nodes = (struct kind_sync){ .a = a, .path = "/api/v1/nodes", .what = "nodes",
 				       .watch_query = "changes=network",
-				       .http = &a->http_nodes, .apply = node_apply,
+				       .http = &a->http_nodes, .begin = nodes_begin, .apply = node_apply,
 				       .remove = node_remove_obj, .listed = nodes_listed,
 				       .caught_up = nodes_caught_up, .synced = &a->nodes_synced };
 	k->pods = (struct kind_sync){ .a = a, .path = "/api/v1/pods", .what = "pods",
 				      .watch_query = "changes=network",
 				      .http = &a->http_pods, .begin = pods_begin, .apply = pod_apply,
-				      .remove = pod_remove_obj, .listed = pods_listed_hook,
+				      .remove = pod_remove_obj, .listed = pods_listed,
 				      .caught_up = pods_caught_up, .synced = &a->pods_synced };
 	k->netns = (struct kind_sync){ .a = a,
 				       .path = "/apis/network.openshift.io/v1/netnamespaces",
 				       .what = "netnamespaces", .http = &a->http_netns,
-				       .apply = netns_apply, .remove = netns_remove_obj,
+				       .begin = netns_begin, .apply = netns_apply, .remove = netns_remove_obj,
 				       .listed = netns_listed, .caught_up = netns_caught_up,
 				       .synced = &a->netns_synced };
 	a->http_services = agent_http(a);
@@ -1050,6 +998,10 @@ void sync_stop(struct agent *a)
 	a->http_nodes = a->http_pods = a->http_netns = NULL;
 	free(a->kinds);
 	a->kinds = NULL;
+	pthread_mutex_lock(&a->lock);
+	podcache_free(&a->pods);
+	nodecache_free(&a->nodes);
+	pthread_mutex_unlock(&a->lock);
 }
 
 int sync_mark_ready(struct agent *a)
