@@ -71,6 +71,7 @@ struct ppod {
 	in_addr_t ip;
 	struct ident *ident;
 	uint32_t written;	/* identity in weft_ipcache (0: none yet) */
+	size_t queued;		/* 1 + its place in p->ipq, 0 when not there */
 	bool seen;
 };
 
@@ -139,6 +140,12 @@ struct policy {
 	size_t npods, cap_pods;
 	struct u64map pod_index;	/* hash(ns/name) -> index */
 	struct u64map ip_index;		/* pod IP -> index (the last pod set with it) */
+	/* the pods whose weft_ipcache identity may be behind (written !=
+	 * ident), for ipcache_update: only those, not every pod; all of them
+	 * when a queueing found no memory (ipq_all) */
+	struct ppod **ipq;
+	size_t nipq, cap_ipq;
+	bool ipq_all;
 	struct ident **ids;
 	size_t nids, cap_ids;
 	struct u64map id_index;		/* hash(key) -> index */
@@ -484,6 +491,32 @@ static void ip_unindex(struct policy *p, in_addr_t ip, size_t i)
 		u64map_del(&p->ip_index, ip);
 }
 
+/* Queue pod for ipcache_update when its identity in weft_ipcache may be
+ * behind its identity now. */
+static void ipq_add(struct policy *p, struct ppod *pod)
+{
+	if (pod->queued || !pod->ip || pod->written == pod->ident->id)
+		return;
+	if (policy_grow((void **)&p->ipq, &p->cap_ipq, p->nipq, sizeof(*p->ipq)) < 0) {
+		p->ipq_all = true;	/* the next update looks at every pod */
+		return;
+	}
+	p->ipq[p->nipq++] = pod;
+	pod->queued = p->nipq;
+}
+
+static void ipq_del(struct policy *p, struct ppod *pod)
+{
+	struct ppod *last;
+
+	if (!pod->queued)
+		return;
+	last = p->ipq[--p->nipq];
+	p->ipq[pod->queued - 1] = last;
+	last->queued = pod->queued;
+	pod->queued = 0;
+}
+
 static struct ppod *pod_find(struct policy *p, const char *ns, const char *name, size_t *at)
 {
 	uint64_t i;
@@ -523,6 +556,7 @@ void policy_pod_set(struct policy *p, const json_t *obj)
 				pod->ip = 0;	/* out of memory: known by name only */
 		}
 		pod->seen = true;
+		ipq_add(p, pod);
 		goto out;
 	}
 	pod = calloc(1, sizeof(*pod));
@@ -543,6 +577,7 @@ void policy_pod_set(struct policy *p, const json_t *obj)
 	if (pod->ip && u64map_put(&p->ip_index, pod->ip, p->npods) < 0)
 		pod->ip = 0;
 	p->pods[p->npods++] = pod;
+	ipq_add(p, pod);
 out:
 	pthread_mutex_unlock(&p->lock);
 }
@@ -552,6 +587,7 @@ static void pod_remove_at(struct policy *p, size_t i)
 	struct ppod *pod = p->pods[i];
 	uint64_t at;
 
+	ipq_del(p, pod);
 	u64map_del(&p->pod_index, hash2(pod->ns, pod->name));
 	ip_unindex(p, pod->ip, i);
 	p->pods[i] = p->pods[--p->npods];
@@ -1612,22 +1648,37 @@ static int classes_apply(struct policy *p)
 
 /* ---- apply ---- */
 
+/* Give pod's weft_ipcache entry the pod's identity now. */
+static void ipcache_sync_pod(struct policy *p, struct ppod *pod)
+{
+	struct weft_ipcache_entry e;
+
+	if (!pod->ip || pod->written == pod->ident->id)
+		return;
+	if (datapath_ipcache_get(p->dp, pod->ip, &e) < 0)
+		return;	/* not programmed yet: its writer fills it in */
+	pod->written = pod->ident->id;
+	if (e.identity == pod->written)
+		return;
+	e.identity = pod->written;
+	p->st.writes++;
+	(void)datapath_ipcache_put(p->dp, pod->ip, &e);
+}
+
+/* The queued pods only (policy_pod_set queues a pod whose identity
+ * moved): O(changed pods), not O(pods), per apply. */
 static void ipcache_update(struct policy *p)
 {
-	for (size_t i = 0; i < p->npods; i++) {
-		struct ppod *pod = p->pods[i];
-		struct weft_ipcache_entry e;
+	if (p->ipq_all) {
+		p->ipq_all = false;
+		for (size_t i = 0; i < p->npods; i++)
+			ipcache_sync_pod(p, p->pods[i]);
+	}
+	while (p->nipq) {
+		struct ppod *pod = p->ipq[p->nipq - 1];
 
-		if (!pod->ip || pod->written == pod->ident->id)
-			continue;
-		if (datapath_ipcache_get(p->dp, pod->ip, &e) < 0)
-			continue;	/* not programmed yet: its writer fills it in */
-		pod->written = pod->ident->id;
-		if (e.identity == pod->written)
-			continue;
-		e.identity = pod->written;
-		p->st.writes++;
-		(void)datapath_ipcache_put(p->dp, pod->ip, &e);
+		ipq_del(p, pod);
+		ipcache_sync_pod(p, pod);
 	}
 }
 
@@ -1707,13 +1758,10 @@ int policy_ipcache_write(struct policy *p, in_addr_t ip, struct weft_ipcache_ent
 			p->pods[at]->written = e->identity;
 		}
 		if (!e->identity) {
-			for (size_t i = 0; i < p->nlocals; i++)
-				if (p->locals[i].ip == ip) {
-					struct ident *id = local_ident(p, &p->locals[i]);
+			struct local *l = local_find(p, ip);
+			struct ident *id = l ? local_ident(p, l) : NULL;
 
-					e->identity = id ? id->id : 0;
-					break;
-				}
+			e->identity = id ? id->id : 0;
 		}
 	}
 	err = datapath_ipcache_put(p->dp, ip, e);
@@ -1890,6 +1938,7 @@ void policy_destroy(struct policy *p)
 	free(p->locals);
 	free(p->pols);
 	free(p->pods);
+	free(p->ipq);
 	free(p->nss);
 	free(p->ids);
 	u64map_free(&p->ns_index);

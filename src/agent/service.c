@@ -55,6 +55,8 @@
 #include "agent/policy_ct.h"
 #include "agent/conntrack.h"
 #include "agent/service.h"
+#include "lib/dlist.h"
+#include "lib/hmap.h"
 #include "lib/u64map.h"
 
 #define SVC_FRONTENDS 3
@@ -90,6 +92,8 @@ struct svc_port {
 };
 
 struct svc {
+	struct hmap_node by_name;	/* in T->by_name */
+	struct dlist due;		/* in T->due while its report may be owed */
 	char ns[256];
 	char name[256];
 	json_t *service;		/* last Service seen, or NULL */
@@ -105,7 +109,10 @@ struct svc {
 struct service_table {
 	struct svc **v;
 	size_t n, cap;
-	struct u64map by_name;		/* hash of "ns\0name" -> struct svc * */
+	struct hmap by_name;		/* struct svc by hash of (ns, name) */
+	/* the services whose error or reported text changed since the last
+	 * service_reports_take */
+	struct dlist due;
 	struct u64map svc_ids;		/* service port IDs in use (recovered ones too) */
 	struct u64map backend_ids;	/* backend IDs in use (recovered ones too) */
 	struct u64map rfe_idx;		/* hash of a frontend's slot-0 key -> index in rfe */
@@ -150,6 +157,16 @@ static bool map_full_error(int err)
 	return err == -E2BIG || err == -ENOSPC || err == -ENOMEM;
 }
 
+/* s's report may be owed: service_reports_take looks at it (and only at
+ * the services so marked, not at every one). */
+static void report_due(struct service_table *T, struct svc *s)
+{
+	if (!T->due.next)
+		dlist_init(&T->due);	/* a table not made by service_table_create */
+	if (!dlist_linked(&s->due))
+		dlist_append(&T->due, &s->due);
+}
+
 static void note_error(struct service_table *T, struct svc *s, int err, const char *what)
 {
 	if (map_full_error(err))
@@ -158,6 +175,7 @@ static void note_error(struct service_table *T, struct svc *s, int err, const ch
 		LOG_ERR("service %s/%s: %s: %s%s", s->ns, s->name, what, strerror(-err),
 			map_full_error(err) ? " (map full: raise the agent's capacity flags)" : "");
 	s->error = err;
+	report_due(T, s);
 }
 
 static void svc_error_text(const struct svc *s, char *buf, size_t len)
@@ -173,7 +191,7 @@ static void svc_error_text(const struct svc *s, char *buf, size_t len)
 
 /* After a change: the error stays until every frontend is programmed and
  * the last backend update went through. */
-static void svc_recheck(struct svc *s, int backends_rc)
+static void svc_recheck(struct service_table *T, struct svc *s, int backends_rc)
 {
 	if (backends_rc < 0)
 		return;
@@ -181,6 +199,8 @@ static void svc_recheck(struct svc *s, int backends_rc)
 		for (size_t f = 0; f < s->ports[i].nfe; f++)
 			if (!s->ports[i].fe[f].programmed)
 				return;
+	if (s->error)
+		report_due(T, s);
 	s->error = 0;
 }
 
@@ -753,41 +773,27 @@ static void svc_sync(struct agent *a, struct svc *s)
 		}
 	}
 	free(want);
-	svc_recheck(s, backends_rc);
+	svc_recheck(a->svc, s, backends_rc);
 }
 
 /* ---- the table ---- */
 
 static uint64_t name_hash(const char *ns, const char *name)
 {
-	char buf[520];
-	size_t a = strnlen(ns, 255), b = strnlen(name, 255);
-
-	memcpy(buf, ns, a);
-	buf[a] = 0;
-	memcpy(buf + a + 1, name, b);
-	return u64map_hash_bytes(buf, a + 1 + b);
+	return hmap_hash_str(hmap_hash_str(HMAP_HASH_SEED, ns), name);
 }
 
-static bool is_named(const struct svc *s, const char *ns, const char *name)
-{
-	return strcmp(s->ns, ns) == 0 && strcmp(s->name, name) == 0;
-}
-
-/* By the name index; a hash shared by two names (never seen, but
- * possible) falls back to a scan for the one left out of the index. */
+/* By the name index (hmap.h: names that share a hash are compared). */
 static struct svc *svc_find(struct service_table *T, const char *ns, const char *name, bool create)
 {
-	uint64_t h = name_hash(ns, name), v;
+	uint64_t h = name_hash(ns, name);
 	struct svc *s;
-	bool taken = u64map_get(&T->by_name, h, &v);
 
-	if (taken && is_named((struct svc *)(uintptr_t)v, ns, name))
-		return (struct svc *)(uintptr_t)v;
-	if (taken)
-		for (size_t i = 0; i < T->n; i++)
-			if (is_named(T->v[i], ns, name))
-				return T->v[i];
+	for (struct hmap_node *e = hmap_first_with(&T->by_name, h); e; e = hmap_next_with(e)) {
+		s = HMAP_ENTRY(e, struct svc, by_name);
+		if (strcmp(s->ns, ns) == 0 && strcmp(s->name, name) == 0)
+			return s;
+	}
 	if (!create || grow((void **)&T->v, &T->cap, T->n, sizeof(*T->v)) < 0)
 		return NULL;
 	s = calloc(1, sizeof(*s));
@@ -795,7 +801,7 @@ static struct svc *svc_find(struct service_table *T, const char *ns, const char 
 		return NULL;
 	snprintf(s->ns, sizeof(s->ns), "%s", ns);
 	snprintf(s->name, sizeof(s->name), "%s", name);
-	if (!taken && u64map_put(&T->by_name, h, (uintptr_t)s) < 0) {
+	if (hmap_insert(&T->by_name, &s->by_name, h) < 0) {
 		free(s);
 		return NULL;
 	}
@@ -807,17 +813,14 @@ static struct svc *svc_find(struct service_table *T, const char *ns, const char 
 static void svc_drop_if_empty(struct agent *a, struct svc *s)
 {
 	struct service_table *T = a->svc;
+
 	if (s->service || s->endpoints)
 		return;
 	for (size_t i = 0; i < s->nports; i++)
 		port_free(a, &s->ports[i]);
 	free(s->ports);
-	{
-		uint64_t h = name_hash(s->ns, s->name), v;
-
-		if (u64map_get(&T->by_name, h, &v) && (struct svc *)(uintptr_t)v == s)
-			(void)u64map_del(&T->by_name, h);
-	}
+	(void)hmap_remove(&T->by_name, &s->by_name);
+	dlist_remove(&s->due);
 	T->v[s->idx] = T->v[--T->n];
 	T->v[s->idx]->idx = s->idx;
 	json_decref(s->service);
@@ -850,6 +853,7 @@ void service_apply(struct agent *a, const json_t *obj)
 			json_object_get(json_object_get(obj, "metadata"), "annotations"), key));
 		snprintf(s->reported, sizeof(s->reported), "%s", said ? said : "");
 	}
+	report_due(a->svc, s);
 }
 
 void service_remove(struct agent *a, const json_t *obj)
@@ -875,7 +879,7 @@ void endpoints_apply(struct agent *a, const json_t *obj)
 	for (size_t i = 0; i < s->nports; i++)
 		if ((rc = port_set_backends(a, s, &s->ports[i], s->endpoints)) < 0)
 			worst = rc;
-	svc_recheck(s, worst);
+	svc_recheck(a->svc, s, worst);
 }
 
 void endpoints_remove(struct agent *a, const json_t *obj)
@@ -1164,25 +1168,32 @@ void service_gc_stop(struct agent *a)
 	a->t_ct_gc = 0;
 }
 
+/* O(services whose report may be owed), not O(services). */
 int service_reports_take(struct agent *a, struct service_report **out, size_t *n)
 {
 	struct service_table *T = a->svc;
-	struct service_report *v = NULL;
+	struct service_report *v;
 	size_t cap = 0;
 	char msg[160];
+	struct dlist *e, *next;
 
 	*out = NULL;
 	*n = 0;
-	for (size_t i = 0; i < T->n; i++) {
-		struct svc *s = T->v[i];
+	for (e = dlist_first(&T->due); e; e = dlist_next(&T->due, e))
+		cap++;
+	if (!cap)
+		return 0;
+	v = calloc(cap, sizeof(*v));
+	if (!v)
+		return -ENOMEM;	/* nothing taken: the next call tries again */
+	for (e = dlist_first(&T->due); e; e = next) {
+		struct svc *s = DLIST_ENTRY(e, struct svc, due);
 
+		next = dlist_next(&T->due, e);
+		dlist_remove(e);
 		svc_error_text(s, msg, sizeof(msg));
 		if (!s->service || strcmp(msg, s->reported) == 0)
 			continue;
-		if (grow((void **)&v, &cap, *n, sizeof(*v)) < 0) {
-			free(v);
-			return -ENOMEM;
-		}
 		snprintf(v[*n].ns, sizeof(v[*n].ns), "%s", s->ns);
 		snprintf(v[*n].name, sizeof(v[*n].name), "%s", s->name);
 		snprintf(v[*n].msg, sizeof(v[*n].msg), "%s", msg);
@@ -1197,8 +1208,10 @@ void service_report_failed(struct agent *a, const struct service_report *r)
 {
 	struct svc *s = svc_find(a->svc, r->ns, r->name, false);
 
-	if (s)
+	if (s) {
 		snprintf(s->reported, sizeof(s->reported), "%s", "(retry)");
+		report_due(a->svc, s);
+	}
 }
 
 uint64_t service_map_full_count(struct agent *a)
@@ -1209,7 +1222,11 @@ uint64_t service_map_full_count(struct agent *a)
 
 struct service_table *service_table_create(void)
 {
-	return calloc(1, sizeof(struct service_table));
+	struct service_table *T = calloc(1, sizeof(*T));
+
+	if (T)
+		dlist_init(&T->due);
+	return T;
 }
 
 void service_table_destroy(struct service_table *T)
@@ -1232,7 +1249,7 @@ void service_table_destroy(struct service_table *T)
 	free(T->rfe);
 	free(T->rbe);
 	free(T->purge);
-	u64map_free(&T->by_name);
+	hmap_free(&T->by_name);
 	u64map_free(&T->svc_ids);
 	u64map_free(&T->backend_ids);
 	u64map_free(&T->rfe_idx);

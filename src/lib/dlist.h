@@ -35,6 +35,12 @@ static inline bool dlist_empty(const struct dlist *head)
 	return head->next == head;
 }
 
+/* Is link on a list (neither zeroed nor init'ed)? */
+static inline bool dlist_linked(const struct dlist *link)
+{
+	return link->next && link->next != link;
+}
+
 /* Add link at the end of the list head. */
 static inline void dlist_append(struct dlist *head, struct dlist *link)
 {
@@ -46,7 +52,7 @@ static inline void dlist_append(struct dlist *head, struct dlist *link)
 
 static inline void dlist_remove(struct dlist *link)
 {
-	if (link->next && link->next != link) {
+	if (dlist_linked(link)) {
 		link->prev->next = link->next;
 		link->next->prev = link->prev;
 	}
