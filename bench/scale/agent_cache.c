@@ -267,7 +267,7 @@ static void run_new(uint32_t n, struct result *r)
 
 		snprintf(ns, sizeof(ns), "ns-%u", k);
 		grp = podcache_ns_find(&pc, ns);
-		for (const struct podcache_pod *p = grp ? podcache_ns_first(grp) : NULL; p; p = podcache_ns_next(grp, p))
+		for (const struct podcache_pod *p = podcache_group_first(grp); p; p = podcache_group_next(grp, p))
 			sink += nodecache_containing(&nc, ntohl(p->ip)) != NULL;
 	}
 	r->ns[RETAG] = (now_ns() - t) / n;	/* per pod re-tagged */
@@ -288,7 +288,7 @@ static void run_new(uint32_t n, struct result *r)
 			podgen(&g, i, 0);
 			sink += podcache_find(&pc, g.ns, g.name) != NULL;
 		}
-		for (const struct podcache_pod *p = mine ? podcache_node_first(mine) : NULL; p; p = podcache_node_next(mine, p))
+		for (const struct podcache_pod *p = podcache_group_first(mine); p; p = podcache_group_next(mine, p))
 			sink += podcache_container_id(p)[0] != 0;
 	}
 	r->ns[REPORT] = (now_ns() - t) / 200;

@@ -84,6 +84,11 @@ struct nodecache_node *nodecache_set(struct nodecache *c, const struct nodecache
 	return n;
 }
 
+void nodecache_begin_list(struct nodecache *c)
+{
+	c->gen++;
+}
+
 void nodecache_mark(struct nodecache *c, struct nodecache_node *n)
 {
 	n->gen = c->gen;
@@ -99,6 +104,16 @@ void nodecache_del(struct nodecache *c, struct nodecache_node *n)
 size_t nodecache_count(const struct nodecache *c)
 {
 	return c->names.n;
+}
+
+struct nodecache_node *nodecache_first(const struct nodecache *c)
+{
+	return HMAP_ENTRY(hmap_first(&c->names), struct nodecache_node, by_name);
+}
+
+struct nodecache_node *nodecache_next(const struct nodecache *c, const struct nodecache_node *n)
+{
+	return HMAP_ENTRY(hmap_next(&c->names, &n->by_name), struct nodecache_node, by_name);
 }
 
 /* The first node at or after e (a chain of c->subnets) whose subnet is
@@ -144,36 +159,22 @@ struct nodecache_node *nodecache_by_ip(const struct nodecache *c, in_addr_t ip)
 	return HMAP_ENTRY(hmap_first_with(&c->ips, ip), struct nodecache_node, by_ip);
 }
 
-/* (the hash of an IP is the IP: every record with it holds it) */
+/* every node chained with this hash has this IP: the hash is the IP */
 struct nodecache_node *nodecache_next_ip(const struct nodecache_node *n)
 {
 	return HMAP_ENTRY(hmap_next_with(&n->by_ip), struct nodecache_node, by_ip);
 }
 
-struct nodecache_node *nodecache_first(const struct nodecache *c)
-{
-	return HMAP_ENTRY(hmap_first(&c->names), struct nodecache_node, by_name);
-}
-
-struct nodecache_node *nodecache_next(const struct nodecache *c, const struct nodecache_node *n)
-{
-	return HMAP_ENTRY(hmap_next(&c->names, &n->by_name), struct nodecache_node, by_name);
-}
-
-void nodecache_begin_list(struct nodecache *c)
-{
-	c->gen++;
-}
-
 void nodecache_sweep(struct nodecache *c, void (*gone)(void *arg, const struct nodecache_node *n), void *arg)
 {
-	for (struct nodecache_node *n = nodecache_first(c), *next; n; n = next) {
+	struct nodecache_node *n = nodecache_first(c), *next;
+
+	for (; n; n = next) {
 		next = nodecache_next(c, n);
-		if (n->gen == c->gen)
-			continue;
-		if (gone)
+		if (n->gen != c->gen && gone)
 			gone(arg, n);
-		nodecache_del(c, n);
+		if (n->gen != c->gen)
+			nodecache_del(c, n);
 	}
 }
 

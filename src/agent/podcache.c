@@ -46,7 +46,7 @@ static struct podcache_group *group_find(const struct hmap *t, const char *name)
 	return NULL;
 }
 
-static struct podcache_group *group_get(struct hmap *t, const char *name)
+static struct podcache_group *group_get(struct hmap *t, const char *name, bool of_node)
 {
 	struct podcache_group *g = group_find(t, name);
 	size_t len = strlen(name);
@@ -58,6 +58,7 @@ static struct podcache_group *group_get(struct hmap *t, const char *name)
 		return NULL;
 	memcpy(g->name, name, len + 1);
 	dlist_init(&g->pods);
+	g->of_node = of_node;
 	if (hmap_insert(t, &g->by_name, hmap_hash_str(HMAP_HASH_SEED, name)) < 0) {
 		free(g);
 		return NULL;
@@ -146,8 +147,8 @@ struct podcache_pod *podcache_set(struct podcache *c, const struct podcache_in *
 		goto fail;
 	if (c->self && strcmp(node_name, c->self) == 0 && !(detail = detail_new(in)))
 		goto fail;
-	node = group_get(&c->nodes, node_name);
-	ns = p ? p->ns : group_get(&c->nss, in->ns);
+	node = group_get(&c->nodes, node_name, true);
+	ns = p ? p->ns : group_get(&c->nss, in->ns, false);
 	if (!node || !ns)
 		goto fail;
 	if (fresh) {
@@ -270,36 +271,34 @@ struct podcache_group *podcache_ns_find(const struct podcache *c, const char *ns
 	return group_find(&c->nss, ns);
 }
 
-struct podcache_pod *podcache_ns_first(const struct podcache_group *ns)
-{
-	return DLIST_ENTRY(dlist_first(&ns->pods), struct podcache_pod, in_ns);
-}
-
-struct podcache_pod *podcache_ns_next(const struct podcache_group *ns, const struct podcache_pod *p)
-{
-	return DLIST_ENTRY(dlist_next(&ns->pods, &p->in_ns), struct podcache_pod, in_ns);
-}
-
 struct podcache_group *podcache_node_find(const struct podcache *c, const char *node)
 {
 	return group_find(&c->nodes, node);
 }
 
-struct podcache_pod *podcache_node_first(const struct podcache_group *node)
+/* The pod on g's list at link e (NULL at its end). */
+static struct podcache_pod *member(const struct podcache_group *g, const struct dlist *e)
 {
-	return DLIST_ENTRY(dlist_first(&node->pods), struct podcache_pod, in_node);
+	if (!e)
+		return NULL;
+	return g->of_node ? DLIST_ENTRY(e, struct podcache_pod, in_node) : DLIST_ENTRY(e, struct podcache_pod, in_ns);
 }
 
-struct podcache_pod *podcache_node_next(const struct podcache_group *node, const struct podcache_pod *p)
+struct podcache_pod *podcache_group_first(const struct podcache_group *g)
 {
-	return DLIST_ENTRY(dlist_next(&node->pods, &p->in_node), struct podcache_pod, in_node);
+	return g ? member(g, dlist_first(&g->pods)) : NULL;
+}
+
+struct podcache_pod *podcache_group_next(const struct podcache_group *g, const struct podcache_pod *p)
+{
+	return member(g, dlist_next(&g->pods, g->of_node ? &p->in_node : &p->in_ns));
 }
 
 /* ---- NetNamespaces ---- */
 
 int podcache_netns_set(struct podcache *c, const char *ns, uint32_t vnid, bool *changed)
 {
-	struct podcache_group *g = group_get(&c->nss, ns);
+	struct podcache_group *g = group_get(&c->nss, ns, false);
 
 	if (!g)
 		return -ENOMEM;

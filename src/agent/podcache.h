@@ -8,10 +8,11 @@
  *	                                              IP for a while (a deleted
  *	                                              pod's, then a new one's)
  *	by namespace       podcache_ns_find, then     a NetNamespace change
- *	                   podcache_ns_first, _next   re-tags that namespace's
- *	                                              pods only
+ *	                   podcache_group_first,      re-tags that namespace's
+ *	                   _next                      pods only
  *	by node name       podcache_node_find, then   the reporter reads its own
- *	                   podcache_node_first, _next node's pods only
+ *	                   podcache_group_first,      node's pods only
+ *	                   _next
  *
  * Records are small and sized to their name: a pod holds its name, IP,
  * generation and its namespace and node as pointers to shared group
@@ -52,6 +53,7 @@ struct podcache_group {
 	uint32_t vnid;			/* namespaces: valid when netns */
 	uint32_t gen;			/* namespaces: NetNamespace list that saw it */
 	bool netns;			/* namespaces: a NetNamespace gives its VNID */
+	bool of_node;			/* a node's group (pods linked by in_node) */
 	char name[];
 };
 
@@ -111,12 +113,14 @@ void podcache_begin_list(struct podcache *c);
 void podcache_sweep(struct podcache *c, void (*gone)(void *arg, const struct podcache_pod *p), void *arg);
 
 /* ---- groups ---- */
+/* The group of namespace ns, of node name node; NULL when no pod (nor,
+ * for a namespace, a NetNamespace) names it. */
 struct podcache_group *podcache_ns_find(const struct podcache *c, const char *ns);
-struct podcache_pod *podcache_ns_first(const struct podcache_group *ns);
-struct podcache_pod *podcache_ns_next(const struct podcache_group *ns, const struct podcache_pod *p);
 struct podcache_group *podcache_node_find(const struct podcache *c, const char *node);
-struct podcache_pod *podcache_node_first(const struct podcache_group *node);
-struct podcache_pod *podcache_node_next(const struct podcache_group *node, const struct podcache_pod *p);
+/* Its pods, in the order they joined: the first (NULL none, or g NULL),
+ * then the next after p. */
+struct podcache_pod *podcache_group_first(const struct podcache_group *g);
+struct podcache_pod *podcache_group_next(const struct podcache_group *g, const struct podcache_pod *p);
 
 /* ---- NetNamespaces: the VNID of a namespace ---- */
 /* Set ns's VNID and mark it seen by the current NetNamespace list;

@@ -109,7 +109,7 @@ static void check_ns(const struct podcache *c, int ns)
 		CHECK_EQ(vnid, mnet[ns].vnid);
 	if (!g)
 		return;
-	for (const struct podcache_pod *p = podcache_ns_first(g); p; p = podcache_ns_next(g, p)) {
+	for (const struct podcache_pod *p = podcache_group_first(g); p; p = podcache_group_next(g, p)) {
 		CHECK(p->ns == g && model[ns][atoi(p->name + 4)].live);
 		got++;
 	}
@@ -128,7 +128,7 @@ static void check_node(const struct podcache *c, int node)
 	CHECK_EQ(g != NULL, want > 0);
 	if (!g)
 		return;
-	for (const struct podcache_pod *p = podcache_node_first(g); p; p = podcache_node_next(g, p)) {
+	for (const struct podcache_pod *p = podcache_group_first(g); p; p = podcache_group_next(g, p)) {
 		const struct mpod *m = &model[p->ns->name[3] - '0'][atoi(p->name + 4)];
 
 		CHECK(p->node == g && m->live && m->node == node);

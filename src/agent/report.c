@@ -579,7 +579,7 @@ static void round_once(struct agent *a, struct httpc *h)
 	nmine = mine ? mine->npods : 0;
 	gone = calloc(nmine ? nmine : 1, sizeof(*gone));
 	held = calloc(nmine ? nmine : 1, sizeof(*held));
-	for (p = mine && gone && held ? podcache_node_first(mine) : NULL; p; p = podcache_node_next(mine, p)) {
+	for (p = gone && held ? podcache_group_first(mine) : NULL; p; p = podcache_group_next(mine, p)) {
 		const char *cid = podcache_container_id(p);
 		bool leased = false;
 		struct ipam_lease l;

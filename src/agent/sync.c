@@ -389,7 +389,7 @@ static void retag(struct agent *a, const char *ns)
 
 	(void)ipam_foreach(a->ipam, retag_lease, &c);
 	if (ns)
-		for (p = g ? podcache_ns_first(g) : NULL; p; p = podcache_ns_next(g, p))
+		for (p = podcache_group_first(g); p; p = podcache_group_next(g, p))
 			pod_program(a, p);
 	else
 		for (p = podcache_first(&a->pods); p; p = podcache_next(&a->pods, p))
