@@ -176,7 +176,7 @@ static bool old_has_ip(struct old_cache *c, in_addr_t ip)
 static void new_set(struct podcache *pc, struct nodecache *nc, const struct podgen *g)
 {
 	struct podcache_in in = { .ns = g->ns, .name = g->name, .node = g->node,
-				  .container_id = g->cid, .rv = g->rv, .ip = g->ip };
+				  .container_id = g->cid, .ip = g->ip };
 	struct podcache_pod *p = podcache_find(pc, g->ns, g->name);
 	uint32_t vnid;
 

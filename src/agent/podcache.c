@@ -7,10 +7,9 @@
  *     node group's list; each group's npods counts its list.
  *  2. A group is in its table iff npods > 0, or (a namespace) netns.
  *     A group whose last reason goes is freed at once (group_release).
- *  3. detail != NULL iff the pod's node is c->self (and then it is
- *     "container_id\0rv\0").
+ *  3. container_id != NULL iff the pod's node is c->self.
  *  4. podcache_set() changes nothing when it fails: what may fail (a
- *     group, the detail, the record, table room) is done before the
+ *     group, the container ID, the record, table room) is done before the
  *     first change, and the inserts after it have their room reserved.
  */
 #include "agent/podcache.h"
@@ -108,19 +107,6 @@ struct podcache_pod *podcache_find(const struct podcache *c, const char *ns, con
 	return NULL;
 }
 
-static char *detail_new(const struct podcache_in *in)
-{
-	const char *cid = in->container_id ? in->container_id : "", *rv = in->rv ? in->rv : "";
-	size_t a = strlen(cid), b = strlen(rv);
-	char *d = malloc(a + b + 2);
-
-	if (d) {
-		memcpy(d, cid, a + 1);
-		memcpy(d + a + 1, rv, b + 1);
-	}
-	return d;
-}
-
 static void group_join(struct podcache_group *g, struct dlist *link)
 {
 	dlist_append(&g->pods, link);
@@ -139,13 +125,14 @@ struct podcache_pod *podcache_set(struct podcache *c, const struct podcache_in *
 	struct podcache_pod *p = podcache_find(c, in->ns, in->name);
 	struct podcache_group *node = NULL, *ns = NULL;
 	const char *node_name = in->node ? in->node : "";
-	char *detail = NULL;
+	char *cid = NULL;
 	bool fresh = !p;
 
 	/* everything that may fail, before anything changes (invariant 4) */
 	if (hmap_reserve(&c->pods, 1) < 0 || hmap_reserve(&c->ips, 1) < 0)
 		goto fail;
-	if (c->self && strcmp(node_name, c->self) == 0 && !(detail = detail_new(in)))
+	if (c->self && strcmp(node_name, c->self) == 0 &&
+	    !(cid = strdup(in->container_id ? in->container_id : "")))
 		goto fail;
 	node = group_get(&c->nodes, node_name, true);
 	ns = p ? p->ns : group_get(&c->nss, in->ns, false);
@@ -175,12 +162,12 @@ struct podcache_pod *podcache_set(struct podcache *c, const struct podcache_in *
 		if (p->ip)
 			insert_reserved(&c->ips, &p->by_ip, p->ip);
 	}
-	free(p->detail);
-	p->detail = detail;
+	free(p->container_id);
+	p->container_id = cid;
 	p->gen = c->gen;
 	return p;
 fail:
-	free(detail);
+	free(cid);
 	if (node)
 		group_release(&c->nodes, node);
 	if (ns && fresh)
@@ -196,7 +183,7 @@ void podcache_del(struct podcache *c, struct podcache_pod *p)
 		(void)hmap_remove(&c->ips, &p->by_ip);
 	group_leave(&c->nss, p->ns, &p->in_ns);
 	group_leave(&c->nodes, p->node, &p->in_node);
-	free(p->detail);
+	free(p->container_id);
 	free(p);
 }
 
@@ -223,19 +210,14 @@ struct podcache_pod *podcache_next(const struct podcache *c, const struct podcac
 
 const char *podcache_container_id(const struct podcache_pod *p)
 {
-	return p->detail ? p->detail : "";
-}
-
-const char *podcache_rv(const struct podcache_pod *p)
-{
-	return p->detail ? p->detail + strlen(p->detail) + 1 : "";
+	return p->container_id ? p->container_id : "";
 }
 
 void podcache_free(struct podcache *c)
 {
 	for (struct podcache_pod *p = podcache_first(c), *next; p; p = next) {
 		next = podcache_next(c, p);
-		free(p->detail);
+		free(p->container_id);
 		free(p);
 	}
 	hmap_free(&c->pods);

@@ -16,9 +16,9 @@
  *
  * Records are small and sized to their name: a pod holds its name, IP,
  * generation and its namespace and node as pointers to shared group
- * records (one per namespace and per node name).  Its container ID and
- * resourceVersion are kept only when the pod is on the cache's own node
- * (self): nothing reads them of other nodes' pods.  So the cache costs
+ * records (one per namespace and per node name).  Its container ID is
+ * kept only when the pod is on the cache's own node (self): nothing reads
+ * it of other nodes' pods.  So the cache costs
  * about 150 bytes a pod, and what grows with the cluster beyond that is
  * nothing.
  *
@@ -63,7 +63,7 @@ struct podcache_pod {
 	struct dlist in_ns, in_node;
 	struct podcache_group *ns;
 	struct podcache_group *node;	/* spec.nodeName ("" unscheduled) */
-	char *detail;			/* container ID, NUL, resourceVersion: pods of self only */
+	char *container_id;		/* pods of self only, else NULL */
 	in_addr_t ip;			/* status.podIP, network order; 0 none */
 	uint32_t gen;			/* the list (or event after it) that set it last */
 	char name[];
@@ -81,11 +81,11 @@ struct podcache {
 /* What a Pod says, as podcache_set() takes it (strings borrowed). */
 struct podcache_in {
 	const char *ns, *name, *node;	/* node "" when unscheduled */
-	const char *container_id, *rv;	/* kept for pods of self only */
+	const char *container_id;	/* kept for pods of self only */
 	in_addr_t ip;
 };
 
-/* A zeroed cache is empty and keeps no details; init names self. */
+/* A zeroed cache is empty and keeps no container IDs; init names self. */
 void podcache_init(struct podcache *c, const char *self);
 void podcache_free(struct podcache *c);
 size_t podcache_count(const struct podcache *c);
@@ -104,7 +104,6 @@ struct podcache_pod *podcache_first(const struct podcache *c);
 struct podcache_pod *podcache_next(const struct podcache *c, const struct podcache_pod *p);
 /* "" unless p is a pod of self. */
 const char *podcache_container_id(const struct podcache_pod *p);
-const char *podcache_rv(const struct podcache_pod *p);
 
 /* ---- relists ---- */
 void podcache_begin_list(struct podcache *c);

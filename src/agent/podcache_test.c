@@ -5,7 +5,7 @@
  * deleted; relists that keep a random part; NetNamespaces set, deleted
  * and relisted.  After every step each index agrees with the model: by
  * name, by IP (several pods on one IP), by namespace, by node, the
- * details kept for the own node only, the VNIDs, and what a sweep
+ * container IDs kept for the own node only, the VNIDs, and what a sweep
  * removed.  Small name and address spaces make every case frequent.
  */
 #include "agent/podcache.h"
@@ -21,7 +21,7 @@ enum { NS = 4, NAMES = 60, NODES = 5, IPS = 24, STEPS = 30000 };
 struct mpod {
 	bool live;
 	int ns, name, node;		/* node NODES: SELF; NODES+1: "" */
-	int cid, rv;
+	int cid;
 	in_addr_t ip;
 	uint32_t gen;
 	bool gone;			/* scratch: the sweep reported it */
@@ -58,7 +58,7 @@ static void check_pod(const struct podcache *c, int ns, int name)
 {
 	const struct mpod *m = &model[ns][name];
 	const struct podcache_pod *p = podcache_find(c, nsname[ns], podname[name]);
-	char cid[16], rv[16];
+	char cid[16];
 
 	CHECK_EQ(p != NULL, m->live);
 	if (!p)
@@ -68,12 +68,10 @@ static void check_pod(const struct podcache *c, int ns, int name)
 	CHECK_STR(p->node->name, nodename[m->node]);
 	CHECK_EQ(p->ip, m->ip);
 	snprintf(cid, sizeof(cid), "c%d", m->cid);
-	snprintf(rv, sizeof(rv), "%d", m->rv);
-	if (m->node == NODES) {		/* self: the details are kept */
+	if (m->node == NODES) {		/* self: the container ID is kept */
 		CHECK_STR(podcache_container_id(p), cid);
-		CHECK_STR(podcache_rv(p), rv);
 	} else {
-		CHECK(p->detail == NULL);
+		CHECK(p->container_id == NULL);
 		CHECK_STR(podcache_container_id(p), "");
 	}
 }
@@ -161,17 +159,15 @@ static void check_all(const struct podcache *c)
 static void set_pod(struct podcache *c, uint64_t *st, int n, int k)
 {
 	struct mpod *m = &model[n][k];
-	char cid[16], rv[16];
+	char cid[16];
 	struct podcache_in in;
 
 	m->node = (int)test_rnd(st, NODES + 2);
 	m->ip = ip_of((int)test_rnd(st, IPS));
 	m->cid = (int)test_rnd(st, 1000);
-	m->rv = (int)test_rnd(st, 100000);
 	snprintf(cid, sizeof(cid), "c%d", m->cid);
-	snprintf(rv, sizeof(rv), "%d", m->rv);
 	in = (struct podcache_in){ .ns = nsname[n], .name = podname[k], .node = nodename[m->node],
-				   .container_id = cid, .rv = rv, .ip = m->ip };
+				   .container_id = cid, .ip = m->ip };
 	CHECK(podcache_set(c, &in) != NULL);
 	m->live = true;
 	m->gen = mgen;
@@ -292,11 +288,11 @@ TEST(podcache_long_names)
 	name[sizeof(name) - 1] = 0;
 	podcache_init(&c, SELF);
 	p = podcache_set(&c, &(struct podcache_in){ .ns = ns, .name = name, .node = SELF,
-						    .container_id = "abc", .rv = "7", .ip = 0 });
+						    .container_id = "abc", .ip = 0 });
 	CHECK(p != NULL);
 	CHECK(podcache_find(&c, ns, name) == p);
 	CHECK_EQ(strlen(p->name), 299);
-	CHECK_STR(podcache_rv(p), "7");
+	CHECK_STR(podcache_container_id(p), "abc");
 	CHECK(!podcache_by_ip(&c, 0));	/* no IP: not indexed by one */
 	/* an update keeps the record where it is */
 	CHECK(podcache_set(&c, &(struct podcache_in){ .ns = ns, .name = name, .node = "other",

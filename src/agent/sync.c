@@ -225,7 +225,6 @@ static void nodes_listed(struct agent *a)
 static void parse_pod(const json_t *obj, struct podcache_in *p)
 {
 	const char *ip = obj_str(obj, "status.podIP"), *node = obj_str(obj, "spec.nodeName");
-	const char *rv = obj_str(obj, "metadata.resourceVersion");
 	const json_t *ann = json_object_get(json_object_get(obj, "metadata"), "annotations");
 	const char *cid = json_string_value(json_object_get(ann, AGENT_ANN_CONTAINER));
 	struct in_addr ia = { 0 };
@@ -234,7 +233,6 @@ static void parse_pod(const json_t *obj, struct podcache_in *p)
 	p->name = obj_name(obj) ? obj_name(obj) : "";
 	p->node = node ? node : "";
 	p->container_id = cid ? cid : "";
-	p->rv = rv ? rv : "";
 	if (ip && inet_pton(AF_INET, ip, &ia) == 1)
 		p->ip = ia.s_addr;
 	else
@@ -869,7 +867,7 @@ int sync_start(struct agent *a)
 		return -ENOMEM;
 	a->kinds = k;
 	pthread_mutex_lock(&a->lock);
-	podcache_init(&a->pods, a->o.node);	/* its own pods keep their details */
+	podcache_init(&a->pods, a->o.node);	/* its own pods keep their container IDs */
 	pthread_mutex_unlock(&a->lock);
 
 	a->http_nodes = agent_http(a);
