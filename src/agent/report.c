@@ -34,6 +34,8 @@
 #include <time.h>
 
 #include "agent/agent.h"
+#include "lib/hmap.h"
+#include "lib/u64map.h"
 
 #define REPORT_PERIOD_S 5
 
@@ -556,6 +558,7 @@ static bool record_matches(struct agent *a, const struct ipam_lease *l)
 static void round_once(struct agent *a, struct httpc *h)
 {
 	struct lease_list ll = { 0 };
+	struct u64map leased_ids = { 0 };
 	struct seen_record *gone = NULL, *held = NULL;
 	const struct podcache_group *mine;
 	const struct podcache_pod *p;
@@ -563,6 +566,12 @@ static void round_once(struct agent *a, struct httpc *h)
 
 	if (ipam_foreach(a->ipam, collect, &ll) < 0)
 		goto out;
+	/* the containers that hold a lease: a record of one of them is not
+	 * gone, whatever address it shows yet (a record is written in two
+	 * steps, its status last, and the round may see the first) */
+	for (i = 0; i < ll.n; i++)
+		if (u64map_put(&leased_ids, hmap_hash_str(HMAP_HASH_SEED, ll.v[i].owner.container_id), 1) < 0)
+			goto out;
 	pthread_mutex_lock(&a->lock);
 	if (!a->pods_synced || !a->controller_up) {
 		pthread_mutex_unlock(&a->lock);
@@ -581,13 +590,11 @@ static void round_once(struct agent *a, struct httpc *h)
 	held = calloc(nmine ? nmine : 1, sizeof(*held));
 	for (p = gone && held ? podcache_group_first(mine) : NULL; p; p = podcache_group_next(mine, p)) {
 		const char *cid = podcache_container_id(p);
-		bool leased = false;
-		struct ipam_lease l;
+		bool leased;
 
 		if (!cid[0])
 			continue;
-		if (p->ip && ipam_find_ip(a->ipam, p->ip, &l) == 0 && strcmp(l.owner.container_id, cid) == 0)
-			leased = true;
+		leased = u64map_get(&leased_ids, hmap_hash_str(HMAP_HASH_SEED, cid), NULL);
 		if (!leased && p->ip && ipam_is_quarantined(a->ipam, p->ip))
 			record_copy(&held[nheld++], p);	/* its lease file is quarantined: not gone */
 		else if (!leased)
@@ -607,6 +614,7 @@ out:
 	free(gone);
 	free(held);
 	free(ll.v);
+	u64map_free(&leased_ids);
 }
 
 static void *report_thread(void *arg)

@@ -96,8 +96,11 @@ struct svc {
 	struct dlist due;		/* in T->due while its report may be owed */
 	char ns[256];
 	char name[256];
-	json_t *service;		/* last Service seen, or NULL */
-	json_t *endpoints;		/* last Endpoints seen, or NULL */
+	/* the last Service and Endpoints seen, as compact JSON text (a tree
+	 * of jansson nodes costs ten times its text, and an agent holds
+	 * every service of the cluster), or NULL */
+	char *service;
+	char *endpoints;
 	struct svc_port *ports;
 	size_t nports;
 	size_t idx;			/* in T->v */
@@ -683,9 +686,14 @@ static void svc_sync(struct agent *a, struct svc *s)
 	struct svc_port *want = NULL;
 	size_t nwant = 0;
 	int rc, backends_rc = 0;
+	json_t *service = s->service ? json_loads(s->service, 0, NULL) : NULL;
+	json_t *endpoints = s->endpoints ? json_loads(s->endpoints, 0, NULL) : NULL;
 
-	if (s->service && desired_ports(s->service, &want, &nwant) < 0) {
+	if ((s->service && !service) || (s->endpoints && !endpoints) ||
+	    (service && desired_ports(service, &want, &nwant) < 0)) {
 		note_error(a->svc, s, -ENOMEM, "reading the service");
+		json_decref(service);
+		json_decref(endpoints);
 		return;
 	}
 	/* ports gone */
@@ -737,7 +745,7 @@ static void svc_sync(struct agent *a, struct svc *s)
 				note_error(a->svc, s, rc, "updating the service entry");
 		}
 		/* backends before new frontends: a new frontend starts complete */
-		rc = port_set_backends(a, s, p, s->endpoints);
+		rc = port_set_backends(a, s, p, endpoints);
 		if (rc < 0)
 			backends_rc = rc;
 		/* frontends gone */
@@ -773,6 +781,8 @@ static void svc_sync(struct agent *a, struct svc *s)
 		}
 	}
 	free(want);
+	json_decref(service);
+	json_decref(endpoints);
 	svc_recheck(a->svc, s, backends_rc);
 }
 
@@ -823,15 +833,15 @@ static void svc_drop_if_empty(struct agent *a, struct svc *s)
 	dlist_remove(&s->due);
 	T->v[s->idx] = T->v[--T->n];
 	T->v[s->idx]->idx = s->idx;
-	json_decref(s->service);
-	json_decref(s->endpoints);
+	free(s->service);
+	free(s->endpoints);
 	free(s);
 }
 
-static void set_obj(json_t **slot, const json_t *obj)
+static void set_obj(char **slot, const json_t *obj)
 {
-	json_decref(*slot);
-	*slot = obj ? json_deep_copy(obj) : NULL;
+	free(*slot);
+	*slot = obj ? json_dumps(obj, JSON_COMPACT) : NULL;
 }
 
 void service_apply(struct agent *a, const json_t *obj)
@@ -877,7 +887,7 @@ void endpoints_apply(struct agent *a, const json_t *obj)
 	s->seen_endpoints = true;
 	set_obj(&s->endpoints, obj);
 	for (size_t i = 0; i < s->nports; i++)
-		if ((rc = port_set_backends(a, s, &s->ports[i], s->endpoints)) < 0)
+		if ((rc = port_set_backends(a, s, &s->ports[i], obj)) < 0)
 			worst = rc;
 	svc_recheck(a->svc, s, worst);
 }
@@ -901,7 +911,7 @@ static void listed(struct agent *a, bool services)
 	for (size_t i = 0; i < T->n;) {
 		struct svc *s = T->v[i];
 		bool *seen = services ? &s->seen_service : &s->seen_endpoints;
-		json_t **obj = services ? &s->service : &s->endpoints;
+		char **obj = services ? &s->service : &s->endpoints;
 
 		if (!*seen && *obj) {
 			set_obj(obj, NULL);
@@ -1241,8 +1251,8 @@ void service_table_destroy(struct service_table *T)
 			free(s->ports[j].local);
 		}
 		free(s->ports);
-		json_decref(s->service);
-		json_decref(s->endpoints);
+		free(s->service);
+		free(s->endpoints);
 		free(s);
 	}
 	free(T->v);
