@@ -208,6 +208,10 @@ check "a taken VIP is refused naming it" \
 lb lb-c 10.9.9.9 >"$DIR/lb-c.yaml"
 check "a VIP outside the pools is refused naming it" \
 	expect 1 'spec\.loadBalancerIP: 10\.9\.9\.9 is not inside a VIP pool \(192\.168\.100\.0/30\)' W apply -f "$DIR/lb-c.yaml"
+# the load-balancer controller writes lb-a's and lb-b's VirtualServices on
+# its own tick: once they are there, nothing else writes
+vs_there() { [ "$(api GET "/apis/lb.weft.io/v1/virtualservices/weft--blue-$1" | code_of)" = 200 ]; }
+wait_for 10 vs_there lb-a && wait_for 10 vs_there lb-b || fail "the VirtualServices of lb-a and lb-b appear"
 before=$(revision)
 lb lb-c >"$DIR/lb-c.yaml"
 check "exhausted pool: refused naming the pool" \
