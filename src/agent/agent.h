@@ -2,7 +2,11 @@
  * agent.h — weft-agent's private state, shared by its parts (not by other
  * components):
  *
- *   main.c     flags, signals, start-up order, shutdown
+ *   main.c     flags, signals
+ *   lifecycle.c  the start-up order (below) and the shutdown, for weft-agent
+ *              and for each of weft-hollow's agents
+ *   hollow.c   a hollow node: no kernel of its own, pods from its runner
+ *   log.c      the log lines
  *   node.c     registration with the controller, node.json, devices
  *              (VXLAN, gateway address, routes, the service device),
  *              masquerade, MTU
@@ -23,7 +27,7 @@
  * the maps and the leases have their own (single syscalls / ipam's mutex).
  * Netlink handles are per thread.  No lock is held across an HTTP call.
  *
- * Start-up order (main.c), each step finishing before the next:
+ * Start-up order (lifecycle.c), each step finishing before the next:
  *   1. node identity: register (PUT Node) or, with the controller down,
  *      node.json from the last registration;
  *   2. data plane: open the pinned maps; keep them when their config entry
@@ -258,7 +262,7 @@ int pod_maps_write(struct agent *a, const struct ipam_owner *owner, in_addr_t ip
 void pod_host_ifname(const char *container_id, const char *ifname, char out[16]);
 void pod_mac_from_ip(in_addr_t ip, uint8_t mac[6]);
 
-/* agent.c: one node's agent from start to stop.  agent_init once (a
+/* lifecycle.c: one node's agent from start to stop.  agent_init once (a
  * zeroed struct with its options and a->kernel set), then agent_start:
  * the start-up order above, steps 1 to 5; on failure (logged) -1, and
  * agent_stop still undoes what was done.  agent_stop stops the threads

@@ -1,6 +1,6 @@
 /*
  * fleet.h — weft-hollow's nodes: N hollow agents in this process, each a
- * struct agent running the agent's own code (agent.c) on maps in memory
+ * struct agent running the agent's own code (lifecycle.c) on maps in memory
  * with agent_kernel_hollow, plus what the runner needs to watch them.
  *
  * Ownership: fleet_create copies nothing it is given but keeps pointers

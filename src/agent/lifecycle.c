@@ -1,5 +1,5 @@
 /*
- * agent.c — one node's agent from start to stop, in the order agent.h
+ * lifecycle.c — one node's agent from start to stop, in the order agent.h
  * gives (register, data plane, devices and leases, CNI, watches), and its
  * shutdown.  weft-agent (main.c) runs one on the real kernel; weft-hollow
  * runs many in one process, each hollow (a->kernel =
