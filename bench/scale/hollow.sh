@@ -9,10 +9,14 @@
 # For each N in BENCH_SCALE_NODES, with BENCH_SCALE_PODS pods a node and
 # BENCH_SCALE_SERVICES services (3 hand-written endpoints each):
 #   cold start   from the first agent's start to every node's maps holding
-#                every node, pod, service and endpoint (agents registered,
-#                lists read, pods leased and reported, watches delivered)
-#   pod add      one pod at a time on node i, until the last node's
-#                ipcache has it: p50 / p99 over BENCH_SCALE_PROBES
+#                every node, service and endpoint and the pods it needs
+#                (agents registered, lists read, pods leased and reported,
+#                watches delivered)
+#   pod add      one pod at a time on node i, until every node that needs
+#                it has it: p50 / p99 over BENCH_SCALE_PROBES.  A node
+#                asks for its own pods only, unless a NetworkPolicy names
+#                pods as peers: BENCH_SCALE_PEERS=1 makes one (mode
+#                networkpolicy), and then every node needs every pod
 #   endpoint     one Endpoints PUT at a time, until every node applied
 #                its revision: p50 / p99
 #   controller   CPU seconds of the cold start, RSS after it
@@ -31,6 +35,7 @@
 #   BENCH_SCALE_SERVICES  services                     (1000)
 #   BENCH_SCALE_PROBES    pod adds and endpoint changes timed at each size (50)
 #   BENCH_SCALE_CHECK     compare every map with the cluster (1)
+#   BENCH_SCALE_PEERS     1: a NetworkPolicy naming pods as peers (0)
 #   BENCH_SCALE_TIMEOUT   seconds for each wait        (600)
 #   BENCH_SCALE_SAVE      a directory to keep each size's JSON report in (unset)
 #   WEFT_BIN              the binaries                 (build/release/bin)
@@ -46,6 +51,7 @@ PODS=${BENCH_SCALE_PODS:-30}
 SVCS=${BENCH_SCALE_SERVICES:-1000}
 PROBES=${BENCH_SCALE_PROBES:-50}
 CHECK=${BENCH_SCALE_CHECK:-1}
+PEERS=${BENCH_SCALE_PEERS:-0}
 TIMEOUT=${BENCH_SCALE_TIMEOUT:-600}
 PIDS=() NSS=() NEED=()
 declare -A LAB_UP=()
@@ -61,7 +67,9 @@ done
 # N agents keep N × 8 connections to the controller, each a descriptor on
 # both sides; the hard limit is raised when we may (root)
 ulimit -n 1048576 2>/dev/null || ulimit -n "$(ulimit -Hn)"
-say "sizes: $SIZES nodes; $PODS pods a node; $SVCS services; $PROBES probes; descriptors $(ulimit -n)"
+MODE=multitenant PEERFLAG=()
+[ "$PEERS" = 1 ] && MODE=networkpolicy PEERFLAG=(--pod-peers)
+say "sizes: $SIZES nodes; $PODS pods a node; $SVCS services; $PROBES probes; mode $MODE$([ "$PEERS" = 1 ] && echo ", a policy naming pods as peers: every node needs every pod"); descriptors $(ulimit -n)"
 
 port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
@@ -88,7 +96,7 @@ run_size() { # N: one fresh controller, one weft-hollow run; the report in TMP/N
 	metadata: {name: default}
 	clusterNetworks: [{cidr: 10.128.0.0/14, hostSubnetLength: 6}]
 	serviceNetwork: 172.30.0.0/16
-	mode: multitenant
+	mode: $MODE
 	EOF2
 	if ! KUBECONFIG=$dir/admin.kubeconfig "$WEFT_BIN/weftctl" apply -f "$dir/cn.yaml" >"$dir/apply.log" 2>&1; then
 		say "N=$n: ClusterNetwork refused: $(oneline <"$dir/apply.log")"; return 1
@@ -97,7 +105,7 @@ run_size() { # N: one fresh controller, one weft-hollow run; the report in TMP/N
 	[ "$CHECK" = 1 ] && checkflag=(--check)
 	"$WEFT_BIN/weft-hollow" --controller "$url" --token-file "$dir/admin.token" \
 		--ca-file "$dir/pki/ca.crt" --nodes "$n" --pods-per-node "$PODS" --services "$SVCS" \
-		--pod-adds "$PROBES" --endpoint-changes "$PROBES" "${checkflag[@]}" \
+		--pod-adds "$PROBES" --endpoint-changes "$PROBES" "${checkflag[@]}" "${PEERFLAG[@]}" \
 		--controller-pid "$pid" --timeout "$TIMEOUT" --state-dir "$dir/hollow" \
 		--output "$TMP/$n.json" 2>"$dir/hollow.log"
 	hrc=$?

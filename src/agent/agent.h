@@ -52,6 +52,7 @@
 #include "lib/cidr.h"
 #include "lib/httpc.h"
 #include "model/model.h"
+#include "agent/backend_addrs.h"
 #include "agent/cni_server.h"
 #include "agent/conntrack.h"
 #include "agent/datapath.h"
@@ -141,6 +142,8 @@ struct agent {
 	 * grows with the cluster is scanned per event; under lock */
 	struct nodecache nodes;
 	struct podcache pods;		/* Pods, and the namespaces' VNIDs */
+	struct backend_addrs backends;	/* service backends on other nodes */
+	bool pods_all_listed;		/* the Pods applied are every pod (sync.c) */
 	bool nodes_synced, pods_synced, netns_synced;	/* first full list applied */
 	bool services_synced, endpoints_synced;
 	bool namespaces_synced, netpols_synced;
@@ -286,6 +289,11 @@ uint32_t sync_vnid_of(struct agent *a, const char *ns);
 
 /* Wake the policy thread: an input of policy.c changed. */
 void sync_policy_kick(struct agent *a);
+/* A service backend at ip (on another node), of namespace ns: counted,
+ * and in weft_ipcache while some backend names it (under lock;
+ * backend_addrs.h).  ref: 0 or -ENOMEM. */
+int sync_backend_ref(struct agent *a, in_addr_t ip, const char *ns) __attribute__((warn_unused_result));
+void sync_backend_unref(struct agent *a, in_addr_t ip);
 
 /* hollow.c: a hollow node's pods (the node runs with agent_kernel_hollow
  * and maps in memory).  hollow_pod_add leases an address for pod ns/name,

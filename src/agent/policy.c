@@ -94,6 +94,8 @@ struct ppol {
 				 * peers match changed (its classes compute again) */
 	bool any_named_egress;	/* an egress rule to every peer on a named port:
 				 * it depends on every identity's ports */
+	bool pod_peers;		/* a rule names pods as peers (counted in
+				 * p->pod_peer_pols) */
 	bool seen;
 	struct idlist grew;	/* since the last apply, unless touched: new
 				 * identities its rules give keys to (its
@@ -175,6 +177,7 @@ struct policy {
 	 * policy_rule_name; old numbers are never given again */
 	struct u64map rule_alias;
 	bool listing[3], listed[3];
+	size_t pod_peer_pols;		/* policies with pod_peers: policy_needs_pods */
 	bool rematch_all;		/* a namespace's labels changed */
 	bool classes_all;		/* every class computes again at the next apply */
 	bool removed_ids;		/* match lists hold numbers now gone */
@@ -647,8 +650,11 @@ static struct ppol *pol_find(struct policy *p, const char *ns, const char *name,
 	return p->pols[i];
 }
 
-static void pol_clear(struct ppol *pol)
+static void pol_clear(struct policy *p, struct ppol *pol)
 {
+	if (pol->pod_peers)
+		p->pod_peer_pols--;
+	pol->pod_peers = false;
 	for (int d = 0; d < 2; d++) {
 		size_t n = pol->base[d] && pol->np.nrules[d]
 				   ? pol->base[d][pol->np.nrules[d]] : 0;
@@ -689,6 +695,20 @@ static int pol_shape(struct ppol *pol)
 	return 0;
 }
 
+/* Does a rule of np name pods as peers (a podSelector or a
+ * namespaceSelector)?  Then their identities, so every pod of the
+ * cluster, must be known here; a rule of ipBlocks, or to every peer,
+ * needs none. */
+static bool names_pod_peers(const struct netpol *np)
+{
+	for (int d = 0; d < 2; d++)
+		for (size_t r = 0; r < np->nrules[d]; r++)
+			for (size_t q = 0; q < np->rules[d][r].npeers; q++)
+				if (!np->rules[d][r].peers[q].is_block)
+					return true;
+	return false;
+}
+
 void policy_netpol_set(struct policy *p, const json_t *obj)
 {
 	const char *ns = obj_namespace(obj), *name = obj_name(obj);
@@ -719,7 +739,7 @@ void policy_netpol_set(struct policy *p, const json_t *obj)
 		pol->ref = p->next_rule++;
 		p->pols[p->npols++] = pol;
 	}
-	pol_clear(pol);
+	pol_clear(p, pol);
 	snprintf(pol->rv, sizeof(pol->rv), "%s", rv ? rv : "");
 	pol->seen = true;
 	pol->dirty = true;
@@ -733,10 +753,12 @@ void policy_netpol_set(struct policy *p, const json_t *obj)
 		goto out;
 	}
 	if (pol_shape(pol) < 0) {
-		pol_clear(pol);
+		pol_clear(p, pol);
 		goto out;
 	}
 	pol->ok = true;
+	if ((pol->pod_peers = names_pod_peers(&pol->np)))
+		p->pod_peer_pols++;
 	for (size_t r = 0; r < pol->np.nrules[NETPOL_EGRESS]; r++) {
 		const struct netpol_rule *rule = &pol->np.rules[NETPOL_EGRESS][r];
 
@@ -764,7 +786,7 @@ static void pol_remove_at(struct policy *p, size_t i)
 	p->pols[i] = p->pols[--p->npols];
 	if (i < p->npols)
 		index_move(&p->pol_index, hash2(p->pols[i]->ns, p->pols[i]->name), i);
-	pol_clear(pol);
+	pol_clear(p, pol);
 	free(pol->ns);
 	free(pol->name);
 	free(pol);
@@ -825,6 +847,16 @@ void policy_listed(struct policy *p, enum policy_kind k)
 	p->listing[k] = false;
 	p->listed[k] = true;
 	pthread_mutex_unlock(&p->lock);
+}
+
+bool policy_needs_pods(struct policy *p)
+{
+	bool needs;
+
+	pthread_mutex_lock(&p->lock);
+	needs = p->pod_peer_pols > 0;
+	pthread_mutex_unlock(&p->lock);
+	return needs;
 }
 
 bool policy_synced(struct policy *p)

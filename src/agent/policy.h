@@ -95,6 +95,12 @@ void policy_listed(struct policy *p, enum policy_kind k);
  * (a partial view would isolate too much or too little). */
 bool policy_synced(struct policy *p);
 
+/* Does some NetworkPolicy name pods as peers (podSelector or
+ * namespaceSelector in a rule)?  Then the node needs every pod of the
+ * cluster (its identity), not only its own: sync.c widens its Pods
+ * watch. */
+bool policy_needs_pods(struct policy *p);
+
 /* A pod of this node (its lease): ip is its address, ns/name its Pod.
  * Known pods get their identity's rule set; del forgets it. */
 void policy_local_set(struct policy *p, in_addr_t ip, const char *ns, const char *name);

@@ -376,8 +376,10 @@ static int fe_write_slot0(struct agent *a, struct svc_port *p)
 	return rc;
 }
 
-/* Append backend b: its weft_backends entry, its slots, then the counts. */
-static int backend_add(struct agent *a, struct svc_port *p, struct svc_backend b)
+/* Append backend b: its weft_backends entry, its slots, then the counts;
+ * a backend on another node is counted in a->backends with namespace ns
+ * (its VNID's: sync_backend_ref). */
+static int backend_add(struct agent *a, struct svc_port *p, struct svc_backend b, const char *ns)
 {
 	struct service_table *T = a->svc;
 	struct weft_backend wb = { .addr = b.ip, .port = htons(b.port), .proto = p->proto,
@@ -408,6 +410,10 @@ static int backend_add(struct agent *a, struct svc_port *p, struct svc_backend b
 	}
 	if (u64map_put(&T->backend_ids, b.id, 1) < 0) {
 		rc = -ENOMEM;
+		goto undo;
+	}
+	if (!b.local && (rc = sync_backend_ref(a, b.ip, ns)) < 0) {
+		(void)u64map_del(&T->backend_ids, b.id);
 		goto undo;
 	}
 	p->bk[p->nbk++] = b;
@@ -467,6 +473,8 @@ static void backend_remove(struct agent *a, struct svc_port *p, size_t i)
 		scope_delete_slot(a, p, WEFT_SCOPE_LOCAL, nl);
 	(void)datapath_backend_del(a->dp, b.id);
 	(void)u64map_del(&T->backend_ids, b.id);
+	if (!b.local)
+		sync_backend_unref(a, b.ip);
 	queue_purge(T, b.id);
 }
 
@@ -500,15 +508,21 @@ static uint64_t addr_port(in_addr_t ip, uint16_t port)
 	return (uint64_t)ip << 16 | port;
 }
 
+/* The backends of service port (name, proto) in Endpoints ep, and for
+ * each the namespace of the pod it is (targetRef, else the Endpoints'
+ * own; borrowed from ep, in *ns_out, freed by the caller). */
 static int desired_backends(struct agent *a, const json_t *ep, const char *name, uint8_t proto,
-			    struct svc_backend **out, size_t *n)
+			    struct svc_backend **out, const char ***ns_out, size_t *n)
 {
 	struct u64map seen = { 0 };
 	const json_t *subsets = json_object_get(ep, "subsets"), *ss, *ports, *pt, *addrs, *ad;
+	const char *own_ns = obj_namespace(ep);
 	struct svc_backend *v = NULL;
-	size_t cap = 0, i, j, k;
+	const char **vns = NULL;
+	size_t cap = 0, capns = 0, i, j, k;
 
 	*out = NULL;
+	*ns_out = NULL;
 	*n = 0;
 	json_array_foreach(subsets, i, ss) {
 		json_int_t port = 0;
@@ -528,21 +542,28 @@ static int desired_backends(struct agent *a, const json_t *ep, const char *name,
 		addrs = json_object_get(ss, "addresses");
 		json_array_foreach(addrs, k, ad) {
 			in_addr_t ip = ip_of(json_string_value(json_object_get(ad, "ip")));
+			const json_t *ref = json_object_get(ad, "targetRef");
+			const char *kind = json_string_value(json_object_get(ref, "kind"));
+			const char *ref_ns = json_string_value(json_object_get(ref, "namespace"));
 
 			if (!ip || u64map_get(&seen, addr_port(ip, (uint16_t)port), NULL))
 				continue;	/* no address, or listed twice */
 			if (grow((void **)&v, &cap, *n, sizeof(*v)) < 0 ||
+			    grow((void **)&vns, &capns, *n, sizeof(*vns)) < 0 ||
 			    u64map_put(&seen, addr_port(ip, (uint16_t)port), 1) < 0) {
 				u64map_free(&seen);
 				free(v);
+				free(vns);
 				return -ENOMEM;
 			}
+			vns[*n] = kind && strcmp(kind, "Pod") == 0 && ref_ns && ref_ns[0] ? ref_ns : own_ns;
 			v[(*n)++] = (struct svc_backend){ .ip = ip, .port = (uint16_t)port,
 							  .local = is_local(a, ip) };
 		}
 	}
 	u64map_free(&seen);
 	*out = v;
+	*ns_out = vns;
 	return 0;
 }
 
@@ -552,12 +573,13 @@ static int port_set_backends(struct agent *a, struct svc *s, struct svc_port *p,
 {
 	struct service_table *T = a->svc;
 	struct svc_backend *want = NULL;
+	const char **want_ns = NULL;
 	struct u64map wanted = { 0 }, have = { 0 };
 	size_t nwant = 0;
 	uint64_t j;
 	int rc = 0;
 
-	if (ep && (rc = desired_backends(a, ep, p->name, p->proto, &want, &nwant)) < 0)
+	if (ep && (rc = desired_backends(a, ep, p->name, p->proto, &want, &want_ns, &nwant)) < 0)
 		return rc;
 	for (j = 0; j < nwant; j++)
 		if (u64map_put(&wanted, addr_port(want[j].ip, want[j].port), j) < 0) {
@@ -580,7 +602,7 @@ static int port_set_backends(struct agent *a, struct svc *s, struct svc_port *p,
 		if (u64map_get(&have, addr_port(want[j].ip, want[j].port), NULL))
 			continue;
 		want[j].id = new_backend_id(T, p, want[j].ip, want[j].port);
-		rc = backend_add(a, p, want[j]);
+		rc = backend_add(a, p, want[j], want_ns[j]);
 		if (rc < 0) {
 			note_error(a->svc, s, rc, "adding a backend");
 			break;
@@ -590,6 +612,7 @@ out:
 	u64map_free(&wanted);
 	u64map_free(&have);
 	free(want);
+	free(want_ns);
 	return rc;
 }
 

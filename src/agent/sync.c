@@ -6,13 +6,16 @@
  *   Nodes  -> weft_nodes (subnet -> node IP; our own subnet too, so the
  *             programs know it is local) and, for other nodes, a route
  *             through the VXLAN device with the tunnel remote
- *   Pods   -> weft_ipcache (pod IP -> node IP, VNID); entries of this
- *             node's own pods come from the leases (pod.c) and are never
- *             removed by an event.  So every pod of the cluster is
- *             watched, not only this node's (no spec.nodeName
- *             selector): a remote pod's VNID is what isolates tenants
- *             and what a service backend on another node is checked
- *             against (bpf/weft_bpf.h, weft_ipcache)
+ *   Pods   -> this node's pods (spec.nodeName, as the kubelet asks);
+ *             every pod of the cluster only while a NetworkPolicy names
+ *             pods as peers (their identities; pods_scope).  Entries of
+ *             this node's own pods in weft_ipcache come from the leases
+ *             (pod.c) and are never removed by an event; the watched
+ *             remote pods give theirs (pod IP -> node IP, VNID)
+ *   Endpoints (service.c) -> weft_ipcache entries of the service
+ *             backends on other nodes that no watched pod covers (their
+ *             VNID is what lb_admit checks a client against,
+ *             backend_addrs.h)
  *   NetNamespaces -> the VNID of each namespace; a change re-tags the
  *             namespace's pods in weft_ipcache and weft_endpoints
  *   Services, Endpoints -> service.c (weft_services, weft_backends)
@@ -45,6 +48,36 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+
+struct kind_sync {
+	struct agent *a;
+	const char *path;		/* collection path */
+	const char *watch_query;	/* more of the watch's query, or NULL */
+	/* the question, for kinds whose question can change (Pods: this
+	 * node's, or every pod): scope() sets query before each list (list
+	 * and watch carry it); stale() says, while a list or watch runs,
+	 * that the question changed (the call ends, and lists again) */
+	void (*scope)(struct kind_sync *k);
+	bool (*stale)(void *k);
+	char query[192];		/* "" or "fieldSelector=..." */
+	bool all_pods;			/* Pods: the question asked is every pod */
+	const char *what;		/* "nodes" / "pods" */
+	struct httpc **http;
+	void (*begin)(struct agent *a);		/* before a list's items (may be NULL) */
+	void (*apply)(struct agent *a, const json_t *obj);
+	void (*remove)(struct agent *a, const json_t *obj);
+	void (*listed)(struct agent *a);	/* after a full list, under lock */
+	/* after a list (listed true) or an event, without the lock: what the
+	 * kind tells others (routes pruned, reporter woken, revision applied) */
+	void (*caught_up)(struct agent *a, const char *rv, bool listed);
+	bool *synced;
+	char rv[32];
+};
+
+/* what each watching thread follows: one set per agent */
+struct sync_kinds {
+	struct kind_sync nodes, pods, netns, services, endpoints, namespaces, netpols;
+};
 
 #define BACKOFF_MIN_MS 200
 #define BACKOFF_MAX_MS 3000
@@ -119,25 +152,41 @@ static void node_unprogram(struct agent *a, const struct nodecache_node *n)
 }
 
 static void pod_program(struct agent *a, const struct podcache_pod *p);
+static void backend_program(struct agent *a, const struct backend_addr *b);
 
-/* Program again the pods whose IP is in subnet s (their node was unknown
- * at their event, or its IP changed): by their IPs when s holds fewer
- * addresses than the cache holds pods (a node's /23: 512 lookups,
- * whatever the cluster's size), else by a walk of every pod. */
+/* Program again the pods and service backends whose IP is in subnet s
+ * (their node was unknown at their event, or its IP changed): by their
+ * IPs when s holds fewer addresses than the cache holds pods (a node's
+ * /23: 512 lookups, whatever the cluster's size), else by a walk. */
 static void pods_program_in(struct agent *a, const struct cidr *s)
 {
 	uint64_t size = cidr_size(s);
 	const struct podcache_pod *p;
 
+	const struct backend_addr *b;
+
 	if (size <= podcache_count(&a->pods)) {
 		for (uint64_t i = 0; i < size; i++)
 			for (p = podcache_by_ip(&a->pods, htonl(s->addr + (uint32_t)i)); p; p = podcache_next_ip(p))
 				pod_program(a, p);
+	} else {
+		for (p = podcache_first(&a->pods); p; p = podcache_next(&a->pods, p))
+			if (p->ip && cidr_contains_ip(s, ntohl(p->ip)))
+				pod_program(a, p);
+	}
+	/* and the service backends there that no pod of the watch covers */
+	if (size <= backend_addrs_count(&a->backends)) {
+		for (uint64_t i = 0; i < size; i++) {
+			in_addr_t ip = htonl(s->addr + (uint32_t)i);
+
+			if ((b = backend_addrs_find(&a->backends, ip)) && !podcache_by_ip(&a->pods, ip))
+				backend_program(a, b);
+		}
 		return;
 	}
-	for (p = podcache_first(&a->pods); p; p = podcache_next(&a->pods, p))
-		if (p->ip && cidr_contains_ip(s, ntohl(p->ip)))
-			pod_program(a, p);
+	for (b = backend_addrs_first(&a->backends); b; b = backend_addrs_next(&a->backends, b))
+		if (cidr_contains_ip(s, ntohl(b->ip)) && !podcache_by_ip(&a->pods, b->ip))
+			backend_program(a, b);
 }
 
 /* Apply one Node (added or modified); caller holds the lock. */
@@ -258,6 +307,19 @@ static bool is_local_lease(struct agent *a, in_addr_t ip)
 	return ipam_find_ip(a->ipam, ip, &l) == 0;
 }
 
+/* The weft_ipcache entry of an address of another node: node IP by its
+ * subnet, the VNID of namespace ns.  Local addresses are the leases'. */
+static void ipcache_put_remote(struct agent *a, in_addr_t ip, const char *ns)
+{
+	struct weft_ipcache_entry e = { 0 };
+
+	e.node_ip = sync_node_ip_for(a, ip);
+	if (!e.node_ip || e.node_ip == a->node_ip)
+		return;		/* no node's yet, or local pods: from the leases */
+	e.vnid = sync_vnid_of(a, ns);
+	(void)policy_ipcache_write(a->policy, ip, &e);
+}
+
 static void pod_program(struct agent *a, const struct podcache_pod *p)
 {
 	struct weft_ipcache_entry e = { 0 };
@@ -271,10 +333,65 @@ static void pod_program(struct agent *a, const struct podcache_pod *p)
 	(void)policy_ipcache_write(a->policy, p->ip, &e);
 }
 
+static void backend_program(struct agent *a, const struct backend_addr *b)
+{
+	ipcache_put_remote(a, b->ip, b->ns);
+}
+
+/* ip's weft_ipcache entry once pod `leaving` no longer holds it: another
+ * pod's that the watch knows, else the service backend's, else none (a
+ * local lease's stays: pod.c's). */
+static void ipcache_release(struct agent *a, in_addr_t ip, const struct podcache_pod *leaving)
+{
+	const struct backend_addr *b;
+
+	if (!ip || is_local_lease(a, ip))
+		return;
+	for (const struct podcache_pod *q = podcache_by_ip(&a->pods, ip); q; q = podcache_next_ip(q))
+		if (q != leaving) {
+			pod_program(a, q);
+			return;
+		}
+	b = backend_addrs_find(&a->backends, ip);
+	if (b)
+		backend_program(a, b);
+	else
+		(void)datapath_ipcache_del(a->dp, ip);
+}
+
 static void pod_unprogram(struct agent *a, const struct podcache_pod *p)
 {
-	if (p->ip && !is_local_lease(a, p->ip))
-		(void)datapath_ipcache_del(a->dp, p->ip);
+	ipcache_release(a, p->ip, p);
+}
+
+/* ---- service backends on other nodes (backend_addrs.h) ---- */
+
+int sync_backend_ref(struct agent *a, in_addr_t ip, const char *ns)
+{
+	bool first;
+	int rc = backend_addrs_ref(&a->backends, ip, ns, &first);
+
+	if (rc == 0 && first && !podcache_by_ip(&a->pods, ip))
+		backend_program(a, backend_addrs_find(&a->backends, ip));
+	return rc;
+}
+
+void sync_backend_unref(struct agent *a, in_addr_t ip)
+{
+	if (backend_addrs_unref(&a->backends, ip) && !podcache_by_ip(&a->pods, ip) &&
+	    !is_local_lease(a, ip))
+		(void)datapath_ipcache_del(a->dp, ip);
+}
+
+/* The backends of namespace ns (NULL: all) that no pod of the watch
+ * covers, programmed again: a NetNamespace changed, or a list.  A walk of
+ * the remote backends: rare events only. */
+static void backends_program_ns(struct agent *a, const char *ns)
+{
+	for (const struct backend_addr *b = backend_addrs_first(&a->backends); b;
+	     b = backend_addrs_next(&a->backends, b))
+		if ((!ns || strcmp(b->ns, ns) == 0) && !podcache_by_ip(&a->pods, b->ip))
+			backend_program(a, b);
 }
 
 static void pod_apply(struct agent *a, const json_t *obj)
@@ -307,12 +424,14 @@ static void pod_remove_obj(struct agent *a, const json_t *obj)
 	podcache_del(&a->pods, p);
 }
 
-/* ipcache entries for remote IPs no pod has */
+/* ipcache entries for remote IPs that no pod of the watch and no
+ * service backend has */
 static int stale_ipcache(in_addr_t ip, const struct weft_ipcache_entry *e, void *arg)
 {
 	struct agent *a = arg;
 
-	if (e->node_ip != a->node_ip && !podcache_by_ip(&a->pods, ip))
+	if (e->node_ip != a->node_ip && !podcache_by_ip(&a->pods, ip) &&
+	    !backend_addrs_find(&a->backends, ip))
 		(void)datapath_ipcache_del(a->dp, ip);
 	return 0;
 }
@@ -337,6 +456,7 @@ static void pods_listed(struct agent *a)
 		pod_program(a, p);
 	(void)datapath_ipcache_foreach(a->dp, stale_ipcache, a);
 	policy_listed(a->policy, POLICY_PODS);
+	a->pods_all_listed = a->kinds->pods.all_pods;
 }
 
 /* ---- NetNamespaces: the VNID of every namespace ---- */
@@ -392,6 +512,7 @@ static void retag(struct agent *a, const char *ns)
 	else
 		for (p = podcache_first(&a->pods); p; p = podcache_next(&a->pods, p))
 			pod_program(a, p);
+	backends_program_ns(a, ns);
 	if (c.n)
 		LOG_INFO("%u local pod(s)%s%s re-tagged with their namespace's VNID", c.n,
 			 ns ? " of " : "", ns ? ns : "");
@@ -438,6 +559,43 @@ static void nodes_caught_up(struct agent *a, const char *rv, bool listed)
 		(void)node_routes_prune(a);
 }
 
+/* The Pods question: this node's pods (spec.nodeName, as the kubelet
+ * asks), or every pod of the cluster while some NetworkPolicy names pods
+ * as peers (their identities: policy_needs_pods).  A remote pod is not
+ * needed otherwise: forwarding goes by node subnet, the tenant check is
+ * the receiver's (the VNID travels in the VXLAN header), and a service
+ * backend's VNID comes from its Endpoints (backend_addrs.h). */
+static void pods_scope(struct kind_sync *k)
+{
+	struct agent *a = k->a;
+
+	/* the question waits for the first NetworkPolicies list: a restarted
+	 * agent that asked for its own pods first would drop the other pods'
+	 * entries (and their identities) that its policies still use */
+	for (;;) {
+		bool listed;
+
+		pthread_mutex_lock(&a->lock);
+		listed = a->netpols_synced;
+		pthread_mutex_unlock(&a->lock);
+		if (listed || atomic_load(&a->stopping))
+			break;
+		sleep_ms(a, 20);
+	}
+	k->all_pods = policy_needs_pods(a->policy);
+	if (k->all_pods)
+		k->query[0] = 0;
+	else
+		snprintf(k->query, sizeof(k->query), "fieldSelector=spec.nodeName%%3D%s", a->o.node);
+}
+
+static bool pods_stale(void *arg)
+{
+	struct kind_sync *k = arg;
+
+	return policy_needs_pods(k->a->policy) != k->all_pods;
+}
+
 static void pods_caught_up(struct agent *a, const char *rv, bool listed)
 {
 	(void)rv;
@@ -458,22 +616,7 @@ static void netns_caught_up(struct agent *a, const char *rv, bool listed)
 	report_kick(a);
 }
 
-struct kind_sync {
-	struct agent *a;
-	const char *path;		/* collection path */
-	const char *watch_query;	/* more of the watch's query, or NULL */
-	const char *what;		/* "nodes" / "pods" */
-	struct httpc **http;
-	void (*begin)(struct agent *a);		/* before a list's items (may be NULL) */
-	void (*apply)(struct agent *a, const json_t *obj);
-	void (*remove)(struct agent *a, const json_t *obj);
-	void (*listed)(struct agent *a);	/* after a full list, under lock */
-	/* after a list (listed true) or an event, without the lock: what the
-	 * kind tells others (routes pruned, reporter woken, revision applied) */
-	void (*caught_up)(struct agent *a, const char *rv, bool listed);
-	bool *synced;
-	char rv[32];
-};
+
 
 static void set_controller_up(struct agent *a, bool up)
 {
@@ -555,6 +698,18 @@ void sync_policy_kick(struct agent *a)
 	pthread_mutex_unlock(&a->policy_lock);
 }
 
+/* Does the node know every pod its policies need (all of them, while a
+ * policy names pods as peers)? */
+static bool pods_known(struct agent *a)
+{
+	bool needs = policy_needs_pods(a->policy), known;
+
+	pthread_mutex_lock(&a->lock);
+	known = !needs || a->pods_all_listed;
+	pthread_mutex_unlock(&a->lock);
+	return known;
+}
+
 /* Applies the policy inputs after each change, batching what comes while
  * it works; a failed apply (a map write: full, usually) is tried again
  * after 1 s, then 2, 4 ... up to 30 s while it keeps failing, sooner when
@@ -583,6 +738,13 @@ static void *policy_thread(void *arg)
 		pthread_mutex_unlock(&a->policy_lock);
 		if (atomic_load(&a->stopping))
 			break;
+		/* a policy naming pods as peers is applied once every pod is
+		 * known (the Pods list that asks for all of them: its end kicks
+		 * this thread again); before, the policies stay as they are */
+		if (!pods_known(a)) {
+			retry_s = 0;
+			continue;
+		}
 		rc = policy_apply(a->policy);
 		if (rc < 0 && !retry_s)
 			LOG_WARN("network policy: writing the policy maps: %s; trying again",
@@ -610,8 +772,8 @@ static void maybe_ready(struct agent *a)
 	all = a->nodes_synced && a->pods_synced && a->netns_synced && a->namespaces_synced &&
 	      a->netpols_synced;
 	pthread_mutex_unlock(&a->lock);
-	if (!all)
-		return;
+	if (!all || !pods_known(a))
+		return;		/* the Pods list that asks for every pod ends with this again */
 	/* the policy maps before the config: no pod is opened by a
 	 * half-applied view of the policies.  Once ready, the policy thread
 	 * applies what a later list brought (each list kicks it). */
@@ -631,11 +793,16 @@ static int list_once(struct kind_sync *k)
 	size_t i;
 	int rc;
 
-	rc = httpc_request(*k->http, "GET", k->path, NULL, 0, &r, err, sizeof(err));
+	char path[512];
+
+	if (k->scope)
+		k->scope(k);
+	snprintf(path, sizeof(path), "%s%s%s", k->path, k->query[0] ? "?" : "", k->query);
+	rc = httpc_request(*k->http, "GET", path, NULL, 0, &r, err, sizeof(err));
 	if (rc < 0)
-		return rc;	/* unreachable: set_controller_up says so once */
+		return rc;	/* unreachable (set_controller_up says so once), or asked again */
 	if (r.status != 200) {
-		LOG_WARN("list %s: GET %s: HTTP %ld: %.200s; retrying", k->what, k->path, r.status, r.body);
+		LOG_WARN("list %s: GET %s: HTTP %ld: %.200s; retrying", k->what, path, r.status, r.body);
 		rc = -EPROTO;
 		goto out;
 	}
@@ -645,18 +812,19 @@ static int list_once(struct kind_sync *k)
 		 * objects would look deleted); the controller must be fixed */
 		if (!j)
 			LOG_ERR("list %s: GET %s: the controller's answer (HTTP 200, %zu bytes) is not valid "
-				"JSON: line %d, column %d: %s; nothing applied, retrying", k->what, k->path,
+				"JSON: line %d, column %d: %s; nothing applied, retrying", k->what, path,
 				r.len, jerr.line, jerr.column, jerr.text);
 		else
 			LOG_ERR("list %s: GET %s: the controller's answer is not a list; nothing applied, "
-				"retrying", k->what, k->path);
+				"retrying", k->what, path);
 		rc = -EPROTO;
 		goto out;
 	}
 	rv = obj_str(j, "metadata.resourceVersion");
 	snprintf(k->rv, sizeof(k->rv), "%s", rv ? rv : "0");
 	items = json_object_get(j, "items");
-	LOG_INFO("list %s: %zu at revision %s", k->what, json_array_size(items), k->rv);
+	LOG_INFO("list %s%s%s: %zu at revision %s", k->what, k->query[0] ? " " : "", k->query,
+		 json_array_size(items), k->rv);
 	pthread_mutex_lock(&a->lock);
 	if (k->begin)
 		k->begin(a);
@@ -738,6 +906,8 @@ static void *sync_thread(void *arg)
 		struct httpc_response r = { 0 };
 		int rc = list_once(k);
 
+		if (rc == -EINTR)
+			continue;	/* the question changed while listing */
 		if (rc < 0) {
 			set_controller_up(a, false);
 			sleep_ms(a, backoff);
@@ -763,12 +933,18 @@ static void *sync_thread(void *arg)
 			struct timespec t0, t1;
 
 			snprintf(from, sizeof(from), "%s", k->rv);
-			snprintf(path, sizeof(path), "%s?watch=1&resourceVersion=%s&timeoutSeconds=%u%s%s",
+			snprintf(path, sizeof(path), "%s?watch=1&resourceVersion=%s&timeoutSeconds=%u%s%s%s%s",
 				 k->path, k->rv, a->o.watch_timeout ? a->o.watch_timeout : 300,
-				 k->watch_query ? "&" : "", k->watch_query ? k->watch_query : "");
+				 k->watch_query ? "&" : "", k->watch_query ? k->watch_query : "",
+				 k->query[0] ? "&" : "", k->query);
 			clock_gettime(CLOCK_MONOTONIC, &t0);
 			rc = httpc_stream(*k->http, path, on_event, k, &r, err, sizeof(err));
 			clock_gettime(CLOCK_MONOTONIC, &t1);
+			if (rc == -EINTR) {
+				LOG_INFO("watch %s: the question changed; listing again", k->what);
+				httpc_response_free(&r);
+				break;
+			}
 			/* broken, unreachable, or a controller that is stopping (503) */
 			if (((rc < 0 && rc != -ECANCELED) || (rc == 0 && r.status == 503)) &&
 			    !atomic_load(&a->stopping)) {
@@ -853,10 +1029,7 @@ static void endpoints_caught_up(struct agent *a, const char *rv, bool listed)
 	caught_up_kind(a, &a->ep_applied_rev, rv, listed);
 }
 
-/* what each watching thread follows: one set per agent */
-struct sync_kinds {
-	struct kind_sync nodes, pods, netns, services, endpoints, namespaces, netpols;
-};
+
 
 int sync_start(struct agent *a)
 {
@@ -885,9 +1058,11 @@ int sync_start(struct agent *a)
 				       .caught_up = nodes_caught_up, .synced = &a->nodes_synced };
 	k->pods = (struct kind_sync){ .a = a, .path = "/api/v1/pods", .what = "pods",
 				      .watch_query = "changes=network",
+				      .scope = pods_scope, .stale = pods_stale,
 				      .http = &a->http_pods, .begin = pods_begin, .apply = pod_apply,
 				      .remove = pod_remove_obj, .listed = pods_listed,
 				      .caught_up = pods_caught_up, .synced = &a->pods_synced };
+	httpc_set_interrupt(a->http_pods, pods_stale, &k->pods);
 	k->netns = (struct kind_sync){ .a = a,
 				       .path = "/apis/network.openshift.io/v1/netnamespaces",
 				       .what = "netnamespaces", .http = &a->http_netns,
@@ -999,6 +1174,7 @@ void sync_stop(struct agent *a)
 	pthread_mutex_lock(&a->lock);
 	podcache_free(&a->pods);
 	nodecache_free(&a->nodes);
+	backend_addrs_free(&a->backends);
 	pthread_mutex_unlock(&a->lock);
 }
 

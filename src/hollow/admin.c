@@ -88,6 +88,22 @@ int admin_namespace(struct httpc *h, const char *ns, char *err, size_t len)
 	return rc;
 }
 
+int admin_pod_peer_policy(struct httpc *h, const char *ns, char *err, size_t len)
+{
+	json_t *body = json_pack("{s:s, s:s, s:{s:s, s:s}, s:{s:{}, s:[{s:[{s:{}}]}]}}",
+				 "apiVersion", "networking.k8s.io/v1", "kind", "NetworkPolicy",
+				 "metadata", "name", "same-namespace", "namespace", ns,
+				 "spec", "podSelector", "ingress", "from", "podSelector");
+	char path[128];
+	long status;
+	int rc;
+
+	snprintf(path, sizeof(path), "/apis/networking.k8s.io/v1/namespaces/%s/networkpolicies", ns);
+	rc = call(h, "POST", path, body, NULL, &status, err, len);
+	json_decref(body);
+	return rc;
+}
+
 /* an address for seed, i in 172.20.0.0/16: outside the cluster and
  * service networks (Endpoints may name pods only by their own addresses;
  * the hollow pods' come later), as a host-network or outside backend */

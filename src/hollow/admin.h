@@ -19,6 +19,11 @@ struct httpc *admin_client(const struct fleet_opts *o, char *err, size_t len);
 /* Create namespace ns (one that exists is fine). */
 int admin_namespace(struct httpc *h, const char *ns, char *err, size_t len);
 
+/* Create NetworkPolicy ns/same-namespace: ns's pods take connections
+ * from ns's pods only.  It names pods as peers, so every node needs every
+ * pod's identity: the agents widen their Pods watch to the cluster. */
+int admin_pod_peer_policy(struct httpc *h, const char *ns, char *err, size_t len);
+
 /* Create Service ns/name (ClusterIP, port 80 -> 8080, no selector) and
  * its Endpoints with `endpoints` addresses derived from seed; *svc_rev
  * and *ep_rev are raised to the revisions the answers carry. */

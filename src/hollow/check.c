@@ -3,8 +3,14 @@
  *
  * What a node must hold, from the lists:
  *   weft_nodes     each Node's spec.podCIDR -> its InternalIP, and nothing else
- *   weft_ipcache   each Pod with status.podIP -> its node's InternalIP and
- *                  its namespace's VNID (NetNamespace netid), and nothing else
+ *   weft_ipcache   the Pods of this node with a status.podIP; every Pod with
+ *                  one when some NetworkPolicy names pods as peers; and
+ *                  each address an Endpoints names in another node's
+ *                  podCIDR (a service backend there): a pod's entry is its
+ *                  node's InternalIP and its namespace's VNID (NetNamespace
+ *                  netid), a backend's the InternalIP of the node whose
+ *                  podCIDR holds it and the VNID of its targetRef's
+ *                  namespace (else the Endpoints'); nothing else
  *   weft_endpoints the Pods of this node, with that VNID, and nothing else
  *   weft_services  for each Service port with a cluster IP, slot 0 with as
  *   weft_backends  many backends as its Endpoints have addresses for that
@@ -25,8 +31,21 @@
 #include "lib/u64map.h"
 #include "model/model.h"
 
+/* an address an Endpoints names in some node's podCIDR */
+struct backend_want {
+	in_addr_t node_ip;
+	uint32_t vnid;
+	bool pod;		/* some Pod holds it */
+};
+
 struct want {
-	json_t *nodes, *pods, *netns, *services, *endpoints;
+	json_t *nodes, *pods, *netns, *services, *endpoints, *netpols;
+	bool pod_peers;			/* some NetworkPolicy names pods as peers */
+	struct backend_want *bk;
+	size_t nbk;
+	struct u64map bk_ip;		/* backend address -> index in bk */
+	struct u64map bk_per_node;	/* InternalIP -> backends in its podCIDR */
+	struct u64map bk_nonpod_per_node;	/* the same, held by no Pod */
 	struct u64map node_ip;		/* hash(node name) -> InternalIP */
 	struct u64map vnid;		/* hash(namespace) -> netid + 1 */
 	struct u64map pod_ip;		/* pod IP -> index in pods */
@@ -72,11 +91,92 @@ static void want_free(struct want *w)
 	json_decref(w->netns);
 	json_decref(w->services);
 	json_decref(w->endpoints);
+	json_decref(w->netpols);
+	free(w->bk);
+	u64map_free(&w->bk_ip);
+	u64map_free(&w->bk_per_node);
+	u64map_free(&w->bk_nonpod_per_node);
 	u64map_free(&w->node_ip);
 	u64map_free(&w->vnid);
 	u64map_free(&w->pod_ip);
 	u64map_free(&w->eps);
 	u64map_free(&w->subnets);
+}
+
+/* Does a rule of NetworkPolicy np have a peer other than an ipBlock? */
+static bool names_pod_peers(const json_t *np)
+{
+	static const char *const dirs[][2] = { { "ingress", "from" }, { "egress", "to" } };
+	const json_t *spec = json_object_get(np, "spec"), *rule, *peer;
+	size_t r, q;
+
+	for (size_t d = 0; d < 2; d++)
+		json_array_foreach(json_object_get(spec, dirs[d][0]), r, rule)
+			json_array_foreach(json_object_get(rule, dirs[d][1]), q, peer)
+				if (!json_object_get(peer, "ipBlock"))
+					return true;
+	return false;
+}
+
+static uint32_t vnid_of(struct want *w, const char *ns);
+
+/* The InternalIP of the node whose podCIDR holds ip (longest), 0: none. */
+static in_addr_t subnet_node(const struct want *w, in_addr_t ip)
+{
+	uint64_t nip;
+
+	for (int l = 32; l >= 0; l--) {
+		uint32_t h = ntohl(ip) & (l ? ~0u << (32 - l) : 0);
+
+		if (u64map_get(&w->subnets, (uint64_t)h << 8 | (unsigned)l, &nip))
+			return (in_addr_t)nip;
+	}
+	return 0;
+}
+
+static int count_up(struct u64map *m, uint64_t key)
+{
+	uint64_t n = 0;
+
+	(void)u64map_get(m, key, &n);
+	return u64map_put(m, key, n + 1);
+}
+
+/* The addresses the Endpoints name (ready ones: the agent's backends) in
+ * some node's podCIDR. */
+static int backends_load(struct want *w)
+{
+	const json_t *ep, *sub, *ad;
+	size_t i, j, k, cap = 0;
+
+	json_array_foreach(w->endpoints, i, ep)
+		json_array_foreach(json_object_get(ep, "subsets"), j, sub)
+			json_array_foreach(json_object_get(sub, "addresses"), k, ad) {
+				in_addr_t ip = ip_of(json_string_value(json_object_get(ad, "ip")));
+				const json_t *ref = json_object_get(ad, "targetRef");
+				const char *kind = json_string_value(json_object_get(ref, "kind"));
+				const char *ns = json_string_value(json_object_get(ref, "namespace"));
+				in_addr_t node = ip ? subnet_node(w, ip) : 0;
+
+				if (!node || u64map_get(&w->bk_ip, ip, NULL))
+					continue;
+				if (!(kind && strcmp(kind, "Pod") == 0 && ns && ns[0]))
+					ns = obj_namespace(ep);
+				if (w->nbk == cap) {
+					struct backend_want *v = realloc(w->bk, (cap = cap ? cap * 2 : 64) * sizeof(*v));
+
+					if (!v)
+						return -1;
+					w->bk = v;
+				}
+				w->bk[w->nbk] = (struct backend_want){ .node_ip = node, .vnid = vnid_of(w, ns),
+								      .pod = u64map_get(&w->pod_ip, ip, NULL) };
+				if (u64map_put(&w->bk_ip, ip, w->nbk) < 0 || count_up(&w->bk_per_node, node) < 0 ||
+				    (!w->bk[w->nbk].pod && count_up(&w->bk_nonpod_per_node, node) < 0))
+					return -1;
+				w->nbk++;
+			}
+	return 0;
 }
 
 static int want_load(struct fleet *f, struct want *w, char *err, size_t len)
@@ -88,7 +188,8 @@ static int want_load(struct fleet *f, struct want *w, char *err, size_t len)
 	    admin_list(f->admin, "/api/v1/pods", &w->pods, err, len) < 0 ||
 	    admin_list(f->admin, "/apis/network.openshift.io/v1/netnamespaces", &w->netns, err, len) < 0 ||
 	    admin_list(f->admin, "/api/v1/services", &w->services, err, len) < 0 ||
-	    admin_list(f->admin, "/api/v1/endpoints", &w->endpoints, err, len) < 0)
+	    admin_list(f->admin, "/api/v1/endpoints", &w->endpoints, err, len) < 0 ||
+	    admin_list(f->admin, "/apis/networking.k8s.io/v1/networkpolicies", &w->netpols, err, len) < 0)
 		return -1;
 	json_array_foreach(w->nodes, i, o) {
 		struct cidr sub;
@@ -114,6 +215,11 @@ static int want_load(struct fleet *f, struct want *w, char *err, size_t len)
 	json_array_foreach(w->endpoints, i, o)
 		if (u64map_put(&w->eps, hash_str(obj_namespace(o), obj_name(o)), i) < 0)
 			goto nomem;
+	json_array_foreach(w->netpols, i, o)
+		if (names_pod_peers(o))
+			w->pod_peers = true;
+	if (backends_load(w) < 0)
+		goto nomem;
 	return 0;
 nomem:
 	snprintf(err, len, "out of memory");
@@ -151,23 +257,38 @@ static uint32_t vnid_of(struct want *w, const char *ns)
 static int check_ipcache(in_addr_t ip, const struct weft_ipcache_entry *e, void *arg)
 {
 	struct node_check *c = arg;
-	const json_t *pod;
+	const json_t *pod = NULL;
+	const char *node;
 	uint64_t i, nip = 0;
+	in_addr_t want_ip;
+	uint32_t want_vnid;
 	char s[INET_ADDRSTRLEN];
 
 	c->seen++;
 	c->checked++;
 	inet_ntop(AF_INET, &ip, s, sizeof(s));
-	if (!u64map_get(&c->w->pod_ip, ip, &i)) {
-		wrong(c, "weft_ipcache has %s, which no Pod holds", s);
+	if (u64map_get(&c->w->pod_ip, ip, &i)) {
+		pod = json_array_get(c->w->pods, i);
+		node = obj_str(pod, "spec.nodeName");
+		if (!c->w->pod_peers && strcmp(node ? node : "", c->n->name) != 0)
+			pod = NULL;	/* another node's: only as a backend */
+	}
+	if (pod) {
+		(void)u64map_get(&c->w->node_ip, hash_str(obj_str(pod, "spec.nodeName"), NULL), &nip);
+		want_ip = (in_addr_t)nip;
+		want_vnid = vnid_of(c->w, obj_namespace(pod));
+	} else if (u64map_get(&c->w->bk_ip, ip, &i) && c->w->bk[i].node_ip != c->my_ip) {
+		want_ip = c->w->bk[i].node_ip;
+		want_vnid = c->w->bk[i].vnid;
+	} else {
+		wrong(c, "weft_ipcache has %s, which is no Pod of this node, no service backend on "
+		      "another node%s", s, c->w->pod_peers ? " and no Pod" : "");
 		return 0;
 	}
-	pod = json_array_get(c->w->pods, i);
-	(void)u64map_get(&c->w->node_ip, hash_str(obj_str(pod, "spec.nodeName"), NULL), &nip);
-	if (e->node_ip != (in_addr_t)nip || e->vnid != vnid_of(c->w, obj_namespace(pod)))
-		wrong(c, "weft_ipcache %s (pod %s/%s): node IP %08x VNID %u, the cluster says %08x VNID %u",
-		      s, obj_namespace(pod), obj_name(pod), ntohl(e->node_ip), e->vnid,
-		      ntohl((in_addr_t)nip), vnid_of(c->w, obj_namespace(pod)));
+	if (e->node_ip != want_ip || e->vnid != want_vnid)
+		wrong(c, "weft_ipcache %s%s%s%s: node IP %08x VNID %u, the cluster says %08x VNID %u",
+		      s, pod ? " (pod " : " (a service backend", pod ? obj_namespace(pod) : "",
+		      pod ? ")" : ")", ntohl(e->node_ip), e->vnid, ntohl(want_ip), want_vnid);
 	return 0;
 }
 
@@ -271,6 +392,16 @@ static void check_services(struct node_check *c)
 	}
 }
 
+/* Backends held by no Pod, on every node. */
+static size_t backends_without_pod(const struct want *w)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < w->nbk; i++)
+		n += !w->bk[i].pod;
+	return n;
+}
+
 static void check_node(struct node_check *c)
 {
 	size_t pods_with_ip = 0, mine = 0;
@@ -283,11 +414,23 @@ static void check_node(struct node_check *c)
 			if (obj_str(pod, "spec.nodeName") && strcmp(obj_str(pod, "spec.nodeName"), c->n->name) == 0)
 				mine++;
 		}
+	/* mine, and: every other pod (peers) and the backends of other
+	 * nodes no pod holds; or the backends of other nodes */
+	uint64_t bk_mine = 0, bk_nonpod_mine = 0;
+	size_t want_n;
+
+	(void)u64map_get(&c->w->bk_per_node, c->my_ip, &bk_mine);
+	(void)u64map_get(&c->w->bk_nonpod_per_node, c->my_ip, &bk_nonpod_mine);
+	if (c->w->pod_peers)
+		want_n = pods_with_ip + (backends_without_pod(c->w) - bk_nonpod_mine);
+	else
+		want_n = mine + (c->w->nbk - bk_mine);
 	c->seen = 0;
 	(void)datapath_ipcache_foreach(c->n->a.dp, check_ipcache, c);
-	if (c->seen != pods_with_ip)
-		wrong(c, "weft_ipcache has %zu entries, the cluster %zu pods with an address", c->seen,
-		      pods_with_ip);
+	if (c->seen != want_n)
+		wrong(c, "weft_ipcache has %zu entries, the node needs %zu (%zu pods of its own%s, "
+		      "service backends on other nodes)", c->seen, want_n, mine,
+		      c->w->pod_peers ? ", every other pod" : "");
 	c->seen = 0;
 	(void)datapath_endpoint_foreach(c->n->a.dp, check_endpoint, c);
 	if (c->seen != mine)
@@ -310,7 +453,7 @@ int check_fleet(struct fleet *f, struct check_result *res, char *err, size_t len
 		return -1;
 	}
 	for (unsigned i = 0; i < f->o->nodes; i++) {
-		struct node_check c = { .w = &w, .n = &f->nodes[i] };
+		struct node_check c = { .w = &w, .n = &f->nodes[i], .my_ip = f->nodes[i].a.node_ip };
 
 		check_node(&c);
 		res->nodes_checked++;

@@ -86,6 +86,8 @@ int fleet_prepare(struct fleet *f, char *err, size_t len)
 		if (admin_namespace(f->admin, ns, err, len) < 0)
 			return -1;
 	}
+	if (o->pod_peers && admin_pod_peer_policy(f->admin, "hollow-0", err, len) < 0)
+		return -1;
 	f->svc_names = calloc(o->services ? o->services : 1, sizeof(*f->svc_names));
 	if (!f->svc_names) {
 		snprintf(err, len, "out of memory");
@@ -241,18 +243,19 @@ static int pods_one(struct hollow_node *n, char *err, size_t len)
 	const struct fleet_opts *o = n->f->o;
 
 	for (unsigned p = 0; p < o->pods_per_node; p++) {
-		char ns[32], name[48];
+		char ns[32], name[64];
 		in_addr_t ip;
 		int rc;
 
 		snprintf(ns, sizeof(ns), "hollow-%u", (n->index * o->pods_per_node + p) % o->namespaces);
-		snprintf(name, sizeof(name), "pod-%u-%u", n->index + 1, p);
+		snprintf(name, sizeof(name), "%.40s-%u", n->name, p);	/* a run's own names */
 		while ((rc = hollow_pod_add(&n->a, ns, name, &ip)) == -EAGAIN)
 			usleep(10000);
 		if (rc < 0) {
 			snprintf(err, len, "node %s: pod %s/%s: %s", n->name, ns, name, strerror(-rc));
 			return -1;
 		}
+		n->pods++;
 	}
 	return 0;
 }
@@ -272,19 +275,30 @@ bool fleet_converged(struct fleet *f, char *why, size_t len)
 	for (unsigned i = 0; i < o->nodes; i++) {
 		struct agent *a = &f->nodes[i].a;
 		int64_t pods = datapath_map_count(a->dp, DATAPATH_MAP_IPCACHE);
+		uint64_t need = o->pod_peers ? f->pods_total : f->nodes[i].pods;
 		int64_t nodes = datapath_map_count(a->dp, DATAPATH_MAP_NODES);
-		int64_t svc, ep;
+		const struct podcache_group *mine;
+		int64_t svc, ep, back;
 
 		pthread_mutex_lock(&a->lock);
 		svc = a->svc_applied_rev;
 		ep = a->ep_applied_rev;
+		/* its Pod records came back by its watch: the controller has them */
+		mine = podcache_node_find(&a->pods, a->o.node);
+		back = mine ? (int64_t)mine->npods : 0;
 		pthread_mutex_unlock(&a->lock);
-		if (pods < (int64_t)f->pods_total || nodes < o->nodes || svc < f->services_rev ||
+		if (back < (int64_t)f->nodes[i].pods) {
+			if (why)
+				snprintf(why, len, "node %s: %lld of its %u Pod records back", f->nodes[i].name,
+					 (long long)back, f->nodes[i].pods);
+			return false;
+		}
+		if (pods < (int64_t)need || nodes < o->nodes || svc < f->services_rev ||
 		    ep < f->endpoints_rev) {
 			if (why)
 				snprintf(why, len, "node %s: %lld of %llu pods, %lld of %u nodes, services at "
 					 "revision %lld of %lld, endpoints at %lld of %lld",
-					 f->nodes[i].name, (long long)pods, (unsigned long long)f->pods_total, (long long)nodes,
+					 f->nodes[i].name, (long long)pods, (unsigned long long)need, (long long)nodes,
 					 o->nodes, (long long)svc, (long long)f->services_rev,
 					 (long long)ep, (long long)f->endpoints_rev);
 			return false;

@@ -33,6 +33,8 @@ struct fleet_opts {
 	unsigned endpoints_per_service;
 	unsigned starters;		/* threads starting agents and adding pods */
 	in_addr_t first_node_ip;	/* network order: node i gets first + i */
+	bool pod_peers;			/* a NetworkPolicy naming pods as peers: every
+					 * node needs every pod */
 };
 
 struct hollow_node {
@@ -44,6 +46,7 @@ struct hollow_node {
 	char dir[1024];			/* its state directory */
 	char token_file[1100];
 	bool started;
+	unsigned pods;			/* pods it added (for convergence) */
 	/* the probe: when this node's ipcache got the tracked address (ns
 	 * since the fleet's epoch, 0: not yet) */
 	_Atomic int64_t track_seen;
@@ -83,7 +86,8 @@ int fleet_start(struct fleet *f, unsigned timeout_s, char *err, size_t len);
 /* Each node adds o->pods_per_node pods.  0 or -1 with err. */
 int fleet_add_pods(struct fleet *f, char *err, size_t len);
 
-/* Whether every node's maps hold every node, every pod, and the services
+/* Whether every node's maps hold every node, the pods it needs (its own;
+ * every pod with o->pod_peers), and the services
  * and endpoints up to the revisions the runner wrote.  With why, the
  * first node that does not, and what it lacks. */
 bool fleet_converged(struct fleet *f, char *why, size_t len);

@@ -7,10 +7,13 @@
  *   prepare   namespaces, Services and their Endpoints, one credential a node
  *   start     every agent started (registered, lists read): "ready"
  *   pods      every node adds its pods (lease, maps, Pod record)
- *   converged every node's maps hold every node, pod, service and endpoint
+ *   converged every node's maps hold every node, service and endpoint, and
+ *             the pods it needs (its own, their records back; every pod
+ *             with --pod-peers)
  *   check     (--check) every node's maps compared entry by entry with
  *             what the controller lists
- *   probes    --pod-adds K: one pod at a time, until every node has it;
+ *   probes    --pod-adds K: one pod at a time, until every node that needs
+ *             it has it (its own; every node with --pod-peers);
  *             --endpoint-changes K: one Endpoints PUT at a time, until
  *             every node applied it
  *
@@ -40,7 +43,8 @@ static void usage(FILE *f)
 		"usage: weft-hollow --controller URL --token-file ADMIN_TOKEN [--ca-file FILE] --nodes N\n"
 		"                   [--pods-per-node P] [--services S] [--endpoints-per-service E]\n"
 		"                   [--namespaces K] [--state-dir DIR] [--prefix NAME] [--first-node-ip IP]\n"
-		"                   [--starters T] [--pod-adds A] [--endpoint-changes C] [--check]\n"
+		"                   [--starters T] [--pod-adds A] [--endpoint-changes C] [--pod-peers]\n"
+		"                   [--check]\n"
 		"                   [--controller-pid PID] [--timeout SECONDS] [--output FILE] [--verbose]\n"
 		"\n"
 		"  --controller URL        weft-controller (as weft-agent's --controller)\n"
@@ -57,6 +61,8 @@ static void usage(FILE *f)
 		"  --starters T            threads starting agents and adding pods (default 16)\n"
 		"  --pod-adds A            pods added one at a time and timed (default 0)\n"
 		"  --endpoint-changes C    Endpoints changed one at a time and timed (default 0)\n"
+		"  --pod-peers             a NetworkPolicy in hollow-0 naming pods as peers: every\n"
+		"                          node then needs every pod (else only its own)\n"
 		"  --check                 compare every node's maps with the cluster\n"
 		"  --tamper                before the check, remove one ipcache entry of the\n"
 		"                          first node (the checker's own test: it must fail)\n"
@@ -108,6 +114,7 @@ static int parse_flags(int argc, char **argv, struct run_opts *r)
 		{ "pod-adds", required_argument, NULL, 'A' },
 		{ "endpoint-changes", required_argument, NULL, 'C' },
 		{ "check", no_argument, NULL, 'K' },
+		{ "pod-peers", no_argument, NULL, 'N' },
 		{ "tamper", no_argument, NULL, 'Z' },
 		{ "controller-pid", required_argument, NULL, 'P' },
 		{ "timeout", required_argument, NULL, 'w' },
@@ -151,6 +158,7 @@ static int parse_flags(int argc, char **argv, struct run_opts *r)
 		case 'A': rc = number("pod-adds", optarg, 0, 100000, &r->pod_adds); break;
 		case 'C': rc = number("endpoint-changes", optarg, 0, 100000, &r->endpoint_changes); break;
 		case 'K': r->check = true; break;
+		case 'N': r->f.pod_peers = true; break;
 		case 'Z': r->tamper = true; break;
 		case 'P':
 			rc = number("controller-pid", optarg, 1, 4194304, &pid);
@@ -260,6 +268,7 @@ int main(int argc, char **argv)
 	process_limits();
 	agent_log_setup("weft-hollow", !r.verbose);
 	json_object_set_new(out, "nodes", json_integer(r.f.nodes));
+	json_object_set_new(out, "pod_peers", json_boolean(r.f.pod_peers));
 	json_object_set_new(out, "pods_per_node", json_integer(r.f.pods_per_node));
 	json_object_set_new(out, "services", json_integer(r.f.services));
 	json_object_set_new(out, "steps", steps);

@@ -1,8 +1,13 @@
 /*
  * probe.c — weft-hollow's timings (probe.h).
  *
- * A pod add is timed from just before hollow_pod_add on its node to the
- * moment the last node's ipcache got its address: each node's map-write
+ * A pod add is timed from just before hollow_pod_add on its node until
+ * every node that needs it has it.  Without a policy naming pods as peers
+ * that is its own node: its maps are written by the add itself, so the
+ * time runs until its Pod record, written by the node's reporter, came
+ * back by the node's own Pods watch (the controller has it; Endpoints and
+ * policies can select it).  With one (--pod-peers), every node needs it:
+ * the time runs until the last node's ipcache got its address: each node's map-write
  * hook stamps its own arrival (fleet.c, on_map_write), so nothing polls N
  * maps.  The address is known only once the add has leased it; the other
  * nodes cannot have it before the owner's report reaches the controller
@@ -31,6 +36,19 @@ static void track(struct fleet *f, in_addr_t ip)
 	atomic_store_explicit(&f->track_ip, ip, memory_order_release);
 }
 
+/* Has node n's Pods watch brought back pod ns/name with address ip? */
+static bool record_back(struct hollow_node *n, const char *ns, const char *name, in_addr_t ip)
+{
+	const struct podcache_pod *p;
+	bool back;
+
+	pthread_mutex_lock(&n->a.lock);
+	p = podcache_find(&n->a.pods, ns, name);
+	back = p && p->ip == ip;
+	pthread_mutex_unlock(&n->a.lock);
+	return back;
+}
+
 int probe_pod_adds(struct fleet *f, unsigned count, unsigned timeout_s, double *ms,
 		   unsigned *done, char *err, size_t len)
 {
@@ -45,7 +63,7 @@ int probe_pod_adds(struct fleet *f, unsigned count, unsigned timeout_s, double *
 		int rc;
 
 		snprintf(ns, sizeof(ns), "hollow-%u", i % o->namespaces);
-		snprintf(name, sizeof(name), "probe-%u", i);
+		snprintf(name, sizeof(name), "%.30sprobe-%u", o->prefix, i);
 		track(f, 0);
 		rc = hollow_pod_add(&n->a, ns, name, &ip);
 		if (rc < 0) {
@@ -54,6 +72,17 @@ int probe_pod_adds(struct fleet *f, unsigned count, unsigned timeout_s, double *
 		}
 		track(f, ip);
 		f->pods_total++;
+		n->pods++;
+		if (!o->pod_peers) {
+			deadline = t0 + (int64_t)timeout_s * 1000000000;
+			while (!record_back(n, ns, name, ip) && fleet_now(f) < deadline)
+				usleep(500);
+			ms[i] = record_back(n, ns, name, ip) ? (double)(fleet_now(f) - t0) / 1e6 : -1;
+			*done = i + 1;
+			if (ms[i] < 0)
+				break;
+			continue;
+		}
 		/* whoever has it already (the owner at least) is stamped now */
 		for (unsigned j = 0; j < o->nodes; j++) {
 			struct weft_ipcache_entry e;

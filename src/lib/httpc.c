@@ -64,6 +64,9 @@ struct httpc {
 	char *cert_file, *key_file;		/* client certificate, or NULL */
 	char *auth_scheme;			/* "Bearer", or "" for the bare token */
 	atomic_int cancelled;
+	bool (*interrupt)(void *arg);		/* httpc_set_interrupt, or NULL */
+	void *interrupt_arg;
+	bool interrupted;			/* the running call ended by it */
 	char curl_err[CURL_ERROR_SIZE];
 };
 
@@ -489,6 +492,12 @@ const char *httpc_server(const struct httpc *h) { return h->server; }
 
 void httpc_cancel(struct httpc *h) { atomic_store(&h->cancelled, 1); }
 
+void httpc_set_interrupt(struct httpc *h, bool (*fn)(void *arg), void *arg)
+{
+	h->interrupt = fn;
+	h->interrupt_arg = arg;
+}
+
 void httpc_response_free(struct httpc_response *resp)
 {
 	if (!resp)
@@ -567,7 +576,13 @@ static int on_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow, curl_off
 {
 	struct httpc *h = arg;
 
-	return atomic_load(&h->cancelled) ? 1 : 0;
+	if (atomic_load(&h->cancelled))
+		return 1;
+	if (h->interrupt && h->interrupt(h->interrupt_arg)) {
+		h->interrupted = true;
+		return 1;
+	}
+	return 0;
 }
 
 static int check_request(const char *method, const char *path)
@@ -694,6 +709,10 @@ static int fail(struct httpc *h, CURLcode rc, const struct xfer *x, const char *
 		errmsg(err, errlen, "%s %s%s: stopped: %s", method, h->server, path, strerror(-x->stop));
 		return x->stop;
 	}
+	if (rc == CURLE_ABORTED_BY_CALLBACK && h->interrupted) {
+		errmsg(err, errlen, "%s %s%s: interrupted", method, h->server, path);
+		return -EINTR;
+	}
 	if (rc == CURLE_ABORTED_BY_CALLBACK) {
 		errmsg(err, errlen, "%s %s%s: cancelled", method, h->server, path);
 		return -ECANCELED;
@@ -746,6 +765,7 @@ static int perform_one(struct httpc *h, const char *method, const char *path, co
 	int rc;
 
 	memset(resp, 0, sizeof(*resp));
+	h->interrupted = false;
 	rc = check_request(method, path);
 	if (rc < 0) {
 		errmsg(err, errlen, "%s: invalid request '%.16s %.200s'", h->server, method ? method : "",

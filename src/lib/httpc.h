@@ -103,6 +103,7 @@ const char *httpc_server(const struct httpc *h);
  *   -ETIMEDOUT          connect or request timeout
  *   -EMSGSIZE           response body over the bound
  *   -ECANCELED          httpc_cancel was called
+ *   -EINTR              the interrupt (httpc_set_interrupt) said so
  *   -EINVAL             bad method or path
  *   -EIO                any other transfer failure
  * On failure *resp is zeroed (nothing to free).
@@ -155,6 +156,12 @@ int httpc_set_token(struct httpc *h, const char *token) __attribute__((warn_unus
 /* Make the running call (if any) and every later call on h fail with
  * -ECANCELED, within about a second.  Async-signal-safe; for shutdown. */
 void httpc_cancel(struct httpc *h);
+
+/* While a call runs on h, ask fn(arg) about once a second (on the
+ * calling thread): when it answers true, the call ends with -EINTR.  For
+ * a watch whose question has changed (the agent's Pods watch, when the
+ * node comes to need every pod).  fn NULL: none.  Not while a call runs. */
+void httpc_set_interrupt(struct httpc *h, bool (*fn)(void *arg), void *arg);
 
 /* Response body bytes (as the server sent them, after TLS; watch streams
  * included) that every handle of this process has received so far: what

@@ -3,10 +3,14 @@
 # agents in one process (the agent's own code, maps in memory, each with
 # its own node credential), adds their pods, and compares every node's
 # maps with what the controller lists, entry by entry: weft_nodes,
-# weft_ipcache (node IP and VNID of every pod), weft_endpoints (the node's
-# own pods), and every service's frontend and backends.  Then one pod add
-# and one Endpoints change at a time, each until every node has it.  The
-# checker itself is shown to catch a wrong map (--tamper).
+# weft_ipcache (node IP and VNID of the pods the node needs), weft_endpoints
+# (the node's own pods), and every service's frontend and backends.  Then
+# one pod add and one Endpoints change at a time, each until every node
+# that needs it has it.  Each node asks for its own pods only: the
+# controller sends it no other.  A second, smaller fleet has a
+# NetworkPolicy naming pods as peers (--pod-peers): every node then asks
+# for, and holds, every pod.  The checker itself is shown to catch a
+# wrong map (--tamper).
 #
 #   weft-hollow (50 agents: 400 watch streams, 500 pods) ──HTTPS──► weft-controller ──► DIR/weft.db
 cd "$(dirname "$0")/../.." && source tests/lib.sh
@@ -33,8 +37,8 @@ rc=$?
 check "weft-hollow: $N nodes, $PODS pods each, $SVCS services: exit 0 ($(jq -r '.error // "no error"' "$dir/run.json"))" test "$rc" -eq 0
 check "every node ready, its pods added, and converged" jqr "$dir/run.json" '.steps.converged_s > 0'
 check "the maps of all $N nodes equal the cluster ($(jq -r '.check.entries_checked' "$dir/run.json") entries compared)" \
-	jqr "$dir/run.json" ".check.nodes_checked == $N and .check.nodes_wrong == 0 and .check.entries_checked > $((N * N * PODS))"
-check "10 pod adds, each in every node's ipcache (p99 $(jq -r '.pod_add.p99_ms' "$dir/run.json") ms)" \
+	jqr "$dir/run.json" ".check.nodes_checked == $N and .check.nodes_wrong == 0 and .check.entries_checked > $((N * PODS))"
+check "10 pod adds, each in its node's maps and its record back (p99 $(jq -r '.pod_add.p99_ms' "$dir/run.json") ms)" \
 	jqr "$dir/run.json" '.pod_add.timed == 10 and .pod_add.timed_out == 0'
 check "10 Endpoints changes, each applied by every node (p99 $(jq -r '.endpoint_change.p99_ms' "$dir/run.json") ms)" \
 	jqr "$dir/run.json" '.endpoint_change.timed == 10 and .endpoint_change.timed_out == 0'
@@ -54,7 +58,20 @@ check "a node whose ipcache lost an entry fails the check (exit $rc)" test "$rc"
 check "... and the report names it ($(jq -r '.check.first_difference' "$dir/tamper.json" | cut -c1-90))" \
 	jqr "$dir/tamper.json" '.check.nodes_wrong == 1 and (.check.first_difference | test("weft_ipcache"))'
 
-check "no sanitizer report from 53 agents started and stopped in one process" \
+# a NetworkPolicy naming pods as peers: every node asks for every pod of
+# the cluster (the 510 + 6 above, whose Nodes stay, and its own), holds
+# them, and a pod add reaches every one of them
+PN=20 PP=5
+hollow "$dir/peers.json" --nodes $PN --pods-per-node $PP --prefix peers- --first-node-ip 100.66.0.1 \
+	--pod-peers --check --pod-adds 5
+rc=$?
+check "--pod-peers: $PN nodes converged and checked (exit $rc: $(jq -r '.error // "no error"' "$dir/peers.json"))" test "$rc" -eq 0
+check "--pod-peers: every node holds every pod ($(jq -r '.check.entries_checked' "$dir/peers.json") entries compared)" \
+	jqr "$dir/peers.json" ".check.nodes_wrong == 0 and .check.entries_checked > $((PN * (N * PODS + 10)))"
+check "--pod-peers: 5 pod adds, each in every node's ipcache (p99 $(jq -r '.pod_add.p99_ms' "$dir/peers.json") ms)" \
+	jqr "$dir/peers.json" '.pod_add.timed == 5 and .pod_add.timed_out == 0'
+
+check "no sanitizer report from 73 agents started and stopped in one process" \
 	bash -c "! grep -q 'Sanitizer' '$dir/hollow.log'"
 check_stop "controller stops cleanly"
 finish
