@@ -370,7 +370,7 @@ struct target {
 struct dispatch {
 	struct target *t;
 	size_t n, cap;
-	const struct watch_event *ev;	/* the event being judged */
+	struct watch_event *ev;		/* the event being judged (judge may fill its network cache) */
 	size_t event;
 	const char *key;
 	bool left;			/* some watcher is sent WATCH_LEFT for it */

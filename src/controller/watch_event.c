@@ -1,6 +1,9 @@
 /*
  * watch_event.c — one store event as watchers see it (watch_event.h):
- * parsed once, judged against selectors, written as watch lines.
+ * parsed once, judged against selectors, written as watch lines.  What an
+ * update changed for a node's network (changes=network watchers) is
+ * compared only when such a watcher is sent the update otherwise, once
+ * for all of them (ev->network caches it).
  */
 #include "controller/watch_event.h"
 #include "controller/controller.h"
@@ -42,7 +45,6 @@ int watch_event_parse(const struct store_event *e, bool judged, struct watch_eve
 		if (json_is_object(ev->old)) {
 			ev->has_before = true;
 			selector_view_of(ev->old, &ev->before);
-			ev->network_changed = selector_network_changed(ev->old, ev->obj);
 		}
 	}
 	return 0;
@@ -75,13 +77,23 @@ char *watch_event_line(const char *type, const json_t *obj, size_t *len)
 	return line;
 }
 
-enum watch_delivery watch_event_delivery(const struct watch_event *ev, const struct selector *s)
+/* Whether update ev changed what a node's network is built from: compared
+ * once, at the first watcher that asks (the event's judge is one thread). */
+static bool network_changed(struct watch_event *ev)
+{
+	if (ev->network == WATCH_NETWORK_UNKNOWN)
+		ev->network = selector_network_changed(ev->old, ev->obj) ? WATCH_NETWORK_CHANGED
+									 : WATCH_NETWORK_SAME;
+	return ev->network == WATCH_NETWORK_CHANGED;
+}
+
+enum watch_delivery watch_event_delivery(struct watch_event *ev, const struct selector *s)
 {
 	bool now = ev->has_now && selector_matches(s, &ev->now);
 	bool before = ev->has_before && selector_matches(s, &ev->before);
 	bool update = ev->has_now && ev->old;
 
-	if (now && before && update && s->network_updates && !ev->network_changed)
+	if (now && before && update && s->network_updates && !network_changed(ev))
 		return WATCH_NOTHING;	/* nothing a node's network reads */
 	if (now)
 		return before || !update ? WATCH_AS_IS : WATCH_ENTERED;

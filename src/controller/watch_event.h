@@ -41,13 +41,23 @@
 #define WATCH_MODIFIED_HEAD "{\"type\":\"MODIFIED\""
 #define WATCH_ADDED_HEAD "{\"type\":\"ADDED\""
 
+/* Whether an update changed what a node's network is built from. */
+enum watch_network {
+	WATCH_NETWORK_UNKNOWN,	/* not compared yet (watch_event_parse leaves it so) */
+	WATCH_NETWORK_SAME,
+	WATCH_NETWORK_CHANGED,
+};
+
 struct watch_event {
 	const char *type;		/* "ADDED", "MODIFIED", "DELETED" */
 	json_t *obj;			/* what the event's line carries */
 	json_t *old;			/* an update's object before it (when asked for), at the event's revision */
 	struct selector_view now, before;
 	bool has_now, has_before;
-	bool network_changed;		/* an update: selector_network_changed(old, obj) */
+	/* an update: selector_network_changed(old, obj), computed by
+	 * watch_event_delivery the first time a changes=network watcher
+	 * needs it (most updates are judged for none) and kept */
+	enum watch_network network;
 };
 
 /* What a watcher with a selector is sent for an event. */
@@ -68,7 +78,11 @@ void watch_event_free(struct watch_event *ev);
 /* {"type":type,"object":obj}\n, NUL-terminated, *len without the NUL; NULL on ENOMEM. */
 char *watch_event_line(const char *type, const json_t *obj, size_t *len);
 
-enum watch_delivery watch_event_delivery(const struct watch_event *ev, const struct selector *s);
+/* What a watcher with selector s is sent for ev.  May fill ev->network
+ * (so ev is not const): an event is judged by one thread at a time — the
+ * hub's sync, under the store lock, or a watcher's own backlog read, on
+ * an event of its own. */
+enum watch_delivery watch_event_delivery(struct watch_event *ev, const struct selector *s);
 
 /* The line delivery d of ev is (WATCH_NOTHING: NULL). */
 char *watch_event_line_for(const struct watch_event *ev, enum watch_delivery d, size_t *len);

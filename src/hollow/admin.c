@@ -2,10 +2,16 @@
  * admin.c — weft-hollow's calls to the controller with the admin
  * credential (admin.h).  Plain JSON requests through lib/httpc; a 429 is
  * waited out as the agent's writes do (Retry-After, a few times).
+ *
+ * A NodeCredential's answer carries the node's token: it is in the
+ * response body and, once parsed, in a jansson string.  Both are wiped
+ * (explicit_bzero) before they are freed, as weftctl's nodecredential
+ * issue does; the token's only copy that stays is the node's token file.
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,10 +33,20 @@ struct httpc *admin_client(const struct fleet_opts *o, char *err, size_t len)
 	return httpc_create(&ho, err, len);
 }
 
+/* Free r's body, wiped first when it may hold a secret. */
+static void answer_free(struct httpc_response *r, bool secret)
+{
+	if (secret && r->body)
+		explicit_bzero(r->body, r->len);
+	httpc_response_free(r);
+}
+
 /* method path body -> *out (the answer, parsed; may be NULL) and the
- * status; a 429 is sent again after a second, up to 30 times. */
+ * status; a 429 is sent again after a second, up to 30 times.  secret:
+ * the answer carries one, and its raw body is wiped before it is freed
+ * (what *out holds is the caller's to wipe). */
 static int call(struct httpc *h, const char *method, const char *path, json_t *body, json_t **out,
-		long *status, char *err, size_t len)
+		long *status, bool secret, char *err, size_t len)
 {
 	struct httpc_response r = { 0 };
 	char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
@@ -41,7 +57,7 @@ static int call(struct httpc *h, const char *method, const char *path, json_t *b
 		return -1;
 	}
 	for (int tries = 0; tries < 30; tries++) {
-		httpc_response_free(&r);
+		answer_free(&r, secret);
 		if (httpc_request(h, method, path, text, text ? strlen(text) : 0, &r, err, len) < 0)
 			goto out;
 		if (r.status != 429)
@@ -66,7 +82,7 @@ static int call(struct httpc *h, const char *method, const char *path, json_t *b
 	rc = 0;
 out:
 	free(text);
-	httpc_response_free(&r);
+	answer_free(&r, secret);
 	return rc;
 }
 
@@ -82,7 +98,7 @@ int admin_namespace(struct httpc *h, const char *ns, char *err, size_t len)
 	json_t *body = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "v1", "kind", "Namespace",
 				 "metadata", "name", ns);
 	long status;
-	int rc = call(h, "POST", "/api/v1/namespaces", body, NULL, &status, err, len);
+	int rc = call(h, "POST", "/api/v1/namespaces", body, NULL, &status, false, err, len);
 
 	json_decref(body);
 	return rc;
@@ -134,7 +150,7 @@ int admin_service(struct httpc *h, const char *ns, const char *name, unsigned se
 			"kind", "Service", "metadata", "name", name, "namespace", ns, "spec", "ports",
 			"name", "http", "port", 80, "protocol", "TCP", "targetPort", 8080);
 	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/services", ns);
-	rc = call(h, "POST", path, svc, &ans, &status, err, len);
+	rc = call(h, "POST", path, svc, &ans, &status, false, err, len);
 	json_decref(svc);
 	if (rc < 0)
 		goto out;
@@ -149,7 +165,7 @@ int admin_service(struct httpc *h, const char *ns, const char *name, unsigned se
 	ep = endpoints_body(ns, name, addrs);
 	addrs = NULL;
 	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/endpoints", ns);
-	rc = call(h, "POST", path, ep, &ans, &status, err, len);
+	rc = call(h, "POST", path, ep, &ans, &status, false, err, len);
 	json_decref(ep);
 	if (rc == 0 && revision_of(ans) > *ep_rev)
 		*ep_rev = revision_of(ans);
@@ -175,7 +191,7 @@ int admin_endpoints_set(struct httpc *h, const char *ns_name, const char *ip, in
 	snprintf(ns, sizeof(ns), "%.*s", (int)(slash - ns_name), ns_name);
 	ep = endpoints_body(ns, slash + 1, json_pack("[{s:s}]", "ip", ip));
 	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/endpoints/%s", ns, slash + 1);
-	rc = call(h, "PUT", path, ep, &ans, &status, err, len);
+	rc = call(h, "PUT", path, ep, &ans, &status, false, err, len);
 	json_decref(ep);
 	if (rc == 0)
 		*rev = revision_of(ans);
@@ -188,28 +204,34 @@ int admin_node_credential(struct httpc *h, const char *node, const char *file, c
 {
 	json_t *body = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "weft.io/v1", "kind",
 				 "NodeCredential", "spec", "nodeName", node);
-	json_t *ans = NULL;
-	const char *tok;
+	json_t *ans = NULL, *tok;
+	size_t n;
 	long status;
-	int rc, fd;
+	int rc, fd = -1;
 
-	rc = call(h, "POST", "/apis/weft.io/v1/nodecredentials", body, &ans, &status, err, len);
+	rc = call(h, "POST", "/apis/weft.io/v1/nodecredentials", body, &ans, &status, true, err, len);
 	json_decref(body);
 	if (rc < 0)
-		return -1;
-	tok = obj_str(ans, "status.token");
-	if (!tok) {
+		goto out;
+	tok = json_object_get(json_object_get(ans, "status"), "token");
+	if (!json_is_string(tok)) {
 		snprintf(err, len, "node %s: the NodeCredential's answer has no status.token", node);
-		json_decref(ans);
-		return -1;
+		rc = -1;
+		goto out;
 	}
+	n = json_string_length(tok);
 	fd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0 || write(fd, tok, strlen(tok)) != (ssize_t)strlen(tok)) {
+	if (fd < 0 || write(fd, json_string_value(tok), n) != (ssize_t)n) {
 		snprintf(err, len, "%s: %s", file, strerror(errno));
 		rc = -1;
 	}
+out:
 	if (fd >= 0)
 		close(fd);
+	/* the token's parsed copy (the raw answer was wiped in call) */
+	tok = json_object_get(json_object_get(ans, "status"), "token");
+	if (json_is_string(tok))
+		explicit_bzero((char *)json_string_value(tok), json_string_length(tok));
 	json_decref(ans);
 	return rc;
 }
@@ -220,7 +242,7 @@ int admin_list(struct httpc *h, const char *path, json_t **out, char *err, size_
 	long status;
 
 	*out = NULL;
-	if (call(h, "GET", path, NULL, &ans, &status, err, len) < 0)
+	if (call(h, "GET", path, NULL, &ans, &status, false, err, len) < 0)
 		return -1;
 	*out = json_incref(json_object_get(ans, "items"));
 	json_decref(ans);

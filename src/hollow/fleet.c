@@ -319,11 +319,17 @@ static int stop_one(struct hollow_node *n, char *err, size_t len)
 
 void fleet_stop(struct fleet *f)
 {
+	unsigned running = 0;
 	char err[64];
 
 	/* every agent is told first, so their threads wind down together */
 	for (unsigned i = 0; i < f->o->nodes; i++)
-		if (f->nodes[i].started)
+		if (f->nodes[i].started) {
 			atomic_store(&f->nodes[i].a.stopping, true);
-	(void)run_all(f, stop_one, err, sizeof(err));
+			running++;
+		}
+	/* none left (a second call: fleet_destroy's after the runner's): no
+	 * threads to start */
+	if (running)
+		(void)run_all(f, stop_one, err, sizeof(err));
 }

@@ -5,7 +5,9 @@
  *
  * Ownership: fleet_create copies nothing it is given but keeps pointers
  * to opts' strings (they must outlive the fleet); fleet_destroy (accepts
- * NULL) stops every agent still running and frees everything.
+ * NULL) stops every agent still running (fleet_stop: nothing to do when the
+ * runner stopped them already) and frees everything.  The nodes' tokens
+ * are in their token files only: admin.c wipes every copy it received.
  * Threads: fleet_* calls come from one thread (the runner's); the agents
  * run their own threads, and the map-write hook runs in theirs.
  */
@@ -92,7 +94,9 @@ int fleet_add_pods(struct fleet *f, char *err, size_t len);
  * first node that does not, and what it lacks. */
 bool fleet_converged(struct fleet *f, char *why, size_t len);
 
-/* Stop every agent (in parallel). */
+/* Stop every agent still running (in parallel).  Once none is — a
+ * second call, such as fleet_destroy's after the runner's own — it only
+ * reads each node's started flag and returns: no thread, no agent call. */
 void fleet_stop(struct fleet *f);
 
 #endif
