@@ -115,7 +115,7 @@ int admin_pod_peer_policy(struct httpc *h, const char *ns, char *err, size_t len
 	int rc;
 
 	snprintf(path, sizeof(path), "/apis/networking.k8s.io/v1/namespaces/%s/networkpolicies", ns);
-	rc = call(h, "POST", path, body, NULL, &status, err, len);
+	rc = call(h, "POST", path, body, NULL, &status, false, err, len);
 	json_decref(body);
 	return rc;
 }
