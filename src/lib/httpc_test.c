@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "test.h"
@@ -588,6 +589,57 @@ TEST(httpc_stream_stops_when_told)
 	CHECK_EQ(failed.n, 1);
 	lines_free(&clean);
 	lines_free(&failed);
+}
+
+/* A stream that stays open: the interrupt ends it with -EINTR once its
+ * question says so (here: after the first line), within about a second,
+ * and the handle serves the next call. */
+static bool asked_again(void *arg)
+{
+	const struct lines *l = arg;
+
+	return l->n >= 1;
+}
+
+TEST(httpc_interrupt_ends_an_open_stream)
+{
+	static const char answer[] = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+				     "6\r\nfirst\n\r\n";	/* no last chunk: it stays open */
+	struct lines got = { 0 };
+	struct httpc_response r = { 0 };
+	struct timespec t0, t1;
+	struct server s;
+	struct httpc *h;
+	char err[256] = "";
+	int rc = -1;
+
+	CHECK(server_start(&s, answer, strlen(answer)) == 0);
+	h = client(&s, NULL, 0, err, sizeof(err));
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	if (h) {
+		httpc_set_interrupt(h, asked_again, &got);
+		rc = httpc_stream(h, "/w", collect, &got, &r, err, sizeof(err));
+		httpc_response_free(&r);
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	CHECK_EQ(rc, -EINTR);
+	CHECK(strstr(err, "interrupted") != NULL);
+	CHECK_EQ(got.n, 1);
+	CHECK(t1.tv_sec - t0.tv_sec < 5);
+	/* the next call on the handle is not interrupted by the last one's
+	 * question once the question is gone */
+	if (h) {
+		httpc_set_interrupt(h, NULL, NULL);
+		got.stop_after = 2;
+		got.stop_rc = 1;
+		rc = httpc_stream(h, "/w", collect, &got, &r, err, sizeof(err));
+		httpc_response_free(&r);
+		CHECK_EQ(rc, 0);
+		CHECK_EQ(got.n, 2);
+	}
+	httpc_destroy(h);
+	server_stop(&s);
+	lines_free(&got);
 }
 
 TEST(httpc_stream_line_bound)
