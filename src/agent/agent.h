@@ -229,7 +229,7 @@ static inline int node_routes_prune(struct agent *a)
 struct httpc *agent_http(struct agent *a);	/* a new handle on the controller */
 void format_ip(in_addr_t ip, char buf[INET_ADDRSTRLEN]);
 
-/* write.c: method (PUT, PATCH, DELETE) of path with body, as httpc_request, but
+/* write.c: method (PUT, DELETE) of path with body, as httpc_request, but
  * a 429 TooManyRequests is sent again after its Retry-After (at most
  * AGENT_RETRY_MAX_S each, AGENT_WRITE_TRIES sends in all, no wait once
  * the agent stops); after the last, *resp is that 429. */
@@ -237,11 +237,6 @@ void format_ip(in_addr_t ip, char buf[INET_ADDRSTRLEN]);
 #define AGENT_WRITE_TRIES 5
 int agent_write(struct agent *a, struct httpc *h, const char *method, const char *path, const char *body,
 		size_t len, struct httpc_response *resp, char *err, size_t errlen) __attribute__((warn_unused_result));
-/* The same with a body of media type content_type (httpc_request_typed;
- * NULL: application/json), e.g. a PATCH's "application/merge-patch+json". */
-int agent_write_typed(struct agent *a, struct httpc *h, const char *method, const char *path,
-		      const char *content_type, const char *body, size_t len, struct httpc_response *resp,
-		      char *err, size_t errlen) __attribute__((warn_unused_result));
 /* The seconds to wait before sending again what r answered: -1 when r is
  * not a 429; else its Retry-After, or its Status' details.retryAfterSeconds,
  * or 1, within 1..AGENT_RETRY_MAX_S. */

@@ -19,13 +19,6 @@
  * Pods that other writers put on this node without a container ID are not
  * ours and are left alone.  A failed call is retried next round.
  *
- * The same round reports this node's own state in its Node's annotations
- * (applied revisions, drops, conntrack, policy, IPAM: see
- * report_node_status) when it changed, with one PATCH (a merge patch of
- * those annotations alone, no GET first), and each Service's
- * weft.io/unprogrammed.NODE annotation (GET, then a PUT conditional on
- * the resourceVersion read).
- *
  * The controller refuses a record whose address another Pod holds (409).
  * When that Pod is the stale record of a lease this node reused the
  * address of, the same round deletes it (after the upserts: a new
@@ -240,17 +233,9 @@ static int remove_record(struct agent *a, struct httpc *h, const struct seen_rec
  *                             "sweepMicros"}
  *   weft.io/ipam              lease counts and quarantined lease files
  *                             (lease_report.c)
- *   weft.io/policy            NetworkPolicy counts and map use (policy_json)
- *   weft.io/policy-log        the policy log's last entries (at most every
- *                             LOG_PERIOD_S)
  * written when they change (drops, conntrack, policy and ipam at most every
- * DROPS_PERIOD_S), all of them at once, as one merge patch of the Node's
- * annotations (PATCH, application/merge-patch+json): what others wrote in
- * the Node is kept without reading it first, since the controller applies
- * the patch to the Node as stored (and applies it again when another
- * write lands in between).  Nothing is ever removed: an annotation the
- * agent has no value for this round is left out of the patch, and keeps
- * the value it had.
+ * DROPS_PERIOD_S), with a
+ * conditional PUT of the Node as read.
  */
 #define DROPS_PERIOD_S 5
 /* the policy log's annotation: at most every LOG_PERIOD_S */
@@ -365,7 +350,7 @@ static void report_node_status(struct agent *a, struct httpc *h)
 {
 	struct httpc_response r = { 0 };
 	char path[512], err[256], rev[24];
-	json_t *patch = NULL, *ann;
+	json_t *node = NULL, *md, *ann;
 	char *drops = NULL, *body = NULL, *ct = NULL, *pol = NULL, *plog = NULL, *ipam = NULL;
 	uint64_t log_seq = 0;
 	bool send_log, send_ipam;
@@ -404,10 +389,16 @@ static void report_node_status(struct agent *a, struct httpc *h)
 	    !send_pol && !send_log && !send_ipam && map_full == a->reported_map_full)
 		goto out;
 	snprintf(path, sizeof(path), "/api/v1/nodes/%s", a->o.node);
-	patch = json_pack("{s:{s:{}}}", "metadata", "annotations");
-	ann = json_object_get(json_object_get(patch, "metadata"), "annotations");
-	if (!ann)
+	if (httpc_request(h, "GET", path, NULL, 0, &r, err, sizeof(err)) < 0 || r.status != 200 ||
+	    !(node = json_loads(r.body, 0, NULL)))
 		goto out;
+	httpc_response_free(&r);
+	md = json_object_get(node, "metadata");
+	ann = json_object_get(md, "annotations");
+	if (!json_is_object(ann)) {
+		ann = json_object();
+		json_object_set_new(md, "annotations", ann);
+	}
 	if (applied >= 0) {
 		snprintf(rev, sizeof(rev), "%lld", (long long)applied);
 		json_object_set_new(ann, AGENT_ANN_APPLIED, json_string(rev));
@@ -426,9 +417,8 @@ static void report_node_status(struct agent *a, struct httpc *h)
 		json_object_set_new(ann, AGENT_ANN_APPLIED_KINDS, json_string(kinds));
 	snprintf(full, sizeof(full), "%llu", (unsigned long long)map_full);
 	json_object_set_new(ann, AGENT_ANN_MAP_FULL, json_string(full));
-	body = json_dumps(patch, JSON_COMPACT);
-	if (!body || agent_write_typed(a, h, "PATCH", path, "application/merge-patch+json", body, strlen(body),
-				       &r, err, sizeof(err)) < 0)
+	body = json_dumps(node, JSON_COMPACT);	/* carries resourceVersion: conditional */
+	if (!body || agent_write(a, h, "PUT", path, body, strlen(body), &r, err, sizeof(err)) < 0)
 		goto out;
 	if (r.status == 200) {
 		a->reported_rev = applied;
@@ -465,7 +455,7 @@ static void report_node_status(struct agent *a, struct httpc *h)
 			a->ipam_at = now;
 		}
 	} else if (r.status == 409) {
-		report_kick(a);		/* the Node kept changing under the controller's retries: again */
+		report_kick(a);		/* someone wrote the Node meanwhile: again */
 	}
 out:
 	free(body);
@@ -475,7 +465,7 @@ out:
 	free(ct);
 	free(drops);
 	free(kinds);
-	json_decref(patch);
+	json_decref(node);
 	httpc_response_free(&r);
 }
 

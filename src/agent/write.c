@@ -1,8 +1,6 @@
 /*
- * write.c — the agent's writes to the controller (every PUT, PATCH and
- * DELETE of node.c and report.c) go through agent_write (or
- * agent_write_typed, for a body that is not plain JSON, such as a merge
- * patch), the one place that knows
+ * write.c — the agent's writes to the controller (every PUT and DELETE of
+ * node.c and report.c) go through agent_write, the one place that knows
  * what a 429 TooManyRequests means: the controller refused the write for
  * load (this node's write budget, docs/api.md "Errors") and stored
  * nothing, so the same request is sent again after the Retry-After it
@@ -55,17 +53,10 @@ static void wait_or_stop(struct agent *a, int secs)
 int agent_write(struct agent *a, struct httpc *h, const char *method, const char *path, const char *body,
 		size_t len, struct httpc_response *resp, char *err, size_t errlen)
 {
-	return agent_write_typed(a, h, method, path, NULL, body, len, resp, err, errlen);
-}
-
-int agent_write_typed(struct agent *a, struct httpc *h, const char *method, const char *path,
-		      const char *content_type, const char *body, size_t len, struct httpc_response *resp,
-		      char *err, size_t errlen)
-{
 	int rc = 0, wait;
 
 	for (int try = 1;; try++) {
-		rc = httpc_request_typed(h, method, path, content_type, body, len, resp, err, errlen);
+		rc = httpc_request(h, method, path, body, len, resp, err, errlen);
 		if (rc < 0 || (wait = agent_retry_seconds(resp)) < 0)
 			goto out;
 		if (try == AGENT_WRITE_TRIES || atomic_load(&a->stopping))

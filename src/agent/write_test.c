@@ -4,9 +4,7 @@
  * more than AGENT_RETRY_MAX_S; anything but a 429 is not retried.  And
  * agent_write against a tiny HTTP server in a thread that answers 429
  * (Retry-After: 1) and then 200: the write is sent again after the
- * second and succeeds; an agent that is stopping does not wait; a merge
- * patch (agent_write_typed) is sent again as the same PATCH, its
- * Content-Type kept.
+ * second and succeeds; an agent that is stopping does not wait.
  */
 #include "agent/agent.h"
 #include "test.h"
@@ -24,15 +22,13 @@
 /* answers[i] to the i-th request (the last one to the rest) */
 struct server {
 	int lfd, port, requests;
-	int merge_patches;	/* requests that were a PATCH of application/merge-patch+json */
 	const char *answers[4];
 	int nanswers;
 	pthread_t thread;
 };
 
-/* one request (head, and a body of its Content-Length): false at EOF;
- * *merge_patch: it was a PATCH with a merge patch's Content-Type */
-static bool read_request(int fd, bool *merge_patch)
+/* one request (head, and a body of its Content-Length): false at EOF */
+static bool read_request(int fd)
 {
 	char buf[8192], *end, *cl;
 	size_t n = 0, want;
@@ -48,10 +44,6 @@ static bool read_request(int fd, bool *merge_patch)
 	}
 	if (!end)
 		return false;
-	*end = 0;
-	*merge_patch = strncmp(buf, "PATCH ", 6) == 0 &&
-		       strcasestr(buf, "\r\nContent-Type: application/merge-patch+json\r\n") != NULL;
-	*end = '\r';
 	cl = strcasestr(buf, "Content-Length:");
 	want = (size_t)(end + 4 - buf) + (cl && cl < end ? strtoul(cl + 15, NULL, 10) : 0);
 	while (n < want && n + 1 < sizeof(buf)) {
@@ -65,15 +57,13 @@ static bool read_request(int fd, bool *merge_patch)
 static void *serve(void *arg)
 {
 	struct server *s = arg;
-	bool merge_patch = false;
 	int fd;
 
 	while ((fd = accept(s->lfd, NULL, NULL)) >= 0) {
-		while (read_request(fd, &merge_patch)) {
+		while (read_request(fd)) {
 			const char *a = s->answers[s->requests < s->nanswers ? s->requests : s->nanswers - 1];
 
 			s->requests++;
-			s->merge_patches += merge_patch;
 			if (write(fd, a, strlen(a)) < 0)
 				break;
 		}
@@ -102,10 +92,9 @@ static void server_stop(struct server *s)
 	pthread_join(s->thread, NULL);
 }
 
-/* agent_write of a PUT to s by an agent (stopping or not), or with
- * merge_patch agent_write_typed of a merge patch: its rc, the answer's
- * status in *status and the milliseconds it took in *ms */
-static int write_to(struct server *s, bool stopping, bool merge_patch, long *status, long *ms)
+/* agent_write of a PUT to s by an agent (stopping or not): its rc, the
+ * answer's status in *status and the milliseconds it took in *ms */
+static int write_to(struct server *s, bool stopping, long *status, long *ms)
 {
 	static struct agent a;
 	struct httpc_response r = { 0 };
@@ -121,10 +110,7 @@ static int write_to(struct server *s, bool stopping, bool merge_patch, long *sta
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d", s->port);
 	h = httpc_create(&(struct httpc_options){ .server = url, .timeout_ms = 10000 }, err, sizeof(err));
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	if (h && merge_patch)
-		rc = agent_write_typed(&a, h, "PATCH", "/api/v1/nodes/n", "application/merge-patch+json",
-				       "{}", 2, &r, err, sizeof(err));
-	else if (h)
+	if (h)
 		rc = agent_write(&a, h, "PUT", "/api/v1/nodes/n", "{}", 2, &r, err, sizeof(err));
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	*status = r.status;
@@ -181,29 +167,12 @@ TEST(write_sends_again_after_429)
 	int rc;
 
 	CHECK(server_start(&s) == 0);
-	rc = write_to(&s, false, false, &status, &ms);
+	rc = write_to(&s, false, &status, &ms);
 	server_stop(&s);
 	CHECK_EQ(rc, 0);
 	CHECK_EQ(status, 200);
 	CHECK_EQ(s.requests, 2);
-	CHECK_EQ(s.merge_patches, 0);
 	CHECK(ms >= 900);	/* it waited the Retry-After of 1 s */
-}
-
-TEST(write_merge_patch_sent_again_as_itself)
-{
-	struct server s = { .answers = { ANSWER_429, ANSWER_200 }, .nanswers = 2 };
-	long status = 0, ms = 0;
-	int rc;
-
-	CHECK(server_start(&s) == 0);
-	rc = write_to(&s, false, true, &status, &ms);
-	server_stop(&s);
-	CHECK_EQ(rc, 0);
-	CHECK_EQ(status, 200);
-	CHECK_EQ(s.requests, 2);
-	CHECK_EQ(s.merge_patches, 2);	/* the first and the one sent again */
-	CHECK(ms >= 900);
 }
 
 TEST(write_stopping_does_not_wait)
@@ -213,7 +182,7 @@ TEST(write_stopping_does_not_wait)
 	int rc;
 
 	CHECK(server_start(&s) == 0);
-	rc = write_to(&s, true, false, &status, &ms);
+	rc = write_to(&s, true, &status, &ms);
 	server_stop(&s);
 	CHECK_EQ(rc, 0);
 	CHECK_EQ(status, 429);	/* the caller's answer, as any refusal */
