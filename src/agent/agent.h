@@ -13,6 +13,8 @@
  *   sync.c     list+watch of Nodes, Pods, NetNamespaces, Services,
  *              Endpoints, Namespaces and NetworkPolicies; routes and maps
  *              kept equal to the desired state
+ *   remote.c   other nodes' addresses in weft_ipcache: watched pods,
+ *              service backends
  *   policy.c   NetworkPolicy -> the policy maps (its own lock and thread)
  *   pod.c      the CNI operations (ADD, DEL, CHECK, GC, STATUS)
  *   service.c  Services and Endpoints -> service maps; conntrack GC
@@ -282,18 +284,29 @@ int sync_start(struct agent *a);
 void sync_stop(struct agent *a);
 /* Write the config entry (version last); called once both lists applied. */
 int sync_mark_ready(struct agent *a);
-in_addr_t sync_node_ip_for(struct agent *a, in_addr_t pod_ip);	/* 0: unknown */
-/* VNID of namespace ns from the cache (caller holds the lock), or
- * AGENT_VNID_UNKNOWN. */
-uint32_t sync_vnid_of(struct agent *a, const char *ns);
 
 /* Wake the policy thread: an input of policy.c changed. */
 void sync_policy_kick(struct agent *a);
-/* A service backend at ip (on another node), of namespace ns: counted,
- * and in weft_ipcache while some backend names it (under lock;
- * backend_addrs.h).  ref: 0 or -ENOMEM. */
-int sync_backend_ref(struct agent *a, in_addr_t ip, const char *ns) __attribute__((warn_unused_result));
-void sync_backend_unref(struct agent *a, in_addr_t ip);
+
+/* remote.c: other nodes' addresses in weft_ipcache; under lock */
+in_addr_t remote_node_ip(struct agent *a, in_addr_t ip);	/* by subnet; 0: unknown */
+uint32_t remote_vnid_of(struct agent *a, const char *ns);	/* AGENT_VNID_UNKNOWN */
+/* p's entry (a pod of the watch; local ones are the leases') */
+void remote_pod_program(struct agent *a, const struct podcache_pod *p);
+/* ip's entry once pod `leaving` (may be NULL) no longer holds it: another
+ * watched pod's, else a service backend's, else none */
+void remote_release(struct agent *a, in_addr_t ip, const struct podcache_pod *leaving);
+/* A service backend at ip (on another node) of namespace ns: counted, and
+ * in weft_ipcache while some backend names it (backend_addrs.h).  ref: 0
+ * or -ENOMEM. */
+int remote_backend_ref(struct agent *a, in_addr_t ip, const char *ns) __attribute__((warn_unused_result));
+void remote_backend_unref(struct agent *a, in_addr_t ip);
+/* The entries again: the backends of namespace ns (NULL: all) no watched
+ * pod covers; every pod and backend in subnet s (its node came or moved). */
+void remote_backends_program(struct agent *a, const char *ns);
+void remote_program_in(struct agent *a, const struct cidr *s);
+/* Does a watched pod or a service backend hold ip? */
+bool remote_keeps(struct agent *a, in_addr_t ip);
 
 /* hollow.c: a hollow node's pods (the node runs with agent_kernel_hollow
  * and maps in memory).  hollow_pod_add leases an address for pod ns/name,

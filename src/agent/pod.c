@@ -69,7 +69,7 @@ static uint32_t pod_vnid(struct agent *a, const char *ns)
 	uint32_t vnid;
 
 	pthread_mutex_lock(&a->lock);
-	vnid = sync_vnid_of(a, ns ? ns : "");
+	vnid = remote_vnid_of(a, ns ? ns : "");
 	pthread_mutex_unlock(&a->lock);
 	if (vnid != AGENT_VNID_UNKNOWN || !ns || !*ns)
 		return vnid;

@@ -378,7 +378,7 @@ static int fe_write_slot0(struct agent *a, struct svc_port *p)
 
 /* Append backend b: its weft_backends entry, its slots, then the counts;
  * a backend on another node is counted in a->backends with namespace ns
- * (its VNID's: sync_backend_ref). */
+ * (its VNID's: remote_backend_ref). */
 static int backend_add(struct agent *a, struct svc_port *p, struct svc_backend b, const char *ns)
 {
 	struct service_table *T = a->svc;
@@ -412,7 +412,7 @@ static int backend_add(struct agent *a, struct svc_port *p, struct svc_backend b
 		rc = -ENOMEM;
 		goto undo;
 	}
-	if (!b.local && (rc = sync_backend_ref(a, b.ip, ns)) < 0) {
+	if (!b.local && (rc = remote_backend_ref(a, b.ip, ns)) < 0) {
 		(void)u64map_del(&T->backend_ids, b.id);
 		goto undo;
 	}
@@ -474,7 +474,7 @@ static void backend_remove(struct agent *a, struct svc_port *p, size_t i)
 	(void)datapath_backend_del(a->dp, b.id);
 	(void)u64map_del(&T->backend_ids, b.id);
 	if (!b.local)
-		sync_backend_unref(a, b.ip);
+		remote_backend_unref(a, b.ip);
 	queue_purge(T, b.id);
 }
 

@@ -11,10 +11,10 @@
  *             pods as peers (their identities; pods_scope).  Entries of
  *             this node's own pods in weft_ipcache come from the leases
  *             (pod.c) and are never removed by an event; the watched
- *             remote pods give theirs (pod IP -> node IP, VNID)
+ *             remote pods give theirs (pod IP -> node IP, VNID: remote.c)
  *   Endpoints (service.c) -> weft_ipcache entries of the service
  *             backends on other nodes that no watched pod covers (their
- *             VNID is what lb_admit checks a client against,
+ *             VNID is what lb_admit checks a client against: remote.c,
  *             backend_addrs.h)
  *   NetNamespaces -> the VNID of each namespace; a change re-tags the
  *             namespace's pods in weft_ipcache and weft_endpoints
@@ -151,43 +151,6 @@ static void node_unprogram(struct agent *a, const struct nodecache_node *n)
 		(void)node_route_remote_del(a, &n->subnet);
 }
 
-static void pod_program(struct agent *a, const struct podcache_pod *p);
-static void backend_program(struct agent *a, const struct backend_addr *b);
-
-/* Program again the pods and service backends whose IP is in subnet s
- * (their node was unknown at their event, or its IP changed): by their
- * IPs when s holds fewer addresses than the cache holds pods (a node's
- * /23: 512 lookups, whatever the cluster's size), else by a walk. */
-static void pods_program_in(struct agent *a, const struct cidr *s)
-{
-	uint64_t size = cidr_size(s);
-	const struct podcache_pod *p;
-
-	const struct backend_addr *b;
-
-	if (size <= podcache_count(&a->pods)) {
-		for (uint64_t i = 0; i < size; i++)
-			for (p = podcache_by_ip(&a->pods, htonl(s->addr + (uint32_t)i)); p; p = podcache_next_ip(p))
-				pod_program(a, p);
-	} else {
-		for (p = podcache_first(&a->pods); p; p = podcache_next(&a->pods, p))
-			if (p->ip && cidr_contains_ip(s, ntohl(p->ip)))
-				pod_program(a, p);
-	}
-	/* and the service backends there that no pod of the watch covers */
-	if (size <= backend_addrs_count(&a->backends)) {
-		for (uint64_t i = 0; i < size; i++) {
-			in_addr_t ip = htonl(s->addr + (uint32_t)i);
-
-			if ((b = backend_addrs_find(&a->backends, ip)) && !podcache_by_ip(&a->pods, ip))
-				backend_program(a, b);
-		}
-		return;
-	}
-	for (b = backend_addrs_first(&a->backends); b; b = backend_addrs_next(&a->backends, b))
-		if (cidr_contains_ip(s, ntohl(b->ip)) && !podcache_by_ip(&a->pods, b->ip))
-			backend_program(a, b);
-}
 
 /* Apply one Node (added or modified); caller holds the lock. */
 static void node_apply(struct agent *a, const json_t *obj)
@@ -215,7 +178,7 @@ static void node_apply(struct agent *a, const json_t *obj)
 	/* pods of this node whose event came first (the Pods and Nodes lists
 	 * are applied apart): pod_program skipped them, their node unknown */
 	if (moved)
-		pods_program_in(a, &n->subnet);
+		remote_program_in(a, &n->subnet);
 }
 
 static void node_remove_obj(struct agent *a, const json_t *obj)
@@ -288,112 +251,6 @@ static void parse_pod(const json_t *obj, struct podcache_in *p)
 		p->ip = 0;
 }
 
-in_addr_t sync_node_ip_for(struct agent *a, in_addr_t pod_ip)
-{
-	uint32_t h = ntohl(pod_ip);
-	const struct nodecache_node *n = nodecache_containing(&a->nodes, h);
-
-	if (n)
-		return n->ip;
-	if (cidr_contains_ip(&a->subnet, h))
-		return a->node_ip;
-	return 0;
-}
-
-static bool is_local_lease(struct agent *a, in_addr_t ip)
-{
-	struct ipam_lease l;
-
-	return ipam_find_ip(a->ipam, ip, &l) == 0;
-}
-
-/* The weft_ipcache entry of an address of another node: node IP by its
- * subnet, the VNID of namespace ns.  Local addresses are the leases'. */
-static void ipcache_put_remote(struct agent *a, in_addr_t ip, const char *ns)
-{
-	struct weft_ipcache_entry e = { 0 };
-
-	e.node_ip = sync_node_ip_for(a, ip);
-	if (!e.node_ip || e.node_ip == a->node_ip)
-		return;		/* no node's yet, or local pods: from the leases */
-	e.vnid = sync_vnid_of(a, ns);
-	(void)policy_ipcache_write(a->policy, ip, &e);
-}
-
-static void pod_program(struct agent *a, const struct podcache_pod *p)
-{
-	struct weft_ipcache_entry e = { 0 };
-
-	if (!p->ip)
-		return;
-	e.node_ip = sync_node_ip_for(a, p->ip);
-	if (!e.node_ip || e.node_ip == a->node_ip)
-		return;		/* local pods: from the leases */
-	e.vnid = p->ns->netns ? p->ns->vnid : AGENT_VNID_UNKNOWN;
-	(void)policy_ipcache_write(a->policy, p->ip, &e);
-}
-
-static void backend_program(struct agent *a, const struct backend_addr *b)
-{
-	ipcache_put_remote(a, b->ip, b->ns);
-}
-
-/* ip's weft_ipcache entry once pod `leaving` no longer holds it: another
- * pod's that the watch knows, else the service backend's, else none (a
- * local lease's stays: pod.c's). */
-static void ipcache_release(struct agent *a, in_addr_t ip, const struct podcache_pod *leaving)
-{
-	const struct backend_addr *b;
-
-	if (!ip || is_local_lease(a, ip))
-		return;
-	for (const struct podcache_pod *q = podcache_by_ip(&a->pods, ip); q; q = podcache_next_ip(q))
-		if (q != leaving) {
-			pod_program(a, q);
-			return;
-		}
-	b = backend_addrs_find(&a->backends, ip);
-	if (b)
-		backend_program(a, b);
-	else
-		(void)datapath_ipcache_del(a->dp, ip);
-}
-
-static void pod_unprogram(struct agent *a, const struct podcache_pod *p)
-{
-	ipcache_release(a, p->ip, p);
-}
-
-/* ---- service backends on other nodes (backend_addrs.h) ---- */
-
-int sync_backend_ref(struct agent *a, in_addr_t ip, const char *ns)
-{
-	bool first;
-	int rc = backend_addrs_ref(&a->backends, ip, ns, &first);
-
-	if (rc == 0 && first && !podcache_by_ip(&a->pods, ip))
-		backend_program(a, backend_addrs_find(&a->backends, ip));
-	return rc;
-}
-
-void sync_backend_unref(struct agent *a, in_addr_t ip)
-{
-	if (backend_addrs_unref(&a->backends, ip) && !podcache_by_ip(&a->pods, ip) &&
-	    !is_local_lease(a, ip))
-		(void)datapath_ipcache_del(a->dp, ip);
-}
-
-/* The backends of namespace ns (NULL: all) that no pod of the watch
- * covers, programmed again: a NetNamespace changed, or a list.  A walk of
- * the remote backends: rare events only. */
-static void backends_program_ns(struct agent *a, const char *ns)
-{
-	for (const struct backend_addr *b = backend_addrs_first(&a->backends); b;
-	     b = backend_addrs_next(&a->backends, b))
-		if ((!ns || strcmp(b->ns, ns) == 0) && !podcache_by_ip(&a->pods, b->ip))
-			backend_program(a, b);
-}
-
 static void pod_apply(struct agent *a, const json_t *obj)
 {
 	struct podcache_in in;
@@ -403,13 +260,13 @@ static void pod_apply(struct agent *a, const json_t *obj)
 	policy_pod_set(a->policy, obj);
 	p = podcache_find(&a->pods, in.ns, in.name);
 	if (p && p->ip != in.ip)
-		pod_unprogram(a, p);
+		remote_release(a, p->ip, p);
 	p = podcache_set(&a->pods, &in);
 	if (!p) {
 		LOG_ERR("pod %s/%s: %s", in.ns, in.name, strerror(errno));
 		return;
 	}
-	pod_program(a, p);
+	remote_pod_program(a, p);
 }
 
 static void pod_remove_obj(struct agent *a, const json_t *obj)
@@ -420,18 +277,17 @@ static void pod_remove_obj(struct agent *a, const json_t *obj)
 	policy_pod_del(a->policy, ns, name);
 	if (!p)
 		return;
-	pod_unprogram(a, p);
+	remote_release(a, p->ip, p);
 	podcache_del(&a->pods, p);
 }
 
-/* ipcache entries for remote IPs that no pod of the watch and no
- * service backend has */
+/* weft_ipcache entries of other nodes' addresses that no pod of the
+ * watch and no service backend has */
 static int stale_ipcache(in_addr_t ip, const struct weft_ipcache_entry *e, void *arg)
 {
 	struct agent *a = arg;
 
-	if (e->node_ip != a->node_ip && !podcache_by_ip(&a->pods, ip) &&
-	    !backend_addrs_find(&a->backends, ip))
+	if (e->node_ip != a->node_ip && !remote_keeps(a, ip))
 		(void)datapath_ipcache_del(a->dp, ip);
 	return 0;
 }
@@ -444,7 +300,7 @@ static void pods_begin(struct agent *a)
 
 static void pod_gone(void *arg, const struct podcache_pod *p)
 {
-	pod_unprogram(arg, p);
+	remote_release(arg, p->ip, p);
 }
 
 /* After a full list: one pass over the pods, one over weft_ipcache. */
@@ -453,20 +309,13 @@ static void pods_listed(struct agent *a)
 	podcache_sweep(&a->pods, pod_gone, a);
 	/* pods whose node was unknown at their event: program them again */
 	for (const struct podcache_pod *p = podcache_first(&a->pods); p; p = podcache_next(&a->pods, p))
-		pod_program(a, p);
+		remote_pod_program(a, p);
 	(void)datapath_ipcache_foreach(a->dp, stale_ipcache, a);
 	policy_listed(a->policy, POLICY_PODS);
 	a->pods_all_listed = a->kinds->pods.all_pods;
 }
 
 /* ---- NetNamespaces: the VNID of every namespace ---- */
-
-uint32_t sync_vnid_of(struct agent *a, const char *ns)
-{
-	uint32_t vnid;
-
-	return podcache_vnid(&a->pods, ns, &vnid) ? vnid : AGENT_VNID_UNKNOWN;
-}
 
 struct retag_ctx {
 	struct agent *a;
@@ -485,7 +334,7 @@ static int retag_lease(const struct ipam_lease *l, void *arg)
 
 	if (c->ns && strcmp(l->owner.pod_namespace, c->ns) != 0)
 		return 0;
-	vnid = sync_vnid_of(a, l->owner.pod_namespace);
+	vnid = remote_vnid_of(a, l->owner.pod_namespace);
 	if (datapath_endpoint_get(a->dp, l->ip, &ep) < 0 || ep.vnid == vnid)
 		return 0;
 	ep.vnid = vnid;
@@ -508,11 +357,11 @@ static void retag(struct agent *a, const char *ns)
 	(void)ipam_foreach(a->ipam, retag_lease, &c);
 	if (ns)
 		for (p = podcache_group_first(g); p; p = podcache_group_next(g, p))
-			pod_program(a, p);
+			remote_pod_program(a, p);
 	else
 		for (p = podcache_first(&a->pods); p; p = podcache_next(&a->pods, p))
-			pod_program(a, p);
-	backends_program_ns(a, ns);
+			remote_pod_program(a, p);
+	remote_backends_program(a, ns);
 	if (c.n)
 		LOG_INFO("%u local pod(s)%s%s re-tagged with their namespace's VNID", c.n,
 			 ns ? " of " : "", ns ? ns : "");
