@@ -151,7 +151,6 @@ static void node_unprogram(struct agent *a, const struct nodecache_node *n)
 		(void)node_route_remote_del(a, &n->subnet);
 }
 
-
 /* Apply one Node (added or modified); caller holds the lock. */
 static void node_apply(struct agent *a, const json_t *obj)
 {
@@ -176,7 +175,7 @@ static void node_apply(struct agent *a, const json_t *obj)
 	}
 	node_program(a, n);
 	/* pods of this node whose event came first (the Pods and Nodes lists
-	 * are applied apart): pod_program skipped them, their node unknown */
+	 * are applied apart): remote_pod_program skipped them, their node unknown */
 	if (moved)
 		remote_program_in(a, &n->subnet);
 }
