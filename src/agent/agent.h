@@ -158,6 +158,9 @@ struct agent {
 	char *reported_kinds;		/* AGENT_ANN_APPLIED_KINDS as last written */
 	uint64_t reported_map_full;
 	time_t drops_at;
+	/* the applied revisions: last written (CLOCK_MONOTONIC ms), and when
+	 * a write held back for REVISIONS_PERIOD_MS is due (0: none) */
+	int64_t revs_at_ms, report_due_ms;
 	bool controller_up;
 	unsigned kicks;
 

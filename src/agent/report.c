@@ -39,6 +39,14 @@
 
 #define REPORT_PERIOD_S 5
 
+static int64_t monotonic_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
 void report_kick(struct agent *a)
 {
 	pthread_mutex_lock(&a->lock);
@@ -234,10 +242,13 @@ static int remove_record(struct agent *a, struct httpc *h, const struct seen_rec
  *   weft.io/ipam              lease counts and quarantined lease files
  *                             (lease_report.c)
  * written when they change (drops, conntrack, policy and ipam at most every
- * DROPS_PERIOD_S), with a
+ * DROPS_PERIOD_S; the applied revisions at once after a quiet
+ * REVISIONS_PERIOD_MS, else when it has passed: a burst of changes costs
+ * the controller one write a node a second, not one a change), with a
  * conditional PUT of the Node as read.
  */
 #define DROPS_PERIOD_S 5
+#define REVISIONS_PERIOD_MS 1000
 /* the policy log's annotation: at most every LOG_PERIOD_S */
 #define LOG_PERIOD_S 2
 
@@ -357,8 +368,9 @@ static void report_node_status(struct agent *a, struct httpc *h)
 	char *kinds = NULL, full[24];
 	int64_t applied;
 	uint64_t map_full;
-	bool send_drops, send_kinds, send_ct, send_pol;
+	bool send_drops, send_kinds, send_ct, send_pol, revs_changed, revs_due;
 	time_t now = time(NULL);
+	int64_t now_ms = monotonic_ms();
 
 	pthread_mutex_lock(&a->lock);
 	applied = a->netns_synced ? a->applied_rev : -1;
@@ -385,8 +397,12 @@ static void report_node_status(struct agent *a, struct httpc *h)
 		free(plog);
 		plog = NULL;
 	}
-	if ((applied < 0 || applied == a->reported_rev) && !send_drops && !send_kinds && !send_ct &&
-	    !send_pol && !send_log && !send_ipam && map_full == a->reported_map_full)
+	revs_changed = (applied >= 0 && applied != a->reported_rev) || send_kinds;
+	revs_due = revs_changed && now_ms - a->revs_at_ms >= REVISIONS_PERIOD_MS;
+	if (revs_changed && !revs_due)
+		a->report_due_ms = a->revs_at_ms + REVISIONS_PERIOD_MS;	/* the thread wakes then */
+	if (!revs_due && !send_drops && !send_ct && !send_pol && !send_log && !send_ipam &&
+	    map_full == a->reported_map_full)
 		goto out;
 	snprintf(path, sizeof(path), "/api/v1/nodes/%s", a->o.node);
 	if (httpc_request(h, "GET", path, NULL, 0, &r, err, sizeof(err)) < 0 || r.status != 200 ||
@@ -423,6 +439,8 @@ static void report_node_status(struct agent *a, struct httpc *h)
 	if (r.status == 200) {
 		a->reported_rev = applied;
 		a->reported_map_full = map_full;
+		a->revs_at_ms = now_ms;
+		a->report_due_ms = 0;
 		if (kinds) {
 			free(a->reported_kinds);
 			a->reported_kinds = kinds;
@@ -624,10 +642,22 @@ static void *report_thread(void *arg)
 
 	while (!atomic_load(&a->stopping)) {
 		struct timespec ts;
+		int64_t wait_ms = REPORT_PERIOD_S * 1000;
 
+		/* a held-back write of the applied revisions: due sooner */
+		if (a->report_due_ms) {
+			int64_t left = a->report_due_ms - monotonic_ms();
+
+			wait_ms = left < 1 ? 1 : left < wait_ms ? left : wait_ms;
+		}
 		pthread_mutex_lock(&a->lock);
 		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += REPORT_PERIOD_S;
+		ts.tv_sec += wait_ms / 1000;
+		ts.tv_nsec += (wait_ms % 1000) * 1000000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
 		while (a->kicks == seen && !atomic_load(&a->stopping))
 			if (pthread_cond_timedwait(&a->kick, &a->lock, &ts) == ETIMEDOUT)
 				break;
