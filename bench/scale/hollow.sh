@@ -20,6 +20,10 @@
 #   endpoint     one Endpoints PUT at a time, until every node applied
 #                its revision: p50 / p99
 #   controller   CPU seconds of the cold start, RSS after it
+#   hollowCPU    the hollow process's CPU seconds in the cold start: the
+#                agents' own work, which here shares the 2 CPUs with the
+#                controller, so (ctl_cpu + hollowCPU) / CPUs is the floor
+#                of a cold start on this machine
 #   bytes        what the hollow process read per pod add (all nodes; TLS
 #                bytes included), and per node
 # With BENCH_SCALE_CHECK=1 every node's maps are compared with the
@@ -36,6 +40,9 @@
 #   BENCH_SCALE_PROBES    pod adds and endpoint changes timed at each size (50)
 #   BENCH_SCALE_CHECK     compare every map with the cluster (1)
 #   BENCH_SCALE_PEERS     1: a NetworkPolicy naming pods as peers (0)
+#   BENCH_SCALE_PER_PROCESS  hollow nodes a weft-hollow worker process holds
+#                         (600: each agent costs 24 descriptors, and a
+#                         process may have 20,000 here)
 #   BENCH_SCALE_TIMEOUT   seconds for each wait        (600)
 #   BENCH_SCALE_SAVE      a directory to keep each size's JSON report in (unset)
 #   WEFT_BIN              the binaries                 (build/release/bin)
@@ -52,6 +59,7 @@ SVCS=${BENCH_SCALE_SERVICES:-1000}
 PROBES=${BENCH_SCALE_PROBES:-50}
 CHECK=${BENCH_SCALE_CHECK:-1}
 PEERS=${BENCH_SCALE_PEERS:-0}
+PER_PROCESS=${BENCH_SCALE_PER_PROCESS:-600}
 TIMEOUT=${BENCH_SCALE_TIMEOUT:-600}
 PIDS=() NSS=() NEED=()
 declare -A LAB_UP=()
@@ -101,10 +109,12 @@ run_size() { # N: one fresh controller, one weft-hollow run; the report in TMP/N
 	if ! KUBECONFIG=$dir/admin.kubeconfig "$WEFT_BIN/weftctl" apply -f "$dir/cn.yaml" >"$dir/apply.log" 2>&1; then
 		say "N=$n: ClusterNetwork refused: $(oneline <"$dir/apply.log")"; return 1
 	fi
-	local checkflag=()
+	local checkflag=() procs=$(((n + PER_PROCESS - 1) / PER_PROCESS))
 	[ "$CHECK" = 1 ] && checkflag=(--check)
+	# one process when every node tracks every probe pod (--pod-peers)
+	[ "$PEERS" = 1 ] && procs=1
 	"$WEFT_BIN/weft-hollow" --controller "$url" --token-file "$dir/admin.token" \
-		--ca-file "$dir/pki/ca.crt" --nodes "$n" --pods-per-node "$PODS" --services "$SVCS" \
+		--ca-file "$dir/pki/ca.crt" --nodes "$n" --processes "$procs" --pods-per-node "$PODS" --services "$SVCS" \
 		--pod-adds "$PROBES" --endpoint-changes "$PROBES" "${checkflag[@]}" "${PEERFLAG[@]}" \
 		--controller-pid "$pid" --timeout "$TIMEOUT" --state-dir "$dir/hollow" \
 		--output "$TMP/$n.json" 2>"$dir/hollow.log"
@@ -117,19 +127,27 @@ run_size() { # N: one fresh controller, one weft-hollow run; the report in TMP/N
 
 fmt() { jq -r "$1" "$TMP/$2.json"; }
 ref=
-printf '%s: %6s %8s %9s %9s %9s %9s %8s %8s %10s %9s %7s\n' "$BENCH_NAME" N "cold_s" "add_p50" "add_p99" \
-	"ep_p50" "ep_p99" "ctl_cpu" "ctl_MiB" "B/add/node" "hollowMiB" "check"
+printf '%s: %6s %8s %9s %9s %9s %9s %8s %8s %10s %9s %9s %7s\n' "$BENCH_NAME" N "cold_s" "add_p50" "add_p99" \
+	"ep_p50" "ep_p99" "ctl_cpu" "ctl_MiB" "B/add/node" "hollowMiB" "hollowCPU" "check"
 for n in $SIZES; do
 	if ! run_size "$n"; then record err "$n"; continue; fi
 	[ -n "$ref" ] || ref=$n
-	printf '%s: %6s %8.2f %9.1f %9.1f %9.1f %9.1f %8.1f %8.0f %10.0f %9.0f %7s\n' "$BENCH_NAME" "$n" \
+	printf '%s: %6s %8.2f %9.1f %9.1f %9.1f %9.1f %8.1f %8.0f %10.0f %9.0f %9.1f %7s\n' "$BENCH_NAME" "$n" \
 		"$(fmt .steps.converged_s "$n")" "$(fmt .pod_add.p50_ms "$n")" "$(fmt .pod_add.p99_ms "$n")" \
 		"$(fmt .endpoint_change.p50_ms "$n")" "$(fmt .endpoint_change.p99_ms "$n")" \
 		"$(fmt '.controller_converged.cpu_s - .controller_before.cpu_s' "$n")" \
 		"$(fmt '.controller_converged.rss_bytes / 1048576' "$n")" \
 		"$(fmt ".pod_add.bytes_received_per_add / $n" "$n")" "$(fmt '.hollow_rss_bytes / 1048576' "$n")" \
+		"$(fmt '.hollow_cpu_cold_s' "$n")" \
 		"$(fmt 'if .check then (if .check.nodes_wrong == 0 then "equal" else "DIFF" end) else "-" end' "$n")"
 	record ok "$n"
+done
+CPUS=$(nproc)
+for n in $SIZES; do
+	[ -f "$TMP/$n.json" ] && jq -e .hollow_cpu_cold_s "$TMP/$n.json" >/dev/null 2>&1 || continue
+	jq -r --arg n "$n" --argjson c "$CPUS" \
+		'"\(env.BENCH_NAME // "scale-hollow"): N=\($n): the cold start used \((.controller_converged.cpu_s - .controller_before.cpu_s) | . * 10 | round / 10) CPU-s in the controller and \(.hollow_cpu_cold_s | . * 10 | round / 10) in the agents (\(.processes) weft-hollow processes): on \($c) CPUs no cold start here is shorter than \(((.controller_converged.cpu_s - .controller_before.cpu_s + .hollow_cpu_cold_s) / $c) | . * 10 | round / 10) s (measured \(.steps.converged_s | . * 10 | round / 10) s); the agents alone need \((.hollow_cpu_cold_s / $c) | . * 10 | round / 10) s"' \
+		"$TMP/$n.json"
 done
 if [ -n "$ref" ]; then
 	say "ratios to N=$ref (the same run): per-event cost as the cluster grows"

@@ -452,7 +452,7 @@ int check_fleet(struct fleet *f, struct check_result *res, char *err, size_t len
 		want_free(&w);
 		return -1;
 	}
-	for (unsigned i = 0; i < f->o->nodes; i++) {
+	for (unsigned i = f->lo; i < f->hi; i++) {
 		struct node_check c = { .w = &w, .n = &f->nodes[i], .my_ip = f->nodes[i].a.node_ip };
 
 		check_node(&c);

@@ -40,6 +40,8 @@ struct fleet *fleet_create(const struct fleet_opts *o, char *err, size_t len)
 		return NULL;
 	}
 	f->o = o;
+	f->lo = 0;
+	f->hi = o->nodes;
 	clock_gettime(CLOCK_MONOTONIC, &f->epoch);
 	f->admin = admin_client(o, err, len);
 	if (!f->admin) {
@@ -150,7 +152,7 @@ static void *worker(void *arg)
 	struct work *w = arg;
 	unsigned i;
 
-	while ((i = atomic_fetch_add(&w->next, 1)) < w->f->o->nodes && !atomic_load(&w->failed)) {
+	while ((i = w->f->lo + atomic_fetch_add(&w->next, 1)) < w->f->hi && !atomic_load(&w->failed)) {
 		char err[512];
 
 		if (w->one(&w->f->nodes[i], err, sizeof(err)) < 0) {
@@ -226,7 +228,7 @@ int fleet_start(struct fleet *f, unsigned timeout_s, char *err, size_t len)
 	if (run_all(f, start_one, err, len) < 0)
 		return -1;
 	deadline = fleet_now(f) + (int64_t)timeout_s * 1000000000;
-	for (unsigned i = 0; i < f->o->nodes; i++)
+	for (unsigned i = f->lo; i < f->hi; i++)
 		while (!atomic_load(&f->nodes[i].a.ready)) {
 			if (fleet_now(f) > deadline) {
 				snprintf(err, len, "node %s: not ready after %u s", f->nodes[i].name,
@@ -272,7 +274,7 @@ bool fleet_converged(struct fleet *f, char *why, size_t len)
 {
 	const struct fleet_opts *o = f->o;
 
-	for (unsigned i = 0; i < o->nodes; i++) {
+	for (unsigned i = f->lo; i < f->hi; i++) {
 		struct agent *a = &f->nodes[i].a;
 		int64_t pods = datapath_map_count(a->dp, DATAPATH_MAP_IPCACHE);
 		uint64_t need = o->pod_peers ? f->pods_total : f->nodes[i].pods;
@@ -323,7 +325,7 @@ void fleet_stop(struct fleet *f)
 	char err[64];
 
 	/* every agent is told first, so their threads wind down together */
-	for (unsigned i = 0; i < f->o->nodes; i++)
+	for (unsigned i = f->lo; i < f->hi; i++)
 		if (f->nodes[i].started) {
 			atomic_store(&f->nodes[i].a.stopping, true);
 			running++;

@@ -57,6 +57,10 @@ struct hollow_node {
 struct fleet {
 	const struct fleet_opts *o;
 	struct hollow_node *nodes;	/* o->nodes of them */
+	/* the nodes this process runs, [lo, hi): all of them, or a worker's
+	 * share (crew.h); every function below works on these only, except
+	 * fleet_prepare (every node's credential) */
+	unsigned lo, hi;
 	struct httpc *admin;
 	struct timespec epoch;
 	/* the probe: the address whose arrival in each node's ipcache is

@@ -17,7 +17,9 @@
  *             --endpoint-changes K: one Endpoints PUT at a time, until
  *             every node applied it
  *
- * and prints one JSON object (to --output or stdout): the times, the
+ * With --processes K the agents run in K forked workers (crew.h: one
+ * process holds only so many agents' descriptors).  It prints one JSON
+ * object (to --output or stdout): the times, the
  * probes' percentiles, and with --controller-pid the controller's CPU
  * and RSS at each step.  Exit 0 when everything converged (and checked
  * equal), 1 otherwise, 2 for bad flags.
@@ -34,6 +36,7 @@
 #include <unistd.h>
 
 #include "hollow/check.h"
+#include "hollow/crew.h"
 #include "hollow/fleet.h"
 #include "hollow/probe.h"
 
@@ -44,7 +47,7 @@ static void usage(FILE *f)
 		"                   [--pods-per-node P] [--services S] [--endpoints-per-service E]\n"
 		"                   [--namespaces K] [--state-dir DIR] [--prefix NAME] [--first-node-ip IP]\n"
 		"                   [--starters T] [--pod-adds A] [--endpoint-changes C] [--pod-peers]\n"
-		"                   [--check]\n"
+		"                   [--processes K] [--check]\n"
 		"                   [--controller-pid PID] [--timeout SECONDS] [--output FILE] [--verbose]\n"
 		"\n"
 		"  --controller URL        weft-controller (as weft-agent's --controller)\n"
@@ -63,6 +66,8 @@ static void usage(FILE *f)
 		"  --endpoint-changes C    Endpoints changed one at a time and timed (default 0)\n"
 		"  --pod-peers             a NetworkPolicy in hollow-0 naming pods as peers: every\n"
 		"                          node then needs every pod (else only its own)\n"
+		"  --processes K           run the agents in K worker processes (default 1): one\n"
+		"                          process holds about 800 under a 20,000-descriptor limit\n"
 		"  --check                 compare every node's maps with the cluster\n"
 		"  --tamper                before the check, remove one ipcache entry of the\n"
 		"                          first node (the checker's own test: it must fail)\n"
@@ -74,7 +79,7 @@ static void usage(FILE *f)
 
 struct run_opts {
 	struct fleet_opts f;
-	unsigned pod_adds, endpoint_changes, timeout;
+	unsigned pod_adds, endpoint_changes, timeout, processes;
 	bool check, verbose, tamper;
 	pid_t controller_pid;
 	const char *output;
@@ -115,6 +120,7 @@ static int parse_flags(int argc, char **argv, struct run_opts *r)
 		{ "endpoint-changes", required_argument, NULL, 'C' },
 		{ "check", no_argument, NULL, 'K' },
 		{ "pod-peers", no_argument, NULL, 'N' },
+		{ "processes", required_argument, NULL, 'j' },
 		{ "tamper", no_argument, NULL, 'Z' },
 		{ "controller-pid", required_argument, NULL, 'P' },
 		{ "timeout", required_argument, NULL, 'w' },
@@ -135,6 +141,7 @@ static int parse_flags(int argc, char **argv, struct run_opts *r)
 	r->f.starters = 16;
 	r->f.first_node_ip = htonl(0x64400001);	/* 100.64.0.1 */
 	r->timeout = 300;
+	r->processes = 1;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'c': r->f.controller = optarg; break;
@@ -159,6 +166,7 @@ static int parse_flags(int argc, char **argv, struct run_opts *r)
 		case 'C': rc = number("endpoint-changes", optarg, 0, 100000, &r->endpoint_changes); break;
 		case 'K': r->check = true; break;
 		case 'N': r->f.pod_peers = true; break;
+		case 'j': rc = number("processes", optarg, 1, 64, &r->processes); break;
 		case 'Z': r->tamper = true; break;
 		case 'P':
 			rc = number("controller-pid", optarg, 1, 4194304, &pid);
@@ -236,27 +244,31 @@ static json_t *percentiles(double *v, unsigned done)
 			 probe_percentile(v, n, 100));
 }
 
-/* --tamper: the first entry goes (the walk stops there) */
-static int tamper_one(in_addr_t ip, const struct weft_ipcache_entry *e, void *arg)
-{
-	(void)e;
-	(void)datapath_ipcache_del(arg, ip);
-	return 1;
-}
-
 static double secs(int64_t ns)
 {
 	return (double)ns / 1e9;
+}
+
+/* Probe results: each percentile line, with the bytes the crew received
+ * per probe. */
+static void put_probe(json_t *out, const char *key, const char *per, double *ms, unsigned done,
+		      uint64_t bytes)
+{
+	json_t *p = percentiles(ms, done);
+
+	json_object_set_new(p, per, json_real(done ? (double)bytes / done : 0));
+	json_object_set_new(out, key, p);
 }
 
 int main(int argc, char **argv)
 {
 	struct run_opts r = { 0 };
 	struct fleet *f = NULL;
-	struct proc_sample self0;
-	uint64_t got0;
+	struct crew *c = NULL;
+	struct crew_cold cold;
+	uint64_t got0, got1;
 	json_t *out = json_object(), *steps = json_object();
-	char err[1024] = "", why[512] = "";
+	char err[1024] = "";
 	int64_t t_start, t;
 	double *ms = NULL;
 	unsigned done;
@@ -268,6 +280,7 @@ int main(int argc, char **argv)
 	process_limits();
 	agent_log_setup("weft-hollow", !r.verbose);
 	json_object_set_new(out, "nodes", json_integer(r.f.nodes));
+	json_object_set_new(out, "processes", json_integer(r.processes));
 	json_object_set_new(out, "pod_peers", json_boolean(r.f.pod_peers));
 	json_object_set_new(out, "pods_per_node", json_integer(r.f.pods_per_node));
 	json_object_set_new(out, "services", json_integer(r.f.services));
@@ -282,32 +295,27 @@ int main(int argc, char **argv)
 		goto out;
 	json_object_set_new(steps, "prepare_s", json_real(secs(fleet_now(f) - t)));
 
+	c = crew_start(f, r.processes, err, sizeof(err));
+	if (!c)
+		goto out;
 	t_start = fleet_now(f);
-	if (fleet_start(f, r.timeout, err, sizeof(err)) < 0)
+	if (crew_cold(c, r.timeout, &cold, err, sizeof(err)) < 0)
 		goto out;
-	json_object_set_new(steps, "ready_s", json_real(secs(fleet_now(f) - t_start)));
-	if (fleet_add_pods(f, err, sizeof(err)) < 0)
-		goto out;
-	json_object_set_new(steps, "pods_added_s", json_real(secs(fleet_now(f) - t_start)));
-	while (!fleet_converged(f, why, sizeof(why))) {
-		if (fleet_now(f) - t_start > (int64_t)r.timeout * 1000000000) {
-			snprintf(err, sizeof(err), "not converged after %u s: %s", r.timeout, why);
-			goto out;
-		}
-		usleep(20000);
-	}
-	json_object_set_new(steps, "converged_s", json_real(secs(fleet_now(f) - t_start)));
-	json_object_set_new(out, "bytes_received_cold_start", json_integer((json_int_t)httpc_body_bytes_received()));
+	json_object_set_new(steps, "ready_s", json_real(secs(cold.ready_ns - t_start)));
+	json_object_set_new(steps, "pods_added_s", json_real(secs(cold.pods_ns - t_start)));
+	json_object_set_new(steps, "converged_s", json_real(secs(cold.converged_ns - t_start)));
+	json_object_set_new(out, "bytes_received_cold_start", json_integer((json_int_t)cold.bytes));
 	json_object_set_new(out, "controller_converged", controller_sample(&r));
-	if (probe_proc(getpid(), &self0) == 0)
-		json_object_set_new(out, "hollow_rss_bytes", json_integer((json_int_t)self0.rss_bytes));
+	json_object_set_new(out, "hollow_rss_bytes", json_integer((json_int_t)cold.rss_bytes));
+	/* the agents' own work in the cold start: on this one machine it
+	 * shares the CPUs with the controller (the floor of a cold start
+	 * here is (this + the controller's) / CPUs) */
+	json_object_set_new(out, "hollow_cpu_cold_s", json_real(cold.cpu_s));
 
-	if (r.tamper)
-		(void)datapath_ipcache_foreach(f->nodes[0].a.dp, tamper_one, f->nodes[0].a.dp);
-	if (r.check) {
+	if (r.check || r.tamper) {
 		struct check_result cr;
 
-		if (check_fleet(f, &cr, err, sizeof(err)) < 0)
+		if (crew_check(c, r.tamper, &cr, err, sizeof(err)) < 0)
 			goto out;
 		json_object_set_new(out, "check", json_pack("{s:i, s:i, s:I, s:s}", "nodes_checked",
 							    cr.nodes_checked, "nodes_wrong", cr.nodes_wrong,
@@ -326,21 +334,40 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	if (r.pod_adds) {
-		got0 = httpc_body_bytes_received();
-		if (probe_pod_adds(f, r.pod_adds, r.timeout, ms, &done, err, sizeof(err)) < 0)
+		if (crew_bytes(c, &got0, err, sizeof(err)) < 0)
 			goto out;
-		json_object_set_new(out, "pod_add", percentiles(ms, done));
-		json_object_set_new(json_object_get(out, "pod_add"), "bytes_received_per_add",
-				    json_real(done ? (double)(httpc_body_bytes_received() - got0) / done : 0));
+		for (done = 0; done < r.pod_adds; done++) {
+			if (crew_pod_add(c, done, r.timeout, &ms[done], err, sizeof(err)) < 0)
+				goto out;
+			if (ms[done] < 0) {
+				done++;
+				break;	/* not within the timeout: the probe ends */
+			}
+		}
+		if (crew_bytes(c, &got1, err, sizeof(err)) < 0)
+			goto out;
+		put_probe(out, "pod_add", "bytes_received_per_add", ms, done, got1 - got0);
 		json_object_set_new(out, "controller_after_pod_adds", controller_sample(&r));
 	}
 	if (r.endpoint_changes) {
-		got0 = httpc_body_bytes_received();
-		if (probe_endpoint_changes(f, r.endpoint_changes, r.timeout, ms, &done, err, sizeof(err)) < 0)
+		if (crew_bytes(c, &got0, err, sizeof(err)) < 0)
 			goto out;
-		json_object_set_new(out, "endpoint_change", percentiles(ms, done));
-		json_object_set_new(json_object_get(out, "endpoint_change"), "bytes_received_per_change",
-				    json_real(done ? (double)(httpc_body_bytes_received() - got0) / done : 0));
+		for (done = 0; done < r.endpoint_changes; done++) {
+			int64_t rev = 0, at;
+
+			t = fleet_now(f);
+			if (probe_endpoint_write(f, done, &rev, err, sizeof(err)) < 0 ||
+			    crew_endpoint_wait(c, rev, r.timeout, &at, err, sizeof(err)) < 0)
+				goto out;
+			ms[done] = at < 0 ? -1 : (double)(at - t) / 1e6;
+			if (at < 0) {
+				done++;
+				break;
+			}
+		}
+		if (crew_bytes(c, &got1, err, sizeof(err)) < 0)
+			goto out;
+		put_probe(out, "endpoint_change", "bytes_received_per_change", ms, done, got1 - got0);
 		json_object_set_new(out, "controller_after_endpoint_changes", controller_sample(&r));
 	}
 	rc = 0;
@@ -349,7 +376,7 @@ out:
 		json_object_set_new(out, "error", json_string(err));
 	if (f) {
 		t = fleet_now(f);
-		fleet_stop(f);
+		crew_destroy(c);	/* stops every agent */
 		json_object_set_new(steps, "stop_s", json_real(secs(fleet_now(f) - t)));
 		fleet_destroy(f);
 	}

@@ -16,7 +16,9 @@
  *
  * An Endpoints change is timed from just before its PUT to the poll (every
  * millisecond) that finds every node's applied endpoints revision (the
- * one its Node reports, a->ep_applied_rev) at or past the write's.
+ * one its Node reports, a->ep_applied_rev) at or past the write's.  The
+ * PUT and the wait are apart, so that the nodes of several worker
+ * processes (crew.h) can each wait for their own.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -30,7 +32,7 @@
 
 static void track(struct fleet *f, in_addr_t ip)
 {
-	for (unsigned i = 0; i < f->o->nodes; i++)
+	for (unsigned i = f->lo; i < f->hi; i++)
 		atomic_store(&f->nodes[i].track_seen, 0);
 	atomic_store(&f->track_have, 0);
 	atomic_store_explicit(&f->track_ip, ip, memory_order_release);
@@ -49,71 +51,62 @@ static bool record_back(struct hollow_node *n, const char *ns, const char *name,
 	return back;
 }
 
-int probe_pod_adds(struct fleet *f, unsigned count, unsigned timeout_s, double *ms,
-		   unsigned *done, char *err, size_t len)
+int probe_pod_add(struct fleet *f, unsigned node, unsigned i, unsigned timeout_s, double *ms,
+		  char *err, size_t len)
 {
 	const struct fleet_opts *o = f->o;
+	struct hollow_node *n = &f->nodes[node];
+	unsigned want = f->hi - f->lo;
+	char name[48], ns[32];
+	int64_t t0 = fleet_now(f), last = 0, deadline = t0 + (int64_t)timeout_s * 1000000000;
+	in_addr_t ip = 0;
+	int rc;
 
-	*done = 0;
-	for (unsigned i = 0; i < count; i++) {
-		struct hollow_node *n = &f->nodes[i % o->nodes];
-		char name[48], ns[32];
-		int64_t t0 = fleet_now(f), last = 0, deadline;
-		in_addr_t ip = 0;
-		int rc;
-
-		snprintf(ns, sizeof(ns), "hollow-%u", i % o->namespaces);
-		snprintf(name, sizeof(name), "%.30sprobe-%u", o->prefix, i);
-		track(f, 0);
-		rc = hollow_pod_add(&n->a, ns, name, &ip);
-		if (rc < 0) {
-			snprintf(err, len, "node %s: probe pod %s/%s: %s", n->name, ns, name, strerror(-rc));
-			return -1;
-		}
-		track(f, ip);
-		f->pods_total++;
-		n->pods++;
-		if (!o->pod_peers) {
-			deadline = t0 + (int64_t)timeout_s * 1000000000;
-			while (!record_back(n, ns, name, ip) && fleet_now(f) < deadline)
-				usleep(500);
-			ms[i] = record_back(n, ns, name, ip) ? (double)(fleet_now(f) - t0) / 1e6 : -1;
-			*done = i + 1;
-			if (ms[i] < 0)
-				break;
-			continue;
-		}
-		/* whoever has it already (the owner at least) is stamped now */
-		for (unsigned j = 0; j < o->nodes; j++) {
-			struct weft_ipcache_entry e;
-			int64_t zero = 0;
-
-			if (datapath_ipcache_get(f->nodes[j].a.dp, ip, &e) == 0 &&
-			    atomic_compare_exchange_strong(&f->nodes[j].track_seen, &zero, fleet_now(f)))
-				atomic_fetch_add(&f->track_have, 1);
-		}
-		deadline = t0 + (int64_t)timeout_s * 1000000000;
-		while (atomic_load(&f->track_have) < o->nodes && fleet_now(f) < deadline)
-			usleep(500);
-		if (atomic_load(&f->track_have) < o->nodes) {
-			ms[i] = -1;
-			*done = i + 1;
-			track(f, 0);
-			return 0;
-		}
-		for (unsigned j = 0; j < o->nodes; j++)
-			if (atomic_load(&f->nodes[j].track_seen) > last)
-				last = atomic_load(&f->nodes[j].track_seen);
-		ms[i] = (double)(last - t0) / 1e6;
-		*done = i + 1;
+	snprintf(ns, sizeof(ns), "hollow-%u", i % o->namespaces);
+	snprintf(name, sizeof(name), "%.30sprobe-%u", o->prefix, i);
+	track(f, 0);
+	rc = hollow_pod_add(&n->a, ns, name, &ip);
+	if (rc < 0) {
+		snprintf(err, len, "node %s: probe pod %s/%s: %s", n->name, ns, name, strerror(-rc));
+		return -1;
 	}
+	track(f, ip);
+	f->pods_total++;
+	n->pods++;
+	if (!o->pod_peers) {
+		while (!record_back(n, ns, name, ip) && fleet_now(f) < deadline)
+			usleep(500);
+		*ms = record_back(n, ns, name, ip) ? (double)(fleet_now(f) - t0) / 1e6 : -1;
+		track(f, 0);
+		return 0;
+	}
+	/* whoever has it already (the owner at least) is stamped now */
+	for (unsigned j = f->lo; j < f->hi; j++) {
+		struct weft_ipcache_entry e;
+		int64_t zero = 0;
+
+		if (datapath_ipcache_get(f->nodes[j].a.dp, ip, &e) == 0 &&
+		    atomic_compare_exchange_strong(&f->nodes[j].track_seen, &zero, fleet_now(f)))
+			atomic_fetch_add(&f->track_have, 1);
+	}
+	while (atomic_load(&f->track_have) < want && fleet_now(f) < deadline)
+		usleep(500);
+	if (atomic_load(&f->track_have) < want) {
+		*ms = -1;
+		track(f, 0);
+		return 0;
+	}
+	for (unsigned j = f->lo; j < f->hi; j++)
+		if (atomic_load(&f->nodes[j].track_seen) > last)
+			last = atomic_load(&f->nodes[j].track_seen);
+	*ms = (double)(last - t0) / 1e6;
 	track(f, 0);
 	return 0;
 }
 
 static bool all_applied(struct fleet *f, int64_t rev)
 {
-	for (unsigned i = 0; i < f->o->nodes; i++) {
+	for (unsigned i = f->lo; i < f->hi; i++) {
 		struct agent *a = &f->nodes[i].a;
 		int64_t r;
 
@@ -126,36 +119,33 @@ static bool all_applied(struct fleet *f, int64_t rev)
 	return true;
 }
 
-int probe_endpoint_changes(struct fleet *f, unsigned count, unsigned timeout_s, double *ms,
-			   unsigned *done, char *err, size_t len)
+int probe_endpoint_write(struct fleet *f, unsigned i, int64_t *rev, char *err, size_t len)
 {
-	*done = 0;
+	char ip[INET_ADDRSTRLEN];
+
 	if (!f->o->services) {
 		snprintf(err, len, "no services to change the Endpoints of");
 		return -1;
 	}
-	for (unsigned i = 0; i < count; i++) {
-		const char *svc = f->svc_names[i % f->o->services];
-		char ip[INET_ADDRSTRLEN];
-		int64_t t0, rev = 0, deadline;
-
-		/* an address no earlier change used, outside the cluster network
-		 * (as admin.c's): 172.21.(i / 250).(i % 250 + 1) */
-		snprintf(ip, sizeof(ip), "172.21.%u.%u", (i / 250) % 256, i % 250 + 1);
-		t0 = fleet_now(f);
-		if (admin_endpoints_set(f->admin, svc, ip, &rev, err, len) < 0)
-			return -1;
-		if (rev > f->endpoints_rev)
-			f->endpoints_rev = rev;
-		deadline = t0 + (int64_t)timeout_s * 1000000000;
-		while (!all_applied(f, rev) && fleet_now(f) < deadline)
-			usleep(1000);
-		ms[i] = all_applied(f, rev) ? (double)(fleet_now(f) - t0) / 1e6 : -1;
-		*done = i + 1;
-		if (ms[i] < 0)
-			return 0;
-	}
+	/* an address no earlier change used, outside the cluster network
+	 * (as admin.c's): 172.21.(i / 250).(i % 250 + 1) */
+	snprintf(ip, sizeof(ip), "172.21.%u.%u", (i / 250) % 256, i % 250 + 1);
+	if (admin_endpoints_set(f->admin, f->svc_names[i % f->o->services], ip, rev, err, len) < 0)
+		return -1;
+	if (*rev > f->endpoints_rev)
+		f->endpoints_rev = *rev;
 	return 0;
+}
+
+int64_t probe_endpoint_wait(struct fleet *f, int64_t rev, unsigned timeout_s)
+{
+	int64_t deadline = fleet_now(f) + (int64_t)timeout_s * 1000000000;
+
+	if (rev > f->endpoints_rev)
+		f->endpoints_rev = rev;
+	while (!all_applied(f, rev) && fleet_now(f) < deadline)
+		usleep(1000);
+	return all_applied(f, rev) ? fleet_now(f) : -1;
 }
 
 int probe_proc(pid_t pid, struct proc_sample *s)

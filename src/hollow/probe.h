@@ -1,7 +1,7 @@
 /*
  * probe.h — the timings weft-hollow reports: one pod added until every
- * node's ipcache has it; one Endpoints change until every node applied
- * it; and what a process costs (CPU, RSS), read from /proc.
+ * node that needs it has it; one Endpoints change until every node
+ * applied it; and what a process costs (CPU, RSS), read from /proc.
  */
 #ifndef WEFT_HOLLOW_PROBE_H
 #define WEFT_HOLLOW_PROBE_H
@@ -12,17 +12,18 @@
 
 #include "hollow/fleet.h"
 
-/* A pod added on node (i mod N) for i in 0..count-1, one at a time;
- * ms[i]: until the last node had it (-1: not within timeout_s, which
- * ends the probe: *done says how many were timed).  0 or -1 with err. */
-int probe_pod_adds(struct fleet *f, unsigned count, unsigned timeout_s, double *ms,
-		   unsigned *done, char *err, size_t len);
+/* Pod number i added on node (an index of f's nodes, in [lo, hi)), timed
+ * until every node that needs it has it (probe.c); *ms: -1 when not
+ * within timeout_s.  0, or -1 with err when the add failed. */
+int probe_pod_add(struct fleet *f, unsigned node, unsigned i, unsigned timeout_s, double *ms,
+		  char *err, size_t len);
 
-/* The Endpoints of service (i mod services) set to a new address, one at a
- * time; ms[i]: until every node's applied endpoints revision reached the
- * write's. */
-int probe_endpoint_changes(struct fleet *f, unsigned count, unsigned timeout_s, double *ms,
-			   unsigned *done, char *err, size_t len);
+/* Change number i: the Endpoints of service (i mod services) set to a new
+ * address; *rev: the write's revision.  0 or -1 with err. */
+int probe_endpoint_write(struct fleet *f, unsigned i, int64_t *rev, char *err, size_t len);
+/* fleet_now() once every node of [lo, hi) applied endpoints revision rev,
+ * or -1 when not within timeout_s. */
+int64_t probe_endpoint_wait(struct fleet *f, int64_t rev, unsigned timeout_s);
 
 struct proc_sample {
 	double cpu_s;			/* user + system */

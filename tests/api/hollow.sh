@@ -71,7 +71,19 @@ check "--pod-peers: every node holds every pod ($(jq -r '.check.entries_checked'
 check "--pod-peers: 5 pod adds, each in every node's ipcache (p99 $(jq -r '.pod_add.p99_ms' "$dir/peers.json") ms)" \
 	jqr "$dir/peers.json" '.pod_add.timed == 5 and .pod_add.timed_out == 0'
 
-check "no sanitizer report from 73 agents started and stopped in one process" \
+# the agents in two worker processes (--processes: how weft-hollow goes
+# past one process's descriptors): the same checks, added up by the runner
+hollow "$dir/crew.json" --nodes 10 --processes 2 --pods-per-node 3 --prefix crew- --first-node-ip 100.67.0.1 \
+	--check --pod-adds 4 --endpoint-changes 4
+rc=$?
+check "--processes 2: 10 nodes converged, checked and probed (exit $rc: $(jq -r '.error // "no error"' "$dir/crew.json"))" \
+	jqr "$dir/crew.json" '.processes == 2 and .check.nodes_checked == 10 and .check.nodes_wrong == 0 and .pod_add.timed == 4 and .pod_add.timed_out == 0 and .endpoint_change.timed == 4 and .endpoint_change.timed_out == 0'
+hollow "$dir/crew-tamper.json" --nodes 4 --processes 2 --pods-per-node 2 --prefix crewt- --first-node-ip 100.68.0.1 --check --tamper
+rc=$?
+check "--processes 2 --tamper: the first worker's first node fails the check (exit $rc)" \
+	jqr "$dir/crew-tamper.json" '.check.nodes_checked == 4 and .check.nodes_wrong == 1 and (.check.first_difference | test("crewt-0001: weft_ipcache"))'
+
+check "no sanitizer report from 87 agents started and stopped in one process and two workers" \
 	bash -c "! grep -q 'Sanitizer' '$dir/hollow.log'"
 check_stop "controller stops cleanly"
 finish
