@@ -73,7 +73,7 @@ check "--pod-peers: 5 pod adds, each in every node's ipcache (p99 $(jq -r '.pod_
 
 # the agents in two worker processes (--processes: how weft-hollow goes
 # past one process's descriptors): the same checks, added up by the runner
-hollow "$dir/crew.json" --nodes 10 --processes 2 --pods-per-node 3 --prefix crew- --first-node-ip 100.67.0.1 \
+hollow "$dir/crew.json" --nodes 10 --processes 2 --pods-per-node 3 --services 10 --prefix crew- --first-node-ip 100.67.0.1 \
 	--check --pod-adds 4 --endpoint-changes 4
 rc=$?
 check "--processes 2: 10 nodes converged, checked and probed (exit $rc: $(jq -r '.error // "no error"' "$dir/crew.json"))" \
