@@ -83,7 +83,7 @@ static void usage(FILE *f)
 		"                      either end (default: max-policy-conntrack / %u)\n"
 		"  --watch-timeout SECONDS  how long each watch asks the controller to stream\n"
 		"                      before the agent renews it from the last revision it\n"
-		"                      applied (default 300)\n",
+		"                      applied (default 300; each request W to 2W, at random)\n",
 		WEFT_MAX_SERVICES, WEFT_MAX_BACKENDS, WEFT_MAX_CT, WEFT_CT_SOURCE_SHARE,
 		WEFT_MAX_POLICY, WEFT_MAX_POLICY_CT, WEFT_POLICY_CT_SOURCE_SHARE);
 }

@@ -48,6 +48,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "lib/hmap.h"
 
 struct kind_sync {
 	struct agent *a;
@@ -743,10 +744,26 @@ static bool controller_answers(struct httpc *h, bool say)
 	return up;
 }
 
+/* The length of one watch request: --watch-timeout W, stretched by a
+ * random part to [W, 2W), as client-go's reflectors do: agents started
+ * together (a cluster's cold start, a restart of every node) would
+ * otherwise renew every watch at the same moment every W seconds, each
+ * with a TLS handshake, and a controller with thousands of them misses
+ * its handshakes' deadlines. */
+static unsigned watch_seconds(const struct agent *a, unsigned *seed)
+{
+	unsigned w = a->o.watch_timeout ? a->o.watch_timeout : 300;
+
+	return w + (unsigned)rand_r(seed) % w;
+}
+
 static void *sync_thread(void *arg)
 {
 	struct kind_sync *k = arg;
 	struct agent *a = k->a;
+	/* this watch's own sequence: the node's name and the kind */
+	unsigned seed = (unsigned)(hmap_hash_str(hmap_hash_str(HMAP_HASH_SEED, a->o.node), k->what) ^
+				   (uint64_t)time(NULL));
 	unsigned backoff = BACKOFF_MIN_MS;
 	char path[512], err[256];
 
@@ -782,7 +799,7 @@ static void *sync_thread(void *arg)
 
 			snprintf(from, sizeof(from), "%s", k->rv);
 			snprintf(path, sizeof(path), "%s?watch=1&resourceVersion=%s&timeoutSeconds=%u%s%s%s%s",
-				 k->path, k->rv, a->o.watch_timeout ? a->o.watch_timeout : 300,
+				 k->path, k->rv, watch_seconds(a, &seed),
 				 k->watch_query ? "&" : "", k->watch_query ? k->watch_query : "",
 				 k->query[0] ? "&" : "", k->query);
 			clock_gettime(CLOCK_MONOTONIC, &t0);
