@@ -465,8 +465,6 @@ static void netns_caught_up(struct agent *a, const char *rv, bool listed)
 	report_kick(a);
 }
 
-
-
 static void set_controller_up(struct agent *a, bool up)
 {
 	pthread_mutex_lock(&a->lock);
@@ -641,7 +639,6 @@ static int list_once(struct kind_sync *k)
 	const char *rv;
 	size_t i;
 	int rc;
-
 	char path[512];
 
 	if (k->scope)
@@ -766,6 +763,9 @@ static void *sync_thread(void *arg)
 				   (uint64_t)time(NULL));
 	unsigned backoff = BACKOFF_MIN_MS;
 	char path[512], err[256];
+
+	if (k->stale)	/* its question can change: a running call ends then */
+		httpc_set_interrupt(*k->http, k->stale, k);
 
 	while (!atomic_load(&a->stopping)) {
 		struct httpc_response r = { 0 };
@@ -927,7 +927,6 @@ int sync_start(struct agent *a)
 				      .http = &a->http_pods, .begin = pods_begin, .apply = pod_apply,
 				      .remove = pod_remove_obj, .listed = pods_listed,
 				      .caught_up = pods_caught_up, .synced = &a->pods_synced };
-	httpc_set_interrupt(a->http_pods, pods_stale, &k->pods);
 	k->netns = (struct kind_sync){ .a = a,
 				       .path = "/apis/network.openshift.io/v1/netnamespaces",
 				       .what = "netnamespaces", .http = &a->http_netns,
