@@ -8,13 +8,16 @@
  *     HEAD ──► ITEMS ──(snapshot used up)──► TAIL ──► DONE
  *     '{"apiVersion":..,"items":['   ',' + item, each   ']}\n'
  *
- * An item is made by obj_from_kv (the stored value with its
- * metadata.resourceVersion added) and dumped into a scratch buffer that is
- * reused, so a piece costs no allocation once the buffer has grown to the
- * largest item.
+ * An item is the stored value with its metadata.resourceVersion added,
+ * written into a scratch buffer that is reused, so a piece costs no
+ * allocation once the buffer has grown to the largest item.  It is
+ * spliced into the stored text (stored_text.h: the same bytes, without
+ * parsing); a text that is not in the form the splice knows is parsed
+ * (obj_from_kv) and dumped, and skipped when unreadable.
  */
 #include "controller/list_stream.h"
 #include "controller/controller.h"
+#include "controller/stored_text.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -117,18 +120,26 @@ static int next_item(struct list_stream *ls)
 {
 	while (ls->next < ls->snap.n) {
 		struct store_kv *kv = &ls->snap.kvs[ls->next++];
-		json_t *obj = obj_from_kv(kv);
+		json_t *obj = NULL;
 		int err = 0;
 
-		store_kv_free(kv);	/* invariant 3 */
-		if (!obj)
-			continue;	/* invariant 2 */
 		ls->scratch_len = 0;
 		if (ls->emitted && scratch_add(",", 1, ls))
 			err = -ENOMEM;
-		if (!err && json_dump_callback(obj, scratch_add, ls, DUMP_FLAGS))
-			err = -ENOMEM;
-		json_decref(obj);
+		if (!err)
+			err = stored_text_add_revision(kv->value, kv->value_len, kv->mod_rev, scratch_add, ls);
+		if (err == -EINVAL) {
+			err = 0;
+			obj = obj_from_kv(kv);
+			if (!obj) {
+				store_kv_free(kv);
+				continue;	/* invariant 2 */
+			}
+			if (json_dump_callback(obj, scratch_add, ls, DUMP_FLAGS))
+				err = -ENOMEM;
+			json_decref(obj);
+		}
+		store_kv_free(kv);	/* invariant 3 */
 		if (err)
 			return err;
 		ls->emitted++;
