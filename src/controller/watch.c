@@ -97,6 +97,9 @@ struct ring_event {
 	size_t len;
 	char *left;		/* the DELETED line for watchers an update left (or NULL) */
 	size_t left_len;
+	/* how to judge it for a selective watcher that opens later (NULL:
+	 * pulled while there was none; such a watcher reads the store) */
+	struct watch_judge *judge;
 };
 
 struct buf {
@@ -228,6 +231,7 @@ static void ring_slot_free(struct ring_event *e)
 	free(e->key);
 	free(e->line);
 	free(e->left);
+	watch_judge_free(e->judge);
 	memset(e, 0, sizeof(*e));
 }
 
@@ -298,18 +302,60 @@ static void wake_one(struct watcher *w)
 	}
 }
 
+/* The length of the collection prefix of key ("/weft/obj/pods/" of
+ * "/weft/obj/pods/ns/name"), 0 when it has none. */
+static size_t collection_len(const char *key)
+{
+	const char *slash = strncmp(key, OBJ_PREFIX, strlen(OBJ_PREFIX)) == 0 ? strchr(key + strlen(OBJ_PREFIX), '/')
+									      : NULL;
+
+	return slash ? (size_t)(slash + 1 - key) : 0;
+}
+
+#define WAKE_KINDS 16
+
 /* Wake the waiting plain watchers that have something in the ring from
- * slot before on (hub lock held). */
+ * slot before on (hub lock held).  The new slots' collections are found
+ * first (a sync's events are of a few kinds), so a watcher of a whole
+ * collection costs a comparison with each of them, not one with every
+ * new event: thousands of agents' watches times a burst of writes.  A
+ * watcher of less than a collection (one namespace) is compared with
+ * the events. */
 static void wake_waiting(struct watch_hub *h, uint64_t before)
 {
+	const char *kinds[WAKE_KINDS];
+	size_t kind_len[WAKE_KINDS], nkinds = 0;
+	uint64_t from = before > h->first_seq ? before : h->first_seq;
+	bool by_kind = true;
+
+	for (uint64_t s = from; by_kind && s < h->next_seq; s++) {
+		const char *key = h->ring[s % h->cap].key;
+		size_t n = collection_len(key), k;
+
+		for (k = 0; k < nkinds && !(kind_len[k] == n && memcmp(kinds[k], key, n) == 0); k++)
+			;
+		if (k < nkinds)
+			continue;
+		if (!n || nkinds == WAKE_KINDS)
+			by_kind = false;
+		else {
+			kinds[nkinds] = key;
+			kind_len[nkinds++] = n;
+		}
+	}
 	for (struct watcher *w = h->plain, *next; w; w = next) {
 		bool wake = w->behind;
 
 		next = w->plain_next;
 		if (!w->waiting)
 			continue;
-		for (uint64_t s = before > h->first_seq ? before : h->first_seq; !wake && s < h->next_seq; s++)
-			wake = has_prefix(h->ring[s % h->cap].key, w->prefix, w->prefix_len);
+		if (by_kind && !wake && collection_len(w->prefix) == w->prefix_len) {
+			for (size_t k = 0; k < nkinds && !wake; k++)
+				wake = kind_len[k] == w->prefix_len && memcmp(kinds[k], w->prefix, w->prefix_len) == 0;
+		} else {
+			for (uint64_t s = from; !wake && s < h->next_seq; s++)
+				wake = has_prefix(h->ring[s % h->cap].key, w->prefix, w->prefix_len);
+		}
 		if (wake)
 			wake_one(w);
 	}
@@ -425,6 +471,7 @@ static void prepare(struct watch_hub *h, const struct store_event *e, size_t i, 
 				       ev.has_before ? &ev.before : NULL, judge, d);
 		if (d->left)
 			out->left = watch_event_line_for(&ev, WATCH_LEFT, &out->left_len);
+		out->judge = watch_judge_of(&ev);	/* NULL: later watchers read the store */
 	}
 	if (!out->key || !out->line)
 		ring_slot_free(out);
@@ -730,12 +777,77 @@ static int backlog_event(struct watcher *w, const struct store_event *e)
 	return err;
 }
 
+static void queued_line(struct watcher *w, const struct queued *x);
+
+/* w's delivery of ring slot e, or -1 when the ring cannot tell it (no
+ * judge record, or a DELETED line it does not hold): the store must. */
+static int ring_delivery(const struct watcher *w, const struct ring_event *e)
+{
+	enum watch_delivery how;
+
+	if (!e->judge)
+		return -1;
+	how = watch_judge_delivery(e->judge, &w->sel);
+	return how == WATCH_LEFT && !e->left ? -1 : (int)how;
+}
+
+/* Backlog mode, selective, from the ring: the events up to join_rev that
+ * the index never judged for w are judged from their slots' records, a
+ * revision at a time (invariant 2), so a watcher that opens in a burst of
+ * writes costs no parse and no store read.  1: progress (or joined the
+ * ring), 0: the ring cannot serve it from here (the store must). */
+static int ring_backlog(struct watcher *w)
+{
+	struct watch_hub *h = w->hub;
+	size_t scan_len = strlen(w->scan), budget = BACKLOG_PAGE;
+	bool progress = false;
+	uint64_t seq;
+
+	if (!w->selective || w->sent_rev < h->floor_rev)
+		return 0;
+	seq = ring_seek(h, w->sent_rev);
+	while (seq < h->next_seq && h->ring[seq % h->cap].rev <= w->join_rev && budget) {
+		int64_t rev = h->ring[seq % h->cap].rev;
+		uint64_t end;
+
+		for (end = seq; end < h->next_seq && h->ring[end % h->cap].rev == rev; end++) {
+			const struct ring_event *e = &h->ring[end % h->cap];
+
+			if (has_prefix(e->key, w->scan, scan_len) && ring_delivery(w, e) < 0)
+				return progress;
+		}
+		for (; seq < end; seq++) {
+			const struct ring_event *e = &h->ring[seq % h->cap];
+			struct queued x = { .seq = seq, .rev = rev };
+
+			if (!has_prefix(e->key, w->scan, scan_len))
+				continue;
+			x.how = (enum watch_delivery)ring_delivery(w, e);
+			queued_line(w, &x);
+		}
+		w->sent_rev = rev;
+		progress = true;
+		budget--;
+	}
+	if (seq == h->next_seq || h->ring[seq % h->cap].rev > w->join_rev) {
+		/* every event up to join_rev is in the ring (invariant 1) and was judged */
+		if (w->join_rev > w->sent_rev)
+			w->sent_rev = w->join_rev;
+		w->in_ring = true;
+	}
+	return 1;
+}
+
 /* Backlog mode: read the next page of history into out. */
 static int backlog_fill(struct watcher *w)
 {
 	struct watch_hub *h = w->hub;
 	struct store_event_list l = { 0 };
-	int err = store_events(h->store, w->scan, w->sent_rev, BACKLOG_PAGE, &l);
+	int err;
+
+	if (ring_backlog(w))
+		return 0;
+	err = store_events(h->store, w->scan, w->sent_rev, BACKLOG_PAGE, &l);
 
 	if (err)
 		return err;

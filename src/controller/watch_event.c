@@ -87,19 +87,94 @@ static bool network_changed(struct watch_event *ev)
 	return ev->network == WATCH_NETWORK_CHANGED;
 }
 
-enum watch_delivery watch_event_delivery(struct watch_event *ev, const struct selector *s)
+/* The delivery for an event the selector matches now and/or before;
+ * same: an update that changed nothing a node's network reads, asked for
+ * only when it can matter (it may cost a comparison). */
+static enum watch_delivery decide(bool now, bool before, bool update, const struct selector *s,
+				  bool (*same)(void *), void *arg)
 {
-	bool now = ev->has_now && selector_matches(s, &ev->now);
-	bool before = ev->has_before && selector_matches(s, &ev->before);
-	bool update = ev->has_now && ev->old;
-
-	if (now && before && update && s->network_updates && !network_changed(ev))
+	if (now && before && update && s->network_updates && same(arg))
 		return WATCH_NOTHING;	/* nothing a node's network reads */
 	if (now)
 		return before || !update ? WATCH_AS_IS : WATCH_ENTERED;
 	if (before)
 		return update ? WATCH_LEFT : WATCH_AS_IS;
 	return WATCH_NOTHING;
+}
+
+static bool event_same(void *ev)
+{
+	return !network_changed(ev);
+}
+
+static bool judge_same(void *j)
+{
+	return ((const struct watch_judge *)j)->network == WATCH_NETWORK_SAME;
+}
+
+enum watch_delivery watch_event_delivery(struct watch_event *ev, const struct selector *s)
+{
+	return decide(ev->has_now && selector_matches(s, &ev->now),
+		      ev->has_before && selector_matches(s, &ev->before), ev->has_now && ev->old, s, event_same, ev);
+}
+
+enum watch_delivery watch_judge_delivery(const struct watch_judge *j, const struct selector *s)
+{
+	return decide(j->has_now && selector_matches(s, &j->now), j->has_before && selector_matches(s, &j->before),
+		      j->update, s, judge_same, (void *)j);
+}
+
+/* A view's copy in j: the fields into text at *at (advanced), the labels
+ * held. */
+static void view_keep(struct selector_view *to, const struct selector_view *from, char **at)
+{
+	for (int f = 0; f < SELECTOR_FIELDS; f++) {
+		size_t n = strlen(from->field[f]) + 1;
+
+		memcpy(*at, from->field[f], n);
+		to->field[f] = *at;
+		*at += n;
+	}
+	to->labels = json_incref((json_t *)from->labels);
+}
+
+static size_t view_text(const struct selector_view *v)
+{
+	size_t n = 0;
+
+	for (int f = 0; f < SELECTOR_FIELDS; f++)
+		n += strlen(v->field[f]) + 1;
+	return n;
+}
+
+struct watch_judge *watch_judge_of(struct watch_event *ev)
+{
+	size_t len = (ev->has_now ? view_text(&ev->now) : 0) + (ev->has_before ? view_text(&ev->before) : 0);
+	struct watch_judge *j = calloc(1, sizeof(*j) + len);
+	char *at;
+
+	if (!j)
+		return NULL;
+	at = (char *)(j + 1);
+	j->has_now = ev->has_now;
+	j->has_before = ev->has_before;
+	j->update = ev->has_now && ev->old;
+	if (j->has_now)
+		view_keep(&j->now, &ev->now, &at);
+	if (j->has_before)
+		view_keep(&j->before, &ev->before, &at);
+	j->network = !j->update ? WATCH_NETWORK_UNKNOWN
+		     : network_changed(ev) ? WATCH_NETWORK_CHANGED : WATCH_NETWORK_SAME;
+	return j;
+}
+
+void watch_judge_free(struct watch_judge *j)
+{
+	if (!j)
+		return;
+	json_decref((json_t *)j->now.labels);
+	json_decref((json_t *)j->before.labels);
+	free(j);
 }
 
 char *watch_event_line_for(const struct watch_event *ev, enum watch_delivery d, size_t *len)

@@ -75,6 +75,26 @@ enum watch_delivery {
 int watch_event_parse(const struct store_event *e, bool judged, struct watch_event *ev);
 void watch_event_free(struct watch_event *ev);
 
+/* What judging an event for a selector needs, kept with the event in
+ * the hub's ring without the objects (their text is the ring's line):
+ * the views (the fields copied, the labels held), whether it is an
+ * update, and, for one, whether it changed a node's network (compared
+ * when the record is made).  A selective watcher that opens after the
+ * event is judged from it (watch.c, its backlog from the ring) as the
+ * watchers the hub knew then were judged from the event. */
+struct watch_judge {
+	struct selector_view now, before;
+	bool has_now, has_before, update;
+	enum watch_network network;
+};
+/* From a judged event (watch_event_parse with judged); NULL on ENOMEM.
+ * Freed with watch_judge_free (accepts NULL). */
+struct watch_judge *watch_judge_of(struct watch_event *ev);
+void watch_judge_free(struct watch_judge *j);
+/* What a watcher with selector s is sent for the event: the same answer
+ * as watch_event_delivery on the event it was made from. */
+enum watch_delivery watch_judge_delivery(const struct watch_judge *j, const struct selector *s);
+
 /* {"type":type,"object":obj}\n, NUL-terminated, *len without the NUL; NULL on ENOMEM. */
 char *watch_event_line(const char *type, const json_t *obj, size_t *len);
 
