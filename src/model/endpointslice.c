@@ -135,10 +135,8 @@ fail:
 	return NULL;
 }
 
-/* Keys in address order: IPv4 numerically, anything else after, by text. */
-static int cmp_key(const void *a, const void *b)
+int model_endpointslice_key_cmp(const char *x, const char *y)
 {
-	const char *x = *(const char *const *)a, *y = *(const char *const *)b;
 	uint32_t ix, iy;
 	bool px = ip4_parse(x, &ix) == 0, py = ip4_parse(y, &iy) == 0;
 
@@ -147,6 +145,11 @@ static int cmp_key(const void *a, const void *b)
 	if (px != py)
 		return px ? -1 : 1;
 	return strcmp(x, y);
+}
+
+static int cmp_key(const void *a, const void *b)
+{
+	return model_endpointslice_key_cmp(*(const char *const *)a, *(const char *const *)b);
 }
 
 json_t *model_endpointslice_object(const char *ns, const char *name, const char *service,

@@ -271,6 +271,9 @@ json_t *model_endpointslice_ports(const json_t *ports);
 char *model_endpointslice_group(const json_t *ports);
 /* The key of a slice endpoint: its first address (borrowed), or NULL. */
 const char *model_endpointslice_endpoint_key(const json_t *endpoint);
+/* Keys in address order: IPv4 numerically, anything else after, by text
+ * (strcmp's sign convention). */
+int model_endpointslice_key_cmp(const char *a, const char *b);
 /* A slice object: labels service-name and managed-by, addressType IPv4,
  * ports (borrowed, as model_endpointslice_ports gives them), endpoints
  * (key → endpoint, borrowed) as a list in address order.  New ref. */

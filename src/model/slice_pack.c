@@ -7,7 +7,8 @@
  *             its slice), at most max of them, each endpoint in the first
  *             slice that has it; a slice that lost or changed anything is
  *             WRITE, else KEEP
- *   2. fill   the wanted endpoints no slice kept, in key order, go into
+ *   2. fill   the wanted endpoints no slice kept, in address order
+ *             (model_endpointslice_key_cmp), go into
  *             the group's slices with room: first those already written in
  *             this plan (their write is paid for), then the rest, each in
  *             have's order
@@ -26,6 +27,8 @@
  */
 #include "model/slice_pack.h"
 
+#include "model/model.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,8 +38,13 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-/* The keys of map, sorted (malloc'd array of borrowed strings). */
-static const char **sorted_keys(const json_t *map, size_t *n)
+static int cmp_address(const void *a, const void *b)
+{
+	return model_endpointslice_key_cmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The keys of map, sorted by cmp (malloc'd array of borrowed strings). */
+static const char **sorted_keys(const json_t *map, size_t *n, int (*cmp)(const void *, const void *))
 {
 	const char **keys = calloc(json_object_size(map) + 1, sizeof(*keys));
 	const char *key;
@@ -47,7 +55,7 @@ static const char **sorted_keys(const json_t *map, size_t *n)
 		return NULL;
 	json_object_foreach((json_t *)map, key, v)
 		keys[i++] = key;
-	qsort(keys, i, sizeof(*keys), cmp_str);
+	qsort(keys, i, sizeof(*keys), cmp);
 	*n = i;
 	return keys;
 }
@@ -112,7 +120,7 @@ static int fill(struct slice_pack_plan *p, size_t *cap, const char *group, const
 		const json_t *done, size_t max)
 {
 	size_t n = 0, i = 0, nsteps = p->n;
-	const char **keys = sorted_keys(wanted, &n);
+	const char **keys = sorted_keys(wanted, &n, cmp_address);
 	int err = 0;
 
 	if (!keys)
@@ -179,7 +187,7 @@ int slice_pack(const struct slice_pack_have *have, size_t nhave, const json_t *w
 		err = keep(plan, &cap, &have[i], want, max, placed);
 	if (err)
 		goto out;
-	groups = sorted_keys(want, &ngroups);
+	groups = sorted_keys(want, &ngroups, cmp_str);
 	if (!groups) {
 		err = -ENOMEM;
 		goto out;
