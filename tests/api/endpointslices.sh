@@ -6,7 +6,8 @@
 # field and label selectors, the discovery entry, kubectl's columns, a
 # node credential that reads but never writes them, the tenant check on a
 # hand-written slice, malformed and oversized slices, mirroring of a
-# hand-written Endpoints, and a Service's slices going with it.
+# hand-written Endpoints, a restart that adopts the stored slices (none
+# rewritten), and a Service's slices going with it.
 #
 #   weftctl / kubectl / curl ──HTTPS──► weft-controller (SQLite)
 #                                           │ endpoints controller + slices
@@ -88,6 +89,14 @@ check "a new pod: one MODIFIED slice event carrying it (it filled the slice with
 	wait_for 10 bash -c "grep '\"MODIFIED\"' '$DIR/watch' | grep -q '10.128.1.200'"
 check "... and only one" test "$(grep -c '"type":"MODIFIED"' "$DIR/watch")" = 1
 check "... the slice of 99 is full again" test "$(sizes red web)" = "50 100 100 "
+
+echo "== a restart adopts the slices"
+before=$(slices red web)
+check_stop "the controller stops cleanly (SIGTERM)"
+start_controller "$DIR" || { fail "the controller starts again"; finish; exit 1; }
+check "after the restart (index rebuilt, resync): the same slices at the same resourceVersions" \
+	eval '[ "$(slices red web)" = "$before" ] || { echo "before: $before"; echo "after: $(slices red web)"; false; }'
+check "... nothing written at start" bash -c "curl -s -H 'Authorization: Bearer $(cat "$CTRL_TOKEN_FILE")' '$CTRL_URL/metrics' | grep -qx 'weft_endpointslice_writes_total 0'"
 
 echo "== weftctl and kubectl"
 check "weftctl get endpointslices -n red: NAME ADDRESSTYPE PORTS ENDPOINTS AGE" \
