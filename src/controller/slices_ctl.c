@@ -308,6 +308,10 @@ static int reconcile_set(struct slices_ctl *s, const char *ns, const char *svc, 
 		json_object_set(want, gk, json_object_get(g, "endpoints"));
 	service_key(sk, sizeof(sk), ns, svc);
 	set = json_object_get(s->by_service, sk);
+	if (!subsets && !json_object_size(set)) {
+		rc = 0;		/* nothing wanted, nothing there: most Services' mirrored set */
+		goto out;
+	}
 	have = calloc(json_object_size(set) + 1, sizeof(*have));
 	if (!have)
 		goto out;
