@@ -1,9 +1,13 @@
 /*
  * admit_endpoints.c — the check on hand-written Endpoints (for Services
- * without a selector).  An Endpoints sends a Service's traffic wherever it
- * says; OpenShift needed an admission check so that a project cannot aim
- * its Service at another project's pods (the isolation check in the data
- * plane sees the Service's client, not who wrote the Endpoints).
+ * without a selector) and hand-written EndpointSlices.  Either sends a
+ * Service's traffic wherever it says; OpenShift needed an admission check
+ * so that a project cannot aim its Service at another project's pods (the
+ * isolation check in the data plane sees the Service's client, not who
+ * wrote the Endpoints).  Both kinds go through one check of one address
+ * (check_address); only the walk over their addresses differs:
+ *   Endpoints      subsets[i].addresses[j].ip, subsets[i].notReadyAddresses[j].ip
+ *   EndpointSlice  endpoints[i].addresses[j]
  *
  * Every address (ready or not) is looked at:
  *   outside every cluster network (an external backend)      ──► allowed
@@ -21,9 +25,11 @@
  * The pods come from the endpoints controller's index (brought up to date
  * from the store's events first); the VNIDs from the NetNamespaces, whose
  * mod_revs guard the write (an isolate-projects racing with it makes it
- * plan again).  Endpoints the endpoints controller writes itself are not
- * checked: their addresses are the Service's own namespace's pods, and each
- * such address is that pod's alone (admit_pod.c).
+ * plan again).  Endpoints and slices the endpoints controller writes
+ * itself are not checked: their addresses are the Service's own
+ * namespace's pods, and each such address is that pod's alone
+ * (admit_pod.c), or those of a hand-written Endpoints it mirrors, which
+ * this check admitted.
  */
 #include "controller/controller.h"
 
@@ -116,6 +122,27 @@ static int check_address(struct registry *r, struct txnb *b, json_t *cache, cons
 	return 0;
 }
 
+/* Before the addresses of a hand-written object with items (subsets,
+ * endpoints) are looked at: 1 nothing to check (none, or the controller
+ * is writing), 0 check them (the pod index is up to date), -1 st set. */
+static int admit_begin(struct registry *r, const json_t *items, struct status *st)
+{
+	int err;
+
+	if (!r->endpoints) {
+		status_set(st, 500, "InternalError", "the endpoints index is not running");
+		return -1;
+	}
+	if (endpoints_writing(r->endpoints) || !json_array_size(items))
+		return 1;
+	err = endpoints_catch_up(r->endpoints);
+	if (err) {
+		status_set(st, 500, "InternalError", "store: %s", strerror(-err));
+		return -1;
+	}
+	return 0;
+}
+
 int endpoints_admit(struct registry *r, struct txnb *b, const json_t *obj, struct status *st)
 {
 	static const char *const lists[] = { "addresses", "notReadyAddresses" };
@@ -123,19 +150,10 @@ int endpoints_admit(struct registry *r, struct txnb *b, const json_t *obj, struc
 	const char *ns = obj_namespace(obj);
 	json_t *cache;
 	size_t i, j;
-	int err, rc = 0;
+	int rc = admit_begin(r, subsets, st);
 
-	if (!r->endpoints) {
-		status_set(st, 500, "InternalError", "the endpoints index is not running");
-		return -1;
-	}
-	if (endpoints_writing(r->endpoints) || !json_array_size(subsets))
-		return 0;
-	err = endpoints_catch_up(r->endpoints);
-	if (err) {
-		status_set(st, 500, "InternalError", "store: %s", strerror(-err));
-		return -1;
-	}
+	if (rc)
+		return rc < 0 ? -1 : 0;
 	cache = json_object();
 	json_array_foreach(subsets, i, ss) {
 		for (int l = 0; l < 2 && !rc; l++) {
@@ -148,6 +166,33 @@ int endpoints_admit(struct registry *r, struct txnb *b, const json_t *obj, struc
 				if (rc)
 					break;
 			}
+		}
+		if (rc)
+			break;
+	}
+	json_decref(cache);
+	return rc;
+}
+
+int endpointslice_admit(struct registry *r, struct txnb *b, const json_t *obj, struct status *st)
+{
+	const json_t *endpoints = json_object_get(obj, "endpoints"), *e, *a;
+	const char *ns = obj_namespace(obj);
+	json_t *cache;
+	size_t i, j;
+	int rc = admit_begin(r, endpoints, st);
+
+	if (rc)
+		return rc < 0 ? -1 : 0;
+	cache = json_object();
+	json_array_foreach(endpoints, i, e) {
+		json_array_foreach(json_object_get(e, "addresses"), j, a) {
+			char field[96];
+
+			snprintf(field, sizeof(field), "endpoints[%zu].addresses[%zu]", i, j);
+			rc = check_address(r, b, cache, ns, field, json_string_value(a) ?: "", st);
+			if (rc)
+				break;
 		}
 		if (rc)
 			break;

@@ -1680,6 +1680,15 @@ static enum MHD_Result handle_metrics(struct api *a, struct MHD_Connection *c, s
 	fprintf(f, "# HELP weft_endpoints_failures_total Endpoints writes that failed (retried).\n"
 		   "# TYPE weft_endpoints_failures_total counter\nweft_endpoints_failures_total %" PRIu64 "\n",
 		m->endpoints_failures);
+	fprintf(f, "# HELP weft_endpointslice_writes_total EndpointSlices written by the endpoints controller.\n"
+		   "# TYPE weft_endpointslice_writes_total counter\nweft_endpointslice_writes_total %" PRIu64 "\n",
+		m->endpointslice_writes);
+	fprintf(f, "# HELP weft_endpointslice_deletes_total EndpointSlices deleted by the endpoints controller.\n"
+		   "# TYPE weft_endpointslice_deletes_total counter\nweft_endpointslice_deletes_total %" PRIu64 "\n",
+		m->endpointslice_deletes);
+	fprintf(f, "# HELP weft_endpointslice_failures_total EndpointSlice writes that failed (retried).\n"
+		   "# TYPE weft_endpointslice_failures_total counter\nweft_endpointslice_failures_total %" PRIu64 "\n",
+		m->endpointslice_failures);
 	watch_hub_lock(a->hub);	/* the streams count under it */
 	resumes = m->watch_resumes;
 	writes = m->watch_writes;

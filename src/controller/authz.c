@@ -8,11 +8,13 @@
  *
  *   read (get, list, watch)  Nodes, HostSubnets, ClusterNetworks,
  *                            NetNamespaces, Namespaces, Pods, Services,
- *                            Endpoints, NetworkPolicies: its data plane
- *                            programs them.  Never Secrets, Ingresses,
- *                            Routes, nor the load balancer's objects
- *                            (VirtualServices, SSLKeyAndCertificates: keys),
- *                            nor /metrics.
+ *                            Endpoints, EndpointSlices, NetworkPolicies:
+ *                            its data plane programs them (it may write
+ *                            neither Endpoints nor EndpointSlices: they
+ *                            are the controller's, or the admin's).
+ *                            Never Secrets, Ingresses, Routes, nor the
+ *                            load balancer's objects (VirtualServices,
+ *                            SSLKeyAndCertificates: keys), nor /metrics.
  *   create, update           its own Node (registration and annotations);
  *                            its own HostSubnet, annotations only (the
  *                            registry refuses any other change of a
@@ -64,7 +66,8 @@ static bool node_may_read(enum kind_id k)
 {
 	switch (k) {
 	case KIND_NODE: case KIND_HOSTSUBNET: case KIND_CLUSTERNETWORK: case KIND_NETNAMESPACE:
-	case KIND_NAMESPACE: case KIND_POD: case KIND_SERVICE: case KIND_ENDPOINTS: case KIND_NETWORKPOLICY:
+	case KIND_NAMESPACE: case KIND_POD: case KIND_SERVICE: case KIND_ENDPOINTS: case KIND_ENDPOINTSLICE:
+	case KIND_NETWORKPOLICY:
 		return true;
 	default:
 		return false;

@@ -141,6 +141,8 @@ TEST(authz_route_matches_the_table)
 		[KIND_INGRESS] = "NNNNNN", [KIND_ROUTE] = "NNNNNN", [KIND_SECRET] = "NNNNNN",
 		/* the load balancer's model: a node reads none of it (keys) */
 		[KIND_VIRTUALSERVICE] = "NNNNNN", [KIND_SSLKEYCERT] = "NNNNNN",
+		/* agents read slices instead of Endpoints; never write them */
+		[KIND_ENDPOINTSLICE] = "YYYNNN",
 	};
 	struct principal node = { .node = "node-1", .cred = "0123456789abcdef" }, admin = { .admin = true };
 

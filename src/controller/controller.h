@@ -92,6 +92,9 @@ struct metrics {
 	uint64_t endpoints_deletes;		/* ... and deleted */
 	uint64_t endpoints_recomputes;		/* Services whose Endpoints it computed */
 	uint64_t endpoints_failures;		/* ... writes that failed (retried) */
+	uint64_t endpointslice_writes;		/* EndpointSlices it wrote (slices_ctl.c) */
+	uint64_t endpointslice_deletes;		/* ... and deleted */
+	uint64_t endpointslice_failures;	/* ... writes that failed (retried) */
 	uint64_t requests_throttled;		/* node writes answered 429 (API's stats lock) */
 	uint64_t apply_items[8];		/* batched applies' items, by enum apply_result (apply_batch.h) */
 };
@@ -275,9 +278,11 @@ int namespace_release(struct registry *r, struct txnb *b, const json_t *old, str
 int service_admit(struct registry *r, struct txnb *b, const json_t *old, json_t *obj, struct status *st) WUR;
 int service_release(struct registry *r, struct txnb *b, const json_t *old, struct status *st) WUR;
 int config_admit(struct registry *r, struct txnb *b, const json_t *old, json_t *obj, struct status *st) WUR;
-/* Hand-written Endpoints (admit_endpoints.c): no address inside the cluster
- * network unless it is a pod's that the Endpoints' namespace may reach. */
+/* Hand-written Endpoints and EndpointSlices (admit_endpoints.c): no
+ * address inside the cluster network unless it is a pod's that the
+ * object's namespace may reach. */
 int endpoints_admit(struct registry *r, struct txnb *b, const json_t *obj, struct status *st) WUR;
+int endpointslice_admit(struct registry *r, struct txnb *b, const json_t *obj, struct status *st) WUR;
 
 /* A Pod's address (admit_pod.c): status.podIP must be a pod address of
  * the subnet of spec.nodeName's HostSubnet (422 otherwise), and its key
@@ -402,6 +407,40 @@ const json_t *endpoints_pods_with_ip(struct endpoints_ctl *c, const char *ip);
 bool endpoints_writing(const struct endpoints_ctl *c);
 /* Services with a selector in the index (for the start-up line). */
 size_t endpoints_services(const struct endpoints_ctl *c);
+/* Endpoints in one EndpointSlice at most (weft-controller
+ * --max-endpoints-per-slice): 1..ENDPOINTSLICE_MAX_ENDPOINTS, else
+ * -ERANGE.  Slices already stored are cut down to it at their next write. */
+int endpoints_ctl_set_slice_capacity(struct endpoints_ctl *c, size_t max) WUR;
+
+/* ---------------------------------------------------------------- EndpointSlice controller */
+
+/* slices_ctl.c: the slices of every Service, kept inside the endpoints
+ * controller (which owns it and calls it; it calls nothing of it). */
+#define ENDPOINTSLICE_MANAGER "endpointslice-controller.weft.io"
+#define ENDPOINTSLICE_MIRROR_MANAGER "endpointslicemirroring-controller.weft.io"
+#define ENDPOINTSLICE_DEFAULT_PER_SLICE 100
+
+struct slices_ctl;
+struct slices_ctl *slices_ctl_new(struct registry *r);
+void slices_ctl_free(struct slices_ctl *s);		/* accepts NULL */
+/* Forget the index (before a rebuild from a listing). */
+void slices_ctl_clear(struct slices_ctl *s);
+int slices_ctl_set_capacity(struct slices_ctl *s, size_t max) WUR;
+/* The slice ns/name is now obj (NULL: deleted).  true when the index
+ * changed; service then holds the Service (of ns) whose slices it was or
+ * is, when the slice is (or was) one of ours ("" otherwise).  obj is
+ * borrowed. */
+bool slices_ctl_apply(struct slices_ctl *s, const char *ns, const char *name, const json_t *obj, char *service,
+		      size_t len);
+/* The Services that have slices of ours: "ns/svc" → {name: true}
+ * (borrowed, until the next call that changes the index). */
+const json_t *slices_ctl_services(const struct slices_ctl *s);
+/* Make the slices of ns/svc hold managed (the subsets of a Service with a
+ * selector) and mirrored (those of its hand-written Endpoints): NULL for
+ * none, which deletes that set's slices.  Writes only changed slices.  0,
+ * or -1 when a write failed (the caller retries later).  Borrowed. */
+int slices_ctl_reconcile(struct slices_ctl *s, const char *ns, const char *svc, const json_t *managed,
+			 const json_t *mirrored);
 
 /* ---------------------------------------------------------------- watch hub */
 

@@ -1,7 +1,12 @@
 /*
  * endpoints_ctl.c — the endpoints controller: for every Service with a
  * selector, an Endpoints object of the same namespace and name that lists
- * the Service's pods (model_endpoints_subsets computes the content).
+ * the Service's pods (model_endpoints_subsets computes the content), and
+ * the Service's EndpointSlices: the same pods, untruncated, in slices that
+ * slices_ctl.c keeps (for a Service without a selector, its hand-written
+ * Endpoints mirrored into slices).  slices_ctl.c is owned and called from
+ * here, after the Endpoints of each Service it reconciles, and calls
+ * nothing back: the slice events are handed to it (apply_slice).
  *
  * It works from an in-memory index, kept from the store's events:
  *
@@ -9,7 +14,12 @@
  *                      podsByLabel:     "key=value" → {name: true}
  *                      services:        name → {svc: digest, pair: "key=value"}
  *                      servicesByLabel: "key=value" → {name: true}
- *                      endpoints:       name → {managed, truncated, subsets} }
+ *                      endpoints:       name → {managed, truncated, subsets,
+ *                                               skipMirror}
+ *                      plain:           {name: true} (Services without a
+ *                                        selector: their Endpoints are
+ *                                        mirrored) }
+ *   slices:     slices_ctl.c's index of every EndpointSlice
  *   podIPs:     ip → {"ns/name": true}          (for endpoints_admit)
  *   dirty:      "ns/name" → true                 (Services to recompute)
  *
@@ -26,6 +36,7 @@
  *   pod event     → the Services matching its old or new labels
  *   service event → that Service
  *   Endpoints event (someone else wrote or deleted it) → that Service
+ *   EndpointSlice event of one of ours, not as the index has it → its Service
  * and nothing is ever recomputed for all Services but at a resync.
  *
  *   endpoints_sync:  catch up (events → index, dirty) ──► reconcile dirty:
@@ -34,6 +45,9 @@
  *      Service with a selector: desired ≠ stored (or not ours) ──► PUT
  *      no such Service (or no selector), stored one is ours    ──► DELETE
  *      otherwise nothing (no write storms: a write only on a change)
+ *    then its slices (slices_ctl_reconcile): the pods' endpoints when it
+ *    has a selector, its Endpoints' when it has none (mirroring), only the
+ *    slices that change written
  *   the controller's own writes come back as events equal to the index:
  *   no further work.  A failed write stays dirty and is retried at the
  *   next sync (the next write, or the API's timer).
@@ -44,6 +58,8 @@
  *     record of a Service equals what it wrote.
  *  3. An Endpoints without ENDPOINTS_MANAGED_LABEL is never deleted, and
  *     is overwritten only when its Service has a selector (as Kubernetes).
+ *  4. A Service whose endpoints could not be computed keeps its slices
+ *     (an error is never taken for "no endpoints").
  *
  * Threads: none of its own; it runs under the API's lock like the registry.
  */
@@ -68,13 +84,15 @@ struct endpoints_ctl {
 	json_t *namespaces;
 	json_t *pod_ips;
 	json_t *dirty;
+	struct slices_ctl *slices;	/* owned: the EndpointSlices (slices_ctl.c) */
 };
 
 /* ------------------------------------------------------------------ index */
 
 static json_t *ns_index(struct endpoints_ctl *c, const char *ns, bool create)
 {
-	static const char *const maps[] = { "pods", "podsByLabel", "services", "servicesByLabel", "endpoints" };
+	static const char *const maps[] = { "pods", "podsByLabel", "services", "servicesByLabel", "endpoints",
+					    "plain" };
 	json_t *nsx = json_object_get(c->namespaces, ns);
 
 	if (nsx || !create)
@@ -94,7 +112,8 @@ static void ns_gc(struct endpoints_ctl *c, const char *ns)
 
 	if (nsx && !json_object_size(json_object_get(nsx, "pods")) &&
 	    !json_object_size(json_object_get(nsx, "services")) &&
-	    !json_object_size(json_object_get(nsx, "endpoints")))
+	    !json_object_size(json_object_get(nsx, "endpoints")) &&
+	    !json_object_size(json_object_get(nsx, "plain")))
 		json_object_del(c->namespaces, ns);
 }
 
@@ -209,6 +228,11 @@ static json_t *service_digest(const json_t *svc)
 	return d;
 }
 
+static const json_t *labels_of(const json_t *obj)
+{
+	return json_object_get(json_object_get(obj, "metadata"), "labels");
+}
+
 static bool is_managed(const json_t *ep)
 {
 	const json_t *labels = json_object_get(json_object_get(ep, "metadata"), "labels");
@@ -231,9 +255,14 @@ static json_t *record_of(const json_t *ep)
 {
 	const json_t *ann = json_object_get(json_object_get(ep, "metadata"), "annotations");
 	const char *over = json_string_value(json_object_get(ann, ENDPOINTS_OVER_CAPACITY));
+	const char *skip = json_string_value(json_object_get(labels_of(ep), ENDPOINTSLICE_SKIP_MIRROR_LABEL));
+	json_t *rec = endpoints_record(is_managed(ep), over && !strcmp(over, "truncated"),
+				       json_object_get(ep, "subsets"));
 
-	return endpoints_record(is_managed(ep), over && !strcmp(over, "truncated"),
-				json_object_get(ep, "subsets"));
+	/* (only when set: the controller's own records never have it) */
+	if (rec && skip && !strcmp(skip, "true"))
+		json_object_set_new(rec, "skipMirror", json_true());
+	return rec;
 }
 
 /* Services in nsx matching labels → dirty. */
@@ -254,11 +283,6 @@ static void mark_matching(struct endpoints_ctl *c, const char *ns, json_t *nsx, 
 				mark(c, ns, name);
 		}
 	}
-}
-
-static const json_t *labels_of(const json_t *obj)
-{
-	return json_object_get(json_object_get(obj, "metadata"), "labels");
 }
 
 /* Add the pod to (or take it out of) its namespace's label index and the
@@ -323,22 +347,36 @@ static void apply_pod(struct endpoints_ctl *c, const char *ns, const char *name,
 /* A Service was written (obj) or deleted (obj NULL). */
 static void apply_service(struct endpoints_ctl *c, const char *ns, const char *name, const json_t *obj, bool dirty)
 {
-	json_t *nsx = ns_index(c, ns, obj != NULL), *svcs, *by, *old, *now, *rec;
+	json_t *nsx = ns_index(c, ns, obj != NULL), *svcs, *by, *plain, *old, *now, *rec;
 	const char *key, *best = NULL;
 	size_t best_n = (size_t)-1;
 	json_t *v;
 	char pair[PAIR_MAX], chosen[PAIR_MAX];
+	bool is_plain;
 
 	if (!nsx)
 		return;
 	svcs = json_object_get(nsx, "services");
 	by = json_object_get(nsx, "servicesByLabel");
+	plain = json_object_get(nsx, "plain");
 	old = json_object_get(svcs, name);
 	now = obj ? service_digest(obj) : NULL;
+	/* a Service without a selector: its hand-written Endpoints are mirrored */
+	is_plain = obj && !now;
+	if (is_plain != (json_object_get(plain, name) != NULL)) {
+		if (is_plain)
+			json_object_set_new(plain, name, json_true());
+		else
+			json_object_del(plain, name);
+		if (dirty)
+			mark(c, ns, name);
+	}
 	if ((!old && !now) || (old && now && json_equal(json_object_get(old, "svc"), now))) {
 		json_decref(now);
 		if (dirty && obj && !now)
 			mark(c, ns, name);	/* no selector: its Endpoints may be ours to delete */
+		if (!obj)
+			ns_gc(c, ns);
 		return;
 	}
 	if (dirty)
@@ -398,7 +436,18 @@ static void apply_endpoints(struct endpoints_ctl *c, const char *ns, const char 
 	}
 }
 
-enum watched { W_NONE, W_POD, W_SERVICE, W_ENDPOINTS };
+/* An EndpointSlice was written (obj) or deleted (obj NULL): when it is (or
+ * was) one of ours and it is not what the index has (someone else changed
+ * it), its Service's slices are checked again. */
+static void apply_slice(struct endpoints_ctl *c, const char *ns, const char *name, const json_t *obj, bool dirty)
+{
+	char svc[256];
+
+	if (slices_ctl_apply(c->slices, ns, name, obj, svc, sizeof(svc)) && dirty && svc[0])
+		mark(c, ns, svc);
+}
+
+enum watched { W_NONE, W_POD, W_SERVICE, W_ENDPOINTS, W_SLICE };
 
 /* "/weft/obj/pods/NS/NAME" → W_POD, ns, name. */
 static enum watched parse_key(const char *key, char *ns, size_t nslen, const char **name)
@@ -407,6 +456,7 @@ static enum watched parse_key(const char *key, char *ns, size_t nslen, const cha
 		{ OBJ_PREFIX "pods/", W_POD },
 		{ OBJ_PREFIX "services/", W_SERVICE },
 		{ OBJ_PREFIX "endpoints/", W_ENDPOINTS },
+		{ OBJ_PREFIX "endpointslices/", W_SLICE },
 	};
 
 	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
@@ -440,6 +490,8 @@ static void apply_object(struct endpoints_ctl *c, const char *key, const json_t 
 		apply_service(c, ns, name, obj, dirty);
 	else if (w == W_ENDPOINTS)
 		apply_endpoints(c, ns, name, obj, dirty);
+	else if (w == W_SLICE)
+		apply_slice(c, ns, name, obj, dirty);
 }
 
 /* key now holds the JSON text value, or nothing (NULL). */
@@ -464,6 +516,7 @@ static void clear(struct endpoints_ctl *c)
 {
 	json_object_clear(c->namespaces);
 	json_object_clear(c->pod_ips);
+	slices_ctl_clear(c->slices);
 	c->built = false;
 	c->cursor = 0;
 }
@@ -474,7 +527,7 @@ static void clear(struct endpoints_ctl *c)
 static int build(struct endpoints_ctl *c)
 {
 	static const char *const prefixes[] = { OBJ_PREFIX "pods/", OBJ_PREFIX "services/",
-						OBJ_PREFIX "endpoints/" };
+						OBJ_PREFIX "endpoints/", OBJ_PREFIX "endpointslices/" };
 	int64_t rev = 0;
 	int err;
 
@@ -497,7 +550,9 @@ static int build(struct endpoints_ctl *c)
 	return 0;
 }
 
-/* Every Service with a selector and every Endpoints of ours → dirty. */
+/* Every Service with a selector, every Endpoints of ours, every
+ * Service without one that has Endpoints (mirrored) and every Service
+ * with slices of ours → dirty. */
 static void mark_all(struct endpoints_ctl *c)
 {
 	const char *ns, *name;
@@ -507,9 +562,12 @@ static void mark_all(struct endpoints_ctl *c)
 		json_object_foreach(json_object_get(nsx, "services"), name, v)
 			mark(c, ns, name);
 		json_object_foreach(json_object_get(nsx, "endpoints"), name, v)
-			if (json_is_true(json_object_get(v, "managed")))
+			if (json_is_true(json_object_get(v, "managed")) ||
+			    json_object_get(json_object_get(nsx, "plain"), name))
 				mark(c, ns, name);
 	}
+	json_object_foreach((json_t *)slices_ctl_services(c->slices), name, v)
+		json_object_set_new(c->dirty, name, json_true());
 }
 
 int endpoints_catch_up(struct endpoints_ctl *c)
@@ -563,7 +621,20 @@ int endpoints_catch_up(struct endpoints_ctl *c)
  * the only addresses they carry are the Service's namespace's pods'.  (A
  * store from before that check may still hold two pods with one address;
  * the controller names them at start and --fsck does: see podip_index.c.) */
-static json_t *desired(json_t *nsx, const json_t *rec, json_t **subsets_out)
+static size_t addresses_in(const json_t *subsets)
+{
+	const json_t *ss;
+	size_t i, n = 0;
+
+	json_array_foreach(subsets, i, ss)
+		n += json_array_size(json_object_get(ss, "addresses")) +
+		     json_array_size(json_object_get(ss, "notReadyAddresses"));
+	return n;
+}
+
+/* ... *all_out: the same subsets untruncated, for the Service's slices
+ * (a slice set is not cut at ENDPOINTS_MAX_ADDRESSES). */
+static json_t *desired(json_t *nsx, const json_t *rec, json_t **subsets_out, json_t **all_out)
 {
 	const json_t *svc = json_object_get(rec, "svc");
 	json_t *by = json_object_get(nsx, "podsByLabel"), *pods = json_object_get(nsx, "pods");
@@ -571,7 +642,7 @@ static json_t *desired(json_t *nsx, const json_t *rec, json_t **subsets_out)
 	size_t best_n = (size_t)-1, n = 0;
 	const json_t **cand = NULL;
 	const char *key, *name;
-	json_t *subsets, *out;
+	json_t *subsets, *all, *out;
 	char pair[PAIR_MAX];
 	bool truncated = false;
 
@@ -597,13 +668,21 @@ static json_t *desired(json_t *nsx, const json_t *rec, json_t **subsets_out)
 				cand[n++] = pod;
 		}
 	}
-	subsets = model_endpoints_subsets(svc, (const json_t *const *)cand, n, ENDPOINTS_MAX_ADDRESSES,
-					  &truncated);
+	all = model_endpoints_subsets(svc, (const json_t *const *)cand, n, (size_t)-1, NULL);
+	if (all && addresses_in(all) > ENDPOINTS_MAX_ADDRESSES)
+		subsets = model_endpoints_subsets(svc, (const json_t *const *)cand, n, ENDPOINTS_MAX_ADDRESSES,
+						  &truncated);
+	else
+		subsets = json_incref(all);
 	free(cand);
-	if (!subsets)
+	out = subsets ? endpoints_record(true, truncated, subsets) : NULL;
+	if (!out) {
+		json_decref(subsets);
+		json_decref(all);
 		return NULL;
-	out = endpoints_record(true, truncated, subsets);
+	}
 	*subsets_out = subsets;
+	*all_out = all;
 	return out;
 }
 
@@ -623,8 +702,11 @@ static json_t *endpoints_object(const char *ns, const char *name, const json_t *
 	return obj;
 }
 
-/* 0 done (or nothing to do), -1 failed: retry later. */
-static int reconcile_one(struct endpoints_ctl *c, const char *ns, const char *name)
+/* The Endpoints of ns/name.  *all: the Service's endpoints (untruncated
+ * subsets) when it has a selector, else NULL.  0 done (or nothing to do),
+ * -1 failed: retry later; -2 nothing could be computed (*all NULL
+ * although the Service has a selector: its slices are left alone). */
+static int reconcile_endpoints(struct endpoints_ctl *c, const char *ns, const char *name, json_t **all)
 {
 	struct registry *r = c->reg;
 	json_t *nsx = ns_index(c, ns, false);
@@ -634,10 +716,11 @@ static int reconcile_one(struct endpoints_ctl *c, const char *ns, const char *na
 	struct status st = { 0 };
 	int rc = 0, err;
 
+	*all = NULL;
 	if (svc) {
-		want = desired(nsx, svc, &subsets);
+		want = desired(nsx, svc, &subsets, all);
 		if (!want)
-			return -1;
+			return -2;
 		r->metrics->endpoints_recomputes++;
 		if (stored && json_equal(stored, want))
 			goto out;
@@ -680,6 +763,39 @@ out:
 	json_decref(subsets);
 	json_decref(obj);
 	json_decref(out);
+	return rc;
+}
+
+/* What the mirroring controller mirrors for ns/name: the subsets of its
+ * hand-written Endpoints when the Service exists without a selector and
+ * the Endpoints are not the endpoints controller's nor labelled
+ * skip-mirror; else NULL.  A new reference. */
+static json_t *mirrored(struct endpoints_ctl *c, const char *ns, const char *name)
+{
+	json_t *nsx = ns_index(c, ns, false);
+	const json_t *ep = json_object_get(json_object_get(nsx, "endpoints"), name);
+
+	if (!ep || !json_object_get(json_object_get(nsx, "plain"), name) ||
+	    json_is_true(json_object_get(ep, "managed")) || json_is_true(json_object_get(ep, "skipMirror")))
+		return NULL;
+	return json_incref(json_object_get(ep, "subsets")) ?: json_array();
+}
+
+/* The Endpoints of ns/name, then its slices.  0 done, -1 retry later. */
+static int reconcile_one(struct endpoints_ctl *c, const char *ns, const char *name)
+{
+	json_t *all = NULL, *mirror;
+	int rc = reconcile_endpoints(c, ns, name, &all);
+
+	if (rc == -2)
+		return -1;
+	mirror = mirrored(c, ns, name);
+	c->writing = true;
+	if (slices_ctl_reconcile(c->slices, ns, name, all, mirror))
+		rc = -1;
+	c->writing = false;
+	json_decref(all);
+	json_decref(mirror);
 	return rc;
 }
 
@@ -726,7 +842,8 @@ struct endpoints_ctl *endpoints_ctl_new(struct registry *r)
 	c->namespaces = json_object();
 	c->pod_ips = json_object();
 	c->dirty = json_object();
-	if (!c->namespaces || !c->pod_ips || !c->dirty) {
+	c->slices = slices_ctl_new(r);
+	if (!c->namespaces || !c->pod_ips || !c->dirty || !c->slices) {
 		endpoints_ctl_free(c);
 		return NULL;
 	}
@@ -740,10 +857,15 @@ void endpoints_ctl_free(struct endpoints_ctl *c)
 	json_decref(c->namespaces);
 	json_decref(c->pod_ips);
 	json_decref(c->dirty);
+	slices_ctl_free(c->slices);
 	free(c);
 }
 
 void endpoints_ctl_enable(struct endpoints_ctl *c, bool on) { c->enabled = on; }
+int endpoints_ctl_set_slice_capacity(struct endpoints_ctl *c, size_t max)
+{
+	return slices_ctl_set_capacity(c->slices, max);
+}
 bool endpoints_writing(const struct endpoints_ctl *c) { return c->writing; }
 
 int endpoints_sync(struct endpoints_ctl *c)

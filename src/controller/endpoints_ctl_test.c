@@ -6,6 +6,10 @@
  * Endpoints are checked against tenancy.  A randomized run checks, after
  * every write, every Service's Endpoints against a recomputation from all
  * pods, and that exactly the Endpoints whose content changed were written.
+ * EndpointSlices: a selector Service's slices (content, packing, one write
+ * for one pod), mirroring of hand-written Endpoints, adoption after a
+ * restart (no write), hand-written slices against tenancy, and in the
+ * randomized run every Service's slices against its Endpoints.
  */
 #include "controller/controller.h"
 #include "test.h"
@@ -390,6 +394,246 @@ TEST(endpoints_handwritten_are_checked_against_tenancy)
 #undef EP
 }
 
+/* ---- EndpointSlices ---- */
+
+/* The slices of ns/svc of manager (NULL: any), as "name=ip,ip;name=ip"
+ * in name order, each slice's endpoints in their order; "" none. */
+static const char *slices(struct fixture *fx, const char *ns, const char *svc, const char *manager)
+{
+	static char buf[8192];
+	json_t *items = NULL, *sl, *e;
+	const char *names[64];
+	size_t i, j, n = 0;
+	int64_t rev;
+	struct status st = { 0 };
+
+	buf[0] = 0;
+	if (registry_list(&fx->reg, K(KIND_ENDPOINTSLICE), ns, &items, &rev, &st))
+		return "?";
+	json_array_foreach(items, i, sl) {
+		const json_t *labels = json_object_get(json_object_get(sl, "metadata"), "labels");
+		const char *s = json_string_value(json_object_get(labels, ENDPOINTSLICE_SERVICE_LABEL));
+		const char *m = json_string_value(json_object_get(labels, ENDPOINTSLICE_MANAGED_LABEL));
+
+		if (s && !strcmp(s, svc) && (!manager || (m && !strcmp(m, manager))) && n < 64)
+			names[n++] = obj_name(sl);
+	}
+	for (size_t a = 0; a < n; a++)	/* (few: a selection sort) */
+		for (size_t b = a + 1; b < n; b++)
+			if (strcmp(names[b], names[a]) < 0) {
+				const char *t = names[a];
+				names[a] = names[b];
+				names[b] = t;
+			}
+	for (size_t a = 0; a < n; a++) {
+		json_array_foreach(items, i, sl) {
+			if (strcmp(obj_name(sl), names[a]))
+				continue;
+			snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf), "%s%s=", a ? ";" : "", names[a]);
+			json_array_foreach(json_object_get(sl, "endpoints"), j, e)
+				snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf), "%s%s", j ? "," : "",
+					 json_string_value(json_array_get(json_object_get(e, "addresses"), 0)));
+		}
+	}
+	json_decref(items);
+	return buf;
+}
+
+static uint64_t slice_writes(struct fixture *fx)
+{
+	return fx->metrics.endpointslice_writes + fx->metrics.endpointslice_deletes;
+}
+
+TEST(slices_follow_a_selector_service)
+{
+	struct fixture fx;
+	json_t *sl;
+	char rv1[32], rv2[32];
+	uint64_t w;
+
+	CHECK(fx_open(&fx, NULL) == 0);
+	CHECK(endpoints_ctl_set_slice_capacity(fx.reg.endpoints, 0) == -ERANGE);
+	CHECK(endpoints_ctl_set_slice_capacity(fx.reg.endpoints, 1001) == -ERANGE);
+	CHECK(endpoints_ctl_set_slice_capacity(fx.reg.endpoints, 2) == 0);
+	CHECK(add_ns(&fx, "red") == 0);
+	CHECK(add_pod(&fx, "red", "a", "{\"app\":\"web\"}", "10.128.0.2", NULL) == 0);
+	CHECK(add_pod(&fx, "red", "b", "{\"app\":\"web\"}", "10.128.2.3", NULL) == 0);
+	CHECK(add_pod(&fx, "red", "c", "{\"app\":\"web\"}", "10.128.0.4", "Pending") == 0);
+	w = slice_writes(&fx);
+	CHECK(put(&fx, KIND_SERVICE, "red", WEB_SVC, NULL, 0) == 0);
+	CHECK_EQ(slice_writes(&fx) - w, 2);
+	CHECK_STR(slices(&fx, "red", "web", ENDPOINTSLICE_MANAGER), "web-1=10.128.0.2,10.128.0.4;web-2=10.128.2.3");
+	/* the shape the agents read */
+	sl = get(&fx, KIND_ENDPOINTSLICE, "red", "web-1");
+	CHECK(sl);
+	CHECK_STR(obj_str(sl, "addressType"), "IPv4");
+	CHECK_STR(json_string_value(json_object_get(json_object_get(json_object_get(sl, "metadata"), "labels"),
+						    ENDPOINTSLICE_SERVICE_LABEL)), "web");
+	{
+		char *ports = json_dumps(json_object_get(sl, "ports"), JSON_COMPACT | JSON_SORT_KEYS);
+		char *e0 = json_dumps(json_array_get(json_object_get(sl, "endpoints"), 0), JSON_COMPACT | JSON_SORT_KEYS);
+		char *e1 = json_dumps(json_array_get(json_object_get(sl, "endpoints"), 1), JSON_COMPACT | JSON_SORT_KEYS);
+
+		CHECK_STR(ports, "[{\"port\":8080,\"protocol\":\"TCP\"}]");
+		CHECK_STR(e0, "{\"addresses\":[\"10.128.0.2\"],\"conditions\":{\"ready\":true,\"serving\":true,"
+			      "\"terminating\":false},\"nodeName\":\"node-1\",\"targetRef\":{\"kind\":\"Pod\","
+			      "\"name\":\"a\",\"namespace\":\"red\"}}");
+		CHECK(strstr(e1, "\"ready\":false"));
+		free(ports);
+		free(e0);
+		free(e1);
+	}
+	json_decref(sl);
+	/* a new pod fills the slice with room: one write, the other untouched */
+	snprintf(rv1, sizeof(rv1), "%s", rv(&fx, KIND_ENDPOINTSLICE, "red", "web-1"));
+	w = slice_writes(&fx);
+	CHECK(add_pod(&fx, "red", "d", "{\"app\":\"web\"}", "10.128.0.9", NULL) == 0);
+	CHECK_EQ(slice_writes(&fx) - w, 1);
+	CHECK_STR(rv(&fx, KIND_ENDPOINTSLICE, "red", "web-1"), rv1);
+	CHECK_STR(slices(&fx, "red", "web", NULL), "web-1=10.128.0.2,10.128.0.4;web-2=10.128.0.9,10.128.2.3");
+	/* a pod that becomes ready: its slice only */
+	snprintf(rv2, sizeof(rv2), "%s", rv(&fx, KIND_ENDPOINTSLICE, "red", "web-2"));
+	w = slice_writes(&fx);
+	CHECK(add_pod(&fx, "red", "c", "{\"app\":\"web\"}", "10.128.0.4", NULL) == 0);
+	CHECK_EQ(slice_writes(&fx) - w, 1);
+	CHECK_STR(rv(&fx, KIND_ENDPOINTSLICE, "red", "web-2"), rv2);
+	/* a pod goes: its slice only; a slice emptied is deleted */
+	w = slice_writes(&fx);
+	CHECK(del(&fx, KIND_POD, "red", "a") == 0);
+	CHECK_EQ(slice_writes(&fx) - w, 1);
+	CHECK_STR(rv(&fx, KIND_ENDPOINTSLICE, "red", "web-2"), rv2);
+	CHECK(del(&fx, KIND_POD, "red", "c") == 0);
+	CHECK_EQ(fx.metrics.endpointslice_deletes, 1);
+	CHECK_STR(slices(&fx, "red", "web", NULL), "web-2=10.128.0.9,10.128.2.3");
+	/* someone else's slice of the Service is never touched; a slice of
+	 * ours deleted by someone is made again */
+	CHECK(put(&fx, KIND_ENDPOINTSLICE, "red",
+		  "{\"apiVersion\":\"discovery.k8s.io/v1\",\"kind\":\"EndpointSlice\",\"metadata\":{\"name\":\"web-mine\","
+		  "\"labels\":{\"kubernetes.io/service-name\":\"web\"}},\"addressType\":\"IPv4\",\"endpoints\":"
+		  "[{\"addresses\":[\"192.0.2.1\"]}]}", NULL, 0) == 0);
+	CHECK(del(&fx, KIND_ENDPOINTSLICE, "red", "web-2") == 0);
+	CHECK_STR(slices(&fx, "red", "web", NULL), "web-1=10.128.0.9,10.128.2.3;web-mine=192.0.2.1");
+	/* the Service goes: its slices go, not someone else's */
+	CHECK(del(&fx, KIND_SERVICE, "red", "web") == 0);
+	CHECK_STR(slices(&fx, "red", "web", NULL), "web-mine=192.0.2.1");
+	CHECK_EQ(fx.metrics.endpointslice_failures, 0);
+	fx_close(&fx);
+}
+
+#define EXT_SVC "{\"apiVersion\":\"v1\",\"kind\":\"Service\",\"metadata\":{\"name\":\"ext\"},\"spec\":" \
+		"{\"ports\":[{\"name\":\"https\",\"port\":443}]}}"
+#define EXT_EP(labels) "{\"apiVersion\":\"v1\",\"kind\":\"Endpoints\",\"metadata\":{\"name\":\"ext\"," \
+		       "\"labels\":" labels "},\"subsets\":[{\"addresses\":[{\"ip\":\"192.0.2.1\"},{\"ip\":\"192.0.2.2\"}]," \
+		       "\"notReadyAddresses\":[{\"ip\":\"192.0.2.3\"}],\"ports\":[{\"name\":\"https\",\"port\":8443}]}]}"
+
+TEST(slices_mirror_handwritten_endpoints)
+{
+	struct fixture fx;
+	json_t *sl;
+
+	CHECK(fx_open(&fx, NULL) == 0);
+	CHECK(endpoints_ctl_set_slice_capacity(fx.reg.endpoints, 2) == 0);
+	CHECK(add_ns(&fx, "red") == 0);
+	/* Endpoints without a Service: nothing mirrored */
+	CHECK(put(&fx, KIND_ENDPOINTS, "red", EXT_EP("{}"), NULL, 0) == 0);
+	CHECK_STR(slices(&fx, "red", "ext", NULL), "");
+	/* the Service comes: mirrored, in the same synchronous write */
+	CHECK(put(&fx, KIND_SERVICE, "red", EXT_SVC, NULL, 0) == 0);
+	CHECK_STR(slices(&fx, "red", "ext", ENDPOINTSLICE_MIRROR_MANAGER), "ext-1=192.0.2.1,192.0.2.2;ext-2=192.0.2.3");
+	sl = get(&fx, KIND_ENDPOINTSLICE, "red", "ext-2");
+	CHECK(sl);
+	CHECK(json_is_false(json_object_get(json_object_get(json_array_get(json_object_get(sl, "endpoints"), 0),
+							    "conditions"), "ready")));
+	CHECK_EQ(json_integer_value(json_object_get(json_array_get(json_object_get(sl, "ports"), 0), "port")), 8443);
+	json_decref(sl);
+	/* skip-mirror: the slices go; without it they come back */
+	CHECK(put(&fx, KIND_ENDPOINTS, "red", EXT_EP("{\"endpointslice.kubernetes.io/skip-mirror\":\"true\"}"), NULL, 0) == 0);
+	CHECK_STR(slices(&fx, "red", "ext", NULL), "");
+	CHECK(put(&fx, KIND_ENDPOINTS, "red", EXT_EP("{}"), NULL, 0) == 0);
+	CHECK_STR(slices(&fx, "red", "ext", NULL), "ext-1=192.0.2.1,192.0.2.2;ext-2=192.0.2.3");
+	/* the Endpoints go: so do the slices */
+	CHECK(del(&fx, KIND_ENDPOINTS, "red", "ext") == 0);
+	CHECK_STR(slices(&fx, "red", "ext", NULL), "");
+	/* the Service goes: so do they */
+	CHECK(put(&fx, KIND_ENDPOINTS, "red", EXT_EP("{}"), NULL, 0) == 0);
+	CHECK_STR(slices(&fx, "red", "ext", NULL), "ext-1=192.0.2.1,192.0.2.2;ext-2=192.0.2.3");
+	CHECK(del(&fx, KIND_SERVICE, "red", "ext") == 0);
+	CHECK_STR(slices(&fx, "red", "ext", NULL), "");
+	CHECK_EQ(fx.metrics.endpointslice_failures, 0);
+	fx_close(&fx);
+}
+
+TEST(slices_adopted_after_restart)
+{
+	struct fixture fx;
+	struct status st = { 0 };
+	char name[16], ip[32];
+	uint64_t w;
+
+	CHECK(fx_open(&fx, NULL) == 0);
+	CHECK(endpoints_ctl_set_slice_capacity(fx.reg.endpoints, 2) == 0);
+	CHECK(add_ns(&fx, "red") == 0);
+	CHECK(put(&fx, KIND_SERVICE, "red", WEB_SVC, NULL, 0) == 0);
+	CHECK(put(&fx, KIND_SERVICE, "red", EXT_SVC, NULL, 0) == 0);
+	CHECK(put(&fx, KIND_ENDPOINTS, "red", EXT_EP("{}"), NULL, 0) == 0);
+	for (int i = 0; i < 5; i++) {
+		snprintf(name, sizeof(name), "p%d", i);
+		snprintf(ip, sizeof(ip), "10.128.0.%d", 10 + i);
+		CHECK(add_pod(&fx, "red", name, "{\"app\":\"web\"}", ip, NULL) == 0);
+	}
+	CHECK_STR(slices(&fx, "red", "web", NULL), "web-1=10.128.0.10,10.128.0.11;web-2=10.128.0.12,10.128.0.13;"
+						  "web-3=10.128.0.14");
+	/* a new controller on the same store: adopts, writes nothing */
+	registry_close(&fx.reg);
+	CHECK(registry_init(&fx.reg, fx.store, &fx.metrics, NULL, &st) == 0);
+	CHECK(endpoints_ctl_set_slice_capacity(fx.reg.endpoints, 2) == 0);
+	w = slice_writes(&fx);
+	CHECK(endpoints_resync(fx.reg.endpoints) == 0);
+	CHECK_EQ(slice_writes(&fx), w);
+	/* ... and goes on packing where the slices are */
+	CHECK(add_pod(&fx, "red", "p9", "{\"app\":\"web\"}", "10.128.0.99", NULL) == 0);
+	CHECK_EQ(slice_writes(&fx) - w, 1);
+	CHECK_STR(slices(&fx, "red", "web", NULL), "web-1=10.128.0.10,10.128.0.11;web-2=10.128.0.12,10.128.0.13;"
+						  "web-3=10.128.0.14,10.128.0.99");
+	/* what a stopped controller missed is repaired at resync */
+	endpoints_ctl_enable(fx.reg.endpoints, false);
+	CHECK(del(&fx, KIND_POD, "red", "p0") == 0);
+	CHECK(del(&fx, KIND_ENDPOINTSLICE, "red", "ext-1") == 0);
+	registry_close(&fx.reg);
+	CHECK(registry_init(&fx.reg, fx.store, &fx.metrics, NULL, &st) == 0);
+	CHECK(endpoints_ctl_set_slice_capacity(fx.reg.endpoints, 2) == 0);
+	CHECK(endpoints_resync(fx.reg.endpoints) == 0);
+	CHECK_STR(slices(&fx, "red", "web", NULL), "web-1=10.128.0.11;web-2=10.128.0.12,10.128.0.13;"
+						  "web-3=10.128.0.14,10.128.0.99");
+	/* (ext-2 had room: it takes one, a new ext-1 the other) */
+	CHECK_STR(slices(&fx, "red", "ext", NULL), "ext-1=192.0.2.2;ext-2=192.0.2.1,192.0.2.3");
+	CHECK_EQ(fx.metrics.endpointslice_failures, 0);
+	fx_close(&fx);
+}
+
+TEST(slices_handwritten_are_checked_against_tenancy)
+{
+	struct fixture fx;
+	char msg[1024];
+
+#define ES(ip) "{\"apiVersion\":\"discovery.k8s.io/v1\",\"kind\":\"EndpointSlice\",\"metadata\":{\"name\":\"ext-x\"}," \
+	       "\"addressType\":\"IPv4\",\"endpoints\":[{\"addresses\":[\"192.0.2.7\"]},{\"addresses\":[\"" ip "\"]}]}"
+	CHECK(fx_open(&fx, NULL) == 0);
+	CHECK(add_ns(&fx, "red") == 0);
+	CHECK(add_ns(&fx, "blue") == 0);
+	CHECK(add_pod(&fx, "red", "r1", "{}", "10.128.0.2", NULL) == 0);
+	CHECK(add_pod(&fx, "blue", "b1", "{}", "10.128.2.2", NULL) == 0);
+	CHECK_EQ(put(&fx, KIND_ENDPOINTSLICE, "red", ES("10.128.0.2"), msg, sizeof(msg)), 0);	/* own pod */
+	CHECK_EQ(put(&fx, KIND_ENDPOINTSLICE, "red", ES("192.0.2.10"), msg, sizeof(msg)), 0);	/* external */
+	CHECK_EQ(put(&fx, KIND_ENDPOINTSLICE, "red", ES("10.128.2.2"), msg, sizeof(msg)), 403);	/* blue's pod */
+	CHECK_CONTAINS(msg, "endpoints[1].addresses[0]: 10.128.2.2 is pod blue/b1");
+	CHECK_EQ(put(&fx, KIND_ENDPOINTSLICE, "red", ES("10.128.0.99"), msg, sizeof(msg)), 403);	/* nobody's */
+	CHECK_CONTAINS(msg, "10.128.0.99 is inside the cluster network (10.128.0.0/14) but is no pod's address");
+	CHECK_STR(slices(&fx, "red", "", NULL), "");
+	fx_close(&fx);
+#undef ES
+}
+
 /* ---- randomized: the index against a recomputation from the store ---- */
 
 static uint64_t rng;
@@ -528,6 +772,75 @@ static void random_write(struct fixture *fx, char *what, size_t len)
 	}
 }
 
+/* The managed slices of every Service agree with want (naive's): the same
+ * endpoints by port list, none twice, every slice of 1..max.  NULL when
+ * they do, else what differs (static). */
+static const char *slices_disagree(struct fixture *fx, const json_t *want, size_t max)
+{
+	static char why[1024];
+	json_t *items = NULL, *have = json_object(), *expect = json_object(), *sl, *e, *ss;
+	const char *key;
+	int64_t rev;
+	struct status st = { 0 };
+	size_t i, j;
+	const char *rc = NULL;
+
+	if (registry_list(&fx->reg, K(KIND_ENDPOINTSLICE), NULL, &items, &rev, &st))
+		return "list failed";
+	json_array_foreach(items, i, sl) {
+		const json_t *labels = json_object_get(json_object_get(sl, "metadata"), "labels");
+		const char *svc = json_string_value(json_object_get(labels, ENDPOINTSLICE_SERVICE_LABEL));
+		json_t *ports = model_endpointslice_ports(json_object_get(sl, "ports")), *g, *m;
+		char *group = model_endpointslice_group(ports);
+		char k[600];
+		size_t n = json_array_size(json_object_get(sl, "endpoints"));
+
+		json_decref(ports);
+		snprintf(k, sizeof(k), "%s/%s", obj_namespace(sl), svc ? svc : "?");
+		if (!n || n > max) {
+			snprintf(why, sizeof(why), "slice %s/%s has %zu endpoints", obj_namespace(sl), obj_name(sl), n);
+			rc = why;
+		}
+		if (!(m = json_object_get(have, k)))
+			json_object_set_new(have, k, m = json_object());
+		if (!(g = json_object_get(m, group)))
+			json_object_set_new(m, group, g = json_object());
+		free(group);
+		json_array_foreach(json_object_get(sl, "endpoints"), j, e) {
+			const char *ip = model_endpointslice_endpoint_key(e);
+
+			if (json_object_get(g, ip)) {
+				snprintf(why, sizeof(why), "%s twice in the slices of %s", ip, k);
+				rc = why;
+			}
+			json_object_set(g, ip, e);
+		}
+	}
+	json_object_foreach((json_t *)want, key, ss) {
+		json_t *groups = model_endpointslice_groups(ss), *g, *m = json_object();
+		const char *gk;
+
+		json_object_foreach(groups, gk, g)
+			json_object_set(m, gk, json_object_get(g, "endpoints"));
+		json_decref(groups);
+		if (json_object_size(m))
+			json_object_set(expect, key, m);
+		json_decref(m);
+	}
+	if (!rc && !json_equal(have, expect)) {
+		char *a = json_dumps(expect, JSON_COMPACT), *b = json_dumps(have, JSON_COMPACT);
+
+		snprintf(why, sizeof(why), "slices: want %.200s have %.200s", a, b);
+		free(a);
+		free(b);
+		rc = why;
+	}
+	json_decref(items);
+	json_decref(have);
+	json_decref(expect);
+	return rc;
+}
+
 TEST(endpoints_randomized_against_recomputation)
 {
 	struct fixture fx;
@@ -535,6 +848,7 @@ TEST(endpoints_randomized_against_recomputation)
 
 	rng = test_seed() | 1;
 	CHECK(fx_open(&fx, NULL) == 0);
+	CHECK(endpoints_ctl_set_slice_capacity(fx.reg.endpoints, 3) == 0);
 	CHECK(add_ns(&fx, "red") == 0);
 	CHECK(add_ns(&fx, "blue") == 0);
 	before = naive(&fx);
@@ -556,6 +870,8 @@ TEST(endpoints_randomized_against_recomputation)
 			free(a);
 			free(b);
 		}
+		if (!test_failed() && slices_disagree(&fx, want, 3))
+			test_fail(__FILE__, __LINE__, "step %d (%s): %s", step, what, slices_disagree(&fx, want, 3));
 		json_decref(before);
 		json_decref(have);
 		before = want;
@@ -564,5 +880,6 @@ TEST(endpoints_randomized_against_recomputation)
 	}
 	json_decref(before);
 	CHECK_EQ(fx.metrics.endpoints_failures, 0);
+	CHECK_EQ(fx.metrics.endpointslice_failures, 0);
 	fx_close(&fx);
 }

@@ -7,6 +7,7 @@
  *                   [--max-connections N] [--max-connections-per-client N]
  *                   [--header-timeout SECONDS] [--idle-timeout SECONDS]
  *                   [--bookmark-interval SECONDS] [--no-endpoints-controller]
+ *                   [--max-endpoints-per-slice N]
  *                   [--node-write-rate N] [--node-write-burst N]
  *                   [--tls-san NAME|IP]... [--tls-cert-file F --tls-key-file F] [--insecure-http]
  *   weft-controller --data-dir DIR --fsck
@@ -23,8 +24,9 @@
  * address gets its allocation key if it has none (a store written before
  * those keys; pods that share an address or do not fit their node's subnet
  * are logged, kept, and named by --fsck); then the endpoints controller
- * resyncs: every Service with a selector gets the Endpoints its pods make
- * now, whatever happened while no controller ran.
+ * resyncs: every Service with a selector gets the Endpoints and the
+ * EndpointSlices its pods make now (slices already right are adopted, not
+ * rewritten), whatever happened while no controller ran.
  */
 #include "controller/controller.h"
 #include "controller/conns.h"
@@ -75,7 +77,7 @@ static void usage(FILE *f)
 		"                       [--compact-interval SECONDS] [--no-endpoints-controller]\n"
 		"                       [--max-connections N] [--max-connections-per-client N]\n"
 		"                       [--header-timeout SECONDS] [--idle-timeout SECONDS]\n"
-		"                       [--bookmark-interval SECONDS]\n"
+		"                       [--bookmark-interval SECONDS] [--max-endpoints-per-slice N]\n"
 		"                       [--node-write-rate N] [--node-write-burst N]\n"
 		"                       [--tls-san NAME|IP]... [--tls-cert-file FILE --tls-key-file FILE]\n"
 		"                       [--insecure-http]\n"
@@ -120,10 +122,14 @@ static void usage(FILE *f)
 		"                     limited)\n"
 		"  --node-write-burst N  ... and how many at once after a quiet time (default %u)\n"
 		"  --no-endpoints-controller  do not write Endpoints for Services with a selector\n"
-		"                     (another controller does; hand-written Endpoints are still checked)\n"
+		"                     (another controller does; hand-written Endpoints are still checked),\n"
+		"                     nor their EndpointSlices\n"
+		"  --max-endpoints-per-slice N  endpoints in one EndpointSlice at most, 1-1000\n"
+		"                     (default %u); a slice keeps its endpoints, new ones fill slices\n"
+		"                     with room before a slice is made\n"
 		"  --fsck             check the store's allocations and exit (0 = consistent)\n",
 		CONNS_FD_RESERVE, CONNS_MAX, DEFAULT_PER_CLIENT, DEFAULT_HEADER_TIMEOUT, DEFAULT_IDLE_TIMEOUT,
-		API_NODE_WRITE_RATE, API_NODE_WRITE_BURST);
+		API_NODE_WRITE_RATE, API_NODE_WRITE_BURST, ENDPOINTSLICE_DEFAULT_PER_SLICE);
 }
 
 static json_t *load_config(const char *path)
@@ -373,6 +379,7 @@ int main(int argc, char **argv)
 		{ "insecure-http", no_argument, NULL, 'N' },
 		{ "node-write-rate", required_argument, NULL, 'R' },
 		{ "node-write-burst", required_argument, NULL, 'U' },
+		{ "max-endpoints-per-slice", required_argument, NULL, 'Z' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -386,6 +393,7 @@ int main(int argc, char **argv)
 	unsigned node_write_burst = API_NODE_WRITE_BURST;
 	unsigned header_timeout = DEFAULT_HEADER_TIMEOUT, idle_timeout = DEFAULT_IDLE_TIMEOUT, bookmark_interval = 60;
 	bool fsck = false, endpoints_controller = true, insecure_http = false;
+	size_t per_slice = ENDPOINTSLICE_DEFAULT_PER_SLICE;
 	char err[1024], token[256] = "", url[4200], host[256];
 	const char *sans[PKI_MAX_SANS];
 	size_t nsans = 0;
@@ -421,6 +429,7 @@ int main(int argc, char **argv)
 		case 'I': idle_timeout = (unsigned)number_flag("idle-timeout", optarg, 1, 86400); break;
 		case 'R': node_write_rate = rate_flag("node-write-rate", optarg, 0.001, 1000000); break;
 		case 'U': node_write_burst = (unsigned)number_flag("node-write-burst", optarg, 1, 1000000); break;
+		case 'Z': per_slice = (size_t)number_flag("max-endpoints-per-slice", optarg, 1, ENDPOINTSLICE_MAX_ENDPOINTS); break;
 		case 'B': bookmark_interval = (unsigned)number_flag("bookmark-interval", optarg, 1, 3600); break;
 		case 'S':
 			if (pki_san_check(optarg, err, sizeof(err)) || nsans == PKI_MAX_SANS) {
@@ -501,6 +510,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "  %s\n", st.message);
 		goto out;
 	}
+	if (endpoints_ctl_set_slice_capacity(reg.endpoints, per_slice))
+		goto out;	/* (number_flag kept it in range) */
 	if (fsck) {
 		static char report[1 << 20];
 		size_t problems = 0;

@@ -376,6 +376,8 @@ static int run_hooks_admit(struct registry *r, const struct kind_info *k, struct
 		return config_admit(r, b, old, obj, st);
 	case KIND_ENDPOINTS:
 		return endpoints_admit(r, b, obj, st);
+	case KIND_ENDPOINTSLICE:
+		return endpointslice_admit(r, b, obj, st);
 	case KIND_POD:
 		return pod_admit(r, b, old, obj, st);
 	default:
@@ -390,7 +392,7 @@ static bool has_admission(const struct kind_info *k, const json_t *obj)
 	if (k->id == KIND_POD)
 		return pod_address(obj) != NULL;
 	return k->id == KIND_NODE || k->id == KIND_NAMESPACE || k->id == KIND_SERVICE ||
-	       k->id == KIND_CLUSTERNETWORK || k->id == KIND_ENDPOINTS;
+	       k->id == KIND_CLUSTERNETWORK || k->id == KIND_ENDPOINTS || k->id == KIND_ENDPOINTSLICE;
 }
 
 static int namespace_exists(struct registry *r, const char *ns, int64_t *mod_rev, struct status *st)

@@ -641,6 +641,9 @@ static json_t *valid_body(const struct kind_info *k, const char *name)
 		json_object_set_new(o, "spec", json_pack("{s:{s:{s:s, s:{s:i}}}}", "defaultBackend", "service",
 							 "name", "web", "port", "number", 80));
 		break;
+	case KIND_ENDPOINTSLICE:
+		json_object_set_new(o, "addressType", json_string("IPv4"));
+		break;
 	default:
 		break;
 	}

@@ -386,6 +386,56 @@ static void c_svc_external(const json_t *o, char *b, size_t l, time_t now) { col
 static void c_svc_ports(const json_t *o, char *b, size_t l, time_t now) { columns_service_ports(o, b, l); }
 static void c_svc_selector(const json_t *o, char *b, size_t l, time_t now) { columns_label_map(obj_at(o, "spec.selector"), b, l); }
 static void c_endpoints(const json_t *o, char *b, size_t l, time_t now) { columns_endpoint_list(o, b, l); }
+/* kubectl's formatDiscoveryPorts / formatDiscoveryEndpoints: the first
+ * ENDPOINTS_SHOWN, then " + N more...", "<unset>" for none. */
+static void more(char *b, size_t l, size_t count)
+{
+	if (count > ENDPOINTS_SHOWN)
+		cat(b, l, " + %zu more...", count - ENDPOINTS_SHOWN);
+	else if (!b[0])
+		snprintf(b, l, "<unset>");
+}
+
+static void c_slice_ports(const json_t *o, char *b, size_t l, time_t now)
+{
+	size_t i, count = 0;
+	json_t *p;
+
+	b[0] = 0;
+	json_array_foreach(json_object_get(o, "ports"), i, p) {
+		const json_t *port = json_object_get(p, "port");
+		const char *name = json_string_value(json_object_get(p, "name"));
+
+		if (count++ >= ENDPOINTS_SHOWN)
+			continue;
+		if (json_is_integer(port))
+			cat(b, l, "%s%" JSON_INTEGER_FORMAT, b[0] ? "," : "", json_integer_value(port));
+		else
+			cat(b, l, "%s%s", b[0] ? "," : "", name ? name : "*");
+	}
+	more(b, l, count);
+}
+
+static void c_slice_endpoints(const json_t *o, char *b, size_t l, time_t now)
+{
+	size_t i, j, count = 0;
+	json_t *e, *a;
+
+	b[0] = 0;
+	json_array_foreach(json_object_get(o, "endpoints"), i, e) {
+		json_array_foreach(json_object_get(e, "addresses"), j, a) {
+			if (count++ < ENDPOINTS_SHOWN && json_is_string(a))
+				cat(b, l, "%s%s", b[0] ? "," : "", json_string_value(a));
+		}
+	}
+	more(b, l, count);
+}
+
+static void c_address_type(const json_t *o, char *b, size_t l, time_t now)
+{
+	put(b, l, json_string_value(json_object_get(o, "addressType")), "");
+}
+
 static void c_podselector(const json_t *o, char *b, size_t l, time_t now) { columns_label_selector(obj_at(o, "spec.podSelector"), b, l); }
 
 static void c_ing_hosts(const json_t *o, char *b, size_t l, time_t now)
@@ -611,6 +661,8 @@ static const struct column columns[KIND_COUNT][COLUMNS_MAX] = {
 				  COL("PORTS", c_vs_ports), COL("HOSTS", c_vs_hosts), COL("POOLS", c_vs_pools),
 				  COL("AGE", c_age) },
 	[KIND_SSLKEYCERT] = { COL("NAME", c_name), COL("SOURCE", c_cert_source), COL("AGE", c_age) },
+	[KIND_ENDPOINTSLICE] = { COL("NAME", c_name), COL("ADDRESSTYPE", c_address_type), COL("PORTS", c_slice_ports),
+				 COL("ENDPOINTS", c_slice_endpoints), COL("AGE", c_age) },
 };
 
 #undef COL

@@ -189,6 +189,9 @@ void model_default(json_t *obj)
 	case KIND_ENDPOINTS:
 		default_endpoints(obj);
 		break;
+	case KIND_ENDPOINTSLICE:
+		default_ports_protocol(json_object_get(obj, "ports"));
+		break;
 	case KIND_NETWORKPOLICY:
 		default_networkpolicy(obj);
 		break;

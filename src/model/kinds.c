@@ -35,6 +35,10 @@ static const struct kind_info kinds[KIND_COUNT] = {
 	  "lb.weft.io", "v1", "lb.weft.io/v1", false, true, true },
 	{ KIND_SSLKEYCERT, "SSLKeyAndCertificate", "sslkeyandcertificate", "sslkeyandcertificates",
 	  { "sslkc" }, "lb.weft.io", "v1", "lb.weft.io/v1", false, true, false },
+	/* a Service's endpoints in slices (docs/services.md); no short name,
+	 * as kubectl has none */
+	{ KIND_ENDPOINTSLICE, "EndpointSlice", "endpointslice", "endpointslices", { NULL },
+	  "discovery.k8s.io", "v1", "discovery.k8s.io/v1", true, false, false },
 };
 
 const struct kind_info *kind_get(enum kind_id id)

@@ -48,6 +48,7 @@ enum kind_id {
 	KIND_SECRET,
 	KIND_VIRTUALSERVICE,
 	KIND_SSLKEYCERT,
+	KIND_ENDPOINTSLICE,
 	KIND_COUNT
 };
 
@@ -239,6 +240,45 @@ json_int_t model_pod_target_port(const json_t *pod, const json_t *svc_port);
  * were left out; truncated may be NULL).  A new array, NULL on ENOMEM. */
 json_t *model_endpoints_subsets(const json_t *svc, const json_t *const *pods, size_t npods,
 				size_t max_addresses, bool *truncated);
+
+/*
+ * EndpointSlices (discovery.k8s.io/v1, endpointslice.c): a Service's
+ * endpoints in slices of at most ENDPOINTSLICE_MAX_ENDPOINTS, each slice
+ * one port list.  Validation (validate_endpointslice.c) bounds a slice as
+ * Kubernetes does; the controller's packing is slice_pack.h's.
+ */
+#define ENDPOINTSLICE_MAX_ENDPOINTS 1000
+#define ENDPOINTSLICE_MAX_ADDRESSES 100	/* of one endpoint */
+#define ENDPOINTSLICE_MAX_PORTS 100
+#define ENDPOINTSLICE_SERVICE_LABEL "kubernetes.io/service-name"
+#define ENDPOINTSLICE_MANAGED_LABEL "endpointslice.kubernetes.io/managed-by"
+#define ENDPOINTSLICE_SKIP_MIRROR_LABEL "endpointslice.kubernetes.io/skip-mirror"
+
+/* The endpoints subsets list (an Endpoints' subsets, model_endpoints_subsets'
+ * or hand-written) as slice endpoints grouped by port list:
+ *   { GROUP: { "ports": [...], "endpoints": { IP: endpoint } } }
+ * GROUP is model_endpointslice_group of the ports.  An endpoint is
+ * {addresses: [IP], conditions: {ready, serving, terminating: false},
+ * nodeName, hostname, targetRef {kind, namespace, name, uid}} as the
+ * address has them; addresses are ready, notReadyAddresses not.  An IP
+ * twice in one group is taken once (ready first).  A new object, NULL on
+ * ENOMEM.  subsets is borrowed. */
+json_t *model_endpointslice_groups(const json_t *subsets);
+/* A port list as a slice carries it ({name (when not empty), port,
+ * protocol (default TCP), appProtocol}), new array; and the key of a port
+ * list: that list as compact JSON, keys sorted (malloc'd; NULL on ENOMEM). */
+json_t *model_endpointslice_ports(const json_t *ports);
+char *model_endpointslice_group(const json_t *ports);
+/* The key of a slice endpoint: its first address (borrowed), or NULL. */
+const char *model_endpointslice_endpoint_key(const json_t *endpoint);
+/* Keys in address order: IPv4 numerically, anything else after, by text
+ * (strcmp's sign convention). */
+int model_endpointslice_key_cmp(const char *a, const char *b);
+/* A slice object: labels service-name and managed-by, addressType IPv4,
+ * ports (borrowed, as model_endpointslice_ports gives them), endpoints
+ * (key → endpoint, borrowed) as a list in address order.  New ref. */
+json_t *model_endpointslice_object(const char *ns, const char *name, const char *service,
+				   const char *manager, const json_t *ports, const json_t *endpoints);
 
 /* The cluster's network configuration: the ClusterNetwork object "default".
  * The mode says whether namespaces are isolated by VNID (docs/api.md,

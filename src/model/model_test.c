@@ -51,6 +51,7 @@ TEST(kinds_table_matches_api_doc)
 		{ KIND_SECRET, "Secret", "v1", "secrets", "namespaced", NULL },
 		{ KIND_VIRTUALSERVICE, "VirtualService", "lb.weft.io/v1", "virtualservices", "cluster", "vs" },
 		{ KIND_SSLKEYCERT, "SSLKeyAndCertificate", "lb.weft.io/v1", "sslkeyandcertificates", "cluster", "sslkc" },
+		{ KIND_ENDPOINTSLICE, "EndpointSlice", "discovery.k8s.io/v1", "endpointslices", "namespaced", NULL },
 	};
 
 	CHECK_EQ(sizeof(want) / sizeof(want[0]), KIND_COUNT);
@@ -108,6 +109,8 @@ TEST(kind_lookup_every_alias)
 		{ "Ingress", KIND_INGRESS },
 		{ "route", KIND_ROUTE }, { "routes", KIND_ROUTE }, { "Route", KIND_ROUTE },
 		{ "secret", KIND_SECRET }, { "secrets", KIND_SECRET }, { "Secret", KIND_SECRET },
+		{ "endpointslice", KIND_ENDPOINTSLICE }, { "endpointslices", KIND_ENDPOINTSLICE },
+		{ "EndpointSlice", KIND_ENDPOINTSLICE },
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -133,6 +136,7 @@ TEST(kind_by_resource_finds_url_names)
 	CHECK(kind_by_resource("network.openshift.io", "hostsubnets") == kind_get(KIND_HOSTSUBNET));
 	CHECK(kind_by_resource("networking.k8s.io", "networkpolicies") == kind_get(KIND_NETWORKPOLICY));
 	CHECK(kind_by_resource("route.openshift.io", "routes") == kind_get(KIND_ROUTE));
+	CHECK(kind_by_resource("discovery.k8s.io", "endpointslices") == kind_get(KIND_ENDPOINTSLICE));
 	CHECK(kind_by_resource("", "routes") == NULL);
 	CHECK(kind_by_resource("networking.k8s.io", "pods") == NULL);
 	CHECK(kind_by_resource("", "pod") == NULL);

@@ -121,6 +121,7 @@ void validate_node(struct vctx *v, const json_t *obj);
 void validate_pod(struct vctx *v, const json_t *obj);
 void validate_service(struct vctx *v, const json_t *obj);
 void validate_endpoints(struct vctx *v, const json_t *obj);
+void validate_endpointslice(struct vctx *v, const json_t *obj);
 void validate_networkpolicy(struct vctx *v, const json_t *obj);
 void validate_ingress(struct vctx *v, const json_t *obj);
 void validate_route(struct vctx *v, const json_t *obj);

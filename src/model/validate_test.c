@@ -749,6 +749,75 @@ TEST(endpoints_ports)
 		     "subsets[0].ports[0].protocol: 'IP' is not one of TCP, UDP, SCTP");
 }
 
+/* ---- EndpointSlice ---- */
+
+#define ES "apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata: {name: web-1, namespace: red, " \
+	   "labels: {kubernetes.io/service-name: web}}\n"
+
+TEST(endpointslice_valid)
+{
+	VALID(ES "addressType: IPv4\nendpoints:\n- addresses: [10.128.2.5]\n"
+		 "  conditions: {ready: true, serving: true, terminating: false}\n  nodeName: node-1\n"
+		 "  targetRef: {kind: Pod, namespace: red, name: a}\nports: [{name: http, port: 8080, protocol: TCP}]\n");
+	VALID(ES "addressType: IPv4\nendpoints: []\n");
+	VALID(ES "addressType: IPv4\n");
+}
+
+TEST(endpointslice_address_type)
+{
+	INVALID_ONLY(ES "endpoints: []\n", "addressType: required");
+	INVALID_ONLY(ES "addressType: IPv6\n",
+		     "addressType: 'IPv6' is not supported: weft is IPv4 only (must be 'IPv4')");
+	INVALID_ONLY(ES "addressType: FQDN\n",
+		     "addressType: 'FQDN' is not supported: weft is IPv4 only (must be 'IPv4')");
+}
+
+TEST(endpointslice_endpoints)
+{
+	char yaml[65536];
+	size_t n;
+
+	INVALID_ONLY(ES "addressType: IPv4\nendpoints: [{nodeName: n}]\n", "endpoints[0].addresses: required");
+	INVALID_ONLY(ES "addressType: IPv4\nendpoints: [{addresses: []}]\n",
+		     "endpoints[0].addresses: must have at least 1 item");
+	INVALID_ONLY(ES "addressType: IPv4\nendpoints: [{addresses: [10.1.1.01]}]\n",
+		     "endpoints[0].addresses[0]: '10.1.1.01' is not a valid IPv4 address");
+	INVALID_ONLY(ES "addressType: IPv4\nendpoints: [{addresses: [10.1.1.1], conditions: {ready: yes}}]\n",
+		     "endpoints[0].conditions.ready: must be a boolean, not a string");
+	INVALID_ONLY(ES "addressType: IPv4\nendpoints: [{addresses: [10.1.1.1], nodeName: Node_1}]\n",
+		     "endpoints[0].nodeName: 'Node_1' is not a valid DNS-1123 subdomain");
+	/* 1001 endpoints */
+	n = (size_t)snprintf(yaml, sizeof(yaml), ES "addressType: IPv4\nendpoints:\n");
+	for (int i = 0; i < 1001; i++)
+		n += (size_t)snprintf(yaml + n, sizeof(yaml) - n, "- {addresses: [10.1.%d.%d]}\n", i / 250, i % 250 + 1);
+	CHECK_EQ(validate(yaml), -EINVAL);
+	CHECK_CONTAINS(err, "endpoints: too many items (1001, at most 1000)");
+	/* 101 addresses in one */
+	n = (size_t)snprintf(yaml, sizeof(yaml), ES "addressType: IPv4\nendpoints:\n- addresses:\n");
+	for (int i = 0; i < 101; i++)
+		n += (size_t)snprintf(yaml + n, sizeof(yaml) - n, "  - 10.2.0.%d\n", i + 1);
+	CHECK_EQ(validate(yaml), -EINVAL);
+	CHECK_CONTAINS(err, "endpoints[0].addresses: too many items (101, at most 100)");
+}
+
+TEST(endpointslice_ports)
+{
+	char yaml[16384];
+	size_t n;
+
+	INVALID_ONLY(ES "addressType: IPv4\nports: [{name: http}]\n", "ports[0].port: required");
+	INVALID_ONLY(ES "addressType: IPv4\nports: [{name: Http, port: 80}]\n",
+		     "ports[0].name: 'Http' is not a valid DNS-1123 label");
+	INVALID_ONLY(ES "addressType: IPv4\nports: [{port: 80, protocol: IP}]\n",
+		     "ports[0].protocol: 'IP' is not one of TCP, UDP, SCTP");
+	INVALID_ONLY(ES "addressType: IPv4\nports: [{port: 0}]\n", "ports[0].port: 0 is not a valid port (1-65535)");
+	n = (size_t)snprintf(yaml, sizeof(yaml), ES "addressType: IPv4\nports:\n");
+	for (int i = 0; i < 101; i++)
+		n += (size_t)snprintf(yaml + n, sizeof(yaml) - n, "- {name: p%d, port: %d}\n", i, i + 1);
+	CHECK_EQ(validate(yaml), -EINVAL);
+	CHECK_CONTAINS(err, "ports: too many items (101, at most 100)");
+}
+
 /* ---- NetworkPolicy ---- */
 
 #define NP "apiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\nmetadata: {name: p, namespace: x}\n"
