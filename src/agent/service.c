@@ -4,8 +4,8 @@
  * weft_services and weft_backends equal to it (layouts and the slot
  * scheme: bpf/weft_bpf.h, "Services"); conntrack expiry and purging.
  *
- * Model: one struct svc per Service (namespace/name) holding the last
- * Service object seen and its EndpointSlices (those labelled
+ * Model: one struct svc per Service (namespace/name): whether the Service
+ * exists (what it asks for is in its ports), and its EndpointSlices (those labelled
  * kubernetes.io/service-name with its name, in its namespace: a slice is
  * found by its own namespace/name in T->slices and belongs to one svc at
  * a time), and per port (protocol, port):
@@ -102,11 +102,11 @@ struct svc {
 	struct dlist due;		/* in T->due while its report may be owed */
 	char ns[256];
 	char name[256];
-	/* the last Service seen, as compact JSON text (a tree of jansson
-	 * nodes costs ten times its text, and an agent holds every service
-	 * of the cluster), or NULL */
-	char *service;
-	struct dlist slices;		/* its struct svc_slice, by in_svc */
+	bool has_service;		/* the Service exists (its ports say what it asks) */
+	/* its struct svc_slice, by in_svc: each as compact JSON text (a
+	 * tree of jansson nodes costs ten times its text, and an agent holds
+	 * every service of the cluster) */
+	struct dlist slices;
 	struct svc_port *ports;
 	size_t nports;
 	size_t idx;			/* in T->v */
@@ -732,15 +732,17 @@ static void port_free(struct agent *a, struct svc_port *p)
 	memset(p, 0, sizeof(*p));
 }
 
-/* s's slices, read back from their text: an array (NULL: no memory). */
-static json_t *slices_load(const struct svc *s)
+/* s's slices, read back from their text: an array (NULL: no memory).
+ * fresh (may be NULL) is one of them, already parsed as fresh_obj. */
+static json_t *slices_load(const struct svc *s, const struct svc_slice *fresh, json_t *fresh_obj)
 {
 	json_t *all = json_array();
 
 	for (struct dlist *l = dlist_first(&s->slices); all && l; l = dlist_next(&s->slices, l)) {
 		const struct svc_slice *sl = DLIST_ENTRY(l, struct svc_slice, in_svc);
+		json_t *obj = sl == fresh ? json_incref(fresh_obj) : json_loads(sl->text, 0, NULL);
 
-		if (json_array_append_new(all, json_loads(sl->text, 0, NULL)) < 0) {
+		if (json_array_append_new(all, obj) < 0) {
 			json_decref(all);
 			return NULL;
 		}
@@ -748,20 +750,18 @@ static json_t *slices_load(const struct svc *s)
 	return all;
 }
 
-/* Bring s's ports to what its Service and slices say. */
-static void svc_sync(struct agent *a, struct svc *s)
+/* Bring s's ports to what its Service (NULL: none) and slices say. */
+static void svc_sync(struct agent *a, struct svc *s, const json_t *service)
 {
 	struct service_table *T = a->svc;
 	struct svc_port *want = NULL;
 	size_t nwant = 0;
 	int rc, backends_rc = 0;
-	json_t *service = s->service ? json_loads(s->service, 0, NULL) : NULL;
-	json_t *slices = slices_load(s);
+	json_t *slices = slices_load(s, NULL, NULL);
 
-	if ((s->service && !service) || !slices ||
-	    (service && desired_ports(service, &want, &nwant) < 0)) {
+	s->has_service = service != NULL;
+	if (!slices || (service && desired_ports(service, &want, &nwant) < 0)) {
 		note_error(a->svc, s, -ENOMEM, "reading the service");
-		json_decref(service);
 		json_decref(slices);
 		return;
 	}
@@ -850,7 +850,6 @@ static void svc_sync(struct agent *a, struct svc *s)
 		}
 	}
 	free(want);
-	json_decref(service);
 	json_decref(slices);
 	svc_recheck(a->svc, s, backends_rc);
 }
@@ -894,7 +893,7 @@ static void svc_drop_if_empty(struct agent *a, struct svc *s)
 {
 	struct service_table *T = a->svc;
 
-	if (s->service || !dlist_empty(&s->slices))
+	if (s->has_service || !dlist_empty(&s->slices))
 		return;
 	for (size_t i = 0; i < s->nports; i++)
 		port_free(a, &s->ports[i]);
@@ -903,14 +902,7 @@ static void svc_drop_if_empty(struct agent *a, struct svc *s)
 	dlist_remove(&s->due);
 	T->v[s->idx] = T->v[--T->n];
 	T->v[s->idx]->idx = s->idx;
-	free(s->service);
 	free(s);
-}
-
-static void set_obj(char **slot, const json_t *obj)
-{
-	free(*slot);
-	*slot = obj ? json_dumps(obj, JSON_COMPACT) : NULL;
 }
 
 void service_apply(struct agent *a, const json_t *obj)
@@ -920,8 +912,7 @@ void service_apply(struct agent *a, const json_t *obj)
 	if (!s)
 		return;
 	s->seen_service = true;
-	set_obj(&s->service, obj);
-	svc_sync(a, s);
+	svc_sync(a, s, obj);
 	/* what the object says of this node is what it carries */
 	{
 		char key[320];
@@ -941,15 +932,15 @@ void service_remove(struct agent *a, const json_t *obj)
 
 	if (!s)
 		return;
-	set_obj(&s->service, NULL);
-	svc_sync(a, s);
+	svc_sync(a, s, NULL);
 	svc_drop_if_empty(a, s);
 }
 
-/* Every port of s to what its slices now say. */
-static void svc_sync_backends(struct agent *a, struct svc *s)
+/* Every port of s to what its slices now say (fresh: the one that just
+ * changed, already parsed as fresh_obj; NULL: none). */
+static void svc_sync_backends(struct agent *a, struct svc *s, const struct svc_slice *fresh, json_t *fresh_obj)
 {
-	json_t *slices = slices_load(s);
+	json_t *slices = slices_load(s, fresh, fresh_obj);
 	int rc, worst = 0;
 
 	if (!slices) {
@@ -986,7 +977,7 @@ static void slice_drop(struct agent *a, struct svc_slice *sl)
 	dlist_remove(&sl->in_svc);
 	free(sl->text);
 	free(sl);
-	svc_sync_backends(a, s);
+	svc_sync_backends(a, s, NULL, NULL);
 	svc_drop_if_empty(a, s);
 }
 
@@ -1042,7 +1033,7 @@ void endpointslice_apply(struct agent *a, const json_t *obj)
 	free(sl->text);
 	sl->text = text;
 	sl->seen = true;
-	svc_sync_backends(a, s);
+	svc_sync_backends(a, s, sl, (json_t *)obj);
 }
 
 void endpointslice_remove(struct agent *a, const json_t *obj)
@@ -1061,12 +1052,10 @@ void service_listed(struct agent *a)
 	for (size_t i = 0; i < T->n;) {
 		struct svc *s = T->v[i];
 
-		if (!s->seen_service && s->service) {
-			set_obj(&s->service, NULL);
-			svc_sync(a, s);
-		}
+		if (!s->seen_service && s->has_service)
+			svc_sync(a, s, NULL);
 		s->seen_service = false;
-		if (!s->service && dlist_empty(&s->slices)) {
+		if (!s->has_service && dlist_empty(&s->slices)) {
 			svc_drop_if_empty(a, s);	/* (moves the last one into i) */
 			continue;
 		}
@@ -1353,7 +1342,7 @@ int service_reports_take(struct agent *a, struct service_report **out, size_t *n
 		next = dlist_next(&T->due, e);
 		dlist_remove(e);
 		svc_error_text(s, msg, sizeof(msg));
-		if (!s->service || strcmp(msg, s->reported) == 0)
+		if (!s->has_service || strcmp(msg, s->reported) == 0)
 			continue;
 		snprintf(v[*n].ns, sizeof(v[*n].ns), "%s", s->ns);
 		snprintf(v[*n].name, sizeof(v[*n].name), "%s", s->name);
@@ -1402,7 +1391,6 @@ void service_table_destroy(struct service_table *T)
 			free(s->ports[j].local);
 		}
 		free(s->ports);
-		free(s->service);
 		free(s);
 	}
 	for (struct hmap_node *e = hmap_first(&T->slices), *next; e; e = next) {
