@@ -140,6 +140,9 @@ struct agent {
 
 	pthread_mutex_t lock;
 	pthread_cond_t kick;		/* wakes the reporter */
+	/* broadcast (under lock) when a kind's first list is applied
+	 * (its *_synced turns true), and at stop */
+	pthread_cond_t listed;
 	/* the cluster as the watches tell it (sync.c), indexed: nothing that
 	 * grows with the cluster is scanned per event; under lock */
 	struct nodecache nodes;

@@ -421,16 +421,10 @@ static void pods_scope(struct kind_sync *k)
 	/* the question waits for the first NetworkPolicies list: a restarted
 	 * agent that asked for its own pods first would drop the other pods'
 	 * entries (and their identities) that its policies still use */
-	for (;;) {
-		bool listed;
-
-		pthread_mutex_lock(&a->lock);
-		listed = a->netpols_synced;
-		pthread_mutex_unlock(&a->lock);
-		if (listed || atomic_load(&a->stopping))
-			break;
-		sleep_ms(a, 20);
-	}
+	pthread_mutex_lock(&a->lock);
+	while (!a->netpols_synced && !atomic_load(&a->stopping))
+		pthread_cond_wait(&a->listed, &a->lock);
+	pthread_mutex_unlock(&a->lock);
 	k->all_pods = policy_needs_pods(a->policy);
 	if (k->all_pods)
 		k->query[0] = 0;
@@ -678,6 +672,7 @@ static int list_once(struct kind_sync *k)
 		k->apply(a, it);
 	k->listed(a);
 	*k->synced = true;
+	pthread_cond_broadcast(&a->listed);
 	pthread_mutex_unlock(&a->lock);
 	k->caught_up(a, k->rv, true);
 	rc = 0;
