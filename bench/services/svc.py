@@ -19,12 +19,15 @@
   svc.py install SPEC.json OUT.json
           runs inside the lab's controller namespace: `weft-lab weftctl
           apply -f` the manifest, then polls the Nodes until every node's
-          weft.io/applied-revisions has services and endpoints >= the revisions of the last Service and Endpoints written.
+          weft.io/applied-revisions has services and endpointslices >= the
+          revisions of the last Service written and of the EndpointSlices
+          the controller mirrored from the last Endpoints.
   svc.py changes SPEC.json OUT.json
           runs inside the lab's controller namespace: N endpoint changes
           (one Endpoints object, its one address switched between two
           backends), each timed from just before the PUT to the poll that
-          sees every node's applied endpoints revision >= the PUT's; after
+          sees every node's applied endpointslices revision >= that of
+          the slice mirrored from the PUT (read back after it); after
           each, connects through the ClusterIP must reach the new backend.
   svc.py report RESULTS.tsv
           the figures, the ratios and the GOAL lines.
@@ -235,8 +238,8 @@ class Api:
     def applied(self):
         """{node: {kind: revision}} of every Node: the annotation
         weft.io/applied-revisions, where each agent says up to which
-        revision each kind it watches (netnamespaces, services, endpoints)
-        is in its maps."""
+        revision each kind it watches (netnamespaces, services,
+        endpointslices, networkpolicies) is in its maps."""
         st, lst = self.call("GET", "/api/v1/nodes")
         if st != 200:
             raise RuntimeError("GET /api/v1/nodes: HTTP %d %s" % (st, (lst or {}).get("message", "")))
@@ -249,6 +252,17 @@ class Api:
             except ValueError:
                 out[md.get("name", "?")] = {}
         return out
+
+    def slices_revision(self, ns, name):
+        """The newest resourceVersion among the EndpointSlices of Service
+        ns/name (the controller writes them before it answers the write
+        of the Endpoints they come from)."""
+        path = ("/apis/discovery.k8s.io/v1/namespaces/%s/endpointslices"
+                "?labelSelector=kubernetes.io%%2Fservice-name%%3D%s" % (ns, name))
+        st, lst = self.call("GET", path)
+        if st != 200:
+            raise RuntimeError("GET %s: HTTP %d %s" % (path, st, (lst or {}).get("message", "")))
+        return max([int(x["metadata"]["resourceVersion"]) for x in lst.get("items", [])] or [0])
 
     def wait_applied(self, want, timeout, nodes, interval=0.01, stall=None):
         """Poll until every node has applied each kind of want ({kind:
@@ -324,6 +338,10 @@ def install(spec_path, out_path):
                 res["error"] = "GET %s/%s after apply: HTTP %d" % (k, name, st)
                 break
             want[k] = int(obj["metadata"]["resourceVersion"])
+        if not res["error"] and "endpoints" in want:
+            # the nodes read the slices mirrored from the Endpoints
+            del want["endpoints"]
+            want["endpointslices"] = api.slices_revision(spec["namespace"], name)
         if not res["error"]:
             rev = max(want.values())
             res["revision"] = rev
@@ -360,8 +378,9 @@ def changes(spec_path, out_path):
     """Change i puts backend (i+1) % 2 as the Endpoints' only address (the
     object starts with backend 0), PUT without resourceVersion; wall time
     from just before the PUT to the poll (every 10 ms) that sees every
-    node's applied endpoints revision (weft.io/applied-revisions) >= the
-    revision the PUT answered with.  Then
+    node's applied endpointslices revision (weft.io/applied-revisions) >=
+    that of the Service's slices after the PUT (the controller mirrored
+    them before it answered; their read is counted with the PUT).  Then
     `probes` connects through the ClusterIP: each must reach the new
     backend (its ID).  Stops at the first change that is not applied within
     the timeout (the figure is then skipped, with why)."""
@@ -381,12 +400,12 @@ def changes(spec_path, out_path):
                              "ports": [{"name": "p", "port": spec["port"], "protocol": "TCP"}]}]}
         t0 = time.monotonic()
         st, obj = api.call("PUT", path, body)
-        t_put = time.monotonic() - t0
         if st != 200:
             error = "PUT %s (change %d): HTTP %d %s" % (path, i + 1, st, (obj or {}).get("message", ""))
             break
-        rev = int(obj["metadata"]["resourceVersion"])
-        waited, why = api.wait_applied({"endpoints": rev}, spec.get("timeout", 10),
+        rev = api.slices_revision(ns, name)
+        t_put = time.monotonic() - t0
+        waited, why = api.wait_applied({"endpointslices": rev}, spec.get("timeout", 10),
                                        spec.get("nodes", 1))
         if waited is None:
             skip = "change %d: %s" % (i + 1, why)

@@ -140,6 +140,9 @@ struct agent {
 
 	pthread_mutex_t lock;
 	pthread_cond_t kick;		/* wakes the reporter */
+	/* broadcast (under lock) when a kind's first list is applied
+	 * (its *_synced turns true), and at stop */
+	pthread_cond_t listed;
 	/* the cluster as the watches tell it (sync.c), indexed: nothing that
 	 * grows with the cluster is scanned per event; under lock */
 	struct nodecache nodes;
@@ -147,10 +150,10 @@ struct agent {
 	struct backend_addrs backends;	/* service backends on other nodes */
 	bool pods_all_listed;		/* the Pods applied are every pod (sync.c) */
 	bool nodes_synced, pods_synced, netns_synced;	/* first full list applied */
-	bool services_synced, endpoints_synced;
+	bool services_synced, slices_synced;
 	bool namespaces_synced, netpols_synced;
 	int64_t applied_rev;		/* NetNamespaces applied up to (under lock) */
-	int64_t svc_applied_rev, ep_applied_rev;	/* Services, Endpoints (under lock) */
+	int64_t svc_applied_rev, slices_applied_rev;	/* Services, EndpointSlices (under lock) */
 	int64_t np_applied_rev;		/* NetworkPolicies in the maps up to (under lock) */
 	/* what the reporter last wrote on the Node (report thread only) */
 	int64_t reported_rev;		/* -1: nothing yet */
@@ -167,8 +170,8 @@ struct agent {
 	atomic_bool ready;		/* data plane complete: STATUS ok */
 	atomic_bool stopping;
 	struct httpc *http_nodes, *http_pods, *http_netns, *http_report;	/* one per thread */
-	struct httpc *http_services, *http_endpoints, *http_namespaces, *http_netpols;
-	pthread_t t_nodes, t_pods, t_netns, t_report, t_services, t_endpoints, t_ct_gc;
+	struct httpc *http_services, *http_slices, *http_namespaces, *http_netpols;
+	pthread_t t_nodes, t_pods, t_netns, t_report, t_services, t_slices, t_ct_gc;
 	pthread_t t_namespaces, t_netpols, t_policy;
 	/* the policy thread: woken when an input changed (sync.c) */
 	pthread_mutex_t policy_lock;

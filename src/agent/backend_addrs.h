@@ -6,14 +6,14 @@
  * needs every pod's identity), yet a connection from a pod here to a
  * service is refused here, before any conntrack entry, when the backend
  * chosen is of another tenant (bpf/lib/lb.h, lb_admit: the backend's VNID
- * in weft_ipcache).  So the addresses that Endpoints name are known here
- * on their own, from the Endpoints: sync.c writes their weft_ipcache
+ * in weft_ipcache).  So the addresses that EndpointSlices name are known
+ * here on their own, from the slices: sync.c writes their weft_ipcache
  * entries, service.c counts them as its backends come and go.
  *
  * A reference counts one backend (service port, address, port); the
  * namespace is the first reference's (an address's backends agree: they
- * are one pod's, whose namespace the Endpoints' targetRef names, or the
- * Endpoints' own).  Lookup and both counts are O(1): hmap by address.
+ * are one pod's, whose namespace the slice's targetRef names, or the
+ * slice's own).  Lookup and both counts are O(1): hmap by address.
  *
  * Ownership: the table owns its records; backend_addrs_free() releases
  * them (a zeroed table is empty).  Not thread-safe (agent.lock).

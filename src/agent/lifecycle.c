@@ -110,6 +110,7 @@ void agent_init(struct agent *a)
 	pthread_mutex_init(&a->lock, NULL);
 	pthread_mutex_init(&a->ct_lock, NULL);
 	pthread_cond_init(&a->kick, NULL);
+	pthread_cond_init(&a->listed, NULL);
 	pthread_mutex_init(&a->policy_lock, NULL);
 	pthread_cond_init(&a->policy_cond, NULL);
 }
@@ -203,6 +204,9 @@ int agent_start(struct agent *a)
 void agent_stop(struct agent *a)
 {
 	atomic_store(&a->stopping, true);
+	pthread_mutex_lock(&a->lock);
+	pthread_cond_broadcast(&a->listed);	/* a thread waiting for a list: stop */
+	pthread_mutex_unlock(&a->lock);
 	cni_server_stop(a->cni);
 	report_stop(a);
 	sync_stop(a);		/* and frees the node and pod caches */

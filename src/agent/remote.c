@@ -1,11 +1,11 @@
 /*
  * remote.c — the addresses of other nodes in weft_ipcache: the pods the
  * Pods watch brought (the node's own, or every pod while a policy names
- * pods as peers: sync.c) and the service backends the Endpoints name
+ * pods as peers: sync.c) and the service backends the EndpointSlices name
  * (service.c counts them, backend_addrs.h).  For one address the order
  * is: a local lease's entry is pod.c's and never touched here; else a
  * watched pod's (node IP by subnet, VNID of its namespace); else a
- * backend's (the same, VNID of the namespace its Endpoints give); else
+ * backend's (the same, VNID of the namespace its slice gives); else
  * none.
  *
  * Every entry point runs under agent.lock (the watch threads).  Nothing

@@ -264,8 +264,8 @@ static char *applied_kinds_json(struct agent *a)
 		json_object_set_new(o, "netnamespaces", json_integer(a->applied_rev));
 	if (a->services_synced)
 		json_object_set_new(o, "services", json_integer(a->svc_applied_rev));
-	if (a->endpoints_synced)
-		json_object_set_new(o, "endpoints", json_integer(a->ep_applied_rev));
+	if (a->slices_synced)
+		json_object_set_new(o, "endpointslices", json_integer(a->slices_applied_rev));
 	if (a->np_applied_rev)
 		json_object_set_new(o, "networkpolicies", json_integer(a->np_applied_rev));
 	s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);

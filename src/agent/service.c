@@ -1,11 +1,14 @@
 /*
- * service.c — Services and Endpoints in the data plane: the agent's model
- * of every service port, and the O(change) writes that keep weft_services
- * and weft_backends equal to it (layouts and the slot scheme:
- * bpf/weft_bpf.h, "Services"); conntrack expiry and purging.
+ * service.c — Services and EndpointSlices in the data plane: the agent's
+ * model of every service port, and the O(change) writes that keep
+ * weft_services and weft_backends equal to it (layouts and the slot
+ * scheme: bpf/weft_bpf.h, "Services"); conntrack expiry and purging.
  *
- * Model: one struct svc per Service (namespace/name) holding the last
- * Service and Endpoints objects seen, and per port (protocol, port):
+ * Model: one struct svc per Service (namespace/name): whether the Service
+ * exists (what it asks for is in its ports), and its EndpointSlices (those labelled
+ * kubernetes.io/service-name with its name, in its namespace: a slice is
+ * found by its own namespace/name in T->slices and belongs to one svc at
+ * a time), and per port (protocol, port):
  *
  *	svc_id      the port's ID (affinity key, backends' owner), kept for
  *	            the port's life
@@ -16,10 +19,13 @@
  *
  * Writes, with the function for each:
  *
- *	Endpoints changed  port_set_backends(): removed backends leave their
+ *	a slice changed    port_set_backends(): removed backends leave their
  *	                   slots (last moved in, count, last deleted), new ones
  *	                   are appended (slot, then count); untouched backends
- *	                   cost nothing
+ *	                   cost nothing.  The backends of a port are the
+ *	                   union over its Service's slices (a backend listed
+ *	                   in two is one): only the slice that changed came
+ *	                   over the wire, the others are read from memory
  *	Service changed    port_sync_frontends(): a new frontend gets its slot
  *	                   arrays and then slot 0; a gone one loses slot 0 first
  *	                   (no new connections) and then its slots; changed
@@ -96,23 +102,35 @@ struct svc {
 	struct dlist due;		/* in T->due while its report may be owed */
 	char ns[256];
 	char name[256];
-	/* the last Service and Endpoints seen, as compact JSON text (a tree
-	 * of jansson nodes costs ten times its text, and an agent holds
-	 * every service of the cluster), or NULL */
-	char *service;
-	char *endpoints;
+	bool has_service;		/* the Service exists (its ports say what it asks) */
+	/* its struct svc_slice, by in_svc: each as compact JSON text (a
+	 * tree of jansson nodes costs ten times its text, and an agent holds
+	 * every service of the cluster) */
+	struct dlist slices;
 	struct svc_port *ports;
 	size_t nports;
 	size_t idx;			/* in T->v */
-	bool seen_service, seen_endpoints;	/* marks for the relist sweep */
+	bool seen_service;		/* mark for the relist sweep */
 	int error;			/* last map write error, 0 when programmed */
 	char reported[160];		/* the error the Service carries from us ("" none) */
+};
+
+/* One EndpointSlice, as compact JSON text, and the service it is of. */
+struct svc_slice {
+	struct hmap_node by_name;	/* in T->slices, by hash of (ns, name) */
+	struct dlist in_svc;		/* in svc->slices */
+	struct svc *svc;
+	char ns[256];
+	char name[254];
+	char *text;
+	bool seen;			/* mark for the relist sweep */
 };
 
 struct service_table {
 	struct svc **v;
 	size_t n, cap;
 	struct hmap by_name;		/* struct svc by hash of (ns, name) */
+	struct hmap slices;		/* struct svc_slice by hash of (ns, name) */
 	/* the services whose error or reported text changed since the last
 	 * service_reports_take */
 	struct dlist due;
@@ -501,64 +519,76 @@ static bool is_local(struct agent *a, in_addr_t ip)
 	return cidr_contains_ip(&a->subnet, ntohl(ip));
 }
 
-/* The backends of service port (name, proto) in an Endpoints object. */
 /* The key of a backend address and port in the indexes below. */
 static uint64_t addr_port(in_addr_t ip, uint16_t port)
 {
 	return (uint64_t)ip << 16 | port;
 }
 
-/* The backends of service port (name, proto) in Endpoints ep, and for
- * each the namespace of the pod it is (targetRef, else the Endpoints'
- * own; borrowed from ep, in *ns_out, freed by the caller). */
-static int desired_backends(struct agent *a, const json_t *ep, const char *name, uint8_t proto,
+/* The port number slice sl gives service port (name, proto), or 0.  A
+ * port without a protocol is TCP, without a name "" (as the API's
+ * defaults). */
+static uint16_t slice_port(const json_t *sl, const char *name, uint8_t proto)
+{
+	const json_t *pt;
+	size_t j;
+
+	json_array_foreach(json_object_get(sl, "ports"), j, pt) {
+		const char *pn = json_string_value(json_object_get(pt, "name"));
+		json_int_t port = json_integer_value(json_object_get(pt, "port"));
+
+		if (strcmp(pn ? pn : "", name) == 0 &&
+		    proto_of(json_string_value(json_object_get(pt, "protocol"))) == proto)
+			return port > 0 && port <= 65535 ? (uint16_t)port : 0;
+	}
+	return 0;
+}
+
+/* The backends of service port (name, proto) in the EndpointSlices
+ * slices (an array; each endpoint once, even when two slices list it),
+ * and for each the namespace of the pod it is (targetRef, else the
+ * slice's own; borrowed from slices, in *ns_out, freed by the caller).
+ * An endpoint is a backend unless its conditions say ready: false (no
+ * condition means ready, as the API says); of its addresses the first
+ * is used (they are one endpoint's, as kube-proxy does). */
+static int desired_backends(struct agent *a, const json_t *slices, const char *name, uint8_t proto,
 			    struct svc_backend **out, const char ***ns_out, size_t *n)
 {
 	struct u64map seen = { 0 };
-	const json_t *subsets = json_object_get(ep, "subsets"), *ss, *ports, *pt, *addrs, *ad;
-	const char *own_ns = obj_namespace(ep);
+	const json_t *sl, *ep;
 	struct svc_backend *v = NULL;
 	const char **vns = NULL;
-	size_t cap = 0, capns = 0, i, j, k;
+	size_t cap = 0, capns = 0, i, k;
 
 	*out = NULL;
 	*ns_out = NULL;
 	*n = 0;
-	json_array_foreach(subsets, i, ss) {
-		json_int_t port = 0;
+	json_array_foreach(slices, i, sl) {
+		const char *type = json_string_value(json_object_get(sl, "addressType"));
+		const char *own_ns = obj_namespace(sl);
+		uint16_t port = slice_port(sl, name, proto);
 
-		ports = json_object_get(ss, "ports");
-		json_array_foreach(ports, j, pt) {
-			const char *pn = json_string_value(json_object_get(pt, "name"));
-
-			if (strcmp(pn ? pn : "", name) == 0 &&
-			    proto_of(json_string_value(json_object_get(pt, "protocol"))) == proto) {
-				port = json_integer_value(json_object_get(pt, "port"));
-				break;
-			}
-		}
-		if (port <= 0 || port > 65535)
+		if (!port || !type || strcmp(type, "IPv4") != 0)
 			continue;
-		addrs = json_object_get(ss, "addresses");
-		json_array_foreach(addrs, k, ad) {
-			in_addr_t ip = ip_of(json_string_value(json_object_get(ad, "ip")));
-			const json_t *ref = json_object_get(ad, "targetRef");
+		json_array_foreach(json_object_get(sl, "endpoints"), k, ep) {
+			const json_t *ready = json_object_get(json_object_get(ep, "conditions"), "ready");
+			in_addr_t ip = ip_of(json_string_value(json_array_get(json_object_get(ep, "addresses"), 0)));
+			const json_t *ref = json_object_get(ep, "targetRef");
 			const char *kind = json_string_value(json_object_get(ref, "kind"));
 			const char *ref_ns = json_string_value(json_object_get(ref, "namespace"));
 
-			if (!ip || u64map_get(&seen, addr_port(ip, (uint16_t)port), NULL))
-				continue;	/* no address, or listed twice */
+			if (json_is_false(ready) || !ip || u64map_get(&seen, addr_port(ip, port), NULL))
+				continue;	/* not ready, no address, or listed twice */
 			if (grow((void **)&v, &cap, *n, sizeof(*v)) < 0 ||
 			    grow((void **)&vns, &capns, *n, sizeof(*vns)) < 0 ||
-			    u64map_put(&seen, addr_port(ip, (uint16_t)port), 1) < 0) {
+			    u64map_put(&seen, addr_port(ip, port), 1) < 0) {
 				u64map_free(&seen);
 				free(v);
 				free(vns);
 				return -ENOMEM;
 			}
 			vns[*n] = kind && strcmp(kind, "Pod") == 0 && ref_ns && ref_ns[0] ? ref_ns : own_ns;
-			v[(*n)++] = (struct svc_backend){ .ip = ip, .port = (uint16_t)port,
-							  .local = is_local(a, ip) };
+			v[(*n)++] = (struct svc_backend){ .ip = ip, .port = port, .local = is_local(a, ip) };
 		}
 	}
 	u64map_free(&seen);
@@ -567,9 +597,9 @@ static int desired_backends(struct agent *a, const json_t *ep, const char *name,
 	return 0;
 }
 
-/* Make p's backends equal to the Endpoints' (ep may be NULL: none).
- * O(backends): both sides are indexed by address and port. */
-static int port_set_backends(struct agent *a, struct svc *s, struct svc_port *p, const json_t *ep)
+/* Make p's backends equal to what the slices say (an array; NULL:
+ * none).  O(backends): both sides are indexed by address and port. */
+static int port_set_backends(struct agent *a, struct svc *s, struct svc_port *p, const json_t *slices)
 {
 	struct service_table *T = a->svc;
 	struct svc_backend *want = NULL;
@@ -579,7 +609,7 @@ static int port_set_backends(struct agent *a, struct svc *s, struct svc_port *p,
 	uint64_t j;
 	int rc = 0;
 
-	if (ep && (rc = desired_backends(a, ep, p->name, p->proto, &want, &want_ns, &nwant)) < 0)
+	if (slices && (rc = desired_backends(a, slices, p->name, p->proto, &want, &want_ns, &nwant)) < 0)
 		return rc;
 	for (j = 0; j < nwant; j++)
 		if (u64map_put(&wanted, addr_port(want[j].ip, want[j].port), j) < 0) {
@@ -702,21 +732,37 @@ static void port_free(struct agent *a, struct svc_port *p)
 	memset(p, 0, sizeof(*p));
 }
 
-/* Bring s's ports to what its Service and Endpoints say. */
-static void svc_sync(struct agent *a, struct svc *s)
+/* s's slices, read back from their text: an array (NULL: no memory).
+ * fresh (may be NULL) is one of them, already parsed as fresh_obj. */
+static json_t *slices_load(const struct svc *s, const struct svc_slice *fresh, json_t *fresh_obj)
+{
+	json_t *all = json_array();
+
+	for (struct dlist *l = dlist_first(&s->slices); all && l; l = dlist_next(&s->slices, l)) {
+		const struct svc_slice *sl = DLIST_ENTRY(l, struct svc_slice, in_svc);
+		json_t *obj = sl == fresh ? json_incref(fresh_obj) : json_loads(sl->text, 0, NULL);
+
+		if (json_array_append_new(all, obj) < 0) {
+			json_decref(all);
+			return NULL;
+		}
+	}
+	return all;
+}
+
+/* Bring s's ports to what its Service (NULL: none) and slices say. */
+static void svc_sync(struct agent *a, struct svc *s, const json_t *service)
 {
 	struct service_table *T = a->svc;
 	struct svc_port *want = NULL;
 	size_t nwant = 0;
 	int rc, backends_rc = 0;
-	json_t *service = s->service ? json_loads(s->service, 0, NULL) : NULL;
-	json_t *endpoints = s->endpoints ? json_loads(s->endpoints, 0, NULL) : NULL;
+	json_t *slices = slices_load(s, NULL, NULL);
 
-	if ((s->service && !service) || (s->endpoints && !endpoints) ||
-	    (service && desired_ports(service, &want, &nwant) < 0)) {
+	s->has_service = service != NULL;
+	if (!slices || (service && desired_ports(service, &want, &nwant) < 0)) {
 		note_error(a->svc, s, -ENOMEM, "reading the service");
-		json_decref(service);
-		json_decref(endpoints);
+		json_decref(slices);
 		return;
 	}
 	/* ports gone */
@@ -768,7 +814,7 @@ static void svc_sync(struct agent *a, struct svc *s)
 				note_error(a->svc, s, rc, "updating the service entry");
 		}
 		/* backends before new frontends: a new frontend starts complete */
-		rc = port_set_backends(a, s, p, endpoints);
+		rc = port_set_backends(a, s, p, slices);
 		if (rc < 0)
 			backends_rc = rc;
 		/* frontends gone */
@@ -804,8 +850,7 @@ static void svc_sync(struct agent *a, struct svc *s)
 		}
 	}
 	free(want);
-	json_decref(service);
-	json_decref(endpoints);
+	json_decref(slices);
 	svc_recheck(a->svc, s, backends_rc);
 }
 
@@ -834,6 +879,7 @@ static struct svc *svc_find(struct service_table *T, const char *ns, const char 
 		return NULL;
 	snprintf(s->ns, sizeof(s->ns), "%s", ns);
 	snprintf(s->name, sizeof(s->name), "%s", name);
+	dlist_init(&s->slices);
 	if (hmap_insert(&T->by_name, &s->by_name, h) < 0) {
 		free(s);
 		return NULL;
@@ -847,7 +893,7 @@ static void svc_drop_if_empty(struct agent *a, struct svc *s)
 {
 	struct service_table *T = a->svc;
 
-	if (s->service || s->endpoints)
+	if (s->has_service || !dlist_empty(&s->slices))
 		return;
 	for (size_t i = 0; i < s->nports; i++)
 		port_free(a, &s->ports[i]);
@@ -856,15 +902,7 @@ static void svc_drop_if_empty(struct agent *a, struct svc *s)
 	dlist_remove(&s->due);
 	T->v[s->idx] = T->v[--T->n];
 	T->v[s->idx]->idx = s->idx;
-	free(s->service);
-	free(s->endpoints);
 	free(s);
-}
-
-static void set_obj(char **slot, const json_t *obj)
-{
-	free(*slot);
-	*slot = obj ? json_dumps(obj, JSON_COMPACT) : NULL;
 }
 
 void service_apply(struct agent *a, const json_t *obj)
@@ -874,8 +912,7 @@ void service_apply(struct agent *a, const json_t *obj)
 	if (!s)
 		return;
 	s->seen_service = true;
-	set_obj(&s->service, obj);
-	svc_sync(a, s);
+	svc_sync(a, s, obj);
 	/* what the object says of this node is what it carries */
 	{
 		char key[320];
@@ -895,72 +932,152 @@ void service_remove(struct agent *a, const json_t *obj)
 
 	if (!s)
 		return;
-	set_obj(&s->service, NULL);
-	svc_sync(a, s);
+	svc_sync(a, s, NULL);
 	svc_drop_if_empty(a, s);
 }
 
-void endpoints_apply(struct agent *a, const json_t *obj)
+/* Every port of s to what its slices now say (fresh: the one that just
+ * changed, already parsed as fresh_obj; NULL: none). */
+static void svc_sync_backends(struct agent *a, struct svc *s, const struct svc_slice *fresh, json_t *fresh_obj)
 {
-	struct svc *s = svc_find(a->svc, obj_namespace(obj), obj_name(obj) ? obj_name(obj) : "", true);
+	json_t *slices = slices_load(s, fresh, fresh_obj);
 	int rc, worst = 0;
 
-	if (!s)
+	if (!slices) {
+		note_error(a->svc, s, -ENOMEM, "reading its EndpointSlices");
 		return;
-	s->seen_endpoints = true;
-	set_obj(&s->endpoints, obj);
+	}
 	for (size_t i = 0; i < s->nports; i++)
-		if ((rc = port_set_backends(a, s, &s->ports[i], obj)) < 0)
+		if ((rc = port_set_backends(a, s, &s->ports[i], slices)) < 0)
 			worst = rc;
+	json_decref(slices);
 	svc_recheck(a->svc, s, worst);
 }
 
-void endpoints_remove(struct agent *a, const json_t *obj)
+static struct svc_slice *slice_find(struct service_table *T, const char *ns, const char *name)
 {
-	struct svc *s = svc_find(a->svc, obj_namespace(obj), obj_name(obj) ? obj_name(obj) : "", false);
+	uint64_t h = name_hash(ns, name);
 
-	if (!s)
-		return;
-	set_obj(&s->endpoints, NULL);
-	for (size_t i = 0; i < s->nports; i++)
-		(void)port_set_backends(a, s, &s->ports[i], NULL);
+	for (struct hmap_node *e = hmap_first_with(&T->slices, h); e; e = hmap_next_with(e)) {
+		struct svc_slice *sl = HMAP_ENTRY(e, struct svc_slice, by_name);
+
+		if (strcmp(sl->ns, ns) == 0 && strcmp(sl->name, name) == 0)
+			return sl;
+	}
+	return NULL;
+}
+
+/* Take sl out of its service (whose backends are then brought level)
+ * and free it. */
+static void slice_drop(struct agent *a, struct svc_slice *sl)
+{
+	struct svc *s = sl->svc;
+
+	(void)hmap_remove(&a->svc->slices, &sl->by_name);
+	dlist_remove(&sl->in_svc);
+	free(sl->text);
+	free(sl);
+	svc_sync_backends(a, s, NULL, NULL);
 	svc_drop_if_empty(a, s);
 }
 
-/* After a full list of one kind: what it no longer has is gone. */
-static void listed(struct agent *a, bool services)
+/* The service an EndpointSlice is of: its kubernetes.io/service-name
+ * label (NULL: none, the slice is no service's). */
+static const char *slice_service(const json_t *obj)
+{
+	const char *svc = json_string_value(json_object_get(json_object_get(json_object_get(obj, "metadata"),
+									     "labels"), SLICE_SERVICE_LABEL));
+
+	return svc && svc[0] ? svc : NULL;
+}
+
+void endpointslice_apply(struct agent *a, const json_t *obj)
 {
 	struct service_table *T = a->svc;
+	const char *ns = obj_namespace(obj), *name = obj_name(obj), *svc_name = slice_service(obj);
+	struct svc_slice *sl;
+	struct svc *s;
+	char *text;
+
+	if (!name || strlen(name) >= sizeof(sl->name) || strlen(ns) >= sizeof(sl->ns))
+		return;
+	sl = slice_find(T, ns, name);
+	if (sl && (!svc_name || strcmp(sl->svc->name, svc_name) != 0)) {
+		slice_drop(a, sl);	/* its label changed: no longer that service's */
+		sl = NULL;
+	}
+	if (!svc_name)
+		return;
+	text = json_dumps(obj, JSON_COMPACT);
+	s = svc_find(T, ns, svc_name, true);
+	if (!text || !s) {
+		free(text);
+		if (s)
+			note_error(T, s, -ENOMEM, "keeping an EndpointSlice");
+		return;
+	}
+	if (!sl) {
+		sl = calloc(1, sizeof(*sl));
+		if (!sl || hmap_insert(&T->slices, &sl->by_name, name_hash(ns, name)) < 0) {
+			free(sl);
+			free(text);
+			note_error(T, s, -ENOMEM, "keeping an EndpointSlice");
+			svc_drop_if_empty(a, s);
+			return;
+		}
+		snprintf(sl->ns, sizeof(sl->ns), "%s", ns);
+		snprintf(sl->name, sizeof(sl->name), "%s", name);
+		sl->svc = s;
+		dlist_append(&s->slices, &sl->in_svc);
+	}
+	free(sl->text);
+	sl->text = text;
+	sl->seen = true;
+	svc_sync_backends(a, s, sl, (json_t *)obj);
+}
+
+void endpointslice_remove(struct agent *a, const json_t *obj)
+{
+	const char *name = obj_name(obj);
+	struct svc_slice *sl = name ? slice_find(a->svc, obj_namespace(obj), name) : NULL;
+
+	if (sl)
+		slice_drop(a, sl);
+}
+
+void service_listed(struct agent *a)
+{
+	struct service_table *T = a->svc;
+
 	for (size_t i = 0; i < T->n;) {
 		struct svc *s = T->v[i];
-		bool *seen = services ? &s->seen_service : &s->seen_endpoints;
-		char **obj = services ? &s->service : &s->endpoints;
 
-		if (!*seen && *obj) {
-			set_obj(obj, NULL);
-			if (services)
-				svc_sync(a, s);
-			else
-				for (size_t j = 0; j < s->nports; j++)
-					(void)port_set_backends(a, s, &s->ports[j], NULL);
-		}
-		*seen = false;
-		if (!s->service && !s->endpoints) {
-			svc_drop_if_empty(a, s);
+		if (!s->seen_service && s->has_service)
+			svc_sync(a, s, NULL);
+		s->seen_service = false;
+		if (!s->has_service && dlist_empty(&s->slices)) {
+			svc_drop_if_empty(a, s);	/* (moves the last one into i) */
 			continue;
 		}
 		i++;
 	}
 }
 
-void service_listed(struct agent *a)
+/* After a full list of the slices: those it did not have are gone. */
+void endpointslice_listed(struct agent *a)
 {
-	listed(a, true);
-}
+	struct service_table *T = a->svc;
+	struct hmap_node *e = hmap_first(&T->slices), *next;
 
-void endpoints_listed(struct agent *a)
-{
-	listed(a, false);
+	for (; e; e = next) {
+		struct svc_slice *sl = HMAP_ENTRY(e, struct svc_slice, by_name);
+
+		next = hmap_next(&T->slices, e);
+		if (!sl->seen)
+			slice_drop(a, sl);
+		else
+			sl->seen = false;
+	}
 }
 
 /* ---- restart: recover IDs, sweep what nobody claimed ---- */
@@ -1225,7 +1342,7 @@ int service_reports_take(struct agent *a, struct service_report **out, size_t *n
 		next = dlist_next(&T->due, e);
 		dlist_remove(e);
 		svc_error_text(s, msg, sizeof(msg));
-		if (!s->service || strcmp(msg, s->reported) == 0)
+		if (!s->has_service || strcmp(msg, s->reported) == 0)
 			continue;
 		snprintf(v[*n].ns, sizeof(v[*n].ns), "%s", s->ns);
 		snprintf(v[*n].name, sizeof(v[*n].name), "%s", s->name);
@@ -1274,10 +1391,16 @@ void service_table_destroy(struct service_table *T)
 			free(s->ports[j].local);
 		}
 		free(s->ports);
-		free(s->service);
-		free(s->endpoints);
 		free(s);
 	}
+	for (struct hmap_node *e = hmap_first(&T->slices), *next; e; e = next) {
+		struct svc_slice *sl = HMAP_ENTRY(e, struct svc_slice, by_name);
+
+		next = hmap_next(&T->slices, e);
+		free(sl->text);
+		free(sl);
+	}
+	hmap_free(&T->slices);
 	free(T->v);
 	free(T->rfe);
 	free(T->rbe);

@@ -1,11 +1,11 @@
 /*
- * service.h — Services and Endpoints in the agent (service.c): the model
- * of every service port and the O(change) writes that keep the service
- * maps equal to it; conntrack expiry and purging.
+ * service.h — Services and EndpointSlices in the agent (service.c): the
+ * model of every service port and the O(change) writes that keep the
+ * service maps equal to it; conntrack expiry and purging.
  *
  * The apply/remove/listed calls are the watch hooks of the "services" and
- * "endpoints" kinds (sync.c) and run under agent.lock.  Objects passed
- * are borrowed (copied where kept).
+ * "endpointslices" kinds (sync.c) and run under agent.lock.  Objects
+ * passed are borrowed (copied where kept).
  */
 #ifndef WEFT_AGENT_SERVICE_H
 #define WEFT_AGENT_SERVICE_H
@@ -25,9 +25,12 @@ struct agent;
 void service_apply(struct agent *a, const json_t *obj);
 void service_remove(struct agent *a, const json_t *obj);
 void service_listed(struct agent *a);
-void endpoints_apply(struct agent *a, const json_t *obj);
-void endpoints_remove(struct agent *a, const json_t *obj);
-void endpoints_listed(struct agent *a);
+/* A slice is its Service's by this label (discovery.k8s.io/v1); one
+ * without it is ignored, as kube-proxy does. */
+#define SLICE_SERVICE_LABEL "kubernetes.io/service-name"
+void endpointslice_apply(struct agent *a, const json_t *obj);
+void endpointslice_remove(struct agent *a, const json_t *obj);
+void endpointslice_listed(struct agent *a);
 
 /* Start-up with kept maps: read back the IDs in use (before the first
  * list), and after the first full list of both kinds delete the entries

@@ -1,6 +1,6 @@
 /*
  * sync.c — the agent follows the cluster: list+watch of Nodes, Pods,
- * NetNamespaces, Services and Endpoints from the controller, one thread
+ * NetNamespaces, Services and EndpointSlices from the controller, one thread
  * each, and keeps the node's routes and maps equal to what they say.
  *
  *   Nodes  -> weft_nodes (subnet -> node IP; our own subnet too, so the
@@ -12,13 +12,13 @@
  *             this node's own pods in weft_ipcache come from the leases
  *             (pod.c) and are never removed by an event; the watched
  *             remote pods give theirs (pod IP -> node IP, VNID: remote.c)
- *   Endpoints (service.c) -> weft_ipcache entries of the service
+ *   EndpointSlices (service.c) -> weft_ipcache entries of the service
  *             backends on other nodes that no watched pod covers (their
  *             VNID is what lb_admit checks a client against: remote.c,
  *             backend_addrs.h)
  *   NetNamespaces -> the VNID of each namespace; a change re-tags the
  *             namespace's pods in weft_ipcache and weft_endpoints
- *   Services, Endpoints -> service.c (weft_services, weft_backends)
+ *   Services, EndpointSlices -> service.c (weft_services, weft_backends)
  *   Namespaces, NetworkPolicies (and the Pods) -> policy.c, whose thread
  *             (here) writes the policy maps after each change
  *
@@ -77,7 +77,7 @@ struct kind_sync {
 
 /* what each watching thread follows: one set per agent */
 struct sync_kinds {
-	struct kind_sync nodes, pods, netns, services, endpoints, namespaces, netpols;
+	struct kind_sync nodes, pods, netns, services, slices, namespaces, netpols;
 };
 
 #define BACKOFF_MIN_MS 200
@@ -413,7 +413,7 @@ static void nodes_caught_up(struct agent *a, const char *rv, bool listed)
  * as peers (their identities: policy_needs_pods).  A remote pod is not
  * needed otherwise: forwarding goes by node subnet, the tenant check is
  * the receiver's (the VNID travels in the VXLAN header), and a service
- * backend's VNID comes from its Endpoints (backend_addrs.h). */
+ * backend's VNID comes from its EndpointSlice (backend_addrs.h). */
 static void pods_scope(struct kind_sync *k)
 {
 	struct agent *a = k->a;
@@ -421,16 +421,10 @@ static void pods_scope(struct kind_sync *k)
 	/* the question waits for the first NetworkPolicies list: a restarted
 	 * agent that asked for its own pods first would drop the other pods'
 	 * entries (and their identities) that its policies still use */
-	for (;;) {
-		bool listed;
-
-		pthread_mutex_lock(&a->lock);
-		listed = a->netpols_synced;
-		pthread_mutex_unlock(&a->lock);
-		if (listed || atomic_load(&a->stopping))
-			break;
-		sleep_ms(a, 20);
-	}
+	pthread_mutex_lock(&a->lock);
+	while (!a->netpols_synced && !atomic_load(&a->stopping))
+		pthread_cond_wait(&a->listed, &a->lock);
+	pthread_mutex_unlock(&a->lock);
 	k->all_pods = policy_needs_pods(a->policy);
 	if (k->all_pods)
 		k->query[0] = 0;
@@ -678,6 +672,7 @@ static int list_once(struct kind_sync *k)
 		k->apply(a, it);
 	k->listed(a);
 	*k->synced = true;
+	pthread_cond_broadcast(&a->listed);
 	pthread_mutex_unlock(&a->lock);
 	k->caught_up(a, k->rv, true);
 	rc = 0;
@@ -857,18 +852,18 @@ static void *sync_thread(void *arg)
 	return NULL;
 }
 
-/* services and endpoints: the sweep of a restart's leftovers waits for
- * the first list of both */
+/* services and their slices: the sweep of a restart's leftovers waits
+ * for the first list of both */
 static void services_listed(struct agent *a)
 {
 	service_listed(a);
-	if (a->endpoints_synced)
+	if (a->slices_synced)
 		service_sweep(a);
 }
 
-static void endpoints_listed_hook(struct agent *a)
+static void slices_listed(struct agent *a)
 {
-	endpoints_listed(a);
+	endpointslice_listed(a);
 	if (a->services_synced)
 		service_sweep(a);
 }
@@ -889,9 +884,9 @@ static void services_caught_up(struct agent *a, const char *rv, bool listed)
 	caught_up_kind(a, &a->svc_applied_rev, rv, listed);
 }
 
-static void endpoints_caught_up(struct agent *a, const char *rv, bool listed)
+static void slices_caught_up(struct agent *a, const char *rv, bool listed)
 {
-	caught_up_kind(a, &a->ep_applied_rev, rv, listed);
+	caught_up_kind(a, &a->slices_applied_rev, rv, listed);
 }
 
 
@@ -934,19 +929,19 @@ int sync_start(struct agent *a)
 				       .listed = netns_listed, .caught_up = netns_caught_up,
 				       .synced = &a->netns_synced };
 	a->http_services = agent_http(a);
-	a->http_endpoints = agent_http(a);
-	if (!a->http_services || !a->http_endpoints)
+	a->http_slices = agent_http(a);
+	if (!a->http_services || !a->http_slices)
 		return -EINVAL;
 	k->services = (struct kind_sync){ .a = a, .path = "/api/v1/services", .what = "services",
 					  .http = &a->http_services, .apply = service_apply,
 					  .remove = service_remove, .listed = services_listed,
 					  .caught_up = services_caught_up,
 					  .synced = &a->services_synced };
-	k->endpoints = (struct kind_sync){ .a = a, .path = "/api/v1/endpoints", .what = "endpoints",
-					   .http = &a->http_endpoints, .apply = endpoints_apply,
-					   .remove = endpoints_remove, .listed = endpoints_listed_hook,
-					   .caught_up = endpoints_caught_up,
-					   .synced = &a->endpoints_synced };
+	k->slices = (struct kind_sync){ .a = a, .path = "/apis/discovery.k8s.io/v1/endpointslices",
+					.what = "endpointslices", .http = &a->http_slices,
+					.apply = endpointslice_apply, .remove = endpointslice_remove,
+					.listed = slices_listed, .caught_up = slices_caught_up,
+					.synced = &a->slices_synced };
 	a->http_namespaces = agent_http(a);
 	a->http_netpols = agent_http(a);
 	if (!a->http_namespaces || !a->http_netpols)
@@ -974,7 +969,7 @@ int sync_start(struct agent *a)
 	rc = pthread_create(&a->t_services, NULL, sync_thread, &k->services);
 	if (rc)
 		return -rc;
-	rc = pthread_create(&a->t_endpoints, NULL, sync_thread, &k->endpoints);
+	rc = pthread_create(&a->t_slices, NULL, sync_thread, &k->slices);
 	if (rc)
 		return -rc;
 	rc = pthread_create(&a->t_netns, NULL, sync_thread, &k->netns);
@@ -999,8 +994,8 @@ void sync_stop(struct agent *a)
 		httpc_cancel(a->http_netns);
 	if (a->http_services)
 		httpc_cancel(a->http_services);
-	if (a->http_endpoints)
-		httpc_cancel(a->http_endpoints);
+	if (a->http_slices)
+		httpc_cancel(a->http_slices);
 	if (a->http_namespaces)
 		httpc_cancel(a->http_namespaces);
 	if (a->http_netpols)
@@ -1018,11 +1013,11 @@ void sync_stop(struct agent *a)
 	}
 	if (a->t_services)
 		pthread_join(a->t_services, NULL);
-	if (a->t_endpoints)
-		pthread_join(a->t_endpoints, NULL);
+	if (a->t_slices)
+		pthread_join(a->t_slices, NULL);
 	httpc_destroy(a->http_services);
-	httpc_destroy(a->http_endpoints);
-	a->http_services = a->http_endpoints = NULL;
+	httpc_destroy(a->http_slices);
+	a->http_services = a->http_slices = NULL;
 	if (a->t_netns)
 		pthread_join(a->t_netns, NULL);
 	if (a->t_nodes)

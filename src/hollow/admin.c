@@ -138,8 +138,29 @@ static json_t *endpoints_body(const char *ns, const char *name, json_t *addrs)
 			 "addresses", addrs, "ports", "name", "http", "port", 8080, "protocol", "TCP");
 }
 
+/* The newest revision among the EndpointSlices of Service ns/name (the
+ * controller writes them from its Endpoints before it answers the
+ * Endpoints write: mirroring), into *rev when newer. */
+static int slices_revision(struct httpc *h, const char *ns, const char *name, int64_t *rev, char *err,
+			   size_t len)
+{
+	char path[700];
+	json_t *items = NULL, *it;
+	size_t i;
+
+	snprintf(path, sizeof(path), "/apis/discovery.k8s.io/v1/namespaces/%s/endpointslices"
+		 "?labelSelector=kubernetes.io%%2Fservice-name%%3D%s", ns, name);
+	if (admin_list(h, path, &items, err, len) < 0)
+		return -1;
+	json_array_foreach(items, i, it)
+		if (revision_of(it) > *rev)
+			*rev = revision_of(it);
+	json_decref(items);
+	return 0;
+}
+
 int admin_service(struct httpc *h, const char *ns, const char *name, unsigned seed,
-		  unsigned endpoints, int64_t *svc_rev, int64_t *ep_rev, char *err, size_t len)
+		  unsigned endpoints, int64_t *svc_rev, int64_t *slices_rev, char *err, size_t len)
 {
 	char path[512], ip[INET_ADDRSTRLEN];
 	json_t *svc, *addrs = json_array(), *ep, *ans = NULL;
@@ -167,8 +188,8 @@ int admin_service(struct httpc *h, const char *ns, const char *name, unsigned se
 	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/endpoints", ns);
 	rc = call(h, "POST", path, ep, &ans, &status, false, err, len);
 	json_decref(ep);
-	if (rc == 0 && revision_of(ans) > *ep_rev)
-		*ep_rev = revision_of(ans);
+	if (rc == 0)
+		rc = slices_revision(h, ns, name, slices_rev, err, len);
 out:
 	json_decref(addrs);
 	json_decref(ans);
@@ -193,8 +214,9 @@ int admin_endpoints_set(struct httpc *h, const char *ns_name, const char *ip, in
 	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/endpoints/%s", ns, slash + 1);
 	rc = call(h, "PUT", path, ep, &ans, &status, false, err, len);
 	json_decref(ep);
+	*rev = 0;
 	if (rc == 0)
-		*rev = revision_of(ans);
+		rc = slices_revision(h, ns, slash + 1, rev, err, len);
 	json_decref(ans);
 	return rc;
 }

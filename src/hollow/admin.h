@@ -26,12 +26,14 @@ int admin_pod_peer_policy(struct httpc *h, const char *ns, char *err, size_t len
 
 /* Create Service ns/name (ClusterIP, port 80 -> 8080, no selector) and
  * its Endpoints with `endpoints` addresses derived from seed; *svc_rev
- * and *ep_rev are raised to the revisions the answers carry. */
+ * is raised to the Service's revision, *slices_rev to that of the
+ * EndpointSlices the controller mirrored from the Endpoints. */
 int admin_service(struct httpc *h, const char *ns, const char *name, unsigned seed,
-		  unsigned endpoints, int64_t *svc_rev, int64_t *ep_rev, char *err, size_t len);
+		  unsigned endpoints, int64_t *svc_rev, int64_t *slices_rev, char *err, size_t len);
 
 /* Replace the Endpoints of "ns/name" with the one address ip (port 8080);
- * *rev: the revision of the write. */
+ * *rev: the newest revision of the Service's EndpointSlices after the
+ * write (what a node must have applied to have the change). */
 int admin_endpoints_set(struct httpc *h, const char *ns_name, const char *ip, int64_t *rev,
 			char *err, size_t len);
 

@@ -17,7 +17,9 @@
  *                  port, and the backends of slots 1..count are exactly
  *                  those addresses and the port
  * The lists are read once, after the fleet converged, while nothing
- * changes the cluster.
+ * changes the cluster.  The nodes read EndpointSlices, not Endpoints: the
+ * expectation is taken from the Endpoints (what the user wrote), so the
+ * check covers the controller's mirroring of them into slices too.
  */
 #include <arpa/inet.h>
 #include <stdarg.h>

@@ -101,7 +101,7 @@ int fleet_prepare(struct fleet *f, char *err, size_t len)
 		snprintf(ns, sizeof(ns), "hollow-%u", i % o->namespaces);
 		snprintf(name, sizeof(name), "svc-%u", i);
 		rc = admin_service(f->admin, ns, name, i, o->endpoints_per_service, &f->services_rev,
-				   &f->endpoints_rev, err, len);
+				   &f->slices_rev, err, len);
 		if (rc < 0)
 			return -1;
 		if (asprintf(&f->svc_names[i], "%s/%s", ns, name) < 0) {
@@ -284,7 +284,7 @@ bool fleet_converged(struct fleet *f, char *why, size_t len)
 
 		pthread_mutex_lock(&a->lock);
 		svc = a->svc_applied_rev;
-		ep = a->ep_applied_rev;
+		ep = a->slices_applied_rev;
 		/* its Pod records came back by its watch: the controller has them */
 		mine = podcache_node_find(&a->pods, a->o.node);
 		back = mine ? (int64_t)mine->npods : 0;
@@ -296,13 +296,13 @@ bool fleet_converged(struct fleet *f, char *why, size_t len)
 			return false;
 		}
 		if (pods < (int64_t)need || nodes < o->nodes || svc < f->services_rev ||
-		    ep < f->endpoints_rev) {
+		    ep < f->slices_rev) {
 			if (why)
 				snprintf(why, len, "node %s: %lld of %llu pods, %lld of %u nodes, services at "
-					 "revision %lld of %lld, endpoints at %lld of %lld",
+					 "revision %lld of %lld, endpointslices at %lld of %lld",
 					 f->nodes[i].name, (long long)pods, (unsigned long long)need, (long long)nodes,
 					 o->nodes, (long long)svc, (long long)f->services_rev,
-					 (long long)ep, (long long)f->endpoints_rev);
+					 (long long)ep, (long long)f->slices_rev);
 			return false;
 		}
 	}

@@ -68,7 +68,7 @@ struct fleet {
 	_Atomic uint32_t track_ip;
 	atomic_uint track_have;
 	/* revisions of the last Service and Endpoints the runner wrote */
-	int64_t services_rev, endpoints_rev;
+	int64_t services_rev, slices_rev;
 	uint64_t pods_total;		/* pods the fleet holds (for convergence) */
 	char **svc_names;		/* "hollow-K/svc-I", o->services of them */
 };

@@ -15,10 +15,11 @@
  * tracking starts is stamped then (late, never early).
  *
  * An Endpoints change is timed from just before its PUT to the poll (every
- * millisecond) that finds every node's applied endpoints revision (the
- * one its Node reports, a->ep_applied_rev) at or past the write's.  The
- * PUT and the wait are apart, so that the nodes of several worker
- * processes (crew.h) can each wait for their own.
+ * millisecond) that finds every node's applied EndpointSlices revision
+ * (the one its Node reports, a->slices_applied_rev) at or past that of
+ * the slice the controller mirrored from the write (read back after the
+ * PUT: admin.c).  The PUT and the wait are apart, so that the nodes of
+ * several worker processes (crew.h) can each wait for their own.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -111,7 +112,7 @@ static bool all_applied(struct fleet *f, int64_t rev)
 		int64_t r;
 
 		pthread_mutex_lock(&a->lock);
-		r = a->ep_applied_rev;
+		r = a->slices_applied_rev;
 		pthread_mutex_unlock(&a->lock);
 		if (r < rev)
 			return false;
@@ -132,8 +133,8 @@ int probe_endpoint_write(struct fleet *f, unsigned i, int64_t *rev, char *err, s
 	snprintf(ip, sizeof(ip), "172.21.%u.%u", (i / 250) % 256, i % 250 + 1);
 	if (admin_endpoints_set(f->admin, f->svc_names[i % f->o->services], ip, rev, err, len) < 0)
 		return -1;
-	if (*rev > f->endpoints_rev)
-		f->endpoints_rev = *rev;
+	if (*rev > f->slices_rev)
+		f->slices_rev = *rev;
 	return 0;
 }
 
@@ -141,8 +142,8 @@ int64_t probe_endpoint_wait(struct fleet *f, int64_t rev, unsigned timeout_s)
 {
 	int64_t deadline = fleet_now(f) + (int64_t)timeout_s * 1000000000;
 
-	if (rev > f->endpoints_rev)
-		f->endpoints_rev = rev;
+	if (rev > f->slices_rev)
+		f->slices_rev = rev;
 	while (!all_applied(f, rev) && fleet_now(f) < deadline)
 		usleep(1000);
 	return all_applied(f, rev) ? fleet_now(f) : -1;
