@@ -188,6 +188,7 @@ struct api {
 	time_t last_tick;
 	bool stopping;			/* watch streams end at their next read (set under both locks) */
 	struct watch_ctx *watches;	/* every open watch, for heartbeats */
+	pthread_cond_t watches_gone;	/* (with lock) stopping and the last watch freed */
 	struct watch_sender *sender;	/* writes the streams MHD keeps suspended (watch_sender.h) */
 	struct workers *workers;	/* gets and writes on a store that takes concurrent calls, or NULL */
 	struct workers *applier;	/* batched applies (POST APPLY_PATH), on either store; or NULL */
@@ -945,6 +946,8 @@ static void watch_free(void *cls)
 	if (w->next)
 		w->next->prev = w->prev;
 	watcher_close(w->watcher);
+	if (a->stopping && !a->watches)
+		pthread_cond_signal(&a->watches_gone);
 	pthread_mutex_unlock(&a->lock);
 	watch_table_free(w->table);
 	free(w);
@@ -2848,6 +2851,14 @@ struct api *api_start(const struct api_config *cfg, struct registry *r, struct w
 		pthread_mutex_init(&a->lock, &attr);
 		pthread_mutexattr_destroy(&attr);
 	}
+	{
+		pthread_condattr_t attr;
+
+		pthread_condattr_init(&attr);
+		pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+		pthread_cond_init(&a->watches_gone, &attr);
+		pthread_condattr_destroy(&attr);
+	}
 	pthread_mutex_init(&a->stats_lock, NULL);
 	a->reader = cfg->reader;
 	snprintf(a->token, sizeof(a->token), "%s", cfg->token);
@@ -2903,6 +2914,7 @@ struct api *api_start(const struct api_config *cfg, struct registry *r, struct w
 		creds_free(a->creds);
 		openapi_destroy(a->openapi);
 		explicit_bzero(a->token, sizeof(a->token));
+		pthread_cond_destroy(&a->watches_gone);
 		pthread_mutex_destroy(&a->lock);
 		pthread_mutex_destroy(&a->stats_lock);
 		free(a);
@@ -2919,43 +2931,64 @@ void api_unlock(struct api *a)
 	flush_resumes(a);
 }
 
+/* Until every watch is freed (its last chunk out and its response done)
+ * or STOP_GRACE_MS pass: the stream's clients that read get a clean end;
+ * the others are cut by MHD_stop_daemon, which waits for no client. */
+#define STOP_GRACE_MS 1000
+static void wait_watches_gone(struct api *a)
+{
+	struct timespec until;
+
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_sec += STOP_GRACE_MS / 1000;
+	until.tv_nsec += (STOP_GRACE_MS % 1000) * 1000000L;
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&a->lock);
+	while (a->watches && pthread_cond_timedwait(&a->watches_gone, &a->lock, &until) != ETIMEDOUT)
+		;
+	pthread_mutex_unlock(&a->lock);
+}
+
+/*
+ * The stop, in bounded time whatever the clients do (none is waited for
+ * beyond STOP_GRACE_MS):
+ *   1. no new connection: the acceptor is joined and the socket closed;
+ *   2. the lister and the workers answer what they hold (503) and resume
+ *      it: MHD_stop_daemon may not find a connection suspended;
+ *   3. the watches end: stopping set (a stream in MHD ends at its next
+ *      read, a new one at once, a park is refused), then the sender's
+ *      threads are joined and every parked stream handed back to MHD
+ *      with one resume each (watch_sender_stop); MHD's reader ends it;
+ *   4. a grace for the readers' last chunks (wait_watches_gone);
+ *   5. the daemons stop: MHD shuts every connection down and closes it,
+ *      whether its client reads or not.
+ */
 void api_stop(struct api *a)
 {
 	if (!a)
 		return;
-	/* MHD may not stop with suspended connections, and resuming is
-	 * asynchronous: the lister answers what it holds (503) and resumes
-	 * it; then end every stream, resume them all, and wait (bounded)
-	 * until MHD has closed them.  Its threads need the lock meanwhile.
-	 * The workers finish what they hold and resume it; what MHD hands
-	 * them after is answered 503. */
-	/* no new connection from here: the acceptor wakes (EINVAL) or sees the flag */
+	/* 1: the acceptor wakes (EINVAL) or sees the flag */
 	atomic_store(&a->accept_stop, true);
 	shutdown(a->listen_fd, SHUT_RDWR);
 	if (a->accepting)
 		pthread_join(a->acceptor, NULL);
 	close(a->listen_fd);
+	/* 2 */
 	lister_stop(a);
 	workers_stop(a->workers);
 	workers_stop(a->applier);
+	/* 3 */
 	pthread_mutex_lock(&a->lock);
 	watch_hub_lock(a->hub);
 	a->stopping = true;
-	for (struct watch_ctx *w = a->watches; w; w = w->next)
-		watch_resume(w);
 	watch_hub_unlock(a->hub);
 	pthread_mutex_unlock(&a->lock);
-	flush_resumes(a);
-	watch_sender_stop(a->sender);	/* every parked stream back in MHD, ended */
-	for (int i = 0; i < 500; i++) {
-		bool empty;
-		pthread_mutex_lock(&a->lock);
-		empty = a->watches == NULL;
-		pthread_mutex_unlock(&a->lock);
-		if (empty)
-			break;
-		poll(NULL, 0, 10);
-	}
+	watch_sender_stop(a->sender);
+	/* 4, 5 */
+	wait_watches_gone(a);
 	stop_daemons(a);
 	workers_free(a->lister);	/* nothing can queue now */
 	workers_free(a->workers);
@@ -2967,6 +3000,7 @@ void api_stop(struct api *a)
 	creds_free(a->creds);
 	openapi_destroy(a->openapi);
 	explicit_bzero(a->token, sizeof(a->token));
+	pthread_cond_destroy(&a->watches_gone);
 	pthread_mutex_destroy(&a->lock);
 	pthread_mutex_destroy(&a->stats_lock);
 	free(a);

@@ -12,6 +12,13 @@
  * (RUN_CHUNKS at most, then it goes to the back of the queue so that one
  * busy stream does not hold up the others).
  *
+ * Stopping: the threads are joined first (each leaves its loop, and its
+ * batch, at the next stream), then the caller's thread releases every
+ * stream still parked, without a fill or a write: one release each, a
+ * blocked one (bytes of a chunk still out) as failed.  So a stop costs a
+ * release per stream whatever the clients do — nothing waits for a
+ * client to read.
+ *
  * A chunk is "<hex size>\r\n<payload>\r\n", built in the thread's buffer
  * around the payload fill put there: one TLS record, one sendmsg.  When
  * the socket takes only part of it, the rest is copied to the stream
@@ -31,7 +38,8 @@
  *     stream that fails is released as failed (its connection closes), so
  *     a client never sees half a chunk followed by anything else.
  *  4. Only the stream's own thread writes its session or socket, and
- *     never after calling release.
+ *     never after calling release; once the threads are joined
+ *     (watch_sender_stop), nothing writes them.
  */
 #include "controller/watch_sender.h"
 
@@ -319,14 +327,13 @@ static char *frame(char *buf, size_t n, size_t *len)
 
 static void run(struct sender_thread *t, struct sender_stream *st)
 {
-	bool stopping = __atomic_load_n(&t->s->stopping, __ATOMIC_ACQUIRE);
 	bool stalled;
 	int err;
 
 	pthread_mutex_lock(&t->mu);
 	stalled = st->stalled;
 	pthread_mutex_unlock(&t->mu);
-	if (st->gone || stalled || (stopping && st->blocked)) {
+	if (st->gone || stalled) {
 		release(t, st, true);
 		return;
 	}
@@ -340,11 +347,8 @@ static void run(struct sender_thread *t, struct sender_stream *st)
 		size_t len, done;
 		char *chunk;
 
-		if (n == 0) {
-			if (stopping)
-				release(t, st, false);
+		if (n == 0)
 			return;
-		}
 		if (n < 0 || (size_t)n > WATCH_SENDER_CHUNK_MAX) {
 			release(t, st, n != WATCH_SENDER_END);
 			return;
@@ -365,16 +369,20 @@ static void run(struct sender_thread *t, struct sender_stream *st)
 	pthread_mutex_unlock(&t->mu);
 }
 
-/* Streams blocked past the stall limit, and with stopping every stream,
- * join the queue (mu held). */
-static void sweep(struct sender_thread *t, bool stopping, uint64_t now)
+/* Streams blocked past the stall limit join the queue (mu held). */
+static void sweep(struct sender_thread *t, uint64_t now)
 {
 	for (struct sender_stream *st = t->all; st; st = st->next) {
 		if (st->blocked && now - st->since >= (uint64_t)t->s->stall_seconds * 1000u)
 			st->stalled = true;
-		if (stopping || st->stalled)
+		if (st->stalled)
 			enqueue(t, st);
 	}
+}
+
+static bool stopping(const struct watch_sender *s)
+{
+	return __atomic_load_n(&s->stopping, __ATOMIC_ACQUIRE);
 }
 
 static void *thread_main(void *arg)
@@ -382,18 +390,13 @@ static void *thread_main(void *arg)
 	struct sender_thread *t = arg;
 	struct epoll_event evs[EVENTS];
 
-	for (;;) {
-		bool stopping = __atomic_load_n(&t->s->stopping, __ATOMIC_ACQUIRE);
+	while (!stopping(t->s)) {
 		struct sender_stream *batch;
 		uint64_t now;
 		int timeout, n;
 
 		pthread_mutex_lock(&t->mu);
-		if (stopping && !t->all) {
-			pthread_mutex_unlock(&t->mu);
-			break;
-		}
-		timeout = t->qhead || stopping ? 0 : t->nblocked ? 250 : -1;
+		timeout = t->qhead ? 0 : t->nblocked ? 250 : -1;
 		pthread_mutex_unlock(&t->mu);
 		n = epoll_wait(t->ep, evs, EVENTS, timeout);
 		pthread_mutex_lock(&t->mu);
@@ -412,16 +415,17 @@ static void *thread_main(void *arg)
 				enqueue(t, st);
 		}
 		now = mono_ms();
-		if (stopping || (t->nblocked && now - t->last_scan >= 250)) {
+		if (t->nblocked && now - t->last_scan >= 250) {
 			t->last_scan = now;
-			sweep(t, stopping, now);
+			sweep(t, now);
 		}
 		batch = t->qhead;
 		t->qhead = t->qtail = NULL;
 		for (struct sender_stream *st = batch; st; st = st->qnext)
 			st->queued = false;
 		pthread_mutex_unlock(&t->mu);
-		while (batch) {
+		/* stopping: the rest of the batch is left to watch_sender_stop */
+		while (batch && !stopping(t->s)) {
 			struct sender_stream *st = batch;
 
 			batch = st->qnext;	/* run may free st or queue it again */
@@ -472,6 +476,8 @@ void watch_sender_stop(struct watch_sender *s)
 {
 	if (!s)
 		return;
+	/* parks check the flag under their thread's mu: none lands after the
+	 * lists below are read */
 	__atomic_store_n(&s->stopping, true, __ATOMIC_RELEASE);
 	for (unsigned i = 0; i < s->nthreads; i++) {
 		struct sender_thread *t = &s->threads[i];
@@ -481,6 +487,20 @@ void watch_sender_stop(struct watch_sender *s)
 			pthread_join(t->tid, NULL);
 			t->started = false;
 		}
+	}
+	for (unsigned i = 0; i < s->nthreads; i++) {
+		struct sender_thread *t = &s->threads[i];
+
+		pthread_mutex_lock(&t->mu);
+		while (t->all) {
+			struct sender_stream *st = t->all;
+			bool cut = st->blocked || st->in_flight || st->gone || st->stalled;
+
+			pthread_mutex_unlock(&t->mu);
+			release(t, st, cut);	/* takes mu, unlists st */
+			pthread_mutex_lock(&t->mu);
+		}
+		pthread_mutex_unlock(&t->mu);
 	}
 }
 

@@ -22,13 +22,16 @@
  *                            │                          ▼
  *                            └──────(EPOLLOUT)─────── BLOCKED
  *   fill says end, client gone (EPOLLRDHUP), BLOCKED past the stall
- *   limit, or watch_sender_stop ──► release(ctx, failed): gone from here
+ *   limit ──► release(ctx, failed): gone from here
+ *   watch_sender_stop (threads joined) ──► release(ctx, failed), on the
+ *   stopping thread, for every stream left
  *
  * Threads and locks: park and wake may be called under the caller's
  * locks (each takes only its thread's own mutex, innermost); kick takes
  * none and makes system calls, so it is called after the caller's locks
- * are let go.  fill and release run on a sender thread with none of this
- * module's locks held: they may take the caller's.
+ * are let go.  fill and release run on a sender thread (release also on
+ * the thread of watch_sender_stop) with none of this module's locks held:
+ * they may take the caller's.
  *
  * Ownership: watch_sender_park returns the stream's handle, valid until
  * its release returns; release is the last call about it.  The caller
@@ -62,9 +65,11 @@ struct watch_sender_ops {
 /* threads sender threads; a stream whose socket stays full stall_seconds
  * is released as failed.  NULL with errno set. */
 struct watch_sender *watch_sender_new(unsigned threads, unsigned stall_seconds, const struct watch_sender_ops *ops);
-/* Release every stream (running those not blocked one last time, so their
- * fill can end them) and join the threads.  Parks are refused from the
- * call on. */
+/* Join the threads, then release every stream on the caller's thread,
+ * with no fill and no write: as failed when bytes of a chunk are still
+ * out (blocked), its client went away or it stalled; else cleanly.  Time
+ * bounded whatever the clients do: a join and a release per stream.
+ * Parks are refused from the call on. */
 void watch_sender_stop(struct watch_sender *s);
 /* After watch_sender_stop; accepts NULL. */
 void watch_sender_free(struct watch_sender *s);

@@ -388,3 +388,42 @@ TEST(watch_sender_stop_releases_every_stream)
 		free(f[i].data);
 	}
 }
+
+/* A stop with a stream whose client never reads (blocked, well inside its
+ * stall limit) and a stream with nothing to send: both released at once,
+ * the blocked one as failed (part of a chunk is still out), the other
+ * cleanly — the stop waits for neither client. */
+TEST(watch_sender_stop_cuts_a_blocked_stream_at_once)
+{
+	struct watch_sender *s = watch_sender_new(1, 60, &ops);
+	struct sender_stream *st;
+	int full[2] = { -1, -1 }, idle[2] = { -1, -1 };
+	struct feed f[2];
+	double start;
+
+	feed_init(&f[0], 21);
+	feed_init(&f[1], 22);
+	CHECK(s && tcp_pair(full) == 0 && tcp_pair(idle) == 0);
+	shrink(full[0], full[1]);
+	st = watch_sender_park(s, &f[0], NULL, full[0]);
+	CHECK(st != NULL);
+	CHECK(watch_sender_park(s, &f[1], NULL, idle[0]) != NULL);
+	feed_add(&f[0], FEED_MAX);
+	watch_sender_wake(st);
+	watch_sender_kick(s);
+	CHECK(wait_blocked(s, 1));
+	start = now_s();
+	watch_sender_stop(s);
+	CHECK(now_s() - start < 1.0);
+	CHECK_EQ(f[0].released, 1);
+	CHECK(f[0].failed);
+	CHECK_EQ(f[1].released, 1);
+	CHECK(!f[1].failed);
+	watch_sender_free(s);
+	for (int i = 0; i < 2; i++)
+		free(f[i].data);
+	close(full[0]);
+	close(full[1]);
+	close(idle[0]);
+	close(idle[1]);
+}
