@@ -103,10 +103,7 @@ struct svc {
 	char ns[256];
 	char name[256];
 	bool has_service;		/* the Service exists (its ports say what it asks) */
-	/* its struct svc_slice, by in_svc: each as compact JSON text (a
-	 * tree of jansson nodes costs ten times its text, and an agent holds
-	 * every service of the cluster) */
-	struct dlist slices;
+	struct dlist slices;		/* its struct svc_slice, by in_svc */
 	struct svc_port *ports;
 	size_t nports;
 	size_t idx;			/* in T->v */
@@ -115,14 +112,32 @@ struct svc {
 	char reported[160];		/* the error the Service carries from us ("" none) */
 };
 
-/* One EndpointSlice, as compact JSON text, and the service it is of. */
+/* One EndpointSlice, as what the backends are made of (an agent holds
+ * every slice of the cluster: a jansson tree would cost ten times its
+ * text, and parsing every slice of a Service again at each change of
+ * one would cost what the slices save), and the service it is of. */
+struct slice_port {
+	char name[64];
+	uint8_t proto;			/* 0: not translated (SCTP...) */
+	uint16_t port;			/* 0: none given */
+};
+
+struct slice_endpoint {
+	in_addr_t ip;			/* its first address (0: none usable) */
+	bool ready;			/* conditions.ready is not false */
+	char *ns;			/* its targetRef's namespace when that differs from the slice's, else NULL */
+};
+
 struct svc_slice {
 	struct hmap_node by_name;	/* in T->slices, by hash of (ns, name) */
 	struct dlist in_svc;		/* in svc->slices */
 	struct svc *svc;
 	char ns[256];
 	char name[254];
-	char *text;
+	struct slice_port *ports;	/* none unless addressType is IPv4 */
+	size_t nports;
+	struct slice_endpoint *eps;
+	size_t neps;
 	bool seen;			/* mark for the relist sweep */
 };
 
@@ -525,70 +540,50 @@ static uint64_t addr_port(in_addr_t ip, uint16_t port)
 	return (uint64_t)ip << 16 | port;
 }
 
-/* The port number slice sl gives service port (name, proto), or 0.  A
- * port without a protocol is TCP, without a name "" (as the API's
- * defaults). */
-static uint16_t slice_port(const json_t *sl, const char *name, uint8_t proto)
+/* The port number slice sl gives service port (name, proto), or 0. */
+static uint16_t slice_port(const struct svc_slice *sl, const char *name, uint8_t proto)
 {
-	const json_t *pt;
-	size_t j;
-
-	json_array_foreach(json_object_get(sl, "ports"), j, pt) {
-		const char *pn = json_string_value(json_object_get(pt, "name"));
-		json_int_t port = json_integer_value(json_object_get(pt, "port"));
-
-		if (strcmp(pn ? pn : "", name) == 0 &&
-		    proto_of(json_string_value(json_object_get(pt, "protocol"))) == proto)
-			return port > 0 && port <= 65535 ? (uint16_t)port : 0;
-	}
+	for (size_t j = 0; j < sl->nports; j++)
+		if (sl->ports[j].proto == proto && strcmp(sl->ports[j].name, name) == 0)
+			return sl->ports[j].port;
 	return 0;
 }
 
-/* The backends of service port (name, proto) in the EndpointSlices
- * slices (an array; each endpoint once, even when two slices list it),
- * and for each the namespace of the pod it is (targetRef, else the
- * slice's own; borrowed from slices, in *ns_out, freed by the caller).
- * An endpoint is a backend unless its conditions say ready: false (no
- * condition means ready, as the API says); of its addresses the first
- * is used (they are one endpoint's, as kube-proxy does). */
-static int desired_backends(struct agent *a, const json_t *slices, const char *name, uint8_t proto,
+/* The backends of service port (name, proto) in s's EndpointSlices (each
+ * endpoint once, even when two slices list it), and for each the
+ * namespace of the pod it is (targetRef, else the slice's own; borrowed
+ * from the slices, in *ns_out, freed by the caller).  An endpoint is a
+ * backend when it is ready (slice_read). */
+static int desired_backends(struct agent *a, const struct svc *s, const char *name, uint8_t proto,
 			    struct svc_backend **out, const char ***ns_out, size_t *n)
 {
 	struct u64map seen = { 0 };
-	const json_t *sl, *ep;
 	struct svc_backend *v = NULL;
 	const char **vns = NULL;
-	size_t cap = 0, capns = 0, i, k;
+	size_t cap = 0, capns = 0;
 
 	*out = NULL;
 	*ns_out = NULL;
 	*n = 0;
-	json_array_foreach(slices, i, sl) {
-		const char *type = json_string_value(json_object_get(sl, "addressType"));
-		const char *own_ns = obj_namespace(sl);
+	for (struct dlist *l = dlist_first(&s->slices); l; l = dlist_next(&s->slices, l)) {
+		const struct svc_slice *sl = DLIST_ENTRY(l, struct svc_slice, in_svc);
 		uint16_t port = slice_port(sl, name, proto);
 
-		if (!port || !type || strcmp(type, "IPv4") != 0)
-			continue;
-		json_array_foreach(json_object_get(sl, "endpoints"), k, ep) {
-			const json_t *ready = json_object_get(json_object_get(ep, "conditions"), "ready");
-			in_addr_t ip = ip_of(json_string_value(json_array_get(json_object_get(ep, "addresses"), 0)));
-			const json_t *ref = json_object_get(ep, "targetRef");
-			const char *kind = json_string_value(json_object_get(ref, "kind"));
-			const char *ref_ns = json_string_value(json_object_get(ref, "namespace"));
+		for (size_t k = 0; port && k < sl->neps; k++) {
+			const struct slice_endpoint *ep = &sl->eps[k];
 
-			if (json_is_false(ready) || !ip || u64map_get(&seen, addr_port(ip, port), NULL))
+			if (!ep->ready || !ep->ip || u64map_get(&seen, addr_port(ep->ip, port), NULL))
 				continue;	/* not ready, no address, or listed twice */
 			if (grow((void **)&v, &cap, *n, sizeof(*v)) < 0 ||
 			    grow((void **)&vns, &capns, *n, sizeof(*vns)) < 0 ||
-			    u64map_put(&seen, addr_port(ip, port), 1) < 0) {
+			    u64map_put(&seen, addr_port(ep->ip, port), 1) < 0) {
 				u64map_free(&seen);
 				free(v);
 				free(vns);
 				return -ENOMEM;
 			}
-			vns[*n] = kind && strcmp(kind, "Pod") == 0 && ref_ns && ref_ns[0] ? ref_ns : own_ns;
-			v[(*n)++] = (struct svc_backend){ .ip = ip, .port = port, .local = is_local(a, ip) };
+			vns[*n] = ep->ns ? ep->ns : sl->ns;
+			v[(*n)++] = (struct svc_backend){ .ip = ep->ip, .port = port, .local = is_local(a, ep->ip) };
 		}
 	}
 	u64map_free(&seen);
@@ -597,9 +592,9 @@ static int desired_backends(struct agent *a, const json_t *slices, const char *n
 	return 0;
 }
 
-/* Make p's backends equal to what the slices say (an array; NULL:
- * none).  O(backends): both sides are indexed by address and port. */
-static int port_set_backends(struct agent *a, struct svc *s, struct svc_port *p, const json_t *slices)
+/* Make p's backends equal to what s's slices say.  O(backends): both
+ * sides are indexed by address and port; no object is parsed. */
+static int port_set_backends(struct agent *a, struct svc *s, struct svc_port *p)
 {
 	struct service_table *T = a->svc;
 	struct svc_backend *want = NULL;
@@ -609,7 +604,7 @@ static int port_set_backends(struct agent *a, struct svc *s, struct svc_port *p,
 	uint64_t j;
 	int rc = 0;
 
-	if (slices && (rc = desired_backends(a, slices, p->name, p->proto, &want, &want_ns, &nwant)) < 0)
+	if ((rc = desired_backends(a, s, p->name, p->proto, &want, &want_ns, &nwant)) < 0)
 		return rc;
 	for (j = 0; j < nwant; j++)
 		if (u64map_put(&wanted, addr_port(want[j].ip, want[j].port), j) < 0) {
@@ -732,24 +727,6 @@ static void port_free(struct agent *a, struct svc_port *p)
 	memset(p, 0, sizeof(*p));
 }
 
-/* s's slices, read back from their text: an array (NULL: no memory).
- * fresh (may be NULL) is one of them, already parsed as fresh_obj. */
-static json_t *slices_load(const struct svc *s, const struct svc_slice *fresh, json_t *fresh_obj)
-{
-	json_t *all = json_array();
-
-	for (struct dlist *l = dlist_first(&s->slices); all && l; l = dlist_next(&s->slices, l)) {
-		const struct svc_slice *sl = DLIST_ENTRY(l, struct svc_slice, in_svc);
-		json_t *obj = sl == fresh ? json_incref(fresh_obj) : json_loads(sl->text, 0, NULL);
-
-		if (json_array_append_new(all, obj) < 0) {
-			json_decref(all);
-			return NULL;
-		}
-	}
-	return all;
-}
-
 /* Bring s's ports to what its Service (NULL: none) and slices say. */
 static void svc_sync(struct agent *a, struct svc *s, const json_t *service)
 {
@@ -757,12 +734,10 @@ static void svc_sync(struct agent *a, struct svc *s, const json_t *service)
 	struct svc_port *want = NULL;
 	size_t nwant = 0;
 	int rc, backends_rc = 0;
-	json_t *slices = slices_load(s, NULL, NULL);
 
 	s->has_service = service != NULL;
-	if (!slices || (service && desired_ports(service, &want, &nwant) < 0)) {
+	if (service && desired_ports(service, &want, &nwant) < 0) {
 		note_error(a->svc, s, -ENOMEM, "reading the service");
-		json_decref(slices);
 		return;
 	}
 	/* ports gone */
@@ -814,7 +789,7 @@ static void svc_sync(struct agent *a, struct svc *s, const json_t *service)
 				note_error(a->svc, s, rc, "updating the service entry");
 		}
 		/* backends before new frontends: a new frontend starts complete */
-		rc = port_set_backends(a, s, p, slices);
+		rc = port_set_backends(a, s, p);
 		if (rc < 0)
 			backends_rc = rc;
 		/* frontends gone */
@@ -850,7 +825,6 @@ static void svc_sync(struct agent *a, struct svc *s, const json_t *service)
 		}
 	}
 	free(want);
-	json_decref(slices);
 	svc_recheck(a->svc, s, backends_rc);
 }
 
@@ -936,22 +910,79 @@ void service_remove(struct agent *a, const json_t *obj)
 	svc_drop_if_empty(a, s);
 }
 
-/* Every port of s to what its slices now say (fresh: the one that just
- * changed, already parsed as fresh_obj; NULL: none). */
-static void svc_sync_backends(struct agent *a, struct svc *s, const struct svc_slice *fresh, json_t *fresh_obj)
+/* Every port of s to what its slices now say. */
+static void svc_sync_backends(struct agent *a, struct svc *s)
 {
-	json_t *slices = slices_load(s, fresh, fresh_obj);
 	int rc, worst = 0;
 
-	if (!slices) {
-		note_error(a->svc, s, -ENOMEM, "reading its EndpointSlices");
-		return;
-	}
 	for (size_t i = 0; i < s->nports; i++)
-		if ((rc = port_set_backends(a, s, &s->ports[i], slices)) < 0)
+		if ((rc = port_set_backends(a, s, &s->ports[i])) < 0)
 			worst = rc;
-	json_decref(slices);
 	svc_recheck(a->svc, s, worst);
+}
+
+/* What sl holds of a slice: its ports and endpoints. */
+static void slice_clear(struct svc_slice *sl)
+{
+	for (size_t k = 0; k < sl->neps; k++)
+		free(sl->eps[k].ns);
+	free(sl->eps);
+	free(sl->ports);
+	sl->eps = NULL;
+	sl->ports = NULL;
+	sl->neps = sl->nports = 0;
+}
+
+/* obj's ports and endpoints into sl (cleared first): 0 or -ENOMEM.  An
+ * endpoint is ready unless its conditions say ready: false (no condition
+ * means ready, as the API says); of its addresses the first is used
+ * (they are one endpoint's, as kube-proxy does).  A slice of another
+ * addressType than IPv4 gives nothing. */
+static int slice_read(struct svc_slice *sl, const json_t *obj)
+{
+	const char *type = json_string_value(json_object_get(obj, "addressType"));
+	const json_t *ports = json_object_get(obj, "ports"), *eps = json_object_get(obj, "endpoints"), *x;
+	size_t i;
+
+	slice_clear(sl);
+	if (!type || strcmp(type, "IPv4") != 0)
+		return 0;
+	sl->ports = calloc(json_array_size(ports) + 1, sizeof(*sl->ports));
+	sl->eps = calloc(json_array_size(eps) + 1, sizeof(*sl->eps));
+	if (!sl->ports || !sl->eps) {
+		slice_clear(sl);
+		return -ENOMEM;
+	}
+	json_array_foreach(ports, i, x) {
+		const char *name = json_string_value(json_object_get(x, "name"));
+		json_int_t port = json_integer_value(json_object_get(x, "port"));
+		struct slice_port *p = &sl->ports[sl->nports];
+
+		p->proto = proto_of(json_string_value(json_object_get(x, "protocol")));
+		if (!p->proto || port <= 0 || port > 65535 || (name && strlen(name) >= sizeof(p->name)))
+			continue;
+		snprintf(p->name, sizeof(p->name), "%s", name ? name : "");
+		p->port = (uint16_t)port;
+		sl->nports++;
+	}
+	json_array_foreach(eps, i, x) {
+		const json_t *ref = json_object_get(x, "targetRef");
+		const char *kind = json_string_value(json_object_get(ref, "kind"));
+		const char *ns = json_string_value(json_object_get(ref, "namespace"));
+		struct slice_endpoint *ep = &sl->eps[sl->neps];
+
+		ep->ip = ip_of(json_string_value(json_array_get(json_object_get(x, "addresses"), 0)));
+		if (!ep->ip)
+			continue;
+		ep->ready = !json_is_false(json_object_get(json_object_get(x, "conditions"), "ready"));
+		if (kind && strcmp(kind, "Pod") == 0 && ns && ns[0] && strcmp(ns, sl->ns) != 0 &&
+		    !(ep->ns = strdup(ns))) {
+			slice_clear(sl);
+			return -ENOMEM;
+		}
+		sl->neps++;
+	}
+	return 0;
 }
 
 static struct svc_slice *slice_find(struct service_table *T, const char *ns, const char *name)
@@ -975,9 +1006,9 @@ static void slice_drop(struct agent *a, struct svc_slice *sl)
 
 	(void)hmap_remove(&a->svc->slices, &sl->by_name);
 	dlist_remove(&sl->in_svc);
-	free(sl->text);
+	slice_clear(sl);
 	free(sl);
-	svc_sync_backends(a, s, NULL, NULL);
+	svc_sync_backends(a, s);
 	svc_drop_if_empty(a, s);
 }
 
@@ -997,7 +1028,6 @@ void endpointslice_apply(struct agent *a, const json_t *obj)
 	const char *ns = obj_namespace(obj), *name = obj_name(obj), *svc_name = slice_service(obj);
 	struct svc_slice *sl;
 	struct svc *s;
-	char *text;
 
 	if (!name || strlen(name) >= sizeof(sl->name) || strlen(ns) >= sizeof(sl->ns))
 		return;
@@ -1006,21 +1036,12 @@ void endpointslice_apply(struct agent *a, const json_t *obj)
 		slice_drop(a, sl);	/* its label changed: no longer that service's */
 		sl = NULL;
 	}
-	if (!svc_name)
+	if (!svc_name || !(s = svc_find(T, ns, svc_name, true)))
 		return;
-	text = json_dumps(obj, JSON_COMPACT);
-	s = svc_find(T, ns, svc_name, true);
-	if (!text || !s) {
-		free(text);
-		if (s)
-			note_error(T, s, -ENOMEM, "keeping an EndpointSlice");
-		return;
-	}
 	if (!sl) {
 		sl = calloc(1, sizeof(*sl));
 		if (!sl || hmap_insert(&T->slices, &sl->by_name, name_hash(ns, name)) < 0) {
 			free(sl);
-			free(text);
 			note_error(T, s, -ENOMEM, "keeping an EndpointSlice");
 			svc_drop_if_empty(a, s);
 			return;
@@ -1030,10 +1051,10 @@ void endpointslice_apply(struct agent *a, const json_t *obj)
 		sl->svc = s;
 		dlist_append(&s->slices, &sl->in_svc);
 	}
-	free(sl->text);
-	sl->text = text;
 	sl->seen = true;
-	svc_sync_backends(a, s, sl, (json_t *)obj);
+	if (slice_read(sl, obj) < 0)
+		note_error(T, s, -ENOMEM, "keeping an EndpointSlice");	/* (its endpoints are gone) */
+	svc_sync_backends(a, s);
 }
 
 void endpointslice_remove(struct agent *a, const json_t *obj)
@@ -1397,7 +1418,7 @@ void service_table_destroy(struct service_table *T)
 		struct svc_slice *sl = HMAP_ENTRY(e, struct svc_slice, by_name);
 
 		next = hmap_next(&T->slices, e);
-		free(sl->text);
+		slice_clear(sl);
 		free(sl);
 	}
 	hmap_free(&T->slices);

@@ -123,7 +123,7 @@ int admin_pod_peer_policy(struct httpc *h, const char *ns, char *err, size_t len
 /* an address for seed, i in 172.20.0.0/16: outside the cluster and
  * service networks (Endpoints may name pods only by their own addresses;
  * the hollow pods' come later), as a host-network or outside backend */
-static void endpoint_ip(unsigned seed, unsigned i, char out[INET_ADDRSTRLEN])
+void admin_endpoint_ip(unsigned seed, unsigned i, char out[INET_ADDRSTRLEN])
 {
 	uint32_t host = (seed * 7919u + i * 104729u) % (1u << 16);
 	struct in_addr ia = { .s_addr = htonl((172u << 24 | 20u << 16) + (host ? host : 1)) };
@@ -180,7 +180,7 @@ int admin_service(struct httpc *h, const char *ns, const char *name, unsigned se
 	json_decref(ans);
 	ans = NULL;
 	for (unsigned i = 0; i < endpoints; i++) {
-		endpoint_ip(seed, i, ip);
+		admin_endpoint_ip(seed, i, ip);
 		json_array_append_new(addrs, json_pack("{s:s}", "ip", ip));
 	}
 	ep = endpoints_body(ns, name, addrs);
@@ -196,8 +196,8 @@ out:
 	return rc;
 }
 
-int admin_endpoints_set(struct httpc *h, const char *ns_name, const char *ip, int64_t *rev,
-			char *err, size_t len)
+int admin_endpoints_set(struct httpc *h, const char *ns_name, json_t *addrs, int64_t *rev, char *err,
+			size_t len)
 {
 	char ns[256], path[600];
 	const char *slash = strchr(ns_name, '/');
@@ -207,10 +207,11 @@ int admin_endpoints_set(struct httpc *h, const char *ns_name, const char *ip, in
 
 	if (!slash || (size_t)(slash - ns_name) >= sizeof(ns)) {
 		snprintf(err, len, "%s: not NAMESPACE/NAME", ns_name);
+		json_decref(addrs);
 		return -1;
 	}
 	snprintf(ns, sizeof(ns), "%.*s", (int)(slash - ns_name), ns_name);
-	ep = endpoints_body(ns, slash + 1, json_pack("[{s:s}]", "ip", ip));
+	ep = endpoints_body(ns, slash + 1, addrs);
 	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/endpoints/%s", ns, slash + 1);
 	rc = call(h, "PUT", path, ep, &ans, &status, false, err, len);
 	json_decref(ep);
@@ -256,6 +257,21 @@ out:
 		explicit_bzero((char *)json_string_value(tok), json_string_length(tok));
 	json_decref(ans);
 	return rc;
+}
+
+int admin_text_bytes(struct httpc *h, const char *path, size_t *bytes, char *err, size_t len)
+{
+	json_t *ans = NULL;
+	long status;
+	char *text;
+
+	if (call(h, "GET", path, NULL, &ans, &status, false, err, len) < 0)
+		return -1;
+	text = ans ? json_dumps(ans, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+	*bytes = text ? strlen(text) : 0;
+	free(text);
+	json_decref(ans);
+	return 0;
 }
 
 int admin_list(struct httpc *h, const char *path, json_t **out, char *err, size_t len)

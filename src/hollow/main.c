@@ -63,7 +63,7 @@ static void usage(FILE *f)
 		"  --first-node-ip IP      node i's InternalIP is IP + i (default 100.64.0.1)\n"
 		"  --starters T            threads starting agents and adding pods (default 16)\n"
 		"  --pod-adds A            pods added one at a time and timed (default 0)\n"
-		"  --endpoint-changes C    Endpoints changed one at a time and timed (default 0)\n"
+		"  --endpoint-changes C    Endpoints changed one at a time (one address replaced) and timed (default 0)\n"
 		"  --pod-peers             a NetworkPolicy in hollow-0 naming pods as peers: every\n"
 		"                          node then needs every pod (else only its own)\n"
 		"  --processes K           run the agents in K worker processes (default 1): one\n"
@@ -368,6 +368,14 @@ int main(int argc, char **argv)
 		if (crew_bytes(c, &got1, err, sizeof(err)) < 0)
 			goto out;
 		put_probe(out, "endpoint_change", "bytes_received_per_change", ms, done, got1 - got0);
+		{
+			size_t bytes = 0;
+
+			if (probe_endpoints_bytes(f, &bytes, err, sizeof(err)) < 0)
+				goto out;
+			json_object_set_new(json_object_get(out, "endpoint_change"), "endpoints_object_bytes",
+					    json_integer((json_int_t)bytes));
+		}
 		json_object_set_new(out, "controller_after_endpoint_changes", controller_sample(&r));
 	}
 	rc = 0;

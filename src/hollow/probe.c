@@ -14,7 +14,8 @@
  * and comes back by their watches, but any node that already has it when
  * tracking starts is stamped then (late, never early).
  *
- * An Endpoints change is timed from just before its PUT to the poll (every
+ * An Endpoints change (one address of a Service's replaced, the others
+ * kept) is timed from just before its PUT to the poll (every
  * millisecond) that finds every node's applied EndpointSlices revision
  * (the one its Node reports, a->slices_applied_rev) at or past that of
  * the slice the controller mirrored from the write (read back after the
@@ -120,22 +121,51 @@ static bool all_applied(struct fleet *f, int64_t rev)
 	return true;
 }
 
+/* The address change u put in: 172.21.(u / 250).(u % 250 + 1), outside
+ * the cluster network and the services' first addresses (admin.c's). */
+static void change_ip(unsigned u, char out[INET_ADDRSTRLEN])
+{
+	snprintf(out, INET_ADDRSTRLEN, "172.21.%u.%u", (u / 250) % 256, u % 250 + 1);
+}
+
 int probe_endpoint_write(struct fleet *f, unsigned i, int64_t *rev, char *err, size_t len)
 {
+	unsigned services = f->o->services, svc = i % services, c = i / services;
+	unsigned n = f->o->endpoints_per_service ? f->o->endpoints_per_service : 1;
+	json_t *addrs = json_array();
 	char ip[INET_ADDRSTRLEN];
 
-	if (!f->o->services) {
-		snprintf(err, len, "no services to change the Endpoints of");
+	if (!services || !addrs) {
+		snprintf(err, len, services ? "out of memory" : "no services to change the Endpoints of");
+		json_decref(addrs);
 		return -1;
 	}
-	/* an address no earlier change used, outside the cluster network
-	 * (as admin.c's): 172.21.(i / 250).(i % 250 + 1) */
-	snprintf(ip, sizeof(ip), "172.21.%u.%u", (i / 250) % 256, i % 250 + 1);
-	if (admin_endpoints_set(f->admin, f->svc_names[i % f->o->services], ip, rev, err, len) < 0)
+	/* change i is service svc's c-th: it replaces one address, the
+	 * (c mod n)-th, and keeps the others as the changes before left them
+	 * (address j was last replaced by the service's change j + n k <= c,
+	 * whose number is svc + services (j + n k)) */
+	for (unsigned j = 0; j < n; j++) {
+		if (j <= c)
+			change_ip(svc + services * (j + n * ((c - j) / n)), ip);
+		else
+			admin_endpoint_ip(svc, j, ip);
+		json_array_append_new(addrs, json_pack("{s:s}", "ip", ip));
+	}
+	if (admin_endpoints_set(f->admin, f->svc_names[svc], addrs, rev, err, len) < 0)
 		return -1;
 	if (*rev > f->slices_rev)
 		f->slices_rev = *rev;
 	return 0;
+}
+
+int probe_endpoints_bytes(struct fleet *f, size_t *bytes, char *err, size_t len)
+{
+	const char *name = f->svc_names[0], *slash = strchr(name, '/');
+	char path[600];
+
+	snprintf(path, sizeof(path), "/api/v1/namespaces/%.*s/endpoints/%s", (int)(slash - name), name,
+		 slash + 1);
+	return admin_text_bytes(f->admin, path, bytes, err, len);
 }
 
 int64_t probe_endpoint_wait(struct fleet *f, int64_t rev, unsigned timeout_s)

@@ -18,12 +18,17 @@
 int probe_pod_add(struct fleet *f, unsigned node, unsigned i, unsigned timeout_s, double *ms,
 		  char *err, size_t len);
 
-/* Change number i: the Endpoints of service (i mod services) set to a new
- * address; *rev: the write's revision.  0 or -1 with err. */
+/* Change number i: one address of the Endpoints of service (i mod
+ * services) replaced, the others kept; *rev: the revision of the
+ * Service's EndpointSlices after it.  0 or -1 with err. */
 int probe_endpoint_write(struct fleet *f, unsigned i, int64_t *rev, char *err, size_t len);
-/* fleet_now() once every node of [lo, hi) applied endpoints revision rev,
+/* fleet_now() once every node of [lo, hi) applied EndpointSlices revision rev,
  * or -1 when not within timeout_s. */
 int64_t probe_endpoint_wait(struct fleet *f, int64_t rev, unsigned timeout_s);
+/* The size of the first Service's Endpoints object as compact JSON: what
+ * every node was sent for each change of it when nodes read Endpoints
+ * (they read its slices now: the reference of bytes per change). */
+int probe_endpoints_bytes(struct fleet *f, size_t *bytes, char *err, size_t len);
 
 struct proc_sample {
 	double cpu_s;			/* user + system */
