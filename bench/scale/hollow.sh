@@ -17,8 +17,10 @@
 #                asks for its own pods only, unless a NetworkPolicy names
 #                pods as peers: BENCH_SCALE_PEERS=1 makes one (mode
 #                networkpolicy), and then every node needs every pod
-#   endpoint     one Endpoints PUT at a time, until every node applied
-#                its revision: p50 / p99
+#   endpoint     one Endpoints PUT at a time (one address replaced, the
+#                others kept), until every node applied the revision of
+#                the EndpointSlice the controller mirrored from it (nodes
+#                read slices): p50 / p99
 #   controller   CPU seconds of the cold start, RSS after it
 #   hollowCPU    the hollow process's CPU seconds in the cold start: the
 #                agents' own work, which here shares the 2 CPUs with the
@@ -28,6 +30,12 @@
 #                bytes included), and per node
 # With BENCH_SCALE_CHECK=1 every node's maps are compared with the
 # cluster, entry by entry, after the cold start.
+#
+# Then one more run at the smallest size, with BENCH_SCALE_BIG_SERVICES
+# Services of 1,000 endpoints each: an endpoint change there, and the bytes
+# a node received for it against the size of the Service's whole
+# Endpoints object, which is what every node was sent per change before
+# EndpointSlices (measured in the same run: the object is read back).
 #
 # The reference in the same run is the smallest N: each per-event figure
 # is also printed as a ratio to it (cost per event ÷ N's growth shows
@@ -40,6 +48,8 @@
 #   BENCH_SCALE_PROBES    pod adds and endpoint changes timed at each size (50)
 #   BENCH_SCALE_CHECK     compare every map with the cluster (1)
 #   BENCH_SCALE_PEERS     1: a NetworkPolicy naming pods as peers (0)
+#   BENCH_SCALE_BIG_SERVICES  services of 1,000 endpoints in the last run;
+#                         0 skips it                   (10)
 #   BENCH_SCALE_PER_PROCESS  hollow nodes a weft-hollow worker process holds
 #                         (600: each agent costs 24 descriptors, and a
 #                         process may have 20,000 here)
@@ -81,8 +91,12 @@ say "sizes: $SIZES nodes; $PODS pods a node; $SVCS services; $PROBES probes; mod
 
 port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
-run_size() { # N: one fresh controller, one weft-hollow run; the report in TMP/N.json
-	local n=$1 dir=$TMP/$n port=6443 pid url hrc
+run_size() { # N [NAME [WEFT-HOLLOW ARGS...]]: one fresh controller, one weft-hollow run
+	# (the ARGS after the usual ones: the last of a flag counts); the report in TMP/NAME.json
+	local n=$1 out=${2:-$1} port=6443 pid url hrc
+	local dir=$TMP/$out
+	shift; [ $# -gt 0 ] && shift
+	local extra=("$@")
 	mkdir -p "$dir"
 	while ! port_free "$port"; do port=$((port + 1)); done
 	url=https://127.0.0.1:$port
@@ -117,11 +131,11 @@ run_size() { # N: one fresh controller, one weft-hollow run; the report in TMP/N
 		--ca-file "$dir/pki/ca.crt" --nodes "$n" --processes "$procs" --pods-per-node "$PODS" --services "$SVCS" \
 		--pod-adds "$PROBES" --endpoint-changes "$PROBES" "${checkflag[@]}" "${PEERFLAG[@]}" \
 		--controller-pid "$pid" --timeout "$TIMEOUT" --state-dir "$dir/hollow" \
-		--output "$TMP/$n.json" 2>"$dir/hollow.log"
+		--output "$TMP/$out.json" "${extra[@]}" 2>"$dir/hollow.log"
 	hrc=$?
 	kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
 	rm -rf "$dir/hollow" "$dir/weft.db"*
-	[ "$hrc" -eq 0 ] || { say "N=$n: weft-hollow failed: $(jq -r '.error // "no report"' "$TMP/$n.json" 2>/dev/null | oneline)"; return 1; }
+	[ "$hrc" -eq 0 ] || { say "N=$n: weft-hollow failed: $(jq -r '.error // "no report"' "$TMP/$out.json" 2>/dev/null | oneline)"; return 1; }
 	return 0
 }
 
@@ -157,6 +171,16 @@ if [ -n "$ref" ]; then
 			'"\(env.BENCH_NAME // "scale-hollow"): N=\($n) ÷ N=\($r): nodes \(($n|tonumber)/($r|tonumber))×, cold start \(.steps.converged_s / $R[0].steps.converged_s | . * 100 | round / 100)×, pod add p50 \(.pod_add.p50_ms / $R[0].pod_add.p50_ms | . * 100 | round / 100)×, endpoint p50 \(.endpoint_change.p50_ms / $R[0].endpoint_change.p50_ms | . * 100 | round / 100)×, bytes per add \(.pod_add.bytes_received_per_add / $R[0].pod_add.bytes_received_per_add | . * 100 | round / 100)×"' \
 			"$TMP/$n.json"
 	done
+fi
+BIG=${BENCH_SCALE_BIG_SERVICES:-10}
+if [ -n "$ref" ] && [ "$BIG" -gt 0 ]; then
+	say "N=$ref, $BIG services of 1,000 endpoints (EndpointSlices of 100): one endpoint changed at a time"
+	if run_size "$ref" big --services "$BIG" --endpoints-per-service 1000 --pod-adds 0 --check; then
+		jq -r --arg n "$ref" '"\(env.BENCH_NAME // "scale-hollow"): N=\($n), 1,000 endpoints a service: endpoint change p50 \(.endpoint_change.p50_ms | . * 10 | round / 10) ms, p99 \(.endpoint_change.p99_ms | . * 10 | round / 10) ms; a node received \(.endpoint_change.bytes_received_per_change / ($n | tonumber) | round) bytes per change, the Service'"'"'s Endpoints object is \(.endpoint_change.endpoints_object_bytes) bytes (sent whole to every node per change when nodes read Endpoints): \(.endpoint_change.bytes_received_per_change / ($n | tonumber) / .endpoint_change.endpoints_object_bytes | . * 100 | round / 100)×; check \(if .check.nodes_wrong == 0 then "equal" else "DIFF" end)"' "$TMP/big.json"
+		record ok big
+	else
+		record err big
+	fi
 fi
 goal() { # NAME JQ-VALUE LIMIT UNIT
 	if [ -f "$TMP/1000.json" ] && jq -e .steps.converged_s "$TMP/1000.json" >/dev/null 2>&1; then

@@ -162,7 +162,7 @@ struct agent {
 	uint64_t reported_map_full;
 	time_t drops_at;
 	/* the applied revisions: last written (CLOCK_MONOTONIC ms), and when
-	 * a write held back for REVISIONS_PERIOD_MS is due (0: none) */
+	 * a write held back for the revisions period (report.c) is due (0: none) */
 	int64_t revs_at_ms, report_due_ms;
 	bool controller_up;
 	unsigned kicks;
