@@ -8,9 +8,10 @@
 #              ClusterIP Services, each with hand-written Endpoints of the
 #              three pods (svc.py manifest), timed from its exec to the
 #              poll that sees every Node's weft.io/applied-revisions with
-#              services and endpoints >= the revisions of the last Service
-#              and Endpoints written (svc.py install, in the controller's
-#              namespace).
+#              services and endpointslices >= the revisions of the last
+#              Service written and of the EndpointSlices the controller
+#              mirrored from the last Endpoints (svc.py install, in the
+#              controller's namespace).
 #   reference: the iptables-restore input kube-proxy's iptables mode
 #              writes for the same COUNT services and three endpoints
 #              (svc.py iptables), restored into a namespace of its own

@@ -2126,7 +2126,7 @@ static int registry_call(struct api *a, struct request *rq, struct call *call, u
 	 * of the lock on a store that wakes the loop when events come (etcd)
 	 * leaves that to the loop: here it would wait, holding the lock, for
 	 * its event to come back through the store's watch */
-	if (!call->dry_run && !(yield && store_notify_fd(a->reg->store) >= 0))
+	if (!call->dry_run && !(yield && store_notify_fd(a->reg->store) >= 0) && !store_in_batch(a->reg->store))
 		(void)watch_hub_written(a->hub, a->reg->last_write_rev);
 	return 0;
 }
@@ -2323,6 +2323,7 @@ static bool within_budget(struct api *a, const char *method, const struct princi
 struct apply_ctx {
 	struct api *api;
 	struct request *rq;
+	bool batch;		/* the group's writes are one store batch (apply_lock) */
 };
 
 /* The read weftctl apply starts an object with (GET of its path); for a
@@ -2354,14 +2355,34 @@ static int apply_write(void *arg, const struct route *r, bool create, json_t *bo
 	return err;
 }
 
+/* A group of items is written under one hold of the lock and, where the
+ * store has batches (SQLite), as one batch (store.h): each item is still
+ * its own transaction (one that fails spoils no other), but the group
+ * pays one commit, not one an item and one for each Endpoints and
+ * EndpointSlice they make the controller write.  Its events reach the
+ * watchers once it is written (registry_call leaves them while a batch is
+ * open); a batch the store cannot write ends the controller, as a flush
+ * that fails does (durable): the items were planned on writes that are
+ * not there, and the next start reads what the disk kept. */
 static void apply_lock(void *arg, bool take)
 {
 	struct apply_ctx *x = arg;
+	struct store *s = x->api->reg->store;
+	int err;
 
 	if (take) {
 		pthread_mutex_lock(&x->api->lock);
+		x->batch = store_batch_begin(s) == 0;
 		return;
 	}
+	if (x->batch && (err = store_batch_end(s, true))) {
+		fprintf(stderr, "weft-controller: a batch of writes could not be committed (%s): stopping "
+			"before anyone sees them\n", strerror(-err));
+		_exit(EXIT_FAILURE);
+	}
+	if (x->batch)
+		(void)watch_hub_written(x->api->hub, x->api->reg->last_write_rev);
+	x->batch = false;
 	pthread_mutex_unlock(&x->api->lock);
 	flush_resumes(x->api);	/* the streams the group woke: watchers follow the batch as it goes */
 }

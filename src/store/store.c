@@ -294,9 +294,45 @@ int store_txn(struct store *s, const struct store_txn *txn, struct store_txn_res
 	if (r < 0)
 		return r;
 	r = s->backend->txn(s, txn, res);
-	if (r == 0 && s->sync)
+	if (r == 0 && s->in_batch)
+		s->batch_commits++;	/* counted once, at its end */
+	else if (r == 0 && s->sync)
 		store_sync_committed(s);
 	return r;
+}
+
+int store_batch_begin(struct store *s)
+{
+	int r;
+
+	if (!s || s->in_batch)
+		return -EINVAL;
+	if (!s->backend->batch)
+		return -ENOTSUP;
+	r = s->backend->batch(s, true, false);
+	if (r == 0) {
+		s->in_batch = true;
+		s->batch_commits = 0;
+	}
+	return r;
+}
+
+int store_batch_end(struct store *s, bool commit)
+{
+	int r;
+
+	if (!s || !s->in_batch)
+		return -EINVAL;
+	r = s->backend->batch(s, false, commit);
+	s->in_batch = false;
+	if (r == 0 && commit && s->batch_commits && s->sync)
+		store_sync_committed(s);
+	return r;
+}
+
+bool store_in_batch(const struct store *s)
+{
+	return s && s->in_batch;
 }
 
 int store_put(struct store *s, const char *key, const char *value, size_t len, int64_t *rev)

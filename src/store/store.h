@@ -194,6 +194,23 @@ uint64_t store_commits(struct store *s);
  * the flush's -errno.  Any thread, no lock of the caller's needed. */
 int store_sync(struct store *s, uint64_t upto) WEFT_WUR;
 
+/* A batch: the transactions of this handle between store_batch_begin and
+ * store_batch_end are written as one transaction of the back-end (SQLite:
+ * one file lock, one set of WAL frames), each still with its own revision
+ * and events, and one that fails undone alone.  For a writer that makes
+ * many small writes in a row under its lock (a batched apply), whose
+ * per-transaction cost is most of theirs.  Until the end only this handle
+ * reads them (its caller must not let anything it reads leave: a watch
+ * event, an answer); another handle (a reader's connection) sees all or
+ * none of them; for group commit they are one commit, counted at the end.
+ * store_batch_end(s, false), or an end that fails, undoes them all (and
+ * their revisions are given again): the writer cannot go on as if they
+ * were written.  -ENOTSUP from a back-end without batches (etcd), -EINVAL
+ * for a batch in a batch. */
+int store_batch_begin(struct store *s) WEFT_WUR;
+int store_batch_end(struct store *s, bool commit) WEFT_WUR;
+bool store_in_batch(const struct store *s);
+
 /* Copy every key under prefix of src (read at one revision) into dst,
  * which must hold none, then carry dst's revision past src's and compact
  * it there, so that a resourceVersion of src is 410 on dst (store_copy.c).
@@ -254,6 +271,9 @@ struct store_backend {
 	/* group commit: both NULL when the back-end has none */
 	int (*defer_sync)(struct store *s);	/* commits from now on are not flushed */
 	int (*flush)(struct store *s);		/* flush every commit written so far; thread-safe */
+	/* store_batch_begin (on) and _end (off, with commit or rollback);
+	 * NULL when the back-end has none */
+	int (*batch)(struct store *s, bool on, bool commit);
 	bool concurrent;			/* store_concurrent */
 	bool (*events_ready)(struct store *s);	/* NULL: always (store_events_ready) */
 };
@@ -264,6 +284,8 @@ struct store_sync;
 struct store {
 	const struct store_backend *backend;
 	struct store_sync *sync;	/* group commit's state (store_sync.c), NULL when off */
+	bool in_batch;			/* between store_batch_begin and _end */
+	size_t batch_commits;		/* its transactions that changed something */
 };
 
 

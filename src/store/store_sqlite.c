@@ -206,6 +206,7 @@ struct sqlite_store {
 	sqlite3 *db;
 	sqlite3_stmt *st[ST_COUNT_STMTS];
 	int wal_fd;		/* group commit: the WAL, flushed by sq_flush; -1 when off */
+	bool batch;		/* in a batch: each transaction is a savepoint of the batch's */
 };
 
 /* A prefix as the half-open key range [low, high); no high when the
@@ -323,21 +324,53 @@ static int bind_bounds(sqlite3_stmt *st, const struct bounds *b, int lo, int hi)
 	return r;
 }
 
+static int exec(struct sqlite_store *s, const char *q)
+{
+	int rc = sqlite3_exec(s->db, q, NULL, NULL, NULL);
+
+	return rc == SQLITE_OK ? 0 : -rc_errno(rc);
+}
+
+/* In a batch a transaction is a savepoint of the batch's. */
 static int begin(struct sqlite_store *s, enum stmt which)
 {
-	return run(s->st[which]);
+	return s->batch ? exec(s, "SAVEPOINT txn") : run(s->st[which]);
 }
 
 static int commit(struct sqlite_store *s)
 {
-	return run(s->st[ST_COMMIT]);
+	return s->batch ? exec(s, "RELEASE txn") : run(s->st[ST_COMMIT]);
 }
 
-/* Safe to call after any failure: SQLite may have rolled back already. */
+/* Safe to call after any failure: SQLite may have rolled back already
+ * (in a batch, the whole of it: sq_batch's end then finds none). */
 static void rollback(struct sqlite_store *s)
 {
-	if (!sqlite3_get_autocommit(s->db))
+	if (sqlite3_get_autocommit(s->db))
+		return;
+	if (s->batch)
+		(void)exec(s, "ROLLBACK TO txn; RELEASE txn");
+	else
 		(void)run(s->st[ST_ROLLBACK]);
+}
+
+static int sq_batch(struct store *base, bool on, bool commit_it)
+{
+	struct sqlite_store *s = from(base);
+	int r = 0;
+
+	if (on) {
+		r = run(s->st[ST_BEGIN_WRITE]);
+		s->batch = r == 0;
+		return r;
+	}
+	s->batch = false;
+	if (sqlite3_get_autocommit(s->db))
+		return commit_it ? -EIO : 0;	/* SQLite ended it on an error: not all is written */
+	if (commit_it && (r = run(s->st[ST_COMMIT])) == 0)
+		return 0;
+	(void)run(s->st[ST_ROLLBACK]);
+	return commit_it ? r : 0;
 }
 
 static int read_meta(struct sqlite_store *s, int64_t *rev, int64_t *compacted)
@@ -1231,4 +1264,5 @@ const struct store_backend store_backend_sqlite = {
 	.compacted = sq_compacted,
 	.defer_sync = sq_defer_sync,
 	.flush = sq_flush,
+	.batch = sq_batch,
 };

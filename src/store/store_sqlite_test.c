@@ -2,7 +2,8 @@
  * store_sqlite_test.c — the tests of what only the SQLite back-end has:
  * its url forms, refusing files that are not weft stores, a reopened file
  * keeping state and history, and group commit (store_defer_sync /
- * store_sync; etcd answers -ENOTSUP, as store_test.c checks).
+ * store_sync; etcd answers -ENOTSUP, as store_test.c checks), and
+ * batches (store_batch_begin / _end: many transactions written as one).
  *
  * Everything both back-ends promise is store_test.c's conformance suite.
  * These always run on SQLite, in the test's temp dir: WEFT_TEST_STORE does
@@ -261,4 +262,88 @@ TEST(store_group_commit)
 	CHECK_STR(kv.value, "199");
 	store_kv_free(&kv);
 	store_close(other);
+}
+
+/* ---- batches ------------------------------------------------------------- */
+
+TEST(store_batch)
+{
+	char url[300];
+	struct store *s = open_tmp(), *other = NULL;
+	struct store_event_list ev;
+	struct store_kv kv;
+	int64_t rev;
+
+	CHECK(s != NULL);
+	CHECK_EQ(store_defer_sync(s), 0);
+	CHECK_EQ(put_str(s, "/b/a", "1", &rev), 0);
+	CHECK_EQ(rev, 1);
+	CHECK_EQ(store_commits(s), 1);
+	other = store_open(db_url(url, sizeof(url)), NULL, 0);
+	CHECK(other != NULL);
+	CHECK_EQ(store_batch_end(s, true), -EINVAL);	/* none open */
+
+	/* each write its own revision; the handle reads them, no other does */
+	CHECK_EQ(store_batch_begin(s), 0);
+	CHECK(store_in_batch(s));
+	CHECK_EQ(store_batch_begin(s), -EINVAL);	/* no batch in a batch */
+	CHECK_EQ(put_str(s, "/b/a", "2", &rev), 0);
+	CHECK_EQ(rev, 2);
+	{	/* a failed compare writes nothing, and spoils nothing else */
+		struct store_cmp c = { "/b/a", STORE_CMP_MOD_REV, STORE_CMP_EQ, 1 };
+		struct store_op op = { STORE_OP_PUT, "/b/z", "x", 1 };
+		struct store_txn t = { &c, 1, &op, 1, NULL, 0 };
+		struct store_txn_result res;
+
+		CHECK_EQ(store_txn(s, &t, &res), 0);
+		CHECK(!res.succeeded);
+		CHECK_EQ(res.revision, 2);
+	}
+	CHECK_EQ(put_str(s, "/b/b", "3", &rev), 0);
+	CHECK_EQ(rev, 3);
+	CHECK_EQ(store_get(s, "/b/b", &kv, NULL), 0);
+	CHECK_STR(kv.value, "3");
+	store_kv_free(&kv);
+	CHECK_EQ(store_events(s, "/b/", 1, 0, &ev), 0);
+	CHECK_EQ(ev.n, 2);
+	store_event_list_free(&ev);
+	CHECK_EQ(store_get(other, "/b/b", &kv, NULL), -ENOENT);
+	CHECK_EQ(revision_of(other), 1);
+	CHECK_EQ(store_commits(s), 1);		/* counted at the end */
+	CHECK_EQ(store_batch_end(s, true), 0);
+	CHECK(!store_in_batch(s));
+	CHECK_EQ(store_commits(s), 2);
+	CHECK_EQ(store_sync(s, store_commits(s)), 0);
+	CHECK_EQ(revision_of(other), 3);
+	CHECK_EQ(store_get(other, "/b/a", &kv, NULL), 0);
+	CHECK_STR(kv.value, "2");
+	store_kv_free(&kv);
+	CHECK_EQ(store_get(other, "/b/z", &kv, NULL), -ENOENT);
+	CHECK_EQ(store_events(other, "/b/", 1, 0, &ev), 0);
+	CHECK_EQ(ev.n, 2);
+	CHECK_EQ(ev.events[0].kv.mod_rev, 2);
+	CHECK_EQ(ev.events[1].kv.mod_rev, 3);
+	store_event_list_free(&ev);
+
+	/* ended without a commit: nothing of it stays, its revisions come again */
+	CHECK_EQ(store_batch_begin(s), 0);
+	CHECK_EQ(put_str(s, "/b/c", "4", &rev), 0);
+	CHECK_EQ(rev, 4);
+	CHECK_EQ(store_batch_end(s, false), 0);
+	CHECK_EQ(store_commits(s), 2);
+	CHECK_EQ(store_get(s, "/b/c", &kv, NULL), -ENOENT);
+	CHECK_EQ(revision_of(s), 3);
+	CHECK_EQ(put_str(s, "/b/d", "5", &rev), 0);
+	CHECK_EQ(rev, 4);
+	store_close(other);
+	store_close(s);
+
+	/* what a batch committed is there after a reopen */
+	s = open_tmp();
+	CHECK(s != NULL);
+	CHECK_EQ(revision_of(s), 4);
+	CHECK_EQ(store_get(s, "/b/b", &kv, NULL), 0);
+	CHECK_STR(kv.value, "3");
+	store_kv_free(&kv);
+	store_close(s);
 }
