@@ -115,6 +115,21 @@ static int keep(struct slice_pack_plan *p, size_t *cap, const struct slice_pack_
 	return 0;
 }
 
+/* Put the keys from *i on that are not placed yet into st until it holds
+ * max (*i moves past what it took); 0 or -ENOMEM.  *took: st got one. */
+static int take(struct slice_pack_step *st, const char **keys, size_t *i, size_t n, const json_t *wanted,
+		const json_t *done, size_t max, bool *took)
+{
+	for (; *i < n && json_object_size(st->endpoints) < max; (*i)++) {
+		if (json_object_get(done, keys[*i]))
+			continue;
+		if (json_object_set(st->endpoints, keys[*i], json_object_get(wanted, keys[*i])) < 0)
+			return -ENOMEM;
+		*took = true;
+	}
+	return 0;
+}
+
 /* Steps 2 and 3 for one group: the keys not placed yet. */
 static int fill(struct slice_pack_plan *p, size_t *cap, const char *group, const json_t *wanted,
 		const json_t *done, size_t max)
@@ -129,17 +144,14 @@ static int fill(struct slice_pack_plan *p, size_t *cap, const char *group, const
 		for (size_t s = 0; s < nsteps && i < n; s++) {
 			struct slice_pack_step *st = &p->steps[s];
 
+			bool took = false;
+
 			if (strcmp(st->group, group) || (st->action == SLICE_PACK_WRITE) != (pass == 0))
 				continue;
-			for (; i < n && json_object_size(st->endpoints) < max; i++) {
-				if (json_object_get(done, keys[i]))
-					continue;
-				if (json_object_set(st->endpoints, keys[i], json_object_get(wanted, keys[i])) < 0) {
-					err = -ENOMEM;
-					goto out;
-				}
+			if ((err = take(st, keys, &i, n, wanted, done, max, &took)))
+				goto out;
+			if (took)
 				st->action = SLICE_PACK_WRITE;
-			}
 		}
 	}
 	while (i < n) {
@@ -152,14 +164,8 @@ static int fill(struct slice_pack_plan *p, size_t *cap, const char *group, const
 		if ((err = push(p, cap, SLICE_PACK_CREATE, NULL, group)))
 			goto out;
 		st = &p->steps[p->n - 1];
-		for (; i < n && json_object_size(st->endpoints) < max; i++) {
-			if (json_object_get(done, keys[i]))
-				continue;
-			if (json_object_set(st->endpoints, keys[i], json_object_get(wanted, keys[i])) < 0) {
-				err = -ENOMEM;
-				goto out;
-			}
-		}
+		if ((err = take(st, keys, &i, n, wanted, done, max, &(bool){ false })))
+			goto out;
 	}
 out:
 	free(keys);
