@@ -6,7 +6,10 @@
  * write and periodically for other writers) into a ring of ready-to-send
  * JSON lines.  A plain watcher is a cursor into that ring plus a prefix
  * filter; reading copies the lines it has not sent into the caller's
- * buffer.  A watcher that starts before what the ring holds first reads the
+ * buffer.  Plain watchers are filed by collection (each ring slot carries
+ * its collection's number), so a write wakes, and costs, only the
+ * watchers of its collection: thousands of agents watch half a dozen
+ * collections each, and a Node's report must not cost all of them.  A watcher that starts before what the ring holds first reads the
  * store's history in pages (backlog), then joins the ring.  A watcher
  * without a revision starts with an ADDED event for every object: it keeps
  * the store's snapshot and serialises it a read at a time (INITIAL), so a
@@ -93,6 +96,7 @@
 struct ring_event {
 	int64_t rev;
 	char *key;
+	uint16_t coll;		/* its collection in the hub's table (0: none) */
 	char *line;		/* "{...}\n" */
 	size_t len;
 	char *left;		/* the DELETED line for watchers an update left (or NULL) */
@@ -123,9 +127,11 @@ struct queue {
 struct watcher {
 	struct watch_hub *hub;
 	struct watcher *prev, *next;		/* every watcher */
-	struct watcher *plain_prev, *plain_next;	/* plain watchers only */
+	struct watcher *plain_prev, *plain_next;	/* plain: its collection's list */
 	char *prefix;
 	size_t prefix_len;
+	uint16_t coll;		/* plain: the collection its prefix is in (0: none) */
+	bool whole;		/* plain: its prefix is the whole collection */
 	char *scan;		/* what its store reads cover: prefix, or narrower (struct watch_spec) */
 	struct selector sel;
 	bool selective;
@@ -144,8 +150,19 @@ struct watcher {
 	void *arg;
 };
 
+/* A collection ("/weft/obj/pods/") and its plain watchers.  Entry 0 is
+ * for prefixes in no collection (or past the table's room). */
+struct collection {
+	char *prefix;			/* owned; NULL for entry 0 */
+	size_t len;
+	struct watcher *plain;		/* its plain watchers (hub lock) */
+	uint64_t dropped;		/* 1 + the last ring slot of it overwritten, 0: none (hub lock) */
+};
+
+#define HUB_COLLECTIONS 64
+
 struct watch_hub {
-	pthread_mutex_t lock;		/* all below but store, index (see Threads) */
+	pthread_mutex_t lock;		/* all below but store, index, ncoll (see Threads) */
 	struct store *store;
 	struct ring_event *ring;
 	size_t cap;
@@ -153,7 +170,10 @@ struct watch_hub {
 	int64_t rev;			/* pulled up to this revision */
 	int64_t floor_rev;		/* invariant 1 */
 	struct watcher *watchers;	/* all */
-	struct watcher *plain;		/* those without a selector */
+	/* the collections seen, filed as met (the caller's store lock:
+	 * entries are only added); each holds its plain watchers */
+	struct collection coll[HUB_COLLECTIONS];
+	size_t ncoll;
 	size_t nwatchers, nselective;
 	struct watch_index index;	/* the selective ones */
 };
@@ -219,6 +239,7 @@ struct watch_hub *watch_hub_new(struct store *s, size_t ring_events)
 		return NULL;
 	}
 	h->floor_rev = h->rev;
+	h->ncoll = 1;
 	pthread_mutex_init(&h->lock, NULL);
 	return h;
 }
@@ -244,6 +265,8 @@ void watch_hub_free(struct watch_hub *h)
 	for (uint64_t s = h->first_seq; s < h->next_seq; s++)
 		ring_slot_free(&h->ring[s % h->cap]);
 	free(h->ring);
+	for (size_t c = 1; c < h->ncoll; c++)
+		free(h->coll[c].prefix);
 	watch_index_free(&h->index);
 	pthread_mutex_destroy(&h->lock);
 	free(h);
@@ -259,9 +282,8 @@ static void ring_push(struct watch_hub *h, struct ring_event *e)
 		struct ring_event *old = &h->ring[h->first_seq % h->cap];
 		if (old->rev > h->floor_rev)
 			h->floor_rev = old->rev;
-		for (struct watcher *w = h->plain; w; w = w->plain_next)
-			if (w->in_ring && w->seq <= h->first_seq)
-				w->behind = true;
+		/* a plain cursor it overtakes finds out at its next read (ring_fill) */
+		h->coll[old->coll].dropped = h->first_seq + 1;
 		ring_slot_free(old);
 		h->first_seq++;
 	}
@@ -312,52 +334,63 @@ static size_t collection_len(const char *key)
 	return slash ? (size_t)(slash + 1 - key) : 0;
 }
 
-#define WAKE_KINDS 16
+/* The collection key is in, filed in the table if new (caller's store
+ * lock); 0 when it has none or the table has no room (such keys and
+ * watchers are compared the slow way, by prefix). */
+static uint16_t collection_id(struct watch_hub *h, const char *key)
+{
+	size_t n = collection_len(key), c;
+
+	if (!n)
+		return 0;
+	for (c = 1; c < h->ncoll; c++)
+		if (h->coll[c].len == n && memcmp(h->coll[c].prefix, key, n) == 0)
+			return (uint16_t)c;
+	if (h->ncoll == HUB_COLLECTIONS || !(h->coll[c].prefix = strndup(key, n)))
+		return 0;
+	h->coll[c].len = n;
+	h->ncoll++;
+	return (uint16_t)c;
+}
+
+/* Does ring slot e concern plain watcher w? */
+static bool plain_wants(const struct watcher *w, const struct ring_event *e)
+{
+	if (w->coll && e->coll != w->coll)
+		return e->coll == 0 && has_prefix(e->key, w->prefix, w->prefix_len);
+	return w->whole || has_prefix(e->key, w->prefix, w->prefix_len);
+}
 
 /* Wake the waiting plain watchers that have something in the ring from
- * slot before on (hub lock held).  The new slots' collections are found
- * first (a sync's events are of a few kinds), so a watcher of a whole
- * collection costs a comparison with each of them, not one with every
- * new event: thousands of agents' watches times a burst of writes.  A
- * watcher of less than a collection (one namespace) is compared with
- * the events. */
+ * slot before on (hub lock held).  The new slots' collections are marked
+ * first (a sync's events are of a few kinds); then only the watchers of
+ * those collections are looked at, and a watcher of a whole collection
+ * is woken without comparing keys: a write costs the watchers it
+ * concerns, not every agent's every watch.  Watchers of less than a
+ * collection (one namespace), and of prefixes in none, compare keys. */
 static void wake_waiting(struct watch_hub *h, uint64_t before)
 {
-	const char *kinds[WAKE_KINDS];
-	size_t kind_len[WAKE_KINDS], nkinds = 0;
+	bool seen[HUB_COLLECTIONS] = { false };
 	uint64_t from = before > h->first_seq ? before : h->first_seq;
-	bool by_kind = true;
 
-	for (uint64_t s = from; by_kind && s < h->next_seq; s++) {
-		const char *key = h->ring[s % h->cap].key;
-		size_t n = collection_len(key), k;
-
-		for (k = 0; k < nkinds && !(kind_len[k] == n && memcmp(kinds[k], key, n) == 0); k++)
-			;
-		if (k < nkinds)
+	for (uint64_t s = from; s < h->next_seq; s++)
+		seen[h->ring[s % h->cap].coll] = true;
+	for (size_t c = 0; c < h->ncoll; c++) {
+		/* entry 0's watchers may want a slot of any collection, and a
+		 * slot of entry 0 may be any watcher's */
+		if (!seen[c] && c && !seen[0])
 			continue;
-		if (!n || nkinds == WAKE_KINDS)
-			by_kind = false;
-		else {
-			kinds[nkinds] = key;
-			kind_len[nkinds++] = n;
-		}
-	}
-	for (struct watcher *w = h->plain, *next; w; w = next) {
-		bool wake = w->behind;
+		for (struct watcher *w = h->coll[c].plain, *next; w; w = next) {
+			bool wake = seen[c] && w->whole;
 
-		next = w->plain_next;
-		if (!w->waiting)
-			continue;
-		if (by_kind && !wake && collection_len(w->prefix) == w->prefix_len) {
-			for (size_t k = 0; k < nkinds && !wake; k++)
-				wake = kind_len[k] == w->prefix_len && memcmp(kinds[k], w->prefix, w->prefix_len) == 0;
-		} else {
+			next = w->plain_next;
+			if (!w->waiting)
+				continue;
 			for (uint64_t s = from; !wake && s < h->next_seq; s++)
-				wake = has_prefix(h->ring[s % h->cap].key, w->prefix, w->prefix_len);
+				wake = plain_wants(w, &h->ring[s % h->cap]);
+			if (wake)
+				wake_one(w);
 		}
-		if (wake)
-			wake_one(w);
 	}
 }
 
@@ -461,6 +494,7 @@ static void prepare(struct watch_hub *h, const struct store_event *e, size_t i, 
 		return;
 	out->rev = e->kv.mod_rev;
 	out->key = strdup(e->kv.key);
+	out->coll = collection_id(h, e->kv.key);
 	out->line = watch_event_line(ev.type, ev.obj, &out->len);
 	if (out->key && out->line && h->nselective) {
 		d->ev = &ev;
@@ -558,8 +592,7 @@ int watch_hub_sync(struct watch_hub *h)
 			h->rev = h->floor_rev = rev;
 			for (struct watcher *w = h->watchers; w; w = w->next) {
 				w->behind = true;
-				if (w->selective)
-					wake_one(w);
+				wake_one(w);
 			}
 			pthread_mutex_unlock(&h->lock);
 			break;
@@ -635,10 +668,15 @@ static int watcher_link(struct watch_hub *h, struct watcher *w)
 			return err;
 		h->nselective++;
 	} else {
-		w->plain_next = h->plain;
-		if (h->plain)
-			h->plain->plain_prev = w;
-		h->plain = w;
+		struct collection *c;
+
+		w->coll = collection_id(h, w->prefix);
+		w->whole = w->coll && h->coll[w->coll].len == w->prefix_len;
+		c = &h->coll[w->coll];
+		w->plain_next = c->plain;
+		if (c->plain)
+			c->plain->plain_prev = w;
+		c->plain = w;
 	}
 	w->next = h->watchers;
 	if (h->watchers)
@@ -663,7 +701,7 @@ static void watcher_unlink(struct watch_hub *h, struct watcher *w)
 		if (w->plain_prev)
 			w->plain_prev->plain_next = w->plain_next;
 		else
-			h->plain = w->plain_next;
+			h->coll[w->coll].plain = w->plain_next;
 		if (w->plain_next)
 			w->plain_next->plain_prev = w->plain_prev;
 	}
@@ -885,23 +923,33 @@ static void initial_fill(struct watcher *w, size_t max)
 	}
 }
 
-/* Ring mode, plain: queue whole revisions from the cursor until max bytes are queued. */
-static void ring_fill(struct watcher *w, size_t max)
+/* Ring mode, plain: queue whole revisions from the cursor until max
+ * bytes are queued.  -1: the ring overwrote a slot of its collection
+ * that it had not read (the stream ends and its client resumes); a
+ * cursor overtaken by other collections' writes only moves on, so an
+ * agent's watch of NetNamespaces outlives any number of pod writes. */
+static int ring_fill(struct watcher *w, size_t max)
 {
 	struct watch_hub *h = w->hub;
 
+	if (w->seq < h->first_seq) {
+		if (!w->coll || h->coll[w->coll].dropped > w->seq || h->coll[0].dropped > w->seq)
+			return -1;
+		w->seq = h->first_seq;
+	}
 	while (w->seq < h->next_seq && w->out.len - w->out.off < max) {
 		int64_t rev = h->ring[w->seq % h->cap].rev;
 
 		while (w->seq < h->next_seq && h->ring[w->seq % h->cap].rev == rev) {
 			struct ring_event *e = &h->ring[w->seq % h->cap];
-			if (rev > w->sent_rev && has_prefix(e->key, w->prefix, w->prefix_len))
+			if (rev > w->sent_rev && plain_wants(w, e))
 				(void)buf_append(&w->out, e->line, e->len);
 			w->seq++;
 		}
 		if (rev > w->sent_rev)
 			w->sent_rev = rev;
 	}
+	return 0;
 }
 
 /* One queued line into out. */
@@ -983,7 +1031,10 @@ ssize_t watcher_read(struct watcher *w, char *dst, size_t max)
 			if (buf_empty(&w->out))
 				break;
 		} else {
-			ring_fill(w, max - n);
+			if (ring_fill(w, max - n)) {
+				w->behind = true;
+				return n ? (ssize_t)n : -1;
+			}
 			if (buf_empty(&w->out))
 				break;
 		}

@@ -4,6 +4,10 @@
  *   - the index: which entries an event's buckets hold, each once, and
  *     buckets freed with their last entry
  *   - 1,000 watchers of spec.nodeName=node-i: a pod's event wakes one
+ *   - plain watchers by collection: a Service's event wakes the Services
+ *     watchers only, a pod's those of the pods and of its namespace; a
+ *     ring that overflows ends the streams that lost something, not the
+ *     others
  *   - a label change: DELETED (the object before, at the update's
  *     revision) for a watcher it left, ADDED for one it entered
  *   - a watch of one object does not stream others whose names start
@@ -251,6 +255,78 @@ TEST(watch_hub_wakes_only_the_selected)
 	for (int i = 0; i <= N; i++)
 		watcher_close(r[i].w);
 	CHECK_EQ(watch_hub_watchers(h), 0);
+	free(r);
+	watch_hub_free(h);
+	store_close(s);
+}
+
+/* Plain watchers are filed by collection: a Service's write wakes the
+ * Services watchers only, a pod's the pods watchers of the whole
+ * collection and of its namespace, not those of another namespace; and
+ * a cursor the ring overwrote while its watcher waited ends its stream
+ * at the next read. */
+TEST(watch_hub_plain_wakes_by_collection)
+{
+	enum { N = 200 };
+	static const char svc[] = "{\"apiVersion\":\"v1\",\"kind\":\"Service\",\"metadata\":"
+				  "{\"name\":\"s\",\"namespace\":\"red\"}}";
+	struct store *s = fx_store("w.db");
+	struct watch_hub *h = s ? watch_hub_new(s, 16) : NULL;
+	struct reader *r = calloc(N + 3, sizeof(*r));
+	int woken = 0;
+	int64_t rev;
+
+	CHECK(h && r);
+	for (int i = 0; i < N; i++) {
+		CHECK(open_watcher(h, OBJ_PREFIX "services/", NULL, "", "", watch_hub_revision(h), &r[i]));
+		CHECK_EQ(drain(&r[i]), 0);
+	}
+	CHECK(open_watcher(h, OBJ_PREFIX "pods/", NULL, "", "", watch_hub_revision(h), &r[N]));
+	CHECK(open_watcher(h, OBJ_PREFIX "pods/red/", NULL, "", "", watch_hub_revision(h), &r[N + 1]));
+	CHECK(open_watcher(h, OBJ_PREFIX "pods/blue/", NULL, "", "", watch_hub_revision(h), &r[N + 2]));
+	for (int i = N; i < N + 3; i++)
+		CHECK_EQ(drain(&r[i]), 0);
+	rev = put_pod(s, "red", "a", "node-1", NULL);
+	CHECK_EQ(watch_hub_written(h, rev), 0);
+	for (int i = 0; i < N; i++)
+		woken += r[i].wakes;
+	CHECK_EQ(woken, 0);
+	CHECK_EQ(r[N].wakes, 1);
+	CHECK_EQ(r[N + 1].wakes, 1);
+	CHECK_EQ(r[N + 2].wakes, 0);
+	CHECK_EQ(drain(&r[N]), 1);
+	CHECK_EQ(drain(&r[N + 1]), 1);
+	CHECK_EQ(drain(&r[N + 2]), 0);		/* waiting again, nothing for it */
+	CHECK(store_put(s, OBJ_PREFIX "services/red/s", svc, strlen(svc), &rev) == 0);
+	CHECK_EQ(watch_hub_written(h, rev), 0);
+	for (int i = 0; i < N; i++) {
+		CHECK_EQ(r[i].wakes, 1);
+		CHECK_EQ(drain(&r[i]), 1);
+	}
+	CHECK_EQ(r[N].wakes, 1);		/* not again */
+	/* 20 pod writes in blue overwrite the 16-slot ring: the pods
+	 * watchers that had not read them lost some and end at their next
+	 * read (their clients resume); the Services watchers lost nothing of
+	 * theirs, and go on */
+	for (int i = 0; i < 20; i++) {
+		char name[16];
+
+		snprintf(name, sizeof(name), "b%d", i);
+		rev = put_pod(s, "blue", name, "node-1", NULL);
+		CHECK_EQ(watch_hub_written(h, rev), 0);
+	}
+	CHECK_EQ(r[0].wakes, 1);
+	CHECK_EQ(r[N + 2].wakes, 1);		/* once: it has not read since */
+	CHECK_EQ(drain(&r[N]), -1);
+	CHECK_EQ(drain(&r[N + 2]), -1);
+	CHECK_EQ(drain(&r[N + 1]), -1);		/* red too: the ring counts by collection */
+	CHECK_EQ(drain(&r[0]), 0);
+	CHECK(store_put(s, OBJ_PREFIX "services/red/s", svc, strlen(svc), &rev) == 0);
+	CHECK_EQ(watch_hub_written(h, rev), 0);
+	CHECK_EQ(r[0].wakes, 2);
+	CHECK_EQ(drain(&r[0]), 1);		/* the Services watchers go on */
+	for (int i = 0; i < N + 3; i++)
+		watcher_close(r[i].w);
 	free(r);
 	watch_hub_free(h);
 	store_close(s);
