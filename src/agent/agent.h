@@ -10,9 +10,10 @@
  *   node.c     registration with the controller, node.json, devices
  *              (VXLAN, gateway address, routes, the service device),
  *              masquerade, MTU
- *   sync.c     list+watch of Nodes, Pods, NetNamespaces, Services,
- *              Endpoints, Namespaces and NetworkPolicies; routes and maps
- *              kept equal to the desired state
+ *   sync.c     list+watch of HostSubnets (the node table), Pods,
+ *              NetNamespaces, Services, EndpointSlices, Namespaces and
+ *              NetworkPolicies; routes and maps kept equal to the desired
+ *              state
  *   remote.c   other nodes' addresses in weft_ipcache: watched pods,
  *              service backends
  *   policy.c   NetworkPolicy -> the policy maps (its own lock and thread)

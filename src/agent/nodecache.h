@@ -1,7 +1,8 @@
 /*
- * nodecache.h — the agent's cache of the cluster's Nodes (sync.c writes
- * it; node.c reads it to prune routes), indexed so that no event and no
- * map entry scans it:
+ * nodecache.h — the agent's cache of the cluster's nodes, as their
+ * HostSubnets say them (name, subnet, hostIP, nodeID; sync.c writes it,
+ * node.c reads it to prune routes), indexed so that no event and no map
+ * entry scans it:
  *
  *	by name            nodecache_find
  *	by subnet          nodecache_by_subnet, _next_subnet  (exact)
@@ -35,9 +36,9 @@
 
 struct nodecache_node {
 	struct hmap_node by_name, by_subnet, by_ip;
-	in_addr_t ip;			/* InternalIP, network order */
+	in_addr_t ip;			/* hostIP (the Node's InternalIP), network order */
 	struct cidr subnet;		/* host order (lib/cidr) */
-	uint32_t id;			/* weft.io/node-id, 0 none */
+	uint32_t id;			/* nodeID, 0 none */
 	uint32_t gen;			/* the list (or event after it) that set it last */
 	char name[];
 };
@@ -48,7 +49,7 @@ struct nodecache {
 	uint32_t gen;
 };
 
-/* What a Node says, as nodecache_set() takes it (name borrowed). */
+/* What a HostSubnet says, as nodecache_set() takes it (name borrowed). */
 struct nodecache_in {
 	const char *name;
 	in_addr_t ip;
@@ -60,7 +61,7 @@ struct nodecache_node *nodecache_find(const struct nodecache *c, const char *nam
 /* Add or update node in->name and mark it seen by the current list.  The
  * record, or NULL with errno ENOMEM (the cache unchanged). */
 struct nodecache_node *nodecache_set(struct nodecache *c, const struct nodecache_in *in);
-/* Mark n seen by the current list (a Node that did not change). */
+/* Mark n seen by the current list (a HostSubnet that did not change). */
 void nodecache_mark(struct nodecache *c, struct nodecache_node *n);
 void nodecache_del(struct nodecache *c, struct nodecache_node *n);
 size_t nodecache_count(const struct nodecache *c);
@@ -70,7 +71,7 @@ struct nodecache_node *nodecache_by_subnet(const struct nodecache *c, const stru
 struct nodecache_node *nodecache_next_subnet(const struct nodecache_node *n);
 /* A node whose subnet holds ip (host order), the longest such subnet. */
 struct nodecache_node *nodecache_containing(const struct nodecache *c, uint32_t ip);
-/* The nodes with this InternalIP (network order). */
+/* The nodes with this hostIP (network order). */
 struct nodecache_node *nodecache_by_ip(const struct nodecache *c, in_addr_t ip);
 struct nodecache_node *nodecache_next_ip(const struct nodecache_node *n);
 

@@ -1,11 +1,17 @@
 /*
- * sync.c — the agent follows the cluster: list+watch of Nodes, Pods,
+ * sync.c — the agent follows the cluster: list+watch of HostSubnets, Pods,
  * NetNamespaces, Services and EndpointSlices from the controller, one thread
  * each, and keeps the node's routes and maps equal to what they say.
  *
- *   Nodes  -> weft_nodes (subnet -> node IP; our own subnet too, so the
- *             programs know it is local) and, for other nodes, a route
- *             through the VXLAN device with the tunnel remote
+ *   HostSubnets -> weft_nodes (subnet -> node IP; our own subnet too, so
+ *             the programs know it is local), weft_node_ips (the trusted
+ *             overlay) and, for other nodes, a route through the VXLAN
+ *             device with the tunnel remote.  A HostSubnet (name, hostIP,
+ *             subnet, nodeID: ~290 bytes) is the compact node table the
+ *             controller writes in its Node's own transaction
+ *             (registration, an InternalIP moved, deletion); the Nodes
+ *             (~1.2 KB each with its agent's report annotations) are not
+ *             watched, so no agent's report on its Node reaches another
  *   Pods   -> this node's pods (spec.nodeName, as the kubelet asks);
  *             every pod of the cluster only while a NetworkPolicy names
  *             pods as peers (their identities; pods_scope).  Entries of
@@ -25,10 +31,10 @@
  * Each thread: list (resourceVersion N) -> apply every item, remove what
  * the list no longer has -> watch from N, applying events as they come ->
  * on any break (controller gone, 410 Expired, heartbeat timeout) list again,
- * with a back-off while the controller is unreachable.  After the Nodes,
- * Pods and NetNamespaces lists have been applied once, the config entry is
- * written (version last) and the agent is ready.  The revision each kind
- * has been applied up to goes on the Node (report.c).
+ * with a back-off while the controller is unreachable.  After the
+ * HostSubnets, Pods and NetNamespaces lists have been applied once, the
+ * config entry is written (version last) and the agent is ready.  The
+ * revision each kind has been applied up to goes on the Node (report.c).
  *
  * What the watches tell is kept in a->nodes (nodecache.h) and a->pods
  * (podcache.h, with the NetNamespaces' VNIDs), indexed so that an event
@@ -62,7 +68,7 @@ struct kind_sync {
 	bool (*stale)(void *k);
 	char query[192];		/* "" or "fieldSelector=..." */
 	bool all_pods;			/* Pods: the question asked is every pod */
-	const char *what;		/* "nodes" / "pods" */
+	const char *what;		/* in the logs: "hostsubnets", "pods"... */
 	struct httpc **http;
 	void (*begin)(struct agent *a);		/* before a list's items (may be NULL) */
 	void (*apply)(struct agent *a, const json_t *obj);
@@ -93,34 +99,27 @@ static void sleep_ms(struct agent *a, unsigned ms)
 	}
 }
 
-/* ---- nodes ---- */
+/* ---- nodes: their HostSubnets ---- */
 
-static int parse_node(const json_t *obj, struct nodecache_in *n)
+/* What a HostSubnet says of its node: its name (metadata.name, the
+ * Node's), subnet, hostIP and nodeID (0 when it has none).  -EINVAL for
+ * one without a valid subnet or IPv4 hostIP: skipped. */
+static int parse_hostsubnet(const json_t *obj, struct nodecache_in *n)
 {
-	const json_t *addrs, *ad, *ann;
-	const char *cidr = obj_str(obj, "spec.podCIDR"), *id;
-	size_t i;
+	const char *subnet = json_string_value(json_object_get(obj, "subnet"));
+	const char *ip = json_string_value(json_object_get(obj, "hostIP"));
+	const json_t *id = json_object_get(obj, "nodeID");
+	struct in_addr ia;
 
 	memset(n, 0, sizeof(*n));
 	n->name = obj_name(obj) ? obj_name(obj) : "";
-	if (!cidr || cidr_parse(cidr, &n->subnet) < 0)
+	if (!subnet || cidr_parse(subnet, &n->subnet) < 0)
 		return -EINVAL;
-	addrs = json_object_get(json_object_get(obj, "status"), "addresses");
-	json_array_foreach(addrs, i, ad) {
-		const char *t = json_string_value(json_object_get(ad, "type"));
-		const char *v = json_string_value(json_object_get(ad, "address"));
-		struct in_addr ia;
-
-		if (t && v && strcmp(t, "InternalIP") == 0 && inet_pton(AF_INET, v, &ia) == 1) {
-			n->ip = ia.s_addr;
-			break;
-		}
-	}
-	if (!n->ip)
+	if (!ip || inet_pton(AF_INET, ip, &ia) != 1 || !ia.s_addr)
 		return -EINVAL;
-	ann = json_object_get(json_object_get(obj, "metadata"), "annotations");
-	id = json_string_value(json_object_get(ann, "weft.io/node-id"));
-	n->id = id ? (uint32_t)strtoul(id, NULL, 10) : 0;
+	n->ip = ia.s_addr;
+	if (json_is_integer(id) && json_integer_value(id) > 0 && json_integer_value(id) <= UINT32_MAX)
+		n->id = (uint32_t)json_integer_value(id);
 	return 0;
 }
 
@@ -152,15 +151,15 @@ static void node_unprogram(struct agent *a, const struct nodecache_node *n)
 		(void)node_route_remote_del(a, &n->subnet);
 }
 
-/* Apply one Node (added or modified); caller holds the lock. */
+/* Apply one HostSubnet (added or modified); caller holds the lock. */
 static void node_apply(struct agent *a, const json_t *obj)
 {
 	struct nodecache_in in;
 	struct nodecache_node *n;
 	bool moved;
 
-	if (parse_node(obj, &in) < 0)
-		return;		/* not registered yet: no subnet or IP */
+	if (parse_hostsubnet(obj, &in) < 0)
+		return;		/* no valid subnet or IPv4 hostIP */
 	n = nodecache_find(&a->nodes, in.name);
 	moved = !n || n->ip != in.ip || n->subnet.addr != in.subnet.addr || n->subnet.len != in.subnet.len;
 	if (n && !moved && n->id == in.id) {
@@ -175,8 +174,9 @@ static void node_apply(struct agent *a, const json_t *obj)
 		return;
 	}
 	node_program(a, n);
-	/* pods of this node whose event came first (the Pods and Nodes lists
-	 * are applied apart): remote_pod_program skipped them, their node unknown */
+	/* pods of this node whose event came first (the Pods and HostSubnets
+	 * lists are applied apart): remote_pod_program skipped them, their
+	 * node unknown */
 	if (moved)
 		remote_program_in(a, &n->subnet);
 }
@@ -908,12 +908,14 @@ int sync_start(struct agent *a)
 	a->http_netns = agent_http(a);
 	if (!a->http_nodes || !a->http_pods || !a->http_netns)
 		return -EINVAL;
-	/* Nodes and Pods: the agents' own reports on their Node (applied
-	 * revisions, drops...) and a pod's conditions change nothing here,
-	 * and would reach every node from every node: not sent */
-	k->nodes = (struct kind_sync){ .a = a, .path = "/api/v1/nodes", .what = "nodes",
-				       .watch_query = "changes=network",
-				       .http = &a->http_nodes, .begin = nodes_begin, .apply = node_apply,
+	/* The node table from the HostSubnets: they change only with a
+	 * node's registration, IP move or deletion (or an annotation a user
+	 * writes), so every update is asked for.  Pods: a pod's conditions
+	 * change nothing here, and would reach every node watching it: not
+	 * sent */
+	k->nodes = (struct kind_sync){ .a = a, .path = "/apis/network.openshift.io/v1/hostsubnets",
+				       .what = "hostsubnets", .http = &a->http_nodes,
+				       .begin = nodes_begin, .apply = node_apply,
 				       .remove = node_remove_obj, .listed = nodes_listed,
 				       .caught_up = nodes_caught_up, .synced = &a->nodes_synced };
 	k->pods = (struct kind_sync){ .a = a, .path = "/api/v1/pods", .what = "pods",

@@ -2,7 +2,9 @@
  * check.c — every hollow node's maps against the cluster (check.h).
  *
  * What a node must hold, from the lists:
- *   weft_nodes     each Node's spec.podCIDR -> its InternalIP, and nothing else
+ *   weft_nodes     each Node's spec.podCIDR -> its InternalIP and node ID
+ *                  (the annotation weft.io/node-id), and nothing else
+ *   weft_node_ips  each Node's InternalIP -> its node ID, and nothing else
  *   weft_ipcache   the Pods of this node with a status.podIP; every Pod with
  *                  one when some NetworkPolicy names pods as peers; and
  *                  each address an Endpoints names in another node's
@@ -19,7 +21,11 @@
  * The lists are read once, after the fleet converged, while nothing
  * changes the cluster.  The nodes read EndpointSlices, not Endpoints: the
  * expectation is taken from the Endpoints (what the user wrote), so the
- * check covers the controller's mirroring of them into slices too.
+ * check covers the controller's mirroring of them into slices too.  So
+ * with the nodes: the agents build their node table from the HostSubnets,
+ * the expectation from the Nodes (each agent's registration and the
+ * controller's answer to it), so the check covers the HostSubnets the
+ * controller keeps beside them.
  */
 #include <arpa/inet.h>
 #include <stdarg.h>
@@ -49,6 +55,7 @@ struct want {
 	struct u64map bk_per_node;	/* InternalIP -> backends in its podCIDR */
 	struct u64map bk_nonpod_per_node;	/* the same, held by no Pod */
 	struct u64map node_ip;		/* hash(node name) -> InternalIP */
+	struct u64map node_id;		/* InternalIP -> node ID (weft.io/node-id, 0 none) */
 	struct u64map vnid;		/* hash(namespace) -> netid + 1 */
 	struct u64map pod_ip;		/* pod IP -> index in pods */
 	struct u64map eps;		/* hash(ns/name) -> index in endpoints */
@@ -86,6 +93,15 @@ static in_addr_t internal_ip(const json_t *node)
 	return 0;
 }
 
+/* A Node's weft.io/node-id, 0 when it has none. */
+static uint32_t node_id_of(const json_t *node)
+{
+	const json_t *ann = json_object_get(json_object_get(node, "metadata"), "annotations");
+	const char *id = json_string_value(json_object_get(ann, "weft.io/node-id"));
+
+	return id ? (uint32_t)strtoul(id, NULL, 10) : 0;
+}
+
 static void want_free(struct want *w)
 {
 	json_decref(w->nodes);
@@ -99,6 +115,7 @@ static void want_free(struct want *w)
 	u64map_free(&w->bk_per_node);
 	u64map_free(&w->bk_nonpod_per_node);
 	u64map_free(&w->node_ip);
+	u64map_free(&w->node_id);
 	u64map_free(&w->vnid);
 	u64map_free(&w->pod_ip);
 	u64map_free(&w->eps);
@@ -196,7 +213,8 @@ static int want_load(struct fleet *f, struct want *w, char *err, size_t len)
 	json_array_foreach(w->nodes, i, o) {
 		struct cidr sub;
 
-		if (u64map_put(&w->node_ip, hash_str(obj_name(o), NULL), internal_ip(o)) < 0)
+		if (u64map_put(&w->node_ip, hash_str(obj_name(o), NULL), internal_ip(o)) < 0 ||
+		    u64map_put(&w->node_id, internal_ip(o), node_id_of(o)) < 0)
 			goto nomem;
 		if (obj_str(o, "spec.podCIDR") && cidr_parse(obj_str(o, "spec.podCIDR"), &sub) == 0 &&
 		    u64map_put(&w->subnets, (uint64_t)sub.addr << 8 | sub.len, internal_ip(o)) < 0)
@@ -320,15 +338,38 @@ static int check_endpoint(in_addr_t ip, const struct weft_endpoint *ep, void *ar
 static int check_node_entry(in_addr_t subnet, int plen, const struct weft_node_entry *e, void *arg)
 {
 	struct node_check *c = arg;
-	uint64_t ip;
+	uint64_t ip, id = 0;
 
 	c->seen++;
 	c->checked++;
-	if (!u64map_get(&c->w->subnets, (uint64_t)ntohl(subnet) << 8 | (unsigned)plen, &ip))
+	if (!u64map_get(&c->w->subnets, (uint64_t)ntohl(subnet) << 8 | (unsigned)plen, &ip)) {
 		wrong(c, "weft_nodes has %08x/%d, which no Node's podCIDR is", ntohl(subnet), plen);
-	else if ((in_addr_t)ip != e->node_ip)
+		return 0;
+	}
+	(void)u64map_get(&c->w->node_id, ip, &id);
+	if ((in_addr_t)ip != e->node_ip)
 		wrong(c, "weft_nodes %08x/%d: node IP %08x, the Node's InternalIP is %08x", ntohl(subnet),
 		      plen, ntohl(e->node_ip), ntohl((in_addr_t)ip));
+	else if (id != e->node_id)
+		wrong(c, "weft_nodes %08x/%d: node ID %u, the Node's weft.io/node-id is %u", ntohl(subnet),
+		      plen, e->node_id, (unsigned)id);
+	return 0;
+}
+
+static int check_node_ip(in_addr_t ip, uint32_t node_id, void *arg)
+{
+	struct node_check *c = arg;
+	uint64_t id;
+	char s[INET_ADDRSTRLEN];
+
+	c->seen++;
+	c->checked++;
+	inet_ntop(AF_INET, &ip, s, sizeof(s));
+	if (!u64map_get(&c->w->node_id, ip, &id))
+		wrong(c, "weft_node_ips has %s, which is no Node's InternalIP", s);
+	else if (id != node_id)
+		wrong(c, "weft_node_ips %s: node ID %u, the Node's weft.io/node-id is %u", s, node_id,
+		      (unsigned)id);
 	return 0;
 }
 
@@ -442,6 +483,11 @@ static void check_node(struct node_check *c)
 	if (c->seen != json_array_size(c->w->nodes))
 		wrong(c, "weft_nodes has %zu entries, the cluster %zu nodes", c->seen,
 		      json_array_size(c->w->nodes));
+	c->seen = 0;
+	(void)datapath_nodeip_foreach(c->n->a.dp, check_node_ip, c);
+	if (c->seen != c->w->node_id.n)
+		wrong(c, "weft_node_ips has %zu entries, the cluster %zu node IPs", c->seen,
+		      c->w->node_id.n);
 	check_services(c);
 }
 

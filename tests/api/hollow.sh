@@ -2,9 +2,10 @@
 # hollow.sh — hollow nodes against a real controller: weft-hollow runs 50
 # agents in one process (the agent's own code, maps in memory, each with
 # its own node credential), adds their pods, and compares every node's
-# maps with what the controller lists, entry by entry: weft_nodes,
-# weft_ipcache (node IP and VNID of the pods the node needs), weft_endpoints
-# (the node's own pods), and every service's frontend and backends.  Then
+# maps with what the controller lists, entry by entry: weft_nodes and
+# weft_node_ips (from the Nodes; the agents read HostSubnets), weft_ipcache
+# (node IP and VNID of the pods the node needs), weft_endpoints (the
+# node's own pods), and every service's frontend and backends.  Then
 # one pod add and one Endpoints change at a time, each until every node
 # that needs it has it.  Each node asks for its own pods only: the
 # controller sends it no other.  A second, smaller fleet has a
