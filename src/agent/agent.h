@@ -173,6 +173,7 @@ struct agent {
 	struct httpc *http_nodes, *http_pods, *http_netns, *http_report;	/* one per thread */
 	struct httpc *http_services, *http_slices, *http_namespaces, *http_netpols;
 	pthread_t t_nodes, t_pods, t_netns, t_report, t_services, t_slices, t_ct_gc;
+	pthread_cond_t gc_wake;		/* a backend's conntrack to purge, or stop (with lock) */
 	pthread_t t_namespaces, t_netpols, t_policy;
 	/* the policy thread: woken when an input changed (sync.c) */
 	pthread_mutex_t policy_lock;

@@ -880,17 +880,32 @@ int datapath_snapshot_keys(const struct datapath_map *m, size_t key_size, size_t
 			   size_t *n)
 {
 	unsigned char *buf = NULL, *prev = NULL;
-	size_t count = 0;
+	size_t count = 0, cap = max < 256 ? (max ? max : 1) : 256;
 	int err;
 
 	*keys = NULL;
 	*n = 0;
-	buf = calloc(max ? max : 1, key_size);
+	/* grown as the keys come: a sweep of a nearly empty table of 262,144
+	 * entries allocated (and cleared) all of it every time */
+	buf = malloc(cap * key_size);
 	if (!buf)
 		return -ENOMEM;
 	while (count < max) {
-		unsigned char *next = buf + count * key_size;
+		unsigned char *next;
 
+		if (count == cap) {
+			size_t ncap = cap * 2 < max ? cap * 2 : max;
+			unsigned char *nb = realloc(buf, ncap * key_size);
+
+			if (!nb) {
+				free(buf);
+				return -ENOMEM;
+			}
+			prev = nb + (prev - buf);
+			buf = nb;
+			cap = ncap;
+		}
+		next = buf + count * key_size;
 		err = datapath_map_next_key(m, prev, next);
 		if (err == -ENOENT)
 			break;

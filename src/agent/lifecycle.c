@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 
 #include "agent/agent.h"
+#include "lib/monotime.h"
 #include "agent/netlink.h"
 
 int agent_mkdir_p(const char *path)
@@ -111,6 +112,7 @@ void agent_init(struct agent *a)
 	pthread_mutex_init(&a->ct_lock, NULL);
 	pthread_cond_init(&a->kick, NULL);
 	pthread_cond_init(&a->listed, NULL);
+	(void)monotime_cond_init(&a->gc_wake);	/* its waits have deadlines */
 	pthread_mutex_init(&a->policy_lock, NULL);
 	pthread_cond_init(&a->policy_cond, NULL);
 }
@@ -206,6 +208,7 @@ void agent_stop(struct agent *a)
 	atomic_store(&a->stopping, true);
 	pthread_mutex_lock(&a->lock);
 	pthread_cond_broadcast(&a->listed);	/* a thread waiting for a list: stop */
+	pthread_cond_broadcast(&a->gc_wake);
 	pthread_mutex_unlock(&a->lock);
 	cni_server_stop(a->cni);
 	report_stop(a);

@@ -35,17 +35,10 @@
 
 #include "agent/agent.h"
 #include "lib/hmap.h"
+#include "lib/monotime.h"
 #include "lib/u64map.h"
 
 #define REPORT_PERIOD_S 5
-
-static int64_t monotonic_ms(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
 
 void report_kick(struct agent *a)
 {
@@ -375,7 +368,7 @@ static void report_node_status(struct agent *a, struct httpc *h)
 	uint64_t map_full;
 	bool send_drops, send_kinds, send_ct, send_pol, revs_changed, revs_due;
 	time_t now = time(NULL);
-	int64_t now_ms = monotonic_ms(), period_ms;
+	int64_t now_ms = monotime_ms(), period_ms;
 
 	pthread_mutex_lock(&a->lock);
 	applied = a->netns_synced ? a->applied_rev : -1;
@@ -656,7 +649,7 @@ static void *report_thread(void *arg)
 
 		/* a held-back write of the applied revisions: due sooner */
 		if (a->report_due_ms) {
-			int64_t left = a->report_due_ms - monotonic_ms();
+			int64_t left = a->report_due_ms - monotime_ms();
 
 			wait_ms = left < 1 ? 1 : left < wait_ms ? left : wait_ms;
 		}

@@ -58,6 +58,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "lib/monotime.h"
 #include "agent/policy_ct.h"
 #include "agent/conntrack.h"
 #include "agent/service.h"
@@ -339,10 +340,15 @@ static uint32_t new_backend_id(struct service_table *T, const struct svc_port *p
 	return T->next_backend_id;
 }
 
-static void queue_purge(struct service_table *T, uint32_t id)
+/* caller holds a->lock; the GC thread is woken for it */
+static void queue_purge(struct agent *a, uint32_t id)
 {
-	if (grow((void **)&T->purge, &T->cappurge, T->npurge, sizeof(*T->purge)) == 0)
+	struct service_table *T = a->svc;
+
+	if (grow((void **)&T->purge, &T->cappurge, T->npurge, sizeof(*T->purge)) == 0) {
 		T->purge[T->npurge++] = id;
+		pthread_cond_signal(&a->gc_wake);
+	}
 }
 
 /* ---- slot arrays ---- */
@@ -508,7 +514,7 @@ static void backend_remove(struct agent *a, struct svc_port *p, size_t i)
 	(void)u64map_del(&T->backend_ids, b.id);
 	if (!b.local)
 		remote_backend_unref(a, b.ip);
-	queue_purge(T, b.id);
+	queue_purge(a, b.id);
 }
 
 /* ---- from the objects ---- */
@@ -1185,7 +1191,7 @@ static int sweep_be(uint32_t id, const struct weft_backend *b, void *arg)
 	(void)b;
 	if (!u64map_get(&T->backend_ids, id, NULL)) {
 		(void)datapath_backend_del(a->dp, id);
-		queue_purge(T, id);
+		queue_purge(a, id);
 	}
 	return 0;
 }
@@ -1302,26 +1308,47 @@ size_t service_ct_gc(struct agent *a)
 
 /* Sweeps every SERVICE_CT_GC_PERIOD_MS, or, when a sweep of a large table
  * takes longer, SERVICE_CT_GC_DUTY times its duration after it: the sweep
- * never takes more than 1/SERVICE_CT_GC_DUTY of a CPU. */
+ * never takes more than 1/SERVICE_CT_GC_DUTY of a CPU.  Purges the
+ * entries of removed backends when queue_purge wakes it, at most every
+ * SERVICE_CT_PURGE_MS (a burst of removals is one walk).  Asleep in
+ * between: a thousand hollow agents in one process polled ten times a
+ * second each. */
 static void *gc_thread(void *arg)
 {
 	struct agent *a = arg;
-	uint64_t wait_ms = SERVICE_CT_GC_PERIOD_MS, ms = 0;
+	int64_t next_gc = monotime_ms() + SERVICE_CT_GC_PERIOD_MS, next_purge = 0;
 
+	pthread_mutex_lock(&a->lock);
 	while (!atomic_load(&a->stopping)) {
-		usleep(100 * 1000);
-		service_ct_purge(a);	/* removed backends: at once */
-		ms += 100;
-		if (ms >= wait_ms) {
-			ms = 0;
+		int64_t now = monotime_ms();
+		bool purge = a->svc->npurge && now >= next_purge, gc = now >= next_gc;
+
+		if (!purge && !gc) {
+			int64_t until = a->svc->npurge && next_purge < next_gc ? next_purge : next_gc;
+			struct timespec ts = monotime_deadline(until);
+
+			(void)pthread_cond_timedwait(&a->gc_wake, &a->lock, &ts);
+			continue;
+		}
+		pthread_mutex_unlock(&a->lock);
+		if (purge) {
+			service_ct_purge(a);
+			next_purge = now + SERVICE_CT_PURGE_MS;
+		}
+		if (gc) {
+			int64_t wait_ms;
+
 			(void)service_ct_gc(a);
 			pthread_mutex_lock(&a->ct_lock);
-			wait_ms = a->ct_stats.duration_us / 1000 * SERVICE_CT_GC_DUTY;
+			wait_ms = (int64_t)(a->ct_stats.duration_us / 1000) * SERVICE_CT_GC_DUTY;
 			pthread_mutex_unlock(&a->ct_lock);
 			if (wait_ms < SERVICE_CT_GC_PERIOD_MS)
 				wait_ms = SERVICE_CT_GC_PERIOD_MS;
+			next_gc = monotime_ms() + wait_ms;
 		}
+		pthread_mutex_lock(&a->lock);
 	}
+	pthread_mutex_unlock(&a->lock);
 	return NULL;
 }
 

@@ -20,6 +20,7 @@ struct agent;
 
 /* conntrack sweeps (timeouts: conntrack.h) */
 #define SERVICE_CT_GC_PERIOD_MS		2000
+#define SERVICE_CT_PURGE_MS		100	/* removed backends' entries: at most this late */
 #define SERVICE_CT_GC_DUTY		10	/* wait >= 10 x the last sweep's time */
 
 void service_apply(struct agent *a, const json_t *obj);
