@@ -1,12 +1,14 @@
 /*
  * memmap.c — the in-memory BPF map (memmap.h): an ordered hash table.
  *
- * Entries are records — key, (LPM: the key as written), value — kept dense
+ * Entries are records — key, (LPM: the key as written), value, hash — kept dense
  * in chunks of CHUNK (the first grows to that size, the others are made
  * whole), so a table holds little more than its entries; a deletion moves
  * the last record into the hole.  The slots hold record indexes + 1 (0:
- * empty), sorted by (hash, key bytes); a record's hash is computed again
- * where it is needed rather than stored.  The home of hash h is its top
+ * empty), sorted by (hash, key bytes); a record keeps its key's hash
+ * (4 bytes), so a probe or a resize compares numbers and never hashes a
+ * stored key again (a thousand hollow agents' maps spent a tenth of their
+ * CPU re-hashing).  The home of hash h is its top
  * bits, h >> (32 - bits); an entry sits at or after its home, and a run
  * that would wrap around spills into SPILL slots past 2^bits instead, so
  * the whole slot array is in order:
@@ -52,6 +54,7 @@ struct memmap {
 	uint32_t ksize, vsize, max;
 	uint32_t max_prefixlen;		/* LPM: bits of data */
 	size_t voff;			/* the value's offset in a record */
+	size_t hoff;			/* the hash's */
 	size_t rsize;			/* a record */
 	uint32_t *slots;		/* record index + 1; 0 empty */
 	uint32_t nslots;		/* 2^bits + SPILL, or 0 */
@@ -107,7 +110,10 @@ static uint32_t hash_of(const unsigned char *key, uint32_t len)
 
 static uint32_t rec_hash(const struct memmap *m, uint32_t i)
 {
-	return hash_of(rec_key(m, i), m->ksize);
+	uint32_t h;
+
+	memcpy(&h, rec(m, i) + m->hoff, sizeof(h));
+	return h;
 }
 
 static uint32_t home_of(uint32_t h, unsigned bits)
@@ -308,6 +314,7 @@ static int insert(struct memmap *m, const struct probe *pr, const void *written,
 	memcpy(rec(m, m->n), pr->key, m->ksize);
 	memcpy(rec_written(m, m->n), written, m->ksize);
 	memcpy(rec_value(m, m->n), value, m->vsize);
+	memcpy(rec(m, m->n) + m->hoff, &pr->hash, sizeof(pr->hash));
 	m->n++;
 	return 0;
 }
@@ -391,7 +398,8 @@ struct memmap *memmap_new(enum memmap_kind kind, uint32_t key_size, uint32_t val
 	m->max = max_entries;
 	m->max_prefixlen = kind == MEMMAP_LPM_TRIE ? (key_size - 4) * 8 : 0;
 	m->voff = (size_t)key_size * (kind == MEMMAP_LPM_TRIE ? 2 : 1);
-	m->rsize = m->voff + value_size;
+	m->hoff = m->voff + value_size;
+	m->rsize = m->hoff + sizeof(uint32_t);
 	return m;
 }
 
