@@ -160,6 +160,7 @@ struct agent {
 	int64_t reported_rev;		/* -1: nothing yet */
 	char *reported_drops;		/* JSON, malloc'ed */
 	char *reported_kinds;		/* AGENT_ANN_APPLIED_KINDS as last written */
+	json_t *node_written;		/* the Node as the last report's PUT answered (or NULL) */
 	uint64_t reported_map_full;
 	time_t drops_at;
 	/* the applied revisions: last written (CLOCK_MONOTONIC ms), and when

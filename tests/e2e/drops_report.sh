@@ -23,7 +23,9 @@
 #      sent (1, 2) or more than none (3); `weftctl drops node-1` shows the
 #      conntrack line (entries/capacity, PER_CLIENT); the annotation is JSON
 #      with numeric entries <= capacity and perClientMax = PER_CLIENT.
-#   r2 connects to red's web before and after: answered.
+#   r2 connects to red's web before and after: answered.  Before the
+#   attack an operator labels node-1: the agent's reports (a PUT of the
+#   Node as its last report left it) still land, the label kept.
 #
 # Lab t<pid>-dr, so another lab is not touched.
 cd "$(dirname "$0")/../.." && source tests/lib.sh
@@ -88,6 +90,11 @@ check "red's web $WEB answers r2" wait_for 20 answered red/r2 "$WEB"
 check "blue's self $SELF answers evil (itself)" wait_for 20 answered blue/evil "$SELF"
 check "before the attack: node-1's annotation weft.io/conntrack parses" wait_for 20 annotation_parses node-1
 check "before the attack: drops lists no ct-no-connection on node-1" test "$(lab weftctl drops node-1 | awk '$2 == "ct-no-connection"' | wc -l)" -eq 0
+# someone else writes node-1's Node: the agent's next report, a PUT of the
+# Node as its last one left it, is refused (409), and it reads the Node
+# again and writes on top of the label
+check "an operator labels node-1 (weft.test/rack=r7)" \
+	lab weftctl patch node node-1 --type merge -p '{"metadata":{"labels":{"weft.test/rack":"r7"}}}'
 
 # ------------------------------------------------------------ the attack
 check "evil: 20,000 SYNs to red's web" flood S 20000
@@ -108,6 +115,8 @@ check "weftctl drops: the conntrack line for node-1 (entries/capacity, cap $PER_
 check "weftctl drops (every node): both nodes' conntrack lines" eval \
 	'[ "$(lab weftctl drops | grep -cE "^node-[12] +[0-9]+/[1-9][0-9]* +$PER_CLIENT ")" -eq 2 ]'
 check "node-1's annotation weft.io/conntrack parses after the attack" annotation_parses node-1
+check "node-1 kept the operator's label through the agent's reports" \
+	test "$(lab weftctl get node node-1 -o json | jq -r '.metadata.labels["weft.test/rack"]')" = r7
 check "node-2's annotation weft.io/conntrack parses" annotation_parses node-2
 check "red's web still answers r2" answered red/r2 "$WEB"
 touch "$PINS.release"
