@@ -7,7 +7,9 @@
  * Pod event or relist) and every few seconds.  Each round, once the Pod
  * list has been read at least once:
  *   lease with a pod name, and no cached Pod with the same IP, node and
- *   container ID  ->  GET the Pod (to keep what others wrote in it), set
+ *   container ID  ->  when the cache has no Pod of that name, POST the
+ *   record (most are new: one request); when it has one, or the POST
+ *   finds one (409), GET the Pod (to keep what others wrote in it), set
  *   spec.nodeName, status.podIP/podIPs/hostIP/phase and the annotation
  *   weft.io/container-id, PUT it (conditional on the resourceVersion read);
  *   the main resource ignores a status it is sent, except on a create
@@ -70,29 +72,12 @@ static int collect(const struct ipam_lease *l, void *arg)
 	return 0;
 }
 
-static int upsert(struct agent *a, struct httpc *h, const struct ipam_lease *l)
+/* Make pod lease l's record: this node's container ID, spec.nodeName,
+ * and the status (returned, borrowed from pod). */
+static json_t *record_fill(struct agent *a, json_t *pod, const struct ipam_lease *l, const char *ip)
 {
-	struct httpc_response r = { 0 };
-	char path[1024], err[256], ip[INET_ADDRSTRLEN];
-	json_t *pod = NULL, *want = NULL, *md, *ann, *spec;
-	char *body = NULL;
-	int rc;
+	json_t *md = json_object_get(pod, "metadata"), *ann = json_object_get(md, "annotations"), *spec;
 
-	format_ip(l->ip, ip);
-	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", l->owner.pod_namespace,
-		 l->owner.pod_name);
-	rc = httpc_request(h, "GET", path, NULL, 0, &r, err, sizeof(err));
-	if (rc < 0)
-		return rc;
-	if (r.status == 200)
-		pod = json_loads(r.body, 0, NULL);
-	httpc_response_free(&r);
-	if (!pod)
-		pod = json_pack("{s:s, s:s, s:{s:s, s:s}}", "apiVersion", "v1", "kind", "Pod",
-				"metadata", "name", l->owner.pod_name, "namespace",
-				l->owner.pod_namespace);
-	md = json_object_get(pod, "metadata");
-	ann = json_object_get(md, "annotations");
 	if (!json_is_object(ann)) {
 		ann = json_object();
 		json_object_set_new(md, "annotations", ann);
@@ -107,7 +92,81 @@ static int upsert(struct agent *a, struct httpc *h, const struct ipam_lease *l)
 	json_object_set_new(pod, "status",
 			    json_pack("{s:s, s:s, s:[{s:s}], s:s}", "phase", "Running", "podIP", ip,
 				      "podIPs", "ip", ip, "hostIP", a->o.node_ip_str));
-	want = json_incref(json_object_get(pod, "status"));
+	return json_object_get(pod, "status");
+}
+
+static json_t *record_new(const struct ipam_lease *l)
+{
+	return json_pack("{s:s, s:s, s:{s:s, s:s}}", "apiVersion", "v1", "kind", "Pod", "metadata", "name",
+			 l->owner.pod_name, "namespace", l->owner.pod_namespace);
+}
+
+/* A Pod this node's cache does not have is most often new (a pod the
+ * runtime started by name, whose record the agent makes): POST it, one
+ * request.  1: created; 0: it exists (409), update it; <0: failed (r
+ * holds the answer when the controller refused). */
+static int record_create(struct agent *a, struct httpc *h, const struct ipam_lease *l, const char *ip,
+			 struct httpc_response *r)
+{
+	char path[600], err[256];
+	json_t *pod = record_new(l);
+	char *body;
+	int rc;
+
+	if (!pod)
+		return -ENOMEM;
+	(void)record_fill(a, pod, l, ip);
+	body = json_dumps(pod, JSON_COMPACT);
+	json_decref(pod);
+	if (!body)
+		return -ENOMEM;
+	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods", l->owner.pod_namespace);
+	rc = agent_write(a, h, "POST", path, body, strlen(body), r, err, sizeof(err));
+	free(body);
+	if (rc < 0)
+		return rc;
+	if (r->status == 201)
+		return 1;
+	if (r->status == 409) {
+		httpc_response_free(r);
+		return 0;
+	}
+	return -EPROTO;
+}
+
+static int upsert(struct agent *a, struct httpc *h, const struct ipam_lease *l)
+{
+	struct httpc_response r = { 0 };
+	char path[1024], err[256], ip[INET_ADDRSTRLEN];
+	json_t *pod = NULL, *want = NULL;
+	char *body = NULL;
+	bool cached;
+	int rc;
+
+	format_ip(l->ip, ip);
+	pthread_mutex_lock(&a->lock);
+	cached = podcache_find(&a->pods, l->owner.pod_namespace, l->owner.pod_name) != NULL;
+	pthread_mutex_unlock(&a->lock);
+	if (!cached) {
+		rc = record_create(a, h, l, ip, &r);
+		if (rc == 1)
+			goto reported;
+		if (rc == -EPROTO)
+			goto refused;
+		if (rc < 0)
+			goto out;
+	}
+	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", l->owner.pod_namespace,
+		 l->owner.pod_name);
+	rc = httpc_request(h, "GET", path, NULL, 0, &r, err, sizeof(err));
+	if (rc < 0)
+		return rc;
+	if (r.status == 200)
+		pod = json_loads(r.body, 0, NULL);
+	httpc_response_free(&r);
+	if (!pod)
+		pod = record_new(l);
+	want = json_incref(record_fill(a, pod, l, ip));
 	body = json_dumps(pod, JSON_COMPACT);
 	rc = agent_write(a, h, "PUT", path, body, strlen(body), &r, err, sizeof(err));
 	if (rc < 0)
@@ -133,6 +192,7 @@ static int upsert(struct agent *a, struct httpc *h, const struct ipam_lease *l)
 		if (r.status != 200)
 			goto refused;
 	}
+reported:
 	LOG_INFO("pod %s/%s: reported (%s on %s)", l->owner.pod_namespace, l->owner.pod_name, ip,
 		 a->o.node);
 	goto out;
