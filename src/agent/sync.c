@@ -54,6 +54,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "lib/list_items.h"
 #include "lib/hmap.h"
 
 struct kind_sync {
@@ -623,6 +624,68 @@ static void maybe_ready(struct agent *a)
 	(void)sync_mark_ready(a);
 }
 
+/* After a whole list was applied (caller holds the lock). */
+static void list_done(struct kind_sync *k)
+{
+	k->listed(k->a);
+	*k->synced = true;
+	pthread_cond_broadcast(&k->a->listed);
+}
+
+/* The list's items applied one at a time as each is parsed (list_items.h:
+ * small trees freed warm, not one tree of the whole list), under the
+ * lock from begin to listed like a whole list.  An item that does not
+ * parse ends the list there: the items before it are applied (each
+ * object whole or not at all), nothing is removed, and the list is read
+ * again.  -EINVAL before anything is applied: the caller parses it whole. */
+static int list_apply_items(struct kind_sync *k, const struct httpc_response *r)
+{
+	struct agent *a = k->a;
+	struct list_items li;
+	const char *item, *rv;
+	json_error_t jerr;
+	json_t *meta;
+	size_t len, n = 0;
+	int rc;
+
+	if (list_items_find(r->body, r->len, &li) < 0)
+		return -EINVAL;
+	meta = li.meta ? json_loadb(li.meta, li.meta_len, 0, NULL) : NULL;
+	rv = json_string_value(json_object_get(meta, "resourceVersion"));
+	snprintf(k->rv, sizeof(k->rv), "%s", rv ? rv : "0");
+	json_decref(meta);
+	pthread_mutex_lock(&a->lock);
+	if (k->begin)
+		k->begin(a);
+	while ((rc = list_items_next(&li, &item, &len)) == 1) {
+		json_t *obj = json_loadb(item, len, 0, &jerr);
+
+		if (!obj) {
+			LOG_ERR("list %s: item %zu of the controller's answer is not valid JSON: line %d, "
+				"column %d: %s; %zu applied, retrying", k->what, n, jerr.line, jerr.column,
+				jerr.text, n);
+			rc = -EPROTO;
+			break;
+		}
+		k->apply(a, obj);
+		json_decref(obj);
+		n++;
+	}
+	if (rc == 0) {
+		list_done(k);
+	} else if (rc != -EPROTO) {
+		LOG_ERR("list %s: the controller's answer is not a list after item %zu; %zu applied, retrying",
+			k->what, n, n);
+		rc = -EPROTO;
+	}
+	pthread_mutex_unlock(&a->lock);
+	if (rc == 0) {
+		LOG_INFO("list %s%s%s: %zu at revision %s", k->what, k->query[0] ? " " : "", k->query, n, k->rv);
+		k->caught_up(a, k->rv, true);
+	}
+	return rc;
+}
+
 static int list_once(struct kind_sync *k)
 {
 	struct agent *a = k->a;
@@ -646,6 +709,9 @@ static int list_once(struct kind_sync *k)
 		rc = -EPROTO;
 		goto out;
 	}
+	rc = list_apply_items(k, &r);
+	if (rc != -EINVAL)
+		goto out;
 	j = json_loadb(r.body, r.len, 0, &jerr);
 	if (!json_is_object(j) || (json_object_get(j, "items") && !json_is_array(json_object_get(j, "items")))) {
 		/* nothing is applied from a list that does not parse (its
@@ -670,9 +736,7 @@ static int list_once(struct kind_sync *k)
 		k->begin(a);
 	json_array_foreach(items, i, it)
 		k->apply(a, it);
-	k->listed(a);
-	*k->synced = true;
-	pthread_cond_broadcast(&a->listed);
+	list_done(k);
 	pthread_mutex_unlock(&a->lock);
 	k->caught_up(a, k->rv, true);
 	rc = 0;
