@@ -61,10 +61,15 @@ static int cold(struct fleet *f, unsigned timeout_s, struct crew_cold *res, char
 		return -1;
 	res->pods_ns = fleet_now(f);
 	while (!fleet_converged(f, why, sizeof(why))) {
+		int64_t waited = fleet_now(f) - res->pods_ns;
+
 		if (fleet_now(f) - t0 > (int64_t)timeout_s * 1000000000) {
 			snprintf(err, len, "not converged after %u s: %s", timeout_s, why);
 			return -1;
 		}
+		/* with --verbose: what it waits for, every 5 s */
+		if (waited / 5000000000 != (waited + 20000000) / 5000000000)
+			LOG_INFO("not converged %.0f s after the pods were added: %s", (double)waited / 1e9, why);
 		usleep(20000);
 	}
 	res->converged_ns = fleet_now(f);
