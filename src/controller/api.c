@@ -126,6 +126,7 @@
 #include "controller/watch_table.h"
 #include "controller/workers.h"
 #include "lib/media.h"
+#include "lib/monotime.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -256,14 +257,6 @@ struct watch_ctx {
 	time_t deadline;	/* 0 = none */
 	struct watch_table *table;	/* a Table watch's converter, or NULL (plain JSON) */
 };
-
-static uint64_t now_ms(void)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (uint64_t)now.tv_sec * 1000u + (uint64_t)now.tv_nsec / 1000000u;
-}
 
 static double elapsed(const struct timespec *start)
 {
@@ -661,7 +654,7 @@ static void *accept_run(void *arg)
 		int64_t waited;
 		int fd;
 
-		if (a->workers && inline_watchdog(a->inl, (int64_t)now_ms(), &waited))
+		if (a->workers && inline_watchdog(a->inl, monotime_ms(), &waited))
 			fprintf(stderr, "weft-controller: a call has waited %" PRId64 " ms on the store in a server "
 					"thread: calls go to the workers for %d ms\n", waited, INLINE_BACKOFF_MS);
 		if (atomic_load(&a->accept_stop))
@@ -679,7 +672,7 @@ static void *accept_run(void *arg)
 			}
 			return NULL;	/* EINVAL: api_stop shut the socket down (or worse: no more accepts) */
 		}
-		if (!conns_reserve(a->conns, client_of((struct sockaddr *)&sa), fd, now_ms())) {
+		if (!conns_reserve(a->conns, client_of((struct sockaddr *)&sa), fd, monotime_ms())) {
 			close(fd);
 			continue;
 		}
@@ -724,7 +717,7 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
 			return;
 		/* the acceptor reserved its place (conns_reserve) */
 		l->conn = conns_open(a->conns, client_of(addr ? addr->client_addr : NULL),
-				     fd ? fd->connect_fd : -1, now_ms());
+				     fd ? fd->connect_fd : -1, monotime_ms());
 		/* before the handshake, which is MHD's first read */
 		if (fd && tls && tls->tls_session)
 			l->tls = tls_io_attach(tls->tls_session, fd->connect_fd);
@@ -1725,7 +1718,7 @@ static enum MHD_Result handle_metrics(struct api *a, struct MHD_Connection *c, s
 	if (a->workers) {
 		struct inline_stats is;
 
-		inline_stats(a->inl, (int64_t)now_ms(), &is);
+		inline_stats(a->inl, monotime_ms(), &is);
 		fprintf(f, "# HELP weft_store_calls_total Gets and writes on the store (etcd), by the thread that "
 			   "waited on it: the server thread that read the request, or a worker.\n"
 			   "# TYPE weft_store_calls_total counter\n"
@@ -2288,12 +2281,12 @@ static enum MHD_Result store_inline_or_queue(struct api *a, struct MHD_Connectio
 	struct status st = { 0 };
 	int err;
 
-	if (!inline_enter(a->inl, t, (int64_t)now_ms())) {
+	if (!inline_enter(a->inl, t, monotime_ms())) {
 		inline_queued(a->inl);
 		return store_queue(a, a->workers, c, rq, call);
 	}
 	err = store_call(a, rq, call, &st);
-	inline_leave(a->inl, t, (int64_t)now_ms());
+	inline_leave(a->inl, t, monotime_ms());
 	if (err) {
 		json_decref(call->out);
 		call->out = NULL;
@@ -2502,7 +2495,7 @@ static bool within_budget(struct api *a, const char *method, const struct princi
 
 	if (who->admin || !writes)
 		return true;
-	wait = creds_throttle(a->creds, who->cred, &a->node_writes, now_ms());
+	wait = creds_throttle(a->creds, who->cred, &a->node_writes, monotime_ms());
 	if (!wait)
 		return true;
 	status_set(st, 429, "TooManyRequests",
@@ -2760,7 +2753,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **ctx, enum M
 		 * (send_body joins only when one does), but never leave it */
 		if (l && tls_io_held(l->tls))
 			(void)tls_io_flush(l->tls);
-		conns_response_done(a->conns, conn_of(c), now_ms());	/* the next head is due */
+		conns_response_done(a->conns, conn_of(c), monotime_ms());	/* the next head is due */
 	}
 	if (rq) {
 		/* resumed, then closed before its handler ran: the lister
@@ -2872,14 +2865,7 @@ struct api *api_start(const struct api_config *cfg, struct registry *r, struct w
 		pthread_mutex_init(&a->lock, &attr);
 		pthread_mutexattr_destroy(&attr);
 	}
-	{
-		pthread_condattr_t attr;
-
-		pthread_condattr_init(&attr);
-		pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-		pthread_cond_init(&a->watches_gone, &attr);
-		pthread_condattr_destroy(&attr);
-	}
+	(void)monotime_cond_init(&a->watches_gone);	/* wait_watches_gone's wait has a deadline */
 	pthread_mutex_init(&a->stats_lock, NULL);
 	a->reader = cfg->reader;
 	snprintf(a->token, sizeof(a->token), "%s", cfg->token);
@@ -2958,15 +2944,8 @@ void api_unlock(struct api *a)
 #define STOP_GRACE_MS 1000
 static void wait_watches_gone(struct api *a)
 {
-	struct timespec until;
+	struct timespec until = monotime_deadline(monotime_ms() + STOP_GRACE_MS);
 
-	clock_gettime(CLOCK_MONOTONIC, &until);
-	until.tv_sec += STOP_GRACE_MS / 1000;
-	until.tv_nsec += (STOP_GRACE_MS % 1000) * 1000000L;
-	if (until.tv_nsec >= 1000000000L) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000L;
-	}
 	pthread_mutex_lock(&a->lock);
 	while (a->watches && pthread_cond_timedwait(&a->watches_gone, &a->lock, &until) != ETIMEDOUT)
 		;
@@ -3047,7 +3026,7 @@ int api_run(struct api *a, int timeout_ms)
 			store_notify_clear(a->reg->store);
 		}
 	}
-	(void)conns_expire(a->conns, now_ms());	/* before the global lock: never waits behind a request */
+	(void)conns_expire(a->conns, monotime_ms());	/* before the global lock: never waits behind a request */
 	pthread_mutex_lock(&a->lock);
 	/* writes by other controllers on the same store: Endpoints follow
 	 * them (and this retries failed Endpoints writes), watchers wake */

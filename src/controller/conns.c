@@ -22,7 +22,7 @@ enum conn_state { CONN_OPENING, CONN_BUSY, CONN_IDLE, CONN_CLOSING };
 struct conn {
 	struct conn *prev, *next;	/* in its deadline list (OPENING, IDLE) */
 	enum conn_state state;
-	uint64_t deadline_ms;
+	int64_t deadline_ms;
 	uint32_t client;
 	int fd;
 	bool counted;
@@ -36,7 +36,7 @@ struct conn_list {
 struct reservation {
 	int fd;
 	uint32_t client;
-	uint64_t at_ms;
+	int64_t at_ms;
 };
 
 struct conns {
@@ -102,7 +102,7 @@ static struct conn_list *list_of(struct conns *t, struct conn *c)
 }
 
 /* Move c to state s (out of its list, into the new one with deadline). */
-static void set_state(struct conns *t, struct conn *c, enum conn_state s, uint64_t deadline_ms)
+static void set_state(struct conns *t, struct conn *c, enum conn_state s, int64_t deadline_ms)
 {
 	struct conn_list *l = list_of(t, c);
 
@@ -178,7 +178,7 @@ static ssize_t reservation_of(struct conns *t, int fd)
 	return -1;
 }
 
-bool conns_reserve(struct conns *t, uint32_t client, int fd, uint64_t now_ms)
+bool conns_reserve(struct conns *t, uint32_t client, int fd, int64_t now_ms)
 {
 	ssize_t old;
 	bool ok = false;
@@ -200,7 +200,7 @@ bool conns_reserve(struct conns *t, uint32_t client, int fd, uint64_t now_ms)
 	return ok;
 }
 
-struct conn *conns_open(struct conns *t, uint32_t client, int fd, uint64_t now_ms)
+struct conn *conns_open(struct conns *t, uint32_t client, int fd, int64_t now_ms)
 {
 	struct conn *c = calloc(1, sizeof(*c));
 	bool had_reservation;
@@ -252,7 +252,7 @@ void conns_head_done(struct conns *t, struct conn *c)
 	pthread_mutex_unlock(&t->lock);
 }
 
-void conns_response_done(struct conns *t, struct conn *c, uint64_t now_ms)
+void conns_response_done(struct conns *t, struct conn *c, int64_t now_ms)
 {
 	if (!c)
 		return;
@@ -277,7 +277,7 @@ void conns_set_counted(struct conns *t, struct conn *c, bool counted)
 }
 
 /* Pop and shut down the due connections at the head of l. */
-static size_t expire_list(struct conn_list *l, uint64_t now_ms)
+static size_t expire_list(struct conn_list *l, int64_t now_ms)
 {
 	size_t n = 0;
 
@@ -292,7 +292,7 @@ static size_t expire_list(struct conn_list *l, uint64_t now_ms)
 	return n;
 }
 
-size_t conns_expire(struct conns *t, uint64_t now_ms)
+size_t conns_expire(struct conns *t, int64_t now_ms)
 {
 	size_t head, idle;
 

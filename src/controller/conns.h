@@ -103,18 +103,18 @@ void conns_free(struct conns *t);
  * and in client's count, taken by conns_open of fd; false: the server
  * holds max_total, or the client is at its cap (counted as refused), and
  * the connection is to be closed at once. */
-bool conns_reserve(struct conns *t, uint32_t client, int fd, uint64_t now_ms);
+bool conns_reserve(struct conns *t, uint32_t client, int fd, int64_t now_ms);
 /* The connection (socket fd, from client) is set up, at now_ms: it takes
  * fd's reservation (or counts without one) and its header deadline
  * starts.  NULL when out of memory (then untracked, uncounted). */
-struct conn *conns_open(struct conns *t, uint32_t client, int fd, uint64_t now_ms);
+struct conn *conns_open(struct conns *t, uint32_t client, int fd, int64_t now_ms);
 /* The server is about to close it (c may be NULL). */
 void conns_close(struct conns *t, struct conn *c);
 
 /* A complete request head arrived (c may be NULL). */
 void conns_head_done(struct conns *t, struct conn *c);
 /* A response went out and the connection stays open for the next request. */
-void conns_response_done(struct conns *t, struct conn *c, uint64_t now_ms);
+void conns_response_done(struct conns *t, struct conn *c, int64_t now_ms);
 /* Count c against its client's cap or not (a watch stream while it
  * streams).  Counting again may put the client over its cap: its new
  * connections are refused until it is back under. */
@@ -123,7 +123,7 @@ void conns_set_counted(struct conns *t, struct conn *c, bool counted);
 /* Shut down every connection past its deadline at now_ms (invariant 3);
  * the server then sees the socket end and closes it.  Returns how many.
  * Reservations older than CONNS_RESERVE_MS are given back. */
-size_t conns_expire(struct conns *t, uint64_t now_ms);
+size_t conns_expire(struct conns *t, int64_t now_ms);
 
 void conns_stats(struct conns *t, struct conns_stats *s);
 /* How many counted connections client holds (reservations included). */

@@ -585,7 +585,7 @@ bool creds_alive(struct creds *c, const char *name);
  * (CLOCK_MONOTONIC): 0 taken (or no such credential: authentication
  * decides that), else the seconds until the budget has one again. */
 struct throttle_rate;
-int creds_throttle(struct creds *c, const char *name, const struct throttle_rate *r, uint64_t now_ms);
+int creds_throttle(struct creds *c, const char *name, const struct throttle_rate *r, int64_t now_ms);
 /* A new credential for node: token (>= CRED_TOKEN_LEN + 1 bytes) receives
  * it, *out the NodeCredential with status.token (new ref).  The caller
  * wipes token.  0, or -1 with st set. */

@@ -261,7 +261,7 @@ int creds_sync(struct creds *c, struct store *s, bool *changed)
 	return 0;
 }
 
-int creds_throttle(struct creds *c, const char *name, const struct throttle_rate *r, uint64_t now_ms)
+int creds_throttle(struct creds *c, const char *name, const struct throttle_rate *r, int64_t now_ms)
 {
 	uint64_t k, v;
 	int wait = 0;

@@ -33,6 +33,7 @@
 #include "controller/leader.h"
 #include "controller/pki.h"
 #include "lib/kubeconfig.h"
+#include "lib/monotime.h"
 #include "lib/yaml.h"
 
 #include <arpa/inet.h>
@@ -302,20 +303,12 @@ static uint64_t raise_fd_limit(void)
 #define LEADER_KEY "/weft/leader/endpoints-controller"
 #define LEADER_DURATION_MS 6000
 
-static int64_t monotonic_ms(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
 /* Several controllers on one store: the Endpoints controller runs in the
  * one that holds the lease, its writes fenced on it (leader.c).  Called
  * with the store to itself (the API's lock); logs every change of hands. */
 static void elect(struct leader *l, struct registry *reg, bool wanted)
 {
-	bool was = leader_held(l), now = leader_tick(l, monotonic_ms());
+	bool was = leader_held(l), now = leader_tick(l, monotime_ms());
 
 	reg->fence_key = now ? leader_key(l) : NULL;
 	reg->fence_rev = now ? leader_fence(l) : 0;

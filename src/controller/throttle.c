@@ -5,7 +5,7 @@
 
 #include <math.h>
 
-int throttle_take(struct throttle_bucket *b, const struct throttle_rate *r, uint64_t now_ms)
+int throttle_take(struct throttle_bucket *b, const struct throttle_rate *r, int64_t now_ms)
 {
 	double rate = r->per_second > 0 ? r->per_second : 1, burst = r->burst ? r->burst : 1, wait;
 	int secs = 0;

@@ -22,12 +22,12 @@ struct throttle_rate {
 
 struct throttle_bucket {
 	double tokens;
-	uint64_t at_ms;		/* when tokens was last brought up to date */
+	int64_t at_ms;		/* when tokens was last brought up to date */
 	bool started;		/* false: a new bucket, full at its first take */
 };
 
 /* Take a token at now_ms: 0 taken, else the seconds (>= 1) until one is
  * back, and nothing taken. */
-int throttle_take(struct throttle_bucket *b, const struct throttle_rate *r, uint64_t now_ms);
+int throttle_take(struct throttle_bucket *b, const struct throttle_rate *r, int64_t now_ms);
 
 #endif

@@ -42,6 +42,7 @@
  *     (watch_sender_stop), nothing writes them.
  */
 #include "controller/watch_sender.h"
+#include "lib/monotime.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -52,7 +53,6 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #define RUN_CHUNKS 8		/* chunks a stream sends in one run before the others' turn */
@@ -73,7 +73,7 @@ struct sender_stream {
 	bool stalled;		/* blocked past the stall limit (mu) */
 	bool blocked;		/* out holds bytes the socket did not take (mu for the stall scan) */
 	bool in_flight;		/* GnuTLS holds a record of out[off..] (thread) */
-	uint64_t since;		/* blocked since (monotonic ms) */
+	int64_t since;		/* blocked since (monotime_ms) */
 	char *out;		/* blocked: out[off, len) still to write */
 	size_t off, len;
 };
@@ -88,7 +88,7 @@ struct sender_thread {
 	bool kick_due;				/* mu: the queue became non-empty since the last kick */
 	struct sender_stream *all;		/* mu */
 	size_t nblocked;			/* mu */
-	uint64_t last_scan;	/* ms */
+	int64_t last_scan;	/* monotime_ms */
 	char buf[CHUNK_HEAD + WATCH_SENDER_CHUNK_MAX + 2];
 };
 
@@ -100,14 +100,6 @@ struct watch_sender {
 	bool stopping;		/* atomic */
 	struct sender_thread *threads;
 };
-
-static uint64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
 
 /* Queue st on its thread (mu held). */
 static void enqueue(struct sender_thread *t, struct sender_stream *st)
@@ -266,7 +258,7 @@ static int keep(struct sender_thread *t, struct sender_stream *st, const char *d
 	st->len = len;
 	pthread_mutex_lock(&t->mu);
 	st->blocked = true;
-	st->since = mono_ms();
+	st->since = monotime_ms();
 	t->nblocked++;
 	pthread_mutex_unlock(&t->mu);
 	return 0;
@@ -370,10 +362,10 @@ static void run(struct sender_thread *t, struct sender_stream *st)
 }
 
 /* Streams blocked past the stall limit join the queue (mu held). */
-static void sweep(struct sender_thread *t, uint64_t now)
+static void sweep(struct sender_thread *t, int64_t now)
 {
 	for (struct sender_stream *st = t->all; st; st = st->next) {
-		if (st->blocked && now - st->since >= (uint64_t)t->s->stall_seconds * 1000u)
+		if (st->blocked && now - st->since >= (int64_t)t->s->stall_seconds * 1000)
 			st->stalled = true;
 		if (st->stalled)
 			enqueue(t, st);
@@ -392,7 +384,7 @@ static void *thread_main(void *arg)
 
 	while (!stopping(t->s)) {
 		struct sender_stream *batch;
-		uint64_t now;
+		int64_t now;
 		int timeout, n;
 
 		pthread_mutex_lock(&t->mu);
@@ -414,7 +406,7 @@ static void *thread_main(void *arg)
 			if (st->gone || st->blocked)
 				enqueue(t, st);
 		}
-		now = mono_ms();
+		now = monotime_ms();
 		if (t->nblocked && now - t->last_scan >= 250) {
 			t->last_scan = now;
 			sweep(t, now);

@@ -25,6 +25,7 @@
 #include "lb/plan.h"
 #include "lb/render.h"
 #include "lib/errmsg.h"
+#include "lib/monotime.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -34,7 +35,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #define REPORT_MAX (64 * 1024)
@@ -46,7 +46,7 @@ struct engine {
 	struct lb_layout *applied;
 	bool pending;
 	char pending_reason[512];
-	long last_reload_ms;
+	int64_t last_reload_ms;		/* monotime_ms() */
 	unsigned long reloads, batches, commands, generation, failures;
 	char last[600];
 	char *report;		/* the last load's rejections */
@@ -63,14 +63,6 @@ static void on_signal(int sig)
 		/* full: a wake-up is pending anyway */
 	}
 	errno = saved;
-}
-
-static long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
 }
 
 static void logf_(struct engine *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -192,7 +184,7 @@ static int do_reload(struct engine *e)
 		return r;
 	}
 	e->reloads++;
-	e->last_reload_ms = now_ms();
+	e->last_reload_ms = monotime_ms();
 	e->pending = false;
 	snprintf(e->last, sizeof(e->last), "reload: %s", e->pending_reason);
 	logf_(e, "reload %lu (worker %d): %s; %zu listeners, %zu backends, %zu servers", e->reloads, (int)e->h.worker,
@@ -310,7 +302,7 @@ static int start(struct engine *e, char *err, size_t errlen)
 			return r;
 		if (adopted && !same) {
 			want_reload(e, "adopted HAProxy runs other files");
-			e->last_reload_ms = now_ms() - e->cfg->min_reload_interval_ms;
+			e->last_reload_ms = monotime_ms() - e->cfg->min_reload_interval_ms;
 			return do_reload(e);
 		}
 	}
@@ -371,11 +363,12 @@ static int loop(struct engine *e, int fd)
 	char err[1024];
 
 	for (;;) {
-		long wait = 1000, now = now_ms();
+		int64_t now = monotime_ms();
+		long wait = 1000;
 		unsigned sigs;
 
 		if (e->pending) {
-			long due = e->last_reload_ms + e->cfg->min_reload_interval_ms - now;
+			int64_t due = e->last_reload_ms + e->cfg->min_reload_interval_ms - now;
 
 			wait = due < 0 ? 0 : due;
 		}
@@ -384,7 +377,7 @@ static int loop(struct engine *e, int fd)
 			return 0;
 		if (sigs & (1u << SIGHUP | SOURCE_CHANGED))
 			change(e);
-		if (e->pending && now_ms() >= e->last_reload_ms + e->cfg->min_reload_interval_ms)
+		if (e->pending && monotime_ms() >= e->last_reload_ms + e->cfg->min_reload_interval_ms)
 			(void)do_reload(e);
 		if (!lb_haproxy_alive(&e->h)) {
 			bool adopted;
@@ -421,7 +414,7 @@ int lb_engine_run(const struct lb_engine_config *cfg, char *err, size_t errlen)
 		r = -ENOMEM;
 		goto out;
 	}
-	e.last_reload_ms = now_ms() - cfg->min_reload_interval_ms;
+	e.last_reload_ms = monotime_ms() - cfg->min_reload_interval_ms;
 	if ((r = wait_source(&e, pipefd[0]))) {
 		if (r == -ECANCELED)
 			r = 0;		/* stopped before it began */

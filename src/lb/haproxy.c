@@ -16,6 +16,7 @@
 #include "lb/render.h"
 #include "lb/runtime.h"
 #include "lib/errmsg.h"
+#include "lib/monotime.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -31,14 +32,6 @@
 #define CALL_MS	   5000
 #define START_MS   15000
 #define MAP_CHUNK  8000		/* bytes of map lines per "add map" payload */
-
-static long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
-}
 
 static void pause_ms(long ms)
 {
@@ -234,7 +227,8 @@ static int spawn(struct lb_haproxy *h, char *err, size_t errlen)
 int lb_haproxy_start(struct lb_haproxy *h, bool *adopted, char *err, size_t errlen)
 {
 	pid_t pid = read_pidfile(h->dir);
-	long reloads, failed, deadline;
+	long reloads, failed;
+	int64_t deadline;
 	int r;
 
 	*adopted = false;
@@ -246,8 +240,8 @@ int lb_haproxy_start(struct lb_haproxy *h, bool *adopted, char *err, size_t errl
 	}
 	if ((r = spawn(h, err, errlen)))
 		return r;
-	deadline = now_ms() + START_MS;
-	while (now_ms() < deadline) {
+	deadline = monotime_ms() + START_MS;
+	while (monotime_ms() < deadline) {
 		int status;
 
 		if (waitpid(h->master, &status, WNOHANG) == h->master) {
@@ -267,7 +261,8 @@ int lb_haproxy_start(struct lb_haproxy *h, bool *adopted, char *err, size_t errl
 
 int lb_haproxy_reload(struct lb_haproxy *h, char *err, size_t errlen)
 {
-	long reloads, failed, now_reloads = -1, now_failed = -1, deadline;
+	long reloads, failed, now_reloads = -1, now_failed = -1;
+	int64_t deadline;
 	char answer[256], path[LB_PATH_BUF];
 	pid_t worker = 0;
 	int r;
@@ -283,8 +278,8 @@ int lb_haproxy_reload(struct lb_haproxy *h, char *err, size_t errlen)
 		errmsg(err, errlen, "reload on %s: %s", path, strerror(-r));
 		return r;
 	}
-	deadline = now_ms() + START_MS;
-	while (now_ms() < deadline) {
+	deadline = monotime_ms() + START_MS;
+	while (monotime_ms() < deadline) {
 		if (show_proc(h, &now_reloads, &now_failed, &worker) == 0 && now_reloads > reloads) {
 			if (now_failed > failed) {
 				errmsg(err, errlen, "haproxy refused the new configuration (see %s/haproxy.log)",
@@ -388,12 +383,12 @@ bool lb_haproxy_alive(struct lb_haproxy *h)
 
 void lb_haproxy_stop(struct lb_haproxy *h)
 {
-	long deadline = now_ms() + 5000;
+	int64_t deadline = monotime_ms() + 5000;
 
 	if (!h->master)
 		return;
 	kill(h->master, SIGTERM);
-	while (lb_haproxy_alive(h) && now_ms() < deadline)
+	while (lb_haproxy_alive(h) && monotime_ms() < deadline)
 		pause_ms(20);
 	if (h->master) {
 		kill(h->master, SIGKILL);

@@ -4,6 +4,7 @@
  * exchange's deadline.
  */
 #include "lb/runtime.h"
+#include "lib/monotime.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -11,23 +12,14 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
-#include <time.h>
 #include <unistd.h>
 
-static long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
-}
-
-/* wait for events on fd until deadline: 0, or -ETIMEDOUT / -errno */
-static int wait_fd(int fd, short events, long deadline)
+/* wait for events on fd until deadline (monotime_ms): 0, or -ETIMEDOUT / -errno */
+static int wait_fd(int fd, short events, int64_t deadline)
 {
 	for (;;) {
 		struct pollfd p = { .fd = fd, .events = events };
-		long left = deadline - now_ms();
+		int64_t left = deadline - monotime_ms();
 		int n;
 
 		if (left <= 0)
@@ -40,7 +32,7 @@ static int wait_fd(int fd, short events, long deadline)
 	}
 }
 
-static int send_all(int fd, const char *buf, size_t len, long deadline)
+static int send_all(int fd, const char *buf, size_t len, int64_t deadline)
 {
 	while (len) {
 		ssize_t n;
@@ -63,7 +55,7 @@ int lb_runtime_call(const char *socket_path, const char *command, const char *pa
 		    int timeout_ms)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	long deadline = now_ms() + timeout_ms;
+	int64_t deadline = monotime_ms() + timeout_ms;
 	size_t got = 0;
 	int fd = -1, r = 0;
 
