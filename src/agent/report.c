@@ -123,8 +123,11 @@ static int record_create(struct agent *a, struct httpc *h, const struct ipam_lea
 	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods", l->owner.pod_namespace);
 	rc = agent_write(a, h, "POST", path, body, strlen(body), r, err, sizeof(err));
 	free(body);
-	if (rc < 0)
+	if (rc < 0) {
+		LOG_INFO("pod %s/%s: record not written: %s; again next round", l->owner.pod_namespace,
+			 l->owner.pod_name, err);
 		return rc;
+	}
 	if (r->status == 201)
 		return 1;
 	if (r->status == 409) {

@@ -30,7 +30,9 @@
  * Invariants
  *  1. A stream is in its thread's queue at most once (queued, under mu),
  *     and in its thread's list of streams (all, under mu) from park until
- *     its release has returned.
+ *     its release has returned.  The batch a thread takes from its queue
+ *     is linked apart (bnext): a wake may queue a stream of the batch
+ *     again before its turn, and the batch goes on past it.
  *  2. Its socket is in the thread's epoll set from park until just before
  *     release: an event never names a stream that is gone.
  *  3. Bytes go out in the order fill gave them, and every chunk whole: a
@@ -67,6 +69,7 @@ struct sender_stream {
 	gnutls_session_t session;	/* NULL: plain HTTP on fd */
 	int fd;
 	struct sender_stream *qnext;		/* in t->queue (mu) */
+	struct sender_stream *bnext;		/* in the batch the thread runs (thread) */
 	struct sender_stream *prev, *next;	/* in t->all (mu) */
 	bool queued;		/* mu */
 	bool gone;		/* the client went away (thread) */
@@ -411,16 +414,21 @@ static void *thread_main(void *arg)
 			t->last_scan = now;
 			sweep(t, now);
 		}
+		/* the batch has links of its own: a stream of it that a wake
+		 * queues again before its turn (its qnext rewritten) must not
+		 * cut off the streams after it, whose wakes are spent */
 		batch = t->qhead;
-		t->qhead = t->qtail = NULL;
-		for (struct sender_stream *st = batch; st; st = st->qnext)
+		for (struct sender_stream *st = batch; st; st = st->qnext) {
 			st->queued = false;
+			st->bnext = st->qnext;
+		}
+		t->qhead = t->qtail = NULL;
 		pthread_mutex_unlock(&t->mu);
 		/* stopping: the rest of the batch is left to watch_sender_stop */
 		while (batch && !stopping(t->s)) {
 			struct sender_stream *st = batch;
 
-			batch = st->qnext;	/* run may free st or queue it again */
+			batch = st->bnext;	/* run may free st or queue it again */
 			run(t, st);
 		}
 	}

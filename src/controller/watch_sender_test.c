@@ -6,7 +6,9 @@
  * unframes it and checks it is exactly the feed's bytes, in order, while
  * small socket buffers and a client that stops reading block the stream.
  * Then the ways a stream leaves: its fill ends it, its client goes away,
- * its socket stays full past the stall limit, the sender stops.
+ * its socket stays full past the stall limit, the sender stops.  And a
+ * wake for a stream later in the batch its thread is running does not
+ * cut the rest of that batch off.
  */
 #include "controller/tls_pair.h"
 #include "controller/watch_sender.h"
@@ -426,4 +428,78 @@ TEST(watch_sender_stop_cuts_a_blocked_stream_at_once)
 	close(full[1]);
 	close(idle[0]);
 	close(idle[1]);
+}
+
+/* A wake that comes while the stream's thread runs a batch, for a stream
+ * later in that batch (the API wakes streams from its own threads at any
+ * time): the streams after it in the batch still run.  Before the batch
+ * had links of its own, queueing the stream again cut the batch there,
+ * and the streams after it — whose wakes were spent — waited for a wake
+ * that never came (a node's Pods watch stalled half a minute). */
+struct waker {
+	pthread_mutex_t mu;
+	struct sender_stream *wake_on_first;	/* woken from the first fill of stream 0 */
+	int fills[3];
+};
+
+static struct waker waker = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+static ssize_t waker_fill(void *ctx, char *buf, size_t max)
+{
+	int i = (int)(intptr_t)ctx;
+	struct sender_stream *st = NULL;
+
+	(void)buf;
+	(void)max;
+	pthread_mutex_lock(&waker.mu);
+	if (waker.fills[i]++ == 0 && i == 0)
+		st = waker.wake_on_first;
+	pthread_mutex_unlock(&waker.mu);
+	if (st)
+		watch_sender_wake(st);	/* as the API would, from another thread */
+	return 0;	/* nothing to send: the stream waits for its next wake */
+}
+
+static void waker_release(void *ctx, bool failed)
+{
+	(void)ctx;
+	(void)failed;
+}
+
+TEST(watch_sender_a_wake_inside_a_batch_keeps_the_rest_of_it)
+{
+	static const struct watch_sender_ops wops = { .fill = waker_fill, .release = waker_release };
+	struct watch_sender *s = watch_sender_new(1, 60, &wops);
+	struct sender_stream *st[3];
+	int sv[3][2];
+	double until = now_s() + 20;
+	int third = 0;
+
+	CHECK(s != NULL);
+	for (int i = 0; i < 3; i++) {
+		CHECK(tcp_pair(sv[i]) == 0);
+		st[i] = watch_sender_park(s, (void *)(intptr_t)i, NULL, sv[i][0]);
+		CHECK(st[i] != NULL);
+	}
+	pthread_mutex_lock(&waker.mu);
+	waker.wake_on_first = st[1];
+	pthread_mutex_unlock(&waker.mu);
+	for (int i = 0; i < 3; i++)
+		watch_sender_wake(st[i]);	/* one batch: 0, 1, 2 */
+	watch_sender_kick(s);
+	do {
+		pthread_mutex_lock(&waker.mu);
+		third = waker.fills[2];
+		pthread_mutex_unlock(&waker.mu);
+		if (!third)
+			(void)poll(NULL, 0, 5);
+	} while (!third && now_s() < until);
+	CHECK(third >= 1);
+	CHECK(waker.fills[1] >= 1);
+	watch_sender_stop(s);
+	watch_sender_free(s);
+	for (int i = 0; i < 3; i++) {
+		close(sv[i][0]);
+		close(sv[i][1]);
+	}
 }
