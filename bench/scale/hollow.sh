@@ -100,8 +100,13 @@ run_size() { # N [NAME [WEFT-HOLLOW ARGS...]]: one fresh controller, one weft-ho
 	mkdir -p "$dir"
 	while ! port_free "$port"; do port=$((port + 1)); done
 	url=https://127.0.0.1:$port
+	# 8 connections an agent and some room, within what the controller's
+	# descriptors allow (it keeps 128 for itself)
+	local conns=$((n * 10 + 256)) fds
+	fds=$(ulimit -n)
+	[ "$fds" != unlimited ] && [ "$conns" -gt $((fds - 128)) ] && conns=$((fds - 128))
 	"$WEFT_BIN/weft-controller" --data-dir "$dir" --listen "127.0.0.1:$port" \
-		--max-connections $((n * 10 + 256)) --max-connections-per-client $((n * 10 + 256)) \
+		--max-connections "$conns" --max-connections-per-client "$conns" \
 		>"$dir/controller.log" 2>&1 &
 	pid=$!; PIDS+=("$pid")
 	local t=0
