@@ -9,7 +9,8 @@
  * buffer.  Plain watchers are filed by collection (each ring slot carries
  * its collection's number), so a write wakes, and costs, only the
  * watchers of its collection: thousands of agents watch half a dozen
- * collections each, and a Node's report must not cost all of them.  A watcher that starts before what the ring holds first reads the
+ * collections each, and a Node's report must not cost all of them.  A
+ * watcher that starts before what the ring holds first reads the
  * store's history in pages (backlog), then joins the ring.  A watcher
  * without a revision starts with an ADDED event for every object: it keeps
  * the store's snapshot and serialises it a read at a time (INITIAL), so a
