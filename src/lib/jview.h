@@ -25,7 +25,10 @@
  *      double;
  *   4. nesting deeper than JVIEW_MAX_DEPTH is refused;
  *   5. an object may name a key twice: the last one counts (lookups
- *      return it), as in jansson.
+ *      return it), as in jansson;
+ *   6. a NUL byte is refused, but for one right after a number or a
+ *      literal: jansson passes over that one as white space, and so does
+ *      this.
  *
  * Reading: a struct jval is a value of a view (the view and a token's
  * index), passed by value.  A lookup that finds nothing gives a jval that
