@@ -4,16 +4,16 @@
  * Parsing is one forward pass over a copy of the text, without recursion.
  * The copy ends with a NUL and 16 more zero bytes, so the scanners stop at
  * the NUL instead of checking a length (a NUL inside the text is refused
- * wherever it is met but for one quirk of jansson's, see past_nul) and
- * may read a few bytes ahead.  Each value is a
- * token, in document order:
+ * wherever it is met, but for the one past_nul lets pass as jansson does)
+ * and may read a few bytes ahead.  Each value is a token, in document
+ * order:
  *   - a string's off and len are those of its unescaped bytes in the
  *     copy: they are written over its escaped text from its first byte
  *     on, never longer, and a NUL after them takes the place of (or
  *     comes before) the closing quote;
  *   - a number's off and len are those of its text, left as it is (a
- *     number is followed by white space, ',', ']', '}' or the end, so
- *     strtod and the integer reader stop at its end);
+ *     number is followed by white space, ',', ']', '}', a NUL or the
+ *     end, so strtod and the integer reader stop at its end);
  *   - an object's or array's len counts its members or elements; an
  *     object's members are laid out as a key token (flag KEY) followed by
  *     the value's subtree (its first token flagged MEMBER);

@@ -73,8 +73,10 @@ struct jview {
 	uint32_t n, cap;
 };
 
-/* Where a text was found wrong, in jansson's terms (line and column
- * from 1, position in bytes) and words. */
+/* Where a text was found wrong and in words: the line and column (in
+ * characters) from 1, and the position in bytes from 0, of the byte or
+ * token found wrong (or of the end, when the text ends too early).  The
+ * words are not jansson's. */
 struct jview_error {
 	int line, column;
 	size_t position;
@@ -117,13 +119,16 @@ size_t jval_strlen(struct jval x);
 const char *jval_path_str(struct jval x, const char *dotted_path);
 /* An integer's value; 0 when x is no integer (as json_integer_value). */
 int64_t jval_integer(struct jval x);
-/* How many elements an array has, or members an object; 0 otherwise. */
+/* How many elements an array has, or members an object (as written: a
+ * name that comes twice counts twice); 0 otherwise. */
 size_t jval_size(struct jval x);
 
 /* Walking an array's elements or an object's members' values, in order:
  *   for (struct jval e = jval_first(arr); jval_ok(e); e = jval_next(e))
  * jval_key gives the key of a value so reached in an object (NULL for an
- * array's element). */
+ * array's element).  An object's members are walked as written: a name
+ * that comes twice is met twice (jval_get gives the last of them, which
+ * is the one jansson keeps). */
 struct jval jval_first(struct jval container);
 struct jval jval_next(struct jval element);
 const char *jval_key(struct jval member);

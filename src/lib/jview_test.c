@@ -14,8 +14,10 @@
  * limits of int64_t and -0, reals with exponents, literals, white space
  * between tokens, and now and then a token at the edge of validity); the
  * same texts damaged (a byte removed, inserted or replaced, two bytes
- * swapped, the text cut short); and hand-written cases for each rule on
- * both sides of it, with jansson's verdict written down as well.
+ * swapped, the text cut short); many of them in one long text; and
+ * hand-written cases for each rule on both sides of it (the depth limit
+ * too), with jansson's verdict written down as well.  Then where errors
+ * are reported, and the readers on none and on values of other types.
  */
 #include "lib/jview.h"
 #include "test.h"
@@ -210,7 +212,7 @@ static void document(struct text *t, uint64_t *st)
 	ws(t, st);
 }
 
-/* The text for a message: printable, escaped, cut at 400 bytes. */
+/* The text for a message: printable, escaped, cut after 1600 characters. */
 static const char *show(const char *s, size_t n)
 {
 	static char b[2048];
@@ -430,7 +432,7 @@ TEST(jview_random_texts)
 {
 	uint64_t st = test_seed() | 1;
 	struct text t = { 0 };
-	int accepted = 0, rounds = 2500;
+	int accepted = 0, rounds = 4000;
 
 	for (int round = 0; round < rounds && !test_failed(); round++) {
 		document(&t, &st);
@@ -448,7 +450,7 @@ TEST(jview_damaged_texts)
 				      '+', '[', ']', '{', '}', ',', ':', ' ', '\t', '\n', 'a', 't', 'n', '/' };
 	uint64_t st = test_seed() | 1;
 	struct text t = { 0 };
-	int accepted = 0, rounds = 6000;
+	int accepted = 0, rounds = 20000;
 
 	for (int round = 0; round < rounds && !test_failed(); round++) {
 		char *c;
@@ -488,6 +490,40 @@ TEST(jview_damaged_texts)
 	}
 	free(t.s);
 	CHECK(test_failed() || (accepted > rounds / 20 && accepted < rounds * 19 / 20));
+}
+
+/* Texts with many more tokens than the first guess of the token array
+ * (a token for every two bytes), and long ones: many random texts in one
+ * array. */
+TEST(jview_large_texts)
+{
+	uint64_t st = test_seed() | 1;
+	struct text t = { 0 }, one = { 0 };
+	struct jview v;
+
+	put(&t, "[");
+	for (int i = 0; i < 5000; i++)
+		put(&t, i ? ",0" : "0");
+	put(&t, "]");
+	CHECK_EQ(jview_parse(&v, t.s, t.n, NULL), 0);
+	CHECK_EQ(jval_size(jview_root(&v)), 5000);
+	CHECK(jval_is_integer(jval_at(jview_root(&v), 4999)));
+	jview_free(&v);
+	CHECK_EQ(check(t.s, t.n, __LINE__), 1);
+	for (int round = 0; round < 20 && !test_failed(); round++) {
+		t.n = 0;
+		put(&t, "[");
+		for (int i = 0; i < 200; i++) {
+			document(&one, &st);
+			if (i)
+				put(&t, ",");
+			putn(&t, one.s, one.n);
+		}
+		put(&t, "]");
+		(void)check_exact(t.s, t.n, __LINE__);
+	}
+	free(t.s);
+	free(one.s);
 }
 
 struct edge {
