@@ -648,43 +648,43 @@ out:
 }
 
 /* The frontends, flags and ports a Service asks for. */
-static int desired_ports(const json_t *svc, struct svc_port **out, size_t *n)
+static int desired_ports(struct jval svc, struct svc_port **out, size_t *n)
 {
-	const json_t *spec = json_object_get(svc, "spec"), *ports, *pt, *ing;
-	const char *cip = obj_str(svc, "spec.clusterIP");
-	const char *type = obj_str(svc, "spec.type");
-	const char *aff = obj_str(svc, "spec.sessionAffinity");
-	const char *etp = obj_str(svc, "spec.externalTrafficPolicy");
-	const char *itp = obj_str(svc, "spec.internalTrafficPolicy");
+	struct jval spec = jval_get(svc, "spec"), ports, ing;
+	const char *cip = jval_str(jval_get(spec, "clusterIP"));
+	const char *type = jval_str(jval_get(spec, "type"));
+	const char *aff = jval_str(jval_get(spec, "sessionAffinity"));
+	const char *etp = jval_str(jval_get(spec, "externalTrafficPolicy"));
+	const char *itp = jval_str(jval_get(spec, "internalTrafficPolicy"));
 	in_addr_t cluster_ip = ip_of(cip), vip = 0;
 	struct svc_port *v;
-	size_t i;
 	uint16_t flags = 0;
 
 	*out = NULL;
 	*n = 0;
 	if (!cluster_ip)
 		return 0;	/* headless (None) or not allocated yet: untranslated */
-	ing = json_object_get(json_object_get(json_object_get(svc, "status"), "loadBalancer"),
-			      "ingress");
-	if (type && strcmp(type, "LoadBalancer") == 0 && json_array_size(ing))
-		vip = ip_of(json_string_value(json_object_get(json_array_get(ing, 0), "ip")));
+	ing = jval_path(svc, "status.loadBalancer.ingress");
+	if (type && strcmp(type, "LoadBalancer") == 0 && jval_is_array(ing) && jval_size(ing))
+		vip = ip_of(jval_str(jval_get(jval_at(ing, 0), "ip")));
 	if (aff && strcmp(aff, "ClientIP") == 0)
 		flags |= WEFT_SVC_F_AFFINITY;
 	if (etp && strcmp(etp, "Local") == 0)
 		flags |= WEFT_SVC_F_ETP_LOCAL;
 	if (itp && strcmp(itp, "Local") == 0)
 		flags |= WEFT_SVC_F_ITP_LOCAL;
-	ports = json_object_get(spec, "ports");
-	v = calloc(json_array_size(ports) ? json_array_size(ports) : 1, sizeof(*v));
+	ports = jval_get(spec, "ports");
+	if (!jval_is_array(ports))
+		ports = (struct jval){ 0 };	/* none */
+	v = calloc(jval_size(ports) ? jval_size(ports) : 1, sizeof(*v));
 	if (!v)
 		return -ENOMEM;
-	json_array_foreach(ports, i, pt) {
+	for (struct jval pt = jval_first(ports); jval_ok(pt); pt = jval_next(pt)) {
 		struct svc_port *p = &v[*n];
-		const char *name = json_string_value(json_object_get(pt, "name"));
-		json_int_t port = json_integer_value(json_object_get(pt, "port"));
-		json_int_t np = json_integer_value(json_object_get(pt, "nodePort"));
-		p->proto = proto_of(json_string_value(json_object_get(pt, "protocol")));
+		const char *name = jval_str(jval_get(pt, "name"));
+		int64_t port = jval_integer(jval_get(pt, "port"));
+		int64_t np = jval_integer(jval_get(pt, "nodePort"));
+		p->proto = proto_of(jval_str(jval_get(pt, "protocol")));
 		if (!p->proto || port <= 0 || port > 65535)
 			continue;
 		snprintf(p->name, sizeof(p->name), "%s", name ? name : "");
@@ -692,9 +692,7 @@ static int desired_ports(const json_t *svc, struct svc_port **out, size_t *n)
 		p->flags = flags;
 		p->affinity_timeout = AFFINITY_DEFAULT_S;
 		if (flags & WEFT_SVC_F_AFFINITY) {
-			json_int_t t = json_integer_value(json_object_get(json_object_get(
-				json_object_get(spec, "sessionAffinityConfig"), "clientIP"),
-				"timeoutSeconds"));
+			int64_t t = jval_integer(jval_path(spec, "sessionAffinityConfig.clientIP.timeoutSeconds"));
 
 			if (t > 0 && t <= 86400)
 				p->affinity_timeout = (uint32_t)t;
@@ -734,15 +732,15 @@ static void port_free(struct agent *a, struct svc_port *p)
 }
 
 /* Bring s's ports to what its Service (NULL: none) and slices say. */
-static void svc_sync(struct agent *a, struct svc *s, const json_t *service)
+static void svc_sync(struct agent *a, struct svc *s, struct jval service)
 {
 	struct service_table *T = a->svc;
 	struct svc_port *want = NULL;
 	size_t nwant = 0;
 	int rc, backends_rc = 0;
 
-	s->has_service = service != NULL;
-	if (service && desired_ports(service, &want, &nwant) < 0) {
+	s->has_service = jval_ok(service);
+	if (s->has_service && desired_ports(service, &want, &nwant) < 0) {
 		note_error(a->svc, s, -ENOMEM, "reading the service");
 		return;
 	}
@@ -885,9 +883,10 @@ static void svc_drop_if_empty(struct agent *a, struct svc *s)
 	free(s);
 }
 
-void service_apply(struct agent *a, const json_t *obj)
+void service_apply(struct agent *a, struct jval obj)
 {
-	struct svc *s = svc_find(a->svc, obj_namespace(obj), obj_name(obj) ? obj_name(obj) : "", true);
+	struct svc *s = svc_find(a->svc, obj_view_namespace(obj), obj_view_name(obj) ? obj_view_name(obj) : "",
+				 true);
 
 	if (!s)
 		return;
@@ -899,20 +898,20 @@ void service_apply(struct agent *a, const json_t *obj)
 		const char *said;
 
 		snprintf(key, sizeof(key), "%s%s", AGENT_ANN_UNPROGRAMMED, a->o.node);
-		said = json_string_value(json_object_get(
-			json_object_get(json_object_get(obj, "metadata"), "annotations"), key));
+		said = jval_str(jval_get(jval_path(obj, "metadata.annotations"), key));
 		snprintf(s->reported, sizeof(s->reported), "%s", said ? said : "");
 	}
 	report_due(a->svc, s);
 }
 
-void service_remove(struct agent *a, const json_t *obj)
+void service_remove(struct agent *a, struct jval obj)
 {
-	struct svc *s = svc_find(a->svc, obj_namespace(obj), obj_name(obj) ? obj_name(obj) : "", false);
+	struct svc *s = svc_find(a->svc, obj_view_namespace(obj), obj_view_name(obj) ? obj_view_name(obj) : "",
+				 false);
 
 	if (!s)
 		return;
-	svc_sync(a, s, NULL);
+	svc_sync(a, s, (struct jval){ 0 });
 	svc_drop_if_empty(a, s);
 }
 
@@ -944,43 +943,46 @@ static void slice_clear(struct svc_slice *sl)
  * means ready, as the API says); of its addresses the first is used
  * (they are one endpoint's, as kube-proxy does).  A slice of another
  * addressType than IPv4 gives nothing. */
-static int slice_read(struct svc_slice *sl, const json_t *obj)
+static int slice_read(struct svc_slice *sl, struct jval obj)
 {
-	const char *type = json_string_value(json_object_get(obj, "addressType"));
-	const json_t *ports = json_object_get(obj, "ports"), *eps = json_object_get(obj, "endpoints"), *x;
-	size_t i;
+	const char *type = jval_str(jval_get(obj, "addressType"));
+	struct jval ports = jval_get(obj, "ports"), eps = jval_get(obj, "endpoints");
 
 	slice_clear(sl);
 	if (!type || strcmp(type, "IPv4") != 0)
 		return 0;
-	sl->ports = calloc(json_array_size(ports) + 1, sizeof(*sl->ports));
-	sl->eps = calloc(json_array_size(eps) + 1, sizeof(*sl->eps));
+	if (!jval_is_array(ports))
+		ports = (struct jval){ 0 };	/* none */
+	if (!jval_is_array(eps))
+		eps = (struct jval){ 0 };
+	sl->ports = calloc(jval_size(ports) + 1, sizeof(*sl->ports));
+	sl->eps = calloc(jval_size(eps) + 1, sizeof(*sl->eps));
 	if (!sl->ports || !sl->eps) {
 		slice_clear(sl);
 		return -ENOMEM;
 	}
-	json_array_foreach(ports, i, x) {
-		const char *name = json_string_value(json_object_get(x, "name"));
-		json_int_t port = json_integer_value(json_object_get(x, "port"));
+	for (struct jval x = jval_first(ports); jval_ok(x); x = jval_next(x)) {
+		const char *name = jval_str(jval_get(x, "name"));
+		int64_t port = jval_integer(jval_get(x, "port"));
 		struct slice_port *p = &sl->ports[sl->nports];
 
-		p->proto = proto_of(json_string_value(json_object_get(x, "protocol")));
+		p->proto = proto_of(jval_str(jval_get(x, "protocol")));
 		if (!p->proto || port <= 0 || port > 65535 || (name && strlen(name) >= sizeof(p->name)))
 			continue;
 		snprintf(p->name, sizeof(p->name), "%s", name ? name : "");
 		p->port = (uint16_t)port;
 		sl->nports++;
 	}
-	json_array_foreach(eps, i, x) {
-		const json_t *ref = json_object_get(x, "targetRef");
-		const char *kind = json_string_value(json_object_get(ref, "kind"));
-		const char *ns = json_string_value(json_object_get(ref, "namespace"));
+	for (struct jval x = jval_first(eps); jval_ok(x); x = jval_next(x)) {
+		struct jval ref = jval_get(x, "targetRef");
+		const char *kind = jval_str(jval_get(ref, "kind"));
+		const char *ns = jval_str(jval_get(ref, "namespace"));
 		struct slice_endpoint *ep = &sl->eps[sl->neps];
 
-		ep->ip = ip_of(json_string_value(json_array_get(json_object_get(x, "addresses"), 0)));
+		ep->ip = ip_of(jval_str(jval_at(jval_get(x, "addresses"), 0)));
 		if (!ep->ip)
 			continue;
-		ep->ready = !json_is_false(json_object_get(json_object_get(x, "conditions"), "ready"));
+		ep->ready = !jval_is_false(jval_path(x, "conditions.ready"));
 		if (kind && strcmp(kind, "Pod") == 0 && ns && ns[0] && strcmp(ns, sl->ns) != 0 &&
 		    !(ep->ns = strdup(ns))) {
 			slice_clear(sl);
@@ -1020,18 +1022,17 @@ static void slice_drop(struct agent *a, struct svc_slice *sl)
 
 /* The service an EndpointSlice is of: its kubernetes.io/service-name
  * label (NULL: none, the slice is no service's). */
-static const char *slice_service(const json_t *obj)
+static const char *slice_service(struct jval obj)
 {
-	const char *svc = json_string_value(json_object_get(json_object_get(json_object_get(obj, "metadata"),
-									     "labels"), SLICE_SERVICE_LABEL));
+	const char *svc = jval_str(jval_get(jval_path(obj, "metadata.labels"), SLICE_SERVICE_LABEL));
 
 	return svc && svc[0] ? svc : NULL;
 }
 
-void endpointslice_apply(struct agent *a, const json_t *obj)
+void endpointslice_apply(struct agent *a, struct jval obj)
 {
 	struct service_table *T = a->svc;
-	const char *ns = obj_namespace(obj), *name = obj_name(obj), *svc_name = slice_service(obj);
+	const char *ns = obj_view_namespace(obj), *name = obj_view_name(obj), *svc_name = slice_service(obj);
 	struct svc_slice *sl;
 	struct svc *s;
 
@@ -1063,10 +1064,10 @@ void endpointslice_apply(struct agent *a, const json_t *obj)
 	svc_sync_backends(a, s);
 }
 
-void endpointslice_remove(struct agent *a, const json_t *obj)
+void endpointslice_remove(struct agent *a, struct jval obj)
 {
-	const char *name = obj_name(obj);
-	struct svc_slice *sl = name ? slice_find(a->svc, obj_namespace(obj), name) : NULL;
+	const char *name = obj_view_name(obj);
+	struct svc_slice *sl = name ? slice_find(a->svc, obj_view_namespace(obj), name) : NULL;
 
 	if (sl)
 		slice_drop(a, sl);
@@ -1080,7 +1081,7 @@ void service_listed(struct agent *a)
 		struct svc *s = T->v[i];
 
 		if (!s->seen_service && s->has_service)
-			svc_sync(a, s, NULL);
+			svc_sync(a, s, (struct jval){ 0 });
 		s->seen_service = false;
 		if (!s->has_service && dlist_empty(&s->slices)) {
 			svc_drop_if_empty(a, s);	/* (moves the last one into i) */

@@ -23,14 +23,14 @@ struct agent;
 #define SERVICE_CT_PURGE_MS		100	/* removed backends' entries: at most this late */
 #define SERVICE_CT_GC_DUTY		10	/* wait >= 10 x the last sweep's time */
 
-void service_apply(struct agent *a, const json_t *obj);
-void service_remove(struct agent *a, const json_t *obj);
+void service_apply(struct agent *a, struct jval obj);
+void service_remove(struct agent *a, struct jval obj);
 void service_listed(struct agent *a);
 /* A slice is its Service's by this label (discovery.k8s.io/v1); one
  * without it is ignored, as kube-proxy does. */
 #define SLICE_SERVICE_LABEL "kubernetes.io/service-name"
-void endpointslice_apply(struct agent *a, const json_t *obj);
-void endpointslice_remove(struct agent *a, const json_t *obj);
+void endpointslice_apply(struct agent *a, struct jval obj);
+void endpointslice_remove(struct agent *a, struct jval obj);
 void endpointslice_listed(struct agent *a);
 
 /* Start-up with kept maps: read back the IDs in use (before the first

@@ -54,7 +54,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
-#include "lib/list_items.h"
+#include "lib/jview.h"
 #include "lib/hmap.h"
 
 struct kind_sync {
@@ -72,8 +72,8 @@ struct kind_sync {
 	const char *what;		/* in the logs: "hostsubnets", "pods"... */
 	struct httpc **http;
 	void (*begin)(struct agent *a);		/* before a list's items (may be NULL) */
-	void (*apply)(struct agent *a, const json_t *obj);
-	void (*remove)(struct agent *a, const json_t *obj);
+	void (*apply)(struct agent *a, struct jval obj);
+	void (*remove)(struct agent *a, struct jval obj);
 	void (*listed)(struct agent *a);	/* after a full list, under lock */
 	/* after a list (listed true) or an event, without the lock: what the
 	 * kind tells others (routes pruned, reporter woken, revision applied) */
@@ -105,22 +105,23 @@ static void sleep_ms(struct agent *a, unsigned ms)
 /* What a HostSubnet says of its node: its name (metadata.name, the
  * Node's), subnet, hostIP and nodeID (0 when it has none).  -EINVAL for
  * one without a valid subnet or IPv4 hostIP: skipped. */
-static int parse_hostsubnet(const json_t *obj, struct nodecache_in *n)
+static int parse_hostsubnet(struct jval obj, struct nodecache_in *n)
 {
-	const char *subnet = json_string_value(json_object_get(obj, "subnet"));
-	const char *ip = json_string_value(json_object_get(obj, "hostIP"));
-	const json_t *id = json_object_get(obj, "nodeID");
+	const char *subnet = jval_str(jval_get(obj, "subnet"));
+	const char *ip = jval_str(jval_get(obj, "hostIP"));
+	const char *name = obj_view_name(obj);
+	struct jval id = jval_get(obj, "nodeID");
 	struct in_addr ia;
 
 	memset(n, 0, sizeof(*n));
-	n->name = obj_name(obj) ? obj_name(obj) : "";
+	n->name = name ? name : "";
 	if (!subnet || cidr_parse(subnet, &n->subnet) < 0)
 		return -EINVAL;
 	if (!ip || inet_pton(AF_INET, ip, &ia) != 1 || !ia.s_addr)
 		return -EINVAL;
 	n->ip = ia.s_addr;
-	if (json_is_integer(id) && json_integer_value(id) > 0 && json_integer_value(id) <= UINT32_MAX)
-		n->id = (uint32_t)json_integer_value(id);
+	if (jval_integer(id) > 0 && jval_integer(id) <= UINT32_MAX)
+		n->id = (uint32_t)jval_integer(id);
 	return 0;
 }
 
@@ -153,7 +154,7 @@ static void node_unprogram(struct agent *a, const struct nodecache_node *n)
 }
 
 /* Apply one HostSubnet (added or modified); caller holds the lock. */
-static void node_apply(struct agent *a, const json_t *obj)
+static void node_apply(struct agent *a, struct jval obj)
 {
 	struct nodecache_in in;
 	struct nodecache_node *n;
@@ -182,9 +183,10 @@ static void node_apply(struct agent *a, const json_t *obj)
 		remote_program_in(a, &n->subnet);
 }
 
-static void node_remove_obj(struct agent *a, const json_t *obj)
+static void node_remove_obj(struct agent *a, struct jval obj)
 {
-	struct nodecache_node *n = nodecache_find(&a->nodes, obj_name(obj) ? obj_name(obj) : "");
+	const char *name = obj_view_name(obj);
+	struct nodecache_node *n = nodecache_find(&a->nodes, name ? name : "");
 
 	if (!n)
 		return;
@@ -235,15 +237,14 @@ static void nodes_listed(struct agent *a)
 
 /* ---- pods ---- */
 
-static void parse_pod(const json_t *obj, struct podcache_in *p)
+static void parse_pod(struct jval obj, struct podcache_in *p)
 {
-	const char *ip = obj_str(obj, "status.podIP"), *node = obj_str(obj, "spec.nodeName");
-	const json_t *ann = json_object_get(json_object_get(obj, "metadata"), "annotations");
-	const char *cid = json_string_value(json_object_get(ann, AGENT_ANN_CONTAINER));
+	const char *ip = jval_path_str(obj, "status.podIP"), *node = jval_path_str(obj, "spec.nodeName");
+	const char *cid = jval_str(jval_get(jval_path(obj, "metadata.annotations"), AGENT_ANN_CONTAINER));
 	struct in_addr ia = { 0 };
 
-	p->ns = obj_namespace(obj);
-	p->name = obj_name(obj) ? obj_name(obj) : "";
+	p->ns = obj_view_namespace(obj);
+	p->name = obj_view_name(obj) ? obj_view_name(obj) : "";
 	p->node = node ? node : "";
 	p->container_id = cid ? cid : "";
 	if (ip && inet_pton(AF_INET, ip, &ia) == 1)
@@ -252,13 +253,16 @@ static void parse_pod(const json_t *obj, struct podcache_in *p)
 		p->ip = 0;
 }
 
-static void pod_apply(struct agent *a, const json_t *obj)
+static void pod_apply(struct agent *a, struct jval obj)
 {
 	struct podcache_in in;
 	struct podcache_pod *p;
+	json_t *tree = jval_to_json(obj);	/* policy.c reads jansson trees */
 
 	parse_pod(obj, &in);
-	policy_pod_set(a->policy, obj);
+	if (tree)
+		policy_pod_set(a->policy, tree);
+	json_decref(tree);
 	p = podcache_find(&a->pods, in.ns, in.name);
 	if (p && p->ip != in.ip)
 		remote_release(a, p->ip, p);
@@ -270,9 +274,9 @@ static void pod_apply(struct agent *a, const json_t *obj)
 	remote_pod_program(a, p);
 }
 
-static void pod_remove_obj(struct agent *a, const json_t *obj)
+static void pod_remove_obj(struct agent *a, struct jval obj)
 {
-	const char *ns = obj_namespace(obj), *name = obj_name(obj) ? obj_name(obj) : "";
+	const char *ns = obj_view_namespace(obj), *name = obj_view_name(obj) ? obj_view_name(obj) : "";
 	struct podcache_pod *p = podcache_find(&a->pods, ns, name);
 
 	policy_pod_del(a->policy, ns, name);
@@ -368,10 +372,11 @@ static void retag(struct agent *a, const char *ns)
 			 ns ? " of " : "", ns ? ns : "");
 }
 
-static void netns_apply(struct agent *a, const json_t *obj)
+static void netns_apply(struct agent *a, struct jval obj)
 {
-	const char *name = obj_name(obj);
-	json_int_t id = obj_int(obj, "netid", -1);
+	const char *name = obj_view_name(obj);
+	struct jval netid = jval_get(obj, "netid");
+	int64_t id = jval_is_integer(netid) ? jval_integer(netid) : -1;
 	bool changed = false;
 
 	if (!name || id < 0 || id > 0xffffff)
@@ -384,10 +389,10 @@ static void netns_apply(struct agent *a, const json_t *obj)
 		retag(a, name);
 }
 
-static void netns_remove_obj(struct agent *a, const json_t *obj)
+static void netns_remove_obj(struct agent *a, struct jval obj)
 {
-	if (obj_name(obj))
-		podcache_netns_del(&a->pods, obj_name(obj));
+	if (obj_view_name(obj))
+		podcache_netns_del(&a->pods, obj_view_name(obj));
 }
 
 static void netns_begin(struct agent *a)
@@ -476,14 +481,18 @@ static void namespaces_begin(struct agent *a)
 	policy_begin_list(a->policy, POLICY_NAMESPACES);
 }
 
-static void namespace_apply(struct agent *a, const json_t *obj)
+static void namespace_apply(struct agent *a, struct jval obj)
 {
-	policy_namespace_set(a->policy, obj);
+	json_t *tree = jval_to_json(obj);	/* policy.c reads jansson trees */
+
+	if (tree)
+		policy_namespace_set(a->policy, tree);
+	json_decref(tree);
 }
 
-static void namespace_remove(struct agent *a, const json_t *obj)
+static void namespace_remove(struct agent *a, struct jval obj)
 {
-	policy_namespace_del(a->policy, obj_name(obj) ? obj_name(obj) : "");
+	policy_namespace_del(a->policy, obj_view_name(obj) ? obj_view_name(obj) : "");
 }
 
 static void namespaces_listed(struct agent *a)
@@ -496,14 +505,18 @@ static void netpols_begin(struct agent *a)
 	policy_begin_list(a->policy, POLICY_NETPOLS);
 }
 
-static void netpol_apply(struct agent *a, const json_t *obj)
+static void netpol_apply(struct agent *a, struct jval obj)
 {
-	policy_netpol_set(a->policy, obj);
+	json_t *tree = jval_to_json(obj);	/* policy.c reads jansson trees */
+
+	if (tree)
+		policy_netpol_set(a->policy, tree);
+	json_decref(tree);
 }
 
-static void netpol_remove(struct agent *a, const json_t *obj)
+static void netpol_remove(struct agent *a, struct jval obj)
 {
-	policy_netpol_del(a->policy, obj_namespace(obj), obj_name(obj) ? obj_name(obj) : "");
+	policy_netpol_del(a->policy, obj_view_namespace(obj), obj_view_name(obj) ? obj_view_name(obj) : "");
 }
 
 static void netpols_listed(struct agent *a)
@@ -624,77 +637,20 @@ static void maybe_ready(struct agent *a)
 	(void)sync_mark_ready(a);
 }
 
-/* After a whole list was applied (caller holds the lock). */
-static void list_done(struct kind_sync *k)
-{
-	k->listed(k->a);
-	*k->synced = true;
-	pthread_cond_broadcast(&k->a->listed);
-}
-
-/* The list's items applied one at a time as each is parsed (list_items.h:
- * small trees freed warm, not one tree of the whole list), under the
- * lock from begin to listed like a whole list.  An item that does not
- * parse ends the list there: the items before it are applied (each
- * object whole or not at all), nothing is removed, and the list is read
- * again.  -EINVAL before anything is applied: the caller parses it whole. */
-static int list_apply_items(struct kind_sync *k, const struct httpc_response *r)
-{
-	struct agent *a = k->a;
-	struct list_items li;
-	const char *item, *rv;
-	json_error_t jerr;
-	json_t *meta;
-	size_t len, n = 0;
-	int rc;
-
-	if (list_items_find(r->body, r->len, &li) < 0)
-		return -EINVAL;
-	meta = li.meta ? json_loadb(li.meta, li.meta_len, 0, NULL) : NULL;
-	rv = json_string_value(json_object_get(meta, "resourceVersion"));
-	snprintf(k->rv, sizeof(k->rv), "%s", rv ? rv : "0");
-	json_decref(meta);
-	pthread_mutex_lock(&a->lock);
-	if (k->begin)
-		k->begin(a);
-	while ((rc = list_items_next(&li, &item, &len)) == 1) {
-		json_t *obj = json_loadb(item, len, 0, &jerr);
-
-		if (!obj) {
-			LOG_ERR("list %s: item %zu of the controller's answer is not valid JSON: line %d, "
-				"column %d: %s; %zu applied, retrying", k->what, n, jerr.line, jerr.column,
-				jerr.text, n);
-			rc = -EPROTO;
-			break;
-		}
-		k->apply(a, obj);
-		json_decref(obj);
-		n++;
-	}
-	if (rc == 0) {
-		list_done(k);
-	} else if (rc != -EPROTO) {
-		LOG_ERR("list %s: the controller's answer is not a list after item %zu; %zu applied, retrying",
-			k->what, n, n);
-		rc = -EPROTO;
-	}
-	pthread_mutex_unlock(&a->lock);
-	if (rc == 0) {
-		LOG_INFO("list %s%s%s: %zu at revision %s", k->what, k->query[0] ? " " : "", k->query, n, k->rv);
-		k->caught_up(a, k->rv, true);
-	}
-	return rc;
-}
-
+/* A list's answer: parsed whole into a view (lib/jview.h: two
+ * allocations, however many items), before the lock is taken; then, under
+ * the lock, begin, every item applied, listed.  Nothing is applied from
+ * an answer that does not parse, or is not a list: its objects would look
+ * deleted. */
 static int list_once(struct kind_sync *k)
 {
 	struct agent *a = k->a;
 	struct httpc_response r = { 0 };
-	json_error_t jerr;
+	struct jview v = { 0 };
+	struct jview_error jerr;
+	struct jval root, items;
 	char err[256];
-	json_t *j = NULL, *items, *it;
 	const char *rv;
-	size_t i;
 	int rc;
 	char path[512];
 
@@ -709,39 +665,43 @@ static int list_once(struct kind_sync *k)
 		rc = -EPROTO;
 		goto out;
 	}
-	rc = list_apply_items(k, &r);
-	if (rc != -EINVAL)
-		goto out;
-	j = json_loadb(r.body, r.len, 0, &jerr);
-	if (!json_is_object(j) || (json_object_get(j, "items") && !json_is_array(json_object_get(j, "items")))) {
-		/* nothing is applied from a list that does not parse (its
-		 * objects would look deleted); the controller must be fixed */
-		if (!j)
+	rc = jview_parse(&v, r.body, r.len, &jerr);
+	if (rc < 0) {
+		if (rc == -EINVAL)
 			LOG_ERR("list %s: GET %s: the controller's answer (HTTP 200, %zu bytes) is not valid "
 				"JSON: line %d, column %d: %s; nothing applied, retrying", k->what, path,
 				r.len, jerr.line, jerr.column, jerr.text);
 		else
-			LOG_ERR("list %s: GET %s: the controller's answer is not a list; nothing applied, "
-				"retrying", k->what, path);
+			LOG_ERR("list %s: GET %s: reading the answer (%zu bytes): %s; retrying", k->what, path,
+				r.len, strerror(-rc));
 		rc = -EPROTO;
 		goto out;
 	}
-	rv = obj_str(j, "metadata.resourceVersion");
+	root = jview_root(&v);
+	items = jval_get(root, "items");
+	if (!jval_is_object(root) || (jval_ok(items) && !jval_is_array(items))) {
+		LOG_ERR("list %s: GET %s: the controller's answer is not a list; nothing applied, retrying",
+			k->what, path);
+		rc = -EPROTO;
+		goto out;
+	}
+	rv = jval_path_str(root, "metadata.resourceVersion");
 	snprintf(k->rv, sizeof(k->rv), "%s", rv ? rv : "0");
-	items = json_object_get(j, "items");
-	LOG_INFO("list %s%s%s: %zu at revision %s", k->what, k->query[0] ? " " : "", k->query,
-		 json_array_size(items), k->rv);
 	pthread_mutex_lock(&a->lock);
 	if (k->begin)
 		k->begin(a);
-	json_array_foreach(items, i, it)
+	for (struct jval it = jval_first(items); jval_ok(it); it = jval_next(it))
 		k->apply(a, it);
-	list_done(k);
+	k->listed(a);
+	*k->synced = true;
+	pthread_cond_broadcast(&a->listed);	/* pods_scope waits for the NetworkPolicies list */
 	pthread_mutex_unlock(&a->lock);
+	LOG_INFO("list %s%s%s: %zu at revision %s", k->what, k->query[0] ? " " : "", k->query,
+		 jval_size(items), k->rv);
 	k->caught_up(a, k->rv, true);
 	rc = 0;
 out:
-	json_decref(j);
+	jview_free(&v);
 	httpc_response_free(&r);
 	return rc;
 }
@@ -750,39 +710,47 @@ static int on_event(const char *line, size_t len, void *arg)
 {
 	struct kind_sync *k = arg;
 	struct agent *a = k->a;
-	json_error_t jerr;
-	json_t *ev = json_loadb(line, len, 0, &jerr), *obj;
+	struct jview v;
+	struct jview_error jerr;
+	struct jval ev, obj;
 	const char *type, *rv;
+	int rc = jview_parse(&v, line, len, &jerr);
 
-	if (!ev) {
-		LOG_ERR("watch %s: an event (%zu bytes) is not valid JSON: line %d, column %d: %s; "
-			"listing again", k->what, len, jerr.line, jerr.column, jerr.text);
+	if (rc < 0) {
+		if (rc == -EINVAL)
+			LOG_ERR("watch %s: an event (%zu bytes) is not valid JSON: line %d, column %d: %s; "
+				"listing again", k->what, len, jerr.line, jerr.column, jerr.text);
+		else
+			LOG_ERR("watch %s: reading an event (%zu bytes): %s; listing again", k->what, len,
+				strerror(-rc));
 		return -EPROTO;
 	}
-	type = json_string_value(json_object_get(ev, "type"));
-	obj = json_object_get(ev, "object");
+	ev = jview_root(&v);
+	type = jval_str(jval_get(ev, "type"));
+	obj = jval_get(ev, "object");
 	if (type && strcmp(type, "ERROR") == 0) {
 		/* a Status in the stream (an expired revision, usually): what
 		 * came since is lost to this watch */
+		const char *msg = jval_str(jval_get(obj, "message"));
+
 		LOG_INFO("watch %s: the controller ended the stream: %.200s; listing again", k->what,
-			 json_string_value(json_object_get(obj, "message")) ?
-			 json_string_value(json_object_get(obj, "message")) : "(no message)");
-		json_decref(ev);
+			 msg ? msg : "(no message)");
+		jview_free(&v);
 		return -EPROTO;
 	}
-	if (type && json_is_object(obj)) {
+	if (type && jval_is_object(obj)) {
 		pthread_mutex_lock(&a->lock);
 		if (strcmp(type, "DELETED") == 0)
 			k->remove(a, obj);
 		else if (strcmp(type, "ADDED") == 0 || strcmp(type, "MODIFIED") == 0)
 			k->apply(a, obj);
 		pthread_mutex_unlock(&a->lock);
-		rv = obj_str(obj, "metadata.resourceVersion");
+		rv = jval_path_str(obj, "metadata.resourceVersion");
 		if (rv)
 			snprintf(k->rv, sizeof(k->rv), "%s", rv);
 		k->caught_up(a, k->rv, false);
 	}
-	json_decref(ev);
+	jview_free(&v);
 	return atomic_load(&a->stopping) ? 1 : 0;
 }
 

@@ -27,6 +27,7 @@
 #include <stdint.h>
 
 #include "lib/cidr.h"
+#include "lib/jview.h"
 
 /* A Service's annotation, one per node that could not program it (the
  * reason); the node's agent writes it, and its node credential may write
@@ -203,6 +204,9 @@ const char *obj_kind(const json_t *obj);
 const char *obj_name(const json_t *obj);
 const char *obj_namespace(const json_t *obj);	/* "" when absent */
 const char *obj_str(const json_t *obj, const char *dotted_path);	/* "spec.clusterIP" */
+/* The same of an object read through a view (lib/jview.h). */
+const char *obj_view_name(struct jval obj);
+const char *obj_view_namespace(struct jval obj);	/* "" when absent */
 const json_t *obj_at(const json_t *obj, const char *dotted_path);	/* any value; NULL if a step is missing */
 json_int_t obj_int(const json_t *obj, const char *dotted_path, json_int_t fallback);
 

@@ -55,3 +55,15 @@ const char *obj_namespace(const json_t *obj)
 
 	return ns ? ns : "";
 }
+
+const char *obj_view_name(struct jval obj)
+{
+	return jval_path_str(obj, "metadata.name");
+}
+
+const char *obj_view_namespace(struct jval obj)
+{
+	const char *ns = jval_path_str(obj, "metadata.namespace");
+
+	return ns ? ns : "";
+}
