@@ -7,11 +7,29 @@
 #include <stdlib.h>
 
 #include "agent/backend_addrs.h"
-#include "lib/u64map.h"
 
 static uint64_t key(in_addr_t ip)
 {
 	return u64map_mix(ip);
+}
+
+static uint64_t block_of(in_addr_t ip)
+{
+	return ntohl(ip) >> 8;
+}
+
+/* The count of ip's block, by delta: 0 or -ENOMEM (unchanged). */
+static int block_add(struct backend_addrs *t, in_addr_t ip, int delta)
+{
+	uint64_t n = 0;
+
+	(void)u64map_get(&t->blocks, block_of(ip), &n);
+	n += (uint64_t)(int64_t)delta;
+	if (!n) {
+		(void)u64map_del(&t->blocks, block_of(ip));
+		return 0;
+	}
+	return u64map_put(&t->blocks, block_of(ip), n);
 }
 
 static struct backend_addr *find(const struct backend_addrs *t, in_addr_t ip)
@@ -40,12 +58,17 @@ int backend_addrs_ref(struct backend_addrs *t, in_addr_t ip, const char *ns, boo
 	b->ip = ip;
 	b->refs = 1;
 	snprintf(b->ns, sizeof(b->ns), "%s", ns ? ns : "");
+	if (block_add(t, ip, 1) < 0)
+		goto fail;
 	if (hmap_insert(&t->by_ip, &b->node, key(ip)) < 0) {
-		free(b);
-		return -ENOMEM;
+		(void)block_add(t, ip, -1);	/* a decrement needs no memory */
+		goto fail;
 	}
 	*first = true;
 	return 0;
+fail:
+	free(b);
+	return -ENOMEM;
 }
 
 bool backend_addrs_unref(struct backend_addrs *t, in_addr_t ip)
@@ -55,6 +78,7 @@ bool backend_addrs_unref(struct backend_addrs *t, in_addr_t ip)
 	if (!b || --b->refs)
 		return false;
 	(void)hmap_remove(&t->by_ip, &b->node);
+	(void)block_add(t, ip, -1);
 	free(b);
 	return true;
 }
@@ -67,6 +91,11 @@ const struct backend_addr *backend_addrs_find(const struct backend_addrs *t, in_
 size_t backend_addrs_count(const struct backend_addrs *t)
 {
 	return t->by_ip.n;
+}
+
+bool backend_addrs_in_block(const struct backend_addrs *t, in_addr_t ip)
+{
+	return u64map_get(&t->blocks, block_of(ip), NULL);
 }
 
 const struct backend_addr *backend_addrs_first(const struct backend_addrs *t)
@@ -91,4 +120,5 @@ void backend_addrs_free(struct backend_addrs *t)
 	}
 	hmap_free(&t->by_ip);
 	t->by_ip = (struct hmap){ 0 };
+	u64map_free(&t->blocks);
 }

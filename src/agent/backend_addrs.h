@@ -14,6 +14,10 @@
  * namespace is the first reference's (an address's backends agree: they
  * are one pod's, whose namespace the slice's targetRef names, or the
  * slice's own).  Lookup and both counts are O(1): hmap by address.
+ * How many addresses each /24 holds is counted too, so a new node's
+ * subnet is checked for backends a block at a time, not an address at a
+ * time (remote_program_in: a subnet of 64 addresses without a backend,
+ * one lookup instead of 64).
  *
  * Ownership: the table owns its records; backend_addrs_free() releases
  * them (a zeroed table is empty).  Not thread-safe (agent.lock).
@@ -27,6 +31,7 @@
 #include <netinet/in.h>
 
 #include "lib/hmap.h"
+#include "lib/u64map.h"
 
 #define BACKEND_ADDRS_NS_MAX 64	/* a namespace name: a DNS label, <= 63 */
 
@@ -39,6 +44,7 @@ struct backend_addr {
 
 struct backend_addrs {
 	struct hmap by_ip;
+	struct u64map blocks;		/* host-order address >> 8 -> addresses there */
 };
 
 /* One more backend at ip, of namespace ns.  0 with *first true when ip
@@ -50,6 +56,8 @@ int backend_addrs_ref(struct backend_addrs *t, in_addr_t ip, const char *ns, boo
 bool backend_addrs_unref(struct backend_addrs *t, in_addr_t ip);
 const struct backend_addr *backend_addrs_find(const struct backend_addrs *t, in_addr_t ip);
 size_t backend_addrs_count(const struct backend_addrs *t);
+/* Whether some address shares ip's /24. */
+bool backend_addrs_in_block(const struct backend_addrs *t, in_addr_t ip);
 /* Every address, in no order; nothing may be added or removed meanwhile. */
 const struct backend_addr *backend_addrs_first(const struct backend_addrs *t);
 const struct backend_addr *backend_addrs_next(const struct backend_addrs *t, const struct backend_addr *b);

@@ -3,7 +3,8 @@
  * naive model (a count and a namespace per address of a small space),
  * over random references and releases: after every step each address's
  * record, count and namespace agree, the walk visits exactly the live
- * addresses, and the first/last reports are right.
+ * addresses, the first/last reports are right, and each /24 is said to
+ * hold an address exactly when some live address is in it.
  */
 #include "agent/backend_addrs.h"
 #include "test.h"
@@ -20,7 +21,7 @@ struct maddr {
 
 static in_addr_t ip_of(int i)
 {
-	return htonl(0x0a800000u + (uint32_t)i * 257u);	/* spread over the buckets */
+	return htonl(0x0a800000u + (uint32_t)i * 61u);	/* a few a /24, spread over the buckets */
 }
 
 static void check_all(const struct backend_addrs *t, const struct maddr *m)
@@ -39,12 +40,19 @@ static void check_all(const struct backend_addrs *t, const struct maddr *m)
 	}
 	CHECK_EQ(backend_addrs_count(t), live);
 	for (const struct backend_addr *b = backend_addrs_first(t); b; b = backend_addrs_next(t, b)) {
-		uint32_t i = (ntohl(b->ip) - 0x0a800000u) / 257u;
+		uint32_t i = (ntohl(b->ip) - 0x0a800000u) / 61u;
 
 		CHECK(i < ADDRS && ip_of((int)i) == b->ip && m[i].refs > 0);
 		walked++;
 	}
 	CHECK_EQ(walked, live);
+	for (uint32_t blk = 0; blk <= (ADDRS * 61u) >> 8; blk++) {
+		bool any = false;
+
+		for (int i = 0; i < ADDRS; i++)
+			any |= m[i].refs > 0 && ((ntohl(ip_of(i)) - 0x0a800000u) >> 8) == blk;
+		CHECK_EQ(backend_addrs_in_block(t, htonl(0x0a800000u + (blk << 8) + 200)), any);
+	}
 }
 
 TEST(backend_addrs_random)

@@ -132,6 +132,10 @@ void remote_program_in(struct agent *a, const struct cidr *s)
 		for (uint64_t i = 0; i < size; i++) {
 			in_addr_t ip = htonl(s->addr + (uint32_t)i);
 
+			if (!backend_addrs_in_block(&a->backends, ip)) {
+				i |= 255;	/* the rest of this /24 (s is aligned: all of it, or to its end) */
+				continue;
+			}
 			if ((b = backend_addrs_find(&a->backends, ip)) && !podcache_by_ip(&a->pods, ip))
 				backend_program(a, b);
 		}
