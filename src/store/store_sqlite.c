@@ -82,6 +82,12 @@
 #include <unistd.h>
 
 #define BUSY_TIMEOUT_MS	10000
+/* SQLite's page cache, in KiB (its default is 2 MiB): a list of a
+ * thousand Services read by a thousand agents, between the pod writes of
+ * a cold start, found its pages evicted and read them again from the file
+ * (pread was 6 % of the controller's CPU at 1,000 hollow nodes).  Pages
+ * are taken as they are used, up to this. */
+#define PAGE_CACHE_KIB	"65536"
 #define SCHEMA_VERSION	1
 #define APPLICATION_ID	0x77656674	/* "weft" */
 
@@ -572,7 +578,8 @@ static struct store *sq_open(const char *path, char *err, size_t errlen)
 		goto out;
 	}
 	if (rc == SQLITE_OK)
-		rc = sqlite3_exec(s->db, "PRAGMA synchronous = FULL", NULL, NULL, NULL);
+		rc = sqlite3_exec(s->db, "PRAGMA synchronous = FULL; PRAGMA cache_size = -" PAGE_CACHE_KIB,
+				  NULL, NULL, NULL);
 	if (rc != SQLITE_OK) {
 		snprintf(err, errlen, "store %s: %s", path, sqlite3_errmsg(s->db));
 		e = -rc_errno(rc);
