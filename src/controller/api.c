@@ -1,8 +1,8 @@
 /*
  * api.c — the REST API (docs/api.md) on libmicrohttpd.
  *
- * MHD runs API_THREADS daemons of one epoll thread each (on etcd,
- * API_THREADS_CONCURRENT); our acceptor thread accepts every connection
+ * MHD runs API_THREADS daemons of one epoll thread each; our acceptor
+ * thread accepts every connection
  * and gives it to the daemon with the fewest live connections that is
  * not waiting on the store (inline_calls.h).  Everything of ours they
  * touch (registry, store, watch hub, metrics, the watch list) is guarded by
@@ -146,8 +146,13 @@
 
 #define HEARTBEAT_SECONDS 30
 #define BOOKMARK_SECONDS 60	/* default: Kubernetes' watch cache sends about one a minute */
-#define API_THREADS 2		/* MHD daemons, a thread each */
-#define API_THREADS_CONCURRENT 8	/* ... on a store over the network: calls may wait in them (inline_calls.h) */
+/* MHD daemons, a thread each.  A call may wait in its thread: for etcd
+ * (inline_calls.h), or for the flush that makes a write durable on
+ * SQLite — the threads that wait at once share one flush, so this many
+ * writes at most share one.  With 2 the 30,000 Pod records of a
+ * 1,000-node cold start were flush-bound (bench/README.md, "scale"). */
+#define API_THREADS 8
+#define SENDER_THREADS 2	/* the watch sender's (watch_sender.h) */
 #define STORE_WORKERS 8	/* gets and writes with a store over the network (etcd) at once */
 #define APPLY_WORKERS 2	/* batched applies at once (apply_batch.h) */
 #define LIST_BLOCK_BYTES (64 * 1024)	/* what one reader call of a list serialises */
@@ -167,8 +172,8 @@ struct api {
 	struct store *reader;		/* lists' own handle on the store (borrowed; the lister's), or NULL */
 	struct workers *lister;		/* one thread: list snapshots on reader, in order; or NULL */
 	bool lists_stopping;		/* lists not read yet get 503 (atomic) */
-	struct MHD_Daemon *mhd[API_THREADS_CONCURRENT];	/* a thread each; the acceptor gives them connections */
-	struct daemon_ref refs[API_THREADS_CONCURRENT];
+	struct MHD_Daemon *mhd[API_THREADS];	/* a thread each; the acceptor gives them connections */
+	struct daemon_ref refs[API_THREADS];
 	unsigned ndaemons;
 	int listen_fd;			/* ours: the acceptor hands connections to MHD (MHD_add_connection) */
 	pthread_t acceptor;
@@ -2887,9 +2892,9 @@ struct api *api_start(const struct api_config *cfg, struct registry *r, struct w
 	if (store_concurrent(r->store) && (a->workers = workers_start(STORE_WORKERS)))
 		registry_set_lock(r, registry_lock, a);
 	a->applier = workers_start(APPLY_WORKERS);	/* without it, batches run in MHD's threads */
-	a->ndaemons = a->workers ? API_THREADS_CONCURRENT : API_THREADS;
+	a->ndaemons = API_THREADS;
 	a->inl = inline_calls_new(a->ndaemons);
-	a->sender = watch_sender_new(API_THREADS, cfg->idle_timeout,
+	a->sender = watch_sender_new(SENDER_THREADS, cfg->idle_timeout,
 				     &(struct watch_sender_ops){ .fill = watch_fill, .release = watch_release });
 	a->conns = !a->sender || !a->inl ? NULL : conns_new(&(struct conns_limits){ .max_total = cfg->max_connections,
 						       .max_per_client = cfg->max_per_client,
