@@ -54,8 +54,8 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
-#include "lib/jview.h"
 #include "lib/hmap.h"
+#include "lib/jview.h"
 
 struct kind_sync {
 	struct agent *a;
@@ -235,6 +235,17 @@ static void nodes_listed(struct agent *a)
 	(void)datapath_nodeip_foreach(a->dp, stale_node_ip, a);
 }
 
+/* obj to one of policy.c's setters, which read jansson trees: a tree made
+ * from the view (none when out of memory: the object is not seen). */
+static void policy_set(struct policy *p, void (*set)(struct policy *p, const json_t *obj), struct jval obj)
+{
+	json_t *tree = jval_to_json(obj);
+
+	if (tree)
+		set(p, tree);
+	json_decref(tree);
+}
+
 /* ---- pods ---- */
 
 static void parse_pod(struct jval obj, struct podcache_in *p)
@@ -257,12 +268,9 @@ static void pod_apply(struct agent *a, struct jval obj)
 {
 	struct podcache_in in;
 	struct podcache_pod *p;
-	json_t *tree = jval_to_json(obj);	/* policy.c reads jansson trees */
 
 	parse_pod(obj, &in);
-	if (tree)
-		policy_pod_set(a->policy, tree);
-	json_decref(tree);
+	policy_set(a->policy, policy_pod_set, obj);
 	p = podcache_find(&a->pods, in.ns, in.name);
 	if (p && p->ip != in.ip)
 		remote_release(a, p->ip, p);
@@ -483,11 +491,7 @@ static void namespaces_begin(struct agent *a)
 
 static void namespace_apply(struct agent *a, struct jval obj)
 {
-	json_t *tree = jval_to_json(obj);	/* policy.c reads jansson trees */
-
-	if (tree)
-		policy_namespace_set(a->policy, tree);
-	json_decref(tree);
+	policy_set(a->policy, policy_namespace_set, obj);
 }
 
 static void namespace_remove(struct agent *a, struct jval obj)
@@ -507,11 +511,7 @@ static void netpols_begin(struct agent *a)
 
 static void netpol_apply(struct agent *a, struct jval obj)
 {
-	json_t *tree = jval_to_json(obj);	/* policy.c reads jansson trees */
-
-	if (tree)
-		policy_netpol_set(a->policy, tree);
-	json_decref(tree);
+	policy_set(a->policy, policy_netpol_set, obj);
 }
 
 static void netpol_remove(struct agent *a, struct jval obj)
