@@ -673,9 +673,7 @@ static int desired_ports(struct jval svc, struct svc_port **out, size_t *n)
 		flags |= WEFT_SVC_F_ETP_LOCAL;
 	if (itp && strcmp(itp, "Local") == 0)
 		flags |= WEFT_SVC_F_ITP_LOCAL;
-	ports = jval_get(spec, "ports");
-	if (!jval_is_array(ports))
-		ports = (struct jval){ 0 };	/* none */
+	ports = jval_array(jval_get(spec, "ports"));
 	v = calloc(jval_size(ports) ? jval_size(ports) : 1, sizeof(*v));
 	if (!v)
 		return -ENOMEM;
@@ -911,7 +909,7 @@ void service_remove(struct agent *a, struct jval obj)
 
 	if (!s)
 		return;
-	svc_sync(a, s, (struct jval){ 0 });
+	svc_sync(a, s, jval_none());
 	svc_drop_if_empty(a, s);
 }
 
@@ -946,15 +944,11 @@ static void slice_clear(struct svc_slice *sl)
 static int slice_read(struct svc_slice *sl, struct jval obj)
 {
 	const char *type = jval_str(jval_get(obj, "addressType"));
-	struct jval ports = jval_get(obj, "ports"), eps = jval_get(obj, "endpoints");
+	struct jval ports = jval_array(jval_get(obj, "ports")), eps = jval_array(jval_get(obj, "endpoints"));
 
 	slice_clear(sl);
 	if (!type || strcmp(type, "IPv4") != 0)
 		return 0;
-	if (!jval_is_array(ports))
-		ports = (struct jval){ 0 };	/* none */
-	if (!jval_is_array(eps))
-		eps = (struct jval){ 0 };
 	sl->ports = calloc(jval_size(ports) + 1, sizeof(*sl->ports));
 	sl->eps = calloc(jval_size(eps) + 1, sizeof(*sl->eps));
 	if (!sl->ports || !sl->eps) {
@@ -1081,7 +1075,7 @@ void service_listed(struct agent *a)
 		struct svc *s = T->v[i];
 
 		if (!s->seen_service && s->has_service)
-			svc_sync(a, s, (struct jval){ 0 });
+			svc_sync(a, s, jval_none());
 		s->seen_service = false;
 		if (!s->has_service && dlist_empty(&s->slices)) {
 			svc_drop_if_empty(a, s);	/* (moves the last one into i) */

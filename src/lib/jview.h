@@ -105,6 +105,11 @@ static inline bool jval_is_array(struct jval x) { return jval_type(x) == JVAL_AR
 static inline bool jval_is_string(struct jval x) { return jval_type(x) == JVAL_STRING; }
 static inline bool jval_is_integer(struct jval x) { return jval_type(x) == JVAL_INTEGER; }
 static inline bool jval_is_false(struct jval x) { return jval_type(x) == JVAL_FALSE; }
+/* No value (what a lookup that finds nothing gives). */
+static inline struct jval jval_none(void) { return (struct jval){ .view = NULL, .at = UINT32_MAX }; }
+/* x when it is an array, else none: its elements walked with
+ * jval_first/jval_next, an object's members never taken for them. */
+static inline struct jval jval_array(struct jval x) { return jval_is_array(x) ? x : jval_none(); }
 
 /* An object's member named key (the last of that name); none when x is no
  * object or has none. */
