@@ -258,6 +258,37 @@ json_t *model_endpoints_subsets(const json_t *svc, const json_t *const *pods, si
 #define ENDPOINTSLICE_MANAGED_LABEL "endpointslice.kubernetes.io/managed-by"
 #define ENDPOINTSLICE_SKIP_MIRROR_LABEL "endpointslice.kubernetes.io/skip-mirror"
 
+/*
+ * PodPeerSlices (network.weft.io/v1, cluster-scoped, written by the
+ * controller only): the compact table of what NetworkPolicy peers need to
+ * know of every pod of the cluster, so that a node whose policies name pods
+ * as peers does not need every Pod object.  One set of slices per node,
+ * holding that node's pods that have an address:
+ *
+ *   { "apiVersion": "network.weft.io/v1", "kind": "PodPeerSlice",
+ *     "metadata": { "name": "<node>-<n>",
+ *                   "labels": { PODPEERSLICE_NODE_LABEL: "<node>",
+ *                               PODPEERSLICE_MANAGED_LABEL: PODPEERSLICE_MANAGER } },
+ *     "node": "<node>",
+ *     "identities": [ { "namespace": "x",
+ *                       "labels": { "pod": "a" },              (may be {})
+ *                       "ports": [ { "name": "serve-80-tcp",   (named
+ *                                    "protocol": "TCP",         container
+ *                                    "port": 80 } ] } ],        ports only)
+ *     "pods": [ { "name": "a", "ip": "10.128.0.5", "identity": 0 } ] }
+ *
+ * "identity" indexes "identities"; each identity is listed once in a slice
+ * and used by at least one of its pods.  A slice holds at most
+ * PODPEERSLICE_MAX_PODS pods.  The ports of an identity are the pod's
+ * named container ports, [name, protocol, port] in the order of
+ * spec.containers[].ports[] (protocol defaults to TCP).
+ */
+#define PODPEERSLICE_MAX_PODS 100
+#define PODPEERSLICE_NODE_LABEL "network.weft.io/node"
+#define PODPEERSLICE_MANAGED_LABEL "network.weft.io/managed-by"
+#define PODPEERSLICE_MANAGER "podpeerslice-controller.weft.io"
+#define PODPEERSLICE_PATH "/apis/network.weft.io/v1/podpeerslices"
+
 /* The endpoints subsets list (an Endpoints' subsets, model_endpoints_subsets'
  * or hand-written) as slice endpoints grouped by port list:
  *   { GROUP: { "ports": [...], "endpoints": { IP: endpoint } } }
