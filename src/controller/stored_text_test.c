@@ -5,6 +5,9 @@
  * the splice answers, its bytes are the reference's; where jansson finds a
  * text unreadable, the splice never answers; and the objects the API
  * stores every day (no reals, no control characters) always take it.
+ * A damaged text that names a key twice in one object is outside the
+ * form the splice assumes (stored_text.c: no dump repeats a key): it is
+ * only held to answering whole or not at all.
  */
 #include "controller/controller.h"
 #include "controller/stored_text.h"
@@ -186,6 +189,22 @@ TEST(stored_text_random_against_reference)
 	CHECK(odd_taken > 0);
 }
 
+/* Does text name one key twice in an object?  jansson reads it (the last
+ * value wins) but refuses it under JSON_REJECT_DUPLICATES. */
+static bool repeats_a_key(const char *text, size_t len)
+{
+	json_t *any = json_loadb(text, len, 0, NULL), *strict;
+	bool repeats = false;
+
+	if (any) {
+		strict = json_loadb(text, len, JSON_REJECT_DUPLICATES, NULL);
+		repeats = strict == NULL;
+		json_decref(strict);
+	}
+	json_decref(any);
+	return repeats;
+}
+
 TEST(stored_text_damaged_texts)
 {
 	static const char junk[] = "{}[]\",:\\-0123456789.eEtrufalsn \x01\x7f\xc3\xa9\xed\xa0\x80\xff";
@@ -217,7 +236,18 @@ TEST(stored_text_damaged_texts)
 		default:	/* something after it */
 			t[len++] = rnd() % 2 ? ' ' : '}';
 		}
-		check_one(t, len, false, &rc);
+		if (repeats_a_key(t, len)) {
+			/* outside the form the splice takes (stored_text.c:
+			 * no dump repeats a key), so not judged by bytes; it
+			 * must still answer without writing half */
+			struct out o = { 0 };
+
+			rc = stored_text_add_revision(t, len, 1, add, &o);
+			CHECK(rc == 0 || (rc == -EINVAL && o.len == 0));
+			free(o.s);
+		} else {
+			check_one(t, len, false, &rc);
+		}
 		free(t);
 		free(text);
 	}
