@@ -61,6 +61,7 @@
 #include "agent/datapath.h"
 #include "agent/ipam.h"
 #include "agent/nodecache.h"
+#include "agent/peerslice.h"
 #include "agent/podcache.h"
 #include "agent/policy.h"
 #include "agent/policy_log.h"
@@ -149,8 +150,11 @@ struct agent {
 	struct nodecache nodes;
 	struct podcache pods;		/* Pods, and the namespaces' VNIDs */
 	struct backend_addrs backends;	/* service backends on other nodes */
-	bool pods_all_listed;		/* the Pods applied are every pod (sync.c) */
+	struct peerslice_table peers;	/* other nodes' pods as policy peers (peerslice.h) */
+	bool peers_listed;		/* the PodPeerSlices are applied (sync.c): while
+					 * a policy names pods as peers, its rules wait */
 	bool nodes_synced, pods_synced, netns_synced;	/* first full list applied */
+	bool peers_synced;		/* PodPeerSlices: a list applied once */
 	bool services_synced, slices_synced;
 	bool namespaces_synced, netpols_synced;
 	int64_t applied_rev;		/* NetNamespaces applied up to (under lock) */
@@ -172,10 +176,10 @@ struct agent {
 	atomic_bool ready;		/* data plane complete: STATUS ok */
 	atomic_bool stopping;
 	struct httpc *http_nodes, *http_pods, *http_netns, *http_report;	/* one per thread */
-	struct httpc *http_services, *http_slices, *http_namespaces, *http_netpols;
+	struct httpc *http_services, *http_slices, *http_namespaces, *http_netpols, *http_peers;
 	pthread_t t_nodes, t_pods, t_netns, t_report, t_services, t_slices, t_ct_gc;
 	pthread_cond_t gc_wake;		/* a backend's conntrack to purge, or stop (with lock) */
-	pthread_t t_namespaces, t_netpols, t_policy;
+	pthread_t t_namespaces, t_netpols, t_policy, t_peers;
 	/* the policy thread: woken when an input changed (sync.c) */
 	pthread_mutex_t policy_lock;
 	pthread_cond_t policy_cond;

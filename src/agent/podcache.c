@@ -234,15 +234,38 @@ void podcache_begin_list(struct podcache *c)
 	c->gen++;
 }
 
-void podcache_sweep(struct podcache *c, void (*gone)(void *arg, const struct podcache_pod *p), void *arg)
+bool podcache_is_self(const struct podcache *c, const struct podcache_pod *p)
 {
+	return c->self && p->node && strcmp(p->node->name, c->self) == 0;
+}
+
+static void sweep_one(struct podcache *c, struct podcache_pod *p,
+		      void (*gone)(void *arg, const struct podcache_pod *p), void *arg)
+{
+	if (p->gen == c->gen)
+		return;
+	if (gone)
+		gone(arg, p);
+	podcache_del(c, p);
+}
+
+void podcache_sweep(struct podcache *c, enum podcache_scope scope,
+		    void (*gone)(void *arg, const struct podcache_pod *p), void *arg)
+{
+	if (scope == PODCACHE_SELF) {
+		struct podcache_group *g = c->self ? podcache_node_find(c, c->self) : NULL;
+
+		/* (next taken first: the group goes with its last pod) */
+		for (struct podcache_pod *p = podcache_group_first(g), *next; p; p = next) {
+			next = podcache_group_next(g, p);
+			sweep_one(c, p, gone, arg);
+		}
+		return;
+	}
 	for (struct podcache_pod *p = podcache_first(c), *next; p; p = next) {
 		next = podcache_next(c, p);
-		if (p->gen == c->gen)
-			continue;
-		if (gone)
-			gone(arg, p);
-		podcache_del(c, p);
+		if (scope == PODCACHE_EVERY || !podcache_is_self(c, p))
+			sweep_one(c, p, gone, arg);
 	}
 }
 

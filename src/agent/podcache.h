@@ -24,7 +24,8 @@
  *
  * Relists are one pass: podcache_begin_list() starts a generation,
  * podcache_set() marks the pod with it, podcache_sweep() deletes every pod
- * not marked since (O(pods), whatever was deleted).  NetNamespaces the
+ * of its scope not marked since (O(pods), whatever was deleted; O(own
+ * pods) for this node's).  NetNamespaces the
  * same with podcache_begin_netns_list() / podcache_netns_sweep().
  *
  * Ownership: the cache owns every record.  A pod record's address stays
@@ -107,9 +108,16 @@ const char *podcache_container_id(const struct podcache_pod *p);
 
 /* ---- relists ---- */
 void podcache_begin_list(struct podcache *c);
-/* Delete every pod not set since podcache_begin_list(), calling gone
- * first (which must not change the cache). */
-void podcache_sweep(struct podcache *c, void (*gone)(void *arg, const struct podcache_pod *p), void *arg);
+/* Delete every pod of scope not set since podcache_begin_list(), calling
+ * gone first (which must not change the cache).  Two lists may feed one
+ * cache, each sweeping its own part: the Pods of this node (SELF: its
+ * pods only are walked) and the other nodes' pods as policy peers
+ * (OTHERS: every pod is walked, self's skipped). */
+enum podcache_scope { PODCACHE_EVERY, PODCACHE_SELF, PODCACHE_OTHERS };
+void podcache_sweep(struct podcache *c, enum podcache_scope scope,
+		    void (*gone)(void *arg, const struct podcache_pod *p), void *arg);
+/* Is p a pod of self (the node named at podcache_init)? */
+bool podcache_is_self(const struct podcache *c, const struct podcache_pod *p);
 
 /* ---- groups ---- */
 /* The group of namespace ns, of node name node; NULL when no pod (nor,

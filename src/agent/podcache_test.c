@@ -2,7 +2,8 @@
  * podcache_test.c — the pod cache against a naive model (an array of pods
  * and one of NetNamespaces, searched linearly), over random sequences of
  * what the watches bring: pods added, changed (IP, node, container),
- * deleted; relists that keep a random part; NetNamespaces set, deleted
+ * deleted; relists that keep a random part and sweep every pod, the own
+ * node's or the other nodes'; NetNamespaces set, deleted
  * and relisted.  After every step each index agrees with the model: by
  * name, by IP (several pods on one IP), by namespace, by node, the
  * container IDs kept for the own node only, the VNIDs, and what a sweep
@@ -182,10 +183,12 @@ static void on_gone(void *arg, const struct podcache_pod *p)
 }
 
 /* a relist: a random part of the model listed again (some changed), a
- * few new, the rest swept */
+ * few new, the rest of a random scope swept (every pod, self's, or the
+ * other nodes') */
 static void relist(struct podcache *c, uint64_t *st)
 {
 	uint32_t keep = test_rnd(st, 101);
+	enum podcache_scope scope = (enum podcache_scope)test_rnd(st, 3);
 
 	podcache_begin_list(c);
 	mgen++;
@@ -195,11 +198,12 @@ static void relist(struct podcache *c, uint64_t *st)
 			if ((model[n][k].live && test_rnd(st, 100) < keep) || test_rnd(st, 50) == 0)
 				set_pod(c, st, n, k);
 		}
-	podcache_sweep(c, on_gone, NULL);
+	podcache_sweep(c, scope, on_gone, NULL);
 	for (int n = 0; n < NS; n++)
 		for (int k = 0; k < NAMES; k++) {
 			struct mpod *m = &model[n][k];
-			bool stale = m->live && m->gen != mgen;
+			bool in_scope = scope == PODCACHE_EVERY || (scope == PODCACHE_SELF) == (m->node == NODES);
+			bool stale = m->live && m->gen != mgen && in_scope;
 
 			CHECK_EQ(m->gone, stale);
 			if (stale)

@@ -72,6 +72,8 @@ struct ppod {
 	struct ident *ident;
 	uint32_t written;	/* identity in weft_ipcache (0: none yet) */
 	size_t queued;		/* 1 + its place in p->ipq, 0 when not there */
+	bool peer;		/* from the PodPeerSlices (policy_peer_set), not
+				 * the Pods watch: each list sweeps its own */
 	bool seen;
 };
 
@@ -176,7 +178,7 @@ struct policy {
 	 * did not rewrite) -> this agent's numbers for the same policies, for
 	 * policy_rule_name; old numbers are never given again */
 	struct u64map rule_alias;
-	bool listing[3], listed[3];
+	bool listing[POLICY_KINDS], listed[POLICY_KINDS];
 	size_t pod_peer_pols;		/* policies with pod_peers: policy_needs_pods */
 	bool rematch_all;		/* a namespace's labels changed */
 	bool classes_all;		/* every class computes again at the next apply */
@@ -532,32 +534,31 @@ static struct ppod *pod_find(struct policy *p, const char *ns, const char *name,
 	return p->pods[i];
 }
 
-void policy_pod_set(struct policy *p, const json_t *obj)
+/* Set pod ns/name (address ip, 0 none) with its labels and spec (named
+ * ports), from the Pods watch or (peer) a PodPeerSlice; the later set
+ * wins, whichever it came from. */
+static void pod_set(struct policy *p, const char *ns, const char *name, in_addr_t ip, const json_t *labels,
+		    const json_t *spec, bool peer)
 {
-	const char *ns = obj_namespace(obj), *name = obj_name(obj), *ipstr = obj_str(obj, "status.podIP");
 	struct ppod *pod;
 	struct ident *id;
-	struct in_addr ia = { 0 };
 	size_t at;
 
-	if (!name)
-		return;
-	if (ipstr)
-		(void)inet_pton(AF_INET, ipstr, &ia);
 	pthread_mutex_lock(&p->lock);
-	id = ident_get(p, ns, obj_at(obj, "metadata.labels"), obj_at(obj, "spec"), adopted_ident(p, ia.s_addr));
+	id = ident_get(p, ns, labels, spec, adopted_ident(p, ip));
 	if (!id)
 		goto out;
 	pod = pod_find(p, ns, name, &at);
 	if (pod) {
 		ident_put(p, pod->ident);
 		pod->ident = id;
-		if (pod->ip != ia.s_addr) {
+		if (pod->ip != ip) {
 			ip_unindex(p, pod->ip, at);
-			pod->ip = ia.s_addr;
+			pod->ip = ip;
 			if (pod->ip && u64map_put(&p->ip_index, pod->ip, at) < 0)
 				pod->ip = 0;	/* out of memory: known by name only */
 		}
+		pod->peer = peer;
 		pod->seen = true;
 		ipq_add(p, pod);
 		goto out;
@@ -575,7 +576,8 @@ void policy_pod_set(struct policy *p, const json_t *obj)
 		goto out;
 	}
 	pod->ident = id;
-	pod->ip = ia.s_addr;
+	pod->ip = ip;
+	pod->peer = peer;
 	pod->seen = true;
 	if (pod->ip && u64map_put(&p->ip_index, pod->ip, p->npods) < 0)
 		pod->ip = 0;
@@ -583,6 +585,24 @@ void policy_pod_set(struct policy *p, const json_t *obj)
 	ipq_add(p, pod);
 out:
 	pthread_mutex_unlock(&p->lock);
+}
+
+void policy_pod_set(struct policy *p, const json_t *obj)
+{
+	const char *name = obj_name(obj), *ipstr = obj_str(obj, "status.podIP");
+	struct in_addr ia = { 0 };
+
+	if (!name)
+		return;
+	if (ipstr)
+		(void)inet_pton(AF_INET, ipstr, &ia);
+	pod_set(p, obj_namespace(obj), name, ia.s_addr, obj_at(obj, "metadata.labels"), obj_at(obj, "spec"), false);
+}
+
+void policy_peer_set(struct policy *p, const char *ns, const char *name, in_addr_t ip, const json_t *labels,
+		     const json_t *spec)
+{
+	pod_set(p, ns, name, ip, labels, spec, true);
 }
 
 static void pod_remove_at(struct policy *p, size_t i)
@@ -605,14 +625,28 @@ static void pod_remove_at(struct policy *p, size_t i)
 	free(pod);
 }
 
-void policy_pod_del(struct policy *p, const char *ns, const char *name)
+/* Forget ns/name when the source that set it last (peer or not) is the
+ * one that deletes it. */
+static void pod_del(struct policy *p, const char *ns, const char *name, bool peer)
 {
+	struct ppod *pod;
 	size_t i;
 
 	pthread_mutex_lock(&p->lock);
-	if (pod_find(p, ns, name, &i))
+	pod = pod_find(p, ns, name, &i);
+	if (pod && pod->peer == peer)
 		pod_remove_at(p, i);
 	pthread_mutex_unlock(&p->lock);
+}
+
+void policy_pod_del(struct policy *p, const char *ns, const char *name)
+{
+	pod_del(p, ns, name, false);
+}
+
+void policy_peer_del(struct policy *p, const char *ns, const char *name)
+{
+	pod_del(p, ns, name, true);
 }
 
 bool policy_pod_known(struct policy *p, const char *ns, const char *name)
@@ -808,15 +842,17 @@ void policy_begin_list(struct policy *p, enum policy_kind k)
 {
 	pthread_mutex_lock(&p->lock);
 	p->listing[k] = true;
-	if (k == POLICY_NAMESPACES)
+	if (k == POLICY_NAMESPACES) {
 		for (size_t i = 0; i < p->nns; i++)
 			p->nss[i]->seen = false;
-	else if (k == POLICY_PODS)
+	} else if (k == POLICY_PODS || k == POLICY_PEERS) {
 		for (size_t i = 0; i < p->npods; i++)
-			p->pods[i]->seen = false;
-	else
+			if (p->pods[i]->peer == (k == POLICY_PEERS))
+				p->pods[i]->seen = false;
+	} else {
 		for (size_t i = 0; i < p->npols; i++)
 			p->pols[i]->seen = false;
+	}
 	pthread_mutex_unlock(&p->lock);
 }
 
@@ -831,9 +867,9 @@ void policy_listed(struct policy *p, enum policy_kind k)
 				ns_remove_at(p, i);
 			else
 				i++;
-	} else if (k == POLICY_PODS) {
+	} else if (k == POLICY_PODS || k == POLICY_PEERS) {
 		while (i < p->npods)
-			if (!p->pods[i]->seen)
+			if (!p->pods[i]->seen && p->pods[i]->peer == (k == POLICY_PEERS))
 				pod_remove_at(p, i);
 			else
 				i++;

@@ -88,17 +88,28 @@ void policy_pod_set(struct policy *p, const json_t *pod);
 void policy_pod_del(struct policy *p, const char *ns, const char *name);
 void policy_netpol_set(struct policy *p, const json_t *np);
 void policy_netpol_del(struct policy *p, const char *ns, const char *name);
-enum policy_kind { POLICY_NAMESPACES, POLICY_PODS, POLICY_NETPOLS };
+/* Other nodes' pods as policy peers, from the PodPeerSlices (sync.c,
+ * peerslice.c) while policy_needs_pods: the same as a Pod of this node's
+ * watch, without the object: address (0 none), labels and the spec whose
+ * containers' ports name ports (borrowed).  A pod is the last setter's:
+ * policy_pod_del forgets only what policy_pod_set set last, and
+ * policy_peer_del only a peer; each list (POLICY_PODS, POLICY_PEERS)
+ * sweeps only its own. */
+void policy_peer_set(struct policy *p, const char *ns, const char *name, in_addr_t ip, const json_t *labels,
+		     const json_t *spec);
+void policy_peer_del(struct policy *p, const char *ns, const char *name);
+enum policy_kind { POLICY_NAMESPACES, POLICY_PODS, POLICY_NETPOLS, POLICY_PEERS, POLICY_KINDS };
 void policy_begin_list(struct policy *p, enum policy_kind k);
 void policy_listed(struct policy *p, enum policy_kind k);
-/* All three lists applied once: until then policy_apply writes nothing
- * (a partial view would isolate too much or too little). */
+/* The Namespaces, Pods and NetworkPolicies lists applied once: until then
+ * policy_apply writes nothing (a partial view would isolate too much or
+ * too little).  The peers' list is sync.c's to wait for (pods_known). */
 bool policy_synced(struct policy *p);
 
 /* Does some NetworkPolicy name pods as peers (podSelector or
  * namespaceSelector in a rule)?  Then the node needs every pod of the
- * cluster (its identity), not only its own: sync.c widens its Pods
- * watch. */
+ * cluster (its identity), not only its own: sync.c watches the
+ * PodPeerSlices too. */
 bool policy_needs_pods(struct policy *p);
 
 /* A pod of this node (its lease): ip is its address, ns/name its Pod.

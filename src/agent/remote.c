@@ -1,7 +1,7 @@
 /*
  * remote.c — the addresses of other nodes in weft_ipcache: the pods the
- * Pods watch brought (the node's own, or every pod while a policy names
- * pods as peers: sync.c) and the service backends the EndpointSlices name
+ * watches brought (the PodPeerSlices, while a policy names pods as peers:
+ * peerslice.c) and the service backends the EndpointSlices name
  * (service.c counts them, backend_addrs.h).  For one address the order
  * is: a local lease's entry is pod.c's and never touched here; else a
  * watched pod's (node IP by subnet, VNID of its namespace); else a

@@ -12,12 +12,13 @@
  *             (registration, an InternalIP moved, deletion); the Nodes
  *             (~1.2 KB each with its agent's report annotations) are not
  *             watched, so no agent's report on its Node reaches another
- *   Pods   -> this node's pods (spec.nodeName, as the kubelet asks);
- *             every pod of the cluster only while a NetworkPolicy names
- *             pods as peers (their identities; pods_scope).  Entries of
- *             this node's own pods in weft_ipcache come from the leases
- *             (pod.c) and are never removed by an event; the watched
- *             remote pods give theirs (pod IP -> node IP, VNID: remote.c)
+ *   Pods   -> this node's pods (spec.nodeName, as the kubelet asks).
+ *             Entries of this node's own pods in weft_ipcache come from
+ *             the leases (pod.c) and are never removed by an event
+ *   PodPeerSlices (peerslice.c) -> only while a NetworkPolicy names pods
+ *             as peers: every other node's pods, compact (name, address,
+ *             identity), into the same pod cache and to policy.c; their
+ *             entries in weft_ipcache (pod IP -> node IP, VNID: remote.c)
  *   EndpointSlices (service.c) -> weft_ipcache entries of the service
  *             backends on other nodes that no watched pod covers (their
  *             VNID is what lb_admit checks a client against: remote.c,
@@ -61,14 +62,13 @@ struct kind_sync {
 	struct agent *a;
 	const char *path;		/* collection path */
 	const char *watch_query;	/* more of the watch's query, or NULL */
-	/* the question, for kinds whose question can change (Pods: this
-	 * node's, or every pod): scope() sets query before each list (list
-	 * and watch carry it); stale() says, while a list or watch runs,
-	 * that the question changed (the call ends, and lists again) */
-	void (*scope)(struct kind_sync *k);
+	char query[192];		/* "" or "fieldSelector=..." (list and watch carry it) */
+	/* for a kind watched only while needed (PodPeerSlices): idle() waits
+	 * while it is not (true: it waited, ask again), and stale() says,
+	 * while a list or watch runs, that it is not needed any more (the
+	 * call ends) */
+	bool (*idle)(struct kind_sync *k);
 	bool (*stale)(void *k);
-	char query[192];		/* "" or "fieldSelector=..." */
-	bool all_pods;			/* Pods: the question asked is every pod */
 	const char *what;		/* in the logs: "hostsubnets", "pods"... */
 	struct httpc **http;
 	void (*begin)(struct agent *a);		/* before a list's items (may be NULL) */
@@ -84,7 +84,7 @@ struct kind_sync {
 
 /* what each watching thread follows: one set per agent */
 struct sync_kinds {
-	struct kind_sync nodes, pods, netns, services, slices, namespaces, netpols;
+	struct kind_sync nodes, pods, netns, services, slices, namespaces, netpols, peers;
 };
 
 #define BACKOFF_MIN_MS 200
@@ -287,15 +287,15 @@ static void pod_remove_obj(struct agent *a, struct jval obj)
 	const char *ns = obj_view_namespace(obj), *name = obj_view_name(obj) ? obj_view_name(obj) : "";
 	struct podcache_pod *p = podcache_find(&a->pods, ns, name);
 
-	policy_pod_del(a->policy, ns, name);
-	if (!p)
-		return;
+	policy_pod_del(a->policy, ns, name);	/* (unless a peer's now) */
+	if (!p || !podcache_is_self(&a->pods, p))
+		return;		/* a pod of that name on another node since: a peer */
 	remote_release(a, p->ip, p);
 	podcache_del(&a->pods, p);
 }
 
 /* weft_ipcache entries of other nodes' addresses that no pod of the
- * watch and no service backend has */
+ * watches and no service backend has */
 static int stale_ipcache(in_addr_t ip, const struct weft_ipcache_entry *e, void *arg)
 {
 	struct agent *a = arg;
@@ -303,6 +303,16 @@ static int stale_ipcache(in_addr_t ip, const struct weft_ipcache_entry *e, void 
 	if (e->node_ip != a->node_ip && !remote_keeps(a, ip))
 		(void)datapath_ipcache_del(a->dp, ip);
 	return 0;
+}
+
+/* After a list of Pods or PodPeerSlices: the entries of other nodes'
+ * addresses that nothing keeps go, once the node knows every pod its
+ * policies need.  Not before: a restarted agent would drop the peers'
+ * entries its rules still use until their slices are listed. */
+static void ipcache_sweep(struct agent *a)
+{
+	if (a->pods_synced && a->netpols_synced && (!policy_needs_pods(a->policy) || a->peers_listed))
+		(void)datapath_ipcache_foreach(a->dp, stale_ipcache, a);
 }
 
 static void pods_begin(struct agent *a)
@@ -316,16 +326,68 @@ static void pod_gone(void *arg, const struct podcache_pod *p)
 	remote_release(arg, p->ip, p);
 }
 
-/* After a full list: one pass over the pods, one over weft_ipcache. */
+/* After a full list (this node's pods): one pass over them, one over
+ * weft_ipcache. */
 static void pods_listed(struct agent *a)
 {
-	podcache_sweep(&a->pods, pod_gone, a);
-	/* pods whose node was unknown at their event: program them again */
-	for (const struct podcache_pod *p = podcache_first(&a->pods); p; p = podcache_next(&a->pods, p))
-		remote_pod_program(a, p);
-	(void)datapath_ipcache_foreach(a->dp, stale_ipcache, a);
+	podcache_sweep(&a->pods, PODCACHE_SELF, pod_gone, a);
 	policy_listed(a->policy, POLICY_PODS);
-	a->pods_all_listed = a->kinds->pods.all_pods;
+	a->pods_synced = true;
+	ipcache_sweep(a);
+}
+
+/* ---- PodPeerSlices: other nodes' pods, while a policy names pods as peers ---- */
+
+static void peers_listed(struct agent *a)
+{
+	peerslice_listed(a);
+	a->peers_listed = true;
+	ipcache_sweep(a);
+}
+
+static bool peers_wanted(struct agent *a)
+{
+	return policy_needs_pods(a->policy);
+}
+
+static bool peers_stale(void *arg)
+{
+	struct kind_sync *k = arg;
+
+	return !peers_wanted(k->a);
+}
+
+/* Not needed (no policy names pods as peers, or the NetworkPolicies are
+ * not listed yet): what the slices brought is forgotten, and the thread
+ * waits until they are, woken when a NetworkPolicy list or event is
+ * applied (netpols_caught_up) or stop; at most 200 ms. */
+static bool peers_idle(struct kind_sync *k)
+{
+	struct agent *a = k->a;
+	struct timespec until;
+	bool synced;
+
+	pthread_mutex_lock(&a->lock);
+	synced = a->netpols_synced;
+	pthread_mutex_unlock(&a->lock);
+	if (synced && peers_wanted(a))
+		return false;
+	pthread_mutex_lock(&a->lock);
+	if (synced && (a->peers_listed || a->peers.pods)) {
+		peerslice_clear(a);
+		a->peers_listed = false;
+		LOG_INFO("podpeerslices: no policy names pods as peers now; other nodes' pods forgotten");
+	}
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_nsec += 200 * 1000000L;
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	if (!atomic_load(&a->stopping))
+		pthread_cond_timedwait(&a->listed, &a->lock, &until);
+	pthread_mutex_unlock(&a->lock);
+	return true;
 }
 
 /* ---- NetNamespaces: the VNID of every namespace ---- */
@@ -423,34 +485,13 @@ static void nodes_caught_up(struct agent *a, const char *rv, bool listed)
 }
 
 /* The Pods question: this node's pods (spec.nodeName, as the kubelet
- * asks), or every pod of the cluster while some NetworkPolicy names pods
- * as peers (their identities: policy_needs_pods).  A remote pod is not
- * needed otherwise: forwarding goes by node subnet, the tenant check is
- * the receiver's (the VNID travels in the VXLAN header), and a service
- * backend's VNID comes from its EndpointSlice (backend_addrs.h). */
-static void pods_scope(struct kind_sync *k)
+ * asks).  A remote pod is not needed: forwarding goes by node subnet, the
+ * tenant check is the receiver's (the VNID travels in the VXLAN header),
+ * a service backend's VNID comes from its EndpointSlice
+ * (backend_addrs.h), and a policy peer's identity from its PodPeerSlice. */
+static void pods_question(struct kind_sync *k)
 {
-	struct agent *a = k->a;
-
-	/* the question waits for the first NetworkPolicies list: a restarted
-	 * agent that asked for its own pods first would drop the other pods'
-	 * entries (and their identities) that its policies still use */
-	pthread_mutex_lock(&a->lock);
-	while (!a->netpols_synced && !atomic_load(&a->stopping))
-		pthread_cond_wait(&a->listed, &a->lock);
-	pthread_mutex_unlock(&a->lock);
-	k->all_pods = policy_needs_pods(a->policy);
-	if (k->all_pods)
-		k->query[0] = 0;
-	else
-		snprintf(k->query, sizeof(k->query), "fieldSelector=spec.nodeName%%3D%s", a->o.node);
-}
-
-static bool pods_stale(void *arg)
-{
-	struct kind_sync *k = arg;
-
-	return policy_needs_pods(k->a->policy) != k->all_pods;
+	snprintf(k->query, sizeof(k->query), "fieldSelector=spec.nodeName%%3D%s", k->a->o.node);
 }
 
 static void pods_caught_up(struct agent *a, const char *rv, bool listed)
@@ -522,6 +563,8 @@ static void netpol_remove(struct agent *a, struct jval obj)
 static void netpols_listed(struct agent *a)
 {
 	policy_listed(a->policy, POLICY_NETPOLS);
+	a->netpols_synced = true;	/* (list_once says so too, after this) */
+	ipcache_sweep(a);
 }
 
 static void policy_caught_up(struct agent *a, const char *rv, bool listed)
@@ -543,6 +586,11 @@ static void netpols_caught_up(struct agent *a, const char *rv, bool listed)
 		a->np_caught_rev = r;
 	pthread_mutex_unlock(&a->policy_lock);
 	sync_policy_kick(a);
+	/* whether policies name pods as peers may have changed: the
+	 * PodPeerSlices' thread looks again (peers_idle) */
+	pthread_mutex_lock(&a->lock);
+	pthread_cond_broadcast(&a->listed);
+	pthread_mutex_unlock(&a->lock);
 }
 
 void sync_policy_kick(struct agent *a)
@@ -560,7 +608,7 @@ static bool pods_known(struct agent *a)
 	bool needs = policy_needs_pods(a->policy), known;
 
 	pthread_mutex_lock(&a->lock);
-	known = !needs || a->pods_all_listed;
+	known = !needs || a->peers_listed;
 	pthread_mutex_unlock(&a->lock);
 	return known;
 }
@@ -594,8 +642,8 @@ static void *policy_thread(void *arg)
 		if (atomic_load(&a->stopping))
 			break;
 		/* a policy naming pods as peers is applied once every pod is
-		 * known (the Pods list that asks for all of them: its end kicks
-		 * this thread again); before, the policies stay as they are */
+		 * known (the PodPeerSlices list: its end kicks this thread
+		 * again); before, the policies stay as they are */
 		if (!pods_known(a)) {
 			retry_s = 0;
 			continue;
@@ -654,8 +702,6 @@ static int list_once(struct kind_sync *k)
 	int rc;
 	char path[512];
 
-	if (k->scope)
-		k->scope(k);
 	snprintf(path, sizeof(path), "%s%s%s", k->path, k->query[0] ? "?" : "", k->query);
 	rc = httpc_request(*k->http, "GET", path, NULL, 0, &r, err, sizeof(err));
 	if (rc < 0)
@@ -694,7 +740,7 @@ static int list_once(struct kind_sync *k)
 		k->apply(a, it);
 	k->listed(a);
 	*k->synced = true;
-	pthread_cond_broadcast(&a->listed);	/* pods_scope waits for the NetworkPolicies list */
+	pthread_cond_broadcast(&a->listed);	/* peers_idle waits for the NetworkPolicies list */
 	pthread_mutex_unlock(&a->lock);
 	LOG_INFO("list %s%s%s: %zu at revision %s", k->what, k->query[0] ? " " : "", k->query,
 		 jval_size(items), k->rv);
@@ -796,7 +842,11 @@ static void *sync_thread(void *arg)
 
 	while (!atomic_load(&a->stopping)) {
 		struct httpc_response r = { 0 };
-		int rc = list_once(k);
+		int rc;
+
+		if (k->idle && k->idle(k))
+			continue;	/* not needed now */
+		rc = list_once(k);
 
 		if (rc == -EINTR)
 			continue;	/* the question changed while listing */
@@ -952,10 +1002,10 @@ int sync_start(struct agent *a)
 				       .caught_up = nodes_caught_up, .synced = &a->nodes_synced };
 	k->pods = (struct kind_sync){ .a = a, .path = "/api/v1/pods", .what = "pods",
 				      .watch_query = "changes=network",
-				      .scope = pods_scope, .stale = pods_stale,
 				      .http = &a->http_pods, .begin = pods_begin, .apply = pod_apply,
 				      .remove = pod_remove_obj, .listed = pods_listed,
 				      .caught_up = pods_caught_up, .synced = &a->pods_synced };
+	pods_question(&k->pods);
 	k->netns = (struct kind_sync){ .a = a,
 				       .path = "/apis/network.openshift.io/v1/netnamespaces",
 				       .what = "netnamespaces", .http = &a->http_netns,
@@ -991,6 +1041,15 @@ int sync_start(struct agent *a)
 					 .begin = netpols_begin, .apply = netpol_apply,
 					 .remove = netpol_remove, .listed = netpols_listed,
 					 .caught_up = netpols_caught_up, .synced = &a->netpols_synced };
+	/* other nodes' pods as policy peers, only while a policy needs them */
+	a->http_peers = agent_http(a);
+	if (!a->http_peers)
+		return -EINVAL;
+	k->peers = (struct kind_sync){ .a = a, .path = PODPEERSLICE_PATH, .what = "podpeerslices",
+				       .idle = peers_idle, .stale = peers_stale, .http = &a->http_peers,
+				       .begin = peerslice_begin, .apply = peerslice_apply,
+				       .remove = peerslice_remove, .listed = peers_listed,
+				       .caught_up = policy_caught_up, .synced = &a->peers_synced };
 	rc = pthread_create(&a->t_policy, NULL, policy_thread, a);
 	if (rc)
 		return -rc;
@@ -1015,6 +1074,9 @@ int sync_start(struct agent *a)
 	rc = pthread_create(&a->t_pods, NULL, sync_thread, &k->pods);
 	if (rc)
 		return -rc;
+	rc = pthread_create(&a->t_peers, NULL, sync_thread, &k->peers);
+	if (rc)
+		return -rc;
 	return 0;
 }
 
@@ -1034,6 +1096,8 @@ void sync_stop(struct agent *a)
 		httpc_cancel(a->http_namespaces);
 	if (a->http_netpols)
 		httpc_cancel(a->http_netpols);
+	if (a->http_peers)
+		httpc_cancel(a->http_peers);
 	if (a->t_namespaces)
 		pthread_join(a->t_namespaces, NULL);
 	if (a->t_netpols)
@@ -1058,6 +1122,10 @@ void sync_stop(struct agent *a)
 		pthread_join(a->t_nodes, NULL);
 	if (a->t_pods)
 		pthread_join(a->t_pods, NULL);
+	if (a->t_peers)
+		pthread_join(a->t_peers, NULL);
+	httpc_destroy(a->http_peers);
+	a->http_peers = NULL;
 	httpc_destroy(a->http_nodes);
 	httpc_destroy(a->http_pods);
 	httpc_destroy(a->http_netns);
@@ -1065,6 +1133,7 @@ void sync_stop(struct agent *a)
 	free(a->kinds);
 	a->kinds = NULL;
 	pthread_mutex_lock(&a->lock);
+	peerslice_free(&a->peers);
 	podcache_free(&a->pods);
 	nodecache_free(&a->nodes);
 	backend_addrs_free(&a->backends);
