@@ -96,7 +96,8 @@ struct ppol {
 				 * peers match changed (its classes compute again) */
 	bool any_named_egress;	/* an egress rule to every peer on a named port:
 				 * it depends on every identity's ports */
-	bool pod_peers;		/* a rule names pods as peers (counted in
+	bool pod_peers;		/* a rule names pods as peers, or an egress rule a
+				 * named port: names_pod_peers (counted in
 				 * p->pod_peer_pols) */
 	bool seen;
 	struct idlist grew;	/* since the last apply, unless touched: new
@@ -730,16 +731,23 @@ static int pol_shape(struct ppol *pol)
 }
 
 /* Does a rule of np name pods as peers (a podSelector or a
- * namespaceSelector)?  Then their identities, so every pod of the
- * cluster, must be known here; a rule of ipBlocks, or to every peer,
- * needs none. */
+ * namespaceSelector), or an egress rule a named port (resolved on the
+ * destination pod, wherever it runs)?  Then their identities, so every
+ * pod of the cluster, must be known here; a rule of ipBlocks and numbers,
+ * or to every peer on numbered ports, needs none. */
 static bool names_pod_peers(const struct netpol *np)
 {
 	for (int d = 0; d < 2; d++)
-		for (size_t r = 0; r < np->nrules[d]; r++)
-			for (size_t q = 0; q < np->rules[d][r].npeers; q++)
-				if (!np->rules[d][r].peers[q].is_block)
+		for (size_t r = 0; r < np->nrules[d]; r++) {
+			const struct netpol_rule *rule = &np->rules[d][r];
+
+			for (size_t q = 0; q < rule->npeers; q++)
+				if (!rule->peers[q].is_block)
 					return true;
+			for (size_t q = 0; d == NETPOL_EGRESS && q < rule->nports; q++)
+				if (rule->ports[q].name[0])
+					return true;
+		}
 	return false;
 }
 

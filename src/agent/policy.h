@@ -107,7 +107,8 @@ void policy_listed(struct policy *p, enum policy_kind k);
 bool policy_synced(struct policy *p);
 
 /* Does some NetworkPolicy name pods as peers (podSelector or
- * namespaceSelector in a rule)?  Then the node needs every pod of the
+ * namespaceSelector in a rule), or a named port in an egress rule (which
+ * the destination pod resolves)?  Then the node needs every pod of the
  * cluster (its identity), not only its own: sync.c watches the
  * PodPeerSlices too. */
 bool policy_needs_pods(struct policy *p);

@@ -548,6 +548,40 @@ CLUSTER_TEST(egress_named_port_resolves_on_each_destination, 0)
 	CHECK(has_dir_key(&s, WEFT_POLICY_EGRESS, a1, WEFT_POLICY_PREFIX_PORT, IPPROTO_TCP, 8080));
 }
 
+/* Which policies make a node need every pod of the cluster: pods named
+ * as peers, or a named port in an egress rule (the destination resolves
+ * it, wherever it runs); ipBlocks, numbered ports, every peer do not. */
+CLUSTER_TEST(needs_every_pod_for_pod_peers_and_egress_named_ports, 0)
+{
+	static const struct { const char *spec; bool needs; } cases[] = {
+		{ "\"ingress\":[{\"from\":[{\"ipBlock\":{\"cidr\":\"10.0.0.0/8\"}}],\"ports\":[{\"port\":80}]}]", false },
+		{ "\"ingress\":[{\"ports\":[{\"port\":\"http\"}]}]", false },
+		{ "\"policyTypes\":[\"Egress\"],\"egress\":[{\"ports\":[{\"port\":81}]}]", false },
+		{ "\"ingress\":[{\"from\":[{\"podSelector\":{}}]}]", true },
+		{ "\"ingress\":[{\"from\":[{\"namespaceSelector\":{}}]}]", true },
+		{ "\"policyTypes\":[\"Egress\"],\"egress\":[{\"ports\":[{\"port\":\"http\"}]}]", true },
+		{ "\"policyTypes\":[\"Egress\"],\"egress\":[{\"to\":[{\"ipBlock\":{\"cidr\":\"10.0.0.0/8\"}}],"
+		  "\"ports\":[{\"port\":\"http\"}]}]", true },
+	};
+
+	(void)f;
+	CHECK(!policy_needs_pods(c->p));
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		json_t *np = json_of("{\"metadata\":{\"namespace\":\"web\",\"name\":\"n%zu\"},"
+				     "\"spec\":{\"podSelector\":{},%s}}", i, cases[i].spec);
+		char name[16];
+
+		CHECK(np != NULL);
+		policy_netpol_set(c->p, np);
+		json_decref(np);
+		if (policy_needs_pods(c->p) != cases[i].needs)
+			test_fail(__FILE__, __LINE__, "case %zu: needs every pod %d", i, !cases[i].needs);
+		snprintf(name, sizeof(name), "n%zu", i);
+		policy_netpol_del(c->p, "web", name);
+		CHECK(!policy_needs_pods(c->p));
+	}
+}
+
 CLUSTER_TEST(default_deny_then_allow_then_deny_again, 0)
 {
 	json_t *deny = json_loads("{\"metadata\":{\"namespace\":\"web\",\"name\":\"deny\"},"
