@@ -226,12 +226,17 @@ int registry_check_write(const struct kind_info *k, const char *ns, const char *
  * writes plan and commit meanwhile, as another controller's would, and
  * the transaction's compares keep each whole.  Only for a caller that
  * holds the lock once and keeps nothing of the registry's across the
- * call (the API's write workers). */
+ * call (the API's write workers);
+ * REGISTRY_OWNER, the controller's own write of a kind it derives
+ * (PodPeerSlices, peers_ctl.c): the refusal of client writes to
+ * controller-owned kinds is not applied.  Never set from a request.  The
+ * caller runs registry_prepare first (registry_check_write would refuse). */
 #define REGISTRY_CREATE 1u
 #define REGISTRY_DRY_RUN 2u
 #define REGISTRY_STATUS 4u
 #define REGISTRY_MAIN 8u
 #define REGISTRY_YIELD 16u
+#define REGISTRY_OWNER 32u
 int registry_write_checked(struct registry *r, const struct kind_info *k, const char *ns, json_t *obj,
 			   unsigned flags, json_t **out, struct status *st) WUR;
 /* A PUT of a missing object creates it (how an agent registers its node);
