@@ -1690,6 +1690,15 @@ static enum MHD_Result handle_metrics(struct api *a, struct MHD_Connection *c, s
 	fprintf(f, "# HELP weft_endpointslice_failures_total EndpointSlice writes that failed (retried).\n"
 		   "# TYPE weft_endpointslice_failures_total counter\nweft_endpointslice_failures_total %" PRIu64 "\n",
 		m->endpointslice_failures);
+	fprintf(f, "# HELP weft_podpeerslice_writes_total PodPeerSlices written by the endpoints controller.\n"
+		   "# TYPE weft_podpeerslice_writes_total counter\nweft_podpeerslice_writes_total %" PRIu64 "\n",
+		m->podpeerslice_writes);
+	fprintf(f, "# HELP weft_podpeerslice_deletes_total PodPeerSlices deleted by the endpoints controller.\n"
+		   "# TYPE weft_podpeerslice_deletes_total counter\nweft_podpeerslice_deletes_total %" PRIu64 "\n",
+		m->podpeerslice_deletes);
+	fprintf(f, "# HELP weft_podpeerslice_failures_total PodPeerSlice writes that failed (retried).\n"
+		   "# TYPE weft_podpeerslice_failures_total counter\nweft_podpeerslice_failures_total %" PRIu64 "\n",
+		m->podpeerslice_failures);
 	watch_hub_lock(a->hub);	/* the streams count under it */
 	resumes = m->watch_resumes;
 	writes = m->watch_writes;
@@ -3017,6 +3026,17 @@ int api_run(struct api *a, int timeout_ms)
 {
 	time_t now;
 
+	{
+		/* a node's PodPeerSlices are due when its gather ends
+		 * (peers_ctl.c): the wait ends then, not at the next tick */
+		int64_t due;
+
+		pthread_mutex_lock(&a->lock);
+		due = endpoints_ctl_due_ms(a->reg->endpoints);
+		pthread_mutex_unlock(&a->lock);
+		if (due >= 0 && due < timeout_ms)
+			timeout_ms = (int)due;
+	}
 	{
 		/* the store says when another controller's writes arrived
 		 * (etcd): synced then, not at the next tick; but at most once
