@@ -423,6 +423,9 @@ int endpoints_ctl_set_slice_capacity(struct endpoints_ctl *c, size_t max) WUR;
  * gather ends): ms from now (0: at once), -1 when nothing is due or the
  * controller is disabled.  api_run shortens its wait to it. */
 int64_t endpoints_ctl_due_ms(const struct endpoints_ctl *c);
+/* Who to tell when that comes earlier than it was (the API's loop, so that
+ * its wait ends in time): peers_ctl_set_wake. */
+void endpoints_ctl_set_wake(struct endpoints_ctl *c, void (*wake)(void *arg, int64_t in_ms), void *arg);
 /* The PodPeerSlice controller it owns (for tests: its clock, capacity). */
 struct peers_ctl *endpoints_ctl_peers(struct endpoints_ctl *c);
 
@@ -490,6 +493,10 @@ void peers_ctl_mark_all(struct peers_ctl *p);
 int peers_ctl_reconcile(struct peers_ctl *p);
 /* Milliseconds until the next dirty node is due (0: now), -1 when none. */
 int64_t peers_ctl_due_ms(const struct peers_ctl *p);
+/* wake(arg, in_ms) is called (under the caller's lock, as every call
+ * here) whenever the next due instant comes earlier: in_ms from now.
+ * NULL: none. */
+void peers_ctl_set_wake(struct peers_ctl *p, void (*wake)(void *arg, int64_t in_ms), void *arg);
 
 /* ---------------------------------------------------------------- watch hub */
 

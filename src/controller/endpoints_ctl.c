@@ -899,6 +899,11 @@ int64_t endpoints_ctl_due_ms(const struct endpoints_ctl *c)
 	return c && c->enabled ? peers_ctl_due_ms(c->peers) : -1;
 }
 
+void endpoints_ctl_set_wake(struct endpoints_ctl *c, void (*wake)(void *arg, int64_t in_ms), void *arg)
+{
+	peers_ctl_set_wake(c->peers, wake, arg);
+}
+
 int endpoints_sync(struct endpoints_ctl *c)
 {
 	int err;

@@ -27,7 +27,8 @@
  * Gathering: a node that starts 30 pods reports them one write at a time;
  * its slices are written once, PODPEERS_GATHER_MS after the first change
  * of the burst, at the first sync after that (a commit's, or the API's
- * timer, which peers_ctl_due_ms wakes in time).  A failed write leaves its
+ * timer, whose wait peers_ctl_due_ms bounds and the wake callback cuts
+ * short when a node becomes due earlier than the loop planned).  A failed write leaves its
  * node dirty from now: retried a gather later, never in a busy loop.
  *
  * A node's slices are packed by slice_pack (model/slice_pack.h), one
@@ -77,6 +78,8 @@ struct peers_ctl {
 	int64_t (*now)(void *arg);
 	void *now_arg;
 	int64_t next_due;	/* the earliest instant a dirty node is due; INT64_MAX: none */
+	void (*wake)(void *arg, int64_t in_ms);	/* told when next_due comes earlier */
+	void *wake_arg;
 	json_t *nodes;
 	json_t *slices;
 	json_t *by_node;
@@ -146,7 +149,13 @@ void peers_ctl_set_clock(struct peers_ctl *p, int64_t gather_ms, int64_t (*now)(
 
 /* ------------------------------------------------------------------ dirty */
 
-static void mark_at(struct peers_ctl *p, const char *node, int64_t since)
+void peers_ctl_set_wake(struct peers_ctl *p, void (*wake)(void *arg, int64_t in_ms), void *arg)
+{
+	p->wake = wake;
+	p->wake_arg = arg;
+}
+
+static void mark_at(struct peers_ctl *p, const char *node, int64_t since, int64_t now)
 {
 	json_t *old;
 
@@ -157,26 +166,32 @@ static void mark_at(struct peers_ctl *p, const char *node, int64_t since)
 	if (old && json_integer_value(old) <= since)
 		return;
 	json_object_set_new(p->dirty, node, json_integer(since));
-	if (since + p->gather_ms < p->next_due)
+	if (since + p->gather_ms < p->next_due) {
 		p->next_due = since + p->gather_ms;
+		/* the loop may be asleep past it: its wait is cut short */
+		if (p->wake)
+			p->wake(p->wake_arg, p->next_due > now ? p->next_due - now : 0);
+	}
 }
 
 static void mark(struct peers_ctl *p, const char *node)
 {
-	mark_at(p, node, p->now(p->now_arg));
+	int64_t now = p->now(p->now_arg);
+
+	mark_at(p, node, now, now);
 }
 
 void peers_ctl_mark_all(struct peers_ctl *p)
 {
 	/* due at once: a resync repairs now, it gathers nothing */
-	int64_t since = p->now(p->now_arg) - p->gather_ms;
+	int64_t now = p->now(p->now_arg), since = now - p->gather_ms;
 	const char *node;
 	json_t *v;
 
 	json_object_foreach(p->nodes, node, v)
-		mark_at(p, node, since);
+		mark_at(p, node, since, now);
 	json_object_foreach(p->by_node, node, v)
-		mark_at(p, node, since);
+		mark_at(p, node, since, now);
 }
 
 int64_t peers_ctl_due_ms(const struct peers_ctl *p)

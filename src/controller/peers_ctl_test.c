@@ -179,12 +179,23 @@ static size_t count_slices(struct fixture *fx)
 
 #define HTTP "[{\"name\":\"http\",\"containerPort\":8080}]"
 
+/* the API loop's wake callback: each call's in_ms, one a line */
+static char wakes[256];
+
+static void on_wake(void *arg, int64_t in_ms)
+{
+	(void)arg;
+	snprintf(wakes + strlen(wakes), sizeof(wakes) - strlen(wakes), "%lld ", (long long)in_ms);
+}
+
 TEST(peers_written_after_the_gather_compact_and_once)
 {
 	struct fixture fx;
 	json_t *sl;
 
 	CHECK(fx_open(&fx) == 0);
+	wakes[0] = 0;
+	endpoints_ctl_set_wake(fx.reg.endpoints, on_wake, NULL);
 	CHECK_EQ(pod(&fx, "red", "b", "{\"app\":\"web\"}", HTTP, "node-1", "10.128.0.3", NULL), 0);
 	CHECK_EQ(pod(&fx, "red", "a", "{\"app\":\"web\"}", HTTP, "node-1", "10.128.0.2", NULL), 0);
 	CHECK_EQ(pod(&fx, "blue", "c", "{}", "[{\"containerPort\":9}]", "node-1", "10.128.0.4", NULL), 0);
@@ -197,6 +208,8 @@ TEST(peers_written_after_the_gather_compact_and_once)
 	CHECK_EQ(writes(&fx), 0);
 	CHECK_EQ(count_slices(&fx), 0);
 	CHECK(endpoints_ctl_due_ms(fx.reg.endpoints) == 1);
+	/* the loop was told once, when the first change made node-1 due */
+	CHECK_STR(wakes, "100 ");
 	/* then one write for the burst */
 	tick(&fx, 1);
 	CHECK_EQ(writes(&fx), 1);
