@@ -133,6 +133,7 @@
 #include <inttypes.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <poll.h>
 #include <stdatomic.h>
@@ -200,6 +201,12 @@ struct api {
 	struct workers *applier;	/* batched applies (POST APPLY_PATH), on either store; or NULL */
 	struct inline_calls *inl;	/* each daemon's live connections; with workers, which calls wait
 					 * in MHD's thread instead of a worker's (its atomics) */
+	/* api_run's wait: it sleeps until wake_at (monotime ms; INT64_MIN
+	 * while it runs), and a PodPeerSlice node due earlier writes to
+	 * wake_fd (an eventfd, made at its first call) to cut it short */
+	bool wake_ready;
+	int wake_fd;
+	int64_t wake_at;
 };
 
 struct request {
@@ -1690,6 +1697,15 @@ static enum MHD_Result handle_metrics(struct api *a, struct MHD_Connection *c, s
 	fprintf(f, "# HELP weft_endpointslice_failures_total EndpointSlice writes that failed (retried).\n"
 		   "# TYPE weft_endpointslice_failures_total counter\nweft_endpointslice_failures_total %" PRIu64 "\n",
 		m->endpointslice_failures);
+	fprintf(f, "# HELP weft_podpeerslice_writes_total PodPeerSlices written by the endpoints controller.\n"
+		   "# TYPE weft_podpeerslice_writes_total counter\nweft_podpeerslice_writes_total %" PRIu64 "\n",
+		m->podpeerslice_writes);
+	fprintf(f, "# HELP weft_podpeerslice_deletes_total PodPeerSlices deleted by the endpoints controller.\n"
+		   "# TYPE weft_podpeerslice_deletes_total counter\nweft_podpeerslice_deletes_total %" PRIu64 "\n",
+		m->podpeerslice_deletes);
+	fprintf(f, "# HELP weft_podpeerslice_failures_total PodPeerSlice writes that failed (retried).\n"
+		   "# TYPE weft_podpeerslice_failures_total counter\nweft_podpeerslice_failures_total %" PRIu64 "\n",
+		m->podpeerslice_failures);
 	watch_hub_lock(a->hub);	/* the streams count under it */
 	resumes = m->watch_resumes;
 	writes = m->watch_writes;
@@ -3000,6 +3016,11 @@ void api_stop(struct api *a)
 	workers_free(a->applier);
 	inline_calls_free(a->inl);	/* MHD's threads are gone */
 	registry_set_lock(a->reg, NULL, NULL);
+	if (a->wake_ready) {
+		endpoints_ctl_set_wake(a->reg->endpoints, NULL, NULL);
+		if (a->wake_fd >= 0)
+			close(a->wake_fd);
+	}
 	watch_sender_free(a->sender);
 	conns_free(a->conns);	/* MHD closed every connection */
 	creds_free(a->creds);
@@ -3013,26 +3034,79 @@ void api_stop(struct api *a)
 
 #define NOTIFY_GATHER_MS 5
 
+/* endpoints_ctl's wake callback, under the lock: a PodPeerSlice node is
+ * due in in_ms, earlier than the loop's wait may end. */
+static void wake_loop(void *arg, int64_t in_ms)
+{
+	struct api *a = arg;
+	int64_t at = monotime_ms() + in_ms;
+
+	if (a->wake_fd >= 0 && at < a->wake_at) {
+		uint64_t one = 1;
+
+		a->wake_at = at;
+		(void)!write(a->wake_fd, &one, sizeof(one));
+	}
+}
+
+/* Sleep until timeout_ms from now, a PodPeerSlice node's gather ends
+ * (peers_ctl.c: not at the next tick, so a new pod is seen by other nodes'
+ * policies about PODPEERS_GATHER_MS after its write), or the store says
+ * another controller's writes arrived (etcd).  0 or -errno. */
+static int wait_turn(struct api *a, int timeout_ms)
+{
+	int64_t deadline = monotime_ms() + timeout_ms;
+
+	for (;;) {
+		/* the store's notice: synced then, not at the next tick; but at
+		 * most once every NOTIFY_GATHER_MS, so that a stream of them is
+		 * taken in batches and leaves the lock to this controller's own
+		 * writes */
+		struct pollfd p[2] = { { .fd = store_notify_fd(a->reg->store), .events = POLLIN },
+				       { .fd = -1, .events = POLLIN } };
+		int64_t due, now, wait;
+
+		pthread_mutex_lock(&a->lock);
+		if (!a->wake_ready) {
+			a->wake_ready = true;
+			a->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+			endpoints_ctl_set_wake(a->reg->endpoints, wake_loop, a);
+		}
+		p[1].fd = a->wake_fd;
+		now = monotime_ms();
+		wait = deadline > now ? deadline - now : 0;
+		due = endpoints_ctl_due_ms(a->reg->endpoints);
+		if (due >= 0 && due < wait)
+			wait = due;
+		a->wake_at = now + wait;
+		pthread_mutex_unlock(&a->lock);
+		if (poll(p, 2, (int)wait) < 0 && errno != EINTR)
+			return -errno;
+		if (p[0].fd >= 0 && (p[0].revents & POLLIN)) {
+			(void)poll(NULL, 0, NOTIFY_GATHER_MS);
+			store_notify_clear(a->reg->store);
+			return 0;
+		}
+		if (p[1].fd >= 0 && (p[1].revents & POLLIN)) {
+			uint64_t n;
+
+			(void)!read(p[1].fd, &n, sizeof(n));
+			continue;	/* a new due instant: wait again, until it */
+		}
+		return 0;
+	}
+}
+
 int api_run(struct api *a, int timeout_ms)
 {
 	time_t now;
+	int err = wait_turn(a, timeout_ms);
 
-	{
-		/* the store says when another controller's writes arrived
-		 * (etcd): synced then, not at the next tick; but at most once
-		 * every NOTIFY_GATHER_MS, so that a stream of them is taken in
-		 * batches and leaves the lock to this controller's own writes */
-		struct pollfd p = { .fd = store_notify_fd(a->reg->store), .events = POLLIN };
-
-		if (poll(&p, p.fd >= 0 ? 1 : 0, timeout_ms) < 0 && errno != EINTR)
-			return -errno;
-		if (p.fd >= 0 && (p.revents & POLLIN)) {
-			(void)poll(NULL, 0, NOTIFY_GATHER_MS);
-			store_notify_clear(a->reg->store);
-		}
-	}
+	if (err)
+		return err;
 	(void)conns_expire(a->conns, monotime_ms());	/* before the global lock: never waits behind a request */
 	pthread_mutex_lock(&a->lock);
+	a->wake_at = INT64_MIN;	/* running: nothing to cut short until the next wait */
 	/* writes by other controllers on the same store: Endpoints follow
 	 * them (and this retries failed Endpoints writes), watchers wake */
 	(void)endpoints_sync(a->reg->endpoints);

@@ -8,10 +8,12 @@
  *
  *   read (get, list, watch)  Nodes, HostSubnets, ClusterNetworks,
  *                            NetNamespaces, Namespaces, Pods, Services,
- *                            Endpoints, EndpointSlices, NetworkPolicies:
- *                            its data plane programs them (it may write
- *                            neither Endpoints nor EndpointSlices: they
- *                            are the controller's, or the admin's).
+ *                            Endpoints, EndpointSlices, NetworkPolicies,
+ *                            PodPeerSlices: its data plane programs them
+ *                            (it may write neither Endpoints nor
+ *                            EndpointSlices: they are the controller's, or
+ *                            the admin's; PodPeerSlices only the
+ *                            controller's).
  *                            Never Secrets, Ingresses, Routes, nor the
  *                            load balancer's objects (VirtualServices,
  *                            SSLKeyAndCertificates: keys), nor /metrics.
@@ -67,7 +69,7 @@ static bool node_may_read(enum kind_id k)
 	switch (k) {
 	case KIND_NODE: case KIND_HOSTSUBNET: case KIND_CLUSTERNETWORK: case KIND_NETNAMESPACE:
 	case KIND_NAMESPACE: case KIND_POD: case KIND_SERVICE: case KIND_ENDPOINTS: case KIND_ENDPOINTSLICE:
-	case KIND_NETWORKPOLICY:
+	case KIND_NETWORKPOLICY: case KIND_PODPEERSLICE:
 		return true;
 	default:
 		return false;

@@ -143,6 +143,8 @@ TEST(authz_route_matches_the_table)
 		[KIND_VIRTUALSERVICE] = "NNNNNN", [KIND_SSLKEYCERT] = "NNNNNN",
 		/* agents read slices instead of Endpoints; never write them */
 		[KIND_ENDPOINTSLICE] = "YYYNNN",
+		/* policy peers: read by every node, written by the controller only */
+		[KIND_PODPEERSLICE] = "YYYNNN",
 	};
 	struct principal node = { .node = "node-1", .cred = "0123456789abcdef" }, admin = { .admin = true };
 

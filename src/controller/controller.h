@@ -95,6 +95,9 @@ struct metrics {
 	uint64_t endpointslice_writes;		/* EndpointSlices it wrote (slices_ctl.c) */
 	uint64_t endpointslice_deletes;		/* ... and deleted */
 	uint64_t endpointslice_failures;	/* ... writes that failed (retried) */
+	uint64_t podpeerslice_writes;		/* PodPeerSlices it wrote (peers_ctl.c) */
+	uint64_t podpeerslice_deletes;		/* ... and deleted */
+	uint64_t podpeerslice_failures;		/* ... writes that failed (retried) */
 	uint64_t requests_throttled;		/* node writes answered 429 (API's stats lock) */
 	uint64_t apply_items[8];		/* batched applies' items, by enum apply_result (apply_batch.h) */
 };
@@ -226,12 +229,17 @@ int registry_check_write(const struct kind_info *k, const char *ns, const char *
  * writes plan and commit meanwhile, as another controller's would, and
  * the transaction's compares keep each whole.  Only for a caller that
  * holds the lock once and keeps nothing of the registry's across the
- * call (the API's write workers). */
+ * call (the API's write workers);
+ * REGISTRY_OWNER, the controller's own write of a kind it derives
+ * (PodPeerSlices, peers_ctl.c): the refusal of client writes to
+ * controller-owned kinds is not applied.  Never set from a request.  The
+ * caller runs registry_prepare first (registry_check_write would refuse). */
 #define REGISTRY_CREATE 1u
 #define REGISTRY_DRY_RUN 2u
 #define REGISTRY_STATUS 4u
 #define REGISTRY_MAIN 8u
 #define REGISTRY_YIELD 16u
+#define REGISTRY_OWNER 32u
 int registry_write_checked(struct registry *r, const struct kind_info *k, const char *ns, json_t *obj,
 			   unsigned flags, json_t **out, struct status *st) WUR;
 /* A PUT of a missing object creates it (how an agent registers its node);
@@ -411,6 +419,15 @@ size_t endpoints_services(const struct endpoints_ctl *c);
  * --max-endpoints-per-slice): 1..ENDPOINTSLICE_MAX_ENDPOINTS, else
  * -ERANGE.  Slices already stored are cut down to it at their next write. */
 int endpoints_ctl_set_slice_capacity(struct endpoints_ctl *c, size_t max) WUR;
+/* When the API's timer must run next for the PodPeerSlices (a dirty node's
+ * gather ends): ms from now (0: at once), -1 when nothing is due or the
+ * controller is disabled.  api_run shortens its wait to it. */
+int64_t endpoints_ctl_due_ms(const struct endpoints_ctl *c);
+/* Who to tell when that comes earlier than it was (the API's loop, so that
+ * its wait ends in time): peers_ctl_set_wake. */
+void endpoints_ctl_set_wake(struct endpoints_ctl *c, void (*wake)(void *arg, int64_t in_ms), void *arg);
+/* The PodPeerSlice controller it owns (for tests: its clock, capacity). */
+struct peers_ctl *endpoints_ctl_peers(struct endpoints_ctl *c);
 
 /* ---------------------------------------------------------------- EndpointSlice controller */
 
@@ -441,6 +458,45 @@ const json_t *slices_ctl_services(const struct slices_ctl *s);
  * or -1 when a write failed (the caller retries later).  Borrowed. */
 int slices_ctl_reconcile(struct slices_ctl *s, const char *ns, const char *svc, const json_t *managed,
 			 const json_t *mirrored);
+
+/* ---------------------------------------------------------------- PodPeerSlice controller */
+
+/* peers_ctl.c: every node's pods with an address as NetworkPolicy peers
+ * (model.h, "PodPeerSlices"), kept inside the endpoints controller (which
+ * owns it and calls it; it calls nothing of it).  A node's slices are
+ * written PODPEERS_GATHER_MS after the first change of a burst of its pods'
+ * changes, at the first sync after that. */
+#define PODPEERS_GATHER_MS 100
+
+struct peers_ctl;
+struct peers_ctl *peers_ctl_new(struct registry *r);
+void peers_ctl_free(struct peers_ctl *p);		/* accepts NULL */
+/* Forget the index (before a rebuild from a listing); dirty nodes stay. */
+void peers_ctl_clear(struct peers_ctl *p);
+/* Pods in one slice at most: 1..PODPEERSLICE_MAX_PODS (tests), else -ERANGE. */
+int peers_ctl_set_capacity(struct peers_ctl *p, size_t max) WUR;
+/* The gather delay and the clock it is measured on (now: ms on any
+ * monotonic scale; NULL: monotime_ms).  For tests. */
+void peers_ctl_set_clock(struct peers_ctl *p, int64_t gather_ms, int64_t (*now)(void *arg), void *arg);
+/* Pod ns/name's digest (endpoints_ctl.c's pod_digest) went from old to now
+ * (either NULL: none).  dirty: mark the nodes whose entries changed.
+ * Borrowed; O(the pod). */
+void peers_ctl_pod(struct peers_ctl *p, const char *ns, const char *name, const json_t *old, const json_t *now,
+		   bool dirty);
+/* The PodPeerSlice name is now obj (NULL: deleted); true when the index
+ * changed (the node of one of ours is marked, when dirty).  Borrowed. */
+bool peers_ctl_apply(struct peers_ctl *p, const char *name, const json_t *obj, bool dirty);
+/* Every node with pods or slices of ours → dirty, due at once (resync). */
+void peers_ctl_mark_all(struct peers_ctl *p);
+/* Reconcile the nodes whose gather is over: only changed slices written.
+ * 0, or -1 when a write failed (its node is retried a gather later). */
+int peers_ctl_reconcile(struct peers_ctl *p);
+/* Milliseconds until the next dirty node is due (0: now), -1 when none. */
+int64_t peers_ctl_due_ms(const struct peers_ctl *p);
+/* wake(arg, in_ms) is called (under the caller's lock, as every call
+ * here) whenever the next due instant comes earlier: in_ms from now.
+ * NULL: none. */
+void peers_ctl_set_wake(struct peers_ctl *p, void (*wake)(void *arg, int64_t in_ms), void *arg);
 
 /* ---------------------------------------------------------------- watch hub */
 

@@ -6,7 +6,10 @@
  * slices_ctl.c keeps (for a Service without a selector, its hand-written
  * Endpoints mirrored into slices).  slices_ctl.c is owned and called from
  * here, after the Endpoints of each Service it reconciles, and calls
- * nothing back: the slice events are handed to it (apply_slice).
+ * nothing back: the slice events are handed to it (apply_slice).  The
+ * PodPeerSlice controller (peers_ctl.c) is owned the same way: every pod
+ * digest change and PodPeerSlice event is handed to it, and each sync
+ * ends with peers_ctl_reconcile (the nodes whose gather is over).
  *
  * It works from an in-memory index, kept from the store's events:
  *
@@ -20,6 +23,8 @@
  *                                        selector: their Endpoints are
  *                                        mirrored) }
  *   slices:     slices_ctl.c's index of every EndpointSlice
+ *   peers:      peers_ctl.c's index: node → its pods' peer entries, every
+ *               PodPeerSlice, the dirty nodes
  *   podIPs:     ip → {"ns/name": true}          (for endpoints_admit)
  *   dirty:      "ns/name" → true                 (Services to recompute)
  *
@@ -85,6 +90,7 @@ struct endpoints_ctl {
 	json_t *pod_ips;
 	json_t *dirty;
 	struct slices_ctl *slices;	/* owned: the EndpointSlices (slices_ctl.c) */
+	struct peers_ctl *peers;	/* owned: the PodPeerSlices (peers_ctl.c) */
 };
 
 /* ------------------------------------------------------------------ index */
@@ -328,6 +334,7 @@ static void apply_pod(struct endpoints_ctl *c, const char *ns, const char *name,
 		json_decref(now);
 		return;
 	}
+	peers_ctl_pod(c->peers, ns, name, old, now, dirty);
 	if (old) {
 		if (dirty)
 			mark_matching(c, ns, nsx, labels_of(old));
@@ -447,11 +454,19 @@ static void apply_slice(struct endpoints_ctl *c, const char *ns, const char *nam
 		mark(c, ns, svc);
 }
 
-enum watched { W_NONE, W_POD, W_SERVICE, W_ENDPOINTS, W_SLICE };
+enum watched { W_NONE, W_POD, W_SERVICE, W_ENDPOINTS, W_SLICE, W_PEERS };
 
-/* "/weft/obj/pods/NS/NAME" → W_POD, ns, name. */
+#define PEERS_PREFIX OBJ_PREFIX "podpeerslices/"
+
+/* "/weft/obj/pods/NS/NAME" → W_POD, ns, name; "/weft/obj/podpeerslices/NAME"
+ * → W_PEERS, "", name (cluster-scoped). */
 static enum watched parse_key(const char *key, char *ns, size_t nslen, const char **name)
 {
+	if (!strncmp(key, PEERS_PREFIX, strlen(PEERS_PREFIX))) {
+		*name = key + strlen(PEERS_PREFIX);
+		ns[0] = 0;
+		return **name && !strchr(*name, '/') ? W_PEERS : W_NONE;
+	}
 	static const struct { const char *prefix; enum watched w; } kinds[] = {
 		{ OBJ_PREFIX "pods/", W_POD },
 		{ OBJ_PREFIX "services/", W_SERVICE },
@@ -492,6 +507,8 @@ static void apply_object(struct endpoints_ctl *c, const char *key, const json_t 
 		apply_endpoints(c, ns, name, obj, dirty);
 	else if (w == W_SLICE)
 		apply_slice(c, ns, name, obj, dirty);
+	else if (w == W_PEERS)
+		(void)peers_ctl_apply(c->peers, name, obj, dirty);
 }
 
 /* key now holds the JSON text value, or nothing (NULL). */
@@ -517,6 +534,7 @@ static void clear(struct endpoints_ctl *c)
 	json_object_clear(c->namespaces);
 	json_object_clear(c->pod_ips);
 	slices_ctl_clear(c->slices);
+	peers_ctl_clear(c->peers);
 	c->built = false;
 	c->cursor = 0;
 }
@@ -527,7 +545,7 @@ static void clear(struct endpoints_ctl *c)
 static int build(struct endpoints_ctl *c)
 {
 	static const char *const prefixes[] = { OBJ_PREFIX "pods/", OBJ_PREFIX "services/",
-						OBJ_PREFIX "endpoints/", OBJ_PREFIX "endpointslices/" };
+						OBJ_PREFIX "endpoints/", OBJ_PREFIX "endpointslices/", PEERS_PREFIX };
 	int64_t rev = 0;
 	int err;
 
@@ -568,6 +586,7 @@ static void mark_all(struct endpoints_ctl *c)
 	}
 	json_object_foreach((json_t *)slices_ctl_services(c->slices), name, v)
 		json_object_set_new(c->dirty, name, json_true());
+	peers_ctl_mark_all(c->peers);
 }
 
 int endpoints_catch_up(struct endpoints_ctl *c)
@@ -827,6 +846,10 @@ static void reconcile(struct endpoints_ctl *c)
 	}
 	json_object_update(c->dirty, retry);
 	json_decref(retry);
+	/* the nodes whose gather is over (peers_ctl.c): fenced as ours */
+	c->writing = true;
+	(void)peers_ctl_reconcile(c->peers);
+	c->writing = false;
 }
 
 /* ------------------------------------------------------------------ interface */
@@ -843,7 +866,8 @@ struct endpoints_ctl *endpoints_ctl_new(struct registry *r)
 	c->pod_ips = json_object();
 	c->dirty = json_object();
 	c->slices = slices_ctl_new(r);
-	if (!c->namespaces || !c->pod_ips || !c->dirty || !c->slices) {
+	c->peers = peers_ctl_new(r);
+	if (!c->namespaces || !c->pod_ips || !c->dirty || !c->slices || !c->peers) {
 		endpoints_ctl_free(c);
 		return NULL;
 	}
@@ -858,6 +882,7 @@ void endpoints_ctl_free(struct endpoints_ctl *c)
 	json_decref(c->pod_ips);
 	json_decref(c->dirty);
 	slices_ctl_free(c->slices);
+	peers_ctl_free(c->peers);
 	free(c);
 }
 
@@ -867,6 +892,17 @@ int endpoints_ctl_set_slice_capacity(struct endpoints_ctl *c, size_t max)
 	return slices_ctl_set_capacity(c->slices, max);
 }
 bool endpoints_writing(const struct endpoints_ctl *c) { return c->writing; }
+struct peers_ctl *endpoints_ctl_peers(struct endpoints_ctl *c) { return c->peers; }
+
+int64_t endpoints_ctl_due_ms(const struct endpoints_ctl *c)
+{
+	return c && c->enabled ? peers_ctl_due_ms(c->peers) : -1;
+}
+
+void endpoints_ctl_set_wake(struct endpoints_ctl *c, void (*wake)(void *arg, int64_t in_ms), void *arg)
+{
+	peers_ctl_set_wake(c->peers, wake, arg);
+}
 
 int endpoints_sync(struct endpoints_ctl *c)
 {

@@ -102,8 +102,9 @@ TEST(openapi_v3_index_hashes_and_redirects)
 	CHECK_EQ(a.code, 200);
 	index = parsed(&a);
 	CHECK(index);
-	/* api/v1 and the five groups' versions */
-	CHECK_EQ(json_object_size(json_object_get(index, "paths")), 6);
+	/* api/v1 and the six groups' versions */
+	CHECK_EQ(json_object_size(json_object_get(index, "paths")), 7);
+	CHECK(json_object_get(json_object_get(index, "paths"), "apis/network.weft.io/v1"));
 	CHECK(json_object_get(json_object_get(index, "paths"), "apis/discovery.k8s.io/v1"));
 	url = json_string_value(json_object_get(json_object_get(json_object_get(index, "paths"),
 								 "apis/route.openshift.io/v1"), "serverRelativeURL"));

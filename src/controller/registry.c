@@ -450,6 +450,12 @@ static int put_checked(struct txnb *b, const char *key, const json_t *work, stru
 	return 0;
 }
 
+/* PodPeerSlices are derived from Pods as a whole: no client writes any
+ * part of one (create, replace, patch, delete), the admin included; the
+ * controller's own writes say so (REGISTRY_OWNER). */
+static const char derived_refusal[] =
+	"podpeerslices are derived from Pods by the controller and cannot be written through the API";
+
 int registry_check_write(const struct kind_info *k, const char *ns, const char *name, json_t *obj,
 			 bool create_only, struct status *st)
 {
@@ -463,6 +469,10 @@ int registry_check_write(const struct kind_info *k, const char *ns, const char *
 	 * notes there); the rest of it, and NetNamespaces, the controller's */
 	/* ... and a VirtualService's status, its service engines' (a replace
 	 * of anything else of it is refused below) */
+	if (k->id == KIND_PODPEERSLICE) {
+		status_set(st, 405, "MethodNotAllowed", "%s", derived_refusal);
+		return -1;
+	}
 	if (k->controller_owned && !((k->id == KIND_HOSTSUBNET || k->id == KIND_VIRTUALSERVICE) && !create_only)) {
 		status_set(st, 405, "MethodNotAllowed",
 			   "%s objects are written by the controller (a %s creates them)", k->kind,
@@ -536,7 +546,8 @@ int registry_write_checked(struct registry *r, const struct kind_info *k, const 
 			   unsigned flags, json_t **out, struct status *st)
 {
 	bool create_only = flags & REGISTRY_CREATE, dry_run = flags & REGISTRY_DRY_RUN,
-	     status_only = flags & REGISTRY_STATUS, main_only = (flags & REGISTRY_MAIN) && k->status_subresource;
+	     status_only = flags & REGISTRY_STATUS, main_only = (flags & REGISTRY_MAIN) && k->status_subresource,
+	     owner = flags & REGISTRY_OWNER;
 	const char *name = obj_name(obj);
 	char key[1024];
 	const char *user_rv;
@@ -594,7 +605,7 @@ int registry_write_checked(struct registry *r, const struct kind_info *k, const 
 			return -1;
 		}
 
-		if (k->controller_owned && !old) {
+		if (k->controller_owned && !old && !owner) {
 			status_set(st, 405, "MethodNotAllowed",
 				   "%s objects are written by the controller (a Node registration creates them)",
 				   k->kind);
@@ -615,7 +626,7 @@ int registry_write_checked(struct registry *r, const struct kind_info *k, const 
 			keep_status(work, old);
 		/* the body, not work: HostSubnets are made without uid or
 		 * creationTimestamp, which set_identity adds */
-		if (k->controller_owned && !(status_only && k->status_subresource) &&
+		if (k->controller_owned && !owner && !(status_only && k->status_subresource) &&
 		    !same_but_annotations(obj, old)) {
 			status_set(st, 405, "MethodNotAllowed",
 				   "%s \"%s\": written by the controller; only metadata.annotations may change",
@@ -790,7 +801,11 @@ int registry_delete_if(struct registry *r, const struct kind_info *k, const char
 	char key[1024];
 	int err;
 
-	if (k->controller_owned || k->id == KIND_CLUSTERNETWORK) {
+	if (k->id == KIND_PODPEERSLICE && !(flags & REGISTRY_OWNER)) {
+		status_set(st, 405, "MethodNotAllowed", "%s", derived_refusal);
+		return -1;
+	}
+	if ((k->controller_owned && k->id != KIND_PODPEERSLICE) || k->id == KIND_CLUSTERNETWORK) {
 		status_set(st, 405, "MethodNotAllowed", "%s objects cannot be deleted through the API%s",
 			   k->kind,
 			   k->id == KIND_HOSTSUBNET ? " (delete the Node)"

@@ -644,6 +644,9 @@ static json_t *valid_body(const struct kind_info *k, const char *name)
 	case KIND_ENDPOINTSLICE:
 		json_object_set_new(o, "addressType", json_string("IPv4"));
 		break;
+	case KIND_PODPEERSLICE:
+		json_object_set_new(o, "node", json_string(name));
+		break;
 	default:
 		break;
 	}

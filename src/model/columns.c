@@ -436,6 +436,21 @@ static void c_address_type(const json_t *o, char *b, size_t l, time_t now)
 	put(b, l, json_string_value(json_object_get(o, "addressType")), "");
 }
 
+static void c_pps_node(const json_t *o, char *b, size_t l, time_t now)
+{
+	put(b, l, json_string_value(json_object_get(o, "node")), "<none>");
+}
+
+static void c_pps_pods(const json_t *o, char *b, size_t l, time_t now)
+{
+	snprintf(b, l, "%zu", json_array_size(json_object_get(o, "pods")));
+}
+
+static void c_pps_identities(const json_t *o, char *b, size_t l, time_t now)
+{
+	snprintf(b, l, "%zu", json_array_size(json_object_get(o, "identities")));
+}
+
 static void c_podselector(const json_t *o, char *b, size_t l, time_t now) { columns_label_selector(obj_at(o, "spec.podSelector"), b, l); }
 
 static void c_ing_hosts(const json_t *o, char *b, size_t l, time_t now)
@@ -663,6 +678,8 @@ static const struct column columns[KIND_COUNT][COLUMNS_MAX] = {
 	[KIND_SSLKEYCERT] = { COL("NAME", c_name), COL("SOURCE", c_cert_source), COL("AGE", c_age) },
 	[KIND_ENDPOINTSLICE] = { COL("NAME", c_name), COL("ADDRESSTYPE", c_address_type), COL("PORTS", c_slice_ports),
 				 COL("ENDPOINTS", c_slice_endpoints), COL("AGE", c_age) },
+	[KIND_PODPEERSLICE] = { COL("NAME", c_name), COL("NODE", c_pps_node), COL("PODS", c_pps_pods),
+				COL("IDENTITIES", c_pps_identities), COL("AGE", c_age) },
 };
 
 #undef COL

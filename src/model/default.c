@@ -192,6 +192,14 @@ void model_default(json_t *obj)
 	case KIND_ENDPOINTSLICE:
 		default_ports_protocol(json_object_get(obj, "ports"));
 		break;
+	case KIND_PODPEERSLICE: {
+		const json_t *id;
+		size_t i;
+
+		json_array_foreach(json_object_get(obj, "identities"), i, id)
+			default_ports_protocol(json_object_get(id, "ports"));
+		break;
+	}
 	case KIND_NETWORKPOLICY:
 		default_networkpolicy(obj);
 		break;

@@ -39,6 +39,10 @@ static const struct kind_info kinds[KIND_COUNT] = {
 	 * as kubectl has none */
 	{ KIND_ENDPOINTSLICE, "EndpointSlice", "endpointslice", "endpointslices", { NULL },
 	  "discovery.k8s.io", "v1", "discovery.k8s.io/v1", true, false, false },
+	/* a node's pods as NetworkPolicy peers (docs/networkpolicy.md):
+	 * derived from Pods by the controller, read-only through the API */
+	{ KIND_PODPEERSLICE, "PodPeerSlice", "podpeerslice", "podpeerslices", { "pps" },
+	  "network.weft.io", "v1", "network.weft.io/v1", false, true, false },
 };
 
 const struct kind_info *kind_get(enum kind_id id)

@@ -52,6 +52,7 @@ TEST(kinds_table_matches_api_doc)
 		{ KIND_VIRTUALSERVICE, "VirtualService", "lb.weft.io/v1", "virtualservices", "cluster", "vs" },
 		{ KIND_SSLKEYCERT, "SSLKeyAndCertificate", "lb.weft.io/v1", "sslkeyandcertificates", "cluster", "sslkc" },
 		{ KIND_ENDPOINTSLICE, "EndpointSlice", "discovery.k8s.io/v1", "endpointslices", "namespaced", NULL },
+		{ KIND_PODPEERSLICE, "PodPeerSlice", "network.weft.io/v1", "podpeerslices", "cluster", "pps" },
 	};
 
 	CHECK_EQ(sizeof(want) / sizeof(want[0]), KIND_COUNT);
@@ -76,7 +77,8 @@ TEST(kinds_table_matches_api_doc)
 		}
 		CHECK_EQ(k->controller_owned,
 			 want[i].id == KIND_HOSTSUBNET || want[i].id == KIND_NETNAMESPACE ||
-			 want[i].id == KIND_VIRTUALSERVICE || want[i].id == KIND_SSLKEYCERT);
+			 want[i].id == KIND_VIRTUALSERVICE || want[i].id == KIND_SSLKEYCERT ||
+			 want[i].id == KIND_PODPEERSLICE);
 		CHECK(kind_by_kind(want[i].kind) == k);
 	}
 	CHECK(kind_get(KIND_COUNT) == NULL);
@@ -111,6 +113,8 @@ TEST(kind_lookup_every_alias)
 		{ "secret", KIND_SECRET }, { "secrets", KIND_SECRET }, { "Secret", KIND_SECRET },
 		{ "endpointslice", KIND_ENDPOINTSLICE }, { "endpointslices", KIND_ENDPOINTSLICE },
 		{ "EndpointSlice", KIND_ENDPOINTSLICE },
+		{ "podpeerslice", KIND_PODPEERSLICE }, { "podpeerslices", KIND_PODPEERSLICE },
+		{ "PodPeerSlice", KIND_PODPEERSLICE }, { "pps", KIND_PODPEERSLICE },
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -137,6 +141,7 @@ TEST(kind_by_resource_finds_url_names)
 	CHECK(kind_by_resource("networking.k8s.io", "networkpolicies") == kind_get(KIND_NETWORKPOLICY));
 	CHECK(kind_by_resource("route.openshift.io", "routes") == kind_get(KIND_ROUTE));
 	CHECK(kind_by_resource("discovery.k8s.io", "endpointslices") == kind_get(KIND_ENDPOINTSLICE));
+	CHECK(kind_by_resource("network.weft.io", "podpeerslices") == kind_get(KIND_PODPEERSLICE));
 	CHECK(kind_by_resource("", "routes") == NULL);
 	CHECK(kind_by_resource("networking.k8s.io", "pods") == NULL);
 	CHECK(kind_by_resource("", "pod") == NULL);

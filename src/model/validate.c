@@ -610,6 +610,7 @@ int model_validate(const json_t *obj, char *err, size_t errlen)
 		[KIND_ROUTE] = validate_route,
 		[KIND_SECRET] = validate_secret,
 		[KIND_ENDPOINTSLICE] = validate_endpointslice,
+		[KIND_PODPEERSLICE] = validate_podpeerslice,
 	};
 	const struct kind_info *k = NULL;
 	const char *kind, *api;

@@ -818,6 +818,48 @@ TEST(endpointslice_ports)
 	CHECK_CONTAINS(err, "ports: too many items (101, at most 100)");
 }
 
+/* ---- PodPeerSlice ---- */
+
+#define PPS "apiVersion: network.weft.io/v1\nkind: PodPeerSlice\nmetadata: {name: node-1-1, " \
+	    "labels: {network.weft.io/node: node-1}}\n"
+
+TEST(podpeerslice_valid)
+{
+	VALID(PPS "node: node-1\nidentities:\n- namespace: red\n  labels: {pod: a}\n"
+		  "  ports: [{name: serve-80-tcp, protocol: TCP, port: 80}]\n- {namespace: blue, labels: {}}\n"
+		  "pods: [{name: a, ip: 10.128.0.5, identity: 0}, {name: b, ip: 10.128.0.6, identity: 1}]\n");
+	VALID(PPS "node: node-1\n");
+}
+
+TEST(podpeerslice_fields)
+{
+	char yaml[16384];
+	size_t n;
+
+	INVALID_ONLY(PPS "pods: []\n", "node: required");
+	INVALID_ONLY(PPS "node: Node_1\n", "node: 'Node_1' is not a valid DNS-1123 subdomain");
+	INVALID_ONLY(PPS "node: n\nidentities: [{labels: {}}]\n", "identities[0].namespace: required");
+	INVALID_ONLY(PPS "node: n\nidentities: [{namespace: x, labels: {a: 1}}]\n",
+		     "identities[0].labels[a]: must be a string, not an integer");
+	INVALID_ONLY(PPS "node: n\nidentities: [{namespace: x, ports: [{name: h, port: 0}]}]\n",
+		     "identities[0].ports[0].port: 0 is not a valid port (1-65535)");
+	INVALID_ONLY(PPS "node: n\nidentities: [{namespace: x, ports: [{name: h, port: 1, protocol: IP}]}]\n",
+		     "identities[0].ports[0].protocol: 'IP' is not one of TCP, UDP, SCTP");
+	INVALID_ONLY(PPS "node: n\nidentities: [{namespace: x, ports: [{port: 1}]}]\n",
+		     "identities[0].ports[0].name: required");
+	INVALID_ONLY(PPS "node: n\npods: [{name: a, ip: 10.1.1.1, identity: 0}]\n",
+		     "pods[0].identity: 0 is not an index of identities (0 listed)");
+	INVALID_ONLY(PPS "node: n\nidentities: [{namespace: x}]\npods: [{name: a, ip: 10.1.1.01, identity: 0}]\n",
+		     "pods[0].ip: '10.1.1.01' is not a valid IPv4 address");
+	INVALID_ONLY(PPS "node: n\nidentities: [{namespace: x}]\npods: [{ip: 10.1.1.1, identity: 0}]\n",
+		     "pods[0].name: required");
+	n = (size_t)snprintf(yaml, sizeof(yaml), PPS "node: n\nidentities: [{namespace: x}]\npods:\n");
+	for (int i = 0; i < PODPEERSLICE_MAX_PODS + 1; i++)
+		n += (size_t)snprintf(yaml + n, sizeof(yaml) - n, "- {name: p%d, ip: 10.1.0.%d, identity: 0}\n", i, i + 1);
+	CHECK_EQ(validate(yaml), -EINVAL);
+	CHECK_CONTAINS(err, "pods: too many items (101, at most 100)");
+}
+
 /* ---- NetworkPolicy ---- */
 
 #define NP "apiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\nmetadata: {name: p, namespace: x}\n"

@@ -79,7 +79,8 @@ secrets - v1 true Secret
 virtualservices vs lb.weft.io/v1 false VirtualService
 sslkeyandcertificates sslkc lb.weft.io/v1 false SSLKeyAndCertificate
 nodecredentials nodecred weft.io/v1 false NodeCredential
-endpointslices - discovery.k8s.io/v1 true EndpointSlice"
+endpointslices - discovery.k8s.io/v1 true EndpointSlice
+podpeerslices pps network.weft.io/v1 false PodPeerSlice"
 resources_ok() {
 	local out plural short gv nsd kind re
 	out=$(K api-resources --no-headers) || return 1

@@ -49,8 +49,8 @@ check "/openapi/v2 with a node's credential: 200 (as discovery)" \
 
 echo "== /openapi/v2 as JSON"
 curl -s -H "Authorization: Bearer $(cat "$CTRL_TOKEN_FILE")" -o "$DIR/v2.json" "$CTRL_URL/openapi/v2"
-check "swagger 2.0, with a definition for each of the 15 kinds (and NodeCredential) (its GVK) and its List" \
-	jq -e '.swagger == "2.0" and ([.definitions[] | select(."x-kubernetes-group-version-kind") | ."x-kubernetes-group-version-kind"[0].kind] | map(select(endswith("List") | not)) | unique | length) == 16' "$DIR/v2.json"
+check "swagger 2.0, with a definition for each of the 16 kinds (and NodeCredential) (its GVK) and its List" \
+	jq -e '.swagger == "2.0" and ([.definitions[] | select(."x-kubernetes-group-version-kind") | ."x-kubernetes-group-version-kind"[0].kind] | map(select(endswith("List") | not)) | unique | length) == 17' "$DIR/v2.json"
 check "the Pod's definition: its GVK, spec a reference to PodSpec" \
 	jq -e '.definitions."io.k8s.api.core.v1.Pod" | ."x-kubernetes-group-version-kind" == [{"group":"","kind":"Pod","version":"v1"}] and .properties.spec."$ref" == "#/definitions/io.k8s.api.core.v1.PodSpec"' "$DIR/v2.json"
 check "a container's ports: merged by containerPort (strategic merge), keyed by containerPort and protocol" \
@@ -88,8 +88,8 @@ else
 fi
 
 echo "== /openapi/v3"
-GVS='["api/v1","apis/discovery.k8s.io/v1","apis/lb.weft.io/v1","apis/network.openshift.io/v1","apis/networking.k8s.io/v1","apis/route.openshift.io/v1"]'
-check "the index: the six group-versions, each with its hash" \
+GVS='["api/v1","apis/discovery.k8s.io/v1","apis/lb.weft.io/v1","apis/network.openshift.io/v1","apis/network.weft.io/v1","apis/networking.k8s.io/v1","apis/route.openshift.io/v1"]'
+check "the index: the seven group-versions, each with its hash" \
 	jq_ok /openapi/v3 "(.paths | keys) == $GVS and all(.paths[]; .serverRelativeURL | test(\"^/openapi/v3/.*[?]hash=[0-9A-F]{128}\$\"))"
 URL=$(api GET /openapi/v3 | body_of | jq -r '.paths."apis/networking.k8s.io/v1".serverRelativeURL')
 check "networking.k8s.io/v1 at its hash: OpenAPI 3.0.0, the Ingress's schema with its GVK" \
