@@ -31,6 +31,7 @@ struct agent;
 struct peerslice_table {
 	struct hmap slices;	/* struct pslice by name */
 	uint32_t gen;		/* the list being applied */
+	bool listing;		/* between peerslice_begin and _listed */
 	size_t pods;		/* pods held, in all slices */
 };
 

@@ -8,7 +8,9 @@
  * compiler.  After every step:
  *   - every pod a slice of another node holds is in the pod cache with
  *     its node and address, known to the policy as that address's pod,
- *     and in weft_ipcache with its node's IP and its namespace's VNID;
+ *     and in weft_ipcache with its node's IP and its namespace's VNID,
+ *     and (after the policy's apply) an identity number that it shares
+ *     with exactly the peers of its namespace and labels;
  *   - nothing else of another node is left in any of them (every address
  *     a peer ever had is checked);
  *   - this node's slices change nothing, and its own pods (the Pods
@@ -27,7 +29,8 @@ enum { NODES = 4, PER_NODE = 12, SLICES = 2, OWN = 4, STEPS = 4000 };
 
 struct mpod {
 	int slice;		/* 0: in none; else 1..SLICES */
-	int variant;		/* address and labels */
+	int variant;		/* address */
+	int label;		/* identity: labels v=<label> */
 };
 
 static struct mpod model[NODES][PER_NODE];
@@ -69,8 +72,8 @@ static char *slice_text(int n, int s)
 		inet_ntop(AF_INET, &ia, ip, sizeof(ip));
 		snprintf(pod, sizeof(pod), "p%d-%d", n, k);
 		json_array_append_new(ids, json_pack("{s:s, s:{s:s}, s:[{s:s, s:s, s:i}]}", "namespace", ns_of(k),
-						     "labels", "v", model[n][k].variant ? "one" : "two", "ports",
-						     "name", "http", "protocol", "TCP", "port", 80 + k));
+						     "labels", "v", model[n][k].label ? "one" : "two", "ports",
+						     "name", "http", "protocol", "TCP", "port", 80 + k % 2));
 		json_array_append_new(pods, json_pack("{s:s, s:s, s:I}", "name", pod, "ip", ip, "identity",
 						      (json_int_t)json_array_size(ids) - 1));
 	}
@@ -113,6 +116,32 @@ static void own_pods(struct agent *a)
 		policy_pod_set(a->policy, pod);
 		json_decref(pod);
 	}
+}
+
+/* After an apply, peers share an identity number exactly when they share
+ * namespace and labels (their ports follow the namespace here). */
+static void check_identities(struct agent *a)
+{
+	uint32_t seen[2][2] = { { 0 } };	/* [namespace][label] */
+
+	CHECK_EQ(policy_apply(a->policy), 0);
+	for (int n = 1; n < NODES; n++)
+		for (int k = 0; k < PER_NODE; k++) {
+			const struct mpod *m = &model[n][k];
+			struct weft_ipcache_entry e;
+			uint32_t *id = &seen[k % 2][m->label];
+
+			if (!m->slice)
+				continue;
+			CHECK_EQ(datapath_ipcache_get(a->dp, ip_of(n, k, m->variant), &e), 0);
+			CHECK(e.identity != 0);
+			if (!*id)
+				*id = e.identity;
+			CHECK_EQ(e.identity, *id);
+		}
+	for (int i = 0; i < 4; i++)
+		for (int j = i + 1; j < 4; j++)
+			CHECK(!seen[i / 2][i % 2] || seen[i / 2][i % 2] != seen[j / 2][j % 2]);
 }
 
 static void check_all(struct agent *a)
@@ -173,6 +202,8 @@ static void change(uint64_t *st, int n, int s)
 			m->slice = s;
 		if (m->slice == s && test_rnd(st, 5) == 0)
 			m->variant = (int)test_rnd(st, 3);
+		if (m->slice == s && test_rnd(st, 5) == 0)
+			m->label = (int)test_rnd(st, 2);
 	}
 }
 
@@ -204,7 +235,13 @@ TEST(peerslice_random_against_model)
 	}
 	CHECK_EQ(podcache_netns_set(&a->pods, "red", 10, &changed), 0);
 	CHECK_EQ(podcache_netns_set(&a->pods, "blue", 20, &changed), 0);
+	policy_begin_list(a->policy, POLICY_NAMESPACES);
+	policy_begin_list(a->policy, POLICY_PODS);
+	policy_begin_list(a->policy, POLICY_NETPOLS);
 	own_pods(a);
+	policy_listed(a->policy, POLICY_NAMESPACES);
+	policy_listed(a->policy, POLICY_PODS);
+	policy_listed(a->policy, POLICY_NETPOLS);
 	for (int step = 0; step < STEPS && !test_failed(); step++) {
 		int n = (int)test_rnd(&st, NODES), s = 1 + (int)test_rnd(&st, SLICES);
 		uint32_t op = test_rnd(&st, 100);
@@ -239,6 +276,7 @@ TEST(peerslice_random_against_model)
 			memset(model, 0, sizeof(model));
 		}
 		check_all(a);
+		check_identities(a);
 	}
 	peerslice_free(&a->peers);
 	podcache_free(&a->pods);
