@@ -464,9 +464,12 @@ int slices_ctl_reconcile(struct slices_ctl *s, const char *ns, const char *svc, 
 /* peers_ctl.c: every node's pods with an address as NetworkPolicy peers
  * (model.h, "PodPeerSlices"), kept inside the endpoints controller (which
  * owns it and calls it; it calls nothing of it).  A node's slices are
- * written PODPEERS_GATHER_MS after the first change of a burst of its pods'
- * changes, at the first sync after that. */
+ * written at most once every PODPEERS_GATHER_MS: at once when they were
+ * not written within the last one, else when it ends.  A slice holds
+ * PODPEERS_PER_SLICE pods (peers_ctl_set_capacity: 1 to
+ * PODPEERSLICE_MAX_PODS). */
 #define PODPEERS_GATHER_MS 100
+#define PODPEERS_PER_SLICE 10
 
 struct peers_ctl;
 struct peers_ctl *peers_ctl_new(struct registry *r);

@@ -20,16 +20,29 @@
  *   slices:  name → { ours, node, entries, irregular }   (every
  *            PodPeerSlice; ours false: a name only, never written)
  *   by_node: node → { name: true }           (our slices)
- *   dirty:   node → the instant (ms) it became dirty
+ *   dirty:   node → the instant (ms) its gather counts from (due a
+ *            gather later)
+ *   written: node → the instant (ms) its slices were last written (or a
+ *            write failed), while it has pods
  * kept from the store's events and from our own writes (taken as written,
  * so their events come back equal: no more work).
  *
- * Gathering: a node that starts 30 pods reports them one write at a time;
- * its slices are written once, PODPEERS_GATHER_MS after the first change
- * of the burst, at the first sync after that (a commit's, or the API's
- * timer, whose wait peers_ctl_due_ms bounds and the wake callback cuts
- * short when a node becomes due earlier than the loop planned).  A failed write leaves its
- * node dirty from now: retried a gather later, never in a busy loop.
+ * Gathering: a node that starts 30 pods reports them one write at a time,
+ * and every node watching the slices is sent each slice written.  So a
+ * node's slices are written at most once every PODPEERS_GATHER_MS: a
+ * change of a node not written within the last gather is written at
+ * once, in the commit's own sync (a lone new pod reaches the other nodes
+ * as fast as its Pod would); the changes that follow within the gather
+ * wait for its end and go in one write, at the first sync after that (a
+ * commit's, or the API's timer, whose wait peers_ctl_due_ms bounds and
+ * the wake callback cuts short when a node becomes due earlier than the
+ * loop planned).  A failed write counts as a write: its node is retried a
+ * gather later, never in a busy loop.
+ *
+ * Slices hold PODPEERS_PER_SLICE pods (model.h allows up to
+ * PODPEERSLICE_MAX_PODS): a slice is sent whole when one of its pods
+ * changes, so a small one keeps a pod's change near the size of its Pod,
+ * and a list still costs a tenth of the Pods' bytes.
  *
  * A node's slices are packed by slice_pack (model/slice_pack.h), one
  * group: a pod stays in its slice, new pods fill slices with room, an
@@ -84,6 +97,7 @@ struct peers_ctl {
 	json_t *slices;
 	json_t *by_node;
 	json_t *dirty;
+	json_t *written;
 };
 
 static int64_t real_now(void *arg)
@@ -99,7 +113,7 @@ struct peers_ctl *peers_ctl_new(struct registry *r)
 	if (!p)
 		return NULL;
 	p->reg = r;
-	p->max = PODPEERSLICE_MAX_PODS;
+	p->max = PODPEERS_PER_SLICE;
 	p->gather_ms = PODPEERS_GATHER_MS;
 	p->now = real_now;
 	p->next_due = INT64_MAX;
@@ -107,7 +121,8 @@ struct peers_ctl *peers_ctl_new(struct registry *r)
 	p->slices = json_object();
 	p->by_node = json_object();
 	p->dirty = json_object();
-	if (!p->nodes || !p->slices || !p->by_node || !p->dirty) {
+	p->written = json_object();
+	if (!p->nodes || !p->slices || !p->by_node || !p->dirty || !p->written) {
 		peers_ctl_free(p);
 		return NULL;
 	}
@@ -122,6 +137,7 @@ void peers_ctl_free(struct peers_ctl *p)
 	json_decref(p->slices);
 	json_decref(p->by_node);
 	json_decref(p->dirty);
+	json_decref(p->written);
 	free(p);
 }
 
@@ -130,6 +146,7 @@ void peers_ctl_clear(struct peers_ctl *p)
 	json_object_clear(p->nodes);
 	json_object_clear(p->slices);
 	json_object_clear(p->by_node);
+	json_object_clear(p->written);
 }
 
 int peers_ctl_set_capacity(struct peers_ctl *p, size_t max)
@@ -174,11 +191,16 @@ static void mark_at(struct peers_ctl *p, const char *node, int64_t since, int64_
 	}
 }
 
+/* node changed: due at once when it was not written within the last
+ * gather, else at the end of the gather its last write began. */
 static void mark(struct peers_ctl *p, const char *node)
 {
-	int64_t now = p->now(p->now_arg);
+	int64_t now = p->now(p->now_arg), since = now - p->gather_ms;
+	json_t *last = node ? json_object_get(p->written, node) : NULL;
 
-	mark_at(p, node, now, now);
+	if (last && json_integer_value(last) > since)
+		since = json_integer_value(last);
+	mark_at(p, node, since, now);
 }
 
 void peers_ctl_mark_all(struct peers_ctl *p)
@@ -656,9 +678,18 @@ int peers_ctl_reconcile(struct peers_ctl *p)
 	}
 	p->next_due = next;
 	for (size_t i = 0; i < json_array_size(due); i++) {
+		int failed;
+
 		node = json_string_value(json_array_get(due, i));
 		json_object_del(p->dirty, node);
-		if (reconcile_node(p, node)) {
+		failed = reconcile_node(p, node);
+		/* the next write of this node waits a gather from now; a node
+		 * without pods starts afresh */
+		if (failed || json_object_get(p->nodes, node))
+			json_object_set_new(p->written, node, json_integer(now));
+		else
+			json_object_del(p->written, node);
+		if (failed) {
 			mark(p, node);	/* retried a gather from now */
 			rc = -1;
 		}
