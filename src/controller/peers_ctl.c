@@ -42,7 +42,8 @@
  * Slices hold PODPEERS_PER_SLICE pods (model.h allows up to
  * PODPEERSLICE_MAX_PODS): a slice is sent whole when one of its pods
  * changes, so a small one keeps a pod's change near the size of its Pod,
- * and a list still costs a tenth of the Pods' bytes.
+ * and a list still costs a third of the Pods' bytes or less
+ * (bench/README.md, "With a NetworkPolicy naming pods as peers").
  *
  * A node's slices are packed by slice_pack (model/slice_pack.h), one
  * group: a pod stays in its slice, new pods fill slices with room, an
