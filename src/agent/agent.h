@@ -171,6 +171,7 @@ struct agent {
 	 * a write held back for the revisions period (report.c) is due (0: none) */
 	int64_t revs_at_ms, report_due_ms;
 	bool controller_up;
+	bool records_one_by_one;	/* the controller has no batched create (report thread) */
 	unsigned kicks;
 
 	atomic_bool ready;		/* data plane complete: STATUS ok */

@@ -7,9 +7,10 @@
  * Pod event or relist) and every few seconds.  Each round, once the Pod
  * list has been read at least once:
  *   lease with a pod name, and no cached Pod with the same IP, node and
- *   container ID  ->  when the cache has no Pod of that name, POST the
- *   record (most are new: one request); when it has one, or the POST
- *   finds one (409), GET the Pod (to keep what others wrote in it), set
+ *   container ID  ->  when the cache has no Pod of that name, create the
+ *   record (most are new: the round's new records in one batched create,
+ *   record_create_batch, or a POST when alone); when it has one, or the
+ *   create finds one (409), GET the Pod (to keep what others wrote in it), set
  *   spec.nodeName, status.podIP/podIPs/hostIP/phase and the annotation
  *   weft.io/container-id, PUT it (conditional on the resourceVersion read);
  *   the main resource ignores a status it is sent, except on a create
@@ -137,28 +138,18 @@ static int record_create(struct agent *a, struct httpc *h, const struct ipam_lea
 	return -EPROTO;
 }
 
-static int upsert(struct agent *a, struct httpc *h, const struct ipam_lease *l)
+/* The record of lease l exists (the cache has it, or a create found it):
+ * GET it (to keep what others wrote in it), set what this node owns, PUT
+ * it on the resourceVersion read, and its status to NAME/status when the
+ * main resource kept the old one. */
+static int record_update(struct agent *a, struct httpc *h, const struct ipam_lease *l, const char *ip)
 {
 	struct httpc_response r = { 0 };
-	char path[1024], err[256], ip[INET_ADDRSTRLEN];
+	char path[1024], err[256];
 	json_t *pod = NULL, *want = NULL;
 	char *body = NULL;
-	bool cached;
 	int rc;
 
-	format_ip(l->ip, ip);
-	pthread_mutex_lock(&a->lock);
-	cached = podcache_find(&a->pods, l->owner.pod_namespace, l->owner.pod_name) != NULL;
-	pthread_mutex_unlock(&a->lock);
-	if (!cached) {
-		rc = record_create(a, h, l, ip, &r);
-		if (rc == 1)
-			goto reported;
-		if (rc == -EPROTO)
-			goto refused;
-		if (rc < 0)
-			goto out;
-	}
 	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", l->owner.pod_namespace,
 		 l->owner.pod_name);
 	rc = httpc_request(h, "GET", path, NULL, 0, &r, err, sizeof(err));
@@ -195,9 +186,7 @@ static int upsert(struct agent *a, struct httpc *h, const struct ipam_lease *l)
 		if (r.status != 200)
 			goto refused;
 	}
-reported:
-	LOG_INFO("pod %s/%s: reported (%s on %s)", l->owner.pod_namespace, l->owner.pod_name, ip,
-		 a->o.node);
+	LOG_INFO("pod %s/%s: reported (%s on %s)", l->owner.pod_namespace, l->owner.pod_name, ip, a->o.node);
 	goto out;
 refused:
 	LOG_WARN("pod %s/%s: the controller refused its record (HTTP %ld): %.300s", l->owner.pod_namespace,
@@ -209,6 +198,147 @@ out:
 	json_decref(pod);
 	httpc_response_free(&r);
 	return rc;
+}
+
+static int upsert(struct agent *a, struct httpc *h, const struct ipam_lease *l)
+{
+	struct httpc_response r = { 0 };
+	char ip[INET_ADDRSTRLEN];
+	bool cached;
+	int rc;
+
+	format_ip(l->ip, ip);
+	pthread_mutex_lock(&a->lock);
+	cached = podcache_find(&a->pods, l->owner.pod_namespace, l->owner.pod_name) != NULL;
+	pthread_mutex_unlock(&a->lock);
+	if (cached)
+		return record_update(a, h, l, ip);
+	rc = record_create(a, h, l, ip, &r);
+	if (rc == 1)
+		LOG_INFO("pod %s/%s: reported (%s on %s)", l->owner.pod_namespace, l->owner.pod_name, ip,
+			 a->o.node);
+	else if (rc == -EPROTO)
+		LOG_WARN("pod %s/%s: the controller refused its record (HTTP %ld): %.300s",
+			 l->owner.pod_namespace, l->owner.pod_name, r.status, r.body);
+	httpc_response_free(&r);
+	if (rc == 0)
+		return record_update(a, h, l, ip);
+	return rc < 0 ? rc : 0;
+}
+
+/*
+ * The records a round must create, in one request: POST
+ * /weft/v1/apply?mode=create with a List of them.  Each item is created
+ * as its own POST would create it (status included), and one whose Pod
+ * exists fails 409 and is left as it is (not replaced: others' labels
+ * stay), so it goes the way of an existing record.  The node's records
+ * then reach the controller together, in one of its commits, and the
+ * controller's tables derived from them (PodPeerSlices) are written once
+ * for them, not once a pod.  An item refused otherwise (a full write
+ * budget: 429) is tried again next round, as a refused POST is.  -1 when
+ * the request as a whole failed (the caller goes one by one; a
+ * controller without the path, 404, is not asked again); else 0, with
+ * exists[i] set for each lease whose record must be updated.
+ */
+#define REPORT_BATCH_MAX 500	/* records a request (the API takes 1,000) */
+
+static int record_create_batch(struct agent *a, struct httpc *h, const struct ipam_lease *l, size_t n,
+			       bool *exists)
+{
+	struct httpc_response r = { 0 };
+	char err[256], ip[INET_ADDRSTRLEN];
+	json_t *items = json_array(), *list = NULL, *answer = NULL, *results;
+	char *body = NULL;
+	int rc = -1;
+
+	if (!items)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		json_t *pod = record_new(&l[i]);
+
+		format_ip(l[i].ip, ip);
+		if (!pod || json_array_append_new(items, pod))
+			goto out;
+		(void)record_fill(a, pod, &l[i], ip);
+	}
+	list = json_pack("{s:s, s:s, s:O}", "apiVersion", "v1", "kind", "List", "items", items);
+	body = list ? json_dumps(list, JSON_COMPACT) : NULL;
+	if (!body || agent_write(a, h, "POST", "/weft/v1/apply?mode=create", body, strlen(body), &r, err,
+				 sizeof(err)) < 0)
+		goto out;
+	if (r.status == 404 || r.status == 405) {
+		LOG_INFO("the controller has no batched create (HTTP %ld): records go one by one", r.status);
+		a->records_one_by_one = true;
+		goto out;
+	}
+	if (r.status != 200 || !(answer = json_loadb(r.body, r.len, 0, NULL)))
+		goto out;
+	results = json_object_get(answer, "items");
+	if (json_array_size(results) != n)
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		json_t *it = json_array_get(results, i);
+		json_int_t code = json_integer_value(json_object_get(it, "code"));
+
+		format_ip(l[i].ip, ip);
+		exists[i] = code == 409;
+		if (code == 201)
+			LOG_INFO("pod %s/%s: reported (%s on %s)", l[i].owner.pod_namespace, l[i].owner.pod_name,
+				 ip, a->o.node);
+		else if (code != 409)
+			LOG_WARN("pod %s/%s: the controller refused its record (HTTP %lld): %.300s; again next "
+				 "round", l[i].owner.pod_namespace, l[i].owner.pod_name, (long long)code,
+				 json_string_value(json_object_get(it, "message")) ?: "");
+	}
+	rc = 0;
+out:
+	free(body);
+	json_decref(answer);
+	json_decref(list);
+	json_decref(items);
+	httpc_response_free(&r);
+	return rc;
+}
+
+/* Report leases l[0..n) (missing or different records): those whose Pod
+ * the cache does not have created together, the others (and those a
+ * create found) updated one by one. */
+static void records_report(struct agent *a, struct httpc *h, struct ipam_lease *l, size_t n)
+{
+	size_t fresh = 0, answered = 0, i;
+	bool *exists = NULL;
+
+	/* the leases whose Pod the cache lacks first: they are created */
+	pthread_mutex_lock(&a->lock);
+	for (i = 0; i < n; i++)
+		if (!podcache_find(&a->pods, l[i].owner.pod_namespace, l[i].owner.pod_name)) {
+			struct ipam_lease t = l[fresh];
+
+			l[fresh++] = l[i];
+			l[i] = t;
+		}
+	pthread_mutex_unlock(&a->lock);
+	if (fresh > 1 && !a->records_one_by_one)
+		exists = calloc(fresh, sizeof(*exists));
+	for (i = 0; exists && i < fresh && !atomic_load(&a->stopping); i += REPORT_BATCH_MAX) {
+		size_t m = fresh - i < REPORT_BATCH_MAX ? fresh - i : REPORT_BATCH_MAX;
+
+		if (record_create_batch(a, h, l + i, m, exists + i) < 0)
+			break;
+		answered = i + m;
+	}
+	for (size_t j = 0; j < n && !atomic_load(&a->stopping); j++) {
+		char ip[INET_ADDRSTRLEN];
+
+		if (j < answered) {	/* in a batch that was answered */
+			format_ip(l[j].ip, ip);
+			if (exists[j])
+				(void)record_update(a, h, &l[j], ip);
+			continue;
+		}
+		(void)upsert(a, h, &l[j]);
+	}
+	free(exists);
 }
 
 /* A Pod record of this node as the cache has it, copied out for the
@@ -696,8 +826,7 @@ static void round_once(struct agent *a, struct httpc *h)
 	for (i = 0; i < nheld && !atomic_load(&a->stopping); i++)
 		(void)pod_settle_quarantined(a, held[i].ns, held[i].name, held[i].container_id,
 					     held[i].ip);
-	for (i = 0; i < ll.n && !atomic_load(&a->stopping); i++)
-		(void)upsert(a, h, &ll.v[i]);
+	records_report(a, h, ll.v, ll.n);
 	for (i = 0; i < ngone && !atomic_load(&a->stopping); i++)
 		(void)remove_record(a, h, &gone[i]);
 	report_node_status(a, h);

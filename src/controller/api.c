@@ -1883,6 +1883,7 @@ static bool prepare_apply(struct api *a, struct MHD_Connection *c, struct reques
 {
 	static const char *const refused[] = { "dryRun", "fieldValidation" };
 	struct status st = { 0 };
+	const char *mode;
 	json_t *body = NULL;
 
 	if (strcmp(method, "POST") != 0) {
@@ -1895,6 +1896,12 @@ static bool prepare_apply(struct api *a, struct MHD_Connection *c, struct reques
 			*ret = fail(a, c, rq, 400, "BadRequest", "%s: not supported on %s", refused[i], APPLY_PATH);
 			return true;
 		}
+	mode = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "mode");
+	if (mode && strcmp(mode, "apply") != 0 && strcmp(mode, "create") != 0) {
+		*ret = fail(a, c, rq, 400, "BadRequest", "mode: Unsupported value: \"%.64s\": supported values: "
+			    "\"apply\", \"create\"", mode);
+		return true;
+	}
 	if (decode_body(a, c, rq, true, &body, ret))
 		return true;
 	if (apply_batch_parse(body, APPLY_MAX_ITEMS, &call->batch, &st)) {
@@ -1903,6 +1910,7 @@ static bool prepare_apply(struct api *a, struct MHD_Connection *c, struct reques
 		return true;
 	}
 	json_decref(body);
+	call->batch.create_only = mode && strcmp(mode, "create") == 0;
 	call->what = CALL_APPLY;
 	return false;
 }

@@ -183,8 +183,10 @@ static void check_item(struct apply_item *it, size_t i, const struct apply_ops *
 	it->checked = true;
 }
 
-/* Under the lock: the POST or PUT of the item, and what it did. */
-static void write_item(struct apply_item *it, struct registry *reg, const struct apply_ops *ops)
+/* Under the lock: the POST or PUT of the item, and what it did.  A
+ * create_only batch POSTs an item whose object exists too: the POST's
+ * own 409 is its answer. */
+static void write_item(struct apply_item *it, bool create_only, struct registry *reg, const struct apply_ops *ops)
 {
 	const struct route *r = &it->r;
 	const char *rv;
@@ -196,7 +198,7 @@ static void write_item(struct apply_item *it, struct registry *reg, const struct
 		return;
 	if (registry_revision(reg, r->kind, r->ns, r->name, &before, &it->st))
 		goto failed;
-	create = before == 0;
+	create = before == 0 || create_only;
 	if (!it->checked && registry_check_write(r->kind, r->ns, create ? NULL : r->name, it->obj, create, &it->st))
 		goto failed;
 	if (ops->write(ops->arg, r, create, it->obj, &out, &it->st))
@@ -224,7 +226,7 @@ void apply_batch_run(struct apply_batch *b, struct registry *reg, const struct a
 			check_item(&b->items[i], i, ops);
 		ops->lock(ops->arg, true);
 		for (size_t i = g; i < end; i++)
-			write_item(&b->items[i], reg, ops);
+			write_item(&b->items[i], b->create_only, reg, ops);
 		ops->lock(ops->arg, false);
 	}
 }

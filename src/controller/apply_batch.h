@@ -6,6 +6,9 @@
  * server deciding whether that changed anything (configured) or not
  * (unchanged).
  *
+ * With create_only (?mode=create) an item is only ever created: one whose
+ * object exists fails as its POST would (409 AlreadyExists).
+ *
  * Each item is its own write, through the very calls of a POST and a PUT
  * (the caller's ops: authorization, admission, commit, watchers); one that
  * fails is that item's answer and the next is tried.  The items are taken
@@ -54,6 +57,11 @@ struct apply_item {
 struct apply_batch {
 	struct apply_item *items;
 	size_t n;
+	/* ?mode=create: every item is a create, as its POST; one whose object
+	 * exists fails 409 AlreadyExists and is left as it is (a reporter of
+	 * new objects that must not replace what others wrote).  Set by the
+	 * caller after apply_batch_parse. */
+	bool create_only;
 };
 
 /* What the caller (the API) does for each item, as for a request of its

@@ -2,7 +2,8 @@
  * apply_batch_test.c — batched apply on a real SQLite store: the List's
  * checks, each item's answer, the lock let go between groups, and a
  * randomized run of batches checked against a naive model of what apply
- * does to each object (created, configured, unchanged, failed).
+ * does to each object (created, configured, unchanged, failed), some of
+ * them create-only (?mode=create: an object that exists fails, kept).
  */
 #include "controller/apply_batch.h"
 #include "controller/registry_fixture.h"
@@ -201,6 +202,7 @@ TEST(apply_batch_matches_a_naive_model_of_apply)
 		enum apply_result want[3 * APPLY_GROUP_ITEMS];
 		struct apply_batch b;
 		struct status st = { 0 };
+		bool create_only = test_rnd(&seed, 3) == 0;	/* ?mode=create */
 
 		for (size_t i = 0; i < n; i++) {
 			uint32_t ns = test_rnd(&seed, 3), k = test_rnd(&seed, NAMES);
@@ -214,21 +216,34 @@ TEST(apply_batch_matches_a_naive_model_of_apply)
 			} else {
 				char *have = m.value[ns][k];
 
-				want[i] = !have[0] ? APPLY_CREATED : strcmp(have, v) ? APPLY_CONFIGURED : APPLY_UNCHANGED;
-				snprintf(have, sizeof(m.value[ns][k]), "%s", v);
+				if (!have[0])
+					want[i] = APPLY_CREATED;
+				else if (create_only)
+					want[i] = APPLY_FAILED;	/* it exists: left as it is */
+				else
+					want[i] = strcmp(have, v) ? APPLY_CONFIGURED : APPLY_UNCHANGED;
+				if (!have[0] || !create_only)
+					snprintf(have, sizeof(m.value[ns][k]), "%s", v);
 			}
 		}
 		l = list_of(items);
 		CHECK(apply_batch_parse(l, n, &b, &st) == 0);
+		b.create_only = create_only;
 		apply_batch_run(&b, &fx.reg, &ops);
 		for (size_t i = 0; i < n; i++) {
 			if (b.items[i].result != want[i])
-				test_fail(__FILE__, __LINE__, "round %d item %zu (%s/%s): %s, want %s (%s)", round, i,
+				test_fail(__FILE__, __LINE__, "round %d%s item %zu (%s/%s): %s, want %s (%s)", round,
+					  create_only ? " (create)" : "", i,
 					  b.items[i].r.ns, b.items[i].r.name, apply_result_name(b.items[i].result),
 					  apply_result_name(want[i]), b.items[i].st.message);
 			CHECK(!test_failed());
-			if (want[i] == APPLY_FAILED)
+			if (want[i] == APPLY_FAILED && strcmp(b.items[i].r.ns, "missing") != 0 &&
+			    b.items[i].r.name[0] != 'd') {
+				CHECK_EQ(b.items[i].st.code, 409);
+				CHECK(strstr(b.items[i].st.message, "already exists"));
+			} else if (want[i] == APPLY_FAILED) {
 				CHECK_EQ(b.items[i].st.code, b.items[i].r.name[0] == 'd' ? 403 : 404);
+			}
 		}
 		apply_batch_free(&b);
 		json_decref(l);

@@ -491,6 +491,14 @@ void peers_ctl_pod(struct peers_ctl *p, const char *ns, const char *name, const 
 bool peers_ctl_apply(struct peers_ctl *p, const char *name, const json_t *obj, bool dirty);
 /* Every node with pods or slices of ours → dirty, due at once (resync). */
 void peers_ctl_mark_all(struct peers_ctl *p);
+/* Keep slices (on: the cluster has a NetworkPolicy) or not (off: the
+ * entries are forgotten and every slice of ours is due for deletion at
+ * once).  Turned on, the caller hands every pod in with peers_ctl_pod
+ * (dirty: each node is due at once, as it was not written within the
+ * gather).  A new controller is off; peers_ctl_pod does nothing while
+ * off. */
+void peers_ctl_set_active(struct peers_ctl *p, bool on);
+bool peers_ctl_active(const struct peers_ctl *p);
 /* Reconcile the nodes whose gather is over: only changed slices written.
  * 0, or -1 when a write failed (its node is retried a gather later). */
 int peers_ctl_reconcile(struct peers_ctl *p);

@@ -25,6 +25,8 @@
  *   slices:     slices_ctl.c's index of every EndpointSlice
  *   peers:      peers_ctl.c's index: node → its pods' peer entries, every
  *               PodPeerSlice, the dirty nodes
+ *   netpols:    "ns/name" → true                 (every NetworkPolicy: the
+ *               PodPeerSlices are kept while there is one)
  *   podIPs:     ip → {"ns/name": true}          (for endpoints_admit)
  *   dirty:      "ns/name" → true                 (Services to recompute)
  *
@@ -89,6 +91,7 @@ struct endpoints_ctl {
 	json_t *namespaces;
 	json_t *pod_ips;
 	json_t *dirty;
+	json_t *netpols;	/* "ns/name" → true: every NetworkPolicy (peers kept while any) */
 	struct slices_ctl *slices;	/* owned: the EndpointSlices (slices_ctl.c) */
 	struct peers_ctl *peers;	/* owned: the PodPeerSlices (peers_ctl.c) */
 };
@@ -454,7 +457,39 @@ static void apply_slice(struct endpoints_ctl *c, const char *ns, const char *nam
 		mark(c, ns, svc);
 }
 
-enum watched { W_NONE, W_POD, W_SERVICE, W_ENDPOINTS, W_SLICE, W_PEERS };
+/* The PodPeerSlices are kept while the cluster has a NetworkPolicy
+ * (peers_ctl.c, invariant 5): turned on, every pod of the index is handed
+ * in. */
+static void peers_follow_policies(struct endpoints_ctl *c, bool dirty)
+{
+	bool want = json_object_size(c->netpols) > 0;
+	const char *ns, *name;
+	json_t *nsx, *digest;
+
+	if (want == peers_ctl_active(c->peers))
+		return;
+	peers_ctl_set_active(c->peers, want);
+	if (!want)
+		return;
+	json_object_foreach(c->namespaces, ns, nsx)
+		json_object_foreach(json_object_get(nsx, "pods"), name, digest)
+			peers_ctl_pod(c->peers, ns, name, NULL, digest, dirty);
+}
+
+/* A NetworkPolicy was written (obj) or deleted (obj NULL). */
+static void apply_netpol(struct endpoints_ctl *c, const char *ns, const char *name, const json_t *obj, bool dirty)
+{
+	char key[600];
+
+	snprintf(key, sizeof(key), "%s/%s", ns, name);
+	if (obj)
+		json_object_set_new(c->netpols, key, json_true());
+	else
+		json_object_del(c->netpols, key);
+	peers_follow_policies(c, dirty);
+}
+
+enum watched { W_NONE, W_POD, W_SERVICE, W_ENDPOINTS, W_SLICE, W_PEERS, W_NETPOL };
 
 #define PEERS_PREFIX OBJ_PREFIX "podpeerslices/"
 
@@ -472,6 +507,7 @@ static enum watched parse_key(const char *key, char *ns, size_t nslen, const cha
 		{ OBJ_PREFIX "services/", W_SERVICE },
 		{ OBJ_PREFIX "endpoints/", W_ENDPOINTS },
 		{ OBJ_PREFIX "endpointslices/", W_SLICE },
+		{ OBJ_PREFIX "networkpolicies/", W_NETPOL },
 	};
 
 	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
@@ -509,6 +545,8 @@ static void apply_object(struct endpoints_ctl *c, const char *key, const json_t 
 		apply_slice(c, ns, name, obj, dirty);
 	else if (w == W_PEERS)
 		(void)peers_ctl_apply(c->peers, name, obj, dirty);
+	else if (w == W_NETPOL)
+		apply_netpol(c, ns, name, obj, dirty);
 }
 
 /* key now holds the JSON text value, or nothing (NULL). */
@@ -517,9 +555,14 @@ static void apply(struct endpoints_ctl *c, const char *key, const char *value, s
 	char ns[256];
 	const char *name;
 	json_t *obj = NULL;
+	enum watched w = parse_key(key, ns, sizeof(ns), &name);
 
-	if (parse_key(key, ns, sizeof(ns), &name) == W_NONE)
+	if (w == W_NONE)
 		return;
+	if (w == W_NETPOL) {	/* only whether it exists matters */
+		apply_netpol(c, ns, name, value ? json_true() : NULL, dirty);
+		return;
+	}
 	if (value) {
 		obj = json_loadb(value, len, 0, NULL);
 		if (!obj)
@@ -533,8 +576,10 @@ static void clear(struct endpoints_ctl *c)
 {
 	json_object_clear(c->namespaces);
 	json_object_clear(c->pod_ips);
+	json_object_clear(c->netpols);
 	slices_ctl_clear(c->slices);
 	peers_ctl_clear(c->peers);
+	peers_ctl_set_active(c->peers, false);
 	c->built = false;
 	c->cursor = 0;
 }
@@ -544,8 +589,9 @@ static void clear(struct endpoints_ctl *c)
  * an event again is harmless) but miss nothing. */
 static int build(struct endpoints_ctl *c)
 {
-	static const char *const prefixes[] = { OBJ_PREFIX "pods/", OBJ_PREFIX "services/",
-						OBJ_PREFIX "endpoints/", OBJ_PREFIX "endpointslices/", PEERS_PREFIX };
+	static const char *const prefixes[] = { OBJ_PREFIX "networkpolicies/", OBJ_PREFIX "pods/",
+						OBJ_PREFIX "services/", OBJ_PREFIX "endpoints/",
+						OBJ_PREFIX "endpointslices/", PEERS_PREFIX };
 	int64_t rev = 0;
 	int err;
 
@@ -865,9 +911,10 @@ struct endpoints_ctl *endpoints_ctl_new(struct registry *r)
 	c->namespaces = json_object();
 	c->pod_ips = json_object();
 	c->dirty = json_object();
+	c->netpols = json_object();
 	c->slices = slices_ctl_new(r);
 	c->peers = peers_ctl_new(r);
-	if (!c->namespaces || !c->pod_ips || !c->dirty || !c->slices || !c->peers) {
+	if (!c->namespaces || !c->pod_ips || !c->dirty || !c->netpols || !c->slices || !c->peers) {
 		endpoints_ctl_free(c);
 		return NULL;
 	}
@@ -881,6 +928,7 @@ void endpoints_ctl_free(struct endpoints_ctl *c)
 	json_decref(c->namespaces);
 	json_decref(c->pod_ips);
 	json_decref(c->dirty);
+	json_decref(c->netpols);
 	slices_ctl_free(c->slices);
 	peers_ctl_free(c->peers);
 	free(c);

@@ -69,6 +69,13 @@
  *     at its node's next reconcile.
  *  4. Work follows what changed: a pod change costs O(its node's pods), a
  *     sync with nothing due O(1).
+ *  5. The slices are kept only while the cluster has a NetworkPolicy
+ *     (peers_ctl_set_active, from endpoints_ctl.c): only then can an
+ *     agent need them (an agent watches them only while a policy names
+ *     pods as peers).  Inactive, a pod change costs nothing here and no
+ *     slice of ours is stored: the first policy makes every node's slices
+ *     at once, in the sync of its own commit (so an agent that saw the
+ *     policy lists them whole), and the last one's deletion deletes them.
  *
  * Threads: none; it runs under the API's lock like the registry.
  */
@@ -87,6 +94,7 @@
 
 struct peers_ctl {
 	struct registry *reg;
+	bool active;		/* the cluster has a NetworkPolicy: slices kept */
 	size_t max;		/* pods in one slice at most */
 	int64_t gather_ms;
 	int64_t (*now)(void *arg);
@@ -217,6 +225,24 @@ void peers_ctl_mark_all(struct peers_ctl *p)
 		mark_at(p, node, since, now);
 }
 
+void peers_ctl_set_active(struct peers_ctl *p, bool on)
+{
+	const char *node;
+	json_t *v;
+
+	if (p->active == on)
+		return;
+	p->active = on;
+	if (on)
+		return;		/* the caller hands every pod in (peers_ctl_pod) */
+	json_object_clear(p->nodes);
+	/* every slice of ours deleted at the next reconcile */
+	json_object_foreach(p->by_node, node, v)
+		mark_at(p, node, p->now(p->now_arg) - p->gather_ms, p->now(p->now_arg));
+}
+
+bool peers_ctl_active(const struct peers_ctl *p) { return p->active; }
+
 int64_t peers_ctl_due_ms(const struct peers_ctl *p)
 {
 	int64_t now;
@@ -293,10 +319,13 @@ void peers_ctl_pod(struct peers_ctl *p, const char *ns, const char *name, const 
 		   bool dirty)
 {
 	const char *old_node = NULL, *new_node = NULL;
-	json_t *was = old ? entry_of(old, &old_node) : NULL;
-	json_t *is = now ? entry_of(now, &new_node) : NULL;
+	json_t *was, *is;
 	char key[KEY_MAX], on[NAME_MAX_LEN + 1] = "";
 
+	if (!p->active)
+		return;		/* no reader: no entries, no cost (invariant 5) */
+	was = old ? entry_of(old, &old_node) : NULL;
+	is = now ? entry_of(now, &new_node) : NULL;
 	if ((!was && !is) || (was && is && !strcmp(old_node, new_node) && json_equal(was, is))) {
 		json_decref(was);
 		json_decref(is);

@@ -48,6 +48,29 @@ static int add_node(struct fixture *fx, const char *name, const char *ip)
 	return e;
 }
 
+/* NetworkPolicy ns/name created (on) or deleted: 0 or the refusal's code. */
+static int policy(struct fixture *fx, const char *ns, const char *name, bool on)
+{
+	struct status st = { 0 };
+	json_t *o = NULL, *out = NULL;
+	int e;
+
+	if (!on) {
+		e = registry_delete(&fx->reg, K(KIND_NETWORKPOLICY), ns, name, &out, &st);
+		json_decref(out);
+		return e ? st.code : 0;
+	}
+	o = json_pack("{s:s, s:s, s:{s:s, s:s}, s:{s:{}, s:[s]}}", "apiVersion", "networking.k8s.io/v1", "kind",
+		      "NetworkPolicy", "metadata", "name", name, "namespace", ns, "spec", "podSelector",
+		      "policyTypes", "Ingress");
+	e = registry_create(&fx->reg, K(KIND_NETWORKPOLICY), ns, o, &out, &st);
+	if (e)
+		fprintf(stderr, "policy %s/%s: %s\n", ns, name, st.message);
+	json_decref(o);
+	json_decref(out);
+	return e ? st.code : 0;
+}
+
 /* A registry on a fresh store, node-1..3 (10.128.0.0/23, 10.128.2.0/23,
  * 10.128.4.0/23), namespaces red and blue, the clock at 1000 with the
  * default gather. */
@@ -88,7 +111,8 @@ static int fx_open(struct fixture *fx)
 		json_decref(ns);
 		json_decref(out);
 	}
-	return e;
+	/* the slices are kept while the cluster has a NetworkPolicy */
+	return e ? e : policy(fx, "red", "any", true);
 }
 
 static void fx_close(struct fixture *fx)
@@ -275,6 +299,53 @@ TEST(peers_written_after_the_gather_compact_and_once)
 	CHECK(get_slice(&fx, "node-2-1") == NULL);
 	CHECK_EQ(fx.metrics.podpeerslice_deletes, 1);
 	CHECK_EQ(fx.metrics.podpeerslice_failures, 0);
+	fx_close(&fx);
+}
+
+/* Kept only while the cluster has a NetworkPolicy: without one a pod
+ * costs no slice write; the first policy writes every node's slices in
+ * the sync of its own commit, whatever their gather; the last one's
+ * deletion deletes them, in its sync; a second policy changes nothing. */
+TEST(peers_kept_only_while_a_networkpolicy_exists)
+{
+	struct fixture fx;
+	json_t *sl;
+
+	CHECK(fx_open(&fx) == 0);
+	CHECK_EQ(count_slices(&fx), 0);
+	CHECK_EQ(pod(&fx, "red", "a", "{\"app\":\"web\"}", HTTP, "node-1", "10.128.0.2", NULL), 0);
+	CHECK_EQ(pod(&fx, "blue", "b", "{}", HTTP, "node-2", "10.128.2.2", NULL), 0);
+	CHECK_EQ(writes(&fx), 2);
+	CHECK_EQ(policy(&fx, "red", "any", false), 0);
+	CHECK_EQ(count_slices(&fx), 0);
+	CHECK_EQ(fx.metrics.podpeerslice_deletes, 2);
+	CHECK(!peers_ctl_active(endpoints_ctl_peers(fx.reg.endpoints)));
+	/* no policy: pods come and go, nothing is written, nothing is due */
+	CHECK_EQ(pod(&fx, "red", "c", "{}", HTTP, "node-1", "10.128.0.3", NULL), 0);
+	CHECK_EQ(del_pod(&fx, "blue", "b"), 0);
+	CHECK_EQ(pod(&fx, "blue", "d", "{}", HTTP, "node-3", "10.128.4.2", NULL), 0);
+	tick(&fx, 1000);
+	CHECK_EQ(writes(&fx), 4);
+	CHECK(endpoints_ctl_due_ms(fx.reg.endpoints) == -1);
+	/* a policy (in another namespace): every node at once, in its sync */
+	CHECK_EQ(policy(&fx, "blue", "other", true), 0);
+	CHECK_EQ(count_slices(&fx), 2);
+	CHECK_EQ(writes(&fx), 6);
+	sl = get_slice(&fx, "node-1-1");
+	CHECK_STR(field(sl, "pods"), "[{\"identity\":0,\"ip\":\"10.128.0.2\",\"name\":\"a\"},"
+				     "{\"identity\":1,\"ip\":\"10.128.0.3\",\"name\":\"c\"}]");
+	json_decref(sl);
+	/* a second one, and one of two deleted: nothing to write */
+	CHECK_EQ(policy(&fx, "red", "any", true), 0);
+	CHECK_EQ(policy(&fx, "blue", "other", false), 0);
+	tick(&fx, 1000);
+	CHECK_EQ(writes(&fx), 6);
+	/* a pod change is written again as it comes */
+	CHECK_EQ(pod(&fx, "red", "e", "{}", HTTP, "node-3", "10.128.4.3", NULL), 0);
+	CHECK_EQ(writes(&fx), 7);
+	CHECK_EQ(fx.metrics.podpeerslice_failures, 0);
+	CHECK_EQ(policy(&fx, "red", "any", false), 0);
+	CHECK_EQ(count_slices(&fx), 0);
 	fx_close(&fx);
 }
 

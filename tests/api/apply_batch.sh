@@ -12,7 +12,8 @@
 # 2. A bad document in the middle: the others applied, the error names it
 #    (FILE doc N: KIND/NS/NAME: message), exit 1.
 # 3. The request itself: not a List, malformed JSON, too many items, not
-#    POST, an unknown kind or a nameless item (that item's error only).
+#    POST, an unknown kind or a nameless item (that item's error only);
+#    ?mode=create: an item whose object exists is refused (409), kept.
 # 4. A node credential: each item authorized as its own request would be
 #    (403 for that item only), and each spends the node's write budget.
 # 5. The lock is let go between groups: GETs during a large batch answer
@@ -148,6 +149,31 @@ check "... the unknown kind is named" \
 check "... so are the missing name and namespace" \
 	eval 'body_of <"$dir/odd.out" | jq -e "(.items[2].message | contains(\"metadata.name: required\")) and (.items[3].message | contains(\"metadata.namespace: required\"))" >/dev/null'
 check "... and the items around them are stored" eval 'W get secret odd-1 -n ab-1 && W get secret odd-4 -n ab-1'
+
+# ?mode=create: each item created as its POST, one that exists refused (409) and left as it is
+curl -s -o /dev/null -X PATCH -H "Authorization: Bearer $ADMIN" -H 'Content-Type: application/merge-patch+json' \
+	--cacert "$CTRL_CA" -d '{"metadata":{"labels":{"kept":"yes"}}}' "$CTRL_URL/api/v1/namespaces/ab-1/secrets/odd-1"
+cat >"$dir/create.json" <<'EOF'
+{"apiVersion":"v1","kind":"List","items":[
+ {"apiVersion":"v1","kind":"Secret","metadata":{"name":"odd-1","namespace":"ab-1"},"data":{"k":"bmV3"}},
+ {"apiVersion":"v1","kind":"Secret","metadata":{"name":"fresh-1","namespace":"ab-1"}},
+ {"apiVersion":"v1","kind":"Secret","metadata":{"name":"fresh-1","namespace":"ab-1"}}]}
+EOF
+post_mode() { # MODE FILE: POST /weft/v1/apply?mode=MODE, printed as api prints
+	curl -s -X POST -H "Authorization: Bearer $ADMIN" -H 'Content-Type: application/json' --cacert "$CTRL_CA" \
+		-w '\n%{http_code}\n' --data-binary "@$2" "$CTRL_URL/weft/v1/apply?mode=$1"
+}
+post_mode create "$dir/create.json" >"$dir/create.out"
+check "?mode=create: 200, the one that exists 409, the new one 201, its repeat 409 (409 201 409)" \
+	test "$(code_of <"$dir/create.out"):$(item_codes <"$dir/create.out")" = "200:409 201 409"
+check "... the existing one's answer is its POST's (AlreadyExists, named)" \
+	eval 'body_of <"$dir/create.out" | jq -e ".items[0] | .reason == \"AlreadyExists\" and (.message | contains(\"odd-1\"))" >/dev/null'
+check "... and it is left as it was: its label kept, its data not replaced" \
+	eval '[ "$(W get secret odd-1 -n ab-1 -o json | jq -r "[.metadata.labels.kept, (.data.k // \"none\")] | join(\" \")")" = "yes none" ]'
+check "?mode=bogus: 400 naming the supported values" \
+	eval 'post_mode bogus "$dir/create.json" | body_of | jq -e ".code == 400 and (.message | contains(\"supported values\"))" >/dev/null'
+check "?mode=apply: the usual apply (odd-1 configured)" \
+	eval '[ "$(post_mode apply "$dir/create.json" | body_of | jq -r ".items[0].result")" = configured ]'
 
 # ------------------------------------------------------------ 4. a node credential
 N1=$(W node-credential issue node-1)

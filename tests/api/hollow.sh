@@ -51,6 +51,12 @@ check "the controller has $N hollow Nodes ($nodes)" test "$nodes" -eq "$N"
 pods=$(api GET /api/v1/pods | body_of | jq '[.items[] | select(.status.podIP != null and (.spec.nodeName | startswith("hollow-")))] | length')
 check "the controller has $((N * PODS + 10)) hollow Pods with addresses ($pods)" test "$pods" -eq $((N * PODS + 10))
 check "no agent logged an error" bash -c "! grep -q ' error: ' '$dir/hollow.log'"
+metric() { api GET /metrics | body_of | awk -v m="$1" '$1 == m {print $2}'; }
+created=$(metric 'weft_apply_items_total{result="created"}')
+check "the nodes' new records came a round's worth a request (batched creates: ${created:-0} records)" \
+	test "${created:-0}" -gt 0
+check "no NetworkPolicy: no PodPeerSlice written ($(metric weft_podpeerslice_writes_total))" \
+	test "$(metric weft_podpeerslice_writes_total)" = 0
 
 # the checker catches a wrong map: one ipcache entry of one node removed
 hollow "$dir/tamper.json" --nodes 3 --pods-per-node 2 --prefix tamper- --first-node-ip 100.65.0.1 --check --tamper

@@ -3,7 +3,9 @@
 # weftctl and kubectl: the controller's compact table of each node's pods
 # with an address (name, ip, identity; identities = namespace, labels,
 # named ports, once per slice) follows pod creates, relabels and deletes
-# within a polled deadline; a node's last pod gone deletes its slice; a
+# within a polled deadline; a node's last pod gone deletes its slice;
+# they exist only while the cluster has a NetworkPolicy (made in the
+# policy's own sync, deleted in its deletion's); a
 # burst of pods on one node is gathered into few writes; no client may
 # write one (405, the admin included); a node credential lists and
 # watches them and may not write them (403); the discovery entry, the
@@ -62,6 +64,9 @@ done
 for ns in red blue; do
 	api POST /api/v1/namespaces -d '{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"'$ns'"}}' >/dev/null
 done
+# the slices are kept while the cluster has a NetworkPolicy (checked below)
+api POST /apis/networking.k8s.io/v1/namespaces/red/networkpolicies -d '{"apiVersion":"networking.k8s.io/v1",
+	"kind":"NetworkPolicy","metadata":{"name":"any"},"spec":{"podSelector":{}}}' >/dev/null
 
 echo "== pods with addresses appear in their node's slices"
 HTTP='[{"name":"http","containerPort":8080},{"containerPort":9090}]'
@@ -88,6 +93,27 @@ check "... the pods sorted by name, each with its address and identity 0" \
 check "... the pod without an address is not there" test "$(peers node-1 | grep -c pending)" = 0
 check "blue/c: its namespace, no labels, no ports" \
 	slice_holds node-2-1 '.identities == [{"labels":{},"namespace":"blue","ports":[]}] and .pods == [{"identity":0,"ip":"10.128.2.2","name":"c"}]'
+
+echo "== kept only while the cluster has a NetworkPolicy"
+NP=/apis/networking.k8s.io/v1/namespaces/red/networkpolicies
+npol() { echo '{"apiVersion":"networking.k8s.io/v1","kind":"NetworkPolicy","metadata":{"name":"'$1'"},"spec":{"podSelector":{}}}'; }
+n_slices() { api GET "$PP" | body_of | jq '.items | length'; }
+d0=$(metric weft_podpeerslice_deletes_total)
+check "the only NetworkPolicy deleted: 200" expect_api 200 . DELETE "$NP/any"
+check "... every slice deleted, in the delete's own sync (none listed right after its answer)" \
+	test "$(n_slices)" = 0
+check "... counted: weft_podpeerslice_deletes_total +2" test "$(metric weft_podpeerslice_deletes_total)" = $((d0 + 2))
+w0=$(metric weft_podpeerslice_writes_total)
+check "no policy: pod red/e on node-2: 201" \
+	expect_api 201 . POST /api/v1/namespaces/red/pods -d "$(pod_json red e node-2 10.128.2.9 '{}' '[]')"
+check "... no slice written for it, nor later (a pod's change costs no slice write)" \
+	test "$(n_slices)/$(metric weft_podpeerslice_writes_total)" = "0/$w0"
+check "a NetworkPolicy again: 201" expect_api 201 . POST "$NP" -d "$(npol any)"
+check "... every node's slices written in its own sync (2 listed right after its answer)" test "$(n_slices)" = 2
+check "... node-2-1 holds blue/c and red/e" slice_holds node-2-1 '[.pods[].name] == ["c","e"]'
+check "... node-1-1 as before" slice_holds node-1-1 '[.pods[].name] == ["a","b"]'
+check "red/e deleted" deleted /api/v1/namespaces/red/pods/e
+check "... gone from node-2-1 (polled)" wait_for 10 slice_holds node-2-1 '[.pods[].name] == ["c"]'
 
 echo "== a lone new pod is visible at once (its node's slices not written within the gather)"
 # two watches, each line stamped as it arrives: the pod's own event, then
