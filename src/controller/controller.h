@@ -429,6 +429,35 @@ void endpoints_ctl_set_wake(struct endpoints_ctl *c, void (*wake)(void *arg, int
 /* The PodPeerSlice controller it owns (for tests: its clock, capacity). */
 struct peers_ctl *endpoints_ctl_peers(struct endpoints_ctl *c);
 
+/* ---------------------------------------------------------------- slice sets */
+
+/* slice_set.c: the index of one kind's slices and the plan that makes an
+ * owner's slices hold what is wanted, shared by the EndpointSlice and
+ * PodPeerSlice controllers (the records' members: slice_set.c). */
+struct slice_pack_plan;
+struct slice_set {
+	json_t *slices;		/* "ns/name" (or "name") → record */
+	json_t *by_owner;	/* owner → {name: true}: the slices of ours */
+};
+int slice_set_init(struct slice_set *s) WUR;	/* 0 or -ENOMEM (then freed) */
+void slice_set_free(struct slice_set *s);	/* accepts a zeroed or freed one */
+void slice_set_clear(struct slice_set *s);
+/* The record of slice ns/name (ns NULL or "": cluster-scoped), borrowed;
+ * NULL when there is no such slice. */
+const json_t *slice_set_get(const struct slice_set *s, const char *ns, const char *name);
+/* A record's owner when it is ours, else NULL (borrowed from rec). */
+const char *slice_set_owner(const json_t *rec);
+/* Slice ns/name now has rec (taken; NULL: it is gone); by_owner follows.
+ * Records and owner strings read before are invalid after. */
+void slice_set_put(struct slice_set *s, const char *ns, const char *name, json_t *rec);
+/* slice_pack's plan for owner's slices (those of manager; NULL: all) to
+ * hold want (group → {key → entry}), at most max a slice.  *held keeps
+ * the names and records the plan borrows (json_decref it after the
+ * plan, which slice_pack_plan_free frees).  0, or -ENOMEM / -EINVAL
+ * (then nothing to free). */
+int slice_set_plan(const struct slice_set *s, const char *ns, const char *owner, const char *manager,
+		   const json_t *want, size_t max, struct slice_pack_plan *plan, json_t **held) WUR;
+
 /* ---------------------------------------------------------------- EndpointSlice controller */
 
 /* slices_ctl.c: the slices of every Service, kept inside the endpoints

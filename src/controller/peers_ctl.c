@@ -17,9 +17,11 @@
  *
  * The index (JSON objects as maps; a "set" has true values):
  *   nodes:   node → { "ns/name" → entry }    (the desired entries)
- *   slices:  name → { ours, node, entries, irregular }   (every
- *            PodPeerSlice; ours false: a name only, never written)
- *   by_node: node → { name: true }           (our slices)
+ *   set:     a slice set (slice_set.c), owners the nodes:
+ *            slices:   name → { ours, owner (its node), group, entries,
+ *                      irregular }  (every PodPeerSlice; ours false: a
+ *                      name only, never written)
+ *            by_owner: node → { name: true }   (our slices)
  *   dirty:   node → the instant (ms) its gather counts from (due a
  *            gather later)
  *   written: node → the instant (ms) its slices were last written (or a
@@ -103,8 +105,7 @@ struct peers_ctl {
 	void (*wake)(void *arg, int64_t in_ms);	/* told when next_due comes earlier */
 	void *wake_arg;
 	json_t *nodes;
-	json_t *slices;
-	json_t *by_node;
+	struct slice_set set;
 	json_t *dirty;
 	json_t *written;
 };
@@ -127,11 +128,9 @@ struct peers_ctl *peers_ctl_new(struct registry *r)
 	p->now = real_now;
 	p->next_due = INT64_MAX;
 	p->nodes = json_object();
-	p->slices = json_object();
-	p->by_node = json_object();
 	p->dirty = json_object();
 	p->written = json_object();
-	if (!p->nodes || !p->slices || !p->by_node || !p->dirty || !p->written) {
+	if (slice_set_init(&p->set) || !p->nodes || !p->dirty || !p->written) {
 		peers_ctl_free(p);
 		return NULL;
 	}
@@ -143,8 +142,7 @@ void peers_ctl_free(struct peers_ctl *p)
 	if (!p)
 		return;
 	json_decref(p->nodes);
-	json_decref(p->slices);
-	json_decref(p->by_node);
+	slice_set_free(&p->set);
 	json_decref(p->dirty);
 	json_decref(p->written);
 	free(p);
@@ -153,8 +151,7 @@ void peers_ctl_free(struct peers_ctl *p)
 void peers_ctl_clear(struct peers_ctl *p)
 {
 	json_object_clear(p->nodes);
-	json_object_clear(p->slices);
-	json_object_clear(p->by_node);
+	slice_set_clear(&p->set);
 	json_object_clear(p->written);
 }
 
@@ -221,7 +218,7 @@ void peers_ctl_mark_all(struct peers_ctl *p)
 
 	json_object_foreach(p->nodes, node, v)
 		mark_at(p, node, since, now);
-	json_object_foreach(p->by_node, node, v)
+	json_object_foreach(p->set.by_owner, node, v)
 		mark_at(p, node, since, now);
 }
 
@@ -237,7 +234,7 @@ void peers_ctl_set_active(struct peers_ctl *p, bool on)
 		return;		/* the caller hands every pod in (peers_ctl_pod) */
 	json_object_clear(p->nodes);
 	/* every slice of ours deleted at the next reconcile */
-	json_object_foreach(p->by_node, node, v)
+	json_object_foreach(p->set.by_owner, node, v)
 		mark_at(p, node, p->now(p->now_arg) - p->gather_ms, p->now(p->now_arg));
 }
 
@@ -487,43 +484,14 @@ static json_t *record_of(const json_t *obj)
 	    !json_equal(json_object_get(json_object_get(again, "metadata"), "labels"), labels))
 		irregular = true;
 	json_decref(again);
-	rec = json_pack("{s:b, s:s, s:o, s:b}", "ours", 1, "node", node, "entries", entries, "irregular", irregular);
+	rec = json_pack("{s:b, s:s, s:s, s:o, s:b}", "ours", 1, "owner", node, "group", GROUP, "entries", entries,
+			"irregular", irregular);
 	return rec;
-}
-
-/* name holds rec now (NULL: none); by_node follows. */
-static void index_set(struct peers_ctl *p, const char *name, json_t *rec)
-{
-	const json_t *old = json_object_get(p->slices, name);
-
-	if (old && json_is_true(json_object_get(old, "ours"))) {
-		const char *node = json_string_value(json_object_get(old, "node"));
-		json_t *set = json_object_get(p->by_node, node);
-
-		json_object_del(set, name);
-		if (set && !json_object_size(set))
-			json_object_del(p->by_node, node);
-	}
-	if (!rec) {
-		json_object_del(p->slices, name);
-		return;
-	}
-	if (json_is_true(json_object_get(rec, "ours"))) {
-		const char *node = json_string_value(json_object_get(rec, "node"));
-		json_t *set = json_object_get(p->by_node, node);
-
-		if (!set) {
-			set = json_object();
-			json_object_set_new(p->by_node, node, set);
-		}
-		json_object_set_new(set, name, json_true());
-	}
-	json_object_set_new(p->slices, name, rec);
 }
 
 bool peers_ctl_apply(struct peers_ctl *p, const char *name, const json_t *obj, bool dirty)
 {
-	const json_t *old = json_object_get(p->slices, name);
+	const json_t *old = slice_set_get(&p->set, NULL, name);
 	json_t *now = obj ? record_of(obj) : NULL;
 	char was[NAME_MAX_LEN + 1] = "";
 
@@ -532,11 +500,11 @@ bool peers_ctl_apply(struct peers_ctl *p, const char *name, const json_t *obj, b
 		return false;
 	}
 	/* the node whose slice this was or is: someone else changed it */
-	if (old && json_is_true(json_object_get(old, "ours")))
-		snprintf(was, sizeof(was), "%s", json_string_value(json_object_get(old, "node")));
-	if (dirty && now && json_is_true(json_object_get(now, "ours")))
-		mark(p, json_string_value(json_object_get(now, "node")));
-	index_set(p, name, now);
+	if (slice_set_owner(old))
+		snprintf(was, sizeof(was), "%s", slice_set_owner(old));
+	if (dirty && slice_set_owner(now))
+		mark(p, slice_set_owner(now));
+	slice_set_put(&p->set, NULL, name, now);
 	if (dirty && was[0])
 		mark(p, was);
 	return true;
@@ -572,7 +540,7 @@ static int new_name(struct peers_ctl *p, const char *node, char *name, size_t le
 		}
 		if (w < 0 || (size_t)w >= len)
 			return -ENAMETOOLONG;
-		if (!json_object_get(p->slices, name))
+		if (!slice_set_get(&p->set, NULL, name))
 			return 0;
 	}
 	return -ENOSPC;
@@ -605,7 +573,7 @@ static int write_step(struct peers_ctl *p, const char *node, const struct slice_
 		}
 		if (!err)
 			r->metrics->podpeerslice_deletes++;
-		index_set(p, name, NULL);
+		slice_set_put(&p->set, NULL, name, NULL);
 		goto out;
 	}
 	obj = slice_object(name, node, step->endpoints);
@@ -624,54 +592,25 @@ static int write_step(struct peers_ctl *p, const char *node, const struct slice_
 		goto out;
 	}
 	r->metrics->podpeerslice_writes++;
-	index_set(p, name, record_of(out));
+	slice_set_put(&p->set, NULL, name, record_of(out));
 out:
 	json_decref(obj);
 	json_decref(out);
 	return rc;
 }
 
-static int cmp_have(const void *a, const void *b)
-{
-	return strcmp(((const struct slice_pack_have *)a)->name, ((const struct slice_pack_have *)b)->name);
-}
-
 /* node's slices to its entries.  0, or -1 when a write failed. */
 static int reconcile_node(struct peers_ctl *p, const char *node)
 {
-	const json_t *set = json_object_get(p->by_node, node), *entries = json_object_get(p->nodes, node);
-	json_t *want = json_object(), *held = json_array(), *t;
-	struct slice_pack_have *have = NULL;
+	const json_t *entries = json_object_get(p->nodes, node);
+	json_t *want = NULL, *held = NULL;
 	struct slice_pack_plan plan = { 0 };
-	const char *name;
-	size_t n = 0;
 	int rc = -1;
 
-	if (!want || !held)
-		goto out;
-	if (!json_object_size(set) && !json_object_size(entries)) {
-		rc = 0;
-		goto out;
-	}
-	json_object_set_new(want, GROUP, entries ? json_incref((json_t *)entries) : json_object());
-	have = calloc(json_object_size(set) + 1, sizeof(*have));
-	if (!have)
-		goto out;
-	/* the records and names are held for the plan's life: writes replace them in the index */
-	json_object_foreach((json_t *)set, name, t) {
-		json_t *rec = json_object_get(p->slices, name), *h;
-
-		if (!rec)
-			continue;
-		h = json_pack("{s:s, s:O}", "name", name, "rec", rec);
-		if (!h || json_array_append_new(held, h) < 0)
-			goto out;
-		have[n++] = (struct slice_pack_have){ json_string_value(json_object_get(h, "name")), GROUP,
-						      json_object_get(rec, "entries"),
-						      json_is_true(json_object_get(rec, "irregular")) };
-	}
-	qsort(have, n, sizeof(*have), cmp_have);
-	if (slice_pack(have, n, want, p->max, &plan))
+	if (!json_object_size(json_object_get(p->set.by_owner, node)) && !json_object_size(entries))
+		return 0;
+	want = json_pack("{s:o}", GROUP, entries ? json_incref((json_t *)entries) : json_object());
+	if (!want || slice_set_plan(&p->set, NULL, node, NULL, want, p->max, &plan, &held))
 		goto out;
 	rc = 0;
 	for (size_t i = 0; i < plan.n; i++)
@@ -679,7 +618,6 @@ static int reconcile_node(struct peers_ctl *p, const char *node)
 			rc = -1;
 out:
 	slice_pack_plan_free(&plan);
-	free(have);
 	json_decref(held);
 	json_decref(want);
 	return rc;

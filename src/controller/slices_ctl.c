@@ -18,11 +18,11 @@
  * deleted, only changed slices are written.  A slice of any other (or no)
  * manager is never written or deleted; its name is only kept free.
  *
- * The index (JSON objects as maps):
- *   slices:     "ns/name" → {ours, manager, service, group, endpoints,
- *                            irregular}  (every slice; ours false: a name
- *                            only)
- *   by_service: "ns/svc" → {name: true}  (our slices, both managers)
+ * The index is a slice set (slice_set.c), owners "ns/svc":
+ *   slices:     "ns/name" → {ours, owner, manager, service, group,
+ *                            entries (the endpoints), irregular}  (every
+ *                            slice; ours false: a name only)
+ *   by_owner:   "ns/svc" → {name: true}  (our slices, both managers)
  * kept from the store's events (slices_ctl_apply) and from our own writes
  * (taken as written, so their events come back equal: no more work).
  *
@@ -54,8 +54,7 @@
 struct slices_ctl {
 	struct registry *reg;
 	size_t max;		/* endpoints in one slice at most */
-	json_t *slices;
-	json_t *by_service;
+	struct slice_set set;
 };
 
 struct slices_ctl *slices_ctl_new(struct registry *r)
@@ -66,10 +65,8 @@ struct slices_ctl *slices_ctl_new(struct registry *r)
 		return NULL;
 	s->reg = r;
 	s->max = ENDPOINTSLICE_DEFAULT_PER_SLICE;
-	s->slices = json_object();
-	s->by_service = json_object();
-	if (!s->slices || !s->by_service) {
-		slices_ctl_free(s);
+	if (slice_set_init(&s->set)) {
+		free(s);
 		return NULL;
 	}
 	return s;
@@ -79,15 +76,13 @@ void slices_ctl_free(struct slices_ctl *s)
 {
 	if (!s)
 		return;
-	json_decref(s->slices);
-	json_decref(s->by_service);
+	slice_set_free(&s->set);
 	free(s);
 }
 
 void slices_ctl_clear(struct slices_ctl *s)
 {
-	json_object_clear(s->slices);
-	json_object_clear(s->by_service);
+	slice_set_clear(&s->set);
 }
 
 int slices_ctl_set_capacity(struct slices_ctl *s, size_t max)
@@ -100,12 +95,17 @@ int slices_ctl_set_capacity(struct slices_ctl *s, size_t max)
 
 const json_t *slices_ctl_services(const struct slices_ctl *s)
 {
-	return s->by_service;
+	return s->set.by_owner;
 }
 
 static bool is_ours(const char *manager)
 {
 	return manager && (!strcmp(manager, ENDPOINTSLICE_MANAGER) || !strcmp(manager, ENDPOINTSLICE_MIRROR_MANAGER));
+}
+
+static void service_key(char *buf, size_t len, const char *ns, const char *svc)
+{
+	snprintf(buf, len, "%s/%s", ns, svc);
 }
 
 /* What the controller compares of a stored slice. */
@@ -115,13 +115,15 @@ static json_t *record_of(const json_t *obj)
 	const char *manager = json_string_value(json_object_get(labels, ENDPOINTSLICE_MANAGED_LABEL));
 	const char *service = json_string_value(json_object_get(labels, ENDPOINTSLICE_SERVICE_LABEL));
 	const char *type = json_string_value(json_object_get(obj, "addressType"));
+	const char *ns = obj_str(obj, "metadata.namespace");
 	json_t *ports, *eps, *rec;
 	bool irregular = !type || strcmp(type, "IPv4") != 0;
-	char *group;
+	char *group, owner[SLICE_KEY_MAX];
 	size_t i;
 
-	if (!is_ours(manager) || !service || !*service)
+	if (!is_ours(manager) || !service || !*service || !ns)
 		return json_pack("{s:b}", "ours", 0);
+	service_key(owner, sizeof(owner), ns, service);
 	ports = model_endpointslice_ports(json_object_get(obj, "ports"));
 	group = ports ? model_endpointslice_group(ports) : NULL;
 	json_decref(ports);
@@ -139,61 +141,20 @@ static json_t *record_of(const json_t *obj)
 		else
 			json_object_set(eps, key, (json_t *)e);
 	}
-	rec = json_pack("{s:b, s:s, s:s, s:s, s:o, s:b}", "ours", 1, "manager", manager, "service", service,
-			"group", group, "endpoints", eps, "irregular", irregular);
+	rec = json_pack("{s:b, s:s, s:s, s:s, s:s, s:o, s:b}", "ours", 1, "owner", owner, "manager", manager,
+			"service", service, "group", group, "entries", eps, "irregular", irregular);
 	free(group);
 	return rec;
-}
-
-static void service_key(char *buf, size_t len, const char *ns, const char *svc)
-{
-	snprintf(buf, len, "%s/%s", ns, svc);
-}
-
-/* key ("ns/name") holds rec now (NULL: none); the by_service set follows. */
-static void index_set(struct slices_ctl *s, const char *ns, const char *name, const char *key, json_t *rec)
-{
-	const json_t *old = json_object_get(s->slices, key);
-	char sk[SLICE_KEY_MAX];
-
-	if (old && json_is_true(json_object_get(old, "ours"))) {
-		json_t *set;
-
-		service_key(sk, sizeof(sk), ns, json_string_value(json_object_get(old, "service")));
-		set = json_object_get(s->by_service, sk);
-		json_object_del(set, name);
-		if (set && !json_object_size(set))
-			json_object_del(s->by_service, sk);
-	}
-	if (!rec) {
-		json_object_del(s->slices, key);
-		return;
-	}
-	if (json_is_true(json_object_get(rec, "ours"))) {
-		json_t *set;
-
-		service_key(sk, sizeof(sk), ns, json_string_value(json_object_get(rec, "service")));
-		set = json_object_get(s->by_service, sk);
-		if (!set) {
-			set = json_object();
-			json_object_set_new(s->by_service, sk, set);
-		}
-		json_object_set_new(set, name, json_true());
-	}
-	json_object_set_new(s->slices, key, rec);
 }
 
 bool slices_ctl_apply(struct slices_ctl *s, const char *ns, const char *name, const json_t *obj, char *service,
 		      size_t len)
 {
-	char key[SLICE_KEY_MAX];
-	const json_t *old;
+	const json_t *old = slice_set_get(&s->set, ns, name);
 	json_t *now = obj ? record_of(obj) : NULL;
 	const char *svc = NULL;
 	bool changed;
 
-	snprintf(key, sizeof(key), "%s/%s", ns, name);
-	old = json_object_get(s->slices, key);
 	service[0] = 0;
 	changed = !(old ? now && json_equal(old, now) : !now);
 	if (!changed) {
@@ -207,19 +168,16 @@ bool slices_ctl_apply(struct slices_ctl *s, const char *ns, const char *name, co
 		svc = json_string_value(json_object_get(old, "service"));
 	if (svc)
 		snprintf(service, len, "%s", svc);
-	index_set(s, ns, name, key, now);
+	slice_set_put(&s->set, ns, name, now);
 	return true;
 }
 
 /* "<svc>-<n>", free in the namespace. */
 static int new_name(struct slices_ctl *s, const char *ns, const char *svc, char *name, size_t len)
 {
-	char key[SLICE_KEY_MAX];
-
 	for (unsigned n = 1; n < 1000000; n++) {
 		snprintf(name, len, "%s-%u", svc, n);
-		snprintf(key, sizeof(key), "%s/%s", ns, name);
-		if (!json_object_get(s->slices, key))
+		if (!slice_set_get(&s->set, ns, name))
 			return 0;
 	}
 	return -ENOSPC;
@@ -233,7 +191,7 @@ static int write_step(struct slices_ctl *s, const char *ns, const char *svc, con
 	const struct kind_info *k = kind_get(KIND_ENDPOINTSLICE);
 	json_t *obj = NULL, *out = NULL;
 	struct status status = { 0 };
-	char name[300], key[SLICE_KEY_MAX];
+	char name[300];
 	int rc = 0, err;
 
 	if (st->action == SLICE_PACK_KEEP)
@@ -244,7 +202,6 @@ static int write_step(struct slices_ctl *s, const char *ns, const char *svc, con
 	} else {
 		snprintf(name, sizeof(name), "%s", st->name);
 	}
-	snprintf(key, sizeof(key), "%s/%s", ns, name);
 	if (st->action == SLICE_PACK_DELETE) {
 		err = registry_delete(r, k, ns, name, &out, &status);
 		if (err && status.code != 404) {
@@ -254,7 +211,7 @@ static int write_step(struct slices_ctl *s, const char *ns, const char *svc, con
 		}
 		if (!err)
 			r->metrics->endpointslice_deletes++;
-		index_set(s, ns, name, key, NULL);
+		slice_set_put(&s->set, ns, name, NULL);
 		goto out;
 	}
 	obj = model_endpointslice_object(ns, name, svc, manager,
@@ -276,63 +233,34 @@ static int write_step(struct slices_ctl *s, const char *ns, const char *svc, con
 		goto out;
 	}
 	r->metrics->endpointslice_writes++;
-	index_set(s, ns, name, key, record_of(out));
+	slice_set_put(&s->set, ns, name, record_of(out));
 out:
 	json_decref(obj);
 	json_decref(out);
 	return rc;
 }
 
-static int cmp_have(const void *a, const void *b)
-{
-	return strcmp(((const struct slice_pack_have *)a)->name, ((const struct slice_pack_have *)b)->name);
-}
-
 /* One set (manager's) of ns/svc to the endpoints of subsets (NULL: none). */
 static int reconcile_set(struct slices_ctl *s, const char *ns, const char *svc, const char *manager,
 			 const json_t *subsets)
 {
-	char sk[SLICE_KEY_MAX], key[SLICE_KEY_MAX];
+	char owner[SLICE_KEY_MAX];
 	json_t *groups = subsets ? model_endpointslice_groups(subsets) : json_object();
-	json_t *want = json_object(), *held = json_array(), *g, *t;
-	const json_t *set;
-	struct slice_pack_have *have = NULL;
+	json_t *want = json_object(), *held = NULL, *g;
 	struct slice_pack_plan plan = { 0 };
-	const char *gk, *name;
-	size_t n = 0;
+	const char *gk;
 	int rc = -1;
 
-	if (!groups || !want || !held)
+	if (!groups || !want)
 		goto out;
 	json_object_foreach(groups, gk, g)
 		json_object_set(want, gk, json_object_get(g, "endpoints"));
-	service_key(sk, sizeof(sk), ns, svc);
-	set = json_object_get(s->by_service, sk);
-	if (!subsets && !json_object_size(set)) {
+	service_key(owner, sizeof(owner), ns, svc);
+	if (!subsets && !json_object_size(json_object_get(s->set.by_owner, owner))) {
 		rc = 0;		/* nothing wanted, nothing there: most Services' mirrored set */
 		goto out;
 	}
-	have = calloc(json_object_size(set) + 1, sizeof(*have));
-	if (!have)
-		goto out;
-	/* the records and names are held for the plan's life: writes replace them in the index */
-	json_object_foreach((json_t *)set, name, t) {
-		json_t *rec, *h;
-
-		snprintf(key, sizeof(key), "%s/%s", ns, name);
-		rec = json_object_get(s->slices, key);
-		if (!rec || strcmp(json_string_value(json_object_get(rec, "manager")) ?: "", manager))
-			continue;
-		h = json_pack("{s:s, s:O}", "name", name, "rec", rec);
-		if (!h || json_array_append_new(held, h) < 0)
-			goto out;
-		have[n++] = (struct slice_pack_have){ json_string_value(json_object_get(h, "name")),
-						      json_string_value(json_object_get(rec, "group")),
-						      json_object_get(rec, "endpoints"),
-						      json_is_true(json_object_get(rec, "irregular")) };
-	}
-	qsort(have, n, sizeof(*have), cmp_have);
-	if (slice_pack(have, n, want, s->max, &plan))
+	if (slice_set_plan(&s->set, ns, owner, manager, want, s->max, &plan, &held))
 		goto out;
 	rc = 0;
 	for (size_t i = 0; i < plan.n; i++)
@@ -340,7 +268,6 @@ static int reconcile_set(struct slices_ctl *s, const char *ns, const char *svc, 
 			rc = -1;
 out:
 	slice_pack_plan_free(&plan);
-	free(have);
 	json_decref(held);
 	json_decref(want);
 	json_decref(groups);
