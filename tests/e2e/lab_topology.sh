@@ -310,7 +310,9 @@ check "... and left its namespaces for down" test -e "/run/netns/$BAD-node-1"
 check "down of the half-built lab" src/lab/weft-lab --lab "$BAD" down
 check "... removed its namespaces" test -z "$(ip netns list | awk '{print $1}' | grep -E "^$BAD-")"
 check "... its bpffs and its directory" bash -c "! findmnt /run/weft-lab/$BAD/bpf >/dev/null && test ! -e /run/weft-lab/$BAD"
-check "... and not the running lab" in_ns node-1 ping -c1 -W1 192.168.200.12
+# (polled: after node-2's reboot above its underlay address may answer
+# from a new MAC, which node-1 learns within its neighbour probe time)
+check "... and not the running lab" wait_for 10 in_ns node-1 ping -c1 -W1 192.168.200.12
 
 # ---------------------------------------------------------------- the root namespace, then down
 check "root namespace unchanged while the lab is up" test "$(root_state)" = "$root_before"
