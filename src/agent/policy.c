@@ -893,6 +893,20 @@ void policy_listed(struct policy *p, enum policy_kind k)
 	pthread_mutex_unlock(&p->lock);
 }
 
+void policy_peers_forget(struct policy *p)
+{
+	pthread_mutex_lock(&p->lock);
+	p->listed[POLICY_PEERS] = false;
+	pthread_mutex_unlock(&p->lock);
+}
+
+/* Are the three lists in, and every pod a policy names as a peer? */
+static bool inputs_known(struct policy *p)
+{
+	return p->listed[POLICY_NAMESPACES] && p->listed[POLICY_PODS] && p->listed[POLICY_NETPOLS] &&
+	       (!p->pod_peer_pols || p->listed[POLICY_PEERS]);
+}
+
 bool policy_needs_pods(struct policy *p)
 {
 	bool needs;
@@ -1763,9 +1777,9 @@ int policy_apply(struct policy *p)
 	int err;
 
 	pthread_mutex_lock(&p->lock);
-	if (!(p->listed[POLICY_NAMESPACES] && p->listed[POLICY_PODS] && p->listed[POLICY_NETPOLS])) {
+	if (!inputs_known(p)) {
 		pthread_mutex_unlock(&p->lock);
-		return 0;
+		return 1;
 	}
 	err = rematch(p);
 	if (err == 0) {
@@ -1797,12 +1811,16 @@ int policy_endpoint_write(struct policy *p, in_addr_t ip, struct weft_endpoint *
 		ep->flags |= c->flags;
 	} else {
 		/* no rule set computed (yet): keep what the map has, so a
-		 * restart does not open an isolated pod */
+		 * restart does not open an isolated pod; a new pod whose set
+		 * waits for the peers is isolated until it is computed */
 		struct weft_endpoint old;
 
 		if (datapath_endpoint_get(p->dp, ip, &old) == 0) {
 			ep->policy_id = old.policy_id;
 			ep->flags |= old.flags & ~(uint32_t)WEFT_EP_F_READY;
+		} else if (id && !inputs_known(p)) {
+			ep->policy_id = 0;
+			ep->flags |= WEFT_EP_F_ISOLATE_IN | WEFT_EP_F_ISOLATE_OUT;
 		}
 	}
 	err = datapath_endpoint_put(p->dp, ip, ep);

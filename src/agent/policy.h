@@ -103,8 +103,15 @@ void policy_begin_list(struct policy *p, enum policy_kind k);
 void policy_listed(struct policy *p, enum policy_kind k);
 /* The Namespaces, Pods and NetworkPolicies lists applied once: until then
  * policy_apply writes nothing (a partial view would isolate too much or
- * too little).  The peers' list is sync.c's to wait for (pods_known). */
+ * too little). */
 bool policy_synced(struct policy *p);
+/* The peers' list (POLICY_PEERS listed) makes every pod of the cluster
+ * known; policy_peers_forget (their watch ends: no policy names pods as
+ * peers) makes them unknown again.  While a policy names pods as peers
+ * and they are unknown, policy_apply writes nothing: a rule set computed
+ * from a part of the cluster would drop what its peers are allowed, and a
+ * restarted agent would number anew the pods it had not yet seen. */
+void policy_peers_forget(struct policy *p);
 
 /* Does some NetworkPolicy name pods as peers (podSelector or
  * namespaceSelector in a rule), or a named port in an egress rule (which
@@ -123,14 +130,18 @@ bool policy_pod_known(struct policy *p, const char *ns, const char *name);
  * any pod of it? */
 bool policy_namespace_has_policies(struct policy *p, const char *ns);
 
-/* Bring the maps level with the inputs (the order above).  0 or -errno
- * (a map write failed: what could not be written is retried by the next
- * call). */
+/* Bring the maps level with the inputs (the order above).  0; 1 when it
+ * wrote nothing because the inputs are not all known yet (policy_synced,
+ * policy_peers_forget: the list that completes them is worth another
+ * call); or -errno (a map write failed: what could not be written is
+ * retried by the next call). */
 int policy_apply(struct policy *p);
 
 /* Write ep (resp. e) for ip with its policy fields filled from the
- * current state: policy_id, WEFT_EP_F_ISOLATE_* (resp. identity).  As
- * datapath_endpoint_put (resp. datapath_ipcache_put). */
+ * current state: policy_id, WEFT_EP_F_ISOLATE_* (resp. identity).  A new
+ * endpoint of a known Pod whose rule set waits for the peers is isolated
+ * both ways until policy_apply computes it.  As datapath_endpoint_put
+ * (resp. datapath_ipcache_put). */
 int policy_endpoint_write(struct policy *p, in_addr_t ip, struct weft_endpoint *ep);
 int policy_ipcache_write(struct policy *p, in_addr_t ip, struct weft_ipcache_entry *e);
 

@@ -106,6 +106,14 @@ static int allow_set(struct cluster *c, int cidr_port)
 	return 0;
 }
 
+/* An empty PodPeerSlices list: every pod of these tests comes from the
+ * Pods list, and the peers are known. */
+static void peers_listed(struct policy *p)
+{
+	policy_begin_list(p, POLICY_PEERS);
+	policy_listed(p, POLICY_PEERS);
+}
+
 /* The pods of the cluster above, in one full list of each kind; the
  * policy allow when cidr_port is not 0. */
 static int cluster_list(struct cluster *c, int cidr_port)
@@ -129,6 +137,7 @@ static int cluster_list(struct cluster *c, int cidr_port)
 	policy_listed(c->p, POLICY_NAMESPACES);
 	policy_listed(c->p, POLICY_PODS);
 	policy_listed(c->p, POLICY_NETPOLS);
+	peers_listed(c->p);
 	policy_local_set(c->p, A1_IP, "web", "a1");
 	policy_local_set(c->p, A2_IP, "web", "a2");
 	policy_local_set(c->p, A3_IP, "web", "a3");
@@ -1067,6 +1076,119 @@ DP_TEST(adopt_numbers_above_what_the_maps_hold)
 	policy_destroy(c.p);
 }
 
+/* Another node's pod, as a PodPeerSlice gives it (policy_peer_set). */
+static int peer_set(struct cluster *c, const char *ns, const char *name, const char *labels,
+		    const char *ports, in_addr_t ip)
+{
+	json_t *l = json_loads(labels, 0, NULL);
+	json_t *spec = json_of("{\"containers\":[{\"name\":\"c\",\"ports\":%s}]}", ports);
+	int rc = l && spec ? 0 : -EINVAL;
+
+	if (rc == 0)
+		policy_peer_set(c->p, ns, name, ip, l, spec);
+	json_decref(l);
+	json_decref(spec);
+	return rc;
+}
+
+static bool keys_equal(const struct keys *x, const struct keys *y)
+{
+	return x->n == y->n && x->all == y->all && memcmp(x->k, y->k, sizeof(x->k[0]) * (size_t)x->n) == 0 &&
+	       memcmp(x->rule, y->rule, sizeof(x->rule[0]) * (size_t)x->n) == 0;
+}
+
+/* A restarted agent's lists race: it may have the NetworkPolicies (which
+ * name pods as peers) before the PodPeerSlices.  Until those are in, it
+ * writes nothing; then it finds every number it had (web/e, a peer on
+ * another node, keeps its identity), and nothing is written at all. */
+CLUSTER_TEST(restart_with_the_peers_listed_last_writes_nothing, 443)
+{
+	struct keys before, after;
+	struct cluster r = { NULL, c->dp };
+	struct policy_stats st;
+	uint32_t e, a1_set = endpoint_of(c, A1_IP).policy_id;
+
+	(void)f;
+	CHECK_EQ(pod_set(c, "web", "e", "{\"app\":\"api\",\"v\":\"2\"}", "[]", E_IP), 0);
+	CHECK_EQ(policy_apply(c->p), 0);
+	CHECK_EQ(ipcache_write(c, E_IP, REMOTE_NODE_IP), 0);
+	e = identity_of(c, E_IP);
+	CHECK_EQ(keys_of(c, 0, &before), 0);
+	CHECK_EQ(before.n, 7);
+
+	CHECK((r.p = policy_create(c->dp)) != NULL);
+	CHECK_EQ(policy_adopt(r.p), 0);
+	policy_begin_list(r.p, POLICY_NAMESPACES);
+	policy_begin_list(r.p, POLICY_PODS);
+	policy_begin_list(r.p, POLICY_NETPOLS);
+	CHECK_EQ(ns_set(&r, "web"), 0);
+	CHECK_EQ(ns_set(&r, "db"), 0);
+	CHECK_EQ(pod_set(&r, "web", "a1", "{\"app\":\"web\"}", HTTP_PORTS, A1_IP), 0);
+	CHECK_EQ(pod_set(&r, "web", "a2", "{\"app\":\"web\"}", HTTP_PORTS, A2_IP), 0);
+	CHECK_EQ(pod_set(&r, "web", "a3", "{\"app\":\"web\"}",
+			 "[{\"name\":\"http\",\"containerPort\":8080},{\"containerPort\":9999}]", A3_IP), 0);
+	CHECK_EQ(pod_set(&r, "web", "d", "{\"app\":\"api\"}", "[]", D_IP), 0);
+	CHECK_EQ(allow_set(&r, 443), 0);
+	policy_listed(r.p, POLICY_NAMESPACES);
+	policy_listed(r.p, POLICY_PODS);
+	policy_listed(r.p, POLICY_NETPOLS);
+	policy_local_set(r.p, A1_IP, "web", "a1");
+	policy_local_set(r.p, A2_IP, "web", "a2");
+	policy_local_set(r.p, A3_IP, "web", "a3");
+	policy_local_set(r.p, D_IP, "web", "d");
+	CHECK(policy_needs_pods(r.p));
+	CHECK_EQ(policy_apply(r.p), 1);		/* the peers are not known yet */
+	CHECK_EQ(keys_of(&r, 0, &after), 0);
+	CHECK(keys_equal(&after, &before));
+
+	/* the other nodes' pods arrive */
+	policy_begin_list(r.p, POLICY_PEERS);
+	CHECK_EQ(peer_set(&r, "web", "b", "{\"app\":\"web\"}", "[]", B_IP), 0);
+	CHECK_EQ(peer_set(&r, "db", "c", "{\"app\":\"web\"}", HTTP_PORTS, C_IP), 0);
+	CHECK_EQ(peer_set(&r, "web", "e", "{\"app\":\"api\",\"v\":\"2\"}", "[]", E_IP), 0);
+	policy_listed(r.p, POLICY_PEERS);
+	CHECK_EQ(policy_apply(r.p), 0);
+	CHECK_EQ(identity_of(&r, E_IP), e);
+	CHECK_EQ(endpoint_of(&r, A1_IP).policy_id, a1_set);
+	CHECK_EQ(keys_of(&r, 0, &after), 0);
+	CHECK(keys_equal(&after, &before));
+	policy_stats(r.p, &st);
+	CHECK_EQ(st.writes, 0);
+	policy_destroy(r.p);
+}
+
+/* The peers forgotten (their watch ended), then needed again: a new pod
+ * of a new identity, whose rule set waits for them, starts isolated both
+ * ways, and the pods already there keep theirs; once the peers are
+ * listed, it gets its set. */
+CLUSTER_TEST(new_pod_while_the_peers_are_unknown_starts_isolated, 443)
+{
+	struct weft_endpoint a1 = endpoint_of(c, A1_IP), ep;
+	struct keys before, after;
+
+	(void)f;
+	CHECK_EQ(keys_of(c, 0, &before), 0);
+	policy_peers_forget(c->p);
+	CHECK_EQ(pod_set(c, "web", "f", "{\"app\":\"web\",\"v\":\"3\"}", HTTP_PORTS, F_IP), 0);
+	policy_local_set(c->p, F_IP, "web", "f");
+	CHECK_EQ(policy_apply(c->p), 1);
+	CHECK_EQ(endpoint_write(c, F_IP), 0);
+	ep = endpoint_of(c, F_IP);
+	CHECK_EQ(ep.flags, WEFT_EP_F_READY | WEFT_EP_F_ISOLATE_IN | WEFT_EP_F_ISOLATE_OUT);
+	CHECK_EQ(ep.policy_id, 0);
+	CHECK_EQ(endpoint_of(c, A1_IP).policy_id, a1.policy_id);
+	CHECK_EQ(endpoint_of(c, A1_IP).flags, a1.flags);
+	CHECK_EQ(keys_of(c, 0, &after), 0);
+	CHECK(keys_equal(&after, &before));
+
+	peers_listed(c->p);
+	CHECK_EQ(policy_apply(c->p), 0);
+	ep = endpoint_of(c, F_IP);
+	CHECK(ep.policy_id != 0);
+	CHECK_EQ(ep.flags, WEFT_EP_F_READY | WEFT_EP_F_ISOLATE_IN);	/* allow selects it */
+	CHECK_EQ(endpoint_of(c, A1_IP).policy_id, a1.policy_id);
+}
+
 /* ---- kept up to date against computed whole ---- */
 
 #define INC_PODS 20
@@ -1213,6 +1335,7 @@ static int inc_restart(struct inc *s)
 	policy_listed(s->c.p, POLICY_NAMESPACES);
 	policy_listed(s->c.p, POLICY_PODS);
 	policy_listed(s->c.p, POLICY_NETPOLS);
+	peers_listed(s->c.p);
 	for (int i = 0; i < INC_PODS; i++)
 		if (s->pod[i].on && s->pod[i].here) {
 			inc_name(i, name, sizeof(name));

@@ -378,6 +378,7 @@ static bool peers_idle(struct kind_sync *k)
 	pthread_mutex_lock(&a->lock);
 	if (synced && (a->peers_listed || a->peers.pods)) {
 		peerslice_clear(a);
+		policy_peers_forget(a->policy);
 		a->peers_listed = false;
 		LOG_INFO("podpeerslices: no policy names pods as peers now; other nodes' pods forgotten");
 	}
@@ -646,13 +647,16 @@ static void *policy_thread(void *arg)
 		if (atomic_load(&a->stopping))
 			break;
 		/* a policy naming pods as peers is applied once every pod is
-		 * known (the PodPeerSlices list: its end kicks this thread
-		 * again); before, the policies stay as they are */
-		if (!pods_known(a)) {
+		 * known: before, policy_apply writes nothing and says 1 (the
+		 * PodPeerSlices list kicks this thread again).  It decides
+		 * under its own lock, with the inputs it applies: a check
+		 * here could see the NetworkPolicies before their list and
+		 * the apply after it. */
+		rc = policy_apply(a->policy);
+		if (rc == 1) {
 			retry_s = 0;
 			continue;
 		}
-		rc = policy_apply(a->policy);
 		if (rc < 0 && !retry_s)
 			LOG_WARN("network policy: writing the policy maps: %s; trying again",
 				 strerror(-rc));
@@ -684,8 +688,14 @@ static void maybe_ready(struct agent *a)
 	/* the policy maps before the config: no pod is opened by a
 	 * half-applied view of the policies.  Once ready, the policy thread
 	 * applies what a later list brought (each list kicks it). */
-	if (!atomic_load(&a->ready) && policy_apply(a->policy) < 0)
-		LOG_WARN("network policy: the first apply did not write everything; retrying");
+	if (!atomic_load(&a->ready)) {
+		int rc = policy_apply(a->policy);
+
+		if (rc == 1)
+			return;	/* a NetworkPolicy event made the peers needed: their list ends with this again */
+		if (rc < 0)
+			LOG_WARN("network policy: the first apply did not write everything; retrying");
+	}
 	(void)sync_mark_ready(a);
 }
 
