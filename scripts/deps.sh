@@ -21,6 +21,8 @@ packages=(
   python3-scapy
   # the API as the official Python client uses it
   python3-kubernetes
+  # the agents' /metrics read by the Prometheus client's own parser
+  python3-prometheus-client
   # the OpenAPI test decodes the protobuf document (protoc --decode_raw)
   protobuf-compiler
   # the reference CNI client (cnitool, built from Debian's libcni sources)

@@ -24,6 +24,8 @@
  *   lease_report.c  quarantined lease files: log lines, their refresh,
  *              the Node annotation weft.io/ipam
  *   write.c    every write to the controller; a 429 is waited out and sent again
+ *   metrics.c  GET /metrics (Prometheus): the figures the parts above keep,
+ *              and the timings of CNI requests, events and policy applies
  *
  * Locking: agent.lock guards the node and pod caches (nodecache.h,
  * podcache.h) and the ready flags;
@@ -39,7 +41,8 @@
  *      interfaces present;
  *   4. the CNI socket (STATUS answers "not ready" until step 5);
  *   5. watches; after the first full sync the config entry is written,
- *      version last, and the agent is ready.
+ *      version last, and the agent is ready;
+ *   6. /metrics (its own thread; a failure to bind is logged, not fatal).
  */
 #ifndef WEFT_AGENT_AGENT_H
 #define WEFT_AGENT_AGENT_H
@@ -60,6 +63,7 @@
 #include "agent/conntrack.h"
 #include "agent/datapath.h"
 #include "agent/ipam.h"
+#include "agent/metrics.h"
 #include "agent/nodecache.h"
 #include "agent/peerslice.h"
 #include "agent/podcache.h"
@@ -110,6 +114,7 @@ struct agent_opts {
 	uint32_t max_policy, max_policy_ct;	/* 0: bpf/weft_bpf.h defaults */
 	uint32_t policy_ct_per_source;	/* 0: max_policy_ct / WEFT_POLICY_CT_SOURCE_SHARE */
 	unsigned watch_timeout;		/* seconds a watch request asks for (0: 300) */
+	const char *metrics_address;	/* "ADDR:PORT" of /metrics; NULL: not served */
 	/* told of every map write (datapath_opts.on_write): weft-hollow's probe */
 	datapath_write_fn *on_map_write;
 	void *on_map_write_arg;
@@ -174,6 +179,7 @@ struct agent {
 	bool records_one_by_one;	/* the controller has no batched create (report thread) */
 	unsigned kicks;
 
+	struct agent_metrics metrics;	/* metrics.h: timings, and the endpoint */
 	atomic_bool ready;		/* data plane complete: STATUS ok */
 	atomic_bool stopping;
 	struct httpc *http_nodes, *http_pods, *http_netns, *http_report;	/* one per thread */

@@ -61,6 +61,7 @@
 #include <unistd.h>
 
 #include "lib/cni_proto.h"
+#include "lib/histogram.h"
 
 #define LISTEN_BACKLOG 256
 #define SEND_TIMEOUT_MS 5000
@@ -523,6 +524,7 @@ static int run(const struct cni_ops *ops, void *ctx, struct call *c, pthread_rwl
 {
 	const struct cni_req *req = &c->req;
 	struct cni_add_result res;
+	uint64_t t0 = histogram_now();
 	int rc;
 
 	memset(&res, 0, sizeof(res));
@@ -553,6 +555,8 @@ static int run(const struct cni_ops *ops, void *ctx, struct call *c, pthread_rwl
 	}
 	if (gc_lock)
 		pthread_rwlock_unlock(gc_lock);
+	if (ops->done)
+		ops->done(ctx, req->cmd, histogram_now() - t0, rc != 0);
 
 	if (rc != 0) {
 		/* an op that failed without saying how is an agent bug */

@@ -14,6 +14,7 @@
 #ifndef WEFT_AGENT_CNI_SERVER_H
 #define WEFT_AGENT_CNI_SERVER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <jansson.h>
@@ -83,6 +84,9 @@ struct cni_ops {
 	int (*check)(void *ctx, const struct cni_req *req, struct cni_err *err);
 	int (*gc)(void *ctx, const struct cni_req *req, struct cni_err *err);
 	int (*status)(void *ctx, const struct cni_req *req, struct cni_err *err);
+	/* optional: told of each request answered, with the time the op took
+	 * (ns) and whether it failed */
+	void (*done)(void *ctx, enum cni_cmd cmd, uint64_t ns, bool failed);
 };
 
 struct cni_server;

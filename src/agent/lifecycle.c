@@ -200,6 +200,7 @@ int agent_start(struct agent *a)
 	}
 	if (sync_start(a) < 0 || report_start(a) < 0 || service_gc_start(a) < 0)
 		return -1;
+	(void)metrics_start(a);	/* logged; the node works without it */
 	return 0;
 }
 
@@ -210,6 +211,7 @@ void agent_stop(struct agent *a)
 	pthread_cond_broadcast(&a->listed);	/* a thread waiting for a list: stop */
 	pthread_cond_broadcast(&a->gc_wake);
 	pthread_mutex_unlock(&a->lock);
+	metrics_stop(a);
 	cni_server_stop(a->cni);
 	report_stop(a);
 	sync_stop(a);		/* and frees the node and pod caches */

@@ -51,7 +51,7 @@ static void usage(FILE *f)
 		"                  [--max-services N] [--max-backends N] [--max-conntrack N]\n"
 		"                  [--conntrack-per-client N] [--max-policy-rules N]\n"
 		"                  [--max-policy-conntrack N] [--policy-conntrack-per-client N]\n"
-		"                  [--watch-timeout SECONDS]\n"
+		"                  [--watch-timeout SECONDS] [--metrics-address ADDR:PORT|off]\n"
 		"\n"
 		"  --controller URL    weft-controller, e.g. https://192.168.200.2:8080; several replicas\n"
 		"                      comma-separated (URL,URL...): each request goes to one that answers\n"
@@ -83,9 +83,12 @@ static void usage(FILE *f)
 		"                      either end (default: max-policy-conntrack / %u)\n"
 		"  --watch-timeout SECONDS  how long each watch asks the controller to stream\n"
 		"                      before the agent renews it from the last revision it\n"
-		"                      applied (default 300; each request W to 2W, at random)\n",
+		"                      applied (default 300; each request W to 2W, at random)\n"
+		"  --metrics-address ADDR:PORT  where to serve Prometheus metrics, GET /metrics over\n"
+		"                      plain HTTP (default: the node's address, port %d; an empty\n"
+		"                      ADDR is every address; off: not served)\n",
 		WEFT_MAX_SERVICES, WEFT_MAX_BACKENDS, WEFT_MAX_CT, WEFT_CT_SOURCE_SHARE,
-		WEFT_MAX_POLICY, WEFT_MAX_POLICY_CT, WEFT_POLICY_CT_SOURCE_SHARE);
+		WEFT_MAX_POLICY, WEFT_MAX_POLICY_CT, WEFT_POLICY_CT_SOURCE_SHARE, AGENT_METRICS_PORT);
 }
 
 /* The number a numeric flag (opts' entry c) was given, in lo..hi; else
@@ -128,10 +131,13 @@ static int parse_flags(int argc, char **argv, struct agent_opts *o)
 		{ "max-policy-conntrack", required_argument, NULL, 'T' },
 		{ "policy-conntrack-per-client", required_argument, NULL, 'Q' },
 		{ "watch-timeout", required_argument, NULL, 'W' },
+		{ "metrics-address", required_argument, NULL, 'M' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
-	static char state[4096], pin[4096], sock[4096];
+	static char state[4096], pin[4096], sock[4096], metrics[64];
+	const char *metrics_flag = NULL;
+	struct sockaddr_in sa;
 	unsigned long v;
 	int c;
 
@@ -175,6 +181,7 @@ static int parse_flags(int argc, char **argv, struct agent_opts *o)
 				return -1;
 			o->watch_timeout = (unsigned)v;
 			break;
+		case 'M': metrics_flag = optarg; break;
 		case 'h': usage(stdout); exit(0);
 		default: usage(stderr); return -1;
 		}
@@ -187,6 +194,19 @@ static int parse_flags(int argc, char **argv, struct agent_opts *o)
 		fprintf(stderr, "weft-agent: --controller, --node and --node-ip are required\n");
 		usage(stderr);
 		return -1;
+	}
+	if (metrics_flag && strcmp(metrics_flag, "off") == 0) {
+		o->metrics_address = NULL;
+	} else if (metrics_flag) {
+		if (metrics_address_parse(metrics_flag, &sa) < 0) {
+			fprintf(stderr, "weft-agent: --metrics-address %s: not ADDRESS:PORT (an IPv4 address, or "
+				"none for every address, and a port 1-65535), nor off\n", metrics_flag);
+			return -1;
+		}
+		o->metrics_address = metrics_flag;
+	} else {
+		snprintf(metrics, sizeof(metrics), "%s:%d", o->node_ip_str, AGENT_METRICS_PORT);
+		o->metrics_address = metrics;
 	}
 	if (!o->state_dir) {
 		snprintf(state, sizeof(state), "/var/lib/weft/%s", o->node);

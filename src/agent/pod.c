@@ -592,12 +592,18 @@ static int pod_status(void *ctx, const struct cni_req *req, struct cni_err *e)
 	return 0;
 }
 
+static void pod_cni_done(void *ctx, enum cni_cmd cmd, uint64_t ns, bool failed)
+{
+	metrics_cni_done(ctx, (int)cmd, ns, failed);
+}
+
 const struct cni_ops pod_cni_ops = {
 	.add = pod_add,
 	.del = pod_del,
 	.check = pod_check,
 	.gc = pod_gc,
 	.status = pod_status,
+	.done = pod_cni_done,
 };
 
 /* ---- quarantine settled by the node ----

@@ -629,6 +629,7 @@ static void *policy_thread(void *arg)
 
 	for (;;) {
 		int64_t caught;
+		uint64_t t0;
 		int rc;
 
 		pthread_mutex_lock(&a->policy_lock);
@@ -652,11 +653,14 @@ static void *policy_thread(void *arg)
 		 * under its own lock, with the inputs it applies: a check
 		 * here could see the NetworkPolicies before their list and
 		 * the apply after it. */
+		t0 = histogram_now();
 		rc = policy_apply(a->policy);
 		if (rc == 1) {
 			retry_s = 0;
 			continue;
 		}
+		if (rc == 0)
+			metrics_policy_applied(a, histogram_now() - t0);
 		if (rc < 0 && !retry_s)
 			LOG_WARN("network policy: writing the policy maps: %s; trying again",
 				 strerror(-rc));
@@ -799,12 +803,15 @@ static int on_event(const char *line, size_t len, void *arg)
 		return -EPROTO;
 	}
 	if (type && jval_is_object(obj)) {
+		uint64_t t0 = histogram_now();
+
 		pthread_mutex_lock(&a->lock);
 		if (strcmp(type, "DELETED") == 0)
 			k->remove(a, obj);
 		else if (strcmp(type, "ADDED") == 0 || strcmp(type, "MODIFIED") == 0)
 			k->apply(a, obj);
 		pthread_mutex_unlock(&a->lock);
+		metrics_programmed(a, k->what, histogram_now() - t0);
 		rv = jval_path_str(obj, "metadata.resourceVersion");
 		if (rv)
 			snprintf(k->rv, sizeof(k->rv), "%s", rv);
