@@ -224,6 +224,17 @@ need_lab() {
 	exit 1
 }
 
+# lab_names SUFFIX: the names a lab script starts with: the binaries
+# (WEFT_BIN), its lab t<pid>-SUFFIX (LAB, and L for lab()), peer.py (PEER)
+# and Debian's python3 (PYTHON, whose modules the tests use)
+lab_names() {
+	export WEFT_BIN=${WEFT_BIN:-$BUILD/bin}
+	LAB=t$$-$1
+	L=$LAB
+	PEER=$PWD/tests/tools/peer.py
+	PYTHON=$(command -v /usr/bin/python3 || command -v python3)
+}
+
 # --- for scripts that drive a weft-lab.  lab() works on the lab named $L
 # (scripts with one lab set L=$LAB; scripts with several switch L).
 lab() { src/lab/weft-lab --lab "$L" "$@"; }

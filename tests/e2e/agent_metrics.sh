@@ -28,12 +28,8 @@
 cd "$(dirname "$0")/../.." && source tests/lib.sh
 set -o pipefail
 
-export WEFT_BIN=${WEFT_BIN:-$BUILD/bin}
-LAB=t$$-me
-L=$LAB
-PEER=$PWD/tests/tools/peer.py
+lab_names me
 PARSE=$PWD/tests/tools/prom_parse.py
-PYTHON=$(command -v /usr/bin/python3 || command -v python3)
 PORT=9966
 
 need_lab

@@ -31,11 +31,7 @@
 cd "$(dirname "$0")/../.." && source tests/lib.sh
 set -o pipefail
 
-export WEFT_BIN=${WEFT_BIN:-$BUILD/bin}
-LAB=t$$-wr
-L=$LAB
-PEER=$PWD/tests/tools/peer.py
-PYTHON=$(command -v /usr/bin/python3 || command -v python3)
+lab_names wr
 
 need_lab
 
