@@ -239,7 +239,8 @@ int metrics_start(struct agent *a)
 		LOG_ERR("metrics: --metrics-address %s: not ADDRESS:PORT; going on without /metrics", spec);
 		return -EINVAL;
 	}
-	a->metrics.daemon = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD, ntohs(sa.sin_port), NULL, NULL, handle,
+	/* epoll, not select: the agent's descriptors may pass FD_SETSIZE */
+	a->metrics.daemon = MHD_start_daemon(MHD_USE_EPOLL_INTERNAL_THREAD, ntohs(sa.sin_port), NULL, NULL, handle,
 					     a, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
 					     MHD_OPTION_CONNECTION_LIMIT, 32u, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
 					     8u, MHD_OPTION_CONNECTION_TIMEOUT, 10u,
