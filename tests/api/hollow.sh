@@ -11,7 +11,8 @@
 # controller sends it no other.  A second, smaller fleet has a
 # NetworkPolicy naming pods as peers (--pod-peers): every node then asks
 # for, and holds, every pod.  The checker itself is shown to catch a
-# wrong map (--tamper).
+# wrong map (--tamper).  A last fleet reaches the controller through a
+# proxy that looks like an older controller (no batched create).
 #
 #   weft-hollow (50 agents: 400 watch streams, 500 pods) ──HTTPS──► weft-controller ──► DIR/weft.db
 cd "$(dirname "$0")/../.." && source tests/lib.sh
@@ -90,7 +91,30 @@ rc=$?
 check "--processes 2 --tamper: the first worker's first node fails the check (exit $rc)" \
 	jqr "$dir/crew-tamper.json" '.check.nodes_checked == 4 and .check.nodes_wrong == 1 and (.check.first_difference | test("crewt-0001: weft_ipcache"))'
 
-check "no sanitizer report from 87 agents started and stopped in one process and two workers" \
+# a controller older than the batched create (tests/tools/old_server_proxy.py:
+# 404 for /weft/v1/apply, everything else passed on, watches streamed):
+# a node asks for a batch once, then reports its records one by one
+ON=3 OP=10
+pport=$(free_port)
+python3 tests/tools/old_server_proxy.py "$pport" "$CTRL_URL" "$dir/proxy.log" 2>>"$dir/proxy.err" &
+T_PIDS+=("$!")
+check "the old-server proxy answers" wait_for 20 curl -sf "http://127.0.0.1:$pport/healthz"
+"$HOLLOW" --controller "http://127.0.0.1:$pport" --token-file "$CTRL_TOKEN_FILE" --state-dir "$dir/hollow" \
+	--timeout 120 --output "$dir/old.json" --nodes $ON --pods-per-node $OP --prefix old- \
+	--first-node-ip 100.69.0.1 --check 2>>"$dir/hollow.log"
+rc=$?
+check "through an older controller: $ON nodes converged and checked (exit $rc: $(jq -r '.error // "no error"' "$dir/old.json"))" \
+	jqr "$dir/old.json" ".check.nodes_checked == $ON and .check.nodes_wrong == 0"
+batches=$(grep -c '^POST /weft/v1/apply?mode=create$' "$dir/proxy.log")
+posts=$(grep -cE '^POST /api/v1/namespaces/[^/]+/pods$' "$dir/proxy.log")
+check "... the batched create was asked for, and by each node once at most ($batches requests, 404)" \
+	test "$batches" -ge 1 -a "$batches" -le $ON
+check "... every record came one by one instead ($posts POSTs of a Pod for $((ON * OP)) pods)" test "$posts" -ge $((ON * OP))
+old_pods=$(api GET /api/v1/pods | body_of | jq '[.items[] | select(.status.podIP != null and (.spec.nodeName | startswith("old-")))] | length')
+check "... and the controller has their $((ON * OP)) Pods with addresses ($old_pods)" test "$old_pods" -eq $((ON * OP))
+check "... no agent logged an error" bash -c "! grep -q ' error: ' '$dir/hollow.log'"
+
+check "no sanitizer report from 90 agents started and stopped in one process and two workers" \
 	bash -c "! grep -q 'Sanitizer' '$dir/hollow.log'"
 check_stop "controller stops cleanly"
 finish

@@ -5,6 +5,8 @@ controller at URL (HTTPS, trusting SSL_CERT_FILE as tests/lib.sh sets
 it), every request passed on as it came except that path, which is 404 as
 an older server answers an unknown path.  Each request's method and path
 is appended to LOG, one a line, so a test can count what a client sent.
+An answer without a length (a watch's stream) is passed on as it comes,
+chunk by chunk, so agents can follow the cluster through it.
 
 usage: old_server_proxy.py PORT URL LOG
 """
@@ -36,6 +38,9 @@ class Proxy(http.server.BaseHTTPRequestHandler):
                    if k.lower() in ("authorization", "content-type", "accept")}
             conn.request(self.command, self.path, body, hdr)
             r = conn.getresponse()
+            if r.getheader("Content-Length") is None:
+                self.stream(conn, r)
+                return
             status, ctype, data = r.status, r.getheader("Content-Type", ""), r.read()
             conn.close()
         self.send_response(status)
@@ -43,6 +48,24 @@ class Proxy(http.server.BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
+
+    def stream(self, conn, r):
+        self.send_response(r.status)
+        self.send_header("Content-Type", r.getheader("Content-Type", ""))
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        try:
+            while True:
+                piece = r.read1(65536)
+                if not piece:
+                    break
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+                self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
+        except (OSError, http.client.HTTPException):
+            self.close_connection = True
+        finally:
+            conn.close()
 
     do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = relay
 
