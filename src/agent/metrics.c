@@ -31,13 +31,12 @@ void metrics_cni_done(struct agent *a, int cmd, uint64_t ns, int failed)
 		atomic_fetch_add_explicit(&a->metrics.cni_errors[cmd], 1, memory_order_relaxed);
 }
 
-void metrics_programmed(struct agent *a, const char *kind, uint64_t ns)
+struct histogram *metrics_program_timing(struct agent *a, const char *kind)
 {
-	for (int i = 0; i < METRICS_KINDS && kinds[i]; i++)
-		if (strcmp(kinds[i], kind) == 0) {
-			histogram_observe(&a->metrics.program[i], ns);
-			return;
-		}
+	for (int i = 0; i < METRICS_KINDS; i++)
+		if (strcmp(kinds[i], kind) == 0)
+			return &a->metrics.program[i];
+	return NULL;
 }
 
 void metrics_policy_applied(struct agent *a, uint64_t ns)
@@ -115,7 +114,7 @@ static void timings_text(struct agent *a, FILE *f)
 			(unsigned long long)atomic_load_explicit(&a->metrics.cni_errors[c], memory_order_relaxed));
 	family(f, "weft_agent_programming_duration_seconds", "histogram",
 	       "Time from a watch event's arrival to the data plane holding it, by the kind watched.");
-	for (int k = 0; k < METRICS_KINDS && kinds[k]; k++) {
+	for (int k = 0; k < METRICS_KINDS; k++) {
 		snprintf(labels, sizeof(labels), "kind=\"%s\"", kinds[k]);
 		histogram_format(f, "weft_agent_programming_duration_seconds", labels, &a->metrics.program[k]);
 	}

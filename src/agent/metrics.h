@@ -62,9 +62,10 @@ void metrics_stop(struct agent *a);
 /* Observations (any thread).  cmd: enum cni_cmd; failed: the request's
  * answer was a CNI error. */
 void metrics_cni_done(struct agent *a, int cmd, uint64_t ns, int failed);
-/* kind: sync.c's "what" of the watch ("services", "pods" ...); an
- * unknown one is not counted. */
-void metrics_programmed(struct agent *a, const char *kind, uint64_t ns);
+/* The histogram of a watched kind's programming: kind is sync.c's "what"
+ * of the watch ("services", "pods" ...); NULL for an unknown one.  Found
+ * once, when the watch starts, so an event pays no lookup. */
+struct histogram *metrics_program_timing(struct agent *a, const char *kind);
 void metrics_policy_applied(struct agent *a, uint64_t ns);
 
 #endif

@@ -70,6 +70,7 @@ struct kind_sync {
 	bool (*idle)(struct kind_sync *k);
 	bool (*stale)(void *k);
 	const char *what;		/* in the logs: "hostsubnets", "pods"... */
+	struct histogram *timing;	/* its events' programming (metrics.h), or NULL */
 	struct httpc **http;
 	void (*begin)(struct agent *a);		/* before a list's items (may be NULL) */
 	void (*apply)(struct agent *a, struct jval obj);
@@ -811,7 +812,8 @@ static int on_event(const char *line, size_t len, void *arg)
 		else if (strcmp(type, "ADDED") == 0 || strcmp(type, "MODIFIED") == 0)
 			k->apply(a, obj);
 		pthread_mutex_unlock(&a->lock);
-		metrics_programmed(a, k->what, histogram_now() - t0);
+		if (k->timing)
+			histogram_observe(k->timing, histogram_now() - t0);
 		rv = jval_path_str(obj, "metadata.resourceVersion");
 		if (rv)
 			snprintf(k->rv, sizeof(k->rv), "%s", rv);
@@ -858,6 +860,7 @@ static void *sync_thread(void *arg)
 	unsigned backoff = BACKOFF_MIN_MS;
 	char path[512], err[256];
 
+	k->timing = metrics_program_timing(a, k->what);	/* once: events pay no lookup */
 	if (k->stale)	/* its question can change: a running call ends then */
 		httpc_set_interrupt(*k->http, k->stale, k);
 
