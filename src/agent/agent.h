@@ -76,6 +76,10 @@
  * are routed to it and translated at its egress (bpf/svc_egress.bpf.c) */
 #define AGENT_SVC_NAME "weft_svc"
 #define AGENT_VETH_PREFIX "weft"
+/* items a list asks for a page (limit, continue), as client-go's reflectors:
+ * an agent's memory for a list is a page's, whatever the cluster's size */
+#define AGENT_LIST_PAGE 500
+#define AGENT_LIST_PAGE_MAX 100000
 #define AGENT_ANN_CONTAINER "weft.io/container-id"
 #define AGENT_ANN_APPLIED "weft.io/applied-revision"	/* on the Node: NetNamespaces applied up to */
 #define AGENT_ANN_DROPS "weft.io/drops"			/* on the Node: drop counters, JSON */
@@ -114,6 +118,7 @@ struct agent_opts {
 	uint32_t max_policy, max_policy_ct;	/* 0: bpf/weft_bpf.h defaults */
 	uint32_t policy_ct_per_source;	/* 0: max_policy_ct / WEFT_POLICY_CT_SOURCE_SHARE */
 	unsigned watch_timeout;		/* seconds a watch request asks for (0: 300) */
+	unsigned list_page;		/* items a list asks for a page (0: AGENT_LIST_PAGE) */
 	const char *metrics_address;	/* "ADDR:PORT" of /metrics; NULL: not served */
 	/* told of every map write (datapath_opts.on_write): weft-hollow's probe */
 	datapath_write_fn *on_map_write;

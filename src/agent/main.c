@@ -51,7 +51,8 @@ static void usage(FILE *f)
 		"                  [--max-services N] [--max-backends N] [--max-conntrack N]\n"
 		"                  [--conntrack-per-client N] [--max-policy-rules N]\n"
 		"                  [--max-policy-conntrack N] [--policy-conntrack-per-client N]\n"
-		"                  [--watch-timeout SECONDS] [--metrics-address ADDR:PORT|off]\n"
+		"                  [--watch-timeout SECONDS] [--list-page-size N]\n"
+		"                  [--metrics-address ADDR:PORT|off]\n"
 		"\n"
 		"  --controller URL    weft-controller, e.g. https://192.168.200.2:8080; several replicas\n"
 		"                      comma-separated (URL,URL...): each request goes to one that answers\n"
@@ -84,11 +85,14 @@ static void usage(FILE *f)
 		"  --watch-timeout SECONDS  how long each watch asks the controller to stream\n"
 		"                      before the agent renews it from the last revision it\n"
 		"                      applied (default 300; each request W to 2W, at random)\n"
+		"  --list-page-size N  objects a list asks the controller for at once (default %u):\n"
+		"                      a list of more comes in pages, read at one revision\n"
 		"  --metrics-address ADDR:PORT  where to serve Prometheus metrics, GET /metrics over\n"
 		"                      plain HTTP (default: the node's address, port %d; an empty\n"
 		"                      ADDR is every address; off: not served)\n",
 		WEFT_MAX_SERVICES, WEFT_MAX_BACKENDS, WEFT_MAX_CT, WEFT_CT_SOURCE_SHARE,
-		WEFT_MAX_POLICY, WEFT_MAX_POLICY_CT, WEFT_POLICY_CT_SOURCE_SHARE, AGENT_METRICS_PORT);
+		WEFT_MAX_POLICY, WEFT_MAX_POLICY_CT, WEFT_POLICY_CT_SOURCE_SHARE, AGENT_LIST_PAGE,
+		AGENT_METRICS_PORT);
 }
 
 /* The number a numeric flag (opts' entry c) was given, in lo..hi; else
@@ -131,6 +135,7 @@ static int parse_flags(int argc, char **argv, struct agent_opts *o)
 		{ "max-policy-conntrack", required_argument, NULL, 'T' },
 		{ "policy-conntrack-per-client", required_argument, NULL, 'Q' },
 		{ "watch-timeout", required_argument, NULL, 'W' },
+		{ "list-page-size", required_argument, NULL, 'L' },
 		{ "metrics-address", required_argument, NULL, 'M' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
@@ -180,6 +185,11 @@ static int parse_flags(int argc, char **argv, struct agent_opts *o)
 			if (number_flag(opts, c, optarg, 1, 3600, &v) < 0)
 				return -1;
 			o->watch_timeout = (unsigned)v;
+			break;
+		case 'L':
+			if (number_flag(opts, c, optarg, 1, AGENT_LIST_PAGE_MAX, &v) < 0)
+				return -1;
+			o->list_page = (unsigned)v;
 			break;
 		case 'M': metrics_flag = optarg; break;
 		case 'h': usage(stdout); exit(0);

@@ -354,7 +354,7 @@ void peerslice_begin(struct agent *a)
 {
 	a->peers.gen++;
 	a->peers.listing = true;
-	podcache_begin_list(&a->pods);
+	podcache_begin_list(&a->pods, PODCACHE_OTHERS);
 	policy_begin_list(a->policy, POLICY_PEERS);
 }
 

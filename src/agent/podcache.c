@@ -120,6 +120,17 @@ static void group_leave(struct hmap *t, struct podcache_group *g, struct dlist *
 	group_release(t, g);
 }
 
+bool podcache_is_self(const struct podcache *c, const struct podcache_pod *p)
+{
+	return c->self && p->node && strcmp(p->node->name, c->self) == 0;
+}
+
+/* The generation of p's scope: its node's, self or the others. */
+static uint32_t *scope_gen(struct podcache *c, const struct podcache_pod *p)
+{
+	return podcache_is_self(c, p) ? &c->gen_self : &c->gen_others;
+}
+
 struct podcache_pod *podcache_set(struct podcache *c, const struct podcache_in *in)
 {
 	struct podcache_pod *p = podcache_find(c, in->ns, in->name);
@@ -164,7 +175,7 @@ struct podcache_pod *podcache_set(struct podcache *c, const struct podcache_in *
 	}
 	free(p->container_id);
 	p->container_id = cid;
-	p->gen = c->gen;
+	p->gen = *scope_gen(c, p);
 	return p;
 fail:
 	free(cid);
@@ -229,20 +240,18 @@ void podcache_free(struct podcache *c)
 
 /* ---- relists ---- */
 
-void podcache_begin_list(struct podcache *c)
+void podcache_begin_list(struct podcache *c, enum podcache_scope scope)
 {
-	c->gen++;
-}
-
-bool podcache_is_self(const struct podcache *c, const struct podcache_pod *p)
-{
-	return c->self && p->node && strcmp(p->node->name, c->self) == 0;
+	if (scope != PODCACHE_OTHERS)
+		c->gen_self++;
+	if (scope != PODCACHE_SELF)
+		c->gen_others++;
 }
 
 static void sweep_one(struct podcache *c, struct podcache_pod *p,
 		      void (*gone)(void *arg, const struct podcache_pod *p), void *arg)
 {
-	if (p->gen == c->gen)
+	if (p->gen == *scope_gen(c, p))
 		return;
 	if (gone)
 		gone(arg, p);

@@ -22,10 +22,13 @@
  * about 150 bytes a pod, and what grows with the cluster beyond that is
  * nothing.
  *
- * Relists are one pass: podcache_begin_list() starts a generation,
- * podcache_set() marks the pod with it, podcache_sweep() deletes every pod
- * of its scope not marked since (O(pods), whatever was deleted; O(own
- * pods) for this node's).  NetNamespaces the
+ * Relists are one pass: podcache_begin_list() starts a generation of its
+ * scope, podcache_set() marks the pod with its scope's, podcache_sweep()
+ * deletes every pod of its scope not marked since (O(pods), whatever was
+ * deleted; O(own pods) for this node's).  The own node's pods and the
+ * other nodes' have a generation each, so two lists, one of each, may
+ * interleave (a list comes in pages, and the lock is free between them):
+ * neither's begin makes the other's marks stale.  NetNamespaces the
  * same with podcache_begin_netns_list() / podcache_netns_sweep().
  *
  * Ownership: the cache owns every record.  A pod record's address stays
@@ -66,7 +69,7 @@ struct podcache_pod {
 	struct podcache_group *node;	/* spec.nodeName ("" unscheduled) */
 	char *container_id;		/* pods of self only, else NULL */
 	in_addr_t ip;			/* status.podIP, network order; 0 none */
-	uint32_t gen;			/* the list (or event after it) that set it last */
+	uint32_t gen;			/* its scope's list (or event after it) that set it last */
 	char name[];
 };
 
@@ -76,7 +79,8 @@ struct podcache {
 	struct hmap nss;		/* groups by namespace */
 	struct hmap nodes;		/* groups by node name */
 	const char *self;		/* this node's name (borrowed), or NULL */
-	uint32_t gen, netns_gen;
+	uint32_t gen_self, gen_others;	/* the lists of each scope (podcache_begin_list) */
+	uint32_t netns_gen;
 };
 
 /* What a Pod says, as podcache_set() takes it (strings borrowed). */
@@ -107,13 +111,14 @@ struct podcache_pod *podcache_next(const struct podcache *c, const struct podcac
 const char *podcache_container_id(const struct podcache_pod *p);
 
 /* ---- relists ---- */
-void podcache_begin_list(struct podcache *c);
-/* Delete every pod of scope not set since podcache_begin_list(), calling
- * gone first (which must not change the cache).  Two lists may feed one
- * cache, each sweeping its own part: the Pods of this node (SELF: its
- * pods only are walked) and the other nodes' pods as policy peers
- * (OTHERS: every pod is walked, self's skipped). */
+/* Two lists may feed one cache, each its own part: the Pods of this node
+ * (SELF: its pods only are walked) and the other nodes' pods as policy
+ * peers (OTHERS: every pod is walked, self's skipped); EVERY is both. */
 enum podcache_scope { PODCACHE_EVERY, PODCACHE_SELF, PODCACHE_OTHERS };
+/* A new generation of scope's pods: a list of them begins. */
+void podcache_begin_list(struct podcache *c, enum podcache_scope scope);
+/* Delete every pod of scope not set since podcache_begin_list(scope),
+ * calling gone first (which must not change the cache). */
 void podcache_sweep(struct podcache *c, enum podcache_scope scope,
 		    void (*gone)(void *arg, const struct podcache_pod *p), void *arg);
 /* Is p a pod of self (the node named at podcache_init)? */

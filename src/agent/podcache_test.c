@@ -3,7 +3,9 @@
  * and one of NetNamespaces, searched linearly), over random sequences of
  * what the watches bring: pods added, changed (IP, node, container),
  * deleted; relists that keep a random part and sweep every pod, the own
- * node's or the other nodes'; NetNamespaces set, deleted
+ * node's or the other nodes'; lists of the own node's pods and of the
+ * others' open and closed apart, interleaving with each other and with
+ * the events (as paged lists do); NetNamespaces set, deleted
  * and relisted.  After every step each index agrees with the model: by
  * name, by IP (several pods on one IP), by namespace, by node, the
  * container IDs kept for the own node only, the VNIDs, and what a sweep
@@ -35,7 +37,8 @@ struct mnetns {
 
 static struct mpod model[NS][NAMES];
 static struct mnetns mnet[NS];
-static uint32_t mgen, mnetgen;
+static uint32_t mgen[2], mnetgen;	/* [1]: the own node's pods, [0]: the others' */
+static bool mopen[2];			/* a list of that scope begun, not swept */
 static char nsname[NS][24], podname[NAMES][24], nodename[NODES + 2][24];
 
 static void names_init(void)
@@ -171,7 +174,7 @@ static void set_pod(struct podcache *c, uint64_t *st, int n, int k)
 				   .container_id = cid, .ip = m->ip };
 	CHECK(podcache_set(c, &in) != NULL);
 	m->live = true;
-	m->gen = mgen;
+	m->gen = mgen[m->node == NODES];
 }
 
 static void on_gone(void *arg, const struct podcache_pod *p)
@@ -182,33 +185,66 @@ static void on_gone(void *arg, const struct podcache_pod *p)
 	m->gone = true;
 }
 
-/* a relist: a random part of the model listed again (some changed), a
- * few new, the rest of a random scope swept (every pod, self's, or the
- * other nodes') */
-static void relist(struct podcache *c, uint64_t *st)
+static bool in_scope(const struct mpod *m, enum podcache_scope scope)
 {
-	uint32_t keep = test_rnd(st, 101);
-	enum podcache_scope scope = (enum podcache_scope)test_rnd(st, 3);
+	return scope == PODCACHE_EVERY || (scope == PODCACHE_SELF) == (m->node == NODES);
+}
 
-	podcache_begin_list(c);
-	mgen++;
+static void list_begin(struct podcache *c, enum podcache_scope scope)
+{
+	podcache_begin_list(c, scope);
+	if (scope != PODCACHE_OTHERS)
+		mgen[1]++;
+	if (scope != PODCACHE_SELF)
+		mgen[0]++;
+}
+
+/* the end of a list: what of its scope was not set since its begin goes */
+static void list_sweep(struct podcache *c, enum podcache_scope scope)
+{
 	for (int n = 0; n < NS; n++)
-		for (int k = 0; k < NAMES; k++) {
+		for (int k = 0; k < NAMES; k++)
 			model[n][k].gone = false;
-			if ((model[n][k].live && test_rnd(st, 100) < keep) || test_rnd(st, 50) == 0)
-				set_pod(c, st, n, k);
-		}
 	podcache_sweep(c, scope, on_gone, NULL);
 	for (int n = 0; n < NS; n++)
 		for (int k = 0; k < NAMES; k++) {
 			struct mpod *m = &model[n][k];
-			bool in_scope = scope == PODCACHE_EVERY || (scope == PODCACHE_SELF) == (m->node == NODES);
-			bool stale = m->live && m->gen != mgen && in_scope;
+			bool stale = m->live && in_scope(m, scope) && m->gen != mgen[m->node == NODES];
 
 			CHECK_EQ(m->gone, stale);
 			if (stale)
 				m->live = false;
 		}
+}
+
+/* a relist at once: a random part of the model listed again (some
+ * changed), a few new, the rest of a random scope swept (every pod,
+ * self's, or the other nodes') */
+static void relist(struct podcache *c, uint64_t *st)
+{
+	uint32_t keep = test_rnd(st, 101);
+	enum podcache_scope scope = (enum podcache_scope)test_rnd(st, 3);
+
+	list_begin(c, scope);
+	for (int n = 0; n < NS; n++)
+		for (int k = 0; k < NAMES; k++)
+			if ((model[n][k].live && test_rnd(st, 100) < keep) || test_rnd(st, 50) == 0)
+				set_pod(c, st, n, k);
+	list_sweep(c, scope);
+}
+
+/* a list in pages: its begin or its end, for the own node's pods or the
+ * others'; the sets between are the steps' own */
+static void list_step(struct podcache *c, uint64_t *st)
+{
+	int self = (int)test_rnd(st, 2);
+	enum podcache_scope scope = self ? PODCACHE_SELF : PODCACHE_OTHERS;
+
+	if (!mopen[self])
+		list_begin(c, scope);
+	else
+		list_sweep(c, scope);
+	mopen[self] = !mopen[self];
 }
 
 static void netns_relist(struct podcache *c, uint64_t *st)
@@ -240,7 +276,8 @@ TEST(podcache_random_against_model)
 	names_init();
 	memset(model, 0, sizeof(model));
 	memset(mnet, 0, sizeof(mnet));
-	mgen = mnetgen = 0;
+	mgen[0] = mgen[1] = mnetgen = 0;
+	mopen[0] = mopen[1] = false;
 	podcache_init(&c, SELF);
 	for (int step = 0; step < STEPS && !test_failed(); step++) {
 		int n = (int)test_rnd(&st, NS), k = (int)test_rnd(&st, NAMES);
@@ -255,8 +292,11 @@ TEST(podcache_random_against_model)
 			if (p)
 				podcache_del(&c, p);
 			model[n][k].live = false;
+		} else if (op < 81) {
+			if (!mopen[0] && !mopen[1])
+				relist(&c, &st);
 		} else if (op < 82) {
-			relist(&c, &st);
+			list_step(&c, &st);
 		} else if (op < 90) {
 			bool changed = false;
 			uint32_t vnid = test_rnd(&st, 3);

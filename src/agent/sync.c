@@ -318,7 +318,7 @@ static void ipcache_sweep(struct agent *a)
 
 static void pods_begin(struct agent *a)
 {
-	podcache_begin_list(&a->pods);
+	podcache_begin_list(&a->pods, PODCACHE_SELF);
 	policy_begin_list(a->policy, POLICY_PODS);
 }
 
@@ -704,70 +704,160 @@ static void maybe_ready(struct agent *a)
 	(void)sync_mark_ready(a);
 }
 
-/* A list's answer: parsed whole into a view (lib/jview.h: two
- * allocations, however many items), before the lock is taken; then, under
- * the lock, begin, every item applied, listed.  Nothing is applied from
- * an answer that does not parse, or is not a list: its objects would look
- * deleted. */
-static int list_once(struct kind_sync *k)
-{
-	struct agent *a = k->a;
-	struct httpc_response r = { 0 };
-	struct jview v = { 0 };
-	struct jview_error jerr;
-	struct jval root, items;
-	char err[256];
-	const char *rv;
-	int rc;
-	char path[512];
+/* A list is read in pages of LIST_PAGE items (limit and continue, as
+ * client-go's reflectors ask), so an agent's memory for a list is a
+ * page's, whatever the cluster's size: a page's answer is parsed whole
+ * into a view (lib/jview.h: two allocations, however many items) before
+ * the lock is taken, then applied under it.  Every page is read at the
+ * first page's revision (the controller's continue token carries it), so
+ * the pages together are one snapshot: begin before the first page's
+ * items, listed after the last page's.  Between pages the lock is free;
+ * what is not yet listed again keeps its entries until listed sweeps.
+ * Nothing is applied from an answer that does not parse, or is not a
+ * list: its objects would look deleted.  A token expired between pages
+ * (410) starts the list again from its first page.  A controller without
+ * paging answers everything on the first page, with no token.
+ * --list-page-size sets the page (agent.h: AGENT_LIST_PAGE by default). */
+struct list_page {
+	struct httpc_response r;
+	struct jview v;
+	struct jval items;
+	const char *rv;		/* the snapshot's revision, in v */
+	const char *cont;	/* the next page's token, in v, or NULL */
+};
 
-	snprintf(path, sizeof(path), "%s%s%s", k->path, k->query[0] ? "?" : "", k->query);
-	rc = httpc_request(*k->http, "GET", path, NULL, 0, &r, err, sizeof(err));
+static void list_page_free(struct list_page *pg)
+{
+	jview_free(&pg->v);
+	httpc_response_free(&pg->r);
+	*pg = (struct list_page){ 0 };
+}
+
+/* A continue token goes back in the next request's query as it came:
+ * base64url, bounded. */
+static bool token_ok(const char *t)
+{
+	size_t n = strlen(t);
+
+	if (n == 0 || n > 4096)
+		return false;
+	return strspn(t, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_") == n;
+}
+
+/* One page, from cont (NULL: the first): 0, -EAGAIN when the token
+ * expired (410: list again from the start), or < 0 (said in the log). */
+static int list_page_get(struct kind_sync *k, const char *cont, struct list_page *pg)
+{
+	struct jview_error jerr;
+	struct jval root;
+	char err[256], *path = NULL;
+	int rc;
+
+	if (asprintf(&path, "%s?limit=%u%s%s%s%s", k->path,
+		     k->a->o.list_page ? k->a->o.list_page : AGENT_LIST_PAGE, cont ? "&continue=" : "",
+		     cont ? cont : "", k->query[0] ? "&" : "", k->query) < 0)
+		return -ENOMEM;
+	rc = httpc_request(*k->http, "GET", path, NULL, 0, &pg->r, err, sizeof(err));
 	if (rc < 0)
-		return rc;	/* unreachable (set_controller_up says so once), or asked again */
-	if (r.status != 200) {
-		LOG_WARN("list %s: GET %s: HTTP %ld: %.200s; retrying", k->what, path, r.status, r.body);
+		goto out;	/* unreachable (set_controller_up says so once), or asked again */
+	if (pg->r.status == 410 && cont) {
+		LOG_INFO("list %s: the list's revision was compacted between pages; listing again",
+			 k->what);
+		rc = -EAGAIN;
+		goto out;
+	}
+	if (pg->r.status != 200) {
+		LOG_WARN("list %s: GET %s: HTTP %ld: %.200s; retrying", k->what, path, pg->r.status,
+			 pg->r.body);
 		rc = -EPROTO;
 		goto out;
 	}
-	rc = jview_parse(&v, r.body, r.len, &jerr);
+	rc = jview_parse(&pg->v, pg->r.body, pg->r.len, &jerr);
 	if (rc < 0) {
 		if (rc == -EINVAL)
 			LOG_ERR("list %s: GET %s: the controller's answer (HTTP 200, %zu bytes) is not valid "
 				"JSON: line %d, column %d: %s; nothing applied, retrying", k->what, path,
-				r.len, jerr.line, jerr.column, jerr.text);
+				pg->r.len, jerr.line, jerr.column, jerr.text);
 		else
 			LOG_ERR("list %s: GET %s: reading the answer (%zu bytes): %s; retrying", k->what, path,
-				r.len, strerror(-rc));
+				pg->r.len, strerror(-rc));
 		rc = -EPROTO;
 		goto out;
 	}
-	root = jview_root(&v);
-	items = jval_get(root, "items");
-	if (!jval_is_object(root) || (jval_ok(items) && !jval_is_array(items))) {
-		LOG_ERR("list %s: GET %s: the controller's answer is not a list; nothing applied, retrying",
-			k->what, path);
+	/* the text is in the view now */
+	httpc_response_free(&pg->r);
+	root = jview_root(&pg->v);
+	pg->items = jval_get(root, "items");
+	pg->rv = jval_path_str(root, "metadata.resourceVersion");
+	pg->cont = jval_path_str(root, "metadata.continue");
+	if (pg->cont && !pg->cont[0])
+		pg->cont = NULL;
+	if (!jval_is_object(root) || (jval_ok(pg->items) && !jval_is_array(pg->items)) ||
+	    (pg->cont && !token_ok(pg->cont))) {
+		LOG_ERR("list %s: GET %s: the controller's answer is not a list%s; nothing applied, retrying",
+			k->what, path, pg->cont ? " (or its continue token is malformed)" : "");
 		rc = -EPROTO;
-		goto out;
 	}
-	rv = jval_path_str(root, "metadata.resourceVersion");
-	snprintf(k->rv, sizeof(k->rv), "%s", rv ? rv : "0");
-	pthread_mutex_lock(&a->lock);
-	if (k->begin)
-		k->begin(a);
-	for (struct jval it = jval_first(items); jval_ok(it); it = jval_next(it))
-		k->apply(a, it);
-	k->listed(a);
-	*k->synced = true;
-	pthread_cond_broadcast(&a->listed);	/* peers_idle waits for the NetworkPolicies list */
-	pthread_mutex_unlock(&a->lock);
-	LOG_INFO("list %s%s%s: %zu at revision %s", k->what, k->query[0] ? " " : "", k->query,
-		 jval_size(items), k->rv);
+out:
+	free(path);
+	return rc;
+}
+
+static int list_once(struct kind_sync *k)
+{
+	struct agent *a = k->a;
+	struct list_page pg = { 0 };
+	char *cont = NULL;
+	size_t n = 0, pages = 0;
+	int rc;
+
+	for (;;) {
+		rc = list_page_get(k, cont, &pg);
+		if (rc == -EAGAIN) {	/* the snapshot expired: from the start */
+			free(cont);
+			cont = NULL;
+			n = pages = 0;
+			list_page_free(&pg);
+			continue;
+		}
+		if (rc < 0)
+			goto out;
+		if (!cont)	/* the first page's revision is every page's */
+			snprintf(k->rv, sizeof(k->rv), "%s", pg.rv ? pg.rv : "0");
+		free(cont);
+		cont = NULL;
+		if (pg.cont && !(cont = strdup(pg.cont))) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		pthread_mutex_lock(&a->lock);
+		if (!pages && k->begin)
+			k->begin(a);
+		for (struct jval it = jval_first(pg.items); jval_ok(it); it = jval_next(it))
+			k->apply(a, it);
+		if (!cont) {
+			k->listed(a);
+			*k->synced = true;
+			pthread_cond_broadcast(&a->listed);	/* peers_idle waits for the NetworkPolicies list */
+		}
+		pthread_mutex_unlock(&a->lock);
+		n += jval_size(pg.items);
+		pages++;
+		list_page_free(&pg);
+		if (!cont)
+			break;
+		if (atomic_load(&a->stopping)) {
+			rc = -ECANCELED;
+			goto out;
+		}
+	}
+	LOG_INFO("list %s%s%s: %zu at revision %s (%zu page%s)", k->what, k->query[0] ? " " : "", k->query,
+		 n, k->rv, pages, pages == 1 ? "" : "s");
 	k->caught_up(a, k->rv, true);
 	rc = 0;
 out:
-	jview_free(&v);
-	httpc_response_free(&r);
+	free(cont);
+	list_page_free(&pg);
 	return rc;
 }
 

@@ -76,10 +76,28 @@ void fleet_destroy(struct fleet *f)
 	free(f);
 }
 
+/* The Pods with an address the cluster has now. */
+static int count_pods(struct fleet *f, char *err, size_t len)
+{
+	json_t *items = NULL, *pod;
+	size_t i;
+
+	if (admin_list(f->admin, "/api/v1/pods", &items, err, len) < 0)
+		return -1;
+	f->pods_before = 0;
+	json_array_foreach(items, i, pod)
+		f->pods_before += json_string_value(json_object_get(json_object_get(pod, "status"), "podIP")) != NULL;
+	json_decref(items);
+	return 0;
+}
+
 int fleet_prepare(struct fleet *f, char *err, size_t len)
 {
 	const struct fleet_opts *o = f->o;
 	int rc;
+
+	if (count_pods(f, err, len) < 0)
+		return -1;
 
 	for (unsigned k = 0; k < o->namespaces; k++) {
 		char ns[32];
@@ -209,6 +227,7 @@ static int start_one(struct hollow_node *n, char *err, size_t len)
 	a->o.cni_socket = NULL;		/* pods come from the runner */
 	a->o.on_map_write = on_map_write;
 	a->o.on_map_write_arg = n;
+	a->o.list_page = o->list_page;
 	inet_pton(AF_INET, n->ip, &a->node_ip);
 	a->kernel = &agent_kernel_hollow;
 	a->hollow = true;
@@ -277,18 +296,29 @@ bool fleet_converged(struct fleet *f, char *why, size_t len)
 	for (unsigned i = f->lo; i < f->hi; i++) {
 		struct agent *a = &f->nodes[i].a;
 		int64_t pods = datapath_map_count(a->dp, DATAPATH_MAP_IPCACHE);
-		uint64_t need = o->pod_peers ? f->pods_total : f->nodes[i].pods;
 		int64_t nodes = datapath_map_count(a->dp, DATAPATH_MAP_NODES);
 		const struct podcache_group *mine;
 		int64_t svc, ep, back;
+		uint64_t need;
+		bool policies;
 
+		/* every pod of the cluster while a policy names pods as peers
+		 * (this fleet's, or one an earlier run left), known once the
+		 * NetworkPolicies are listed; else its own */
+		need = policy_needs_pods(a->policy) ? f->pods_before + f->pods_total : f->nodes[i].pods;
 		pthread_mutex_lock(&a->lock);
+		policies = a->netpols_synced;
 		svc = a->svc_applied_rev;
 		ep = a->slices_applied_rev;
 		/* its Pod records came back by its watch: the controller has them */
 		mine = podcache_node_find(&a->pods, a->o.node);
 		back = mine ? (int64_t)mine->npods : 0;
 		pthread_mutex_unlock(&a->lock);
+		if (!policies) {
+			if (why)
+				snprintf(why, len, "node %s: NetworkPolicies not listed yet", f->nodes[i].name);
+			return false;
+		}
 		if (back < (int64_t)f->nodes[i].pods) {
 			if (why)
 				snprintf(why, len, "node %s: %lld of its %u Pod records back", f->nodes[i].name,

@@ -37,6 +37,7 @@ struct fleet_opts {
 	in_addr_t first_node_ip;	/* network order: node i gets first + i */
 	bool pod_peers;			/* a NetworkPolicy naming pods as peers: every
 					 * node needs every pod */
+	unsigned list_page;		/* each agent's --list-page-size (0: its default) */
 };
 
 struct hollow_node {
@@ -70,6 +71,10 @@ struct fleet {
 	/* revisions of the last Service and Endpoints the runner wrote */
 	int64_t services_rev, slices_rev;
 	uint64_t pods_total;		/* pods the fleet holds (for convergence) */
+	/* Pods with an address the cluster had before this fleet (an
+	 * earlier run's, on the same controller): a node whose policies
+	 * name pods as peers needs them too */
+	uint64_t pods_before;
 	char **svc_names;		/* "hollow-K/svc-I", o->services of them */
 };
 

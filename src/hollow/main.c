@@ -47,7 +47,7 @@ static void usage(FILE *f)
 		"                   [--pods-per-node P] [--services S] [--endpoints-per-service E]\n"
 		"                   [--namespaces K] [--state-dir DIR] [--prefix NAME] [--first-node-ip IP]\n"
 		"                   [--starters T] [--pod-adds A] [--endpoint-changes C] [--pod-peers]\n"
-		"                   [--processes K] [--check]\n"
+		"                   [--processes K] [--list-page-size N] [--check]\n"
 		"                   [--controller-pid PID] [--timeout SECONDS] [--output FILE] [--verbose]\n"
 		"\n"
 		"  --controller URL        weft-controller (as weft-agent's --controller)\n"
@@ -68,13 +68,16 @@ static void usage(FILE *f)
 		"                          node then needs every pod (else only its own)\n"
 		"  --processes K           run the agents in K worker processes (default 1): one\n"
 		"                          process holds about 800 under a 20,000-descriptor limit\n"
+		"  --list-page-size N      objects an agent's list asks for at once (as weft-agent's;\n"
+		"                          default %u)\n"
 		"  --check                 compare every node's maps with the cluster\n"
 		"  --tamper                before the check, remove the ipcache entry of one of\n"
 		"                          the first node's pods (the checker's own test: it must fail)\n"
 		"  --controller-pid PID    report the controller's CPU and RSS at each step\n"
 		"  --timeout SECONDS       for each wait (default 300)\n"
 		"  --output FILE           the JSON report (default stdout)\n"
-		"  --verbose               the agents' info lines too (default: warnings only)\n");
+		"  --verbose               the agents' info lines too (default: warnings only)\n",
+		AGENT_LIST_PAGE);
 }
 
 struct run_opts {
@@ -121,6 +124,7 @@ static int parse_flags(int argc, char **argv, struct run_opts *r)
 		{ "check", no_argument, NULL, 'K' },
 		{ "pod-peers", no_argument, NULL, 'N' },
 		{ "processes", required_argument, NULL, 'j' },
+		{ "list-page-size", required_argument, NULL, 'L' },
 		{ "tamper", no_argument, NULL, 'Z' },
 		{ "controller-pid", required_argument, NULL, 'P' },
 		{ "timeout", required_argument, NULL, 'w' },
@@ -167,6 +171,7 @@ static int parse_flags(int argc, char **argv, struct run_opts *r)
 		case 'K': r->check = true; break;
 		case 'N': r->f.pod_peers = true; break;
 		case 'j': rc = number("processes", optarg, 1, 64, &r->processes); break;
+		case 'L': rc = number("list-page-size", optarg, 1, AGENT_LIST_PAGE_MAX, &r->f.list_page); break;
 		case 'Z': r->tamper = true; break;
 		case 'P':
 			rc = number("controller-pid", optarg, 1, 4194304, &pid);

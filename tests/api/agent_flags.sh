@@ -50,6 +50,7 @@ max-policy-rules 16 16777216
 max-policy-conntrack 16 16777216
 policy-conntrack-per-client 1 16777216
 watch-timeout 1 3600
+list-page-size 1 100000
 EOF
 
 # 2. --metrics-address
@@ -77,7 +78,7 @@ help=$("$AGENT" --help 2>&1)
 missing=""
 for f in controller token-file ca-file node node-ip state-dir bpf-pin-dir cni-socket mtu max-services \
 	max-backends max-conntrack conntrack-per-client max-policy-rules max-policy-conntrack \
-	policy-conntrack-per-client watch-timeout metrics-address; do
+	policy-conntrack-per-client watch-timeout list-page-size metrics-address; do
 	grep -q -- "--$f " <<<"$help" || missing+=" --$f"
 done
 check "--help names every flag${missing:+ (missing:$missing)}" test -z "$missing"

@@ -29,7 +29,7 @@ hollow() { # hollow REPORT ARGS...: weft-hollow on this controller; its exit cod
 	local report=$1; shift
 	"$HOLLOW" --controller "$CTRL_URL" --token-file "$CTRL_TOKEN_FILE" --ca-file "$CTRL_CA" \
 		--state-dir "$dir/hollow" --controller-pid "$CTRL_PID" --timeout 120 \
-		--output "$report" "$@" 2>>"$dir/hollow.log"
+		--output "$report" "$@" 2>>"${HOLLOW_LOG:-$dir/hollow.log}"
 }
 jqr() { jq -e "$2" "$1" >/dev/null; }
 
@@ -80,15 +80,24 @@ check "--pod-peers: 5 pod adds, each in every node's ipcache (p99 $(jq -r '.pod_
 	jqr "$dir/peers.json" '.pod_add.timed == 5 and .pod_add.timed_out == 0'
 
 # the agents in two worker processes (--processes: how weft-hollow goes
-# past one process's descriptors): the same checks, added up by the runner
-hollow "$dir/crew.json" --nodes 10 --processes 2 --pods-per-node 3 --services 10 --prefix crew- --first-node-ip 100.67.0.1 \
-	--check --pod-adds 4 --endpoint-changes 4
+# past one process's descriptors): the same checks, added up by the
+# runner.  Their lists come 4 objects a page (--list-page-size): every
+# kind of more than 4 in pages, whose union must be the whole list
+HOLLOW_LOG=$dir/crew.log hollow "$dir/crew.json" --nodes 10 --processes 2 --pods-per-node 3 --services 10 --prefix crew- --first-node-ip 100.67.0.1 \
+	--check --pod-adds 4 --endpoint-changes 4 --list-page-size 4 --verbose
 rc=$?
 check "--processes 2: 10 nodes converged, checked and probed (exit $rc: $(jq -r '.error // "no error"' "$dir/crew.json"))" \
 	jqr "$dir/crew.json" '.processes == 2 and .check.nodes_checked == 10 and .check.nodes_wrong == 0 and .pod_add.timed == 4 and .pod_add.timed_out == 0 and .endpoint_change.timed == 4 and .endpoint_change.timed_out == 0'
+# every crew node lists the services (the first fleet's and its own)
+# and the HostSubnets (every fleet's nodes so far) in pages
+cp "$dir/crew.log" /tmp/crew.log; paged=$(grep -cE 'list services: [0-9]+ at revision [0-9]+ \(([2-9]|[1-9][0-9]+) pages\)' "$dir/crew.log")
+check "--list-page-size 4: each of the 10 nodes read its services in pages ($paged lists)" test "$paged" -ge 10
+paged=$(grep -cE 'list hostsubnets: [0-9]+ at revision [0-9]+ \(([2-9]|[1-9][0-9]+) pages\)' "$dir/crew.log")
+check "... and its HostSubnets ($paged lists)" test "$paged" -ge 10
+check "... with no error" bash -c "! grep -q ' error: ' '$dir/crew.log'"
 hollow "$dir/crew-tamper.json" --nodes 4 --processes 2 --pods-per-node 2 --prefix crewt- --first-node-ip 100.68.0.1 --check --tamper
 rc=$?
-check "--processes 2 --tamper: the first worker's first node fails the check (exit $rc)" \
+cp "$dir/crew-tamper.json" /tmp/crewt.json; check "--processes 2 --tamper: the first worker's first node fails the check (exit $rc)" \
 	jqr "$dir/crew-tamper.json" '.check.nodes_checked == 4 and .check.nodes_wrong == 1 and (.check.first_difference | test("crewt-0001: weft_ipcache"))'
 
 # a controller older than the batched create (tests/tools/old_server_proxy.py:
