@@ -161,8 +161,6 @@ struct agent {
 	struct podcache pods;		/* Pods, and the namespaces' VNIDs */
 	struct backend_addrs backends;	/* service backends on other nodes */
 	struct peerslice_table peers;	/* other nodes' pods as policy peers (peerslice.h) */
-	bool peers_listed;		/* the PodPeerSlices are applied (sync.c): while
-					 * a policy names pods as peers, its rules wait */
 	bool nodes_synced, pods_synced, netns_synced;	/* first full list applied */
 	bool peers_synced;		/* PodPeerSlices: a list applied once */
 	bool services_synced, slices_synced;

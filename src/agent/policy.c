@@ -907,6 +907,16 @@ static bool inputs_known(struct policy *p)
 	       (!p->pod_peer_pols || p->listed[POLICY_PEERS]);
 }
 
+bool policy_pods_known(struct policy *p)
+{
+	bool known;
+
+	pthread_mutex_lock(&p->lock);
+	known = !p->pod_peer_pols || p->listed[POLICY_PEERS];
+	pthread_mutex_unlock(&p->lock);
+	return known;
+}
+
 bool policy_needs_pods(struct policy *p)
 {
 	bool needs;

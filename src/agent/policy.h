@@ -112,6 +112,10 @@ bool policy_synced(struct policy *p);
  * from a part of the cluster would drop what its peers are allowed, and a
  * restarted agent would number anew the pods it had not yet seen. */
 void policy_peers_forget(struct policy *p);
+/* Does the node know every pod its policies need: no policy names pods
+ * as peers, or the peers' list is in?  (The one record of it: the agent's
+ * readiness and its ipcache sweep ask here.) */
+bool policy_pods_known(struct policy *p);
 
 /* Does some NetworkPolicy name pods as peers (podSelector or
  * namespaceSelector in a rule), or a named port in an egress rule (which

@@ -312,7 +312,7 @@ static int stale_ipcache(in_addr_t ip, const struct weft_ipcache_entry *e, void 
  * entries its rules still use until their slices are listed. */
 static void ipcache_sweep(struct agent *a)
 {
-	if (a->pods_synced && a->netpols_synced && (!policy_needs_pods(a->policy) || a->peers_listed))
+	if (a->pods_synced && a->netpols_synced && policy_pods_known(a->policy))
 		(void)datapath_ipcache_foreach(a->dp, stale_ipcache, a);
 }
 
@@ -341,8 +341,7 @@ static void pods_listed(struct agent *a)
 
 static void peers_listed(struct agent *a)
 {
-	peerslice_listed(a);
-	a->peers_listed = true;
+	peerslice_listed(a);	/* (POLICY_PEERS listed: policy_pods_known) */
 	ipcache_sweep(a);
 }
 
@@ -377,11 +376,14 @@ static bool peers_idle(struct kind_sync *k)
 	if (synced && peers_wanted(a))
 		return false;
 	pthread_mutex_lock(&a->lock);
-	if (synced && (a->peers_listed || a->peers.pods)) {
-		peerslice_clear(a);
-		policy_peers_forget(a->policy);
-		a->peers_listed = false;
-		LOG_INFO("podpeerslices: no policy names pods as peers now; other nodes' pods forgotten");
+	if (synced) {
+		bool held = a->peers.pods || a->peers.slices.n;
+
+		if (held)
+			peerslice_clear(a);
+		policy_peers_forget(a->policy);	/* (idempotent) */
+		if (held)
+			LOG_INFO("podpeerslices: no policy names pods as peers now; other nodes' pods forgotten");
 	}
 	clock_gettime(CLOCK_REALTIME, &until);
 	until.tv_sec += PEERS_IDLE_MAX_MS / 1000;
@@ -607,18 +609,6 @@ void sync_policy_kick(struct agent *a)
 	pthread_mutex_unlock(&a->policy_lock);
 }
 
-/* Does the node know every pod its policies need (all of them, while a
- * policy names pods as peers)? */
-static bool pods_known(struct agent *a)
-{
-	bool needs = policy_needs_pods(a->policy), known;
-
-	pthread_mutex_lock(&a->lock);
-	known = !needs || a->peers_listed;
-	pthread_mutex_unlock(&a->lock);
-	return known;
-}
-
 /* Applies the policy inputs after each change, batching what comes while
  * it works; a failed apply (a map write: full, usually) is tried again
  * after 1 s, then 2, 4 ... up to 30 s while it keeps failing, sooner when
@@ -688,16 +678,19 @@ static void maybe_ready(struct agent *a)
 	all = a->nodes_synced && a->pods_synced && a->netns_synced && a->namespaces_synced &&
 	      a->netpols_synced;
 	pthread_mutex_unlock(&a->lock);
-	if (!all || !pods_known(a))
-		return;		/* the Pods list that asks for every pod ends with this again */
+	if (!all)
+		return;
 	/* the policy maps before the config: no pod is opened by a
 	 * half-applied view of the policies.  Once ready, the policy thread
-	 * applies what a later list brought (each list kicks it). */
+	 * applies what a later list brought (each list kicks it).  While a
+	 * policy names pods as peers, every pod must be known first
+	 * (policy_apply says 1 until the PodPeerSlices list is in; that list
+	 * ends with this again) */
 	if (!atomic_load(&a->ready)) {
 		int rc = policy_apply(a->policy);
 
 		if (rc == 1)
-			return;	/* a NetworkPolicy event made the peers needed: their list ends with this again */
+			return;	/* the peers are needed, their list not in yet */
 		if (rc < 0)
 			LOG_WARN("network policy: the first apply did not write everything; retrying");
 	}
