@@ -82,6 +82,7 @@ int pod_egress(struct __sk_buff *skb)
 	struct iphdr *ip;
 	int rc;
 
+	trace_begin(skb);
 	if (!cfg || skb->protocol != bpf_htons(ETH_P_IP) || ipv4_frame(skb, &eth, &ip) < 0 ||
 	    eth->h_proto != bpf_htons(ETH_P_IP))
 		return TC_ACT_OK;

@@ -374,6 +374,7 @@ int pod_ingress(struct __sk_buff *skb)
 	const struct weft_config *cfg = config_ready();
 	struct ethhdr *eth;
 
+	trace_begin(skb);
 	if (!cfg)
 		return pass(0, 0);
 	eth = eth_header(skb);

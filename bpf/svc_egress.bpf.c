@@ -105,6 +105,7 @@ int svc_egress(struct __sk_buff *skb)
 	struct iphdr *ip;
 	int rc;
 
+	trace_begin(skb);
 	if (!cfg)
 		return drop(WEFT_DROP_NOT_READY);
 	eth = eth_header(skb);

@@ -197,10 +197,15 @@ int vxlan_ingress(struct __sk_buff *skb)
 	struct bpf_tunnel_key key = {};
 	struct ethhdr *eth;
 
+	trace_begin(skb);
 	if (!cfg)
 		return pass(0, 0);
-	if (bpf_skb_get_tunnel_key(skb, &key, sizeof(key), 0) < 0)
+	if (tracing()) {	/* a test run has no tunnel metadata */
+		key.tunnel_id = skb->cb[0];
+		key.remote_ipv4 = skb->cb[1];
+	} else if (bpf_skb_get_tunnel_key(skb, &key, sizeof(key), 0) < 0) {
 		return drop(WEFT_DROP_TUNNEL_KEY);
+	}
 
 	if (!node_ip_known(bpf_htonl(key.remote_ipv4)))
 		return drop_tunnel(WEFT_DROP_UNKNOWN_NODE, key.tunnel_id, key.remote_ipv4);

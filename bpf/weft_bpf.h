@@ -681,6 +681,18 @@ enum weft_action {
 				 * device (redirect to its ingress) */
 };
 
+/* A trace (weftctl trace): BPF_PROG_TEST_RUN of the loaded programs with
+ * WEFT_TRACE_MARK as the skb's mark in its ctx.  Such a run changes no
+ * state of the programs (conntrack, affinity, fragments, per-client
+ * counts, drops, the policy log): it writes only its CPU's weft_trace
+ * entry, which says what it decided.  No traffic carries the mark: a
+ * packet crossing into the node's namespace has its mark scrubbed, and a
+ * test run holds its CPU (bottom halves off) until it returns, so no
+ * packet runs there meanwhile.  vxlan_ingress takes a traced packet's
+ * tunnel key from cb[0] (VNI) and cb[1] (the sending node, host order):
+ * a test run has no tunnel metadata. */
+#define WEFT_TRACE_MARK 0x77656674u	/* "weft" */
+
 struct weft_trace {
 	__u32 action;		/* enum weft_action */
 	__u32 drop_reason;	/* enum weft_drop_reason when action == DROP */
@@ -688,6 +700,7 @@ struct weft_trace {
 	__u32 tunnel_id;	/* VNI set or read */
 	__u32 tunnel_remote;	/* host order, as bpf_tunnel_key has it */
 	__u32 count;		/* programs runs that wrote this entry */
+	__u32 tracing;		/* 1: the run on this CPU is a trace (trace_begin) */
 };
 
 #endif

@@ -128,7 +128,7 @@ static __always_inline void frag_remember(void *map, const struct frag_id *fr,
 {
 	struct weft_frag v = {};
 
-	if (fr->kind != FRAG_FIRST)
+	if (fr->kind != FRAG_FIRST || tracing())
 		return;
 	v.daddr = fr->daddr;
 	v.nat_saddr = ip->saddr;
@@ -185,7 +185,7 @@ static __always_inline int frag_follow(void *map, struct __sk_buff *skb, const s
 
 	if (!v || ct_now() - v->last_seen > WEFT_FRAG_TICKS)
 		return 0;
-	if (fr->offset == v->next) {	/* in order after all before it */
+	if (fr->offset == v->next && !tracing()) {	/* in order after all before it */
 		if (fr->more)
 			v->next = fr->offset + fr->units;
 		else

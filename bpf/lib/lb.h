@@ -134,6 +134,8 @@ static __always_inline void lb_ct_delete(__be32 client, __be16 cport, __be32 fro
 {
 	struct weft_ct_key k;
 
+	if (tracing())
+		return;
 	ct_key(&k, backend, src, bport, sport, proto, WEFT_CT_REV);
 	bpf_map_delete_elem(&weft_ct, &k);
 	ct_key(&k, client, frontend, cport, fport, proto, WEFT_CT_FWD);
@@ -280,7 +282,7 @@ static __always_inline void lb_remember(const struct weft_svc_value *svc, __be32
 	struct weft_affinity_key ak = { .svc_id = svc->svc_id, .client = client };
 	struct weft_affinity na = { .backend_id = backend_id, .last_seen = now };
 
-	if (svc->flags & WEFT_SVC_F_AFFINITY)
+	if ((svc->flags & WEFT_SVC_F_AFFINITY) && !tracing())
 		bpf_map_update_elem(&weft_affinity, &ak, &na, BPF_ANY);	/* LRU: never full */
 }
 
@@ -346,6 +348,18 @@ static __always_inline int lb_ct_rev(const struct l4_tuple *t, const struct weft
 {
 	struct weft_ct_key k;
 
+	if (tracing()) {
+		/* the client's port if it is free towards b, else a SNAT
+		 * port a real packet would draw at random: 0 says "one of
+		 * the range" */
+		ct_key(&k, b->addr, src, b->port, *src_port, t->proto, WEFT_CT_REV);
+		if (!snat_port && !bpf_map_lookup_elem(&weft_ct, &k))
+			return 0;
+		rev->flags |= WEFT_CT_F_SNAT;
+		*src_port = 0;
+		*snat = 1;
+		return 0;
+	}
 	if (!snat_port) {
 		ct_key(&k, b->addr, src, b->port, *src_port, t->proto, WEFT_CT_REV);
 		if (bpf_map_update_elem(&weft_ct, &k, rev, BPF_NOEXIST) == 0)
@@ -460,7 +474,8 @@ static __always_inline int lb_forward(struct __sk_buff *skb, const struct weft_c
 			/* do not keep the node on a backend it cannot use */
 			struct weft_affinity_key ak = { .svc_id = svc->svc_id, .client = t->saddr };
 
-			bpf_map_delete_elem(&weft_affinity, &ak);
+			if (!tracing())
+				bpf_map_delete_elem(&weft_affinity, &ak);
 		}
 		return LB_REFUSE;
 	}
@@ -516,6 +531,10 @@ static __always_inline int lb_forward(struct __sk_buff *skb, const struct weft_c
 	fwd.flags = flags;
 	daddr = b->addr;
 	dport = b->port;
+	if (tracing()) {	/* the connection as it would be made, not made */
+		*ct_flags = flags;
+		return lb_apply_fwd(skb, t, flags, daddr, dport, saddr, sport);
+	}
 	ct_key(&k, t->saddr, t->daddr, t->sport, t->dport, t->proto, WEFT_CT_FWD);
 	err = bpf_map_update_elem(&weft_ct, &k, &fwd, BPF_NOEXIST);
 	if (err < 0) {

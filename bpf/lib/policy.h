@@ -198,6 +198,8 @@ static __always_inline void policy_log(const struct weft_endpoint *src,
 	} else if (!decider || !(decider->flags & WEFT_EP_F_LOG_DENY)) {
 		return;
 	}
+	if (tracing())
+		return;
 	st = bpf_map_lookup_elem(&weft_policy_log_state, &key);
 	if (!st)
 		return;
@@ -247,6 +249,8 @@ static __always_inline void policy_ct_touch(struct weft_policy_ct_entry *e,
 	__u32 now = ct_now();
 	__u16 flags = e->flags;
 
+	if (tracing())
+		return;
 	if (f->proto == IPPROTO_TCP) {
 		if (!reply && (f->tcp_flags & (TCP_F_SYN | TCP_F_ACK)) == TCP_F_SYN) {
 			flags = WEFT_CT_F_SYN;	/* (policy_ct_follow judges it first) */
@@ -287,14 +291,14 @@ static __always_inline int policy_ct_follow(const struct policy_flow *f, int tru
 	if (!e)
 		return 0;
 	if (trusted && f->proto == IPPROTO_TCP && (f->tcp_flags & TCP_F_RST)) {
-		if (bpf_map_delete_elem(&weft_policy_ct, &k) == 0)
+		if (!tracing() && bpf_map_delete_elem(&weft_policy_ct, &k) == 0)
 			source_put(&weft_policy_ct_opened, k.saddr);
 		return 1;
 	}
 	if (!reply && f->proto == IPPROTO_TCP && policy_opens(f)) {
 		/* a SYN opens a new connection on an old tuple: judged as
 		 * new, under the rules of now */
-		if (bpf_map_delete_elem(&weft_policy_ct, &k) == 0)
+		if (!tracing() && bpf_map_delete_elem(&weft_policy_ct, &k) == 0)
 			source_put(&weft_policy_ct_opened, k.saddr);
 		return 0;
 	}
@@ -317,6 +321,8 @@ static __always_inline int policy_ct_open(const struct policy_flow *f)
 	if (err < 0)
 		return err == -WEFT_DROP_CT_SOURCE_LIMIT ? -WEFT_DROP_POLICY_CT_LIMIT
 							  : -WEFT_DROP_POLICY_CT_FULL;
+	if (tracing())
+		return 0;	/* it would be tracked */
 	ct_key(&k, f->saddr, f->daddr, f->sport, f->dport, f->proto, 0);
 	err = bpf_map_update_elem(&weft_policy_ct, &k, &e, BPF_NOEXIST);
 	if (err < 0) {

@@ -13,7 +13,15 @@
  *
  * User space sets it through the skeleton's rodata before load.  .rodata is
  * frozen at load, so the verifier knows the value and removes the trace
- * code entirely when it is 0: production programs pay nothing for it.
+ * code entirely when it is 0.
+ *
+ * A trace of the loaded programs (weft_bpf.h, WEFT_TRACE_MARK) is told at
+ * run time: each program's first step is trace_begin(), which marks its
+ * CPU's entry (a trace) or unmarks it (a packet: one lookup and a read,
+ * a write only after a trace).  While it is marked, tracing() is true:
+ * the verdict is recorded, and every write of the programs' own state is
+ * skipped (count_drop here; conntrack, affinity, fragments, per-client
+ * counts and the policy log where they are written).
  */
 #ifndef WEFT_BPF_LIB_TRACE_H
 #define WEFT_BPF_LIB_TRACE_H
@@ -21,16 +29,42 @@
 #include "common.h"
 #include "maps.h"
 
+static __always_inline struct weft_trace *trace_entry(void)
+{
+	__u32 key = 0;
+
+	return bpf_map_lookup_elem(&weft_trace, &key);
+}
+
+/* The program's first step: is this run a trace? */
+static __always_inline void trace_begin(struct __sk_buff *skb)
+{
+	struct weft_trace *t = trace_entry();
+
+	if (!t)
+		return;
+	if (skb->mark == WEFT_TRACE_MARK) {
+		__builtin_memset(t, 0, sizeof(*t));
+		t->tracing = 1;
+	} else if (t->tracing) {
+		t->tracing = 0;
+	}
+}
+
+/* Is the run on this CPU a trace?  Then it writes no state of its own. */
+static __always_inline int tracing(void)
+{
+	struct weft_trace *t = trace_entry();
+
+	return t && t->tracing;
+}
+
 static __always_inline void trace_verdict(__u32 action, __u32 reason, __u32 ifindex,
 					  __u32 tunnel_id, __u32 tunnel_remote)
 {
-	struct weft_trace *t;
-	__u32 key = 0;
+	struct weft_trace *t = trace_entry();
 
-	if (!trace_enabled)
-		return;
-	t = bpf_map_lookup_elem(&weft_trace, &key);
-	if (!t)
+	if (!t || (!trace_enabled && !t->tracing))
 		return;
 	t->action = action;
 	t->drop_reason = reason;
@@ -44,8 +78,11 @@ static __always_inline void trace_verdict(__u32 action, __u32 reason, __u32 ifin
  * answer that user space should still be able to count (svc_egress). */
 static __always_inline void count_drop(__u32 reason)
 {
-	__u64 *n = bpf_map_lookup_elem(&weft_drops, &reason);
+	__u64 *n;
 
+	if (tracing())
+		return;
+	n = bpf_map_lookup_elem(&weft_drops, &reason);
 	if (n)
 		*n += 1;
 }

@@ -1053,35 +1053,109 @@ TEST(trace_off_writes_no_trace)
 	fixture_down(f);
 }
 
-static uint32_t xlated_len(int prog_fd)
+/* A trace (bpf/weft_bpf.h, WEFT_TRACE_MARK in the run's skb) of the
+ * programs as the agent loads them, trace knob off: the verdict is
+ * recorded and nothing of the programs' state is written (no conntrack
+ * entry, no drop counted); the same packet without the mark records
+ * nothing and makes its connection; a trace after it follows that
+ * connection (reads are the live state's). */
+DP_TEST(traced_run_records_its_verdict_and_writes_nothing)
 {
-	struct bpf_prog_info info;
-	__u32 len = sizeof(info);
-
-	memset(&info, 0, sizeof(info));
-	if (bpf_obj_get_info_by_fd(prog_fd, &info, &len) < 0)
-		return 0;
-	return info.xlated_prog_len;
-}
-
-/* With the knob off the verifier removes the trace code (the knob is a
- * known constant in frozen .rodata): the programs are shorter. */
-DP_TEST(trace_off_removes_the_trace_code)
-{
+	static const uint32_t ids[] = { BE_LOCAL, BE_REMOTE, BE_REMOTE2 };
 	struct datapath_opts opts = { .pin_dir = f->pin, .trace = false };
 	struct datapath *off = NULL;
 	char err[256] = "";
-	uint32_t pod_on, pod_off, vxlan_on, vxlan_off;
+	struct result r;
+	struct pkt p;
+	uint64_t drops;
+	in_addr_t backend;
+	int fd;
 
+	CHECK_EQ(svc_seeded(f, &cluster_tcp, IPPROTO_TCP, ids, 3), 0);
 	CHECK_EQ(datapath_open(&opts, &off, NULL, err, sizeof(err)), 0);
-	pod_on = xlated_len(datapath_pod_prog_fd(f->dp));
-	pod_off = xlated_len(datapath_pod_prog_fd(off));
-	vxlan_on = xlated_len(datapath_vxlan_prog_fd(f->dp));
-	vxlan_off = xlated_len(datapath_vxlan_prog_fd(off));
+	if (!off)
+		return;
+	fd = datapath_pod_prog_fd(off);
+
+	/* a new connection to the service, traced: a backend chosen, no entry */
+	tcp_from_a(&p, 41000, SVC_IP, SVC_PORT, TCP_SYN);
+	CHECK_EQ(run_traced(f, fd, &p, 0, 0, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
+	CHECK_EQ(r.trace.tracing, 1);
+	CHECK_EQ(r.trace.count, 1);
+	CHECK(r.trace.action == WEFT_ACT_LOCAL || r.trace.action == WEFT_ACT_TUNNEL);
+	CHECK(backend_of(&r.out) >= 0);
+	CHECK_EQ(ct_count(f), 0);
+
+	/* a spoofed source, traced: the drop said, not counted */
+	drops = drops_total(f);
+	pkt_ipv4(&p, gw_a_mac, pod_a_mac, IP(10, 128, 0, 77), SVC_IP, 64);
+	CHECK_EQ(run_traced(f, fd, &p, 0, 0, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_SHOT);
+	CHECK_EQ(r.trace.action, WEFT_ACT_DROP);
+	CHECK_EQ(r.trace.drop_reason, WEFT_DROP_SPOOFED_IP);
+	CHECK_EQ(drops_total(f), drops);
+
+	/* the same SYN as traffic: nothing recorded, the connection made */
+	tcp_from_a(&p, 41000, SVC_IP, SVC_PORT, TCP_SYN);
+	CHECK_EQ(run(f, fd, &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
+	CHECK_EQ(r.trace.count, 0);
+	CHECK_EQ(ct_count(f), 2);
+	backend = ip_of(&r.out)->daddr;
+
+	/* and traced again: it follows the connection's backend, which
+	 * stays as it was (no touch: still SYN, not established) */
+	tcp_from_a(&p, 41000, SVC_IP, SVC_PORT, TCP_ACK);
+	CHECK_EQ(run_traced(f, fd, &p, 0, 0, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
+	CHECK_EQ(ip_of(&r.out)->daddr, backend);
+	{
+		struct weft_ct_entry fwd;
+
+		CHECK_EQ(ct_fwd(f, POD_A_IP, 41000, SVC_IP, SVC_PORT, &fwd), 0);
+		CHECK_EQ(fwd.flags, WEFT_CT_F_SYN);
+	}
+	CHECK_EQ(ct_count(f), 2);
 	datapath_close(off);
-	CHECK(pod_off > 0 && vxlan_off > 0);
-	CHECK(pod_off < pod_on);
-	CHECK(vxlan_off < vxlan_on);
+}
+
+/* vxlan_ingress traced, with no VXLAN device: the tunnel key comes from
+ * the run's cb (a test run has no tunnel metadata).  From a node not
+ * known: a drop, said and not counted; from a known one: pod B here, the
+ * VNI recorded; another tenant's VNI: ISOLATED, not counted. */
+DP_TEST(traced_vxlan_ingress_takes_its_tunnel_key_from_cb)
+{
+	struct datapath_opts opts = { .pin_dir = f->pin, .trace = false };
+	struct weft_config cfg = ready_config();
+	struct datapath *off = NULL;
+	char err[256] = "";
+	struct result r;
+	struct pkt p;
+	int fd;
+
+	CHECK_EQ(seed_node(f->dp), 0);
+	cfg.vxlan_ifindex = 9;
+	CHECK_EQ(datapath_config_set(f->dp, &cfg), 0);
+	CHECK_EQ(datapath_open(&opts, &off, NULL, err, sizeof(err)), 0);
+	if (!off)
+		return;
+	fd = datapath_vxlan_prog_fd(off);
+	pkt_ipv4(&p, remote_gw_mac, remote_pod_mac, REMOTE_POD_IP, POD_B_IP, 63);
+	CHECK_EQ(run_traced(f, fd, &p, VNID_A, INADDR_LOOPBACK, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_SHOT);
+	CHECK_EQ(r.trace.drop_reason, WEFT_DROP_UNKNOWN_NODE);
+	CHECK_EQ(r.trace.tunnel_remote, INADDR_LOOPBACK);
+	CHECK_EQ(datapath_nodeip_put(f->dp, htonl(INADDR_LOOPBACK), 9), 0);
+	CHECK_EQ(run_traced(f, fd, &p, VNID_A, INADDR_LOOPBACK, &r), 0);
+	CHECK_EQ(r.trace.action, WEFT_ACT_LOCAL);
+	CHECK_EQ(r.trace.ifindex, 42);
+	CHECK_EQ(r.trace.tunnel_id, VNID_A);
+	CHECK_EQ(run_traced(f, fd, &p, VNID_BLUE, INADDR_LOOPBACK, &r), 0);
+	CHECK_EQ(r.trace.action, WEFT_ACT_DROP);
+	CHECK_EQ(r.trace.drop_reason, WEFT_DROP_ISOLATED);
+	CHECK_EQ(drops_total(f), 0);
+	datapath_close(off);
 }
 
 /* Random destinations, sources and TTLs against a naive model of the
