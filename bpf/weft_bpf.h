@@ -701,6 +701,29 @@ struct weft_trace {
 	__u32 tunnel_remote;	/* host order, as bpf_tunnel_key has it */
 	__u32 count;		/* programs runs that wrote this entry */
 	__u32 tracing;		/* 1: the run on this CPU is a trace (trace_begin) */
+	/* what a trace run went through (WEFT_TRACE_S_*), and what each
+	 * step found (zero where it did not run) */
+	__u32 steps;
+	__be32 svc_addr;	/* the frontend: what the client sent to */
+	__be16 svc_port;
+	__be16 backend_port;
+	__be32 backend_addr;	/* the backend the connection goes to */
+	__u32 backend_id;
+	__u32 src_vnid;		/* the tenants compared last */
+	__u32 dst_vnid;
+	__u32 rule_out;		/* NetworkPolicy: the rules that allowed each side */
+	__u32 rule_in;		/* (0: that side not isolated, or denied) */
 };
+
+/* weft_trace.steps */
+#define WEFT_TRACE_S_SERVICE	0x01	/* sent to a frontend: translated to a backend */
+#define WEFT_TRACE_S_SVC_NEW	0x02	/* ... chosen now: a new connection (else its entry's) */
+#define WEFT_TRACE_S_SVC_REPLY	0x04	/* an answer of a translated connection, sent back
+					 * as from its frontend */
+#define WEFT_TRACE_S_TENANT	0x08	/* tenants compared: src_vnid, dst_vnid */
+#define WEFT_TRACE_S_ISOLATED	0x10	/* ... and they may not talk */
+#define WEFT_TRACE_S_POLICY	0x20	/* NetworkPolicy judged a new connection: rule_out,
+					 * rule_in; denied: the drop says which side */
+#define WEFT_TRACE_S_POLICY_CT	0x40	/* a connection NetworkPolicy already admitted */
 
 #endif

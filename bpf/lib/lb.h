@@ -165,6 +165,7 @@ static __always_inline int lb_reverse(struct __sk_buff *skb, struct l4_tuple *t,
 			     t->proto);
 	else
 		ct_touch(e, t, 1);
+	trace_service(WEFT_TRACE_S_SVC_REPLY, saddr, sport, t->saddr, t->sport, e->backend_id);
 	if (lb_rewrite_src(skb, t, saddr, sport) < 0)
 		return -WEFT_DROP_MALFORMED;
 	if ((flags & WEFT_CT_F_SNAT) && lb_rewrite_dst(skb, t, daddr, dport) < 0)
@@ -325,6 +326,7 @@ static __always_inline int lb_admit(int from, const struct weft_endpoint *src,
 	reason = policy_judge(from == LB_FROM_POD ? src : NULL, here, &f, &why);
 	if (reason == WEFT_DROP_NONE)
 		return 0;	/* logged when the translated packet is checked */
+	trace_policy(WEFT_TRACE_S_POLICY, why.rule_out, why.rule_in);
 	policy_log(from == LB_FROM_POD ? src : NULL, here, &f, reason, &why);
 	return -(int)reason;
 }
@@ -440,6 +442,7 @@ static __always_inline int lb_forward(struct __sk_buff *skb, const struct weft_c
 					     (flags & WEFT_CT_F_SNAT) ? sport : t->sport, t->proto);
 			else
 				ct_touch(e, t, 0);
+			trace_service(WEFT_TRACE_S_SERVICE, t->daddr, t->dport, daddr, dport, backend_id);
 			return lb_apply_fwd(skb, t, flags, daddr, dport, saddr, sport);
 		}
 		lb_ct_forget(t, e);	/* its backend is gone: choose again */
@@ -532,6 +535,8 @@ static __always_inline int lb_forward(struct __sk_buff *skb, const struct weft_c
 	daddr = b->addr;
 	dport = b->port;
 	if (tracing()) {	/* the connection as it would be made, not made */
+		trace_service(WEFT_TRACE_S_SERVICE | WEFT_TRACE_S_SVC_NEW, t->daddr, t->dport, daddr,
+			      dport, backend_id);
 		*ct_flags = flags;
 		return lb_apply_fwd(skb, t, flags, daddr, dport, saddr, sport);
 	}

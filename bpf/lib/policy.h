@@ -360,9 +360,12 @@ static __always_inline __u32 policy_check(const struct weft_config *cfg,
 		     f->saddr == bpf_htonl(WEFT_HAIRPIN_IP))) ||
 	    (src && (f->daddr == cfg->gateway_ip || f->daddr == cfg->node_ip)))
 		return WEFT_DROP_NONE;
-	if (policy_ct_follow(f, trusted))
+	if (policy_ct_follow(f, trusted)) {
+		trace_policy(WEFT_TRACE_S_POLICY_CT, 0, 0);
 		return WEFT_DROP_NONE;
+	}
 	reason = policy_judge(src, dst, f, &why);
+	trace_policy(WEFT_TRACE_S_POLICY, why.rule_out, why.rule_in);
 	policy_log(src, dst, f, reason, &why);
 	if (reason != WEFT_DROP_NONE)
 		return reason;

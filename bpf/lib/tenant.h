@@ -18,10 +18,14 @@
 
 #include "common.h"
 #include "ipv4.h"
+#include "trace.h"
 
 static __always_inline int vnid_allowed(__u32 src_vnid, __u32 dst_vnid)
 {
-	return src_vnid == dst_vnid || src_vnid == 0 || dst_vnid == 0;
+	int allowed = src_vnid == dst_vnid || src_vnid == 0 || dst_vnid == 0;
+
+	trace_tenants(src_vnid, dst_vnid, allowed);
+	return allowed;
 }
 
 /* The VXLAN UDP port of every node (the cluster has one), host order. */

@@ -59,6 +59,44 @@ static __always_inline int tracing(void)
 	return t && t->tracing;
 }
 
+/* The steps, recorded in a trace run only. */
+static __always_inline void trace_service(__u32 steps, __be32 svc_addr, __be16 svc_port,
+					  __be32 backend_addr, __be16 backend_port, __u32 backend_id)
+{
+	struct weft_trace *t = trace_entry();
+
+	if (!t || !t->tracing)
+		return;
+	t->steps |= steps;
+	t->svc_addr = svc_addr;
+	t->svc_port = svc_port;
+	t->backend_addr = backend_addr;
+	t->backend_port = backend_port;
+	t->backend_id = backend_id;
+}
+
+static __always_inline void trace_tenants(__u32 src_vnid, __u32 dst_vnid, int allowed)
+{
+	struct weft_trace *t = trace_entry();
+
+	if (!t || !t->tracing)
+		return;
+	t->steps |= WEFT_TRACE_S_TENANT | (allowed ? 0 : WEFT_TRACE_S_ISOLATED);
+	t->src_vnid = src_vnid;
+	t->dst_vnid = dst_vnid;
+}
+
+static __always_inline void trace_policy(__u32 steps, __u32 rule_out, __u32 rule_in)
+{
+	struct weft_trace *t = trace_entry();
+
+	if (!t || !t->tracing)
+		return;
+	t->steps |= steps;
+	t->rule_out = rule_out;
+	t->rule_in = rule_in;
+}
+
 static __always_inline void trace_verdict(__u32 action, __u32 reason, __u32 ifindex,
 					  __u32 tunnel_id, __u32 tunnel_remote)
 {

@@ -1086,6 +1086,12 @@ DP_TEST(traced_run_records_its_verdict_and_writes_nothing)
 	CHECK(r.trace.action == WEFT_ACT_LOCAL || r.trace.action == WEFT_ACT_TUNNEL);
 	CHECK(backend_of(&r.out) >= 0);
 	CHECK_EQ(ct_count(f), 0);
+	CHECK(r.trace.steps & WEFT_TRACE_S_SERVICE);
+	CHECK(r.trace.steps & WEFT_TRACE_S_SVC_NEW);
+	CHECK_EQ(r.trace.svc_addr, SVC_IP);
+	CHECK_EQ(ntohs(r.trace.svc_port), SVC_PORT);
+	CHECK_EQ(r.trace.backend_addr, ip_of(&r.out)->daddr);
+	CHECK_EQ(ntohs(r.trace.backend_port), BE_PORT);
 
 	/* a spoofed source, traced: the drop said, not counted */
 	drops = drops_total(f);
@@ -1110,6 +1116,8 @@ DP_TEST(traced_run_records_its_verdict_and_writes_nothing)
 	CHECK_EQ(run_traced(f, fd, &p, 0, 0, &r), 0);
 	CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
 	CHECK_EQ(ip_of(&r.out)->daddr, backend);
+	CHECK_EQ(r.trace.steps & (WEFT_TRACE_S_SERVICE | WEFT_TRACE_S_SVC_NEW), WEFT_TRACE_S_SERVICE);
+	CHECK_EQ(r.trace.backend_addr, backend);
 	{
 		struct weft_ct_entry fwd;
 
@@ -1151,9 +1159,14 @@ DP_TEST(traced_vxlan_ingress_takes_its_tunnel_key_from_cb)
 	CHECK_EQ(r.trace.action, WEFT_ACT_LOCAL);
 	CHECK_EQ(r.trace.ifindex, 42);
 	CHECK_EQ(r.trace.tunnel_id, VNID_A);
+	CHECK_EQ(r.trace.steps & (WEFT_TRACE_S_TENANT | WEFT_TRACE_S_ISOLATED), WEFT_TRACE_S_TENANT);
+	CHECK_EQ(r.trace.src_vnid, VNID_A);
 	CHECK_EQ(run_traced(f, fd, &p, VNID_BLUE, INADDR_LOOPBACK, &r), 0);
 	CHECK_EQ(r.trace.action, WEFT_ACT_DROP);
 	CHECK_EQ(r.trace.drop_reason, WEFT_DROP_ISOLATED);
+	CHECK(r.trace.steps & WEFT_TRACE_S_ISOLATED);
+	CHECK_EQ(r.trace.src_vnid, VNID_BLUE);
+	CHECK_EQ(r.trace.dst_vnid, VNID_A);
 	CHECK_EQ(drops_total(f), 0);
 	datapath_close(off);
 }
