@@ -1366,8 +1366,51 @@ int datapath_svc_prog_fd(struct datapath *dp)
 	return dp->svc ? bpf_program__fd(dp->svc->progs.svc_egress) : -EOPNOTSUPP;
 }
 
+static int prog_fd(struct datapath *dp, enum datapath_prog prog)
+{
+	switch (prog) {
+	case DATAPATH_PROG_POD: return datapath_pod_prog_fd(dp);
+	case DATAPATH_PROG_VXLAN: return datapath_vxlan_prog_fd(dp);
+	case DATAPATH_PROG_NODE: return datapath_node_prog_fd(dp);
+	case DATAPATH_PROG_POD_EGRESS: return datapath_pod_egress_prog_fd(dp);
+	case DATAPATH_PROG_SVC: return datapath_svc_prog_fd(dp);
+	}
+	return -EINVAL;
+}
+
+int datapath_trace_run(struct datapath *dp, enum datapath_prog prog, uint32_t ifindex,
+		       const uint32_t cb[2], const void *frame, size_t len, struct datapath_trace *out)
+{
+	struct __sk_buff ctx = { .mark = WEFT_TRACE_MARK, .ifindex = ifindex };
+	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = frame, .data_size_in = (__u32)len,
+		    .data_out = out->frame, .data_size_out = sizeof(out->frame), .ctx_in = &ctx,
+		    .ctx_size_in = sizeof(ctx), .repeat = 1);
+	int fd = prog_fd(dp, prog), rc;
+
+	memset(out, 0, sizeof(*out));
+	if (fd < 0)
+		return fd;	/* in memory (hollow): nothing to run */
+	if (len < 14 || len > sizeof(out->frame))
+		return -EINVAL;
+	if (cb) {
+		ctx.cb[0] = cb[0];
+		ctx.cb[1] = cb[1];
+	}
+	if ((rc = datapath_trace_reset(dp)) < 0)
+		return rc;
+	if (bpf_prog_test_run_opts(fd, &o) < 0)
+		return -errno;
+	out->action = (int)o.retval;
+	out->len = o.data_size_out;
+	rc = datapath_trace_read(dp, &out->steps);
+	if (rc == 0 && !out->steps.tracing)
+		rc = -ENOTRECOVERABLE;	/* the program did not know the run for a trace */
+	(void)datapath_trace_reset(dp);	/* (the next packet on that CPU clears it anyway) */
+	return rc;
+}
+
 /* count is summed over the CPUs; the other fields are those of the CPU
- * that ran most (after a reset and one run: the one that ran). */
+ * a trace ran on, else of the CPU that ran most (after a reset and one run: the one that ran). */
 int datapath_trace_read(struct datapath *dp, struct weft_trace *out)
 {
 	const struct weft_trace *best = NULL;
@@ -1385,7 +1428,10 @@ int datapath_trace_read(struct datapath *dp, struct weft_trace *out)
 		const struct weft_trace *v = (const void *)((char *)values + (size_t)cpu * stride);
 
 		total += v->count;
-		if (v->count > most) {
+		if (v->tracing) {	/* a trace run's CPU (trace_begin): its entry, whatever ran elsewhere */
+			best = v;
+			most = UINT32_MAX;
+		} else if (v->count > most) {
 			most = v->count;
 			best = v;
 		}

@@ -275,4 +275,24 @@ int datapath_svc_prog_fd(struct datapath *dp);
 int datapath_trace_read(struct datapath *dp, struct weft_trace *out);	/* summed over CPUs: the one that ran */
 int datapath_trace_reset(struct datapath *dp);
 
+/* A trace: one frame through one of the loaded programs, as it is, with
+ * the live maps (BPF_PROG_TEST_RUN with WEFT_TRACE_MARK: the programs
+ * record their steps in weft_trace and write none of their own state;
+ * nothing is sent).  ifindex is the device the frame comes in on (0: none
+ * of this namespace's); cb the tunnel key vxlan_ingress reads in a trace
+ * (cb[0] the VNI, cb[1] the sending node, host order).  One at a time:
+ * the caller serializes (weft_trace is one entry per CPU). */
+enum datapath_prog { DATAPATH_PROG_POD, DATAPATH_PROG_VXLAN, DATAPATH_PROG_NODE,
+		     DATAPATH_PROG_POD_EGRESS, DATAPATH_PROG_SVC };
+#define DATAPATH_TRACE_FRAME_MAX 256
+struct datapath_trace {
+	int action;			/* the program's return: TC_ACT_* */
+	unsigned char frame[DATAPATH_TRACE_FRAME_MAX];	/* as it left the program */
+	size_t len;
+	struct weft_trace steps;
+};
+int datapath_trace_run(struct datapath *dp, enum datapath_prog prog, uint32_t ifindex,
+		       const uint32_t cb[2], const void *frame, size_t len, struct datapath_trace *out)
+	__attribute__((warn_unused_result));
+
 #endif

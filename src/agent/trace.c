@@ -1,0 +1,356 @@
+/*
+ * trace.c — one packet through this node's loaded programs (trace.h).
+ *
+ *   trace_input_parse   TraceRequest spec -> struct trace_input
+ *   trace_run           entry point and frame (frame()), one test run
+ *                       (datapath_trace_run), the packet as it left
+ *                       (leaving()), the local pod it went to (pod_of())
+ *   trace_result_json   struct trace_result -> TraceRequest status
+ *
+ * The frame is what the entry point sees of a real packet: Ethernet from
+ * the pod's MAC to its gateway's (the anti-spoofing check compares both),
+ * IPv4 with TTL 64 and valid checksums, then a TCP SYN, a UDP datagram of
+ * four bytes or an ICMP echo request.  The trace is the programs' own
+ * record (weft_trace): the steps they took and their verdict.
+ */
+#include "agent/trace.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <linux/pkt_cls.h>
+
+#define ETH_LEN 14
+#define IP_LEN 20
+
+static const char *const action_names[] = {
+	[WEFT_ACT_NONE] = "None", [WEFT_ACT_PASS] = "Pass", [WEFT_ACT_DROP] = "Drop",
+	[WEFT_ACT_ARP_REPLY] = "ArpReply", [WEFT_ACT_LOCAL] = "Local", [WEFT_ACT_TUNNEL] = "Tunnel",
+	[WEFT_ACT_REJECT] = "Reject", [WEFT_ACT_UNDERLAY] = "Underlay", [WEFT_ACT_HOST] = "Host",
+};
+
+const char *trace_action_name(uint32_t action)
+{
+	return action < sizeof(action_names) / sizeof(action_names[0]) && action_names[action]
+		       ? action_names[action] : "Unknown";
+}
+
+/* ---- the spec ---- */
+
+static int addr(struct jval spec, const char *key, in_addr_t *out, char *err, size_t len)
+{
+	const char *s = jval_str(jval_get(spec, key));
+	struct in_addr a;
+
+	if (!s || inet_pton(AF_INET, s, &a) != 1) {
+		snprintf(err, len, "spec.%s: %s", key, s ? "not an IPv4 address" : "missing");
+		return -EINVAL;
+	}
+	*out = a.s_addr;
+	return 0;
+}
+
+static int port(struct jval spec, const char *key, uint16_t *out, char *err, size_t len)
+{
+	struct jval v = jval_get(spec, key);
+	int64_t n = jval_integer(v);
+
+	if (!jval_is_integer(v) || n < 1 || n > 65535) {
+		snprintf(err, len, "spec.%s: %s", key, jval_ok(v) ? "not a port (1-65535)" : "missing");
+		return -EINVAL;
+	}
+	*out = (uint16_t)n;
+	return 0;
+}
+
+int trace_input_parse(struct jval spec, struct trace_input *in, char *err, size_t len)
+{
+	const char *from = jval_str(jval_get(spec, "from"));
+	const char *proto = jval_str(jval_get(spec, "protocol"));
+
+	memset(in, 0, sizeof(*in));
+	if (from && strcmp(from, "Pod") == 0) {
+		in->from = TRACE_FROM_POD;
+	} else if (from && strcmp(from, "Tunnel") == 0) {
+		in->from = TRACE_FROM_TUNNEL;
+	} else {
+		snprintf(err, len, "spec.from: %s", from ? "not Pod or Tunnel" : "missing");
+		return -EINVAL;
+	}
+	if (!proto || strcmp(proto, "TCP") == 0) {
+		in->proto = IPPROTO_TCP;
+	} else if (strcmp(proto, "UDP") == 0) {
+		in->proto = IPPROTO_UDP;
+	} else if (strcmp(proto, "ICMP") == 0) {
+		in->proto = IPPROTO_ICMP;
+	} else {
+		snprintf(err, len, "spec.protocol: not TCP, UDP or ICMP");
+		return -EINVAL;
+	}
+	if (addr(spec, "source", &in->saddr, err, len) < 0 ||
+	    addr(spec, "destination", &in->daddr, err, len) < 0)
+		return -EINVAL;
+	in->pod = in->saddr;
+	if (jval_ok(jval_get(spec, "pod")) && addr(spec, "pod", &in->pod, err, len) < 0)
+		return -EINVAL;
+	if (in->proto != IPPROTO_ICMP &&
+	    (port(spec, "sourcePort", &in->sport, err, len) < 0 ||
+	     port(spec, "destinationPort", &in->dport, err, len) < 0))
+		return -EINVAL;
+	if (in->from == TRACE_FROM_TUNNEL) {
+		struct jval tun = jval_get(spec, "tunnel");
+		int64_t vni = jval_integer(jval_get(tun, "vni"));
+
+		if (!jval_is_integer(jval_get(tun, "vni")) || vni < 0 || vni > 0xffffff) {
+			snprintf(err, len, "spec.tunnel.vni: %s", jval_ok(jval_get(tun, "vni"))
+				 ? "not a VNI (0-16777215)" : "missing (from Tunnel)");
+			return -EINVAL;
+		}
+		in->vni = (uint32_t)vni;
+		if (addr(tun, "remote", &in->remote, err, len) < 0) {
+			snprintf(err, len, "spec.tunnel.remote: not the sending node's IPv4 address");
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+/* ---- the frame ---- */
+
+static uint32_t sum16(uint32_t sum, const uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i + 1 < n; i += 2)
+		sum += (uint32_t)p[i] << 8 | p[i + 1];
+	if (n & 1)
+		sum += (uint32_t)p[n - 1] << 8;
+	return sum;
+}
+
+static uint16_t fold(uint32_t sum)
+{
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	return htons((uint16_t)~sum);
+}
+
+static void put16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)(v >> 8);
+	p[1] = (uint8_t)v;
+}
+
+/* in as a frame from smac to dmac, into f (DATAPATH_TRACE_FRAME_MAX
+ * bytes): its length. */
+static size_t frame(const struct trace_input *in, const uint8_t smac[6], const uint8_t dmac[6], uint8_t *f)
+{
+	uint8_t *ip = f + ETH_LEN, *l4 = ip + IP_LEN, ph[12];
+	size_t l4len = in->proto == IPPROTO_TCP ? 20 : 12;
+	uint16_t check;
+
+	memset(f, 0, ETH_LEN + IP_LEN + l4len);
+	memcpy(f, dmac, 6);
+	memcpy(f + 6, smac, 6);
+	put16(f + 12, 0x0800);
+	ip[0] = 0x45;
+	put16(ip + 2, (uint16_t)(IP_LEN + l4len));
+	put16(ip + 6, 0x4000);	/* DF */
+	ip[8] = 64;
+	ip[9] = in->proto;
+	memcpy(ip + 12, &in->saddr, 4);
+	memcpy(ip + 16, &in->daddr, 4);
+	check = fold(sum16(0, ip, IP_LEN));
+	memcpy(ip + 10, &check, 2);
+	if (in->proto == IPPROTO_ICMP) {
+		l4[0] = 8;	/* echo request, id 0x7765 ("we"), sequence 1 */
+		put16(l4 + 4, 0x7765);
+		put16(l4 + 6, 1);
+		memcpy(l4 + 8, "weft", 4);
+		check = fold(sum16(0, l4, l4len));
+		memcpy(l4 + 2, &check, 2);
+		return ETH_LEN + IP_LEN + l4len;
+	}
+	put16(l4, in->sport);
+	put16(l4 + 2, in->dport);
+	if (in->proto == IPPROTO_TCP) {
+		put16(l4 + 4, 0x7765);	/* sequence number: any */
+		l4[12] = 5 << 4;	/* data offset */
+		l4[13] = 0x02;		/* SYN */
+		put16(l4 + 14, 64240);	/* window */
+	} else {
+		put16(l4 + 4, (uint16_t)l4len);
+		memcpy(l4 + 8, "weft", 4);
+	}
+	memcpy(ph, &in->saddr, 4);
+	memcpy(ph + 4, &in->daddr, 4);
+	ph[8] = 0;
+	ph[9] = in->proto;
+	put16(ph + 10, (uint16_t)l4len);
+	check = fold(sum16(sum16(0, ph, sizeof(ph)), l4, l4len));
+	memcpy(l4 + (in->proto == IPPROTO_TCP ? 16 : 6), &check, 2);
+	return ETH_LEN + IP_LEN + l4len;
+}
+
+/* The addresses and ports of the frame as it left the program. */
+static void leaving(struct trace_result *r)
+{
+	const uint8_t *f = r->run.frame, *ip = f + ETH_LEN;
+	size_t ihl;
+
+	if (r->run.len < ETH_LEN + IP_LEN || f[12] != 0x08 || f[13] != 0x00 || (ip[0] >> 4) != 4)
+		return;
+	ihl = (size_t)(ip[0] & 0xf) * 4;
+	memcpy(&r->out_saddr, ip + 12, 4);
+	memcpy(&r->out_daddr, ip + 16, 4);
+	if ((ip[9] == IPPROTO_TCP || ip[9] == IPPROTO_UDP) && r->run.len >= ETH_LEN + ihl + 4) {
+		r->out_sport = (uint16_t)(ip[ihl] << 8 | ip[ihl + 1]);
+		r->out_dport = (uint16_t)(ip[ihl + 2] << 8 | ip[ihl + 3]);
+	}
+	r->out_parsed = true;
+}
+
+struct pod_by_ifindex {
+	uint32_t ifindex;
+	in_addr_t ip;
+};
+
+static int match_ifindex(in_addr_t ip, const struct weft_endpoint *ep, void *arg)
+{
+	struct pod_by_ifindex *q = arg;
+
+	if (ep->ifindex != q->ifindex)
+		return 0;
+	q->ip = ip;
+	return 1;
+}
+
+/* The local pod whose veth is ifindex (a scan of this node's endpoints:
+ * a trace is rare, and a node's pods are few). */
+static in_addr_t pod_of(struct datapath *dp, uint32_t ifindex)
+{
+	struct pod_by_ifindex q = { .ifindex = ifindex };
+
+	(void)datapath_endpoint_foreach(dp, match_ifindex, &q);
+	return q.ip;
+}
+
+int trace_run(struct datapath *dp, uint32_t vxlan_ifindex, const struct trace_input *in,
+	      struct trace_result *r, char *err, size_t len)
+{
+	static const uint8_t tunnel_smac[6] = { 0x02, 0x77, 0x65, 0x66, 0x74, 0x01 };
+	static const uint8_t tunnel_dmac[6] = { 0x02, 0x77, 0x65, 0x66, 0x74, 0x02 };
+	uint8_t f[DATAPATH_TRACE_FRAME_MAX];
+	struct weft_endpoint ep;
+	char ip[INET_ADDRSTRLEN];
+	int rc;
+
+	memset(r, 0, sizeof(*r));
+	if (in->from == TRACE_FROM_POD) {
+		if (datapath_endpoint_get(dp, in->pod ? in->pod : in->saddr, &ep) < 0) {
+			inet_ntop(AF_INET, in->pod ? &in->pod : &in->saddr, ip, sizeof(ip));
+			snprintf(err, len, "%s is no pod of this node", ip);
+			return -ENOENT;
+		}
+		rc = datapath_trace_run(dp, DATAPATH_PROG_POD, ep.ifindex, NULL,
+					f, frame(in, ep.pod_mac, ep.gw_mac, f), &r->run);
+	} else {
+		const uint32_t cb[2] = { in->vni, ntohl(in->remote) };
+
+		rc = datapath_trace_run(dp, DATAPATH_PROG_VXLAN, vxlan_ifindex, cb,
+					f, frame(in, tunnel_smac, tunnel_dmac, f), &r->run);
+	}
+	if (rc < 0) {
+		snprintf(err, len, "%s", rc == -EOPNOTSUPP ? "this node has no programs to run (a hollow node)"
+							: strerror(-rc));
+		return rc;
+	}
+	leaving(r);
+	if (r->run.steps.action == WEFT_ACT_LOCAL)
+		r->delivered_to = pod_of(dp, r->run.steps.ifindex);
+	return 0;
+}
+
+/* ---- the status ---- */
+
+static json_t *addr_json(in_addr_t a)
+{
+	char s[INET_ADDRSTRLEN];
+
+	return json_string(inet_ntop(AF_INET, &a, s, sizeof(s)) ? s : "");
+}
+
+static json_t *endpoint_json(in_addr_t a, uint16_t port)
+{
+	char s[INET_ADDRSTRLEN + 8], ip[INET_ADDRSTRLEN];
+
+	inet_ntop(AF_INET, &a, ip, sizeof(ip));
+	if (port)
+		snprintf(s, sizeof(s), "%s:%u", ip, port);
+	else
+		snprintf(s, sizeof(s), "%s", ip);
+	return json_string(s);
+}
+
+static json_t *steps_json(const struct trace_input *in, const struct trace_result *r)
+{
+	const struct weft_trace *t = &r->run.steps;
+	json_t *steps = json_array();
+
+	if (!steps)
+		return NULL;
+	if (t->steps & WEFT_TRACE_S_SERVICE)
+		json_array_append_new(steps, json_pack(
+			"{s:s, s:o, s:o, s:I, s:s, s:s*}", "step", "Service",
+			"frontend", endpoint_json(t->svc_addr, ntohs(t->svc_port)),
+			"backend", endpoint_json(t->backend_addr, ntohs(t->backend_port)),
+			"backendID", (json_int_t)t->backend_id,
+			"chosen", (t->steps & WEFT_TRACE_S_SVC_NEW) ? "New" : "Connection",
+			"note", (t->steps & WEFT_TRACE_S_SVC_NEW)
+				? "chosen for this source port now: another port may be sent to another backend"
+				: NULL));
+	if (t->steps & WEFT_TRACE_S_SVC_REPLY)
+		json_array_append_new(steps, json_pack("{s:s, s:o, s:o}", "step", "ServiceReply",
+						       "frontend", endpoint_json(t->svc_addr, ntohs(t->svc_port)),
+						       "backend", endpoint_json(t->backend_addr,
+										ntohs(t->backend_port))));
+	if (t->steps & WEFT_TRACE_S_TENANT)
+		json_array_append_new(steps, json_pack("{s:s, s:I, s:I, s:b}", "step", "Tenant",
+						       "sourceVNID", (json_int_t)t->src_vnid,
+						       "destinationVNID", (json_int_t)t->dst_vnid,
+						       "allowed", !(t->steps & WEFT_TRACE_S_ISOLATED)));
+	if (t->steps & WEFT_TRACE_S_POLICY_CT)
+		json_array_append_new(steps, json_pack("{s:s, s:s}", "step", "NetworkPolicy",
+						       "decision", "Connection"));
+	else if (t->steps & WEFT_TRACE_S_POLICY)
+		json_array_append_new(steps, json_pack("{s:s, s:s, s:I, s:I}", "step", "NetworkPolicy",
+						       "decision", t->action == WEFT_ACT_DROP &&
+						       (t->drop_reason == WEFT_DROP_POLICY_EGRESS ||
+							t->drop_reason == WEFT_DROP_POLICY_INGRESS) ? "Denied" : "Allowed",
+						       "egressRule", (json_int_t)t->rule_out,
+						       "ingressRule", (json_int_t)t->rule_in));
+	if (t->action == WEFT_ACT_TUNNEL || in->from == TRACE_FROM_TUNNEL)
+		json_array_append_new(steps, json_pack("{s:s, s:I, s:o}", "step", "Tunnel",
+						       "vni", (json_int_t)t->tunnel_id,
+						       "remote", addr_json(htonl(t->tunnel_remote))));
+	return steps;
+}
+
+json_t *trace_result_json(const struct trace_input *in, const struct trace_result *r)
+{
+	const struct weft_trace *t = &r->run.steps;
+	json_t *st = json_pack("{s:s, s:o}", "action", trace_action_name(t->action), "steps", steps_json(in, r));
+
+	if (!st)
+		return NULL;
+	if (t->action == WEFT_ACT_DROP)
+		json_object_set_new(st, "dropReason", json_string(t->drop_reason < WEFT_DROP_MAX
+								  ? datapath_drop_names[t->drop_reason] : "unknown"));
+	if (r->delivered_to)
+		json_object_set_new(st, "deliveredTo", addr_json(r->delivered_to));
+	if (r->out_parsed)
+		json_object_set_new(st, "packetOut", json_pack(
+			"{s:o, s:o, s:I, s:I}", "source", addr_json(r->out_saddr),
+			"destination", addr_json(r->out_daddr), "sourcePort", (json_int_t)r->out_sport,
+			"destinationPort", (json_int_t)r->out_dport));
+	return st;
+}

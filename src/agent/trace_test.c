@@ -1,0 +1,215 @@
+/*
+ * trace_test.c — trace.c on the real programs (BPF_PROG_TEST_RUN in a
+ * private bpffs, datapath_fixture.h), built as the agent loads them
+ * (trace off): the spec parsed and refused, then traces from a pod (to a
+ * pod here, to a service, to a pod on another node, with a forged
+ * source) and from the tunnel (a tenant allowed, another refused).  Each
+ * is checked against the programs' own answer for the same frame as
+ * traffic, and a trace leaves the maps as they were.
+ */
+#include "agent/trace.h"
+#include "agent/datapath_fixture.h"
+
+static int parse(const char *text, struct trace_input *in, char *err, size_t len)
+{
+	struct jview v;
+	struct jview_error jerr;
+	int rc = jview_parse(&v, text, strlen(text), &jerr);
+
+	if (rc < 0)
+		return rc;
+	rc = trace_input_parse(jview_root(&v), in, err, len);
+	jview_free(&v);
+	return rc;
+}
+
+TEST(trace_spec_parsed_and_refused)
+{
+	static const struct {
+		const char *spec, *why;
+	} bad[] = {
+		{ "{}", "spec.from: missing" },
+		{ "{\"from\":\"Node\"}", "spec.from: not Pod or Tunnel" },
+		{ "{\"from\":\"Pod\",\"protocol\":\"SCTP\"}", "spec.protocol: not TCP, UDP or ICMP" },
+		{ "{\"from\":\"Pod\",\"destination\":\"10.0.0.1\"}", "spec.source: missing" },
+		{ "{\"from\":\"Pod\",\"source\":\"10.0.0.300\",\"destination\":\"10.0.0.1\"}",
+		  "spec.source: not an IPv4 address" },
+		{ "{\"from\":\"Pod\",\"source\":\"10.0.0.2\",\"destination\":\"10.0.0.1\"}", "spec.sourcePort: missing" },
+		{ "{\"from\":\"Pod\",\"source\":\"10.0.0.2\",\"destination\":\"10.0.0.1\",\"sourcePort\":1,"
+		  "\"destinationPort\":65536}", "spec.destinationPort: not a port (1-65535)" },
+		{ "{\"from\":\"Tunnel\",\"protocol\":\"ICMP\",\"source\":\"10.0.0.2\",\"destination\":\"10.0.0.1\"}",
+		  "spec.tunnel.vni: missing (from Tunnel)" },
+		{ "{\"from\":\"Tunnel\",\"protocol\":\"ICMP\",\"source\":\"10.0.0.2\",\"destination\":\"10.0.0.1\","
+		  "\"tunnel\":{\"vni\":16777216}}", "spec.tunnel.vni: not a VNI (0-16777215)" },
+		{ "{\"from\":\"Tunnel\",\"protocol\":\"ICMP\",\"source\":\"10.0.0.2\",\"destination\":\"10.0.0.1\","
+		  "\"tunnel\":{\"vni\":7}}", "spec.tunnel.remote: not the sending node's IPv4 address" },
+	};
+	struct trace_input in;
+	char err[256];
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err[0] = 0;
+		CHECK_EQ(parse(bad[i].spec, &in, err, sizeof(err)), -EINVAL);
+		CHECK_STR(err, bad[i].why);
+	}
+	CHECK_EQ(parse("{\"from\":\"Pod\",\"source\":\"10.128.0.5\",\"destination\":\"10.96.0.10\","
+		       "\"sourcePort\":41000,\"destinationPort\":80}", &in, err, sizeof(err)), 0);
+	CHECK_EQ(in.from, TRACE_FROM_POD);
+	CHECK_EQ(in.proto, IPPROTO_TCP);	/* TCP unless said */
+	CHECK_EQ(in.saddr, POD_A_IP);
+	CHECK_EQ(in.pod, POD_A_IP);		/* its own veth unless said */
+	CHECK_EQ(in.daddr, SVC_IP);
+	CHECK_EQ(in.sport, 41000);
+	CHECK_EQ(in.dport, 80);
+	CHECK_EQ(parse("{\"from\":\"Tunnel\",\"protocol\":\"ICMP\",\"source\":\"10.128.2.9\","
+		       "\"destination\":\"10.128.0.6\",\"tunnel\":{\"vni\":7,\"remote\":\"192.168.1.12\"}}",
+		       &in, err, sizeof(err)), 0);
+	CHECK_EQ(in.from, TRACE_FROM_TUNNEL);
+	CHECK_EQ(in.proto, IPPROTO_ICMP);
+	CHECK_EQ(in.vni, 7);
+	CHECK_EQ(in.remote, REMOTE_NODE_IP);
+}
+
+/* the datapath as the agent opens it (trace off), over f's pins */
+static struct datapath *production(struct fixture *f)
+{
+	struct datapath_opts opts = { .pin_dir = f->pin, .trace = false };
+	struct datapath *dp = NULL;
+	char err[256] = "";
+
+	if (datapath_open(&opts, &dp, NULL, err, sizeof(err)) < 0)
+		test_fail(__FILE__, __LINE__, "datapath_open: %s", err);
+	return dp;
+}
+
+static const char *status_str(json_t *st, const char *key)
+{
+	return json_string_value(json_object_get(st, key));
+}
+
+/* The status's step named name, or NULL. */
+static json_t *step(json_t *st, const char *name)
+{
+	json_t *steps = json_object_get(st, "steps"), *s;
+	size_t i;
+
+	json_array_foreach(steps, i, s)
+		if (!strcmp(json_string_value(json_object_get(s, "step")) ?: "", name))
+			return s;
+	return NULL;
+}
+
+DP_TEST(trace_from_a_pod_matches_traffic_and_writes_nothing)
+{
+	static const uint32_t ids[] = { BE_LOCAL, BE_REMOTE, BE_REMOTE2 };
+	struct datapath *dp;
+	struct trace_input in = { .from = TRACE_FROM_POD, .proto = IPPROTO_TCP, .saddr = POD_A_IP,
+				  .pod = POD_A_IP, .sport = 41000 };
+	struct trace_result r;
+	struct result real;
+	struct pkt p;
+	char err[256] = "";
+	json_t *st;
+
+	CHECK_EQ(seed_node(f->dp), 0);
+	CHECK_EQ(svc_seeded(f, &cluster_tcp, IPPROTO_TCP, ids, 3), 0);
+	if (!(dp = production(f)))
+		return;
+
+	/* to pod B here: delivered to it */
+	in.daddr = POD_B_IP;
+	in.dport = 8080;
+	CHECK_EQ(trace_run(dp, VXLAN_IFINDEX, &in, &r, err, sizeof(err)), 0);
+	CHECK_EQ(r.run.action, TC_ACT_REDIRECT);
+	CHECK_STR(trace_action_name(r.run.steps.action), "Local");
+	CHECK_EQ(r.run.steps.ifindex, 42);
+	CHECK_EQ(r.delivered_to, POD_B_IP);
+	CHECK(r.run.steps.steps & WEFT_TRACE_S_TENANT);
+	CHECK(!(r.run.steps.steps & WEFT_TRACE_S_ISOLATED));
+
+	/* to the service: a backend chosen as for a new connection, nothing made */
+	in.daddr = SVC_IP;
+	in.dport = SVC_PORT;
+	CHECK_EQ(trace_run(dp, VXLAN_IFINDEX, &in, &r, err, sizeof(err)), 0);
+	CHECK(r.run.steps.steps & WEFT_TRACE_S_SVC_NEW);
+	CHECK(r.out_parsed);
+	CHECK_EQ(r.out_daddr, r.run.steps.backend_addr);
+	CHECK_EQ(r.out_dport, BE_PORT);
+	CHECK_EQ(ct_count(f), 0);
+	CHECK_EQ(drops_total(f), 0);
+	st = trace_result_json(&in, &r);
+	CHECK(st != NULL);
+	CHECK(!strcmp(status_str(st, "action"), "Local") || !strcmp(status_str(st, "action"), "Tunnel"));
+	CHECK_STR(json_string_value(json_object_get(step(st, "Service"), "frontend")), "10.96.0.10:80");
+	CHECK_STR(json_string_value(json_object_get(step(st, "Service"), "chosen")), "New");
+	CHECK(json_string_value(json_object_get(step(st, "Service"), "note")) != NULL);
+	json_decref(st);
+	/* the same SYN as traffic goes where the trace said: the hash of
+	 * this tuple picks the same backend */
+	tcp_from_a(&p, 41000, SVC_IP, SVC_PORT, TCP_SYN);
+	CHECK_EQ(run(f, datapath_pod_prog_fd(dp), &p, &real), 0);
+	CHECK_EQ((int)real.verdict, r.run.action);
+	CHECK_EQ(ip_of(&real.out)->daddr, r.out_daddr);
+	CHECK_EQ(ct_count(f), 2);
+
+	/* to a pod on the other node: the tunnel key it would carry */
+	in.daddr = REMOTE_POD_IP;
+	in.dport = 8080;
+	CHECK_EQ(trace_run(dp, VXLAN_IFINDEX, &in, &r, err, sizeof(err)), 0);
+	CHECK_STR(trace_action_name(r.run.steps.action), "Tunnel");
+	CHECK_EQ(r.run.steps.tunnel_id, VNID_A);
+	CHECK_EQ(htonl(r.run.steps.tunnel_remote), REMOTE_NODE_IP);
+	st = trace_result_json(&in, &r);
+	CHECK_STR(json_string_value(json_object_get(step(st, "Tunnel"), "remote")), "192.168.1.12");
+	CHECK_EQ(json_integer_value(json_object_get(step(st, "Tunnel"), "vni")), VNID_A);
+	json_decref(st);
+
+	/* a forged source on pod A's veth: dropped, and said why, not counted */
+	in.saddr = IP(10, 128, 0, 77);
+	CHECK_EQ(trace_run(dp, VXLAN_IFINDEX, &in, &r, err, sizeof(err)), 0);
+	CHECK_EQ(r.run.action, TC_ACT_SHOT);
+	st = trace_result_json(&in, &r);
+	CHECK_STR(status_str(st, "action"), "Drop");
+	CHECK_STR(status_str(st, "dropReason"), datapath_drop_names[WEFT_DROP_SPOOFED_IP]);
+	json_decref(st);
+	CHECK_EQ(drops_total(f), 0);
+
+	/* a source that is no pod here */
+	in.pod = in.saddr;
+	CHECK_EQ(trace_run(dp, VXLAN_IFINDEX, &in, &r, err, sizeof(err)), -ENOENT);
+	CHECK_STR(err, "10.128.0.77 is no pod of this node");
+	datapath_close(dp);
+}
+
+DP_TEST(trace_from_the_tunnel_checks_the_tenants)
+{
+	struct datapath *dp;
+	struct trace_input in = { .from = TRACE_FROM_TUNNEL, .proto = IPPROTO_ICMP, .saddr = REMOTE_POD_IP,
+				  .daddr = POD_B_IP, .vni = VNID_A, .remote = REMOTE_NODE_IP };
+	struct trace_result r;
+	char err[256] = "";
+	json_t *st;
+
+	CHECK_EQ(seed_node(f->dp), 0);
+	if (!(dp = production(f)))
+		return;
+	/* (the test-run device: VXLAN_IFINDEX is no device of this namespace) */
+	CHECK_EQ(trace_run(dp, 0, &in, &r, err, sizeof(err)), 0);
+	CHECK_STR(trace_action_name(r.run.steps.action), "Local");
+	CHECK_EQ(r.delivered_to, POD_B_IP);
+	in.vni = VNID_BLUE;	/* another tenant's */
+	CHECK_EQ(trace_run(dp, 0, &in, &r, err, sizeof(err)), 0);
+	st = trace_result_json(&in, &r);
+	CHECK_STR(status_str(st, "action"), "Drop");
+	CHECK_STR(status_str(st, "dropReason"), datapath_drop_names[WEFT_DROP_ISOLATED]);
+	CHECK_EQ(json_integer_value(json_object_get(step(st, "Tenant"), "sourceVNID")), VNID_BLUE);
+	CHECK(json_is_false(json_object_get(step(st, "Tenant"), "allowed")));
+	json_decref(st);
+	in.remote = IP(192, 168, 1, 99);	/* no node of the cluster */
+	in.vni = VNID_A;
+	CHECK_EQ(trace_run(dp, 0, &in, &r, err, sizeof(err)), 0);
+	CHECK_EQ(r.run.steps.drop_reason, WEFT_DROP_UNKNOWN_NODE);
+	CHECK_EQ(drops_total(f), 0);
+	datapath_close(dp);
+}
+
