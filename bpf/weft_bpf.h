@@ -713,6 +713,10 @@ struct weft_trace {
 	__u32 dst_vnid;
 	__u32 rule_out;		/* NetworkPolicy: the rules that allowed each side */
 	__u32 rule_in;		/* (0: that side not isolated, or denied) */
+	__u32 candidates;	/* a new connection's backend: drawn at random
+				 * among this many (0: the client's session
+				 * affinity named it) */
+	__u32 pad;		/* 0 */
 };
 
 /* weft_trace.steps */
@@ -725,5 +729,7 @@ struct weft_trace {
 #define WEFT_TRACE_S_POLICY	0x20	/* NetworkPolicy judged a new connection: rule_out,
 					 * rule_in; denied: the drop says which side */
 #define WEFT_TRACE_S_POLICY_CT	0x40	/* a connection NetworkPolicy already admitted */
+#define WEFT_TRACE_S_SVC_AFFINITY 0x80	/* a new connection's backend: the one the
+					 * client's session affinity holds */
 
 #endif

@@ -258,10 +258,12 @@ static __always_inline int lb_choose(const struct weft_svc_key *fkey,
 			if (b && b->svc_id == svc->svc_id && (!local || (b->flags & WEFT_BE_F_LOCAL))) {
 				*backend_id = id;
 				*backend = b;
+				trace_choice(0);
 				return 0;
 			}
 		}
 	}
+	trace_choice(n);
 	key.scope = local ? WEFT_SCOPE_LOCAL : WEFT_SCOPE_ALL;
 	key.slot = (__u16)(1 + bpf_get_prandom_u32() % n);
 	slot = bpf_map_lookup_elem(&weft_services, &key);

@@ -75,6 +75,19 @@ static __always_inline void trace_service(__u32 steps, __be32 svc_addr, __be16 s
 	t->backend_id = backend_id;
 }
 
+/* How a new connection's backend was chosen: among candidates at
+ * random, or (candidates 0) by the client's affinity. */
+static __always_inline void trace_choice(__u32 candidates)
+{
+	struct weft_trace *t = trace_entry();
+
+	if (!t || !t->tracing)
+		return;
+	t->candidates = candidates;
+	if (!candidates)
+		t->steps |= WEFT_TRACE_S_SVC_AFFINITY;
+}
+
 static __always_inline void trace_tenants(__u32 src_vnid, __u32 dst_vnid, int allowed)
 {
 	struct weft_trace *t = trace_entry();

@@ -298,16 +298,27 @@ static json_t *steps_json(const struct trace_input *in, const struct trace_resul
 
 	if (!steps)
 		return NULL;
-	if (t->steps & WEFT_TRACE_S_SERVICE)
-		json_array_append_new(steps, json_pack(
-			"{s:s, s:o, s:o, s:I, s:s, s:s*}", "step", "Service",
-			"frontend", endpoint_json(t->svc_addr, ntohs(t->svc_port)),
-			"backend", endpoint_json(t->backend_addr, ntohs(t->backend_port)),
-			"backendID", (json_int_t)t->backend_id,
-			"chosen", (t->steps & WEFT_TRACE_S_SVC_NEW) ? "New" : "Connection",
-			"note", (t->steps & WEFT_TRACE_S_SVC_NEW)
-				? "chosen for this source port now: another port may be sent to another backend"
-				: NULL));
+	if (t->steps & WEFT_TRACE_S_SERVICE) {
+		bool fresh = t->steps & WEFT_TRACE_S_SVC_NEW, held = t->steps & WEFT_TRACE_S_SVC_AFFINITY;
+		char note[160] = "";
+		json_t *s;
+
+		/* what the trace cannot know, said: a new connection's
+		 * backend is drawn at random per connection */
+		if (fresh && !held)
+			snprintf(note, sizeof(note), "a new connection goes to one of %u backends, drawn at random: "
+				 "this run drew this one", t->candidates);
+		s = json_pack("{s:s, s:o, s:o, s:I, s:s}", "step", "Service",
+			      "frontend", endpoint_json(t->svc_addr, ntohs(t->svc_port)),
+			      "backend", endpoint_json(t->backend_addr, ntohs(t->backend_port)),
+			      "backendID", (json_int_t)t->backend_id,
+			      "chosen", !fresh ? "Connection" : held ? "Affinity" : "Random");
+		if (s && fresh && !held)
+			json_object_set_new(s, "candidates", json_integer(t->candidates));
+		if (s && note[0])
+			json_object_set_new(s, "note", json_string(note));
+		json_array_append_new(steps, s);
+	}
 	if (t->steps & WEFT_TRACE_S_SVC_REPLY)
 		json_array_append_new(steps, json_pack("{s:s, s:o, s:o}", "step", "ServiceReply",
 						       "frontend", endpoint_json(t->svc_addr, ntohs(t->svc_port)),

@@ -14,9 +14,10 @@
  * programs is written, so a trace never changes what traffic meets.
  *
  * What it cannot know is said, not guessed: a new connection's backend
- * is the one the hash picks for this tuple now (another source port may
- * pick another), and an address translated for a port the node would
- * draw at random (SNAT) comes back with port 0.
+ * is drawn at random among the service's (the status says among how
+ * many, and which this run drew), unless the client's session affinity
+ * holds one; an address translated for a port the node would draw at
+ * random (SNAT) comes back with port 0.
  *
  * Not thread-safe: one trace at a time per datapath (the caller's).
  */

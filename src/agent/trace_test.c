@@ -141,15 +141,24 @@ DP_TEST(trace_from_a_pod_matches_traffic_and_writes_nothing)
 	CHECK(st != NULL);
 	CHECK(!strcmp(status_str(st, "action"), "Local") || !strcmp(status_str(st, "action"), "Tunnel"));
 	CHECK_STR(json_string_value(json_object_get(step(st, "Service"), "frontend")), "10.96.0.10:80");
-	CHECK_STR(json_string_value(json_object_get(step(st, "Service"), "chosen")), "New");
-	CHECK(json_string_value(json_object_get(step(st, "Service"), "note")) != NULL);
+	CHECK_STR(json_string_value(json_object_get(step(st, "Service"), "chosen")), "Random");
+	CHECK_EQ(json_integer_value(json_object_get(step(st, "Service"), "candidates")), 3);
+	CHECK(strstr(json_string_value(json_object_get(step(st, "Service"), "note")) ?: "",
+		     "one of 3 backends, drawn at random") != NULL);
 	json_decref(st);
-	/* the same SYN as traffic goes where the trace said: the hash of
-	 * this tuple picks the same backend */
+	/* the same SYN as traffic: to one of the three (each draws its own) */
 	tcp_from_a(&p, 41000, SVC_IP, SVC_PORT, TCP_SYN);
 	CHECK_EQ(run(f, datapath_pod_prog_fd(dp), &p, &real), 0);
-	CHECK_EQ((int)real.verdict, r.run.action);
-	CHECK_EQ(ip_of(&real.out)->daddr, r.out_daddr);
+	CHECK_EQ((int)real.verdict, TC_ACT_REDIRECT);
+	CHECK(backend_of(&real.out) >= 0);
+	CHECK_EQ(ct_count(f), 2);
+	/* and a trace of it now follows its connection: the same backend */
+	CHECK_EQ(trace_run(dp, VXLAN_IFINDEX, &in, &r, err, sizeof(err)), 0);
+	CHECK_EQ(r.out_daddr, ip_of(&real.out)->daddr);
+	st = trace_result_json(&in, &r);
+	CHECK_STR(json_string_value(json_object_get(step(st, "Service"), "chosen")), "Connection");
+	CHECK(!json_object_get(step(st, "Service"), "note"));
+	json_decref(st);
 	CHECK_EQ(ct_count(f), 2);
 
 	/* to a pod on the other node: the tunnel key it would carry */

@@ -9,7 +9,8 @@
  *   read (get, list, watch)  Nodes, HostSubnets, ClusterNetworks,
  *                            NetNamespaces, Namespaces, Pods, Services,
  *                            Endpoints, EndpointSlices, NetworkPolicies,
- *                            PodPeerSlices: its data plane programs them
+ *                            PodPeerSlices: its data plane programs them;
+ *                            TraceRequests: it answers those for it
  *                            (it may write neither Endpoints nor
  *                            EndpointSlices: they are the controller's, or
  *                            the admin's; PodPeerSlices only the
@@ -30,6 +31,8 @@
  *                            (the status write keeps the stored spec, so
  *                            the binding is the stored one's; the
  *                            admission keeps the podIP in its subnet).
+ *                            A TraceRequest's, where the stored one names
+ *                            it (spec.nodeName): its answer.
  *                            No other kind's status (a Service's
  *                            status.loadBalancer is the controller's).
  *   delete                   Pods bound to it.
@@ -69,7 +72,7 @@ static bool node_may_read(enum kind_id k)
 	switch (k) {
 	case KIND_NODE: case KIND_HOSTSUBNET: case KIND_CLUSTERNETWORK: case KIND_NETNAMESPACE:
 	case KIND_NAMESPACE: case KIND_POD: case KIND_SERVICE: case KIND_ENDPOINTS: case KIND_ENDPOINTSLICE:
-	case KIND_NETWORKPOLICY: case KIND_PODPEERSLICE:
+	case KIND_NETWORKPOLICY: case KIND_PODPEERSLICE: case KIND_TRACEREQUEST:
 		return true;
 	default:
 		return false;
@@ -82,7 +85,7 @@ static bool node_may_write(enum kind_id k, enum authz_verb v)
 	switch (k) {
 	case KIND_NODE:
 		return v == AUTHZ_CREATE || v == AUTHZ_UPDATE;
-	case KIND_HOSTSUBNET: case KIND_SERVICE:
+	case KIND_HOSTSUBNET: case KIND_SERVICE: case KIND_TRACEREQUEST:
 		return v == AUTHZ_UPDATE;
 	case KIND_POD:
 		return true;
@@ -130,7 +133,8 @@ int authz_route(const struct principal *p, enum authz_verb v, const struct route
 	}
 	if (!node_may_write(r->kind->id, v))
 		return forbid(st, p, v, r, "a node writes only its own Node, its HostSubnet's annotations, the "
-					   "Pods bound to it and its own annotation on a Service");
+					   "Pods bound to it, its own annotation on a Service and the answers "
+					   "of the TraceRequests for it");
 	return 0;
 }
 
@@ -250,6 +254,16 @@ int authz_write(struct registry *reg, const struct principal *p, enum authz_verb
 		/* a pod nobody has bound yet may be bound by the node that runs it */
 		if (old && obj_str(old, "spec.nodeName") && !bound_to(old, p->node))
 			rc = forbid(st, p, v, r, "the pod is bound to node \"%s\"", obj_str(old, "spec.nodeName"));
+		json_decref(old);
+		return rc;
+	case KIND_TRACEREQUEST:
+		if (!r->status)
+			return forbid(st, p, v, r, "a node may write only a TraceRequest's status (its answer)");
+		if (stored(reg, r, &old, pin_rev, st))
+			return -1;
+		if (!old || !bound_to(old, p->node))
+			rc = forbid(st, p, v, r, "a node answers only the TraceRequests for it (spec.nodeName \"%s\")",
+				    p->node);
 		json_decref(old);
 		return rc;
 	case KIND_SERVICE:

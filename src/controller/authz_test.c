@@ -145,6 +145,9 @@ TEST(authz_route_matches_the_table)
 		[KIND_ENDPOINTSLICE] = "YYYNNN",
 		/* policy peers: read by every node, written by the controller only */
 		[KIND_PODPEERSLICE] = "YYYNNN",
+		/* traces: read by every node, their status written by theirs
+		 * (authz_write) */
+		[KIND_TRACEREQUEST] = "YYYNYN",
 	};
 	struct principal node = { .node = "node-1", .cred = "0123456789abcdef" }, admin = { .admin = true };
 
@@ -251,5 +254,36 @@ TEST(authz_write_pods_and_services)
 	free(text);
 	CHECK(write_as(&fx, &n1, AUTHZ_UPDATE, KIND_SERVICE, "default", "nosuch", "{}", &st) == -1);
 	json_decref(svc);
+	fx_close(&fx);
+}
+
+/* A TraceRequest: its node writes its status (the answer), nothing else;
+ * another node not even that. */
+TEST(authz_write_trace_answers)
+{
+	struct fixture fx;
+	struct principal n1 = { .node = "node-1" }, n2 = { .node = "node-2" };
+	struct status st = { 0 };
+	struct route r = route(KIND_TRACEREQUEST, NULL, "t1");
+	json_t *body = obj("{\"status\":{\"action\":\"Local\"}}");
+	int64_t pin = 0;
+
+	CHECK(fx_open(&fx, NULL) == 0);
+	CHECK(create(&fx, KIND_TRACEREQUEST, NULL, "{\"apiVersion\":\"network.weft.io/v1\",\"kind\":"
+		     "\"TraceRequest\",\"metadata\":{\"name\":\"t1\"},\"spec\":{\"nodeName\":\"node-1\","
+		     "\"from\":\"Pod\",\"protocol\":\"ICMP\",\"source\":\"10.128.0.5\","
+		     "\"destination\":\"10.128.0.6\"}}", NULL) == 0);
+	r.status = true;
+	CHECK(authz_write(&fx.reg, &n1, AUTHZ_UPDATE, &r, body, &pin, &st) == 0);
+	CHECK(pin > 0);		/* written only against the request it read */
+	CHECK(authz_write(&fx.reg, &n2, AUTHZ_UPDATE, &r, body, &pin, &st) == -1);
+	CHECK(strstr(st.message, "answers only the TraceRequests for it") != NULL);
+	r.status = false;
+	CHECK(authz_write(&fx.reg, &n1, AUTHZ_UPDATE, &r, body, &pin, &st) == -1);
+	CHECK(strstr(st.message, "only a TraceRequest's status") != NULL);
+	r = route(KIND_TRACEREQUEST, NULL, "nosuch");
+	r.status = true;
+	CHECK(authz_write(&fx.reg, &n1, AUTHZ_UPDATE, &r, body, &pin, &st) == -1);
+	json_decref(body);
 	fx_close(&fx);
 }

@@ -647,6 +647,11 @@ static json_t *valid_body(const struct kind_info *k, const char *name)
 	case KIND_PODPEERSLICE:
 		json_object_set_new(o, "node", json_string(name));
 		break;
+	case KIND_TRACEREQUEST:
+		json_object_set_new(o, "spec", json_pack("{s:s, s:s, s:s, s:s, s:s}", "nodeName", name, "from", "Pod",
+							 "protocol", "ICMP", "source", "10.128.0.5",
+							 "destination", "10.128.0.6"));
+		break;
 	default:
 		break;
 	}

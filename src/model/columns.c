@@ -451,6 +451,34 @@ static void c_pps_identities(const json_t *o, char *b, size_t l, time_t now)
 	snprintf(b, l, "%zu", json_array_size(json_object_get(o, "identities")));
 }
 
+static void c_trace_node(const json_t *o, char *b, size_t l, time_t now) { put(b, l, obj_str(o, "spec.nodeName"), "<none>"); }
+static void c_trace_from(const json_t *o, char *b, size_t l, time_t now) { put(b, l, obj_str(o, "spec.from"), "<none>"); }
+
+static void c_trace_to(const json_t *o, char *b, size_t l, time_t now)
+{
+	const char *dst = obj_str(o, "spec.destination"), *proto = obj_str(o, "spec.protocol");
+	json_int_t port = json_integer_value(obj_at(o, "spec.destinationPort"));
+
+	if (port)
+		snprintf(b, l, "%s:%lld/%s", dst ? dst : "?", (long long)port, proto ? proto : "TCP");
+	else
+		snprintf(b, l, "%s/%s", dst ? dst : "?", proto ? proto : "TCP");
+}
+
+/* what the node answered: its action (and drop reason), its error, or
+ * <pending> while it has not */
+static void c_trace_result(const json_t *o, char *b, size_t l, time_t now)
+{
+	const char *action = obj_str(o, "status.action"), *reason = obj_str(o, "status.dropReason");
+
+	if (obj_str(o, "status.error"))
+		snprintf(b, l, "Error");
+	else if (action && reason)
+		snprintf(b, l, "%s (%s)", action, reason);
+	else
+		put(b, l, action, "<pending>");
+}
+
 static void c_podselector(const json_t *o, char *b, size_t l, time_t now) { columns_label_selector(obj_at(o, "spec.podSelector"), b, l); }
 
 static void c_ing_hosts(const json_t *o, char *b, size_t l, time_t now)
@@ -680,6 +708,8 @@ static const struct column columns[KIND_COUNT][COLUMNS_MAX] = {
 				 COL("ENDPOINTS", c_slice_endpoints), COL("AGE", c_age) },
 	[KIND_PODPEERSLICE] = { COL("NAME", c_name), COL("NODE", c_pps_node), COL("PODS", c_pps_pods),
 				COL("IDENTITIES", c_pps_identities), COL("AGE", c_age) },
+	[KIND_TRACEREQUEST] = { COL("NAME", c_name), COL("NODE", c_trace_node), COL("FROM", c_trace_from),
+				COL("TO", c_trace_to), COL("RESULT", c_trace_result), COL("AGE", c_age) },
 };
 
 #undef COL

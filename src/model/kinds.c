@@ -43,6 +43,10 @@ static const struct kind_info kinds[KIND_COUNT] = {
 	 * derived from Pods by the controller, read-only through the API */
 	{ KIND_PODPEERSLICE, "PodPeerSlice", "podpeerslice", "podpeerslices", { "pps" },
 	  "network.weft.io", "v1", "network.weft.io/v1", false, true, false },
+	/* one packet through one node's programs (docs/trace.md): the
+	 * admin's request, the node's answer in its status */
+	{ KIND_TRACEREQUEST, "TraceRequest", "tracerequest", "tracerequests", { NULL },
+	  "network.weft.io", "v1", "network.weft.io/v1", false, false, true },
 };
 
 const struct kind_info *kind_get(enum kind_id id)

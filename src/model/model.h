@@ -51,6 +51,7 @@ enum kind_id {
 	KIND_SSLKEYCERT,
 	KIND_ENDPOINTSLICE,
 	KIND_PODPEERSLICE,
+	KIND_TRACEREQUEST,
 	KIND_COUNT
 };
 
@@ -289,6 +290,24 @@ json_t *model_endpoints_subsets(const json_t *svc, const json_t *const *pods, si
 #define PODPEERSLICE_MANAGED_LABEL "network.weft.io/managed-by"
 #define PODPEERSLICE_MANAGER "podpeerslice-controller.weft.io"
 #define PODPEERSLICE_PATH "/apis/network.weft.io/v1/podpeerslices"
+
+/* TraceRequests (network.weft.io/v1, cluster-scoped; docs/trace.md): one
+ * packet to run through one node's loaded programs.  The admin creates
+ * it (weftctl trace), the node named by spec.nodeName runs it and writes
+ * the answer in its status (the only write a node may make of one):
+ *   spec: { "nodeName": "node-1",
+ *           "from": "Pod" | "Tunnel",      where the packet enters
+ *           "protocol": "TCP" | "UDP" | "ICMP",   (TCP when absent)
+ *           "source": IP, "destination": IP,
+ *           "sourcePort", "destinationPort": 1-65535 (TCP and UDP),
+ *           "pod": IP,      from Pod: the pod whose veth it leaves, when
+ *                           not the source's (a forged source)
+ *           "tunnel": { "vni": 0-16777215, "remote": IP } }
+ *                           from Tunnel: the key the sending node set
+ *   status: { "action": "Local" | "Tunnel" | "Drop" | ..., "dropReason",
+ *             "steps": [...], "packetOut": {...}, "deliveredTo": IP,
+ *             "error": "why it could not run" } */
+#define TRACEREQUEST_PATH "/apis/network.weft.io/v1/tracerequests"
 
 /* The endpoints subsets list (an Endpoints' subsets, model_endpoints_subsets'
  * or hand-written) as slice endpoints grouped by port list:

@@ -53,6 +53,7 @@ TEST(kinds_table_matches_api_doc)
 		{ KIND_SSLKEYCERT, "SSLKeyAndCertificate", "lb.weft.io/v1", "sslkeyandcertificates", "cluster", "sslkc" },
 		{ KIND_ENDPOINTSLICE, "EndpointSlice", "discovery.k8s.io/v1", "endpointslices", "namespaced", NULL },
 		{ KIND_PODPEERSLICE, "PodPeerSlice", "network.weft.io/v1", "podpeerslices", "cluster", "pps" },
+		{ KIND_TRACEREQUEST, "TraceRequest", "network.weft.io/v1", "tracerequests", "cluster", NULL },
 	};
 
 	CHECK_EQ(sizeof(want) / sizeof(want[0]), KIND_COUNT);

@@ -79,12 +79,12 @@ TEST(openapi_open_objects_are_marked)
 /* load(files...) with one broken file: the error. */
 static int load_with(const char *text, char *err, size_t errlen)
 {
-	struct embedded_file files[8];
+	struct embedded_file files[16];
 	struct model_openapi *o = NULL;
 	unsigned n = 0;
 	int rc;
 
-	for (unsigned i = 0; i < model_openapi_files_count && n < 7; i++)
+	for (unsigned i = 0; i < model_openapi_files_count && n < 15; i++)
 		files[n++] = model_openapi_files[i];
 	files[n++] = (struct embedded_file){ "broken.yaml", text, strlen(text) };
 	rc = model_openapi_load(files, n, &o, err, errlen);

@@ -435,7 +435,8 @@ static int field_of(const struct kind_info *k, const char *name, size_t n)
 {
 	for (int f = 0; f < SELECTOR_FIELDS; f++)
 		if (strlen(field_names[f]) == n && !memcmp(field_names[f], name, n))
-			return f == SELECTOR_FIELD_NODE_NAME && k && k->id != KIND_POD ? -1 : f;
+			return f == SELECTOR_FIELD_NODE_NAME && k && k->id != KIND_POD &&
+			       k->id != KIND_TRACEREQUEST ? -1 : f;
 	return -1;
 }
 

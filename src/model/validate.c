@@ -611,6 +611,7 @@ int model_validate(const json_t *obj, char *err, size_t errlen)
 		[KIND_SECRET] = validate_secret,
 		[KIND_ENDPOINTSLICE] = validate_endpointslice,
 		[KIND_PODPEERSLICE] = validate_podpeerslice,
+		[KIND_TRACEREQUEST] = validate_tracerequest,
 	};
 	const struct kind_info *k = NULL;
 	const char *kind, *api;

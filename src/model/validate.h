@@ -123,6 +123,7 @@ void validate_service(struct vctx *v, const json_t *obj);
 void validate_endpoints(struct vctx *v, const json_t *obj);
 void validate_endpointslice(struct vctx *v, const json_t *obj);
 void validate_podpeerslice(struct vctx *v, const json_t *obj);
+void validate_tracerequest(struct vctx *v, const json_t *obj);
 void validate_networkpolicy(struct vctx *v, const json_t *obj);
 void validate_ingress(struct vctx *v, const json_t *obj);
 void validate_route(struct vctx *v, const json_t *obj);
