@@ -187,9 +187,12 @@ struct agent {
 	atomic_bool stopping;
 	struct httpc *http_nodes, *http_pods, *http_netns, *http_report;	/* one per thread */
 	struct httpc *http_services, *http_slices, *http_namespaces, *http_netpols, *http_peers;
+	struct httpc *http_traces;
+	struct tracer *tracer;		/* tracer.h: the TraceRequests for this node (NULL: hollow) */
+	bool traces_synced;
 	pthread_t t_nodes, t_pods, t_netns, t_report, t_services, t_slices, t_ct_gc;
 	pthread_cond_t gc_wake;		/* a backend's conntrack to purge, or stop (with lock) */
-	pthread_t t_namespaces, t_netpols, t_policy, t_peers;
+	pthread_t t_namespaces, t_netpols, t_policy, t_peers, t_traces;
 	/* the policy thread: woken when an input changed (sync.c) */
 	pthread_mutex_t policy_lock;
 	pthread_cond_t policy_cond;

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 
 #include "agent/agent.h"
+#include "agent/tracer.h"
 #include "lib/monotime.h"
 #include "agent/netlink.h"
 
@@ -198,6 +199,8 @@ int agent_start(struct agent *a)
 		if (!a->plog)
 			LOG_WARN("policy log: %s: verdicts will not be logged", strerror(errno));
 	}
+	if (!a->hollow && !(a->tracer = tracer_start(a)))
+		LOG_WARN("trace requests: %s: this node will not answer them", strerror(errno));
 	if (sync_start(a) < 0 || report_start(a) < 0 || service_gc_start(a) < 0)
 		return -1;
 	(void)metrics_start(a);	/* logged; the node works without it */
@@ -215,6 +218,8 @@ void agent_stop(struct agent *a)
 	cni_server_stop(a->cni);
 	report_stop(a);
 	sync_stop(a);		/* and frees the node and pod caches */
+	tracer_stop(a->tracer);	/* (after its watch: nothing offers any more) */
+	a->tracer = NULL;
 	policy_log_stop(a->plog);
 	service_gc_stop(a);
 	service_table_destroy(a->svc);

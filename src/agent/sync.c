@@ -55,6 +55,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/tracer.h"
 #include "lib/hmap.h"
 #include "lib/jview.h"
 
@@ -85,7 +86,7 @@ struct kind_sync {
 
 /* what each watching thread follows: one set per agent */
 struct sync_kinds {
-	struct kind_sync nodes, pods, netns, services, slices, namespaces, netpols, peers;
+	struct kind_sync nodes, pods, netns, services, slices, namespaces, netpols, peers, traces;
 };
 
 #define BACKOFF_MIN_MS 200
@@ -500,6 +501,31 @@ static void nodes_caught_up(struct agent *a, const char *rv, bool listed)
 static void pods_question(struct kind_sync *k)
 {
 	snprintf(k->query, sizeof(k->query), "fieldSelector=spec.nodeName%%3D%s", k->a->o.node);
+}
+
+/* ---- TraceRequests: this node's, to its tracer (tracer.h) ---- */
+
+static void trace_apply(struct agent *a, struct jval obj)
+{
+	tracer_offer(a->tracer, obj);
+}
+
+static void trace_nothing(struct agent *a, struct jval obj)
+{
+	(void)a;
+	(void)obj;
+}
+
+static void traces_listed(struct agent *a)
+{
+	(void)a;
+}
+
+static void traces_caught_up(struct agent *a, const char *rv, bool listed)
+{
+	(void)a;
+	(void)rv;
+	(void)listed;
 }
 
 static void pods_caught_up(struct agent *a, const char *rv, bool listed)
@@ -1184,6 +1210,18 @@ int sync_start(struct agent *a)
 	rc = pthread_create(&a->t_peers, NULL, sync_thread, &k->peers);
 	if (rc)
 		return -rc;
+	if (a->tracer) {	/* this node's TraceRequests (not on hollow nodes) */
+		if (!(a->http_traces = agent_http(a)))
+			return -EINVAL;
+		k->traces = (struct kind_sync){ .a = a, .path = TRACEREQUEST_PATH, .what = "tracerequests",
+						.http = &a->http_traces, .apply = trace_apply,
+						.remove = trace_nothing, .listed = traces_listed,
+						.caught_up = traces_caught_up, .synced = &a->traces_synced };
+		pods_question(&k->traces);	/* spec.nodeName: this node's */
+		rc = pthread_create(&a->t_traces, NULL, sync_thread, &k->traces);
+		if (rc)
+			return -rc;
+	}
 	return 0;
 }
 
@@ -1205,6 +1243,12 @@ void sync_stop(struct agent *a)
 		httpc_cancel(a->http_netpols);
 	if (a->http_peers)
 		httpc_cancel(a->http_peers);
+	if (a->http_traces)
+		httpc_cancel(a->http_traces);
+	if (a->t_traces)
+		pthread_join(a->t_traces, NULL);
+	httpc_destroy(a->http_traces);
+	a->http_traces = NULL;
 	if (a->t_namespaces)
 		pthread_join(a->t_namespaces, NULL);
 	if (a->t_netpols)

@@ -77,6 +77,7 @@ int ctl_policy_log(struct ctl *ctl, int argc, char **argv);
 int ctl_nodecred(struct ctl *ctl, int argc, char **argv);
 int ctl_patch(struct ctl *ctl, int argc, char **argv);
 int ctl_can_reach(struct ctl *ctl, int argc, char **argv);
+int ctl_trace(struct ctl *ctl, int argc, char **argv);
 
 /* describe networkpolicy's part after the object's fields: the pods it
  * selects now and what each rule matches now (describe_netpol.c). */

@@ -34,6 +34,11 @@ static const struct ctl_verb verbs[] = {
 	  "delete objects: by name, by selector, or those of manifests" },
 	{ "can-reach", ctl_can_reach, "SRC DST PORT[/PROTO]   (SRC, DST: NAMESPACE/POD or an IPv4 address)",
 	  "may SRC open a connection to DST on PORT under the NetworkPolicies now? (exit 0 yes, 1 no, 2 no answer)" },
+	{ "trace", ctl_trace,
+	  "FROM TO[:PORT[/PROTO]] [--source-port N] [--source ADDRESS] [--timeout SECONDS] [--keep] [-o json]\n"
+	  "       (FROM: NAMESPACE/POD; TO: NAMESPACE/POD, svc/NAMESPACE/NAME or an IPv4 address)",
+	  "run one packet through the real programs of the nodes it crosses, step by step "
+	  "(exit 0 delivered, 1 dropped, 2 no answer)" },
 	{ "pod-network", ctl_podnetwork,
 	  "join-projects --to=PROJECT PROJECT... | isolate-projects PROJECT... | make-projects-global PROJECT...",
 	  "change which projects' pods can reach each other (multitenant mode)" },
