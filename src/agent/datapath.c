@@ -921,6 +921,28 @@ int datapath_snapshot_keys(const struct datapath_map *m, size_t key_size, size_t
 	return 0;
 }
 
+struct at_ifindex {
+	uint32_t ifindex;
+	in_addr_t ip;
+};
+
+static int match_ifindex(in_addr_t ip, const struct weft_endpoint *ep, void *arg)
+{
+	struct at_ifindex *q = arg;
+
+	if (ep->ifindex != q->ifindex)
+		return 0;
+	q->ip = ip;
+	return 1;
+}
+
+in_addr_t datapath_endpoint_at(struct datapath *dp, uint32_t ifindex)
+{
+	struct at_ifindex q = { .ifindex = ifindex };
+
+	return datapath_endpoint_foreach(dp, match_ifindex, &q) == 1 ? q.ip : 0;
+}
+
 int datapath_endpoint_foreach(struct datapath *dp,
 			      int (*fn)(in_addr_t ip, const struct weft_endpoint *ep, void *arg),
 			      void *arg)

@@ -166,6 +166,9 @@ int datapath_nodeip_del(struct datapath *dp, in_addr_t ip);
 
 /* Iterate a map (a snapshot of its keys first, so fn may delete).  fn's
  * non-zero return stops the walk and is returned. */
+/* The address of the endpoint on host interface ifindex, or 0 (a walk of
+ * this node's endpoints: for what is rare, a pod's undo or a trace). */
+in_addr_t datapath_endpoint_at(struct datapath *dp, uint32_t ifindex);
 int datapath_endpoint_foreach(struct datapath *dp,
 			      int (*fn)(in_addr_t ip, const struct weft_endpoint *ep, void *arg),
 			      void *arg);

@@ -443,10 +443,14 @@ struct result {
 	struct weft_trace trace;
 };
 
-__attribute__((unused)) static int run(struct fixture *f, int prog_fd, const struct pkt *in, struct result *r)
+/* A test run of prog_fd on in, with ctx (NULL: none): its verdict, the
+ * frame out, and the trace entry. */
+__attribute__((unused)) static int run_ctx(struct fixture *f, int prog_fd, const struct pkt *in,
+					   struct __sk_buff *ctx, struct result *r)
 {
 	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = in->b, .data_size_in = in->len,
-		    .data_out = r->out.b, .data_size_out = sizeof(r->out.b), .repeat = 1);
+		    .data_out = r->out.b, .data_size_out = sizeof(r->out.b), .ctx_in = ctx,
+		    .ctx_size_in = ctx ? sizeof(*ctx) : 0, .repeat = 1);
 	int rc;
 
 	memset(r, 0, sizeof(*r));
@@ -459,29 +463,19 @@ __attribute__((unused)) static int run(struct fixture *f, int prog_fd, const str
 	return datapath_trace_read(f->dp, &r->trace);
 }
 
+__attribute__((unused)) static int run(struct fixture *f, int prog_fd, const struct pkt *in, struct result *r)
+{
+	return run_ctx(f, prog_fd, in, NULL, r);
+}
+
 /* run() as a trace runs (bpf/weft_bpf.h, WEFT_TRACE_MARK): the mark in
  * the skb, cb[0..1] a tunnel key for vxlan_ingress. */
 __attribute__((unused)) static int run_traced(struct fixture *f, int prog_fd, const struct pkt *in, uint32_t vni,
 					      uint32_t remote, struct result *r)
 {
-	struct __sk_buff ctx;
-	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = in->b, .data_size_in = in->len,
-		    .data_out = r->out.b, .data_size_out = sizeof(r->out.b), .ctx_in = &ctx,
-		    .ctx_size_in = sizeof(ctx), .repeat = 1);
-	int rc;
+	struct __sk_buff ctx = { .mark = WEFT_TRACE_MARK, .cb = { vni, remote } };
 
-	memset(r, 0, sizeof(*r));
-	memset(&ctx, 0, sizeof(ctx));
-	ctx.mark = WEFT_TRACE_MARK;
-	ctx.cb[0] = vni;
-	ctx.cb[1] = remote;
-	if ((rc = datapath_trace_reset(f->dp)) < 0)
-		return rc;
-	if ((rc = bpf_prog_test_run_opts(prog_fd, &o)) < 0)
-		return rc;
-	r->verdict = o.retval;
-	r->out.len = o.data_size_out;
-	return datapath_trace_read(f->dp, &r->trace);
+	return run_ctx(f, prog_fd, in, &ctx, r);
 }
 
 __attribute__((unused)) static int run_pod(struct fixture *f, const struct pkt *in, struct result *r)

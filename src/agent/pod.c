@@ -133,29 +133,6 @@ static void owner_from_req(const struct cni_req *req, struct ipam_owner *o)
 	snprintf(o->netns, sizeof(o->netns), "%s", req->netns ? req->netns : "");
 }
 
-struct ep_by_ifindex {
-	uint32_t ifindex;
-	in_addr_t ip;
-};
-
-static int find_ep_ifindex(in_addr_t ip, const struct weft_endpoint *ep, void *arg)
-{
-	struct ep_by_ifindex *f = arg;
-
-	if (ep->ifindex != f->ifindex)
-		return 0;
-	f->ip = ip;
-	return 1;
-}
-
-/* The address whose endpoint is on host interface ifindex, or 0. */
-static in_addr_t endpoint_ip_of(struct agent *a, int ifindex)
-{
-	struct ep_by_ifindex f = { .ifindex = (uint32_t)ifindex };
-
-	return datapath_endpoint_foreach(a->dp, find_ep_ifindex, &f) == 1 ? f.ip : 0;
-}
-
 /* Remove what ADD made for (host ifname, ip): maps, route, veth.  ip 0
  * (no lease: a pod whose lease file is quarantined) takes the address from
  * the endpoint on the veth; the address itself stays quarantined. */
@@ -165,7 +142,7 @@ static void pod_undo(struct agent *a, struct nl *host, const char *host_ifname, 
 	bool have = nl_link_get(host, host_ifname, &l) == 0;
 
 	if (!ip && have) {
-		ip = endpoint_ip_of(a, l.ifindex);
+		ip = datapath_endpoint_at(a->dp, (uint32_t)l.ifindex);
 		if (ip && !ipam_is_quarantined(a->ipam, ip))
 			ip = 0;	/* another pod's (never ours to undo) */
 	}

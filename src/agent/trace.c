@@ -4,7 +4,7 @@
  *   trace_input_parse   TraceRequest spec -> struct trace_input
  *   trace_run           entry point and frame (frame()), one test run
  *                       (datapath_trace_run), the packet as it left
- *                       (leaving()), the local pod it went to (pod_of())
+ *                       (leaving()), the local pod it went to
  *   trace_result_json   struct trace_result -> TraceRequest status
  *
  * The frame is what the entry point sees of a real packet: Ethernet from
@@ -209,31 +209,6 @@ static void leaving(struct trace_result *r)
 	r->out_parsed = true;
 }
 
-struct pod_by_ifindex {
-	uint32_t ifindex;
-	in_addr_t ip;
-};
-
-static int match_ifindex(in_addr_t ip, const struct weft_endpoint *ep, void *arg)
-{
-	struct pod_by_ifindex *q = arg;
-
-	if (ep->ifindex != q->ifindex)
-		return 0;
-	q->ip = ip;
-	return 1;
-}
-
-/* The local pod whose veth is ifindex (a scan of this node's endpoints:
- * a trace is rare, and a node's pods are few). */
-static in_addr_t pod_of(struct datapath *dp, uint32_t ifindex)
-{
-	struct pod_by_ifindex q = { .ifindex = ifindex };
-
-	(void)datapath_endpoint_foreach(dp, match_ifindex, &q);
-	return q.ip;
-}
-
 int trace_run(struct datapath *dp, uint32_t vxlan_ifindex, const struct trace_input *in,
 	      struct trace_result *r, char *err, size_t len)
 {
@@ -266,7 +241,7 @@ int trace_run(struct datapath *dp, uint32_t vxlan_ifindex, const struct trace_in
 	}
 	leaving(r);
 	if (r->run.steps.action == WEFT_ACT_LOCAL)
-		r->delivered_to = pod_of(dp, r->run.steps.ifindex);
+		r->delivered_to = datapath_endpoint_at(dp, r->run.steps.ifindex);
 	return 0;
 }
 

@@ -395,7 +395,20 @@ static bool delivered(const json_t *status)
 	return a && (!strcmp(a, "Local") || !strcmp(a, "Pass") || !strcmp(a, "Host") || !strcmp(a, "Underlay"));
 }
 
-static void print_step(const json_t *s)
+/* One side of NetworkPolicy's verdict: the policies that allowed it, or
+ * that it was not isolated, or where it is judged instead. */
+static void policy_side(const char *dir, const char *by, bool judged_here)
+{
+	if (by)
+		printf("; %s by %s", dir, by);
+	else if (judged_here)
+		printf("; %s not isolated", dir);
+	else
+		printf("; %s judged on the %s node", dir, !strcmp(dir, "egress") ? "source's" : "destination's");
+}
+
+/* s, a step of a hop from Pod or Tunnel (from_pod) that ended in action */
+static void print_step(const json_t *s, bool from_pod, const char *action)
 {
 	const char *what = obj_str(s, "step");
 
@@ -425,14 +438,14 @@ static void print_step(const json_t *s)
 
 		if (d && !strcmp(d, "Connection")) {
 			printf("  policy      allowed: a connection it admitted already\n");
+		} else if (d && !strcmp(d, "Denied")) {
+			printf("  policy      denied: no rule of the policies isolating it allows the flow\n");
 		} else {
-			printf("  policy      %s", d && !strcmp(d, "Denied") ? "denied" : "allowed");
-			if (out)
-				printf("; egress by %s", out);
-			if (in)
-				printf("; ingress by %s", in);
-			if (!out && !in && !(d && !strcmp(d, "Denied")))
-				printf(": neither side isolated");
+			/* a node judges egress for its own pods, ingress for
+			 * what it delivers to its own */
+			printf("  policy      allowed");
+			policy_side("egress", out, from_pod);
+			policy_side("ingress", in, action && !strcmp(action, "Local"));
 			printf("\n");
 		}
 	} else if (!strcmp(what, "Tunnel")) {
@@ -453,7 +466,7 @@ static void print_hop(const struct hop *h, int i)
 		return;
 	}
 	json_array_foreach(json_object_get(st, "steps"), k, s)
-		print_step(s);
+		print_step(s, !strcmp(obj_str(h->spec, "from"), "Pod"), action);
 	if (!strcmp(action, "Local"))
 		printf("  delivered   to %s%s%s%s\n", pod ? pod : obj_str(st, "deliveredTo"), pod ? " (" : "",
 		       pod ? obj_str(st, "deliveredTo") : "", pod ? ")" : "");
