@@ -181,7 +181,7 @@ $(BUILD)/tests/%_test: src/%_test.c $(BUILD)/obj/test.o $(ARCHIVES)
 $(BUILD)/bench/%: bench/%.c $(ARCHIVES)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  BENCH   $@")
-	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(ARCHIVES) $(LDLIBS) $(AGENT_LIBS)
+	$(Q)$(CC) $(CFLAGS) -Itests/unit $(LDFLAGS) -o $@ $< $(ARCHIVES) $(LDLIBS) $(AGENT_LIBS)
 
 # fuzzers: clang libFuzzer, short runs in `make test`
 FUZZSRC  := $(wildcard src/*/*_fuzz.c)

@@ -16,10 +16,13 @@
  * code entirely when it is 0.
  *
  * A trace of the loaded programs (weft_bpf.h, WEFT_TRACE_MARK) is told at
- * run time: each program's first step is trace_begin(), which marks its
- * CPU's entry (a trace) or unmarks it (a packet: one lookup and a read,
- * a write only after a trace).  While it is marked, tracing() is true:
- * the verdict is recorded, and every write of the programs' own state is
+ * run time.  User space arms the program first (trace_armed, in its
+ * .bss: the skeleton writes it) and disarms it after; while it is not
+ * armed, every trace step below costs one load and a branch, no lookup.
+ * While armed, each program's first step is trace_begin(), which marks its
+ * CPU's entry (a trace: the mark) or unmarks it (a packet of traffic on
+ * another CPU meanwhile).  While it is marked, tracing() is true: the
+ * verdict is recorded, and every write of the programs' own state is
  * skipped (count_drop here; conntrack, affinity, fragments, per-client
  * counts and the policy log where they are written).
  */
@@ -28,6 +31,9 @@
 
 #include "common.h"
 #include "maps.h"
+
+/* 1 while user space runs a trace of this program (datapath_trace_run) */
+volatile __u32 trace_armed = 0;
 
 static __always_inline struct weft_trace *trace_entry(void)
 {
@@ -39,8 +45,11 @@ static __always_inline struct weft_trace *trace_entry(void)
 /* The program's first step: is this run a trace? */
 static __always_inline void trace_begin(struct __sk_buff *skb)
 {
-	struct weft_trace *t = trace_entry();
+	struct weft_trace *t;
 
+	if (!trace_armed)
+		return;
+	t = trace_entry();
 	if (!t)
 		return;
 	if (skb->mark == WEFT_TRACE_MARK) {
@@ -54,8 +63,11 @@ static __always_inline void trace_begin(struct __sk_buff *skb)
 /* Is the run on this CPU a trace?  Then it writes no state of its own. */
 static __always_inline int tracing(void)
 {
-	struct weft_trace *t = trace_entry();
+	struct weft_trace *t;
 
+	if (!trace_armed)
+		return 0;
+	t = trace_entry();
 	return t && t->tracing;
 }
 
@@ -63,8 +75,11 @@ static __always_inline int tracing(void)
 static __always_inline void trace_service(__u32 steps, __be32 svc_addr, __be16 svc_port,
 					  __be32 backend_addr, __be16 backend_port, __u32 backend_id)
 {
-	struct weft_trace *t = trace_entry();
+	struct weft_trace *t;
 
+	if (!trace_armed)
+		return;
+	t = trace_entry();
 	if (!t || !t->tracing)
 		return;
 	t->steps |= steps;
@@ -79,8 +94,11 @@ static __always_inline void trace_service(__u32 steps, __be32 svc_addr, __be16 s
  * random, or (candidates 0) by the client's affinity. */
 static __always_inline void trace_choice(__u32 candidates)
 {
-	struct weft_trace *t = trace_entry();
+	struct weft_trace *t;
 
+	if (!trace_armed)
+		return;
+	t = trace_entry();
 	if (!t || !t->tracing)
 		return;
 	t->candidates = candidates;
@@ -90,8 +108,11 @@ static __always_inline void trace_choice(__u32 candidates)
 
 static __always_inline void trace_tenants(__u32 src_vnid, __u32 dst_vnid, int allowed)
 {
-	struct weft_trace *t = trace_entry();
+	struct weft_trace *t;
 
+	if (!trace_armed)
+		return;
+	t = trace_entry();
 	if (!t || !t->tracing)
 		return;
 	t->steps |= WEFT_TRACE_S_TENANT | (allowed ? 0 : WEFT_TRACE_S_ISOLATED);
@@ -101,8 +122,11 @@ static __always_inline void trace_tenants(__u32 src_vnid, __u32 dst_vnid, int al
 
 static __always_inline void trace_policy(__u32 steps, __u32 rule_out, __u32 rule_in)
 {
-	struct weft_trace *t = trace_entry();
+	struct weft_trace *t;
 
+	if (!trace_armed)
+		return;
+	t = trace_entry();
 	if (!t || !t->tracing)
 		return;
 	t->steps |= steps;
@@ -113,8 +137,11 @@ static __always_inline void trace_policy(__u32 steps, __u32 rule_out, __u32 rule
 static __always_inline void trace_verdict(__u32 action, __u32 reason, __u32 ifindex,
 					  __u32 tunnel_id, __u32 tunnel_remote)
 {
-	struct weft_trace *t = trace_entry();
+	struct weft_trace *t;
 
+	if (!trace_enabled && !trace_armed)
+		return;
+	t = trace_entry();
 	if (!t || (!trace_enabled && !t->tracing))
 		return;
 	t->action = action;

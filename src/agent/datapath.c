@@ -1400,6 +1400,34 @@ static int prog_fd(struct datapath *dp, enum datapath_prog prog)
 	return -EINVAL;
 }
 
+/* Set the program's trace_armed (bpf/lib/trace.h) to v, in its .bss map
+ * (the objects are loaded with bpf_object__load: the skeleton's bss is
+ * the image before load, not the map): 0 or -errno. */
+static int set_armed(struct datapath *dp, enum datapath_prog prog, __u32 v)
+{
+	struct bpf_map *m = NULL;
+	size_t off = 0;
+	unsigned char value[64];
+	__u32 key = 0;
+
+#define BSS_OF(skel, type) \
+	do { if (skel) { m = (skel)->maps.bss; off = offsetof(struct type, trace_armed); } } while (0)
+	switch (prog) {
+	case DATAPATH_PROG_POD: BSS_OF(dp->pod, pod_ingress__bss); break;
+	case DATAPATH_PROG_VXLAN: BSS_OF(dp->vxlan, vxlan_ingress__bss); break;
+	case DATAPATH_PROG_NODE: BSS_OF(dp->node, node_ingress__bss); break;
+	case DATAPATH_PROG_POD_EGRESS: BSS_OF(dp->pod_out, pod_egress__bss); break;
+	case DATAPATH_PROG_SVC: BSS_OF(dp->svc, svc_egress__bss); break;
+	}
+#undef BSS_OF
+	if (!m || bpf_map__value_size(m) > sizeof(value) || off + sizeof(v) > bpf_map__value_size(m))
+		return -EOPNOTSUPP;
+	if (bpf_map_lookup_elem(bpf_map__fd(m), &key, value) < 0)
+		return -errno;
+	memcpy(value + off, &v, sizeof(v));
+	return bpf_map_update_elem(bpf_map__fd(m), &key, value, BPF_ANY) < 0 ? -errno : 0;
+}
+
 int datapath_trace_run(struct datapath *dp, enum datapath_prog prog, uint32_t ifindex,
 		       const uint32_t cb[2], const void *frame, size_t len, struct datapath_trace *out)
 {
@@ -1420,8 +1448,13 @@ int datapath_trace_run(struct datapath *dp, enum datapath_prog prog, uint32_t if
 	}
 	if ((rc = datapath_trace_reset(dp)) < 0)
 		return rc;
-	if (bpf_prog_test_run_opts(fd, &o) < 0)
-		return -errno;
+	if ((rc = set_armed(dp, prog, 1)) < 0)	/* the program looks for the mark while armed only */
+		return rc;
+	rc = bpf_prog_test_run_opts(fd, &o) < 0 ? -errno : 0;
+	if (set_armed(dp, prog, 0) < 0 && rc == 0)
+		rc = -EIO;	/* (still armed: traffic pays a lookup, nothing worse) */
+	if (rc < 0)
+		return rc;
 	out->action = (int)o.retval;
 	out->len = o.data_size_out;
 	rc = datapath_trace_read(dp, &out->steps);

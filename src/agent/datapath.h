@@ -283,8 +283,11 @@ int datapath_trace_reset(struct datapath *dp);
  * record their steps in weft_trace and write none of their own state;
  * nothing is sent).  ifindex is the device the frame comes in on (0: none
  * of this namespace's); cb the tunnel key vxlan_ingress reads in a trace
- * (cb[0] the VNI, cb[1] the sending node, host order).  One at a time:
- * the caller serializes (weft_trace is one entry per CPU). */
+ * (cb[0] the VNI, cb[1] the sending node, host order).  The program is
+ * armed for the run (its trace_armed, bpf/lib/trace.h) and disarmed
+ * after: traffic meanwhile pays a lookup, else nothing.  One at a time:
+ * the caller serializes (weft_trace is one entry per CPU, and the arming
+ * is the program's). */
 enum datapath_prog { DATAPATH_PROG_POD, DATAPATH_PROG_VXLAN, DATAPATH_PROG_NODE,
 		     DATAPATH_PROG_POD_EGRESS, DATAPATH_PROG_SVC };
 #define DATAPATH_TRACE_FRAME_MAX 256

@@ -468,14 +468,24 @@ __attribute__((unused)) static int run(struct fixture *f, int prog_fd, const str
 	return run_ctx(f, prog_fd, in, NULL, r);
 }
 
-/* run() as a trace runs (bpf/weft_bpf.h, WEFT_TRACE_MARK): the mark in
- * the skb, cb[0..1] a tunnel key for vxlan_ingress. */
-__attribute__((unused)) static int run_traced(struct fixture *f, int prog_fd, const struct pkt *in, uint32_t vni,
-					      uint32_t remote, struct result *r)
+/* prog of dp run as a trace runs (datapath_trace_run: armed, the mark in
+ * the skb, cb[0..1] a tunnel key for vxlan_ingress), into r as run()
+ * fills it. */
+__attribute__((unused)) static int run_traced(struct datapath *dp, enum datapath_prog prog, const struct pkt *in,
+					      uint32_t vni, uint32_t remote, struct result *r)
 {
-	struct __sk_buff ctx = { .mark = WEFT_TRACE_MARK, .cb = { vni, remote } };
+	const uint32_t cb[2] = { vni, remote };
+	struct datapath_trace t;
+	int rc = datapath_trace_run(dp, prog, 0, cb, in->b, in->len, &t);
 
-	return run_ctx(f, prog_fd, in, &ctx, r);
+	memset(r, 0, sizeof(*r));
+	if (rc < 0)
+		return rc;
+	r->verdict = (uint32_t)t.action;
+	memcpy(r->out.b, t.frame, t.len);
+	r->out.len = (uint32_t)t.len;
+	r->trace = t.steps;
+	return 0;
 }
 
 __attribute__((unused)) static int run_pod(struct fixture *f, const struct pkt *in, struct result *r)

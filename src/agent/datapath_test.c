@@ -1069,6 +1069,7 @@ DP_TEST(traced_run_records_its_verdict_and_writes_nothing)
 	struct pkt p;
 	uint64_t drops;
 	in_addr_t backend;
+	enum datapath_prog prog;
 	int fd;
 
 	CHECK_EQ(svc_seeded(f, &cluster_tcp, IPPROTO_TCP, ids, 3), 0);
@@ -1076,10 +1077,11 @@ DP_TEST(traced_run_records_its_verdict_and_writes_nothing)
 	if (!off)
 		return;
 	fd = datapath_pod_prog_fd(off);
+	prog = DATAPATH_PROG_POD;
 
 	/* a new connection to the service, traced: a backend chosen, no entry */
 	tcp_from_a(&p, 41000, SVC_IP, SVC_PORT, TCP_SYN);
-	CHECK_EQ(run_traced(f, fd, &p, 0, 0, &r), 0);
+	CHECK_EQ(run_traced(off, prog, &p, 0, 0, &r), 0);
 	CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
 	CHECK_EQ(r.trace.tracing, 1);
 	CHECK_EQ(r.trace.count, 1);
@@ -1096,7 +1098,7 @@ DP_TEST(traced_run_records_its_verdict_and_writes_nothing)
 	/* a spoofed source, traced: the drop said, not counted */
 	drops = drops_total(f);
 	pkt_ipv4(&p, gw_a_mac, pod_a_mac, IP(10, 128, 0, 77), SVC_IP, 64);
-	CHECK_EQ(run_traced(f, fd, &p, 0, 0, &r), 0);
+	CHECK_EQ(run_traced(off, prog, &p, 0, 0, &r), 0);
 	CHECK_EQ(r.verdict, TC_ACT_SHOT);
 	CHECK_EQ(r.trace.action, WEFT_ACT_DROP);
 	CHECK_EQ(r.trace.drop_reason, WEFT_DROP_SPOOFED_IP);
@@ -1113,7 +1115,7 @@ DP_TEST(traced_run_records_its_verdict_and_writes_nothing)
 	/* and traced again: it follows the connection's backend, which
 	 * stays as it was (no touch: still SYN, not established) */
 	tcp_from_a(&p, 41000, SVC_IP, SVC_PORT, TCP_ACK);
-	CHECK_EQ(run_traced(f, fd, &p, 0, 0, &r), 0);
+	CHECK_EQ(run_traced(off, prog, &p, 0, 0, &r), 0);
 	CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
 	CHECK_EQ(ip_of(&r.out)->daddr, backend);
 	CHECK_EQ(r.trace.steps & (WEFT_TRACE_S_SERVICE | WEFT_TRACE_S_SVC_NEW), WEFT_TRACE_S_SERVICE);
@@ -1140,7 +1142,7 @@ DP_TEST(traced_vxlan_ingress_takes_its_tunnel_key_from_cb)
 	char err[256] = "";
 	struct result r;
 	struct pkt p;
-	int fd;
+	enum datapath_prog prog;
 
 	CHECK_EQ(seed_node(f->dp), 0);
 	cfg.vxlan_ifindex = 9;
@@ -1148,20 +1150,20 @@ DP_TEST(traced_vxlan_ingress_takes_its_tunnel_key_from_cb)
 	CHECK_EQ(datapath_open(&opts, &off, NULL, err, sizeof(err)), 0);
 	if (!off)
 		return;
-	fd = datapath_vxlan_prog_fd(off);
+	prog = DATAPATH_PROG_VXLAN;
 	pkt_ipv4(&p, remote_gw_mac, remote_pod_mac, REMOTE_POD_IP, POD_B_IP, 63);
-	CHECK_EQ(run_traced(f, fd, &p, VNID_A, INADDR_LOOPBACK, &r), 0);
+	CHECK_EQ(run_traced(off, prog, &p, VNID_A, INADDR_LOOPBACK, &r), 0);
 	CHECK_EQ(r.verdict, TC_ACT_SHOT);
 	CHECK_EQ(r.trace.drop_reason, WEFT_DROP_UNKNOWN_NODE);
 	CHECK_EQ(r.trace.tunnel_remote, INADDR_LOOPBACK);
 	CHECK_EQ(datapath_nodeip_put(f->dp, htonl(INADDR_LOOPBACK), 9), 0);
-	CHECK_EQ(run_traced(f, fd, &p, VNID_A, INADDR_LOOPBACK, &r), 0);
+	CHECK_EQ(run_traced(off, prog, &p, VNID_A, INADDR_LOOPBACK, &r), 0);
 	CHECK_EQ(r.trace.action, WEFT_ACT_LOCAL);
 	CHECK_EQ(r.trace.ifindex, 42);
 	CHECK_EQ(r.trace.tunnel_id, VNID_A);
 	CHECK_EQ(r.trace.steps & (WEFT_TRACE_S_TENANT | WEFT_TRACE_S_ISOLATED), WEFT_TRACE_S_TENANT);
 	CHECK_EQ(r.trace.src_vnid, VNID_A);
-	CHECK_EQ(run_traced(f, fd, &p, VNID_BLUE, INADDR_LOOPBACK, &r), 0);
+	CHECK_EQ(run_traced(off, prog, &p, VNID_BLUE, INADDR_LOOPBACK, &r), 0);
 	CHECK_EQ(r.trace.action, WEFT_ACT_DROP);
 	CHECK_EQ(r.trace.drop_reason, WEFT_DROP_ISOLATED);
 	CHECK(r.trace.steps & WEFT_TRACE_S_ISOLATED);
