@@ -47,8 +47,8 @@ check "/apis/discovery.k8s.io/v1: endpointslices, namespaced, Kind EndpointSlice
 	jq_ok /apis/discovery.k8s.io/v1 '.groupVersion == "discovery.k8s.io/v1" and [.resources[] | [.name, .kind, .singularName, .namespaced, (.verbs | sort), (.shortNames // [])]] == [["endpointslices","EndpointSlice","endpointslice",true,["create","delete","get","list","patch","update","watch"],[]]]'
 check "/apis/network.weft.io: the APIGroup" \
 	jq_ok /apis/network.weft.io '.kind == "APIGroup" and .name == "network.weft.io" and .versions[0].groupVersion == "network.weft.io/v1"'
-check "/apis/network.weft.io/v1: podpeerslices, cluster-scoped, Kind PodPeerSlice, short name pps, read verbs only" \
-	jq_ok /apis/network.weft.io/v1 '.groupVersion == "network.weft.io/v1" and [.resources[] | [.name, .kind, .singularName, .namespaced, (.verbs | sort), .shortNames]] == [["podpeerslices","PodPeerSlice","podpeerslice",false,["get","list","watch"],["pps"]]]'
+check "/apis/network.weft.io/v1: podpeerslices (read verbs only, short name pps) and tracerequests (every verb) with their status, cluster-scoped" \
+	jq_ok /apis/network.weft.io/v1 '.groupVersion == "network.weft.io/v1" and [.resources[] | [.name, .kind, .singularName, .namespaced, (.verbs | sort), .shortNames]] == [["podpeerslices","PodPeerSlice","podpeerslice",false,["get","list","watch"],["pps"]],["tracerequests","TraceRequest","tracerequest",false,["create","delete","get","list","patch","update","watch"],null],["tracerequests/status","TraceRequest","",false,["get","patch","update"],null]]'
 check "/apis/weft.io/v1: nodecredentials, cluster-scoped, the verbs its path serves, short name and category" \
 	jq_ok /apis/weft.io/v1 '.groupVersion == "weft.io/v1" and [.resources[] | [.name, .kind, .namespaced, (.verbs | sort), .shortNames, .categories]] == [["nodecredentials","NodeCredential",false,["create","delete","get","list"],["nodecred"],["weft"]]]'
 check "/apis/weft.io: the APIGroup" jq_ok /apis/weft.io '.kind == "APIGroup" and .preferredVersion.groupVersion == "weft.io/v1"'
@@ -106,12 +106,13 @@ if command -v kubectl >/dev/null; then
 	k_version() { K version -o json | jq -e '.serverVersion.gitVersion | test("weft")'; }
 	k_resources() {
 		local out; out=$(K api-resources --no-headers)
-		[ "$(wc -l <<<"$out")" = 17 ] || { echo "expected 17 kinds; seen: $out"; return 1; }
+		[ "$(wc -l <<<"$out")" = 18 ] || { echo "expected 18 kinds; seen: $out"; return 1; }
 		grep -qE '^hostsubnets +hs +network.openshift.io/v1 +false +HostSubnet' <<<"$out" &&
 			grep -qE '^pods +po +v1 +true +Pod' <<<"$out" &&
 			grep -qE '^nodecredentials +nodecred +weft.io/v1 +false +NodeCredential' <<<"$out" &&
 			grep -qE '^endpointslices +discovery.k8s.io/v1 +true +EndpointSlice' <<<"$out" &&
-			grep -qE '^podpeerslices +pps +network.weft.io/v1 +false +PodPeerSlice' <<<"$out" || { echo "seen: $out"; return 1; }
+			grep -qE '^podpeerslices +pps +network.weft.io/v1 +false +PodPeerSlice' <<<"$out" &&
+			grep -qE '^tracerequests +network.weft.io/v1 +false +TraceRequest' <<<"$out" || { echo "seen: $out"; return 1; }
 	}
 	k_unknown() { local out; ! out=$(K get nosuchkind 2>&1) && grep -q nosuchkind <<<"$out"; }
 	check "kubectl version: the server's version" k_version

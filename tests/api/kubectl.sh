@@ -80,7 +80,8 @@ virtualservices vs lb.weft.io/v1 false VirtualService
 sslkeyandcertificates sslkc lb.weft.io/v1 false SSLKeyAndCertificate
 nodecredentials nodecred weft.io/v1 false NodeCredential
 endpointslices - discovery.k8s.io/v1 true EndpointSlice
-podpeerslices pps network.weft.io/v1 false PodPeerSlice"
+podpeerslices pps network.weft.io/v1 false PodPeerSlice
+tracerequests - network.weft.io/v1 false TraceRequest"
 resources_ok() {
 	local out plural short gv nsd kind re
 	out=$(K api-resources --no-headers) || return 1
