@@ -43,6 +43,8 @@ traced() {
 	trace "$@" >"$out" 2>&1 || rc=$?
 	[ "$rc" = "$want" ] || { echo "exit $rc, want $want:"; cat "$out"; return 1; }
 }
+# show OUTFILE: what a trace printed, indented, for whoever reads the log
+show() { sed 's/^/        | /' "$1" | head -n 40; }
 declare -A NODE_IP
 # drops NODE: the node's drop counters, live (its /metrics reads the map)
 drops() { ns "$1" curl -sf --max-time 5 "http://${NODE_IP[$1]}:9966/metrics" | grep '^weft_agent_drops_total{' | sort; }
@@ -77,12 +79,14 @@ check "... first on node-1, tunnelled to node-2" grep -qE '^  tunnel +VNI [0-9]+
 check "... then on node-2, delivered to x/b (${IP[x/b]})" grep -qE "^  delivered +to x/b \(${IP[x/b]}\)" "$o"
 check "... the tenants compared on node-2: allowed" grep -qE '^  tenant .*: allowed' "$o"
 check "... and a real connection x/a -> x/b works" connects x/a "${IP[x/b]}"
+show "$T_ROOT/t1"
 
 # 2. another tenant
 o=$T_ROOT/t2
 check "trace x/a -> y/d:80 exits 1 (dropped)" traced 1 "$o" x/a y/d:80
 check "... dropped on node-2 as isolated: the tenants' VNIDs differ" bash -c "grep -qE '^  tenant .*: isolated' '$o' && grep -qE '^  dropped +isolated' '$o'"
 check "... and a real connection x/a -> y/d fails" bash -c "! connects x/a ${IP[y/d]}"
+show "$T_ROOT/t2"
 
 # 3. through the cluster IP
 o=$T_ROOT/t3
@@ -91,6 +95,7 @@ check "... the service step: $cip:80 -> ${IP[x/b]}:80, drawn among 1" \
 	grep -qE "^  service +$cip:80 -> ${IP[x/b]}:80 \(backend [0-9]+: a new connection's, drawn at random among 1\)" "$o"
 check "... delivered to x/b on node-2" grep -qE "^  delivered +to x/b" "$o"
 check "... and a real connection x/a -> $cip:80 works" connects x/a "$cip"
+show "$T_ROOT/t3"
 o=$T_ROOT/t3b
 check "trace x/a -> svc/x/web:81 exits 2" traced 2 "$o" x/a svc/x/web:81
 check "... saying the service has no such port" grep -q 'service x/web has no such port' "$o"
@@ -104,9 +109,11 @@ o=$T_ROOT/t4
 check "trace x/c -> x/b:80 exits 1" traced 1 "$o" x/c x/b:80
 check "... dropped on node-2: policy-denied-ingress" grep -qE '^  dropped +policy-denied-ingress' "$o"
 check "... the policy step says denied" grep -qE '^  policy +denied' "$o"
+show "$T_ROOT/t4"
 o=$T_ROOT/t5
 check "trace x/a -> x/b:80 still exits 0" traced 0 "$o" x/a x/b:80
 check "... allowed on node-2, ingress by x/only-a" grep -qE '^  policy +allowed.*ingress by .*x/only-a' "$o"
+show "$T_ROOT/t5"
 check "... and a real connection x/a -> x/b works" connects x/a "${IP[x/b]}"
 
 # a trace counts no drop: node-2's counters, live, before and after
@@ -124,6 +131,7 @@ spoof=${IP[x/a]%.*}.99
 o=$T_ROOT/t6
 check "trace x/a -> x/b:80 --source $spoof exits 1" traced 1 "$o" x/a x/b:80 --source "$spoof"
 check "... dropped on node-1 as spoofed-ip" grep -qE '^  dropped +spoofed-ip' "$o"
+show "$T_ROOT/t6"
 sp0=$(drops_of node-1 spoofed-ip)
 check "... (and that trace counted no spoofed-ip drop on node-1: ${sp0:-none})" test -n "$sp0"
 must ns x/a ip addr add "$spoof/32" dev eth0
