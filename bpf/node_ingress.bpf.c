@@ -104,8 +104,7 @@ static __always_inline int remember_first(struct __sk_buff *skb, struct frag_id 
 	return 0;
 }
 
-SEC("tc")
-int node_ingress(struct __sk_buff *skb)
+static __always_inline int node_ingress_run(struct __sk_buff *skb)
 {
 	const struct weft_config *cfg = config_ready();
 	struct frag_id fr;
@@ -152,6 +151,12 @@ int node_ingress(struct __sk_buff *skb)
 	if (rc < 0)
 		return drop(-rc);
 	return send_on(skb, cfg);
+}
+
+SEC("tc")
+int node_ingress(struct __sk_buff *skb)
+{
+	return flow_end(skb, node_ingress_run(skb), WEFT_FROM_NODE);
 }
 
 char LICENSE[] SEC("license") = "GPL";

@@ -71,8 +71,7 @@ static __always_inline int judge_ingress(struct __sk_buff *skb, const struct wef
 	return reason == WEFT_DROP_NONE ? pass(0, 0) : drop(reason);
 }
 
-SEC("tc")
-int pod_egress(struct __sk_buff *skb)
+static __always_inline int pod_egress_run(struct __sk_buff *skb)
 {
 	const struct weft_config *cfg = config_ready();
 	struct frag_id fr;
@@ -105,6 +104,12 @@ int pod_egress(struct __sk_buff *skb)
 		frag_note_first(&weft_rev_frags, &fr, ip, ct_flags);
 	}
 	return pass(0, 0);
+}
+
+SEC("tc")
+int pod_egress(struct __sk_buff *skb)
+{
+	return flow_end(skb, pod_egress_run(skb), WEFT_FROM_HOST_TO_POD);
 }
 
 char LICENSE[] SEC("license") = "GPL";

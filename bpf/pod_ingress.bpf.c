@@ -368,8 +368,7 @@ static __always_inline int route_ipv4(struct __sk_buff *skb, const struct weft_c
 	return forward_ipv4(skb, cfg, src, eth, ip, ct_flags, &fr, &pf, !answer);
 }
 
-SEC("tc")
-int pod_ingress(struct __sk_buff *skb)
+static __always_inline int pod_ingress_run(struct __sk_buff *skb)
 {
 	const struct weft_config *cfg = config_ready();
 	struct ethhdr *eth;
@@ -388,6 +387,12 @@ int pod_ingress(struct __sk_buff *skb)
 	default:
 		return drop(WEFT_DROP_UNSUPPORTED_L3);
 	}
+}
+
+SEC("tc")
+int pod_ingress(struct __sk_buff *skb)
+{
+	return flow_end(skb, pod_ingress_run(skb), WEFT_FROM_POD);
 }
 
 char LICENSE[] SEC("license") = "GPL";

@@ -93,8 +93,7 @@ static __always_inline int refuse(struct __sk_buff *skb, const struct l4_tuple *
 	return reject_connection_via(skb, t, BPF_F_INGRESS);
 }
 
-SEC("tc")
-int svc_egress(struct __sk_buff *skb)
+static __always_inline int svc_egress_run(struct __sk_buff *skb)
 {
 	const struct weft_config *cfg = config_ready();
 	const struct weft_node_entry *node;
@@ -141,6 +140,12 @@ int svc_egress(struct __sk_buff *skb)
 	if (node && node->node_ip != cfg->node_ip)
 		return tunnel_redirect(skb, cfg, node->node_ip, 0);
 	return drop(WEFT_DROP_NO_ENDPOINT);	/* a pod here that is gone */
+}
+
+SEC("tc")
+int svc_egress(struct __sk_buff *skb)
+{
+	return flow_end(skb, svc_egress_run(skb), WEFT_FROM_HOST_SVC);
 }
 
 char LICENSE[] SEC("license") = "GPL";

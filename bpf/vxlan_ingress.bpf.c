@@ -190,8 +190,7 @@ static __always_inline int deliver_ipv4(struct __sk_buff *skb, const struct weft
 	return drop_tunnel(WEFT_DROP_NO_ENDPOINT, key->tunnel_id, key->remote_ipv4);
 }
 
-SEC("tc")
-int vxlan_ingress(struct __sk_buff *skb)
+static __always_inline int vxlan_ingress_run(struct __sk_buff *skb)
 {
 	const struct weft_config *cfg = config_ready();
 	struct bpf_tunnel_key key = {};
@@ -221,6 +220,12 @@ int vxlan_ingress(struct __sk_buff *skb)
 	default:
 		return drop_tunnel(WEFT_DROP_UNSUPPORTED_L3, key.tunnel_id, key.remote_ipv4);
 	}
+}
+
+SEC("tc")
+int vxlan_ingress(struct __sk_buff *skb)
+{
+	return flow_end(skb, vxlan_ingress_run(skb), WEFT_FROM_TUNNEL);
 }
 
 char LICENSE[] SEC("license") = "GPL";

@@ -480,6 +480,64 @@ struct weft_policy_log_state {
 	__u64 suppressed;	/* records over the rate, or with the buffer full */
 };
 
+/* The flow log (weftctl flows): an event per dropped packet, always, and
+ * while the agent listens (flows_on in each program's .bss) one per new
+ * TCP connection and its answer (SYN, SYN-ACK) and one per
+ * WEFT_FLOWS_SAMPLE UDP and ICMP packets forwarded; at most flows_rate
+ * events a second on each CPU (the rest counted in
+ * weft_flow_state.suppressed), in the ring buffer weft_flows.  A drop
+ * costs its traffic a lookup and a record; a forwarded packet, while
+ * nobody listens, a load and a branch. */
+#define WEFT_FLOWS_BYTES	(256 * 1024)
+#define WEFT_FLOWS_RATE		1000	/* events a second per CPU, by default */
+#define WEFT_FLOWS_SAMPLE	16	/* UDP and ICMP: one event per this many packets */
+
+enum weft_flow_kind {
+	WEFT_FLOW_DROP = 1,	/* dropped: reason */
+	WEFT_FLOW_NEW,		/* a TCP SYN forwarded: a connection opens */
+	WEFT_FLOW_REPLY,	/* a TCP SYN-ACK forwarded: its answer */
+	WEFT_FLOW_SAMPLE,	/* a UDP or ICMP packet forwarded (sampled) */
+};
+
+/* where the program that saw it runs */
+enum weft_flow_from {
+	WEFT_FROM_POD = 1,	/* pod_ingress: leaving a pod */
+	WEFT_FROM_TUNNEL,	/* vxlan_ingress: from another node */
+	WEFT_FROM_NODE,		/* node_ingress: into the node's underlay */
+	WEFT_FROM_HOST_TO_POD,	/* pod_egress: the node's stack to a pod */
+	WEFT_FROM_HOST_SVC,	/* svc_egress: the node's own service traffic */
+};
+
+struct weft_flow {
+	__u64 time_ns;		/* bpf_ktime_get_ns */
+	__be32 saddr;		/* as the packet was when the program ended */
+	__be32 daddr;
+	__be16 sport;		/* TCP, UDP; ICMP: 0 */
+	__be16 dport;
+	__u8 proto;
+	__u8 kind;		/* enum weft_flow_kind */
+	__u8 from;		/* enum weft_flow_from */
+	__u8 action;		/* enum weft_action, as the program decided */
+	__u32 reason;		/* DROP: enum weft_drop_reason */
+	__u32 ifindex;		/* the device it came in on */
+	__u32 tunnel_id;	/* TUNNEL (or from it): the VNI */
+	__u32 tunnel_remote;	/* ... the other node, host order */
+};
+
+/* per CPU: the second being counted, its events, what the programs noted
+ * for the event of the packet running now */
+struct weft_flow_state {
+	__u64 second;
+	__u32 count;
+	__u32 reason;		/* the last drop's (count_drop) */
+	__u64 suppressed;	/* events over the rate, or with the buffer full */
+	__u32 action;		/* the last verdict's, while flows_on */
+	__u32 tunnel_id;
+	__u32 tunnel_remote;
+	__u32 sampled;		/* UDP and ICMP packets since the last sample */
+};
+_Static_assert(sizeof(struct weft_flow_state) % 8 == 0, "a per-CPU value's stride is its size");
+
 struct weft_policy_ct_entry {
 	__u32 last_seen;	/* conntrack ticks */
 	__u16 flags;		/* WEFT_CT_F_SYN, REPLIED, ACKED, ESTABLISHED

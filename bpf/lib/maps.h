@@ -9,7 +9,8 @@
  * libbpf refuses to reuse a pin whose type, key size, value size, capacity
  * or flags differ.  Layouts and capacities are in bpf/weft_bpf.h.
  *
- * Invariant: the programs write only weft_drops, weft_trace, weft_ct,
+ * Invariant: the programs write only weft_drops, weft_trace, weft_flows,
+ * weft_flow_state, weft_ct,
  * weft_ct_opened, weft_affinity, weft_frags, weft_rev_frags,
  * weft_policy_ct and weft_policy_ct_opened; the other
  * maps belong to the agent (weft_bpf.h invariant 3).
@@ -197,6 +198,20 @@ struct {
 	__type(value, struct weft_policy_log_state);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } weft_policy_log_state SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, WEFT_FLOWS_BYTES);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} weft_flows SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct weft_flow_state);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} weft_flow_state SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);

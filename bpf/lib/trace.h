@@ -30,6 +30,7 @@
 #define WEFT_BPF_LIB_TRACE_H
 
 #include "common.h"
+#include "flow.h"
 #include "maps.h"
 
 /* 1 while user space runs a trace of this program (datapath_trace_run) */
@@ -139,6 +140,7 @@ static __always_inline void trace_verdict(__u32 action, __u32 reason, __u32 ifin
 {
 	struct weft_trace *t;
 
+	flow_note_verdict(action, tunnel_id, tunnel_remote);
 	if (!trace_enabled && !trace_armed)
 		return;
 	t = trace_entry();
@@ -160,6 +162,7 @@ static __always_inline void count_drop(__u32 reason)
 
 	if (tracing())
 		return;
+	flow_note_drop(reason);
 	n = bpf_map_lookup_elem(&weft_drops, &reason);
 	if (n)
 		*n += 1;
@@ -184,6 +187,17 @@ static __always_inline int pass(__u32 tunnel_id, __u32 tunnel_remote)
 {
 	trace_verdict(WEFT_ACT_PASS, WEFT_DROP_NONE, 0, tunnel_id, tunnel_remote);
 	return TC_ACT_OK;
+}
+
+/* Each program's last step: its tc verdict rc, as the flow log sees it
+ * (flow.h: a drop always, a forward while flows_on; a trace's never). */
+static __always_inline int flow_end(struct __sk_buff *skb, int rc, __u8 from)
+{
+	if (rc != TC_ACT_SHOT && !flows_on)
+		return rc;
+	if (!tracing())
+		flow_record(skb, rc, from);
+	return rc;
 }
 
 #endif

@@ -237,6 +237,17 @@ static bool pin_matches(int fd, const struct bpf_map *map)
 	       info.map_flags == bpf_map__map_flags(map);
 }
 
+/* Maps that hold nothing traffic needs (a trace run's record, the flow
+ * log and its rate): one of another layout, or new in this build, is made
+ * anew alone, and the rest of the pinned state is kept, so an upgrade
+ * that changes only these does not rebuild what traffic runs on. */
+static bool scratch_map(const struct bpf_map *map)
+{
+	const char *n = bpf_map__name(map);
+
+	return !strcmp(n, "weft_trace") || !strcmp(n, "weft_flows") || !strcmp(n, "weft_flow_state");
+}
+
 static int inspect_pins(struct bpf_object *obj, struct pin_state *ps, char *errbuf, size_t errlen)
 {
 	struct bpf_map *map;
@@ -247,6 +258,19 @@ static int inspect_pins(struct bpf_object *obj, struct pin_state *ps, char *errb
 
 		if (!path)
 			continue;	/* .rodata: per program, not pinned */
+		if (scratch_map(map)) {
+			bool same;
+
+			if ((fd = bpf_obj_get(path)) < 0)
+				continue;	/* made at load */
+			same = pin_matches(fd, map);
+			close(fd);
+			if (!same && unlink(path) < 0 && errno != ENOENT) {
+				errmsg(errbuf, errlen, "pinned map %s: removing it: %s", path, strerror(errno));
+				return -errno;
+			}
+			continue;
+		}
 		fd = bpf_obj_get(path);
 		if (fd < 0) {
 			if (fd == -ENOENT) {
@@ -534,6 +558,7 @@ static int open_kernel(struct datapath *dp, const struct datapath_opts *opts, bo
 		datapath_map_use_fd(&dp->maps[i], (enum datapath_map_id)i, bpf_map__fd(map));
 	}
 	dp->policy_log_fd = bpf_map__fd(dp->pod->maps.weft_policy_log);
+	dp->flows_fd = bpf_map__fd(dp->pod->maps.weft_flows);
 	return 0;
 }
 
@@ -588,6 +613,7 @@ static int open_memory(struct datapath *dp, char *errbuf, size_t errlen)
 		}
 	}
 	dp->policy_log_fd = -EOPNOTSUPP;
+	dp->flows_fd = -EOPNOTSUPP;
 	return 0;
 }
 
@@ -1400,32 +1426,84 @@ static int prog_fd(struct datapath *dp, enum datapath_prog prog)
 	return -EINVAL;
 }
 
-/* Set the program's trace_armed (bpf/lib/trace.h) to v, in its .bss map
- * (the objects are loaded with bpf_object__load: the skeleton's bss is
- * the image before load, not the map): 0 or -errno. */
-static int set_armed(struct datapath *dp, enum datapath_prog prog, __u32 v)
+/* A __u32 of the program's .bss (the objects are loaded with
+ * bpf_object__load: the skeleton's bss is the image before load, not the
+ * map), at off, set to v: 0 or -errno. */
+static int set_bss(struct datapath *dp, enum datapath_prog prog, size_t off, __u32 v)
 {
 	struct bpf_map *m = NULL;
-	size_t off = 0;
 	unsigned char value[64];
 	__u32 key = 0;
 
-#define BSS_OF(skel, type) \
-	do { if (skel) { m = (skel)->maps.bss; off = offsetof(struct type, trace_armed); } } while (0)
 	switch (prog) {
-	case DATAPATH_PROG_POD: BSS_OF(dp->pod, pod_ingress__bss); break;
-	case DATAPATH_PROG_VXLAN: BSS_OF(dp->vxlan, vxlan_ingress__bss); break;
-	case DATAPATH_PROG_NODE: BSS_OF(dp->node, node_ingress__bss); break;
-	case DATAPATH_PROG_POD_EGRESS: BSS_OF(dp->pod_out, pod_egress__bss); break;
-	case DATAPATH_PROG_SVC: BSS_OF(dp->svc, svc_egress__bss); break;
+	case DATAPATH_PROG_POD: m = dp->pod ? dp->pod->maps.bss : NULL; break;
+	case DATAPATH_PROG_VXLAN: m = dp->vxlan ? dp->vxlan->maps.bss : NULL; break;
+	case DATAPATH_PROG_NODE: m = dp->node ? dp->node->maps.bss : NULL; break;
+	case DATAPATH_PROG_POD_EGRESS: m = dp->pod_out ? dp->pod_out->maps.bss : NULL; break;
+	case DATAPATH_PROG_SVC: m = dp->svc ? dp->svc->maps.bss : NULL; break;
 	}
-#undef BSS_OF
 	if (!m || bpf_map__value_size(m) > sizeof(value) || off + sizeof(v) > bpf_map__value_size(m))
 		return -EOPNOTSUPP;
 	if (bpf_map_lookup_elem(bpf_map__fd(m), &key, value) < 0)
 		return -errno;
 	memcpy(value + off, &v, sizeof(v));
 	return bpf_map_update_elem(bpf_map__fd(m), &key, value, BPF_ANY) < 0 ? -errno : 0;
+}
+
+/* Every program's .bss has the same globals (bpf/lib/trace.h, flow.h), in
+ * the same order: pod_ingress's offsets are every program's. */
+_Static_assert(offsetof(struct pod_ingress__bss, trace_armed) == offsetof(struct vxlan_ingress__bss, trace_armed) &&
+	       offsetof(struct pod_ingress__bss, flows_on) == offsetof(struct svc_egress__bss, flows_on) &&
+	       offsetof(struct pod_ingress__bss, flows_on) == offsetof(struct node_ingress__bss, flows_on) &&
+	       offsetof(struct pod_ingress__bss, flows_on) == offsetof(struct pod_egress__bss, flows_on) &&
+	       offsetof(struct pod_ingress__bss, flows_on) == offsetof(struct vxlan_ingress__bss, flows_on),
+	       "the programs' .bss differ");
+
+static int set_armed(struct datapath *dp, enum datapath_prog prog, __u32 v)
+{
+	return set_bss(dp, prog, offsetof(struct pod_ingress__bss, trace_armed), v);
+}
+
+int datapath_flows_listen(struct datapath *dp, bool on)
+{
+	int rc = 0;
+
+	if (dp->flows_fd < 0)
+		return -EOPNOTSUPP;
+	for (int p = DATAPATH_PROG_POD; p <= DATAPATH_PROG_SVC; p++) {
+		int err = set_bss(dp, (enum datapath_prog)p, offsetof(struct pod_ingress__bss, flows_on), on);
+
+		if (err < 0 && rc == 0)
+			rc = err;
+	}
+	return rc;
+}
+
+int datapath_flows_fd(struct datapath *dp)
+{
+	return dp->flows_fd;
+}
+
+int datapath_flows_suppressed(struct datapath *dp, uint64_t *n)
+{
+	int ncpus = libbpf_num_possible_cpus();
+	struct weft_flow_state *v;
+	__u32 key = 0;
+	int rc = 0;
+
+	*n = 0;
+	if (dp->flows_fd < 0 || !dp->pod)
+		return -EOPNOTSUPP;
+	if (ncpus < 1)
+		return ncpus < 0 ? ncpus : -EINVAL;
+	if (!(v = calloc((size_t)ncpus, sizeof(*v))))	/* 48 bytes: a multiple of 8, as the kernel strides */
+		return -ENOMEM;
+	if (bpf_map_lookup_elem(bpf_map__fd(dp->pod->maps.weft_flow_state), &key, v) < 0)
+		rc = -errno;
+	for (int c = 0; rc == 0 && c < ncpus; c++)
+		*n += v[c].suppressed;
+	free(v);
+	return rc;
 }
 
 int datapath_trace_run(struct datapath *dp, enum datapath_prog prog, uint32_t ifindex,

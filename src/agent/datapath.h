@@ -297,6 +297,16 @@ struct datapath_trace {
 	size_t len;
 	struct weft_trace steps;
 };
+/* The flow log (bpf/weft_bpf.h, "The flow log"): weft_flows, the ring
+ * buffer of struct weft_flow (for ring_buffer__new; -EOPNOTSUPP in
+ * memory), and whether the programs report forwarded packets too (on:
+ * someone listens) or drops only.  0 or -errno (some program not told). */
+int datapath_flows_fd(struct datapath *dp);
+/* Events the programs did not report (over their rate, or the ring full),
+ * summed over CPUs. */
+int datapath_flows_suppressed(struct datapath *dp, uint64_t *n) __attribute__((warn_unused_result));
+int datapath_flows_listen(struct datapath *dp, bool on) __attribute__((warn_unused_result));
+
 int datapath_trace_run(struct datapath *dp, enum datapath_prog prog, uint32_t ifindex,
 		       const uint32_t cb[2], const void *frame, size_t len, struct datapath_trace *out)
 	__attribute__((warn_unused_result));

@@ -33,6 +33,7 @@ struct datapath {
 	uint32_t max_policy, max_policy_ct;
 	uint32_t policy_ct_source_max;
 	int policy_log_fd;	/* -EOPNOTSUPP in memory */
+	int flows_fd;		/* weft_flows; -EOPNOTSUPP in memory */
 };
 
 /* The map of id (datapath_map.h for its calls). */

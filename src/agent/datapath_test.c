@@ -184,7 +184,7 @@ DP_TEST(missing_pin_rebuilds_all_maps)
 	CHECK_EQ(seed_node(f->dp), 0);
 	datapath_close(f->dp);
 	f->dp = NULL;
-	snprintf(path, sizeof(path), "%s/weft_trace", f->pin);
+	snprintf(path, sizeof(path), "%s/weft_ipcache", f->pin);
 	CHECK(unlink(path) == 0);
 
 	CHECK_EQ(datapath_open(&opts, &f->dp, &rebuilt, err, sizeof(err)), 0);
@@ -193,6 +193,48 @@ DP_TEST(missing_pin_rebuilds_all_maps)
 	CHECK_EQ(cfg.version, 0);
 	CHECK_EQ(datapath_endpoint_get(f->dp, POD_A_IP, &ep), -ENOENT);
 	CHECK(access(path, F_OK) == 0);
+}
+
+/* The maps that hold nothing traffic needs (weft_trace, weft_flows,
+ * weft_flow_state): one of another layout (an older weft's weft_trace)
+ * and one missing (a weft before the flow log) are made anew, alone; the
+ * rest is kept, config and endpoints with it. */
+DP_TEST(scratch_maps_are_made_anew_alone)
+{
+	struct datapath_opts opts = { .pin_dir = f->pin, .trace = true };
+	struct weft_config cfg;
+	struct weft_endpoint ep;
+	struct bpf_map_info info;
+	__u32 len = sizeof(info);
+	char trace[sizeof(f->pin) + 32], flows[sizeof(f->pin) + 32], err[256] = "";
+	bool rebuilt = true;
+	int fd, rc;
+
+	CHECK_EQ(seed_node(f->dp), 0);
+	datapath_close(f->dp);
+	f->dp = NULL;
+	snprintf(trace, sizeof(trace), "%s/weft_trace", f->pin);
+	snprintf(flows, sizeof(flows), "%s/weft_flows", f->pin);
+	CHECK(unlink(trace) == 0);
+	CHECK(unlink(flows) == 0);
+	fd = bpf_map_create(BPF_MAP_TYPE_PERCPU_ARRAY, "weft_trace", 4, 28, 1, NULL);	/* an older layout */
+	CHECK(fd >= 0);
+	CHECK_EQ(bpf_obj_pin(fd, trace), 0);
+	close(fd);
+
+	CHECK_EQ(datapath_open(&opts, &f->dp, &rebuilt, err, sizeof(err)), 0);
+	CHECK(!rebuilt);
+	CHECK_EQ(datapath_config_get(f->dp, &cfg), 0);
+	CHECK_EQ(cfg.version, WEFT_CONFIG_VERSION);
+	CHECK_EQ(datapath_endpoint_get(f->dp, POD_B_IP, &ep), 0);
+	fd = bpf_obj_get(trace);
+	CHECK(fd >= 0);
+	memset(&info, 0, sizeof(info));
+	rc = bpf_obj_get_info_by_fd(fd, &info, &len);
+	close(fd);
+	CHECK_EQ(rc, 0);
+	CHECK_EQ(info.value_size, sizeof(struct weft_trace));
+	CHECK(access(flows, F_OK) == 0);
 }
 
 /* A pin directory of weft 1: no weft_node_ips, and a weft_config of the
