@@ -27,36 +27,9 @@
  *   progrun local 87 ns/packet (median of 20000 runs)
  */
 #include "agent/datapath_fixture.h"
+#include "bench/dataplane/progrun_harness.h"
 
 #include <stdlib.h>
-
-/* the fixture's needs of the test harness: failures are fatal here */
-void test_fail(const char *file, int line, const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "progrun: %s:%d: ", file, line);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "\n");
-	exit(1);
-}
-
-int test_failed(void) { return 0; }
-
-static char tmp[] = "/tmp/weft-progrun.XXXXXX";
-
-/* the bpffs mount point's parent: made once, removed at the end */
-const char *test_tmpdir(void)
-{
-	static bool made;
-
-	if (!made && !mkdtemp(tmp))
-		test_fail(__FILE__, __LINE__, "mkdtemp: %s", strerror(errno));
-	made = true;
-	return tmp;
-}
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -140,6 +113,6 @@ int main(void)
 	       ns_per_packet(fd, &p, runs, TC_ACT_REDIRECT), runs);
 	fixture_down(&f);
 	(void)rmdir(f.mnt);
-	(void)rmdir(tmp);
+	progrun_tmpdir_remove();
 	return 0;
 }
