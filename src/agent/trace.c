@@ -273,6 +273,10 @@ static json_t *steps_json(const struct trace_input *in, const struct trace_resul
 
 	if (!steps)
 		return NULL;
+	if (in->from == TRACE_FROM_TUNNEL)	/* where it came from: the first step */
+		json_array_append_new(steps, json_pack("{s:s, s:I, s:o}", "step", "Tunnel",
+						       "vni", (json_int_t)t->tunnel_id,
+						       "remote", addr_json(htonl(t->tunnel_remote))));
 	if (t->steps & WEFT_TRACE_S_SERVICE) {
 		bool fresh = t->steps & WEFT_TRACE_S_SVC_NEW, held = t->steps & WEFT_TRACE_S_SVC_AFFINITY;
 		char note[160] = "";
@@ -314,7 +318,7 @@ static json_t *steps_json(const struct trace_input *in, const struct trace_resul
 							t->drop_reason == WEFT_DROP_POLICY_INGRESS) ? "Denied" : "Allowed",
 						       "egressRule", (json_int_t)t->rule_out,
 						       "ingressRule", (json_int_t)t->rule_in));
-	if (t->action == WEFT_ACT_TUNNEL || in->from == TRACE_FROM_TUNNEL)
+	if (t->action == WEFT_ACT_TUNNEL && in->from != TRACE_FROM_TUNNEL)	/* where it goes: the last */
 		json_array_append_new(steps, json_pack("{s:s, s:I, s:o}", "step", "Tunnel",
 						       "vni", (json_int_t)t->tunnel_id,
 						       "remote", addr_json(htonl(t->tunnel_remote))));

@@ -449,8 +449,8 @@ static void print_step(const json_t *s, bool from_pod, const char *action)
 			printf("\n");
 		}
 	} else if (!strcmp(what, "Tunnel")) {
-		printf("  tunnel      VNI %lld, node %s\n", (long long)json_integer_value(json_object_get(s, "vni")),
-		       obj_str(s, "remote"));
+		printf("  tunnel      VNI %lld, %s node %s\n", (long long)json_integer_value(json_object_get(s, "vni")),
+		       from_pod ? "to" : "from", obj_str(s, "remote"));
 	}
 }
 

@@ -75,7 +75,8 @@ check "x/a reaches x/web's cluster IP (its endpoint programmed)" wait_for 10 con
 # 1. across nodes, delivered
 o=$T_ROOT/t1
 check "trace x/a -> x/b:80 exits 0 (delivered)" traced 0 "$o" x/a x/b:80
-check "... first on node-1, tunnelled to node-2" grep -qE '^  tunnel +VNI [0-9]+, node ' "$o"
+check "... first on node-1, tunnelled to node-2" grep -qE "^  tunnel +VNI [0-9]+, to node $(node_field node-2 ip)\$" "$o"
+check "... which takes it from node-1" grep -qE "^  tunnel +VNI [0-9]+, from node $(node_field node-1 ip)\$" "$o"
 check "... then on node-2, delivered to x/b (${IP[x/b]})" grep -qE "^  delivered +to x/b \(${IP[x/b]}\)" "$o"
 check "... the tenants compared on node-2: allowed" grep -qE '^  tenant .*: allowed' "$o"
 check "... and a real connection x/a -> x/b works" connects x/a "${IP[x/b]}"
@@ -116,15 +117,18 @@ check "... allowed on node-2, ingress by x/only-a" grep -qE '^  policy +allowed.
 show "$T_ROOT/t5"
 check "... and a real connection x/a -> x/b works" connects x/a "${IP[x/b]}"
 
-# a trace counts no drop: node-2's counters, live, before and after
-# three traces it drops (policy twice, tenancy once)
-d0=$(drops node-2)
-check "node-2's drop counters read" test -n "$d0"
+# a trace counts no drop: node-2's counters of the reasons the traces
+# meet, live, before and after three traces it drops (policy twice,
+# tenancy once).  (Other reasons move on their own: the pods' IPv6
+# solicitations are dropped as unsupported-l3 now and then.)
+quiet() { drops node-2 | grep -E 'reason="(policy-denied-ingress|isolated)"'; }
+quiet >"$T_ROOT/d0"
+check "node-2's policy-denied-ingress and isolated counters read" test "$(wc -l <"$T_ROOT/d0")" = 2
 for args in "x/c x/b:80" "x/c x/b:80 --source-port 50000" "x/a y/d:80"; do
 	# shellcheck disable=SC2086  # the arguments split on purpose
 	traced 1 "$T_ROOT/t-quiet" $args >/dev/null || fail "trace $args exits 1" "$(cat "$T_ROOT/t-quiet")"
 done
-check "... 3 dropping traces later, node-2 counted no drop" test "$(drops node-2)" = "$d0"
+check "... 3 dropping traces later, node-2 counted none of them" diff "$T_ROOT/d0" <(quiet)
 
 # 5. a forged source
 spoof=${IP[x/a]%.*}.99
