@@ -723,7 +723,8 @@ static void maybe_ready(struct agent *a)
 	(void)sync_mark_ready(a);
 }
 
-/* A list is read in pages of LIST_PAGE items (limit and continue, as
+/* A list is read in pages of --list-page-size items (AGENT_LIST_PAGE,
+ * 500, unless set; limit and continue, as
  * client-go's reflectors ask), so an agent's memory for a list is a
  * page's, whatever the cluster's size: a page's answer is parsed whole
  * into a view (lib/jview.h: two allocations, however many items) before
@@ -734,9 +735,11 @@ static void maybe_ready(struct agent *a)
  * what is not yet listed again keeps its entries until listed sweeps.
  * Nothing is applied from an answer that does not parse, or is not a
  * list: its objects would look deleted.  A token expired between pages
- * (410) starts the list again from its first page.  A controller without
- * paging answers everything on the first page, with no token.
- * --list-page-size sets the page (agent.h: AGENT_LIST_PAGE by default). */
+ * (410) starts the list again from its first page, LIST_RESTARTS times at
+ * most (then the list fails, and is tried again after the back-off).  A
+ * controller without paging answers everything on the first page, with
+ * no token. */
+#define LIST_RESTARTS 5
 struct list_page {
 	struct httpc_response r;
 	struct jview v;
@@ -828,10 +831,15 @@ static int list_once(struct kind_sync *k)
 	struct list_page pg = { 0 };
 	char *cont = NULL;
 	size_t n = 0, pages = 0;
-	int rc;
+	int rc, restarts = 0;
 
 	for (;;) {
 		rc = list_page_get(k, cont, &pg);
+		if (rc == -EAGAIN && ++restarts > LIST_RESTARTS) {
+			LOG_WARN("list %s: its revision was compacted between pages %d times; trying again later",
+				 k->what, LIST_RESTARTS);
+			rc = -EPROTO;
+		}
 		if (rc == -EAGAIN) {	/* the snapshot expired: from the start */
 			free(cont);
 			cont = NULL;
