@@ -189,6 +189,7 @@ struct agent {
 	struct httpc *http_services, *http_slices, *http_namespaces, *http_netpols, *http_peers;
 	struct httpc *http_traces;
 	struct tracer *tracer;		/* tracer.h: the TraceRequests for this node (NULL: hollow) */
+	struct flowlog *flowlog;	/* flowlog.h: the flow log (NULL: hollow) */
 	bool traces_synced;
 	pthread_t t_nodes, t_pods, t_netns, t_report, t_services, t_slices, t_ct_gc;
 	pthread_cond_t gc_wake;		/* a backend's conntrack to purge, or stop (with lock) */

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 
 #include "agent/agent.h"
+#include "agent/flowlog.h"
 #include "agent/tracer.h"
 #include "lib/monotime.h"
 #include "agent/netlink.h"
@@ -196,6 +197,8 @@ int agent_start(struct agent *a)
 	/* 5. follow the cluster */
 	if (!a->hollow) {
 		a->plog = policy_log_start(a, report_kick);
+		if (!(a->flowlog = flowlog_start(a->dp, FLOWLOG_KEEP)))
+			LOG_WARN("flow log: %s: flows will not be reported", strerror(errno));
 		if (!a->plog)
 			LOG_WARN("policy log: %s: verdicts will not be logged", strerror(errno));
 	}
@@ -221,6 +224,8 @@ void agent_stop(struct agent *a)
 	tracer_stop(a->tracer);	/* (after its watch: nothing offers any more) */
 	a->tracer = NULL;
 	policy_log_stop(a->plog);
+	flowlog_stop(a->flowlog);
+	a->flowlog = NULL;
 	service_gc_stop(a);
 	service_table_destroy(a->svc);
 	ipam_close(a->ipam);

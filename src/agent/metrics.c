@@ -13,6 +13,7 @@
 #include <microhttpd.h>
 
 #include "agent/agent.h"
+#include "agent/flowlog.h"
 #include "agent/metrics.h"
 
 /* sync.c's "what" of each watch, in the order of agent_metrics.program */
@@ -140,6 +141,24 @@ static char *metrics_text(struct agent *a, size_t *len)
 		for (int i = 1; i < WEFT_DROP_MAX; i++)
 			fprintf(f, "weft_agent_drops_total{reason=\"%s\"} %llu\n", datapath_drop_names[i],
 				(unsigned long long)d[i]);
+	if (a->flowlog) {	/* the flow log: drops always, forwards while listened */
+		static const char *const verdicts[] = { [WEFT_FLOW_DROP] = "dropped", [WEFT_FLOW_NEW] = "new",
+						     [WEFT_FLOW_REPLY] = "reply", [WEFT_FLOW_SAMPLE] = "sampled" };
+		uint64_t c[WEFT_FLOW_SAMPLE + 1], lost = 0;
+
+		flowlog_counts(a->flowlog, c);
+		family(f, "weft_agent_flows_total", "counter",
+		       "Flow events the data plane reported, by verdict: dropped always; new (a TCP SYN "
+		       "forwarded), reply (its SYN-ACK) and sampled (1 in 16 UDP and ICMP packets) while "
+		       "someone listens.");
+		for (int k = WEFT_FLOW_DROP; k <= WEFT_FLOW_SAMPLE; k++)
+			fprintf(f, "weft_agent_flows_total{verdict=\"%s\"} %llu\n", verdicts[k], (unsigned long long)c[k]);
+		if (datapath_flows_suppressed(a->dp, &lost) == 0) {
+			family(f, "weft_agent_flows_suppressed_total", "counter",
+			       "Flow events not reported: over the rate (1,000 a second per CPU) or the ring full.");
+			fprintf(f, "weft_agent_flows_suppressed_total %llu\n", (unsigned long long)lost);
+		}
+	}
 	ipam_stats(a->ipam, &ip);
 	gauge(f, "weft_agent_pod_addresses", "Pod addresses this node has leased.", ip.leases);
 	gauge(f, "weft_agent_pod_addresses_quarantined",

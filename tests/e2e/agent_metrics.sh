@@ -105,6 +105,10 @@ m2=$(parsed node-2)
 after=$(value "$m2" weft_agent_drops_total '{"reason":"policy-denied-ingress"}')
 check "node-2 counted policy-denied-ingress drops: $before -> $after, at least the $tries refused connections" \
 	awk -v a="$after" -v b="$before" -v t="$tries" 'BEGIN { exit !(a - b >= t) }'
+check "... and its flow log read them as dropped flows (weft_agent_flows_total{verdict=\"dropped\"} $(value "$m2" weft_agent_flows_total '{"verdict":"dropped"}'))" \
+	awk -v a="$(value "$m2" weft_agent_flows_total '{"verdict":"dropped"}')" -v t="$tries" 'BEGIN { exit !(a >= t) }'
+check "... with nobody listening, no forwarded flow reported" \
+	test "$(value "$m2" weft_agent_flows_total '{"verdict":"new"}')" = 0
 check "node-2 timed a policy apply more (before $applies)" awk -v a="$(value "$m2" weft_agent_policy_apply_duration_seconds_count '{}')" \
 	-v b="$applies" 'BEGIN { exit !(a > b) }'
 check "node-2 timed the NetworkPolicy event's programming" awk -v a="$(value "$m2" weft_agent_programming_duration_seconds_count '{"kind":"networkpolicies"}')" \
