@@ -1853,8 +1853,10 @@ static int counter_child(const char *url, int k)
 	char err[256];
 	struct store *s = store_open(url, err, sizeof(err));
 
-	if (!s)
+	if (!s) {
+		fprintf(stderr, "counter child %d: store_open: %s\n", (int)getpid(), err);	/* why, in the log */
 		return 10;
+	}
 	for (int finished = 0; finished < k;) {
 		struct store_kv kv;
 		char next[32];
