@@ -24,9 +24,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define ETCD_TIMEOUT_MS 8000			/* a request; above etcd's own 5 s + an election */
-#define ETCD_CONNECT_MS 1000
+#define ETCD_CONNECT_MS 3000			/* TCP and TLS handshake: etcd busy with logins (bcrypt) is slow to shake hands */
+#define ETCD_AUTH_TRIES 4			/* sends of a call whose token etcd refused, a new login before each */
+#define ETCD_AUTH_PAUSE_MS 25			/* times the try: time for etcd to apply the login */
 #define ETCD_IDLE_MAX 8				/* connections kept between calls */
 
 /* gRPC status codes the gateway answers with */
@@ -104,15 +107,18 @@ struct httpc *etcd_connect(struct etcd_store *e, size_t i, char *err, size_t err
 	struct httpc *h = httpc_create(&o, err, errlen);
 
 	if (h && e->user) {
+		char why[300];
 		int r;
 
 		pthread_mutex_lock(&e->auth_lock);
 		r = e->token ? httpc_set_token(h, e->token) : 0;
 		pthread_mutex_unlock(&e->auth_lock);
 		if (r == 0 && !e->token)
-			r = etcd_login(e, h);
+			r = etcd_login(e, h, why, sizeof(why));
+		else if (r < 0)
+			snprintf(why, sizeof(why), "%s", strerror(-r));
 		if (r < 0) {
-			errmsg(err, errlen, "%s: cannot log in as %s: %s", e->endpoints[i], e->user, strerror(-r));
+			errmsg(err, errlen, "%s: cannot log in as %s: %s", e->endpoints[i], e->user, why);
 			httpc_destroy(h);
 			errno = -r;
 			return NULL;
@@ -121,15 +127,16 @@ struct httpc *etcd_connect(struct etcd_store *e, size_t i, char *err, size_t err
 	return h;
 }
 
-int etcd_login(struct etcd_store *e, struct httpc *h)
+int etcd_login(struct etcd_store *e, struct httpc *h, char *why, size_t whylen)
 {
 	json_t *body = json_pack("{s:s, s:s}", "name", e->user, "password", e->password);
 	struct httpc_response resp = { 0 };
-	char err[256], *text = NULL;
+	char *text = NULL;
 	json_t *ans = NULL;
 	const char *token;
 	int r = -ENOMEM;
 
+	snprintf(why, whylen, "out of memory");
 	if (!body)
 		return -ENOMEM;
 	if ((r = httpc_set_token(h, NULL)) < 0)
@@ -138,12 +145,16 @@ int etcd_login(struct etcd_store *e, struct httpc *h)
 	text = json_dumps(body, JSON_COMPACT);
 	if (!text)
 		goto out;
-	r = httpc_request(h, "POST", "/v3/auth/authenticate", text, strlen(text), &resp, err, sizeof(err));
+	r = httpc_request(h, "POST", "/v3/auth/authenticate", text, strlen(text), &resp, why, whylen);
 	if (r < 0)
 		goto out;
 	ans = json_loadb(resp.body, resp.len, 0, NULL);
 	token = json_string_value(json_object_get(ans, "token"));
 	if (resp.status != 200 || !token) {
+		const char *msg = json_string_value(json_object_get(ans, "error"));
+
+		snprintf(why, whylen, "/v3/auth/authenticate: HTTP %ld: %.200s", resp.status,
+			 msg ? msg : "no token in the answer");
 		r = -EACCES;
 		goto out;
 	}
@@ -361,6 +372,14 @@ void etcd_conns_free(struct etcd_store *e)
 
 /* ------------------------------------------------------------- requests */
 
+/* Tokens.  A call etcd answers "invalid auth token" (Unauthenticated) was
+ * refused before anything was proposed, so it is sent again after a new
+ * login, up to ETCD_AUTH_TRIES times, a pause growing by
+ * ETCD_AUTH_PAUSE_MS before each.  The pause is for etcd's simple tokens:
+ * a member resolves one only once it has applied the entry that made it,
+ * and under concurrent logins it can refuse a token it just issued
+ * (etcd-io/etcd#18437); JWT tokens, which etcd recommends for production,
+ * do not have this.  A token that expired takes one new login. */
 static int call_once(struct etcd_store *e, struct etcd_conn *c, const char *path, const char *text,
 		     bool idempotent, json_t **out, bool *next)
 {
@@ -371,7 +390,12 @@ static int call_once(struct etcd_store *e, struct etcd_conn *c, const char *path
 	int r;
 
 	*next = false;
-	for (int attempt = 0; attempt < 2; attempt++) {
+	for (int attempt = 0; attempt < ETCD_AUTH_TRIES; attempt++) {
+		if (attempt) {	/* after a new login: see "Tokens" above */
+			struct timespec t = { 0, ETCD_AUTH_PAUSE_MS * attempt * 1000000L };
+
+			nanosleep(&t, NULL);
+		}
 		r = httpc_request(c->http, "POST", path, text, strlen(text), &resp, err, sizeof(err));
 		if (r < 0) {
 			set_error(e, err);
@@ -396,8 +420,12 @@ static int call_once(struct etcd_store *e, struct etcd_conn *c, const char *path
 		httpc_response_free(&resp);
 		json_decref(ans);
 		ans = NULL;
-		if (!relogin || !e->user || attempt || etcd_login(e, c->http) < 0)
+		if (!relogin || !e->user || attempt + 1 == ETCD_AUTH_TRIES)
 			break;
+		if (etcd_login(e, c->http, err, sizeof(err)) < 0) {
+			set_error(e, err);
+			break;
+		}
 		relogin = false;
 	}
 	/* unavailable: a read goes elsewhere; a write only when etcd said

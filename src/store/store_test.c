@@ -1847,16 +1847,25 @@ static bool wait_children(pid_t *pids, int n)
 	return ok;
 }
 
-/* read-modify-write "/counter" k times through compare-and-swap */
-static int counter_child(const char *url, int k)
+/* A child's store, or NULL with why it could not open one on stderr (the
+ * parent sees only the exit code) */
+static struct store *child_open(const char *url, const char *who)
 {
 	char err[256];
 	struct store *s = store_open(url, err, sizeof(err));
 
-	if (!s) {
-		fprintf(stderr, "counter child %d: store_open: %s\n", (int)getpid(), err);	/* why, in the log */
+	if (!s)
+		fprintf(stderr, "%s child %d: store_open: %s\n", who, (int)getpid(), err);
+	return s;
+}
+
+/* read-modify-write "/counter" k times through compare-and-swap */
+static int counter_child(const char *url, int k)
+{
+	struct store *s = child_open(url, "counter");
+
+	if (!s)
 		return 10;
-	}
 	for (int finished = 0; finished < k;) {
 		struct store_kv kv;
 		char next[32];
@@ -2005,8 +2014,8 @@ TEST(store_concurrent_calls)
 /* claim `claims` slots, each time the lowest free one, via create_rev == 0 */
 static int claim_child(const char *url, int id, int claims)
 {
-	char err[256], owner[16];
-	struct store *s = store_open(url, err, sizeof(err));
+	char owner[16];
+	struct store *s = child_open(url, "claim");
 
 	if (!s)
 		return 10;
@@ -2092,8 +2101,7 @@ static bool crash_txn_deletes(long i)
 static int crash_child(const char *url, long first, int fd, bool deferred)
 {
 	static const char *const keys[] = { "/crash/x", "/crash/y", "/crash/z" };
-	char err[256];
-	struct store *s = store_open(url, err, sizeof(err));
+	struct store *s = child_open(url, "crash");
 
 	if (!s)
 		return 10;
