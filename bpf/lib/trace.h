@@ -61,27 +61,31 @@ static __always_inline void trace_begin(struct __sk_buff *skb)
 	}
 }
 
-/* Is the run on this CPU a trace?  Then it writes no state of its own. */
-static __always_inline int tracing(void)
+/* The trace entry of this CPU's run when it is a trace, else NULL: the
+ * steps record only then. */
+static __always_inline struct weft_trace *trace_active(void)
 {
 	struct weft_trace *t;
 
 	if (!trace_armed)
-		return 0;
+		return NULL;
 	t = trace_entry();
-	return t && t->tracing;
+	return t && t->tracing ? t : NULL;
+}
+
+/* Is the run on this CPU a trace?  Then it writes no state of its own. */
+static __always_inline int tracing(void)
+{
+	return trace_active() != NULL;
 }
 
 /* The steps, recorded in a trace run only. */
 static __always_inline void trace_service(__u32 steps, __be32 svc_addr, __be16 svc_port,
 					  __be32 backend_addr, __be16 backend_port, __u32 backend_id)
 {
-	struct weft_trace *t;
+	struct weft_trace *t = trace_active();
 
-	if (!trace_armed)
-		return;
-	t = trace_entry();
-	if (!t || !t->tracing)
+	if (!t)
 		return;
 	t->steps |= steps;
 	t->svc_addr = svc_addr;
@@ -95,12 +99,9 @@ static __always_inline void trace_service(__u32 steps, __be32 svc_addr, __be16 s
  * random, or (candidates 0) by the client's affinity. */
 static __always_inline void trace_choice(__u32 candidates)
 {
-	struct weft_trace *t;
+	struct weft_trace *t = trace_active();
 
-	if (!trace_armed)
-		return;
-	t = trace_entry();
-	if (!t || !t->tracing)
+	if (!t)
 		return;
 	t->candidates = candidates;
 	if (!candidates)
@@ -109,12 +110,9 @@ static __always_inline void trace_choice(__u32 candidates)
 
 static __always_inline void trace_tenants(__u32 src_vnid, __u32 dst_vnid, int allowed)
 {
-	struct weft_trace *t;
+	struct weft_trace *t = trace_active();
 
-	if (!trace_armed)
-		return;
-	t = trace_entry();
-	if (!t || !t->tracing)
+	if (!t)
 		return;
 	t->steps |= WEFT_TRACE_S_TENANT | (allowed ? 0 : WEFT_TRACE_S_ISOLATED);
 	t->src_vnid = src_vnid;
@@ -123,12 +121,9 @@ static __always_inline void trace_tenants(__u32 src_vnid, __u32 dst_vnid, int al
 
 static __always_inline void trace_policy(__u32 steps, __u32 rule_out, __u32 rule_in)
 {
-	struct weft_trace *t;
+	struct weft_trace *t = trace_active();
 
-	if (!trace_armed)
-		return;
-	t = trace_entry();
-	if (!t || !t->tracing)
+	if (!t)
 		return;
 	t->steps |= steps;
 	t->rule_out = rule_out;

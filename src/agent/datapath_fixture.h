@@ -140,6 +140,20 @@ __attribute__((unused)) static void fixture_down(struct fixture *f)
 	f->mounted = false;
 }
 
+/* A second datapath over f's pins, opened as the agent opens it (trace
+ * off), as a restarted agent finds them; NULL after a failed CHECK.  The
+ * caller closes it (datapath_close). */
+__attribute__((unused)) static struct datapath *fixture_production(struct fixture *f)
+{
+	struct datapath_opts opts = { .pin_dir = f->pin, .trace = false };
+	struct datapath *dp = NULL;
+	char err[256] = "";
+
+	if (datapath_open(&opts, &dp, NULL, err, sizeof(err)) < 0)
+		test_fail(__FILE__, __LINE__, "datapath_open: %s", err);
+	return dp;
+}
+
 /* A new fd of the map pinned as name (weft_*), or a negative errno. */
 __attribute__((unused)) static int pinned_map_fd(struct fixture *f, const char *name)
 {

@@ -41,17 +41,6 @@ static int drain(struct datapath *dp, struct seen *s)
 	return rc < 0 ? rc : 0;
 }
 
-static struct datapath *production(struct fixture *f)
-{
-	struct datapath_opts opts = { .pin_dir = f->pin, .trace = false };
-	struct datapath *dp = NULL;
-	char err[256] = "";
-
-	if (datapath_open(&opts, &dp, NULL, err, sizeof(err)) < 0)
-		test_fail(__FILE__, __LINE__, "datapath_open: %s", err);
-	return dp;
-}
-
 /* p through fd n times in one run (the kernel's repeat count: the same
  * skb each time, so only for a packet the program does not rewrite) */
 static int run_n(int fd, const struct pkt *p, unsigned n)
@@ -72,7 +61,7 @@ DP_TEST(flow_log_drops_always_forwards_while_listened)
 	int fd;
 
 	CHECK_EQ(seed_node(f->dp), 0);
-	if (!(dp = production(f)))
+	if (!(dp = fixture_production(f)))
 		return;
 	fd = datapath_pod_prog_fd(dp);
 
@@ -149,7 +138,7 @@ DP_TEST(flow_log_is_rate_limited)
 	uint64_t before, after;
 
 	CHECK_EQ(seed_node(f->dp), 0);
-	if (!(dp = production(f)))
+	if (!(dp = fixture_production(f)))
 		return;
 	CHECK_EQ(datapath_flows_suppressed(dp, &before), 0);
 	pkt_ipv4(&p, gw_a_mac, pod_a_mac, IP(10, 128, 0, 77), POD_B_IP, 64);

@@ -8,17 +8,6 @@
 #include "agent/flowlog.h"
 #include "agent/datapath_fixture.h"
 
-static struct datapath *production(struct fixture *f)
-{
-	struct datapath_opts opts = { .pin_dir = f->pin, .trace = false };
-	struct datapath *dp = NULL;
-	char err[256] = "";
-
-	if (datapath_open(&opts, &dp, NULL, err, sizeof(err)) < 0)
-		test_fail(__FILE__, __LINE__, "datapath_open: %s", err);
-	return dp;
-}
-
 /* Wait (5 s at most) until the log counted want events of kind. */
 static bool counted(struct flowlog *fl, int kind, uint64_t want)
 {
@@ -46,7 +35,7 @@ DP_TEST(flowlog_keeps_drops_and_listened_forwards)
 	int fd;
 
 	CHECK_EQ(seed_node(f->dp), 0);
-	if (!(dp = production(f)))
+	if (!(dp = fixture_production(f)))
 		return;
 	fl = flowlog_start(dp, KEEP);
 	CHECK(fl != NULL);

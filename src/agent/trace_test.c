@@ -70,18 +70,6 @@ TEST(trace_spec_parsed_and_refused)
 	CHECK_EQ(in.remote, REMOTE_NODE_IP);
 }
 
-/* the datapath as the agent opens it (trace off), over f's pins */
-static struct datapath *production(struct fixture *f)
-{
-	struct datapath_opts opts = { .pin_dir = f->pin, .trace = false };
-	struct datapath *dp = NULL;
-	char err[256] = "";
-
-	if (datapath_open(&opts, &dp, NULL, err, sizeof(err)) < 0)
-		test_fail(__FILE__, __LINE__, "datapath_open: %s", err);
-	return dp;
-}
-
 static const char *status_str(json_t *st, const char *key)
 {
 	return json_string_value(json_object_get(st, key));
@@ -113,7 +101,7 @@ DP_TEST(trace_from_a_pod_matches_traffic_and_writes_nothing)
 
 	CHECK_EQ(seed_node(f->dp), 0);
 	CHECK_EQ(svc_seeded(f, &cluster_tcp, IPPROTO_TCP, ids, 3), 0);
-	if (!(dp = production(f)))
+	if (!(dp = fixture_production(f)))
 		return;
 
 	/* to pod B here: delivered to it */
@@ -200,7 +188,7 @@ DP_TEST(trace_from_the_tunnel_checks_the_tenants)
 	json_t *st;
 
 	CHECK_EQ(seed_node(f->dp), 0);
-	if (!(dp = production(f)))
+	if (!(dp = fixture_production(f)))
 		return;
 	/* (the test-run device: VXLAN_IFINDEX is no device of this namespace) */
 	CHECK_EQ(trace_run(dp, 0, &in, &r, err, sizeof(err)), 0);
