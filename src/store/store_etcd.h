@@ -78,7 +78,7 @@ int64_t etcd_i64(const json_t *obj, const char *name);
 int etcd_bytes(const json_t *obj, const char *name, char **out, size_t *len);
 /* A kv of an answer into a store_kv.  0 or -errno. */
 int etcd_kv(const json_t *j, struct store_kv *kv);
-/* Log in again (the token expired).  0 or -errno. */
+/* Log in (again, when the token expired).  0, or -errno with why in why. */
 int etcd_login(struct etcd_store *e, struct httpc *h, char *why, size_t whylen);
 /* The compaction key's record: the last compaction revision (0: never),
  * the key's version, and the store's revision when read.  0 or -errno. */
