@@ -595,6 +595,51 @@ out:
 	return rc;
 }
 
+/* DIR/pki/flows-relay.{key,crt}: a client certificate for TLS clients,
+ * CommonName PKI_RELAY_NAME, signed by the CA, valid as the serving one;
+ * made anew at every start (no file to keep in step with the CA). */
+static int make_relay(const struct paths *pp, gnutls_x509_crt_t ca, gnutls_x509_privkey_t ca_key, time_t now,
+		      struct pki *p, char *err, size_t errlen)
+{
+	time_t until = now + (time_t)PKI_SERVING_DAYS * DAY, ca_until = gnutls_x509_crt_get_expiration_time(ca);
+	gnutls_x509_privkey_t key = NULL;
+	gnutls_x509_crt_t crt = NULL;
+	char *kpem = NULL, *cpem = NULL, key_path[4200], crt_path[4200];
+	unsigned char aki[64];
+	size_t akilen = sizeof(aki), klen = 0, clen = 0;
+	int rc = 0, e;
+
+	if (ca_until != (time_t)-1 && until > ca_until)
+		until = ca_until;
+	snprintf(key_path, sizeof(key_path), "%s/flows-relay.key", pp->dir);
+	snprintf(crt_path, sizeof(crt_path), "%s/flows-relay.crt", pp->dir);
+	if ((e = new_key(&key)) < 0 || (e = gnutls_x509_crt_init(&crt)) < 0 ||
+	    (e = x509_crt_base(crt, key, PKI_RELAY_NAME, now - BACKDATE, until)) < 0 ||
+	    (e = gnutls_x509_crt_set_basic_constraints(crt, 0, -1)) < 0 ||
+	    (e = gnutls_x509_crt_set_key_usage(crt, GNUTLS_KEY_DIGITAL_SIGNATURE)) < 0 ||
+	    (e = gnutls_x509_crt_set_key_purpose_oid(crt, GNUTLS_KP_TLS_WWW_CLIENT, 0)) < 0 ||
+	    (e = gnutls_x509_crt_get_subject_key_id(ca, aki, &akilen, NULL)) < 0 ||
+	    (e = gnutls_x509_crt_set_authority_key_id(crt, aki, akilen)) < 0 ||
+	    (e = gnutls_x509_crt_sign2(crt, ca, ca_key, GNUTLS_DIG_SHA256, 0)) < 0 ||
+	    (e = x509_key_pem(key, &kpem, &klen)) < 0 || (e = x509_crt_pem(crt, &cpem, &clen)) < 0) {
+		errmsg(err, errlen, "%s: cannot make the flows relay's certificate: %s", crt_path, gnutls_strerror(e));
+		rc = -EIO;
+		goto out;
+	}
+	if ((rc = write_file(key_path, kpem, klen, 0600, err, errlen)) ||
+	    (rc = write_file(crt_path, cpem, clen, 0644, err, errlen)))
+		goto out;
+	snprintf(p->relay_key, sizeof(p->relay_key), "%s", key_path);
+	snprintf(p->relay_cert, sizeof(p->relay_cert), "%s", crt_path);
+	report(p, "flows relay certificate %s: made (CN %s, for TLS clients)", crt_path, PKI_RELAY_NAME);
+out:
+	secret_free(kpem, klen);
+	free(cpem);
+	gnutls_x509_crt_deinit(crt);
+	gnutls_x509_privkey_deinit(key);
+	return rc;
+}
+
 /* --tls-cert-file and --tls-key-file (pki.h, 3.). */
 static int bring_your_own(const struct pki_config *cfg, time_t now, struct pki *p, char *err, size_t errlen)
 {
@@ -684,6 +729,8 @@ int pki_load_or_create(const struct pki_config *cfg, struct pki *p, char *err, s
 		rc = bring_your_own(cfg, now, p, err, errlen);
 	else
 		rc = load_or_make_serving(&pp, ca, ca_key, w, now, p, err, errlen);
+	if (!rc)
+		rc = make_relay(&pp, ca, ca_key, now, p, err, errlen);
 out:
 	gnutls_x509_crt_deinit(ca);
 	gnutls_x509_privkey_deinit(ca_key);
