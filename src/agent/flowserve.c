@@ -227,7 +227,7 @@ static size_t fill(struct stream *st)
 
 	st->len = st->off = 0;
 	if (st->after + 1 < first) {	/* the ring moved past them */
-		st->len = (size_t)snprintf(st->buf, sizeof(st->buf), "{\"lost\":%llu}\n",
+		st->len = (size_t)snprintf(st->buf, sizeof(st->buf), "{\"node\":\"%s\",\"lost\":%llu}\n", fs->node,
 					   (unsigned long long)(first - 1 - st->after));
 		st->after = first - 1;
 	}
