@@ -113,6 +113,7 @@
 #include "controller/conns.h"
 #include "controller/discovery.h"
 #include "controller/flows_relay.h"
+#include "controller/ui.h"
 #include "controller/inline_calls.h"
 #include "controller/list_page.h"
 #include "controller/list_query.h"
@@ -1642,6 +1643,44 @@ static void conns_metrics(struct api *a, FILE *f)
 		s.header_timeouts, s.idle_timeouts);
 }
 
+/* ------------------------------------------------------------------ page */
+
+/* GET /ui/FILE: the cluster page's file, with the headers that keep it
+ * from loading anything but its own files and the API, or being framed;
+ * /ui goes to /ui/. */
+static enum MHD_Result answer_ui(struct api *a, struct MHD_Connection *c, struct request *rq, const char *url)
+{
+	const struct embedded_file *f;
+	struct MHD_Response *resp;
+	const char *type = NULL;
+	enum MHD_Result ret;
+	unsigned code = 200;
+
+	if (strcmp(url, "/ui") == 0) {
+		resp = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+		code = 301;
+		if (resp)
+			MHD_add_response_header(resp, "Location", UI_PREFIX);
+	} else if (!(f = ui_file(url, &type))) {
+		return fail(a, c, rq, 404, "NotFound", "the server could not find the requested resource (%.200s)", url);
+	} else {
+		resp = MHD_create_response_from_buffer(f->len, (void *)f->text, MHD_RESPMEM_PERSISTENT);
+		if (resp)
+			MHD_add_response_header(resp, "Content-Type", type);
+	}
+	if (!resp)
+		return MHD_NO;
+	MHD_add_response_header(resp, "Content-Security-Policy", UI_CSP);
+	MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+	MHD_add_response_header(resp, "X-Frame-Options", "DENY");
+	MHD_add_response_header(resp, "Referrer-Policy", "no-referrer");
+	MHD_add_response_header(resp, "Cache-Control", "no-cache");
+	ret = MHD_queue_response(c, code, resp);
+	MHD_destroy_response(resp);
+	observe(a, (int)code, elapsed(&rq->start));
+	return ret;
+}
+
 /* ------------------------------------------------------------------ flows */
 
 /* One client of the flows relay (flows_relay.h): its connection, suspended
@@ -2790,6 +2829,12 @@ static enum MHD_Result handle_request(struct api *a, struct MHD_Connection *c, c
 			return store_events_ready(a->reg->store)
 				       ? send_body(a, c, rq, 200, "text/plain", strdup("ok\n"), 3)
 				       : send_body(a, c, rq, 503, "text/plain", strdup(wait), sizeof(wait) - 1);
+		}
+		/* the cluster page's files are anyone's: they hold no data (ui.h) */
+		if ((strcmp(url, "/ui") == 0 || strncmp(url, UI_PREFIX, strlen(UI_PREFIX)) == 0) &&
+		    (strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0)) {
+			rq->answered = true;
+			return answer_ui(a, c, rq, url);
 		}
 		/* /version is anyone's, as /healthz (Kubernetes' public-info-viewer) */
 		if (strcmp(url, "/version") == 0 && (strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0))
