@@ -191,9 +191,14 @@ static void put(struct node_read *r, const char *line, size_t len)
 
 /* --------------------------------------------------------------- nodes */
 
+/* A node's line, handed on with its "node" set to the node it came from:
+ * a node's credential writes its own flows, never another's.  A line that
+ * is no JSON object is dropped. */
 static int on_line(const char *line, size_t len, void *arg)
 {
 	struct node_read *r = arg;
+	json_t *o;
+	char *text;
 	bool closed;
 
 	pthread_mutex_lock(&r->s->lock);
@@ -201,7 +206,16 @@ static int on_line(const char *line, size_t len, void *arg)
 	pthread_mutex_unlock(&r->s->lock);
 	if (closed)
 		return 1;
-	put(r, line, len);
+	o = json_loadb(line, len, 0, NULL);
+	if (!json_is_object(o) || json_object_set_new(o, "node", json_string(r->t.node))) {
+		json_decref(o);
+		return 0;
+	}
+	text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	json_decref(o);
+	if (text)
+		put(r, text, strlen(text));
+	free(text);
 	return 0;
 }
 

@@ -10,7 +10,8 @@
  * that the agent published on its Node (annotation weft.io/flows), which
  * only that node's credential and the admin may write.
  *
- * One stream is one request: a thread a node reads it (an httpc stream),
+ * Each line is handed on with its "node" set to the node it was read from:
+ * a node's credential speaks for that node only.  One stream is one request: a thread a node reads it (an httpc stream),
  * and a ticker thread wakes the client every HEARTBEAT seconds, so that a
  * client gone away is noticed at the next write.  The lines wait in a
  * buffer of FLOWS_RELAY_BUFFER bytes; a line that finds it full is counted
