@@ -136,7 +136,7 @@ size_t flowserve_format(const struct weft_flow *e, uint64_t seq, int64_t wall_of
 	bool ports = e->proto == IPPROTO_TCP || e->proto == IPPROTO_UDP;
 	const char *kind = e->kind < sizeof(kinds) / sizeof(kinds[0]) && kinds[e->kind] ? kinds[e->kind] : "unknown";
 	const char *from = e->from < sizeof(froms) / sizeof(froms[0]) && froms[e->from] ? froms[e->from] : "unknown";
-	char when[40], proto[8], ip[INET_ADDRSTRLEN], pod[300];
+	char when[40], proto[12], ip[INET_ADDRSTRLEN], pod[300];
 	const __be32 addrs[2] = { e->saddr, e->daddr };
 	const __be16 portv[2] = { e->sport, e->dport };
 	static const char *const sides[2] = { "source", "destination" };
@@ -162,6 +162,8 @@ size_t flowserve_format(const struct weft_flow *e, uint64_t seq, int64_t wall_of
 		snprintf(proto, sizeof(proto), "UDP");
 	else if (e->proto == IPPROTO_ICMP)
 		snprintf(proto, sizeof(proto), "ICMP");
+	else if (!e->proto && !e->saddr && !e->daddr)
+		snprintf(proto, sizeof(proto), "non-IPv4");	/* IPv6, say: no IPv4 header read */
 	else
 		snprintf(proto, sizeof(proto), "%u", e->proto);
 	PUT("{\"seq\":%llu,\"time\":\"%s.%09lldZ\",\"node\":\"%s\",\"verdict\":\"%s\",\"event\":\"%s\"",

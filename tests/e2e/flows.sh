@@ -82,7 +82,8 @@ check_fails "a key other than the pinned one is not trusted" \
 
 # 2. following: a connection across nodes, and one to another tenant
 F=$T_ROOT/follow.json
-lab weftctl flows --follow -o json >"$F" 2>"$T_ROOT/follow.err" &
+# exec: $! is weftctl's own PID (weft-lab execs it), which SIGINT reaches
+(exec src/lab/weft-lab --lab "$L" weftctl flows --follow -o json >"$F" 2>"$T_ROOT/follow.err") &
 FOLLOW=$!
 T_PIDS+=("$FOLLOW")
 # the follow reaches both agents within a moment; connect until the
@@ -124,6 +125,11 @@ wait "$FOLLOW"
 check "the follow ends on SIGINT with exit 0" test $? = 0
 must lab weftctl delete networkpolicy deny-b -n x
 check "x/a reaches x/b again" wait_for 15 connects x/a "${IP[x/b]}" 80
+# the agents notice the relay's streams gone at their next write (a
+# heartbeat, every 5 s): then nobody listens
+for n in node-1 node-2; do
+	check "$n: no listener left (weft_agent_flows_listeners 0)" wait_for 15 bash -c "[ \"\$(ip netns exec $(netns "$n") curl -sf --max-time 5 http://${NODE_IP[$n]}:9966/metrics | awk '\$1 == \"weft_agent_flows_listeners\" {print \$2}')\" = 0 ]"
+done
 before=$(flows -o json | jq -s 'map(select(.event == "new")) | length')
 check "nobody listening: another connection x/a -> x/b" connects x/a "${IP[x/b]}" 80
 after=$(flows -o json | jq -s 'map(select(.event == "new")) | length')
