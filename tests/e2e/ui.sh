@@ -58,7 +58,7 @@ must lab weftctl apply -f - <<<'{"apiVersion":"v1","kind":"List","items":[
   "spec":{"podSelector":{"matchLabels":{"app":"b"}},"policyTypes":["Ingress"]}}]}'
 
 DIR=/run/weft-lab/$LAB
-SERVER=$(awk '/server:/ {print $2; exit}' "$(lab kubeconfig)")
+SERVER=$(awk '/server:/ {gsub(/"/, "", $2); print $2; exit}' "$(lab kubeconfig)")
 TOKEN=$(cat "$DIR/ctrl/admin.token")
 PIN=$(openssl x509 -in "$DIR/ctrl/pki/apiserver.crt" -pubkey -noout | openssl pkey -pubin -outform der |
 	openssl dgst -sha256 -binary | base64)

@@ -53,22 +53,26 @@ READ = r"""(() => {
 
 class Browser:
     def __init__(self, pin):
-        exe = shutil.which("chromium") or shutil.which("chromium-browser")
+        # Debian's binary itself: its /usr/bin/chromium launcher is a shell script
+        exe = "/usr/lib/chromium/chromium" if os.access("/usr/lib/chromium/chromium", os.X_OK) else \
+            shutil.which("chromium") or shutil.which("chromium-browser")
         if not exe:
             raise RuntimeError("chromium is not installed (scripts/deps.sh installs it)")
         self.profile = tempfile.mkdtemp(prefix="weft-ui-browser.")
         to_chrome_r, self.to_chrome = os.pipe()
         self.from_chrome, from_chrome_w = os.pipe()
-        # the child's fds 3 and 4 are the pipe's ends (pass_fds keeps them open)
+        # the child's fds 3 and 4 are the pipe's ends
         def child_fds():
-            os.dup2(to_chrome_r, 3)
-            os.dup2(from_chrome_w, 4)
+            a, b = os.dup(to_chrome_r), os.dup(from_chrome_w)	# the pipes may be 3 and 4 already
+            os.dup2(a, 3)
+            os.dup2(b, 4)
         args = [exe, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
                 "--no-default-browser-check", "--disable-extensions", "--disable-background-networking",
                 "--disable-sync", "--disable-component-update", "--remote-debugging-pipe",
                 "--user-data-dir=" + self.profile, "--window-size=1280,1700",
                 "--ignore-certificate-errors-spki-list=" + pin, "about:blank"]
-        self.proc = subprocess.Popen(args, preexec_fn=child_fds, pass_fds=(to_chrome_r, from_chrome_w),
+        # close_fds=False: the fds made 3 and 4 in child_fds stay open across exec
+        self.proc = subprocess.Popen(args, preexec_fn=child_fds, close_fds=False,
                                      stdout=subprocess.DEVNULL, stderr=open(os.path.join(self.profile, "log"), "w"))
         os.close(to_chrome_r)
         os.close(from_chrome_w)
