@@ -120,9 +120,9 @@ check "live drops: x/a -> y/d, isolated, as it happened" jq -e --arg d "${IP[y/d
 
 # 5. a wrong token
 W=$T_ROOT/wrong.json
-"$PYTHON" tests/tools/ui_browser.py "$SERVER/ui/" "not-a-token" "$PIN" "$W" --timeout 8 \
-	--until "document.querySelector('#login-error').textContent.length > 0" >/dev/null 2>&1
-check "a wrong token: the page is signed out, and shows no cluster" \
-	jq -e '.state == "login" and (.nodes | length) == 0' "$W"
+"$PYTHON" tests/tools/ui_browser.py "$SERVER/ui/" "not-a-token" "$PIN" "$W" --timeout 30 --state login \
+	--until "document.querySelector('#login-error').textContent.length > 0" >"$T_ROOT/wrong.log" 2>&1
+check "a wrong token: the page is signed out, says why, and shows no cluster" \
+	jq -e '.state == "login" and (.nodes | length) == 0' "$W" || { cat "$T_ROOT/wrong.log"; jq -c . "$W"; }
 
 finish

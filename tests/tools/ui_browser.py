@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """ui_browser.py — the cluster page in a real browser, for tests/e2e/ui.sh.
 
-    ui_browser.py URL TOKEN SPKI_PIN OUT_JSON [--screenshot PNG] [--until JS] [--timeout S]
+    ui_browser.py URL TOKEN SPKI_PIN OUT_JSON [--screenshot PNG] [--until JS] [--state S] [--timeout S]
 
 Starts Debian's chromium headless and drives it over the DevTools
 protocol on a pipe (--remote-debugging-pipe: JSON messages ended by a NUL
@@ -15,7 +15,8 @@ turning verification off.
 Then, every 200 ms until TIMEOUT (30 s): the page is read back (what it
 shows, from its data-* attributes: nodes, namespaces and their pods,
 services, the reachability matrix, the live drops) and, once its state is
-"ready" and the JS expression --until (if any) is true on the page, that
+--state ("ready"; "login" for a page signed out) and the JS expression
+--until (if any) is true on the page, that
 reading is written to OUT_JSON, the screenshot taken, and the exit is 0.
 Exit 1 on timeout (the last reading is written all the same), 2 on a
 usage or browser error.  The browser's profile lives in a temporary
@@ -131,6 +132,7 @@ def main(argv):
     ap.add_argument("out")
     ap.add_argument("--screenshot")
     ap.add_argument("--until", default="true")
+    ap.add_argument("--state", default="ready", help="the page state to wait for (ready, login)")
     ap.add_argument("--timeout", type=float, default=30)
     a = ap.parse_args(argv)
     try:
@@ -149,7 +151,7 @@ def main(argv):
             value = r.get("result", {}).get("value")
             if value:
                 reading = json.loads(value)
-                if reading["state"] == "ready":
+                if reading["state"] == a.state:
                     ok = b.call("Runtime.evaluate", {"expression": "!!(" + a.until + ")", "returnByValue": True}, session)
                     if ok.get("result", {}).get("value") is True:
                         rc = 0
