@@ -122,12 +122,21 @@ $(GEN)/model/openapi_files.c: $(OPENAPI_YAML) scripts/embed.sh
 	@$(if $(Q),echo "  GEN     $@")
 	$(Q)bash scripts/embed.sh model_openapi_files $(OPENAPI_YAML) > $@.tmp && mv $@.tmp $@
 
+# The cluster page (src/controller/ui: HTML, CSS, JS), served by the controller
+UI_FILES     := $(sort $(wildcard src/controller/ui/*))
+GENSRC       += $(GEN)/controller/ui_files.c
+$(GEN)/controller/ui_files.c: $(UI_FILES) scripts/embed.sh
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  GEN     $@")
+	$(Q)bash scripts/embed.sh controller_ui_files $(UI_FILES) > $@.tmp && mv $@.tmp $@
+
 $(BUILD)/obj/gen/%.o: $(GEN)/%.c
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(CFLAGS) -c $< -o $@
 
 $(BUILD)/libweft_model.a: $(BUILD)/obj/gen/model/openapi_files.o
+$(BUILD)/libweft_controller.a: $(BUILD)/obj/gen/controller/ui_files.o
 
 define archive_rule
 $(BUILD)/libweft_$(1).a: $(call objs,$(1))

@@ -31,6 +31,8 @@ packages=(
   etcd-server etcd-client
   # the service engine (weft-lb) and its tests: HAProxy, clients under load
   haproxy openssl wrk nghttp2-client
+  # the cluster page in a real browser (tests/e2e/ui.sh)
+  chromium
 )
 
 # kubectl for the API tests: Debian's kubernetes-client, unless a kubectl is

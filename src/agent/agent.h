@@ -42,7 +42,8 @@
  *   4. the CNI socket (STATUS answers "not ready" until step 5);
  *   5. watches; after the first full sync the config entry is written,
  *      version last, and the agent is ready;
- *   6. /metrics (its own thread; a failure to bind is logged, not fatal).
+ *   6. /metrics and the flows (their own threads; a failure to serve is
+ *      logged, not fatal).
  */
 #ifndef WEFT_AGENT_AGENT_H
 #define WEFT_AGENT_AGENT_H
@@ -99,6 +100,9 @@
 /* on the Node: lease counts and the quarantined lease files, JSON
  * (lease_report.c) */
 #define AGENT_ANN_IPAM "weft.io/ipam"
+/* on the Node: where the node serves its flows and the pin of its key,
+ * {"endpoint": "https://IP:PORT", "pin": "sha256//..."} (flowserve.h) */
+#define AGENT_ANN_FLOWS "weft.io/flows"
 /* VNID of a pod whose namespace the agent cannot learn (controller away):
  * reaches only global pods and pods in the same state until re-tagged */
 #define AGENT_VNID_UNKNOWN 0xffffffu
@@ -120,6 +124,7 @@ struct agent_opts {
 	unsigned watch_timeout;		/* seconds a watch request asks for (0: 300) */
 	unsigned list_page;		/* items a list asks for a page (0: AGENT_LIST_PAGE) */
 	const char *metrics_address;	/* "ADDR:PORT" of /metrics; NULL: not served */
+	const char *flows_address;	/* "ADDR:PORT" of the flows (flowserve.h); NULL: not served */
 	/* told of every map write (datapath_opts.on_write): weft-hollow's probe */
 	datapath_write_fn *on_map_write;
 	void *on_map_write_arg;
@@ -190,6 +195,7 @@ struct agent {
 	struct httpc *http_traces;
 	struct tracer *tracer;		/* tracer.h: the TraceRequests for this node (NULL: hollow) */
 	struct flowlog *flowlog;	/* flowlog.h: the flow log (NULL: hollow) */
+	struct flowserve *flowserve;	/* flowserve.h: the flows served (NULL: not served) */
 	bool traces_synced;
 	pthread_t t_nodes, t_pods, t_netns, t_report, t_services, t_slices, t_ct_gc;
 	pthread_cond_t gc_wake;		/* a backend's conntrack to purge, or stop (with lock) */
@@ -212,6 +218,7 @@ struct agent {
 	uint64_t reported_log_seq;	/* policy log records in the last AGENT_ANN_POLICY_LOG */
 	time_t log_at;			/* when it was written */
 	char *reported_ipam;		/* AGENT_ANN_IPAM as last written (report thread) */
+	char *reported_flows;		/* AGENT_ANN_FLOWS as last written (report thread) */
 	time_t ipam_at;			/* when it was written */
 };
 

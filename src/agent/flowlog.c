@@ -18,6 +18,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <bpf/libbpf.h>
 
@@ -29,6 +30,7 @@ struct flowlog {
 	pthread_t thread;
 	atomic_bool stop;
 	pthread_mutex_t lock;		/* the ring, the counts, listeners */
+	pthread_cond_t more;		/* broadcast at each event kept */
 	struct weft_flow *ring;		/* keep of them */
 	size_t keep;
 	uint64_t next;			/* the last sequence number given */
@@ -48,6 +50,7 @@ static int on_event(void *ctx, void *data, size_t len)
 	fl->ring[fl->next % fl->keep] = *e;
 	if (e->kind >= 1 && e->kind <= WEFT_FLOW_SAMPLE)
 		fl->counts[e->kind]++;
+	pthread_cond_broadcast(&fl->more);
 	pthread_mutex_unlock(&fl->lock);
 	return 0;
 }
@@ -80,8 +83,17 @@ struct flowlog *flowlog_start(struct datapath *dp, size_t keep)
 	fl->keep = keep;
 	fl->dp = dp;
 	pthread_mutex_init(&fl->lock, NULL);
+	{
+		pthread_condattr_t ca;
+
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&fl->more, &ca);
+		pthread_condattr_destroy(&ca);
+	}
 	if (!(fl->rb = ring_buffer__new(fd, on_event, fl, NULL))) {
 		rc = errno;
+		pthread_cond_destroy(&fl->more);
 		pthread_mutex_destroy(&fl->lock);
 		free(fl->ring);
 		free(fl);
@@ -90,6 +102,7 @@ struct flowlog *flowlog_start(struct datapath *dp, size_t keep)
 	}
 	if ((rc = pthread_create(&fl->thread, NULL, reader, fl)) != 0) {
 		ring_buffer__free(fl->rb);
+		pthread_cond_destroy(&fl->more);
 		pthread_mutex_destroy(&fl->lock);
 		free(fl->ring);
 		free(fl);
@@ -108,6 +121,7 @@ void flowlog_stop(struct flowlog *fl)
 	if (fl->listeners && datapath_flows_listen(fl->dp, false) < 0)
 		fl->listeners = 0;	/* (the programs keep reporting forwards: nobody reads them) */
 	ring_buffer__free(fl->rb);
+	pthread_cond_destroy(&fl->more);
 	pthread_mutex_destroy(&fl->lock);
 	free(fl->ring);
 	free(fl);
@@ -126,6 +140,16 @@ int flowlog_listen(struct flowlog *fl, bool on)
 	return rc;
 }
 
+unsigned flowlog_listeners(struct flowlog *fl)
+{
+	unsigned n;
+
+	pthread_mutex_lock(&fl->lock);
+	n = fl->listeners;
+	pthread_mutex_unlock(&fl->lock);
+	return n;
+}
+
 size_t flowlog_since(struct flowlog *fl, uint64_t after, struct weft_flow *out, size_t max, uint64_t *last)
 {
 	size_t n = 0;
@@ -142,6 +166,36 @@ size_t flowlog_since(struct flowlog *fl, uint64_t after, struct weft_flow *out, 
 	}
 	pthread_mutex_unlock(&fl->lock);
 	return n;
+}
+
+int flowlog_wait(struct flowlog *fl, uint64_t after, unsigned ms)
+{
+	struct timespec until;
+	int more;
+
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_sec += ms / 1000;
+	until.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&fl->lock);
+	while (fl->next <= after && pthread_cond_timedwait(&fl->more, &fl->lock, &until) == 0)
+		;
+	more = fl->next > after;
+	pthread_mutex_unlock(&fl->lock);
+	return more;
+}
+
+uint64_t flowlog_first(struct flowlog *fl)
+{
+	uint64_t first;
+
+	pthread_mutex_lock(&fl->lock);
+	first = fl->next > fl->keep ? fl->next - fl->keep + 1 : 1;
+	pthread_mutex_unlock(&fl->lock);
+	return first;
 }
 
 void flowlog_counts(struct flowlog *fl, uint64_t counts[WEFT_FLOW_SAMPLE + 1])

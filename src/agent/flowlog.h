@@ -34,10 +34,22 @@ void flowlog_stop(struct flowlog *fl);
  * could not be told. */
 int flowlog_listen(struct flowlog *fl, bool on) __attribute__((warn_unused_result));
 
+/* Listeners now. */
+unsigned flowlog_listeners(struct flowlog *fl);
+
 /* The kept events after sequence number after (0: all kept), oldest
  * first, at most max, into out; *last the sequence number of the last one
  * copied (after when none).  The count copied. */
 size_t flowlog_since(struct flowlog *fl, uint64_t after, struct weft_flow *out, size_t max, uint64_t *last);
+
+/* Wait until an event after sequence number after is kept, at most ms
+ * milliseconds.  1 when there is one, 0 when the time ran out. */
+int flowlog_wait(struct flowlog *fl, uint64_t after, unsigned ms);
+
+/* The sequence number of the oldest event kept (the next to come when
+ * none is): an event after which a reader asks for has left the ring
+ * when first - 1 > after. */
+uint64_t flowlog_first(struct flowlog *fl);
 
 /* Events read, by enum weft_flow_kind (index 0 unused), since the start. */
 void flowlog_counts(struct flowlog *fl, uint64_t counts[WEFT_FLOW_SAMPLE + 1]);

@@ -16,6 +16,8 @@
 
 #include "agent/agent.h"
 #include "agent/flowlog.h"
+#include "agent/flowserve.h"
+#include "lib/secret_file.h"
 #include "agent/tracer.h"
 #include "lib/monotime.h"
 #include "agent/netlink.h"
@@ -119,6 +121,48 @@ void agent_init(struct agent *a)
 	pthread_cond_init(&a->policy_cond, NULL);
 }
 
+/* the namer of the flows: the policy compiler knows the pods of every
+ * node whose addresses its policies name, the node's own always */
+static void name_pod(void *ctx, in_addr_t ip, char *buf, size_t len)
+{
+	policy_describe_addr(((struct agent *)ctx)->policy, ip, buf, len);
+}
+
+/* The node's flows over TLS to the cluster's relay (flowserve.h): only with
+ * a flow log, an address to serve on, and the cluster CA to know the
+ * relay's certificate by (--ca-file). */
+static void flows_serve(struct agent *a)
+{
+	struct flowserve_opts fo = { .node = a->o.node, .client_cn = FLOWSERVE_CLIENT_CN, .log = a->flowlog,
+				     .name = name_pod, .name_ctx = a };
+	char err[300], *ca = NULL;
+	size_t len;
+	int rc;
+
+	if (!a->flowlog || !a->o.flows_address)
+		return;
+	if (!a->o.ca_file) {
+		LOG_WARN("flows: not served: no --ca-file to know the cluster's relay by");
+		return;
+	}
+	if (metrics_address_parse(a->o.flows_address, &fo.addr) < 0) {
+		LOG_ERR("flows: --flows-address %s: not ADDRESS:PORT; not served", a->o.flows_address);
+		return;
+	}
+	if ((rc = secret_file_read(a->o.ca_file, 1u << 20, &ca, &len)) < 0) {
+		LOG_ERR("flows: %s: %s; not served", a->o.ca_file, strerror(-rc));
+		return;
+	}
+	fo.client_ca_pem = ca;
+	a->flowserve = flowserve_start(&fo, err, sizeof(err));
+	free(ca);
+	if (!a->flowserve) {
+		LOG_ERR("%s; going on without", err);
+		return;
+	}
+	LOG_INFO("serving flows on https://%s/v1/flows (key %s)", a->o.flows_address, flowserve_pin(a->flowserve));
+}
+
 int agent_start(struct agent *a)
 {
 	struct datapath_opts dopts = { 0 };
@@ -201,6 +245,7 @@ int agent_start(struct agent *a)
 			LOG_WARN("flow log: %s: flows will not be reported", strerror(errno));
 		if (!a->plog)
 			LOG_WARN("policy log: %s: verdicts will not be logged", strerror(errno));
+		flows_serve(a);	/* before the report thread, which publishes it; logged, not fatal */
 	}
 	if (!a->hollow && !(a->tracer = tracer_start(a)))
 		LOG_WARN("trace requests: %s: this node will not answer them", strerror(errno));
@@ -224,6 +269,8 @@ void agent_stop(struct agent *a)
 	tracer_stop(a->tracer);	/* (after its watch: nothing offers any more) */
 	a->tracer = NULL;
 	policy_log_stop(a->plog);
+	flowserve_stop(a->flowserve);	/* its streams read the flow log */
+	a->flowserve = NULL;
 	flowlog_stop(a->flowlog);
 	a->flowlog = NULL;
 	service_gc_stop(a);

@@ -22,6 +22,7 @@
 #include <bpf/libbpf.h>
 
 #include "agent/agent.h"
+#include "agent/flowserve.h"
 #include "agent/netlink.h"
 
 /* libbpf's own messages: warnings into our log, minus the one tc prints
@@ -52,7 +53,7 @@ static void usage(FILE *f)
 		"                  [--conntrack-per-client N] [--max-policy-rules N]\n"
 		"                  [--max-policy-conntrack N] [--policy-conntrack-per-client N]\n"
 		"                  [--watch-timeout SECONDS] [--list-page-size N]\n"
-		"                  [--metrics-address ADDR:PORT|off]\n"
+		"                  [--metrics-address ADDR:PORT|off] [--flows-address ADDR:PORT|off]\n"
 		"\n"
 		"  --controller URL    weft-controller, e.g. https://192.168.200.2:8080; several replicas\n"
 		"                      comma-separated (URL,URL...): each request goes to one that answers\n"
@@ -89,10 +90,13 @@ static void usage(FILE *f)
 		"                      a list of more comes in pages, read at one revision\n"
 		"  --metrics-address ADDR:PORT  where to serve Prometheus metrics, GET /metrics over\n"
 		"                      plain HTTP (default: the node's address, port %d; an empty\n"
-		"                      ADDR is every address; off: not served)\n",
+		"                      ADDR is every address; off: not served)\n"
+		"  --flows-address ADDR:PORT  where to serve the node's flows to the cluster's relay,\n"
+		"                      over TLS (default: the node's address, port %d; off: not\n"
+		"                      served; also not without --ca-file)\n",
 		WEFT_MAX_SERVICES, WEFT_MAX_BACKENDS, WEFT_MAX_CT, WEFT_CT_SOURCE_SHARE,
 		WEFT_MAX_POLICY, WEFT_MAX_POLICY_CT, WEFT_POLICY_CT_SOURCE_SHARE, AGENT_LIST_PAGE,
-		AGENT_METRICS_PORT);
+		AGENT_METRICS_PORT, FLOWSERVE_PORT);
 }
 
 /* The number a numeric flag (opts' entry c) was given, in lo..hi; else
@@ -137,11 +141,12 @@ static int parse_flags(int argc, char **argv, struct agent_opts *o)
 		{ "watch-timeout", required_argument, NULL, 'W' },
 		{ "list-page-size", required_argument, NULL, 'L' },
 		{ "metrics-address", required_argument, NULL, 'M' },
+		{ "flows-address", required_argument, NULL, 'F' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
-	static char state[4096], pin[4096], sock[4096], metrics[64];
-	const char *metrics_flag = NULL;
+	static char state[4096], pin[4096], sock[4096], metrics[64], flows[64];
+	const char *metrics_flag = NULL, *flows_flag = NULL;
 	struct sockaddr_in sa;
 	unsigned long v;
 	int c;
@@ -192,6 +197,7 @@ static int parse_flags(int argc, char **argv, struct agent_opts *o)
 			o->list_page = (unsigned)v;
 			break;
 		case 'M': metrics_flag = optarg; break;
+		case 'F': flows_flag = optarg; break;
 		case 'h': usage(stdout); exit(0);
 		default: usage(stderr); return -1;
 		}
@@ -217,6 +223,19 @@ static int parse_flags(int argc, char **argv, struct agent_opts *o)
 	} else {
 		snprintf(metrics, sizeof(metrics), "%s:%d", o->node_ip_str, AGENT_METRICS_PORT);
 		o->metrics_address = metrics;
+	}
+	if (flows_flag && strcmp(flows_flag, "off") == 0) {
+		o->flows_address = NULL;
+	} else if (flows_flag) {
+		if (metrics_address_parse(flows_flag, &sa) < 0) {
+			fprintf(stderr, "weft-agent: --flows-address %s: not ADDRESS:PORT (an IPv4 address, or "
+				"none for every address, and a port 1-65535), nor off\n", flows_flag);
+			return -1;
+		}
+		o->flows_address = flows_flag;
+	} else {
+		snprintf(flows, sizeof(flows), "%s:%d", o->node_ip_str, FLOWSERVE_PORT);
+		o->flows_address = flows;
 	}
 	if (!o->state_dir) {
 		snprintf(state, sizeof(state), "/var/lib/weft/%s", o->node);

@@ -153,6 +153,9 @@ static char *metrics_text(struct agent *a, size_t *len)
 		       "someone listens.");
 		for (int k = WEFT_FLOW_DROP; k <= WEFT_FLOW_SAMPLE; k++)
 			fprintf(f, "weft_agent_flows_total{verdict=\"%s\"} %llu\n", verdicts[k], (unsigned long long)c[k]);
+		gauge(f, "weft_agent_flows_listeners",
+		      "Streams following this node's flows now; while there is one, forwarded packets are reported.",
+		      flowlog_listeners(a->flowlog));
 		if (datapath_flows_suppressed(a->dp, &lost) == 0) {
 			family(f, "weft_agent_flows_suppressed_total", "counter",
 			       "Flow events not reported: over the rate (1,000 a second per CPU) or the ring full.");

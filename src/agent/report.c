@@ -37,6 +37,7 @@
 #include <time.h>
 
 #include "agent/agent.h"
+#include "agent/flowserve.h"
 #include "lib/hmap.h"
 #include "lib/monotime.h"
 #include "lib/u64map.h"
@@ -551,14 +552,37 @@ static char *policy_json(struct agent *a)
 	return s;
 }
 
+/* AGENT_ANN_FLOWS's JSON (malloc'ed), or NULL when the node serves none */
+static char *flows_json(struct agent *a)
+{
+	struct sockaddr_in sa;
+	json_t *o;
+	char url[96], *s;
+
+	if (!a->flowserve)
+		return NULL;
+	if (metrics_address_parse(a->o.flows_address, &sa) < 0)
+		return NULL;
+	if (sa.sin_addr.s_addr == INADDR_ANY)	/* every address: the node's is one */
+		snprintf(url, sizeof(url), "https://%s:%u", a->o.node_ip_str, ntohs(sa.sin_port));
+	else
+		snprintf(url, sizeof(url), "https://%s", a->o.flows_address);
+	o = json_pack("{s:s, s:s}", "endpoint", url, "pin", flowserve_pin(a->flowserve));
+	if (!o)
+		return NULL;
+	s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+	json_decref(o);
+	return s;
+}
+
 static void report_node_status(struct agent *a, struct httpc *h)
 {
 	struct httpc_response r = { 0 };
 	char path[512], err[256], rev[24];
 	json_t *node = NULL, *md, *ann;
-	char *drops = NULL, *body = NULL, *ct = NULL, *pol = NULL, *plog = NULL, *ipam = NULL;
+	char *drops = NULL, *body = NULL, *ct = NULL, *pol = NULL, *plog = NULL, *ipam = NULL, *flows = NULL;
 	uint64_t log_seq = 0;
-	bool send_log, send_ipam;
+	bool send_log, send_ipam, send_flows;
 	char *kinds = NULL, full[24];
 	int64_t applied;
 	uint64_t map_full;
@@ -590,6 +614,8 @@ static void report_node_status(struct agent *a, struct httpc *h)
 	ipam = lease_report_json(a);
 	send_ipam = ipam && (!a->reported_ipam || strcmp(ipam, a->reported_ipam) != 0) &&
 		    now - a->ipam_at >= DROPS_PERIOD_S;
+	flows = flows_json(a);
+	send_flows = flows && (!a->reported_flows || strcmp(flows, a->reported_flows) != 0);
 	plog = policy_log_json(a->plog, &log_seq);
 	send_log = plog && log_seq != a->reported_log_seq && now - a->log_at >= LOG_PERIOD_S;
 	if (!send_log) {
@@ -600,7 +626,7 @@ static void report_node_status(struct agent *a, struct httpc *h)
 	revs_due = revs_changed && now_ms - a->revs_at_ms >= period_ms;
 	if (revs_changed && !revs_due)
 		a->report_due_ms = a->revs_at_ms + period_ms;	/* the thread wakes then */
-	if (!revs_due && !send_drops && !send_ct && !send_pol && !send_log && !send_ipam &&
+	if (!revs_due && !send_drops && !send_ct && !send_pol && !send_log && !send_ipam && !send_flows &&
 	    map_full == a->reported_map_full)
 		goto out;
 	snprintf(path, sizeof(path), "/api/v1/nodes/%s", a->o.node);
@@ -632,6 +658,8 @@ static void report_node_status(struct agent *a, struct httpc *h)
 		json_object_set_new(ann, AGENT_ANN_POLICY_LOG, json_string(plog));
 	if (ipam)
 		json_object_set_new(ann, AGENT_ANN_IPAM, json_string(ipam));
+	if (flows)
+		json_object_set_new(ann, AGENT_ANN_FLOWS, json_string(flows));
 	if (kinds)
 		json_object_set_new(ann, AGENT_ANN_APPLIED_KINDS, json_string(kinds));
 	snprintf(full, sizeof(full), "%llu", (unsigned long long)map_full);
@@ -676,11 +704,17 @@ static void report_node_status(struct agent *a, struct httpc *h)
 			ipam = NULL;
 			a->ipam_at = now;
 		}
+		if (flows) {
+			free(a->reported_flows);
+			a->reported_flows = flows;
+			flows = NULL;
+		}
 	} else if (r.status == 409) {
 		report_kick(a);		/* someone wrote the Node meanwhile: again */
 	}
 out:
 	free(body);
+	free(flows);
 	free(ipam);
 	free(plog);
 	free(pol);
@@ -909,6 +943,8 @@ void report_stop(struct agent *a)
 	a->reported_kinds = NULL;
 	free(a->reported_ipam);
 	a->reported_ipam = NULL;
+	free(a->reported_flows);
+	a->reported_flows = NULL;
 	json_decref(a->node_written);
 	a->node_written = NULL;
 }

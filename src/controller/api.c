@@ -112,6 +112,8 @@
 #include "controller/apply_batch.h"
 #include "controller/conns.h"
 #include "controller/discovery.h"
+#include "controller/flows_relay.h"
+#include "controller/ui.h"
 #include "controller/inline_calls.h"
 #include "controller/list_page.h"
 #include "controller/list_query.h"
@@ -168,6 +170,7 @@ struct daemon_ref {
 
 struct api {
 	pthread_mutex_t lock;		/* the global lock: everything below but mhd and what says otherwise */
+	char flows_cert[4200], flows_key[4200];	/* the flows relay's identity ("": none) */
 	pthread_mutex_t stats_lock;	/* metrics' request counters (taken inside lock, never around it) */
 	struct conns *conns;		/* the connection table (its own lock) */
 	struct store *reader;		/* lists' own handle on the store (borrowed; the lister's), or NULL */
@@ -1640,6 +1643,175 @@ static void conns_metrics(struct api *a, FILE *f)
 		s.header_timeouts, s.idle_timeouts);
 }
 
+/* ------------------------------------------------------------------ page */
+
+/* GET /ui/FILE: the cluster page's file, with the headers that keep it
+ * from loading anything but its own files and the API, or being framed;
+ * /ui goes to /ui/. */
+static enum MHD_Result answer_ui(struct api *a, struct MHD_Connection *c, struct request *rq, const char *url)
+{
+	const struct embedded_file *f;
+	struct MHD_Response *resp;
+	const char *type = NULL;
+	enum MHD_Result ret;
+	unsigned code = 200;
+
+	if (strcmp(url, "/ui") == 0) {
+		resp = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+		code = 301;
+		if (resp)
+			MHD_add_response_header(resp, "Location", UI_PREFIX);
+	} else if (!(f = ui_file(url, &type))) {
+		return fail(a, c, rq, 404, "NotFound", "the server could not find the requested resource (%.200s)", url);
+	} else {
+		resp = MHD_create_response_from_buffer(f->len, (void *)f->text, MHD_RESPMEM_PERSISTENT);
+		if (resp)
+			MHD_add_response_header(resp, "Content-Type", type);
+	}
+	if (!resp)
+		return MHD_NO;
+	MHD_add_response_header(resp, "Content-Security-Policy", UI_CSP);
+	MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+	MHD_add_response_header(resp, "X-Frame-Options", "DENY");
+	MHD_add_response_header(resp, "Referrer-Policy", "no-referrer");
+	MHD_add_response_header(resp, "Cache-Control", "no-cache");
+	ret = MHD_queue_response(c, code, resp);
+	MHD_destroy_response(resp);
+	observe(a, (int)code, elapsed(&rq->start));
+	return ret;
+}
+
+/* ------------------------------------------------------------------ flows */
+
+/* One client of the flows relay (flows_relay.h): its connection, suspended
+ * while the stream has nothing, resumed by the stream's threads. */
+struct flows_client {
+	struct MHD_Connection *conn;
+	struct flows_stream *s;
+};
+
+static void flows_suspend(void *arg)
+{
+	MHD_suspend_connection(((struct flows_client *)arg)->conn);
+}
+
+static void flows_wake(void *arg)
+{
+	MHD_resume_connection(((struct flows_client *)arg)->conn);
+}
+
+static ssize_t flows_reader(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	struct flows_client *fc = cls;
+	ssize_t n = flows_stream_read(fc->s, buf, max, flows_suspend, fc);
+
+	(void)pos;
+	return n < 0 ? MHD_CONTENT_READER_END_OF_STREAM : n;
+}
+
+static void flows_client_free(void *cls)
+{
+	struct flows_client *fc = cls;
+
+	flows_stream_close(fc->s);	/* no wake after it: fc may go */
+	free(fc);
+}
+
+/* The stored Nodes as a JSON array (new ref), or NULL. */
+static json_t *stored_nodes(struct api *a)
+{
+	struct store_kv_list l = { 0 };
+	char prefix[128];
+	json_t *arr = json_array();
+
+	snprintf(prefix, sizeof(prefix), OBJ_PREFIX "%s/", kind_get(KIND_NODE)->plural);
+	if (!arr || store_range(a->reg->store, prefix, NULL, 0, &l)) {
+		json_decref(arr);
+		return NULL;
+	}
+	for (size_t i = 0; i < l.n; i++) {
+		json_t *o = json_loadb(l.kvs[i].value, l.kvs[i].value_len, 0, NULL);
+
+		if (o)
+			json_array_append_new(arr, o);
+	}
+	store_kv_list_free(&l);
+	return arr;
+}
+
+/* GET /apis/network.weft.io/v1/flows[?follow=true&node=&verdict=&ip=]: the
+ * admin's (permitted: no route, so no node's); under the global lock, for
+ * the read of the Nodes. */
+static enum MHD_Result handle_flows(struct api *a, struct MHD_Connection *c, struct request *rq)
+{
+	const char *follow = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "follow");
+	const char *verdict = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "verdict");
+	const char *ip = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "ip");
+	const char *node = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "node");
+	struct flows_query q = { 0 };
+	struct flows_target *t = NULL;
+	struct flows_client *fc;
+	struct MHD_Response *resp;
+	size_t n = 0, skipped = 0;
+	struct in_addr addr;
+	enum MHD_Result ret;
+	json_t *nodes;
+	int rc;
+
+	if (!a->flows_cert[0])
+		return fail(a, c, rq, 503, "ServiceUnavailable", "%s",
+			    "flows: this controller has no relay certificate (it serves plain HTTP)");
+	if (follow && strcmp(follow, "true") && strcmp(follow, "false"))
+		return fail(a, c, rq, 400, "BadRequest", "follow: want true or false, not \"%.32s\"", follow);
+	if (verdict && strcmp(verdict, "dropped") && strcmp(verdict, "forwarded"))
+		return fail(a, c, rq, 400, "BadRequest", "verdict: want dropped or forwarded, not \"%.32s\"", verdict);
+	if (ip && inet_pton(AF_INET, ip, &addr) != 1)
+		return fail(a, c, rq, 400, "BadRequest", "ip: want an IPv4 address, not \"%.32s\"", ip);
+	q.follow = follow && strcmp(follow, "true") == 0;
+	snprintf(q.verdict, sizeof(q.verdict), "%s", verdict ? verdict : "");
+	snprintf(q.ip, sizeof(q.ip), "%s", ip ? ip : "");
+	if (!(nodes = stored_nodes(a)))
+		return fail(a, c, rq, 500, "InternalError", "%s", "flows: cannot read the Nodes");
+	rc = flows_targets(nodes, node, &t, &n, &skipped);
+	json_decref(nodes);
+	if (rc == -E2BIG)
+		return fail(a, c, rq, 400, "BadRequest", "flows: more than %d nodes; name one with ?node=",
+			    FLOWS_RELAY_NODES_MAX);
+	if (rc < 0)
+		return MHD_NO;
+	if (!n) {
+		free(t);
+		return fail(a, c, rq, 404, "NotFound", "flows: %s%s%s serves none (no %s annotation)",
+			    node ? "node \"" : "no node", node ? node : "", node ? "\"" : "", FLOWS_ANNOTATION);
+	}
+	if (!(fc = calloc(1, sizeof(*fc)))) {
+		free(t);
+		return MHD_NO;
+	}
+	fc->conn = c;
+	fc->s = flows_stream_open(&(struct flows_relay_identity){ a->flows_cert, a->flows_key }, t, n, &q, flows_wake,
+				  fc);
+	free(t);
+	if (!fc->s) {
+		free(fc);
+		return fail(a, c, rq, 503, "ServiceUnavailable", "flows: cannot start the relay: %s", strerror(errno));
+	}
+	resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, flows_reader, fc, flows_client_free);
+	if (!resp) {
+		flows_client_free(fc);
+		return MHD_NO;
+	}
+	MHD_add_response_header(resp, "Content-Type", "application/x-ndjson");
+	MHD_add_response_header(resp, "Cache-Control", "no-cache");
+	ret = MHD_queue_response(c, MHD_HTTP_OK, resp);
+	MHD_destroy_response(resp);
+	observe(a, ret == MHD_YES ? 200 : 503, elapsed(&rq->start));
+	if (ret == MHD_YES && q.follow)
+		conns_set_counted(a->conns, conn_of(c), false);	/* a stream, as a watch */
+	(void)skipped;
+	return ret;
+}
+
 static enum MHD_Result handle_metrics(struct api *a, struct MHD_Connection *c, struct request *rq)
 {
 	struct alloc_usage u;
@@ -1779,7 +1951,7 @@ static enum MHD_Result handle_metrics(struct api *a, struct MHD_Connection *c, s
 
 /* A request as prepare() leaves it for dispatch(). */
 struct call {
-	enum { CALL_METRICS, CALL_WATCH, CALL_LIST, CALL_GET, CALL_CREATE, CALL_REPLACE, CALL_DELETE,
+	enum { CALL_METRICS, CALL_FLOWS, CALL_WATCH, CALL_LIST, CALL_GET, CALL_CREATE, CALL_REPLACE, CALL_DELETE,
 	       CALL_PODNETWORK, CALL_CREDS, CALL_PATCH, CALL_APPLY } what;
 	struct route r;
 	const char *method;	/* CALL_CREDS: the request's (MHD's) */
@@ -1935,6 +2107,10 @@ static bool prepare(struct api *a, struct MHD_Connection *c, struct request *rq,
 	memset(call, 0, sizeof(*call));
 	if (strcmp(url, "/metrics") == 0 && is_get) {
 		call->what = CALL_METRICS;
+		return false;
+	}
+	if (strcmp(url, FLOWS_PATH) == 0 && is_get) {
+		call->what = CALL_FLOWS;
 		return false;
 	}
 	if (strcmp(url, APPLY_PATH) == 0)
@@ -2163,6 +2339,8 @@ static enum MHD_Result dispatch(struct api *a, struct MHD_Connection *c, struct 
 	switch (call->what) {
 	case CALL_METRICS:
 		return handle_metrics(a, c, rq);
+	case CALL_FLOWS:
+		return handle_flows(a, c, rq);
 	case CALL_WATCH:
 		return start_watch(a, c, rq, &call->r, &call->q);
 	case CALL_LIST:
@@ -2652,6 +2830,12 @@ static enum MHD_Result handle_request(struct api *a, struct MHD_Connection *c, c
 				       ? send_body(a, c, rq, 200, "text/plain", strdup("ok\n"), 3)
 				       : send_body(a, c, rq, 503, "text/plain", strdup(wait), sizeof(wait) - 1);
 		}
+		/* the cluster page's files are anyone's: they hold no data (ui.h) */
+		if ((strcmp(url, "/ui") == 0 || strncmp(url, UI_PREFIX, strlen(UI_PREFIX)) == 0) &&
+		    (strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0)) {
+			rq->answered = true;
+			return answer_ui(a, c, rq, url);
+		}
 		/* /version is anyone's, as /healthz (Kubernetes' public-info-viewer) */
 		if (strcmp(url, "/version") == 0 && (strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0))
 			return answer_discovery(a, c, rq, url);
@@ -2898,6 +3082,10 @@ struct api *api_start(const struct api_config *cfg, struct registry *r, struct w
 	pthread_mutex_init(&a->stats_lock, NULL);
 	a->reader = cfg->reader;
 	snprintf(a->token, sizeof(a->token), "%s", cfg->token);
+	if (cfg->flows_cert_file && cfg->flows_key_file) {
+		snprintf(a->flows_cert, sizeof(a->flows_cert), "%s", cfg->flows_cert_file);
+		snprintf(a->flows_key, sizeof(a->flows_key), "%s", cfg->flows_key_file);
+	}
 	a->reg = r;
 	a->hub = h;
 	a->metrics = m;

@@ -617,6 +617,10 @@ struct api_config {
 	 * until api_stop; both NULL: plain HTTP (main allows it on loopback only) */
 	const char *tls_cert;
 	const char *tls_key;
+	/* the flows relay's client certificate and key files (pki.h), copied;
+	 * NULL: GET /apis/network.weft.io/v1/flows answers 503 */
+	const char *flows_cert_file;
+	const char *flows_key_file;
 	/* each node credential's budget of writes (POST, PUT, PATCH, DELETE):
 	 * per second and at most at once; 0: the defaults (API_NODE_WRITE_*) */
 	double node_write_rate;

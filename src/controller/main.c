@@ -627,7 +627,9 @@ int main(int argc, char **argv)
 					      .header_timeout = header_timeout, .idle_timeout = idle_timeout,
 					      .bookmark_interval = bookmark_interval,
 					      .reader = reader, .tls_cert = pki.cert_pem,
-					      .tls_key = pki.key_pem },
+					      .tls_key = pki.key_pem,
+					      .flows_cert_file = pki.relay_cert[0] ? pki.relay_cert : NULL,
+					      .flows_key_file = pki.relay_key[0] ? pki.relay_key : NULL },
 			&reg, hub, &metrics, err, sizeof(err));
 	pthread_sigmask(SIG_UNBLOCK, &stop_signals, NULL);
 	if (!api) {

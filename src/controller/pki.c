@@ -24,6 +24,7 @@
 #include "controller/pki.h"
 #include "lib/errmsg.h"
 #include "lib/secret_file.h"
+#include "lib/x509.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -66,16 +67,6 @@ static void report(struct pki *p, const char *fmt, ...)
 	va_start(ap, fmt);
 	(void)errmsg_vline(p->report, sizeof(p->report), fmt, ap);
 	va_end(ap);
-}
-
-static void free_datum_secret(gnutls_datum_t *d)
-{
-	if (d->data) {
-		explicit_bzero(d->data, d->size);
-		gnutls_free(d->data);
-	}
-	d->data = NULL;
-	d->size = 0;
 }
 
 static const char *date(time_t t, char buf[32])
@@ -350,33 +341,13 @@ static int new_key(gnutls_x509_privkey_t *key)
 }
 
 /* The parts both certificates share: version, serial, names, validity, key, SKI. */
-static int crt_common(gnutls_x509_crt_t crt, gnutls_x509_privkey_t key, const char *cn, time_t from, time_t until)
-{
-	unsigned char serial[16], id[64];
-	size_t idlen = sizeof(id);
-	int e;
-
-	if ((e = gnutls_rnd(GNUTLS_RND_NONCE, serial, sizeof(serial))) < 0)
-		return e;
-	serial[0] = (unsigned char)((serial[0] & 0x7f) | 0x40);	/* positive, 16 bytes */
-	if ((e = gnutls_x509_crt_set_version(crt, 3)) < 0 || (e = gnutls_x509_crt_set_serial(crt, serial, 16)) < 0 ||
-	    (e = gnutls_x509_crt_set_dn_by_oid(crt, GNUTLS_OID_X520_COMMON_NAME, 0, cn, (unsigned)strlen(cn))) < 0 ||
-	    (e = gnutls_x509_crt_set_dn_by_oid(crt, GNUTLS_OID_X520_ORGANIZATION_NAME, 0, "weft", 4)) < 0 ||
-	    (e = gnutls_x509_crt_set_activation_time(crt, from)) < 0 ||
-	    (e = gnutls_x509_crt_set_expiration_time(crt, until)) < 0 || (e = gnutls_x509_crt_set_key(crt, key)) < 0 ||
-	    (e = gnutls_x509_privkey_get_key_id(key, GNUTLS_KEYID_USE_SHA1, id, &idlen)) < 0 ||
-	    (e = gnutls_x509_crt_set_subject_key_id(crt, id, idlen)) < 0)
-		return e;
-	return 0;
-}
-
 static int make_ca_crt(gnutls_x509_privkey_t key, time_t now, gnutls_x509_crt_t *crt)
 {
 	int e;
 
 	if ((e = gnutls_x509_crt_init(crt)) < 0)
 		return e;
-	if ((e = crt_common(*crt, key, CA_NAME, now - BACKDATE, now + (time_t)PKI_CA_DAYS * DAY)) < 0 ||
+	if ((e = x509_crt_base(*crt, key, CA_NAME, now - BACKDATE, now + (time_t)PKI_CA_DAYS * DAY)) < 0 ||
 	    (e = gnutls_x509_crt_set_basic_constraints(*crt, 1, -1)) < 0 ||
 	    (e = gnutls_x509_crt_set_key_usage(*crt, GNUTLS_KEY_KEY_CERT_SIGN | GNUTLS_KEY_CRL_SIGN |
 							     GNUTLS_KEY_DIGITAL_SIGNATURE)) < 0 ||
@@ -399,7 +370,7 @@ static int make_serving_crt(gnutls_x509_crt_t ca, gnutls_x509_privkey_t ca_key, 
 		until = ca_until;
 	if ((e = gnutls_x509_crt_init(crt)) < 0)
 		return e;
-	if ((e = crt_common(*crt, key, SERVING_NAME, now - BACKDATE, until)) < 0 ||
+	if ((e = x509_crt_base(*crt, key, SERVING_NAME, now - BACKDATE, until)) < 0 ||
 	    (e = gnutls_x509_crt_set_basic_constraints(*crt, 0, -1)) < 0 ||
 	    (e = gnutls_x509_crt_set_key_usage(*crt, GNUTLS_KEY_DIGITAL_SIGNATURE)) < 0 ||
 	    (e = gnutls_x509_crt_set_key_purpose_oid(*crt, GNUTLS_KP_TLS_WWW_SERVER, 0)) < 0 ||
@@ -423,42 +394,6 @@ fail:
 	gnutls_x509_crt_deinit(*crt);
 	*crt = NULL;
 	return e;
-}
-
-/* PEM of a certificate, malloc'd. */
-static int crt_pem(gnutls_x509_crt_t crt, char **pem, size_t *len)
-{
-	gnutls_datum_t d = { 0 };
-	int e = gnutls_x509_crt_export2(crt, GNUTLS_X509_FMT_PEM, &d);
-
-	if (e < 0)
-		return e;
-	*pem = malloc(d.size + 1);
-	if (*pem) {
-		memcpy(*pem, d.data, d.size);
-		(*pem)[d.size] = 0;
-		*len = d.size;
-	}
-	gnutls_free(d.data);
-	return *pem ? 0 : GNUTLS_E_MEMORY_ERROR;
-}
-
-/* PEM (PKCS #8) of a key, malloc'd; every intermediate copy wiped. */
-static int key_pem(gnutls_x509_privkey_t key, char **pem, size_t *len)
-{
-	gnutls_datum_t d = { 0 };
-	int e = gnutls_x509_privkey_export2_pkcs8(key, GNUTLS_X509_FMT_PEM, NULL, GNUTLS_PKCS_PLAIN, &d);
-
-	if (e < 0)
-		return e;
-	*pem = malloc(d.size + 1);
-	if (*pem) {
-		memcpy(*pem, d.data, d.size);
-		(*pem)[d.size] = 0;
-		*len = d.size;
-	}
-	free_datum_secret(&d);
-	return *pem ? 0 : GNUTLS_E_MEMORY_ERROR;
 }
 
 static void fingerprint(gnutls_x509_crt_t crt, char *buf, size_t len)
@@ -504,7 +439,7 @@ static int load_or_make_ca(const struct paths *pp, time_t now, gnutls_x509_crt_t
 		if ((rc = load_key(pp->ca_key, true, ca_key, err, errlen)))
 			goto out;
 	} else {
-		if ((e = new_key(ca_key)) < 0 || (e = key_pem(*ca_key, &kpem, &klen)) < 0) {
+		if ((e = new_key(ca_key)) < 0 || (e = x509_key_pem(*ca_key, &kpem, &klen)) < 0) {
 			errmsg(err, errlen, "%s: cannot make a key: %s", pp->ca_key, gnutls_strerror(e));
 			rc = -EIO;
 			goto out;
@@ -529,7 +464,7 @@ static int load_or_make_ca(const struct paths *pp, time_t now, gnutls_x509_crt_t
 			rc = -EIO;
 			goto out;
 		}
-		if ((e = crt_pem(*ca, &pem, &len)) < 0) {
+		if ((e = x509_crt_pem(*ca, &pem, &len)) < 0) {
 			errmsg(err, errlen, "%s: %s", pp->ca_crt, gnutls_strerror(e));
 			rc = -ENOMEM;
 			goto out;
@@ -639,7 +574,7 @@ static int load_or_make_serving(const struct paths *pp, gnutls_x509_crt_t ca, gn
 		return 0;
 	}
 	if ((e = new_key(&key)) < 0 || (e = make_serving_crt(ca, ca_key, key, w, now, &crt)) < 0 ||
-	    (e = key_pem(key, &p->key_pem, &p->key_len)) < 0 || (e = crt_pem(crt, &p->cert_pem, &p->cert_len)) < 0) {
+	    (e = x509_key_pem(key, &p->key_pem, &p->key_len)) < 0 || (e = x509_crt_pem(crt, &p->cert_pem, &p->cert_len)) < 0) {
 		errmsg(err, errlen, "%s: cannot make the serving certificate: %s", pp->crt, gnutls_strerror(e));
 		rc = -EIO;
 		goto out;
@@ -655,6 +590,51 @@ static int load_or_make_serving(const struct paths *pp, gnutls_x509_crt_t ca, gn
 		report(p, "serving certificate %s: made again, because %s; now for %s (valid until %s)", pp->crt,
 		       problem, names, date(gnutls_x509_crt_get_expiration_time(crt), when));
 out:
+	gnutls_x509_crt_deinit(crt);
+	gnutls_x509_privkey_deinit(key);
+	return rc;
+}
+
+/* DIR/pki/flows-relay.{key,crt}: a client certificate for TLS clients,
+ * CommonName PKI_RELAY_NAME, signed by the CA, valid as the serving one;
+ * made anew at every start (no file to keep in step with the CA). */
+static int make_relay(const struct paths *pp, gnutls_x509_crt_t ca, gnutls_x509_privkey_t ca_key, time_t now,
+		      struct pki *p, char *err, size_t errlen)
+{
+	time_t until = now + (time_t)PKI_SERVING_DAYS * DAY, ca_until = gnutls_x509_crt_get_expiration_time(ca);
+	gnutls_x509_privkey_t key = NULL;
+	gnutls_x509_crt_t crt = NULL;
+	char *kpem = NULL, *cpem = NULL, key_path[4200], crt_path[4200];
+	unsigned char aki[64];
+	size_t akilen = sizeof(aki), klen = 0, clen = 0;
+	int rc = 0, e;
+
+	if (ca_until != (time_t)-1 && until > ca_until)
+		until = ca_until;
+	snprintf(key_path, sizeof(key_path), "%s/flows-relay.key", pp->dir);
+	snprintf(crt_path, sizeof(crt_path), "%s/flows-relay.crt", pp->dir);
+	if ((e = new_key(&key)) < 0 || (e = gnutls_x509_crt_init(&crt)) < 0 ||
+	    (e = x509_crt_base(crt, key, PKI_RELAY_NAME, now - BACKDATE, until)) < 0 ||
+	    (e = gnutls_x509_crt_set_basic_constraints(crt, 0, -1)) < 0 ||
+	    (e = gnutls_x509_crt_set_key_usage(crt, GNUTLS_KEY_DIGITAL_SIGNATURE)) < 0 ||
+	    (e = gnutls_x509_crt_set_key_purpose_oid(crt, GNUTLS_KP_TLS_WWW_CLIENT, 0)) < 0 ||
+	    (e = gnutls_x509_crt_get_subject_key_id(ca, aki, &akilen, NULL)) < 0 ||
+	    (e = gnutls_x509_crt_set_authority_key_id(crt, aki, akilen)) < 0 ||
+	    (e = gnutls_x509_crt_sign2(crt, ca, ca_key, GNUTLS_DIG_SHA256, 0)) < 0 ||
+	    (e = x509_key_pem(key, &kpem, &klen)) < 0 || (e = x509_crt_pem(crt, &cpem, &clen)) < 0) {
+		errmsg(err, errlen, "%s: cannot make the flows relay's certificate: %s", crt_path, gnutls_strerror(e));
+		rc = -EIO;
+		goto out;
+	}
+	if ((rc = write_file(key_path, kpem, klen, 0600, err, errlen)) ||
+	    (rc = write_file(crt_path, cpem, clen, 0644, err, errlen)))
+		goto out;
+	snprintf(p->relay_key, sizeof(p->relay_key), "%s", key_path);
+	snprintf(p->relay_cert, sizeof(p->relay_cert), "%s", crt_path);
+	report(p, "flows relay certificate %s: made (CN %s, for TLS clients)", crt_path, PKI_RELAY_NAME);
+out:
+	secret_free(kpem, klen);
+	free(cpem);
 	gnutls_x509_crt_deinit(crt);
 	gnutls_x509_privkey_deinit(key);
 	return rc;
@@ -684,7 +664,7 @@ static int bring_your_own(const struct pki_config *cfg, time_t now, struct pki *
 		goto out;
 	free(p->ca_pem);
 	p->ca_pem = NULL;
-	if ((e = crt_pem(list[n - 1], &p->ca_pem, &p->ca_len)) < 0) {
+	if ((e = x509_crt_pem(list[n - 1], &p->ca_pem, &p->ca_len)) < 0) {
 		errmsg(err, errlen, "%s: %s", cfg->cert_file, gnutls_strerror(e));
 		rc = -ENOMEM;
 		goto out;
@@ -740,7 +720,7 @@ int pki_load_or_create(const struct pki_config *cfg, struct pki *p, char *err, s
 	}
 	if ((rc = load_or_make_ca(&pp, now, &ca, &ca_key, p, err, errlen)))
 		goto out;
-	if ((e = crt_pem(ca, &p->ca_pem, &p->ca_len)) < 0) {
+	if ((e = x509_crt_pem(ca, &p->ca_pem, &p->ca_len)) < 0) {
 		errmsg(err, errlen, "%s: %s", pp.ca_crt, gnutls_strerror(e));
 		rc = -ENOMEM;
 		goto out;
@@ -749,6 +729,8 @@ int pki_load_or_create(const struct pki_config *cfg, struct pki *p, char *err, s
 		rc = bring_your_own(cfg, now, p, err, errlen);
 	else
 		rc = load_or_make_serving(&pp, ca, ca_key, w, now, p, err, errlen);
+	if (!rc)
+		rc = make_relay(&pp, ca, ca_key, now, p, err, errlen);
 out:
 	gnutls_x509_crt_deinit(ca);
 	gnutls_x509_privkey_deinit(ca_key);

@@ -7,6 +7,10 @@
  *   DIR/pki/ca.crt          the CA certificate clients trust (0644)
  *   DIR/pki/apiserver.key   the serving key (0600)
  *   DIR/pki/apiserver.crt   the serving certificate, signed by the CA (0644)
+ *   DIR/pki/flows-relay.key the flows relay's client key (0600) ...
+ *   DIR/pki/flows-relay.crt ... and certificate, signed by the CA: the
+ *                           controller reads the agents' flows with it
+ *                           (flows_relay.h); made anew at every start
  *
  * Keys are ECDSA P-256, signatures SHA-256.  The CA is valid 10 years,
  * CA:TRUE (critical), keyCertSign + cRLSign + digitalSignature; the serving
@@ -49,6 +53,7 @@
 #define PKI_CA_DAYS 3650
 #define PKI_SERVING_DAYS 365
 #define PKI_RENEW_DAYS 30	/* a serving certificate with fewer left is made again */
+#define PKI_RELAY_NAME "weft-flows-relay"	/* the relay's CommonName (the agents' FLOWSERVE_CLIENT_CN) */
 #define PKI_MAX_SANS 64
 
 struct pki_config {
@@ -69,6 +74,8 @@ struct pki {
 	char *key_pem;			/* its key, PEM; wiped by pki_free */
 	size_t key_len;
 	char report[2048];		/* lines for the log: what was made, kept or renewed, and why */
+	char relay_cert[4200];		/* DIR/pki/flows-relay.crt, or "" when none was made */
+	char relay_key[4200];
 };
 
 /* 0, or -EINVAL (a bad --tls-san, a file that is not what it must be),

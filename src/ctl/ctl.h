@@ -78,6 +78,7 @@ int ctl_nodecred(struct ctl *ctl, int argc, char **argv);
 int ctl_patch(struct ctl *ctl, int argc, char **argv);
 int ctl_can_reach(struct ctl *ctl, int argc, char **argv);
 int ctl_trace(struct ctl *ctl, int argc, char **argv);
+int ctl_flows(struct ctl *ctl, int argc, char **argv);
 
 /* describe networkpolicy's part after the object's fields: the pods it
  * selects now and what each rule matches now (describe_netpol.c). */

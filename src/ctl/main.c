@@ -39,6 +39,9 @@ static const struct ctl_verb verbs[] = {
 	  "       (FROM: NAMESPACE/POD; TO: NAMESPACE/POD, svc/NAMESPACE/NAME or an IPv4 address)",
 	  "run one packet through the real programs of the nodes it crosses, step by step "
 	  "(exit 0 delivered, 1 dropped, 2 no answer)" },
+	{ "flows", ctl_flows, "[--follow|-f] [--pod NAMESPACE/NAME] [--node NAME] [--verdict dropped|forwarded] [-o json]",
+	  "the flows the nodes' data planes logged (drops, new connections), one a line; --follow: as they come "
+	  "(exit 0 done, 1 failed or a node could not be read, 2 bad argument or unknown pod)" },
 	{ "pod-network", ctl_podnetwork,
 	  "join-projects --to=PROJECT PROJECT... | isolate-projects PROJECT... | make-projects-global PROJECT...",
 	  "change which projects' pods can reach each other (multitenant mode)" },

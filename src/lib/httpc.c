@@ -25,7 +25,8 @@
  *  4. For https, setup() gives curl the handle's CA as the only trust
  *     anchors (CAINFO_BLOB; the default bundle and directory are cleared)
  *     or, without one, leaves curl's system defaults; verification of the
- *     peer and of the host name stays on unless h->insecure.
+ *     peer and of the host name stays on unless h->insecure, or
+ *     h->pinned_key, which curl checks in their place.
  */
 #include "lib/httpc.h"
 #include "lib/errmsg.h"
@@ -62,6 +63,7 @@ struct httpc {
 	struct curl_blob ca;			/* PEM, owned; data NULL: system trust store */
 	bool insecure;				/* insecure_skip_tls_verify */
 	char *cert_file, *key_file;		/* client certificate, or NULL */
+	char *pinned_key;			/* the server's key pin, or NULL */
 	char *auth_scheme;			/* "Bearer", or "" for the bare token */
 	atomic_int cancelled;
 	bool (*interrupt)(void *arg);		/* httpc_set_interrupt, or NULL */
@@ -396,6 +398,18 @@ struct httpc *httpc_create(const struct httpc_options *opt, char *err, size_t er
 		    opt->cert_file ? "key" : "certificate");
 		goto fail;
 	}
+	if (opt->pinned_key && (opt->ca_file || opt->ca_pem || opt->insecure_skip_tls_verify ||
+				strncmp(opt->pinned_key, "sha256//", 8))) {
+		rc = -EINVAL;
+		errmsg(err, errlen, "%s", strncmp(opt->pinned_key, "sha256//", 8) ?
+			"a pinned key is sha256//BASE64" : "a pinned key is trusted instead of a CA, not with one");
+		goto fail;
+	}
+	if (opt->pinned_key && !(h->pinned_key = strdup(opt->pinned_key))) {
+		rc = -ENOMEM;
+		errmsg(err, errlen, "out of memory");
+		goto fail;
+	}
 	if (opt->cert_file && (!(h->cert_file = strdup(opt->cert_file)) || !(h->key_file = strdup(opt->key_file)))) {
 		rc = -ENOMEM;
 		errmsg(err, errlen, "out of memory");
@@ -460,6 +474,7 @@ void httpc_destroy(struct httpc *h)
 	free(h->ca.data);
 	free(h->cert_file);
 	free(h->key_file);
+	free(h->pinned_key);
 	free(h->auth_scheme);
 	free(h);
 }
@@ -673,6 +688,11 @@ static CURLcode setup(struct httpc *h, const char *method, const char *url, cons
 		SET(CURLOPT_SSL_VERIFYPEER, 0L);
 		SET(CURLOPT_SSL_VERIFYHOST, 0L);
 	}
+	if (h->pinned_key) {	/* the key is the identity; no CA signed it */
+		SET(CURLOPT_SSL_VERIFYPEER, 0L);
+		SET(CURLOPT_SSL_VERIFYHOST, 0L);
+		SET(CURLOPT_PINNEDPUBLICKEY, h->pinned_key);
+	}
 	if (strcmp(method, "GET"))
 		SET(CURLOPT_CUSTOMREQUEST, method);
 	if (body || !strcmp(method, "POST") || !strcmp(method, "PUT") || !strcmp(method, "PATCH")) {
@@ -725,7 +745,7 @@ static int fail(struct httpc *h, CURLcode rc, const struct xfer *x, const char *
 			return os_errno > 0 ? -(int)os_errno : -ECONNREFUSED;
 		return -EHOSTUNREACH;
 	}
-	if (rc == CURLE_PEER_FAILED_VERIFICATION) {
+	if (rc == CURLE_PEER_FAILED_VERIFICATION || rc == CURLE_SSL_PINNEDPUBKEYNOTMATCH) {
 		errmsg(err, errlen, "cannot trust %s: %s", h->server, detail);
 		return -EPROTO;
 	}

@@ -26,7 +26,9 @@
  *     trust store.  Only insecure_skip_tls_verify, which a user has to ask
  *     for by name, turns that off.  A certificate that does not verify
  *     fails the call with -EPROTO and curl's reason ("SSL certificate
- *     problem: ...").
+ *     problem: ...").  With pinned_key, the server's public key is what is
+ *     verified: its pin must be that one (a server whose certificate it
+ *     signed itself, published out of band), or the call fails with -EPROTO.
  *
  *  6. Failover: with several server URLs a request goes to the current
  *     one; when that cannot be reached (refused, no route, connect timeout,
@@ -65,6 +67,9 @@ struct httpc_options {
 	const char *ca_pem;		/* ... or these (ca_len bytes, copied); not with ca_file */
 	size_t ca_len;
 	bool insecure_skip_tls_verify;	/* https: verify nothing; only when a user asked for it */
+	const char *pinned_key;		/* https: the server is whoever holds this key ("sha256//BASE64",
+					 * the pin of its public key), whatever signed its certificate:
+					 * instead of a CA, not with one (invariant 5) */
 	const char *cert_file;		/* https: present this client certificate (PEM) ... */
 	const char *key_file;		/* ... with this key (PEM); both or neither */
 	const char *auth_scheme;	/* "Authorization: SCHEME TOKEN"; NULL: "Bearer"; "": the token alone

@@ -6,7 +6,7 @@
 #    negative, an empty one, a word, a number with a tail or one beyond
 #    64 bits: exit 2, one line on stderr naming the flag, the value and the
 #    range; no state dir, pin dir or socket made;
-# 2. --metrics-address, given what is not ADDRESS:PORT (no port, port 0,
+# 2. --metrics-address and --flows-address, given what is not ADDRESS:PORT (no port, port 0,
 #    beyond 65535 or negative, a name, an IPv6 address) nor off: exit 2,
 #    one line naming the value, nothing made;
 # 3. an unknown flag, a missing required flag, a stray argument: exit 2;
@@ -53,18 +53,20 @@ watch-timeout 1 3600
 list-page-size 1 100000
 EOF
 
-# 2. --metrics-address
-bad=0 why=""
-for v in 10.0.0.1 10.0.0.1: 10.0.0.1:0 10.0.0.1:65536 10.0.0.1:-1 host:9966 "[::1]:9966" 10.0.0.300:1 ""; do
-	rc=0
-	out=$("$AGENT" "${base[@]}" --metrics-address "$v" 2>&1 >/dev/null) || rc=$?
-	if [ "$rc" != 2 ] || [ "$out" != "weft-agent: --metrics-address $v: not ADDRESS:PORT (an IPv4 address, or none for every address, and a port 1-65535), nor off" ] ||
-		[ -n "$(ls "$dir")" ]; then
-		bad=$((bad + 1)) why="'$v': exit $rc, stderr '$out'"
-	fi
+# 2. --metrics-address and --flows-address
+for flag in metrics-address flows-address; do
+	bad=0 why=""
+	for v in 10.0.0.1 10.0.0.1: 10.0.0.1:0 10.0.0.1:65536 10.0.0.1:-1 host:9966 "[::1]:9966" 10.0.0.300:1 ""; do
+		rc=0
+		out=$("$AGENT" "${base[@]}" --$flag "$v" 2>&1 >/dev/null) || rc=$?
+		if [ "$rc" != 2 ] || [ "$out" != "weft-agent: --$flag $v: not ADDRESS:PORT (an IPv4 address, or none for every address, and a port 1-65535), nor off" ] ||
+			[ -n "$(ls "$dir")" ]; then
+			bad=$((bad + 1)) why="'$v': exit $rc, stderr '$out'"
+		fi
+	done
+	if [ "$bad" = 0 ]; then pass "--$flag: 9 malformed values refused (exit 2, named), nothing made"
+	else fail "--$flag: malformed values refused" "$bad wrong; e.g. $why"; fi
 done
-if [ "$bad" = 0 ]; then pass "--metrics-address: 9 malformed values refused (exit 2, named), nothing made"
-else fail "--metrics-address: malformed values refused" "$bad wrong; e.g. $why"; fi
 
 # 3. the rest of the line
 exit_of() { local rc=0; "$AGENT" "$@" >/dev/null 2>&1 || rc=$?; echo "$rc"; }
@@ -78,7 +80,7 @@ help=$("$AGENT" --help 2>&1)
 missing=""
 for f in controller token-file ca-file node node-ip state-dir bpf-pin-dir cni-socket mtu max-services \
 	max-backends max-conntrack conntrack-per-client max-policy-rules max-policy-conntrack \
-	policy-conntrack-per-client watch-timeout list-page-size metrics-address; do
+	policy-conntrack-per-client watch-timeout list-page-size metrics-address flows-address; do
 	grep -q -- "--$f " <<<"$help" || missing+=" --$f"
 done
 check "--help names every flag${missing:+ (missing:$missing)}" test -z "$missing"

@@ -1,0 +1,90 @@
+/*
+ * flows_relay.h — the cluster's flows in one stream: the controller reads
+ * every node's (the agents' GET /v1/flows, src/agent/flowserve.h) and
+ * hands the lines on, as they come, to one client of
+ * GET /apis/network.weft.io/v1/flows (docs/trace.md, "Flows").
+ *
+ * The relay is the agents' one client: it presents the certificate the
+ * controller's PKI made for it (pki.h: CommonName weft-flows-relay,
+ * signed by the cluster CA), and trusts each agent by the pin of its key
+ * that the agent published on its Node (annotation weft.io/flows), which
+ * only that node's credential and the admin may write.
+ *
+ * Each line is handed on with its "node" set to the node it was read from:
+ * a node's credential speaks for that node only.  One stream is one request: a thread a node reads it (an httpc stream),
+ * and a ticker thread wakes the client every HEARTBEAT seconds, so that a
+ * client gone away is noticed at the next write.  The lines wait in a
+ * buffer of FLOWS_RELAY_BUFFER bytes; a line that finds it full is counted
+ * and said as {"node": N, "lost": K} once there is room.  A node that
+ * cannot be read is said as {"node": N, "error": "..."}, and the others
+ * go on.
+ *
+ * Threads: flows_stream_read is MHD's reader (one thread at a time); the
+ * node threads and the ticker call the wake function, under the stream's
+ * lock, only while the reader said it waits (flows_stream_read returned 0
+ * and the caller suspended the connection within the same call): so a
+ * wake always finds the connection suspended.
+ *
+ * Ownership: flows_stream_open copies targets and query; the stream lives
+ * until flows_stream_close (the client's side) and the last of its
+ * threads have let go of it.
+ */
+#ifndef WEFT_FLOWS_RELAY_H
+#define WEFT_FLOWS_RELAY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include <jansson.h>
+
+#include "lib/x509.h"
+
+#define FLOWS_PATH "/apis/network.weft.io/v1/flows"
+#define FLOWS_ANNOTATION "weft.io/flows"	/* the agent's AGENT_ANN_FLOWS */
+#define FLOWS_RELAY_BUFFER (1u << 20)
+#define FLOWS_RELAY_NODES_MAX 256		/* nodes one stream reads; more: name them (?node=) */
+
+struct flows_relay_identity {
+	const char *cert_file;		/* the relay's client certificate and key (pki.h) */
+	const char *key_file;
+};
+
+struct flows_target {
+	char node[254];
+	char endpoint[128];		/* "https://IP:PORT" */
+	char pin[X509_PIN_MAX];
+};
+
+struct flows_query {
+	bool follow;
+	char verdict[16];		/* "", "dropped", "forwarded" */
+	char ip[16];			/* "" or an IPv4 address */
+};
+
+/* The nodes to read, from the stored Nodes (objs: a JSON array of Node
+ * objects): those with a well-formed flows annotation, only `only` when
+ * it is not NULL.  *skipped counts the nodes without one (or with a bad
+ * one).  0, or -ENOMEM; -E2BIG past FLOWS_RELAY_NODES_MAX. */
+int flows_targets(const json_t *objs, const char *only, struct flows_target **out, size_t *n, size_t *skipped);
+
+struct flows_stream;
+
+/* wake(arg): the reader's connection has data (or its end) to send now */
+typedef void (*flows_wake_fn)(void *arg);
+
+/* A stream over the n targets; NULL with errno set. */
+struct flows_stream *flows_stream_open(const struct flows_relay_identity *id, const struct flows_target *t, size_t n,
+				       const struct flows_query *q, flows_wake_fn wake, void *wake_arg);
+
+/* Up to max bytes of lines into buf: their count; or, with nothing to
+ * send now, 0 after suspend(arg) was called under the stream's lock (the
+ * caller's connection waits for wake); -1 when the stream has ended (every
+ * node's response is over, and all was read). */
+ssize_t flows_stream_read(struct flows_stream *s, char *buf, size_t max, void (*suspend)(void *arg), void *arg);
+
+/* The client is gone: every node's read is cancelled; the stream is
+ * freed by the last of its threads. */
+void flows_stream_close(struct flows_stream *s);
+
+#endif
