@@ -801,8 +801,9 @@ static int parse_encap(const struct nlattr *a, struct nl_route *r)
 }
 
 /* 0: r filled; 1: not an IPv4 main-table route of a type we report;
- * -EBADMSG. */
-static int parse_route(const struct nlmsghdr *nlh, struct nl_route *r)
+ * -EBADMSG.  lookup: the answer to RTM_GETROUTE for one address (any
+ * table; a local address's route is NL_ROUTE_LOCAL). */
+static int parse_route(const struct nlmsghdr *nlh, struct nl_route *r, bool lookup)
 {
 	const struct nlattr *tb[RTA_MAX + 1];
 	const struct rtmsg *rtm = mnl_nlmsg_get_payload(nlh);
@@ -816,11 +817,16 @@ static int parse_route(const struct nlmsghdr *nlh, struct nl_route *r)
 	table = rtm->rtm_table;
 	if (tb[RTA_TABLE] && attr_u32(tb[RTA_TABLE], &table) < 0)
 		return -EBADMSG;
-	if (table != RT_TABLE_MAIN)
+	if (table != RT_TABLE_MAIN && !lookup)
 		return 1;
 	memset(r, 0, sizeof(*r));
 	switch (rtm->rtm_type) {
 	case RTN_UNICAST: r->type = NL_ROUTE_UNICAST; break;
+	case RTN_LOCAL:
+		if (!lookup)
+			return 1;
+		r->type = NL_ROUTE_LOCAL;
+		break;
 	case RTN_UNREACHABLE: r->type = NL_ROUTE_UNREACHABLE; break;
 	case RTN_BLACKHOLE: r->type = NL_ROUTE_BLACKHOLE; break;
 	default: return 1;
@@ -872,7 +878,7 @@ static int route_walk_reply(const struct nlmsghdr *nlh, void *arg)
 
 	if (nlh->nlmsg_type != RTM_NEWROUTE)
 		return 0;
-	err = parse_route(nlh, &r);
+	err = parse_route(nlh, &r, false);
 	if (err)
 		return err < 0 ? err : 0;
 	return w->fn(&r, w->arg);
@@ -887,50 +893,50 @@ int nl_route_foreach(struct nl *nl, int (*fn)(const struct nl_route *r, void *ar
 	return talk(nl, nlh, route_walk_reply, &w);
 }
 
-struct route_get {
-	int ifindex;
-	in_addr_t src;
-};
-
 static int route_get_reply(const struct nlmsghdr *nlh, void *arg)
 {
-	const struct nlattr *tb[RTA_MAX + 1];
-	struct route_get *q = arg;
-	uint32_t v;
+	struct nl_route *r = arg;
+	int err;
 
 	if (nlh->nlmsg_type != RTM_NEWROUTE)
 		return 0;
-	if (mnl_nlmsg_get_payload_len(nlh) < sizeof(struct rtmsg))
-		return -EBADMSG;
-	parse_attrs(nlh, sizeof(struct rtmsg), tb, RTA_MAX);
-	if (tb[RTA_OIF]) {
-		if (attr_u32(tb[RTA_OIF], &v) < 0 || v > INT32_MAX)
-			return -EBADMSG;
-		q->ifindex = (int)v;
-	}
-	if (tb[RTA_PREFSRC] && attr_u32(tb[RTA_PREFSRC], &q->src) < 0)
-		return -EBADMSG;
-	return 1;
+	err = parse_route(nlh, r, true);
+	return err < 0 ? err : 1;
 }
 
-int nl_route_get_dev(struct nl *nl, in_addr_t dst, int *ifindex, in_addr_t *src)
+int nl_route_get(struct nl *nl, in_addr_t dst, struct nl_route *out)
 {
-	struct route_get q = { 0, 0 };
 	struct nlmsghdr *nlh;
 	struct rtmsg *rtm;
 	int err;
 
+	memset(out, 0, sizeof(*out));
+	out->type = NL_ROUTE_UNREACHABLE;
 	rtm = route_req(nl, &nlh, RTM_GETROUTE, 0);
 	rtm->rtm_dst_len = 32;
 	mnl_attr_put_u32(nlh, RTA_DST, dst);
-	err = talk(nl, nlh, route_get_reply, &q);
+	err = talk(nl, nlh, route_get_reply, out);
+	if (err == -ENETUNREACH || err == -EHOSTUNREACH || err == -EINVAL || err == -EACCES)
+		out->type = NL_ROUTE_UNREACHABLE;	/* (an unreachable route answers so) */
+	else if (err < 0)
+		return err;
+	out->dst = dst;
+	out->prefixlen = 32;
+	return 0;
+}
+
+int nl_route_get_dev(struct nl *nl, in_addr_t dst, int *ifindex, in_addr_t *src)
+{
+	struct nl_route r;
+	int err = nl_route_get(nl, dst, &r);
+
 	if (err < 0)
 		return err;
-	if (!q.ifindex)
+	if (!r.ifindex || r.type != NL_ROUTE_UNICAST)
 		return -ENETUNREACH;
-	*ifindex = q.ifindex;
+	*ifindex = r.ifindex;
 	if (src)
-		*src = q.src;
+		*src = r.src;
 	return 0;
 }
 

@@ -77,7 +77,8 @@ int nl_link_del(struct nl *nl, int ifindex);		/* -ENODEV when gone */
 int nl_addr_add(struct nl *nl, int ifindex, in_addr_t ip, int prefixlen);
 int nl_addr_del(struct nl *nl, int ifindex, in_addr_t ip, int prefixlen);
 
-enum nl_route_type { NL_ROUTE_UNICAST = 0, NL_ROUTE_UNREACHABLE, NL_ROUTE_BLACKHOLE };
+enum nl_route_type { NL_ROUTE_UNICAST = 0, NL_ROUTE_UNREACHABLE, NL_ROUTE_BLACKHOLE,
+		     NL_ROUTE_LOCAL /* nl_route_get only: an address of the namespace */ };
 
 struct nl_route {
 	in_addr_t dst;		/* network */
@@ -110,6 +111,15 @@ int nl_addr_find(struct nl *nl, in_addr_t ip, int *ifindex);
 
 /* Permanent neighbour entry ip -> mac on ifindex (replace). */
 int nl_neigh_replace(struct nl *nl, int ifindex, in_addr_t ip, const uint8_t mac[6]);
+
+/* The kernel's route to dst in this namespace (RTM_GETROUTE, as `ip route
+ * get`): out->type NL_ROUTE_LOCAL for one of its own addresses,
+ * NL_ROUTE_UNREACHABLE when there is none (or an unreachable or
+ * blackhole route: the kernel answers all three with an error), else
+ * NL_ROUTE_UNICAST with the device, preferred source, gateway and encap
+ * (a route to a collect-metadata device).  0, or -errno for a failed
+ * request. */
+int nl_route_get(struct nl *nl, in_addr_t dst, struct nl_route *out) __attribute__((warn_unused_result));
 
 /* Find the device the namespace uses to reach dst (RTM_GETROUTE), e.g. the
  * underlay interface toward a peer node, and the source address it would

@@ -502,6 +502,29 @@ static void routes_body(struct env *e)
 	CHECK_EQ(got->encap_dst, ip4("192.168.1.8"));
 	CHECK_EQ(got->mtu, 1400);
 
+	/* the kernel's lookup for one address (nl_route_get, `ip route get`) */
+	{
+		struct nl_route q;
+
+		CHECK_EQ(nl_route_get(e->nl[0], ip4("10.7.0.42"), &q), 0);
+		CHECK_EQ(q.type, NL_ROUTE_UNICAST);
+		CHECK_EQ(q.ifindex, vx.ifindex);
+		CHECK(q.encap);
+		CHECK_EQ(q.encap_id, 0xabcdef);
+		CHECK_EQ(q.encap_dst, ip4("192.168.1.7"));
+		CHECK_EQ(nl_route_get(e->nl[0], ip4("10.3.0.9"), &q), 0);
+		CHECK_EQ(q.type, NL_ROUTE_UNICAST);
+		CHECK_EQ(q.ifindex, wa.ifindex);
+		CHECK(!q.encap);
+		CHECK_EQ(nl_route_get(e->nl[0], ip4("10.77.0.1"), &q), 0);	/* its own address */
+		CHECK_EQ(q.type, NL_ROUTE_LOCAL);
+		CHECK_EQ(nl_route_get(e->nl[0], ip4("10.5.0.1"), &q), 0);
+		CHECK_EQ(q.type, NL_ROUTE_UNREACHABLE);
+		CHECK_EQ(nl_route_get(e->nl[0], ip4("10.6.1.1"), &q), 0);	/* blackhole */
+		CHECK_EQ(q.type, NL_ROUTE_UNREACHABLE);
+		CHECK_EQ(q.ifindex, 0);
+	}
+
 	/* replace changes the route in place: one route, the new type */
 	r = (struct nl_route){ .dst = ip4("10.3.0.0"), .prefixlen = 24, .type = NL_ROUTE_UNREACHABLE };
 	CHECK_EQ(nl_route_replace(e->nl[0], &r), 0);

@@ -4,7 +4,10 @@
  *   trace_input_parse   TraceRequest spec -> struct trace_input
  *   trace_run           entry point and frame (frame()), one test run
  *                       (datapath_trace_run), the packet as it left
- *                       (leaving()), the local pod it went to
+ *                       (leaving()), the local pod it went to; from the
+ *                       node or the outside, the stack's route between
+ *                       (by_route(): the program on its device, or the
+ *                       verdict the route itself is)
  *   trace_result_json   struct trace_result -> TraceRequest status
  *
  * The frame is what the entry point sees of a real packet: Ethernet from
@@ -20,6 +23,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <linux/pkt_cls.h>
+#include <net/if.h>
 
 #define ETH_LEN 14
 #define IP_LEN 20
@@ -74,8 +78,12 @@ int trace_input_parse(struct jval spec, struct trace_input *in, char *err, size_
 		in->from = TRACE_FROM_POD;
 	} else if (from && strcmp(from, "Tunnel") == 0) {
 		in->from = TRACE_FROM_TUNNEL;
+	} else if (from && strcmp(from, "Node") == 0) {
+		in->from = TRACE_FROM_NODE;
+	} else if (from && strcmp(from, "Outside") == 0) {
+		in->from = TRACE_FROM_OUTSIDE;
 	} else {
-		snprintf(err, len, "spec.from: %s", from ? "not Pod or Tunnel" : "missing");
+		snprintf(err, len, "spec.from: %s", from ? "not Pod, Tunnel, Node or Outside" : "missing");
 		return -EINVAL;
 	}
 	if (!proto || strcmp(proto, "TCP") == 0) {
@@ -88,8 +96,11 @@ int trace_input_parse(struct jval spec, struct trace_input *in, char *err, size_
 		snprintf(err, len, "spec.protocol: not TCP, UDP or ICMP");
 		return -EINVAL;
 	}
-	if (addr(spec, "source", &in->saddr, err, len) < 0 ||
-	    addr(spec, "destination", &in->daddr, err, len) < 0)
+	/* from the node, the route picks the source unless it is given */
+	if ((in->from != TRACE_FROM_NODE || jval_ok(jval_get(spec, "source"))) &&
+	    addr(spec, "source", &in->saddr, err, len) < 0)
+		return -EINVAL;
+	if (addr(spec, "destination", &in->daddr, err, len) < 0)
 		return -EINVAL;
 	in->pod = in->saddr;
 	if (jval_ok(jval_get(spec, "pod")) && addr(spec, "pod", &in->pod, err, len) < 0)
@@ -209,39 +220,150 @@ static void leaving(struct trace_result *r)
 	r->out_parsed = true;
 }
 
-int trace_run(struct datapath *dp, uint32_t vxlan_ifindex, const struct trace_input *in,
-	      struct trace_result *r, char *err, size_t len)
+/* the frames' made-up MACs: an outside neighbour, a tunnel's ends, the
+ * service device (the programs compare none of them) */
+static const uint8_t mac_far[6] = { 0x02, 0x77, 0x65, 0x66, 0x74, 0x01 };
+static const uint8_t mac_near[6] = { 0x02, 0x77, 0x65, 0x66, 0x74, 0x02 };
+
+static int run(struct datapath *dp, enum datapath_prog prog, uint32_t ifindex, const uint32_t cb[2],
+	       const struct trace_input *in, const uint8_t smac[6], const uint8_t dmac[6], struct trace_result *r)
 {
-	static const uint8_t tunnel_smac[6] = { 0x02, 0x77, 0x65, 0x66, 0x74, 0x01 };
-	static const uint8_t tunnel_dmac[6] = { 0x02, 0x77, 0x65, 0x66, 0x74, 0x02 };
 	uint8_t f[DATAPATH_TRACE_FRAME_MAX];
+	int rc = datapath_trace_run(dp, prog, ifindex, cb, f, frame(in, smac, dmac, f), &r->run);
+
+	if (rc < 0)
+		return rc;
+	r->runs++;
+	leaving(r);
+	if (r->run.steps.action == WEFT_ACT_LOCAL)
+		r->delivered_to = datapath_endpoint_at(dp, r->run.steps.ifindex);
+	return 0;
+}
+
+/* The program left the packet to the stack (or to the device it was
+ * going to) untouched in its course: no verdict of its own. */
+static bool passed(const struct trace_result *r)
+{
+	return r->run.action == TC_ACT_OK &&
+	       (r->run.steps.action == WEFT_ACT_NONE || r->run.steps.action == WEFT_ACT_PASS);
+}
+
+/* A verdict the stack took, no program: the steps hold it alone. */
+static void stack_verdict(struct trace_result *r, uint32_t action, const char *drop)
+{
+	memset(&r->run, 0, sizeof(r->run));
+	r->run.steps.action = action;
+	r->route_drop = drop;
+	if (action == WEFT_ACT_DROP)
+		r->run.steps.drop_reason = WEFT_DROP_NONE;
+	if (action == WEFT_ACT_TUNNEL) {
+		r->run.steps.tunnel_id = r->route.vni;
+		r->run.steps.tunnel_remote = ntohl(r->route.remote);
+	}
+}
+
+/* in, from the node's stack (the node's own, or forwarded by it): its
+ * route, then the program on the route's device. */
+static int by_route(struct datapath *dp, const struct trace_node *node, struct trace_input *in,
+		    struct trace_result *r)
+{
 	struct weft_endpoint ep;
-	char ip[INET_ADDRSTRLEN];
 	int rc;
 
+	if (!node->route) {
+		stack_verdict(r, WEFT_ACT_HOST, NULL);
+		return 0;
+	}
+	if ((rc = node->route(node->route_arg, in->daddr, &r->route)) < 0)
+		return rc;
+	if (!in->saddr)
+		in->saddr = r->route.src ? r->route.src : node->node_ip;
+	r->source = in->saddr;
+	if (r->route.kind == TRACE_ROUTE_LOCAL) {
+		r->route_via = "Local";
+		stack_verdict(r, WEFT_ACT_HOST, NULL);
+	} else if (r->route.kind != TRACE_ROUTE_DEVICE) {
+		r->route_via = "None";
+		stack_verdict(r, WEFT_ACT_DROP, "no-route");
+	} else if (r->route.ifindex == node->svc_ifindex) {
+		r->route_via = "ServiceDevice";
+		return run(dp, DATAPATH_PROG_SVC, node->svc_ifindex, NULL, in, mac_near, mac_near, r);
+	} else if (datapath_endpoint_get(dp, in->daddr, &ep) == 0 && ep.ifindex == r->route.ifindex) {
+		r->route_via = "Pod";
+		if ((rc = run(dp, DATAPATH_PROG_POD_EGRESS, ep.ifindex, NULL, in, ep.gw_mac, ep.pod_mac, r)) < 0)
+			return rc;
+		if (passed(r)) {	/* the veth hands it to the pod */
+			r->run.steps.action = WEFT_ACT_LOCAL;
+			r->delivered_to = in->daddr;
+		}
+	} else if (r->route.encap) {
+		r->route_via = "Tunnel";
+		stack_verdict(r, WEFT_ACT_TUNNEL, NULL);
+		r->out_saddr = in->saddr;
+		r->out_daddr = in->daddr;
+		r->out_sport = in->sport;
+		r->out_dport = in->dport;
+		r->out_parsed = true;
+	} else {
+		r->route_via = "Device";
+		stack_verdict(r, WEFT_ACT_UNDERLAY, NULL);
+	}
+	return 0;
+}
+
+int trace_run(struct datapath *dp, const struct trace_node *node, const struct trace_input *in,
+	      struct trace_result *r, char *err, size_t len)
+{
+	struct trace_input pkt = *in;
+	struct weft_endpoint ep;
+	char ip[INET_ADDRSTRLEN];
+	int rc = 0;
+
 	memset(r, 0, sizeof(*r));
-	if (in->from == TRACE_FROM_POD) {
+	r->source = in->saddr;
+	switch (in->from) {
+	case TRACE_FROM_POD:
 		if (datapath_endpoint_get(dp, in->pod ? in->pod : in->saddr, &ep) < 0) {
 			inet_ntop(AF_INET, in->pod ? &in->pod : &in->saddr, ip, sizeof(ip));
 			snprintf(err, len, "%s is no pod of this node", ip);
 			return -ENOENT;
 		}
-		rc = datapath_trace_run(dp, DATAPATH_PROG_POD, ep.ifindex, NULL,
-					f, frame(in, ep.pod_mac, ep.gw_mac, f), &r->run);
-	} else {
+		rc = run(dp, DATAPATH_PROG_POD, ep.ifindex, NULL, in, ep.pod_mac, ep.gw_mac, r);
+		break;
+	case TRACE_FROM_TUNNEL: {
 		const uint32_t cb[2] = { in->vni, ntohl(in->remote) };
 
-		rc = datapath_trace_run(dp, DATAPATH_PROG_VXLAN, vxlan_ifindex, cb,
-					f, frame(in, tunnel_smac, tunnel_dmac, f), &r->run);
+		rc = run(dp, DATAPATH_PROG_VXLAN, node->vxlan_ifindex, cb, in, mac_far, mac_near, r);
+		break;
+	}
+	case TRACE_FROM_NODE:
+		/* (no programs, a hollow node: the route alone would say nothing true) */
+		rc = datapath_svc_prog_fd(dp) < 0 ? -EOPNOTSUPP : by_route(dp, node, &pkt, r);
+		break;
+	case TRACE_FROM_OUTSIDE:
+		rc = run(dp, DATAPATH_PROG_NODE, node->underlay_ifindex, NULL, in, mac_far, mac_near, r);
+		if (rc < 0 || !passed(r))
+			break;
+		/* to the stack: the node's, or forwarded by its route */
+		if (r->out_parsed)
+			pkt.daddr = r->out_daddr, pkt.saddr = r->out_saddr;
+		if (!node->forwarding && node->route) {
+			if ((rc = node->route(node->route_arg, pkt.daddr, &r->route)) < 0)
+				break;
+			if (r->route.kind != TRACE_ROUTE_LOCAL) {
+				r->route_via = "None";
+				stack_verdict(r, WEFT_ACT_DROP, "not-forwarded");
+				break;
+			}
+		}
+		rc = by_route(dp, node, &pkt, r);
+		break;
 	}
 	if (rc < 0) {
 		snprintf(err, len, "%s", rc == -EOPNOTSUPP ? "this node has no programs to run (a hollow node)"
 							: strerror(-rc));
 		return rc;
 	}
-	leaving(r);
-	if (r->run.steps.action == WEFT_ACT_LOCAL)
-		r->delivered_to = datapath_endpoint_at(dp, r->run.steps.ifindex);
 	return 0;
 }
 
@@ -273,6 +395,16 @@ static json_t *steps_json(const struct trace_input *in, const struct trace_resul
 
 	if (!steps)
 		return NULL;
+	if (r->route_via) {	/* the stack's route, before the program on its device */
+		char dev[IF_NAMESIZE] = "";
+		json_t *s = json_pack("{s:s, s:s, s:o, s:b}", "step", "Route", "via", r->route_via,
+				      "source", addr_json(r->source), "forwarded",
+				      in->from == TRACE_FROM_OUTSIDE && r->route.kind != TRACE_ROUTE_LOCAL);
+
+		if (s && r->route.kind == TRACE_ROUTE_DEVICE && if_indextoname(r->route.ifindex, dev))
+			json_object_set_new(s, "device", json_string(dev));
+		json_array_append_new(steps, s);
+	}
 	if (in->from == TRACE_FROM_TUNNEL)	/* where it came from: the first step */
 		json_array_append_new(steps, json_pack("{s:s, s:I, s:o}", "step", "Tunnel",
 						       "vni", (json_int_t)t->tunnel_id,
@@ -333,8 +465,11 @@ json_t *trace_result_json(const struct trace_input *in, const struct trace_resul
 	if (!st)
 		return NULL;
 	if (t->action == WEFT_ACT_DROP)
-		json_object_set_new(st, "dropReason", json_string(t->drop_reason < WEFT_DROP_MAX
+		json_object_set_new(st, "dropReason", json_string(r->route_drop ? r->route_drop
+								  : t->drop_reason < WEFT_DROP_MAX
 								  ? datapath_drop_names[t->drop_reason] : "unknown"));
+	if (in->from == TRACE_FROM_NODE && r->source)	/* the route's choice */
+		json_object_set_new(st, "source", addr_json(r->source));
 	if (r->delivered_to)
 		json_object_set_new(st, "deliveredTo", addr_json(r->delivered_to));
 	if (r->out_parsed)

@@ -10,6 +10,22 @@
  *                      vxlan_ingress with the tunnel key the sending node
  *                      set (its trace's answer), the inner frame as
  *                      decapsulated
+ *   TRACE_FROM_NODE    sent by the node's own stack: the kernel's route
+ *                      for the destination (trace_node.route, asked of
+ *                      the kernel) picks the source and the device, and
+ *                      the program on that device runs: svc_egress (the
+ *                      service device), pod_egress (a pod's veth), none
+ *                      (a route through the VXLAN device: its key is the
+ *                      route's; another device: out of the node)
+ *   TRACE_FROM_OUTSIDE arriving on the node's underlay device from an
+ *                      address outside the cluster: node_ingress, then,
+ *                      when it leaves the packet to the stack, the route
+ *                      as above (a local address: the node's own; else
+ *                      forwarded, if the node forwards at all)
+ *
+ * The stack itself is not simulated: the route is the kernel's answer for
+ * the destination, and netfilter (the node's masquerade, any firewall) is
+ * not traced; the status says which route it took.
  * The run is datapath_trace_run's: nothing is sent and no state of the
  * programs is written, so a trace never changes what traffic meets.
  *
@@ -31,12 +47,35 @@
 #include "agent/datapath.h"
 #include "lib/jview.h"
 
-enum trace_from { TRACE_FROM_POD, TRACE_FROM_TUNNEL };
+enum trace_from { TRACE_FROM_POD, TRACE_FROM_TUNNEL, TRACE_FROM_NODE, TRACE_FROM_OUTSIDE };
+
+/* The kernel's route for an address, as the node's stack would take it. */
+enum trace_route_kind { TRACE_ROUTE_NONE, TRACE_ROUTE_LOCAL, TRACE_ROUTE_DEVICE, TRACE_ROUTE_UNREACHABLE };
+struct trace_route {
+	enum trace_route_kind kind;	/* NONE: no route taken (not asked) */
+	uint32_t ifindex;		/* DEVICE */
+	in_addr_t src;			/* its preferred source (network order), 0 none */
+	bool encap;			/* through the VXLAN device, with this key: */
+	uint32_t vni;
+	in_addr_t remote;		/* network order */
+};
+
+/* What a trace needs of the node beyond its programs. */
+struct trace_node {
+	uint32_t vxlan_ifindex, underlay_ifindex, svc_ifindex;
+	in_addr_t node_ip;		/* network order */
+	bool forwarding;		/* net.ipv4.ip_forward: the stack forwards */
+	/* the route to dst (network order) in the node's namespace: 0 or
+	 * -errno; NULL: the node has none to ask (a route is then NONE) */
+	int (*route)(void *arg, in_addr_t dst, struct trace_route *out);
+	void *route_arg;
+};
 
 struct trace_input {
 	enum trace_from from;
 	uint8_t proto;			/* IPPROTO_TCP (a SYN), _UDP or _ICMP (an echo request) */
-	in_addr_t saddr, daddr;		/* network order */
+	in_addr_t saddr, daddr;		/* network order; NODE: saddr 0, the
+					 * route's source */
 	in_addr_t pod;			/* POD: the pod whose veth it leaves (network
 					 * order); saddr unless another is given (a
 					 * spoofed source) */
@@ -52,16 +91,27 @@ struct trace_result {
 	uint16_t out_sport, out_dport;
 	bool out_parsed;
 	in_addr_t delivered_to;		/* LOCAL: the local pod's IP (0 unknown) */
+	in_addr_t source;		/* the packet's source as it entered */
+	struct trace_route route;	/* NODE, OUTSIDE: the stack's route, if taken */
+	const char *route_via;		/* the route, said: "Local" (an address of
+					 * the node), "ServiceDevice", "Pod",
+					 * "Tunnel", "Device" (out of the node),
+					 * "None" */
+	const char *route_drop;		/* the stack dropped it: why ("no-route",
+					 * "not-forwarded"), else NULL */
+	int runs;			/* programs run: 0 (the stack only), 1, 2 */
 };
 
 /* A TraceRequest's spec: 0, or -EINVAL with what is wrong in err. */
 int trace_input_parse(struct jval spec, struct trace_input *in, char *err, size_t len)
 	__attribute__((warn_unused_result));
 
-/* Run in on dp (vxlan_ifindex: the node's VXLAN device).  0; -ENOENT when
- * a FROM_POD source is no pod of this node, -EOPNOTSUPP when there are no
- * programs to run (hollow nodes), or -errno; err says why. */
-int trace_run(struct datapath *dp, uint32_t vxlan_ifindex, const struct trace_input *in,
+/* Run in on dp, of node.  0; -ENOENT when a FROM_POD source is no pod of
+ * this node, -EOPNOTSUPP when there are no programs to run (hollow
+ * nodes), or -errno; err says why.  r->run.steps holds the last
+ * program's steps and the verdict (one the stack took too: HOST,
+ * UNDERLAY, TUNNEL by a route, DROP with route_drop). */
+int trace_run(struct datapath *dp, const struct trace_node *node, const struct trace_input *in,
 	      struct trace_result *r, char *err, size_t len) __attribute__((warn_unused_result));
 
 /* The result as a TraceRequest's status (new reference; NULL on ENOMEM). */

@@ -13,6 +13,7 @@
 #include "agent/tracer.h"
 
 #include "agent/agent.h"
+#include "agent/netlink.h"
 #include "agent/policy.h"
 #include "agent/trace.h"
 #include "model/model.h"
@@ -130,19 +131,62 @@ static void name_things(struct agent *a, json_t *st, const struct trace_result *
 	}
 }
 
+/* trace_node.route: the kernel's, in the agent's namespace (the node's). */
+static int route_of(void *arg, in_addr_t dst, struct trace_route *out)
+{
+	struct nl_route r;
+	int rc = nl_route_get(arg, dst, &r);
+
+	memset(out, 0, sizeof(*out));
+	if (rc < 0)
+		return rc;
+	out->kind = r.type == NL_ROUTE_LOCAL ? TRACE_ROUTE_LOCAL
+		    : r.type == NL_ROUTE_UNICAST && r.ifindex > 0 ? TRACE_ROUTE_DEVICE : TRACE_ROUTE_UNREACHABLE;
+	out->ifindex = (uint32_t)r.ifindex;
+	out->src = r.src;
+	out->encap = r.encap;
+	out->vni = (uint32_t)r.encap_id;
+	out->remote = r.encap_dst;
+	return 0;
+}
+
+/* net.ipv4.ip_forward of the agent's namespace: does the node forward? */
+static bool forwarding(void)
+{
+	FILE *f = fopen("/proc/sys/net/ipv4/ip_forward", "re");
+	int c = f ? fgetc(f) : EOF;
+
+	if (f)
+		fclose(f);
+	return c == '1';
+}
+
 /* The answer to r (a new object; NULL on ENOMEM). */
 static json_t *answer(struct tracer *t, struct request *r)
 {
 	struct agent *a = t->a;
+	struct trace_node node = {
+		.vxlan_ifindex = (uint32_t)a->vxlan_ifindex, .underlay_ifindex = (uint32_t)a->underlay_ifindex,
+		.svc_ifindex = (uint32_t)a->svc_ifindex, .node_ip = a->node_ip, .forwarding = forwarding(),
+		.route = route_of,
+	};
 	struct trace_result res;
 	char err[256] = "";
+	struct nl *nl;
 	json_t *st;
+	int rc;
 
 	if (r->parsed < 0)
 		return json_pack("{s:s}", "error", r->err);
 	if (!ready(t))
 		return json_pack("{s:s}", "error", "the node's data plane is not ready yet");
-	if (trace_run(a->dp, (uint32_t)a->vxlan_ifindex, &r->in, &res, err, sizeof(err)) < 0)
+	nl = nl_open(-1);
+	if (!nl)
+		return json_pack("{s:s}", "error", "cannot ask the node's routes (netlink)");
+	node.route_arg = nl;
+	rc = trace_run(a->dp, &node, &r->in, &res, err, sizeof(err));
+	nl_close(nl);
+	if (rc < 0)
 		return json_pack("{s:s}", "error", err);
 	st = trace_result_json(&r->in, &res);
 	if (st) {

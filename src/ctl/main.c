@@ -35,8 +35,9 @@ static const struct ctl_verb verbs[] = {
 	{ "can-reach", ctl_can_reach, "SRC DST PORT[/PROTO]   (SRC, DST: NAMESPACE/POD or an IPv4 address)",
 	  "may SRC open a connection to DST on PORT under the NetworkPolicies now? (exit 0 yes, 1 no, 2 no answer)" },
 	{ "trace", ctl_trace,
-	  "FROM TO[:PORT[/PROTO]] [--source-port N] [--source ADDRESS] [--timeout SECONDS] [--keep] [-o json]\n"
-	  "       (FROM: NAMESPACE/POD; TO: NAMESPACE/POD, svc/NAMESPACE/NAME or an IPv4 address)",
+	  "FROM TO[:PORT[/PROTO]] [--source-port N] [--source ADDRESS] [--node NODE] [--timeout SECONDS] [--keep]\n"
+	  "       [-o json]   (FROM: NAMESPACE/POD, a node, or an address outside arriving at --node;\n"
+	  "       TO: NAMESPACE/POD, svc/NAMESPACE/NAME, a node or an IPv4 address)",
 	  "run one packet through the real programs of the nodes it crosses, step by step "
 	  "(exit 0 delivered, 1 dropped, 2 no answer)" },
 	{ "flows", ctl_flows, "[--follow|-f] [--pod NAMESPACE/NAME] [--node NAME] [--verdict dropped|forwarded] [-o json]",

@@ -3,18 +3,22 @@
  * loaded programs of the nodes it crosses, with their live maps, and what
  * each step did (docs/trace.md).
  *
- *   FROM   NAMESPACE/POD
- *   TO     NAMESPACE/POD, svc/NAMESPACE/NAME or an IPv4 address; PORT
- *          (and /TCP, the default, or /UDP), or none for an ICMP echo.  A
- *          Service with one port needs none.
+ *   FROM   NAMESPACE/POD; NODE (a node's name or address): the node's own
+ *          stack; or an IPv4 address outside the cluster, arriving at the
+ *          node --node names (or the node TO is)
+ *   TO     NAMESPACE/POD, svc/NAMESPACE/NAME, NODE or an IPv4 address;
+ *          PORT (and /TCP, the default, or /UDP), or none for an ICMP
+ *          echo.  A Service with one port needs none.  From outside, a
+ *          Service is its LoadBalancer address, else its NodePort on the
+ *          arrival node.
  *
- * How: a TraceRequest (network.weft.io/v1) for FROM's node, from its pod;
- * the node's agent runs the packet through its programs as a test run
- * (nothing is sent, no state written) and answers in its status.  When the
- * answer is Tunnel, a second request goes to the node that owns the
- * tunnel's remote address, from the tunnel, with the packet as it left the
- * first node and its key.  The requests are deleted after (--keep keeps
- * them).
+ * How: a TraceRequest (network.weft.io/v1) for FROM's node, from its pod,
+ * its stack (from Node) or its underlay (from Outside); the node's agent
+ * runs the packet through its programs as a test run (nothing is sent, no
+ * state written) and answers in its status.  When the answer is Tunnel, a
+ * second request goes to the node that owns the tunnel's remote address,
+ * from the tunnel, with the packet as it left the first node and its key.
+ * The requests are deleted after (--keep keeps them).
  *
  * Exit: 0 delivered (to a pod, or to a node's stack or the outside),
  * 1 dropped or refused, 2 no answer (a bad argument, an unknown pod or
@@ -38,9 +42,14 @@
 enum { TRACE_NO_ANSWER = CTL_EXIT_USAGE, TRACE_HOPS_MAX = 2 };
 
 static const char usage[] =
-	"FROM TO[:PORT[/PROTO]] [--source-port N] [--source ADDRESS] [--timeout SECONDS] [--keep] [-o json]\n"
-	"       (FROM: NAMESPACE/POD; TO: NAMESPACE/POD, svc/NAMESPACE/NAME or an IPv4 address;\n"
+	"FROM TO[:PORT[/PROTO]] [--source-port N] [--source ADDRESS] [--node NODE] [--timeout SECONDS] [--keep]\n"
+	"       [-o json]\n"
+	"       (FROM: NAMESPACE/POD, a node (its name or address), or an address outside the cluster\n"
+	"       arriving at --node; TO: NAMESPACE/POD, svc/NAMESPACE/NAME, a node or an IPv4 address;\n"
 	"       PROTO: TCP (default) or UDP; no PORT: an ICMP echo)";
+
+enum from { FROM_POD, FROM_NODE, FROM_OUTSIDE };
+static const char *const from_names[] = { [FROM_POD] = "Pod", [FROM_NODE] = "Node", [FROM_OUTSIDE] = "Outside" };
 
 struct packet {
 	const char *proto;		/* "TCP", "UDP", "ICMP" */
@@ -54,12 +63,17 @@ struct hop {
 	json_t *spec;			/* owned */
 	json_t *status;			/* owned; NULL: no answer */
 	bool created;
+	bool port_drawn;		/* the last node's SNAT draws the source
+					 * port at random: traced with FROM's */
 };
 
 struct trace {
 	struct ctl *ctl;
 	long timeout;
 	bool keep, json;
+	enum from from;
+	json_t *subnets;		/* the HostSubnets (owned), once asked */
+	char arrival_ip[INET_ADDRSTRLEN];	/* from Outside: the node's address */
 	char from_label[520], to_label[600];
 	struct hop hops[TRACE_HOPS_MAX];
 	int nhops;
@@ -106,6 +120,55 @@ static int get_object(struct ctl *ctl, enum kind_id kind, const char *ns, const 
 		*out = json_incref((json_t *)o);
 	ctl_reply_free(&r);
 	return *out ? 0 : TRACE_NO_ANSWER;
+}
+
+/* The HostSubnets (t->subnets, asked once): the array, or NULL (said). */
+static const json_t *subnets(struct trace *t)
+{
+	struct ctl_reply r = { 0 };
+	const json_t *items;
+
+	if (t->subnets)
+		return t->subnets;
+	items = ctl_list(t->ctl, "/apis/network.openshift.io/v1/hostsubnets", &r);
+	if (items)
+		t->subnets = json_incref((json_t *)items);
+	ctl_reply_free(&r);
+	return t->subnets;
+}
+
+/* The HostSubnet whose field ("host", "hostIP") is v, or whose subnet
+ * holds the address v (field "subnet"); NULL when none. */
+static const json_t *subnet_by(const json_t *items, const char *field, const char *v)
+{
+	const json_t *hs;
+	struct in_addr a, net;
+	size_t i;
+	int bits;
+
+	if (!strcmp(field, "subnet") && inet_pton(AF_INET, v, &a) != 1)
+		return NULL;
+	json_array_foreach(items, i, hs) {
+		const char *got = obj_str(hs, field), *slash;
+		char base[INET_ADDRSTRLEN];
+
+		if (!got)
+			continue;
+		if (strcmp(field, "subnet")) {
+			if (!strcmp(got, v))
+				return hs;
+			continue;
+		}
+		slash = strchr(got, '/');
+		if (!slash || (size_t)(slash - got) >= sizeof(base))
+			continue;
+		snprintf(base, sizeof(base), "%.*s", (int)(slash - got), got);
+		bits = atoi(slash + 1);
+		if (inet_pton(AF_INET, base, &net) == 1 && bits >= 0 && bits <= 32 &&
+		    !((ntohl(a.s_addr) ^ ntohl(net.s_addr)) & (bits ? ~0u << (32 - bits) : 0)))
+			return hs;
+	}
+	return NULL;
 }
 
 /* FROM: its address and node. */
@@ -162,8 +225,8 @@ static int port_parse(const char *arg, struct packet *p)
 	return 0;
 }
 
-/* A Service's port: the one asked for, or its only one. */
-static int service_port(const json_t *svc, const char *label, struct packet *p, bool given)
+/* A Service's port: the one asked for, or its only one (*out, borrowed). */
+static int service_port(const json_t *svc, const char *label, struct packet *p, bool given, const json_t **out)
 {
 	const json_t *ports = json_object_get(json_object_get(svc, "spec"), "ports"), *port;
 	size_t i;
@@ -171,7 +234,8 @@ static int service_port(const json_t *svc, const char *label, struct packet *p, 
 	if (!given && json_array_size(ports) == 1) {
 		const char *proto = obj_str(json_array_get(ports, 0), "protocol");
 
-		p->dport = (long)json_integer_value(json_object_get(json_array_get(ports, 0), "port"));
+		*out = json_array_get(ports, 0);
+		p->dport = (long)json_integer_value(json_object_get(*out, "port"));
 		p->proto = proto && !strcmp(proto, "UDP") ? "UDP" : "TCP";
 		return 0;
 	}
@@ -179,18 +243,48 @@ static int service_port(const json_t *svc, const char *label, struct packet *p, 
 		const char *proto = obj_str(port, "protocol");
 
 		if (given && json_integer_value(json_object_get(port, "port")) == p->dport &&
-		    !strcmp(proto ? proto : "TCP", p->proto))
+		    !strcmp(proto ? proto : "TCP", p->proto)) {
+			*out = port;
 			return 0;
+		}
 	}
 	fprintf(stderr, "error: service %s has %s: name one of its ports (TO:PORT[/PROTO])\n", label,
 		given ? "no such port" : "several ports");
 	return TRACE_NO_ANSWER;
 }
 
+/* From outside, a Service is reached at its LoadBalancer address, else
+ * at its NodePort on the arrival node: p->dst and p->dport so. */
+static int service_from_outside(struct trace *t, const json_t *svc, const json_t *port, struct packet *p)
+{
+	const char *vip = obj_str(json_array_get(json_object_get(json_object_get(json_object_get(svc, "status"),
+		"loadBalancer"), "ingress"), 0), "ip");
+	json_int_t node_port = json_integer_value(json_object_get(port, "nodePort"));
+
+	if (vip) {
+		snprintf(p->dst, sizeof(p->dst), "%s", vip);
+		return 0;
+	}
+	if (!node_port) {
+		fprintf(stderr, "error: %s has neither a LoadBalancer address nor a NodePort: nothing outside the "
+				"cluster reaches it\n", t->to_label);
+		return TRACE_NO_ANSWER;
+	}
+	if (!t->arrival_ip[0]) {
+		fprintf(stderr, "error: %s is reached from outside on its NodePort %lld: name the node with --node "
+				"NODE\n", t->to_label, (long long)node_port);
+		return TRACE_NO_ANSWER;
+	}
+	snprintf(p->dst, sizeof(p->dst), "%s", t->arrival_ip);
+	p->dport = (long)node_port;
+	return 0;
+}
+
 static int to_end(struct trace *t, const char *arg, struct packet *p)
 {
 	char what[600], ns[254], name[254];
 	const char *colon = strrchr(arg, ':'), *ip;
+	const json_t *port = NULL, *hs;
 	struct in_addr a;
 	json_t *o;
 	int rc;
@@ -215,10 +309,24 @@ static int to_end(struct trace *t, const char *arg, struct packet *p)
 			return TRACE_NO_ANSWER;
 		}
 		snprintf(t->to_label, sizeof(t->to_label), "service %s/%s", ns, name);
-		rc = service_port(o, t->to_label + 8, p, colon != NULL);
+		rc = service_port(o, t->to_label + 8, p, colon != NULL, &port);
 		snprintf(p->dst, sizeof(p->dst), "%s", ip);
+		if (rc == 0 && t->from == FROM_OUTSIDE)
+			rc = service_from_outside(t, o, port, p);
 		json_decref(o);
 		return rc;
+	}
+	if (!strchr(what, '/')) {	/* a node, by name */
+		if (!subnets(t))
+			return TRACE_NO_ANSWER;
+		if (!(hs = subnet_by(subnets(t), "host", what))) {
+			fprintf(stderr, "error: TO \"%s\": no node has this name (weftctl get nodes), and it is not "
+					"NAMESPACE/POD, svc/NAMESPACE/NAME or an IPv4 address\n", what);
+			return TRACE_NO_ANSWER;
+		}
+		snprintf(p->dst, sizeof(p->dst), "%s", obj_str(hs, "hostIP"));
+		snprintf(t->to_label, sizeof(t->to_label), "node %.253s (%s)", what, p->dst);
+		return 0;
 	}
 	if ((rc = split_ns_name("TO", what, ns, sizeof(ns), name, sizeof(name))) ||
 	    (rc = get_object(t->ctl, KIND_POD, ns, name, &o)))
@@ -239,9 +347,11 @@ static int to_end(struct trace *t, const char *arg, struct packet *p)
 
 static json_t *spec_of(const char *node, const char *from, const struct packet *p)
 {
-	json_t *s = json_pack("{s:s, s:s, s:s, s:s, s:s}", "nodeName", node, "from", from, "protocol", p->proto,
-			      "source", p->src, "destination", p->dst);
+	json_t *s = json_pack("{s:s, s:s, s:s, s:s}", "nodeName", node, "from", from, "protocol", p->proto,
+			      "destination", p->dst);
 
+	if (s && p->src[0])	/* (from a node: its route's, unless given) */
+		json_object_set_new(s, "source", json_string(p->src));
 	if (s && p->sport)
 		json_object_set_new(s, "sourcePort", json_integer(p->sport));
 	if (s && p->dport)
@@ -315,30 +425,78 @@ static int ask(struct trace *t, struct hop *h)
 
 /* The node whose HostSubnet has hostIP ip, and (self) the address of node
  * name: 0, or the exit code. */
-static int nodes_lookup(struct ctl *ctl, const char *ip, char *node, size_t nodelen, const char *name,
+static int nodes_lookup(struct trace *t, const char *ip, char *node, size_t nodelen, const char *name,
 			char *name_ip, size_t iplen)
 {
-	struct ctl_reply r = { 0 };
-	const json_t *items, *hs;
-	size_t i;
+	const json_t *items = subnets(t), *hs;
 
 	node[0] = name_ip[0] = 0;
-	items = ctl_list(ctl, "/apis/network.openshift.io/v1/hostsubnets", &r);
-	if (!items) {
-		ctl_reply_free(&r);
+	if (!items)
+		return TRACE_NO_ANSWER;
+	if ((hs = subnet_by(items, "hostIP", ip)))
+		snprintf(node, nodelen, "%s", obj_str(hs, "host"));
+	if ((hs = subnet_by(items, "host", name)))
+		snprintf(name_ip, iplen, "%s", obj_str(hs, "hostIP"));
+	return 0;
+}
+
+/* FROM a node (by name or address) or an address outside the cluster:
+ * which, and the node where the trace starts (from outside: --node, or
+ * later the node TO is; node[0] 0 until known). */
+static int from_elsewhere(struct trace *t, const char *arg, const char *arrival, struct packet *p, char *node,
+			  size_t nodelen)
+{
+	const json_t *items = subnets(t), *hs;
+	struct in_addr a;
+	bool addr = inet_pton(AF_INET, arg, &a) == 1;
+
+	if (!items)
+		return TRACE_NO_ANSWER;
+	if ((hs = subnet_by(items, addr ? "hostIP" : "host", arg))) {
+		t->from = FROM_NODE;
+		snprintf(node, nodelen, "%s", obj_str(hs, "host"));
+		snprintf(t->from_label, sizeof(t->from_label), "node %s (%s)", obj_str(hs, "host"),
+			 obj_str(hs, "hostIP"));
+		return 0;
+	}
+	if (!addr) {
+		fprintf(stderr, "error: FROM \"%s\": no node has this name (weftctl get nodes), and it is not an "
+				"IPv4 address\n", arg);
 		return TRACE_NO_ANSWER;
 	}
-	json_array_foreach(items, i, hs) {
-		const char *host = obj_str(hs, "host"), *hip = obj_str(hs, "hostIP");
-
-		if (!host || !hip)
-			continue;
-		if (!strcmp(hip, ip))
-			snprintf(node, nodelen, "%s", host);
-		if (!strcmp(host, name))
-			snprintf(name_ip, iplen, "%s", hip);
+	if ((hs = subnet_by(items, "subnet", arg))) {
+		fprintf(stderr, "error: FROM %s is in node %s's pod subnet %s: trace from its pod (NAMESPACE/POD)\n",
+			arg, obj_str(hs, "host"), obj_str(hs, "subnet"));
+		return TRACE_NO_ANSWER;
 	}
-	ctl_reply_free(&r);
+	t->from = FROM_OUTSIDE;
+	inet_ntop(AF_INET, &a, p->src, sizeof(p->src));
+	node[0] = 0;
+	if (arrival) {
+		if (!(hs = subnet_by(items, "host", arrival))) {
+			fprintf(stderr, "error: --node %s: no such node (weftctl get nodes)\n", arrival);
+			return TRACE_NO_ANSWER;
+		}
+		snprintf(node, nodelen, "%s", arrival);
+		snprintf(t->arrival_ip, sizeof(t->arrival_ip), "%s", obj_str(hs, "hostIP"));
+	}
+	return 0;
+}
+
+/* From outside without --node: the node TO is, if it is one. */
+static int arrival_node(struct trace *t, const struct packet *p, char *node, size_t nodelen)
+{
+	const json_t *hs = subnet_by(subnets(t), "hostIP", p->dst);
+
+	if (!node[0] && !hs) {
+		fprintf(stderr, "error: from outside, a packet arrives at a node: name it with --node NODE "
+				"(%s is no node's address)\n", p->dst);
+		return TRACE_NO_ANSWER;
+	}
+	if (!node[0])
+		snprintf(node, nodelen, "%s", obj_str(hs, "host"));
+	snprintf(t->from_label + strlen(t->from_label), sizeof(t->from_label) - strlen(t->from_label),
+		 "%s (outside, arriving at %s)", p->src, node);
 	return 0;
 }
 
@@ -367,14 +525,16 @@ static int next_hop(struct trace *t, const struct packet *p)
 
 	if (!remote || !out)
 		return 1;
-	if ((rc = nodes_lookup(t->ctl, remote, n->node, sizeof(n->node), h->node, self_ip, sizeof(self_ip))))
+	if ((rc = nodes_lookup(t, remote, n->node, sizeof(n->node), h->node, self_ip, sizeof(self_ip))))
 		return rc;
 	if (!n->node[0] || !self_ip[0])
 		return 1;
 	snprintf(q.src, sizeof(q.src), "%s", obj_str(out, "source") ? obj_str(out, "source") : p->src);
 	snprintf(q.dst, sizeof(q.dst), "%s", obj_str(out, "destination") ? obj_str(out, "destination") : p->dst);
-	if (p->sport)
-		q.sport = (long)json_integer_value(json_object_get(out, "sourcePort"));
+	if (p->sport && !(q.sport = (long)json_integer_value(json_object_get(out, "sourcePort")))) {
+		q.sport = p->sport;	/* (port 0: drawn at random by the SNAT) */
+		n->port_drawn = true;
+	}
 	if (p->dport)
 		q.dport = (long)json_integer_value(json_object_get(out, "destinationPort"));
 	n->spec = spec_of(n->node, "Tunnel", &q);
@@ -407,12 +567,37 @@ static void policy_side(const char *dir, const char *by, bool judged_here)
 		printf("; %s judged on the %s node", dir, !strcmp(dir, "egress") ? "source's" : "destination's");
 }
 
-/* s, a step of a hop from Pod or Tunnel (from_pod) that ended in action */
-static void print_step(const json_t *s, bool from_pod, const char *action)
+/* The stack's route, said. */
+static void print_route(const json_t *s)
+{
+	const char *via = obj_str(s, "via") ?: "", *dev = obj_str(s, "device");
+
+	printf("  route       %s", json_is_true(json_object_get(s, "forwarded")) ? "forwarded by the node: " : "");
+	if (!strcmp(via, "Local"))
+		printf("an address of the node itself");
+	else if (!strcmp(via, "ServiceDevice"))
+		printf("to the service device %s, source %s", dev ?: "", obj_str(s, "source"));
+	else if (!strcmp(via, "Pod"))
+		printf("to the pod's veth %s, source %s", dev ?: "", obj_str(s, "source"));
+	else if (!strcmp(via, "Tunnel"))
+		printf("through the VXLAN device %s, source %s", dev ?: "", obj_str(s, "source"));
+	else if (!strcmp(via, "Device"))
+		printf("out of device %s, source %s", dev ?: "?", obj_str(s, "source"));
+	else
+		printf("none");
+	printf("\n");
+}
+
+/* s, a step of a hop from `from` (Pod, Tunnel, Node, Outside) that ended
+ * in action */
+static void print_step(const json_t *s, const char *from, const char *action)
 {
 	const char *what = obj_str(s, "step");
+	bool from_pod = !strcmp(from, "Pod");
 
-	if (!strcmp(what, "Service")) {
+	if (!strcmp(what, "Route")) {
+		print_route(s);
+	} else if (!strcmp(what, "Service")) {
 		const char *chosen = obj_str(s, "chosen");
 
 		printf("  service     %s -> %s (backend %lld", obj_str(s, "frontend"), obj_str(s, "backend"),
@@ -450,7 +635,7 @@ static void print_step(const json_t *s, bool from_pod, const char *action)
 		}
 	} else if (!strcmp(what, "Tunnel")) {
 		printf("  tunnel      VNI %lld, %s node %s\n", (long long)json_integer_value(json_object_get(s, "vni")),
-		       from_pod ? "to" : "from", obj_str(s, "remote"));
+		       strcmp(from, "Tunnel") ? "to" : "from", obj_str(s, "remote"));
 	}
 }
 
@@ -461,20 +646,31 @@ static void print_hop(const struct hop *h, int i)
 	size_t k;
 
 	printf("%s %s (%s)\n", i ? "then on" : "on", h->node, h->name);
+	if (h->port_drawn)
+		printf("  note        the source port is the previous node's SNAT's, drawn at random: traced as %lld\n",
+		       (long long)json_integer_value(json_object_get(h->spec, "sourcePort")));
 	if (obj_str(st, "error")) {
 		printf("  error       %s\n", obj_str(st, "error"));
 		return;
 	}
 	json_array_foreach(json_object_get(st, "steps"), k, s)
-		print_step(s, !strcmp(obj_str(h->spec, "from"), "Pod"), action);
+		print_step(s, obj_str(h->spec, "from"), action);
 	if (!strcmp(action, "Local"))
 		printf("  delivered   to %s%s%s%s\n", pod ? pod : obj_str(st, "deliveredTo"), pod ? " (" : "",
 		       pod ? obj_str(st, "deliveredTo") : "", pod ? ")" : "");
+	else if (!strcmp(action, "Drop") && obj_str(st, "dropReason") && !strcmp(obj_str(st, "dropReason"), "no-route"))
+		printf("  dropped     no-route (the node's stack has no route to it)\n");
+	else if (!strcmp(action, "Drop") && obj_str(st, "dropReason") &&
+		 !strcmp(obj_str(st, "dropReason"), "not-forwarded"))
+		printf("  dropped     not-forwarded (not an address of the node, and the node forwards nothing: "
+		       "net.ipv4.ip_forward is 0)\n");
 	else if (!strcmp(action, "Drop"))
 		printf("  dropped     %s\n", obj_str(st, "dropReason"));
 	else if (!strcmp(action, "Reject"))
 		printf("  refused     at once (TCP reset or ICMP unreachable back to the sender)\n");
-	else if (!strcmp(action, "Pass") || !strcmp(action, "Host"))
+	else if (!strcmp(action, "Host"))
+		printf("  delivered   to the node's own stack\n");
+	else if (!strcmp(action, "Pass"))
 		printf("  delivered   to the node's own stack (the node, or the outside through it)\n");
 	else if (!strcmp(action, "Underlay"))
 		printf("  delivered   out of the node's underlay device\n");
@@ -534,6 +730,7 @@ static void cleanup(struct trace *t)
 		json_decref(h->spec);
 		json_decref(h->status);
 	}
+	json_decref(t->subnets);
 }
 
 int ctl_trace(struct ctl *ctl, int argc, char **argv)
@@ -541,11 +738,12 @@ int ctl_trace(struct ctl *ctl, int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "source-port", required_argument, NULL, 'p' }, { "source", required_argument, NULL, 's' },
 		{ "timeout", required_argument, NULL, 't' }, { "keep", no_argument, NULL, 'k' },
+		{ "node", required_argument, NULL, 'n' },
 		{ "output", required_argument, NULL, 'o' }, { "help", no_argument, NULL, 'h' }, { 0 }
 	};
 	struct trace t = { .ctl = ctl, .timeout = 10 };
 	struct packet p = { 0 };
-	const char *forged = NULL;
+	const char *forged = NULL, *arrival = NULL;
 	long sport = 0;
 	char node[254];
 	int c, rc;
@@ -568,6 +766,7 @@ int ctl_trace(struct ctl *ctl, int argc, char **argv)
 			}
 			break;
 		case 's': forged = optarg; break;
+		case 'n': arrival = optarg; break;
 		case 't':
 			if (ctl_seconds_parse(optarg, &t.timeout) < 0 || t.timeout < 1) {
 				fprintf(stderr, "error: --timeout %s: want seconds, at least 1\n", optarg);
@@ -591,13 +790,28 @@ int ctl_trace(struct ctl *ctl, int argc, char **argv)
 		fprintf(stderr, "error: trace takes FROM and TO\n");
 		return ctl_usage(ctl, "trace", usage);
 	}
-	if (!strncmp(argv[optind], "svc/", 4) || !strchr(argv[optind], '/')) {
-		fprintf(stderr, "error: FROM \"%s\": trace from a pod (NAMESPACE/POD); from a node or an address "
-				"is not supported yet\n", argv[optind]);
+	if (!strncmp(argv[optind], "svc/", 4)) {
+		fprintf(stderr, "error: FROM \"%s\": a service only receives: trace from one of its pods, a node or "
+				"an address\n", argv[optind]);
 		return TRACE_NO_ANSWER;
 	}
-	if ((rc = from_pod(&t, argv[optind], &p, node, sizeof(node))) || (rc = to_end(&t, argv[optind + 1], &p)))
+	rc = strchr(argv[optind], '/') ? from_pod(&t, argv[optind], &p, node, sizeof(node))
+				       : from_elsewhere(&t, argv[optind], arrival, &p, node, sizeof(node));
+	if (rc == 0 && arrival && t.from != FROM_OUTSIDE) {
+		fprintf(stderr, "error: --node %s: only a trace from outside arrives at a node of its choosing\n",
+			arrival);
+		rc = TRACE_NO_ANSWER;
+	}
+	if (rc == 0 && forged && t.from != FROM_POD) {
+		fprintf(stderr, "error: --source %s: only a pod's packet can be forged (from a node or outside, "
+				"FROM is the source)\n", forged);
+		rc = TRACE_NO_ANSWER;
+	}
+	if (rc || (rc = to_end(&t, argv[optind + 1], &p)) ||
+	    (t.from == FROM_OUTSIDE && (rc = arrival_node(&t, &p, node, sizeof(node))))) {
+		json_decref(t.subnets);
 		return rc;
+	}
 	if (strcmp(p.proto, "ICMP")) {
 		unsigned short r = 0;
 
@@ -606,16 +820,19 @@ int ctl_trace(struct ctl *ctl, int argc, char **argv)
 			r = (unsigned short)getpid();
 		p.sport = sport ? sport : 32768 + r % 28232;
 	}
-	t.hops[0].spec = spec_of(node, "Pod", &p);
+	t.hops[0].spec = spec_of(node, from_names[t.from], &p);
 	snprintf(t.hops[0].node, sizeof(t.hops[0].node), "%s", node);
-	if (!t.hops[0].spec)
+	if (!t.hops[0].spec) {
+		json_decref(t.subnets);
 		return TRACE_NO_ANSWER;
+	}
 	if (forged) {	/* the packet leaves FROM's veth with another source */
 		struct in_addr a;
 
 		if (inet_pton(AF_INET, forged, &a) != 1) {
 			fprintf(stderr, "error: --source %s: not an IPv4 address\n", forged);
 			json_decref(t.hops[0].spec);
+			json_decref(t.subnets);
 			return TRACE_NO_ANSWER;
 		}
 		json_object_set_new(t.hops[0].spec, "pod", json_string(p.src));
@@ -624,6 +841,8 @@ int ctl_trace(struct ctl *ctl, int argc, char **argv)
 	}
 	t.nhops = 1;
 	rc = ask(&t, &t.hops[0]);
+	if (rc == 0 && !p.src[0])	/* from a node: the source its route chose */
+		snprintf(p.src, sizeof(p.src), "%s", obj_str(t.hops[0].status, "source") ?: "?");
 	while (rc == 0 && t.nhops < TRACE_HOPS_MAX && !obj_str(t.hops[t.nhops - 1].status, "error") &&
 	       !strcmp(obj_str(t.hops[t.nhops - 1].status, "action"), "Tunnel"))
 		if ((rc = next_hop(&t, &p)) == 1) {

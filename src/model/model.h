@@ -296,9 +296,13 @@ json_t *model_endpoints_subsets(const json_t *svc, const json_t *const *pods, si
  * it (weftctl trace), the node named by spec.nodeName runs it and writes
  * the answer in its status (the only write a node may make of one):
  *   spec: { "nodeName": "node-1",
- *           "from": "Pod" | "Tunnel",      where the packet enters
+ *           "from": "Pod" | "Tunnel" | "Node" | "Outside",
+ *                           where the packet enters: a pod's veth, the
+ *                           VXLAN device, the node's own stack, the
+ *                           underlay device
  *           "protocol": "TCP" | "UDP" | "ICMP",   (TCP when absent)
- *           "source": IP, "destination": IP,
+ *           "source": IP (from Node: optional, the route's when absent),
+ *           "destination": IP,
  *           "sourcePort", "destinationPort": 1-65535 (TCP and UDP),
  *           "pod": IP,      from Pod: the pod whose veth it leaves, when
  *                           not the source's (a forged source)
@@ -306,6 +310,7 @@ json_t *model_endpoints_subsets(const json_t *svc, const json_t *const *pods, si
  *                           from Tunnel: the key the sending node set
  *   status: { "action": "Local" | "Tunnel" | "Drop" | ..., "dropReason",
  *             "steps": [...], "packetOut": {...}, "deliveredTo": IP,
+ *             "source": IP (from Node: the source the route chose),
  *             "error": "why it could not run" } */
 #define TRACEREQUEST_PATH "/apis/network.weft.io/v1/tracerequests"
 

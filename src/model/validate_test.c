@@ -1180,3 +1180,23 @@ TEST(secret_total_size)
 	INVALID(yaml, "data: too large (more than 1048576 bytes)");
 	free(yaml);
 }
+
+#define TRACE "apiVersion: network.weft.io/v1\nkind: TraceRequest\nmetadata: {name: t}\nspec:\n  nodeName: node-1\n"
+
+TEST(tracerequest_where_it_enters)
+{
+	VALID(TRACE "  from: Pod\n  source: 10.128.0.5\n  destination: 10.128.2.9\n  protocol: ICMP\n");
+	VALID(TRACE "  from: Tunnel\n  source: 10.128.0.5\n  destination: 10.128.2.9\n  protocol: ICMP\n"
+		    "  tunnel: {vni: 10, remote: 192.168.1.11}\n");
+	VALID(TRACE "  from: Node\n  destination: 10.128.2.9\n  protocol: ICMP\n");	/* the route's source */
+	VALID(TRACE "  from: Outside\n  source: 192.168.1.200\n  destination: 192.168.1.11\n"
+		    "  sourcePort: 5000\n  destinationPort: 30080\n");
+	INVALID_ONLY(TRACE "  from: Outside\n  destination: 192.168.1.11\n  protocol: ICMP\n", "spec.source: required");
+	INVALID(TRACE "  from: Host\n  source: 10.128.0.5\n  destination: 10.128.2.9\n  protocol: ICMP\n",
+		"spec.from: ");
+	INVALID_ONLY(TRACE "  from: Node\n  destination: 10.128.2.9\n  protocol: ICMP\n  pod: 10.128.0.5\n",
+		     "spec.pod: only a trace from a Pod leaves a pod's veth");
+	INVALID_ONLY(TRACE "  from: Outside\n  source: 192.168.1.200\n  destination: 10.128.2.9\n  protocol: ICMP\n"
+			   "  tunnel: {vni: 10, remote: 192.168.1.11}\n",
+		     "spec.tunnel: only a trace from the Tunnel carries a tunnel key");
+}

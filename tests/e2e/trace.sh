@@ -24,6 +24,16 @@
 #   6. a trace changes nothing: the drops the nodes count do not move
 #      for the traces, the TraceRequests are deleted after; -o json holds
 #      both hops; bad arguments exit 2 naming the input
+#   7. from a node's own stack: node-1 -> x/b (behind x/only-a) agrees
+#      with a real connection from node-1; node-2 -> x/b through its veth,
+#      delivered (a node reaches its pods); node-1 -> svc/x/web through
+#      the service device and the tunnel, node-1 -> y/d (echo) with VNI 0,
+#      both delivered as real probes are
+#   8. from outside (the lab's outside namespace): to node-1's NodePort
+#      (backend on node-2), to svc/x/webnp arriving at node-2, to node-1's
+#      port 22 (its own stack: refused there), to x/b's address forwarded
+#      by node-2 (a route to it added in outside): each trace's verdict as
+#      the real connection's; bad arguments of both kinds exit 2
 #
 # Lab t<pid>-tr, so a demo lab ("weft") or another test's is not touched.
 cd "$(dirname "$0")/../.." && source tests/lib.sh
@@ -153,6 +163,8 @@ check "... two hops, node-1 (Tunnel) then node-2 (Local), verdict delivered" jq 
 	and .hops[1].node == "node-2" and .hops[1].status.action == "Local" and .hops[1].spec.from == "Tunnel"' "$o"
 o=$T_ROOT/t8
 check "trace --keep leaves its request, answered by node-1" traced 0 "$o" x/a x/b:80 --keep
+left() { lab weftctl get tracerequests -o json | jq -r '.items[] | "\(.metadata.name) \(.spec.nodeName) \(.spec.from)"' | sort; }
+KEPT=$(left)
 check "... (weftctl get tracerequests: node-1's says Tunnel)" bash -c \
 	"src/lab/weft-lab --lab $LAB weftctl get tracerequests | grep -qE '^trace-[0-9a-f]+ +node-1 +Pod +${IP[x/b]}:80/TCP +Tunnel '"
 o=$T_ROOT/t9
@@ -160,8 +172,89 @@ check "trace of an unknown pod exits 2" traced 2 "$o" x/nosuch x/b:80
 check "... naming it" grep -q 'pods "nosuch" not found' "$o"
 check "trace with a port of 70000 exits 2" traced 2 "$o" x/a x/b:70000
 check "... naming it" grep -q 'port "70000"' "$o"
-check "trace from a service exits 2 (not supported yet, said)" traced 2 "$o" svc/x/web x/b:80
-check "... saying so" grep -q 'not supported yet' "$o"
+check "trace from a service exits 2" traced 2 "$o" svc/x/web x/b:80
+check "... saying a service only receives" grep -q 'a service only receives' "$o"
+
+# agree EXPECT OUTFILE PROBE... -- TRACE ARGS: the trace exits EXPECT (0
+# delivered, 1 dropped) and the real probe succeeds exactly when delivered
+agree() {
+	local want=$1 out=$2 rc=0 real=0 probe=()
+	shift 2
+	while [ "$1" != -- ]; do probe+=("$1"); shift; done
+	shift
+	trace "$@" >"$out" 2>&1 || rc=$?
+	"${probe[@]}" || real=1
+	show "$out"
+	[ "$rc" = "$want" ] && [ "$real" = "$want" ] || { echo "trace exit $rc, real probe $real, want $want"; return 1; }
+}
+
+# 7. from a node
+o=$T_ROOT/n1
+rc=0
+trace node-1 x/b:80 >"$o" 2>&1 || rc=$?
+real=0
+connects node-1 "${IP[x/b]}" || real=1
+show "$o"
+check "trace node-1 -> x/b:80 (x/only-a on x/b) agrees with a real connection from node-1 (exit $rc, real $real)" \
+	test "$rc" = "$real" -a "$rc" != 2
+check "... node-1's route: through the VXLAN device, source node-1's gateway" \
+	grep -qE "^  route +through the VXLAN device [^ ]+, source 10\.[0-9.]+\.1\$" "$o"
+check "... then VNI 0 to node-2" grep -qE "^  tunnel +VNI 0, to node ${NODE_IP[node-2]}\$" "$o"
+o=$T_ROOT/n2
+check "trace node-2 -> x/b:80 delivered, and so is a real connection (a node reaches its own pods)" \
+	agree 0 "$o" connects node-2 "${IP[x/b]}" -- node-2 x/b:80
+check "... through x/b's veth" grep -qE "^  route +to the pod's veth " "$o"
+check "... delivered to x/b" grep -qE "^  delivered +to x/b " "$o"
+must lab weftctl delete networkpolicy only-a -n x
+check "only-a deleted: x/c reaches x/b again" wait_for 10 connects x/c "${IP[x/b]}"
+o=$T_ROOT/n3
+check "trace node-1 -> svc/x/web delivered, and so is a real connection to $cip:80 from node-1" \
+	agree 0 "$o" connects node-1 "$cip" -- node-1 svc/x/web
+check "... the service device, the service's backend x/b, VNI 0 to node-2" bash -c "
+	grep -qE '^  route +to the service device' '$o' && grep -qE '^  service +$cip:80 -> ${IP[x/b]}:80' '$o' &&
+	grep -qE '^  tunnel +VNI 0, to node ${NODE_IP[node-2]}\$' '$o' && grep -qE '^  delivered +to x/b' '$o'"
+o=$T_ROOT/n4
+pings() { ns "$1" ping -c 1 -W 2 "$2" >/dev/null; }
+check "trace node-1 -> y/d (echo) delivered, and a real ping gets its answer (VNI 0 is every tenant's)" \
+	agree 0 "$o" pings node-1 "${IP[y/d]}" -- node-1 y/d
+check "... the tenants compared on node-2: 0 -> y's, allowed" grep -qE '^  tenant +VNID 0 -> VNID [0-9]+: allowed' "$o"
+
+# 8. from outside
+must lab weftctl apply -f - <<<'{"apiVersion":"v1","kind":"Service","metadata":{"name":"webnp","namespace":"x"},
+ "spec":{"type":"NodePort","selector":{"app":"b"},"ports":[{"port":80,"targetPort":80,"nodePort":30081}]}}'
+OUT=$(status_json | jq -r .outside.ip)
+check "x/webnp's NodePort answers on node-2 from outside" wait_for 10 connects outside "${NODE_IP[node-2]}" 30081
+o=$T_ROOT/o1
+check "trace $OUT -> node-1:30081 delivered (arriving at node-1), as a real connection is" \
+	agree 0 "$o" connects outside "${NODE_IP[node-1]}" 30081 -- "$OUT" node-1:30081
+check "... translated on node-1 to x/b, tunnelled to node-2, delivered" bash -c "
+	grep -qE '^on node-1 ' '$o' && grep -qE '^  service +${NODE_IP[node-1]}:30081 -> ${IP[x/b]}:80' '$o' &&
+	grep -qE '^then on node-2 ' '$o' && grep -qE '^  delivered +to x/b' '$o'"
+o=$T_ROOT/o2
+check "trace $OUT -> svc/x/webnp --node node-2: its NodePort on node-2, delivered as a real connection is" \
+	agree 0 "$o" connects outside "${NODE_IP[node-2]}" 30081 -- "$OUT" svc/x/webnp --node node-2
+check "... one hop, node-2's" bash -c "grep -qE '^on node-2 ' '$o' && ! grep -q '^then on' '$o'"
+o=$T_ROOT/o3
+refused_at() { ns outside curl -s --max-time 3 "http://$1:$2/" >/dev/null; test $? = 7; }
+check "trace $OUT -> node-1:22 delivered to node-1's own stack, which refuses a real connection at once" \
+	agree 0 "$o" refused_at "${NODE_IP[node-1]}" 22 -- "$OUT" node-1:22
+check "... said so" grep -qE "^  route +an address of the node itself" "$o"
+must ns outside ip route add "${IP[x/b]}/32" via "${NODE_IP[node-2]}"
+o=$T_ROOT/o4
+check "trace $OUT -> x/b:80 --node node-2: forwarded by node-2 to x/b, as a real connection (routed so) is" \
+	agree 0 "$o" connects outside "${IP[x/b]}" -- "$OUT" x/b:80 --node node-2
+check "... forwarded, to x/b's veth" grep -qE "^  route +forwarded by the node: to the pod's veth" "$o"
+must ns outside ip route del "${IP[x/b]}/32" via "${NODE_IP[node-2]}"
+o=$T_ROOT/o5
+check "trace $OUT -> x/b:80 without --node exits 2" traced 2 "$o" "$OUT" x/b:80
+check "... asking for the node" grep -q 'name it with --node NODE' "$o"
+check "trace from a pod's address exits 2" traced 2 "$o" "${IP[x/a]}" x/b:80
+check "... naming the pod subnet it is in" grep -qE "is in node node-1's pod subnet" "$o"
+check "trace from a node with --source exits 2" traced 2 "$o" node-1 x/b:80 --source 10.1.2.3
+check "trace from an unknown node exits 2" traced 2 "$o" nosuch-node x/b:80
+check "... naming it" grep -q '"nosuch-node": no node has this name' "$o"
+only_kept() { local l; l=$(left); [ "$l" = "$KEPT" ] || { echo "$l"; return 1; }; }
+check "the TraceRequests of sections 7 and 8 were deleted after each (only --keep's two are left)" only_kept
 
 check "down $LAB (and no sanitizer report in the agents' logs)" lab down
 finish
