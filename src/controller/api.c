@@ -170,7 +170,7 @@ struct daemon_ref {
 
 struct api {
 	pthread_mutex_t lock;		/* the global lock: everything below but mhd and what says otherwise */
-	char flows_cert[4200], flows_key[4200];	/* the flows relay's identity ("": none) */
+	struct flows_relay *relay;	/* NULL: none (no identity); its own locks */
 	pthread_mutex_t stats_lock;	/* metrics' request counters (taken inside lock, never around it) */
 	struct conns *conns;		/* the connection table (its own lock) */
 	struct store *reader;		/* lists' own handle on the store (borrowed; the lister's), or NULL */
@@ -1717,6 +1717,40 @@ static void flows_client_free(void *cls)
 	free(fc);
 }
 
+/* flows_lookup_fn: where node serves its flows now, from its stored Node
+ * (a relay's node thread, reading a node again; the global lock for the
+ * store, which api_stop outlives: flows_relay_destroy waits for these
+ * threads). */
+static int flows_lookup(void *arg, const char *node, struct flows_target *out)
+{
+	struct api *a = arg;
+	struct store_kv kv = { 0 };
+	struct flows_target *t = NULL;
+	size_t n = 0, skipped = 0;
+	char key[512];
+	json_t *nodes;
+	int rc;
+
+	if (obj_key(kind_get(KIND_NODE), NULL, node, key, sizeof(key)) < 0)
+		return -EINVAL;
+	pthread_mutex_lock(&a->lock);
+	rc = a->stopping ? -ECANCELED : store_get(a->reg->store, key, &kv, NULL);
+	pthread_mutex_unlock(&a->lock);
+	if (rc < 0)
+		return rc;
+	nodes = json_array();
+	if (nodes && json_array_append_new(nodes, json_loadb(kv.value, kv.value_len, 0, NULL)) == 0)
+		rc = flows_targets(nodes, NULL, &t, &n, &skipped);
+	else
+		rc = -ENOMEM;
+	store_kv_free(&kv);
+	json_decref(nodes);
+	if (rc == 0 && n == 1)
+		*out = t[0];
+	free(t);
+	return rc < 0 ? rc : n == 1 ? 0 : -ENOENT;
+}
+
 /* The stored Nodes as a JSON array (new ref), or NULL. */
 static json_t *stored_nodes(struct api *a)
 {
@@ -1758,7 +1792,7 @@ static enum MHD_Result handle_flows(struct api *a, struct MHD_Connection *c, str
 	json_t *nodes;
 	int rc;
 
-	if (!a->flows_cert[0])
+	if (!a->relay)
 		return fail(a, c, rq, 503, "ServiceUnavailable", "%s",
 			    "flows: this controller has no relay certificate (it serves plain HTTP)");
 	if (follow && strcmp(follow, "true") && strcmp(follow, "false"))
@@ -1789,8 +1823,7 @@ static enum MHD_Result handle_flows(struct api *a, struct MHD_Connection *c, str
 		return MHD_NO;
 	}
 	fc->conn = c;
-	fc->s = flows_stream_open(&(struct flows_relay_identity){ a->flows_cert, a->flows_key }, t, n, &q, flows_wake,
-				  fc);
+	fc->s = flows_stream_open(a->relay, t, n, &q, flows_wake, fc);
 	free(t);
 	if (!fc->s) {
 		free(fc);
@@ -3070,6 +3103,14 @@ struct api *api_start(const struct api_config *cfg, struct registry *r, struct w
 		free(a);
 		return NULL;
 	}
+	if (cfg->flows_cert_file && cfg->flows_key_file &&
+	    !(a->relay = flows_relay_create(cfg->flows_cert_file, cfg->flows_key_file, flows_lookup, a))) {
+		snprintf(err, errlen, "the flows relay: %s", strerror(errno));
+		creds_free(a->creds);
+		openapi_destroy(a->openapi);
+		free(a);
+		return NULL;
+	}
 	{
 		pthread_mutexattr_t attr;
 
@@ -3082,10 +3123,6 @@ struct api *api_start(const struct api_config *cfg, struct registry *r, struct w
 	pthread_mutex_init(&a->stats_lock, NULL);
 	a->reader = cfg->reader;
 	snprintf(a->token, sizeof(a->token), "%s", cfg->token);
-	if (cfg->flows_cert_file && cfg->flows_key_file) {
-		snprintf(a->flows_cert, sizeof(a->flows_cert), "%s", cfg->flows_cert_file);
-		snprintf(a->flows_key, sizeof(a->flows_key), "%s", cfg->flows_key_file);
-	}
 	a->reg = r;
 	a->hub = h;
 	a->metrics = m;
@@ -3136,6 +3173,7 @@ struct api *api_start(const struct api_config *cfg, struct registry *r, struct w
 		watch_sender_free(a->sender);
 		conns_free(a->conns);
 		creds_free(a->creds);
+		flows_relay_destroy(a->relay);	/* (no stream: MHD never started) */
 		openapi_destroy(a->openapi);
 		explicit_bzero(a->token, sizeof(a->token));
 		pthread_cond_destroy(&a->watches_gone);
@@ -3207,6 +3245,7 @@ void api_stop(struct api *a)
 	/* 4, 5 */
 	wait_watches_gone(a);
 	stop_daemons(a);
+	flows_relay_destroy(a->relay);	/* every stream closed: waits for their node threads */
 	workers_free(a->lister);	/* nothing can queue now */
 	workers_free(a->workers);
 	workers_free(a->applier);

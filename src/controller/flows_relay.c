@@ -2,7 +2,9 @@
  * flows_relay.c — the cluster's flows in one stream (flows_relay.h).
  *
  *   flows_stream_open ──> node thread × n: httpc_stream of the agent's
- *                         /v1/flows, each line -> put() -> buffer, wake
+ *                         /v1/flows, each line -> put() -> buffer, wake;
+ *                         following, a stream that broke read again
+ *                         (node_run: retry line, wait, lookup, since)
  *                     └─> ticker: every HEARTBEAT_MS an empty line
  *   flows_stream_read (MHD's reader): the buffer, or suspend, or the end
  *   flows_stream_close (the response freed): closed, reads cancelled
@@ -15,9 +17,15 @@
  *     lock, so a wake never finds the connection running.
  *  3. refs counts the node threads, the ticker and the client's side;
  *     the one that takes it to 0 frees the stream.
+ *  4. relay->threads counts the node and ticker threads of every stream
+ *     (under relay->lock), each until its last touch of its stream;
+ *     lookup is called only by a node thread, so once the count is 0
+ *     after every stream closed, none will call it again, and every
+ *     stream is freed.
  */
 #include "controller/flows_relay.h"
 #include "lib/httpc.h"
+#include "lib/monotime.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -29,12 +37,30 @@
 #define HEARTBEAT_MS 5000
 #define CONNECT_MS 3000
 #define LINE_MAX_BYTES (64u << 10)
+#define RETRY_MAX_S 5
+#define HANDSHAKES_MAX 32	/* connections a relay sets up at once; the others wait their turn */
+#define RETRY_RESET_S 30	/* a stream that lasted this long starts the waits over */
+
+struct flows_relay {
+	pthread_mutex_t lock;
+	pthread_cond_t idle;		/* threads reached 0 */
+	size_t threads;			/* node threads of all streams (invariant 4) */
+	unsigned handshaking;		/* connections being set up (HANDSHAKES_MAX) */
+	pthread_cond_t turn;		/* handshaking fell */
+	char *cert_file, *key_file;
+	flows_lookup_fn lookup;
+	void *lookup_arg;
+};
 
 struct node_read {
 	struct flows_stream *s;
 	struct flows_target t;
 	struct httpc *h;		/* while its read runs; httpc_cancel from close */
 	uint64_t lost;			/* lines the full buffer refused, not yet said */
+	uint64_t seq;			/* the last line's sequence number: where to read on */
+	bool lines;			/* this read handed a line on */
+	bool handshaking;		/* holds one of relay->handshaking */
+	bool resumed, restarted;	/* read again (a new agent): said once connected */
 	pthread_t thread;
 };
 
@@ -49,8 +75,7 @@ struct flows_stream {
 	unsigned refs;
 	flows_wake_fn wake;
 	void *wake_arg;
-	struct flows_relay_identity id;
-	char *cert_file, *key_file;
+	struct flows_relay *relay;
 	struct flows_query q;
 	size_t n;
 	struct node_read *nodes;
@@ -123,8 +148,6 @@ static void unref(struct flows_stream *s)
 	pthread_cond_destroy(&s->tick);
 	free(s->nodes);
 	free(s->buf);
-	free(s->cert_file);
-	free(s->key_file);
 	free(s);
 }
 
@@ -148,13 +171,16 @@ static bool room(struct flows_stream *s, size_t len)
 	return FLOWS_RELAY_BUFFER - s->len >= len;
 }
 
-/* A JSON line of the relay's own about node r: {"node":..., key: value} */
-static char *own_line(const struct node_read *r, const char *key, json_t *value)
+/* A JSON line of the relay's own about node r: {"node": ..., then the
+ * members of fields (stolen)}; NULL on ENOMEM. */
+static char *own_line(const struct node_read *r, json_t *fields)
 {
-	json_t *o = json_pack("{s:s, s:o}", "node", r->t.node, key, value);
-	char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+	json_t *o = json_pack("{s:s}", "node", r->t.node);
+	char *text = o && fields && !json_object_update(o, fields) ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER)
+								    : NULL;
 
 	json_decref(o);
+	json_decref(fields);
 	return text;
 }
 
@@ -168,7 +194,7 @@ static void put(struct node_read *r, const char *line, size_t len)
 	pthread_mutex_lock(&s->lock);
 	if (r->lost) {
 		pthread_mutex_unlock(&s->lock);
-		lost = own_line(r, "lost", json_integer((json_int_t)r->lost));
+		lost = own_line(r, json_pack("{s:I}", "lost", (json_int_t)r->lost));
 		pthread_mutex_lock(&s->lock);
 	}
 	if (!room(s, len + 1 + (lost ? strlen(lost) + 1 : 0))) {
@@ -211,11 +237,14 @@ static int on_line(const char *line, size_t len, void *arg)
 		json_decref(o);
 		return 0;
 	}
+	if (json_is_integer(json_object_get(o, "seq")) && json_integer_value(json_object_get(o, "seq")) > 0)
+		r->seq = (uint64_t)json_integer_value(json_object_get(o, "seq"));
 	text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	json_decref(o);
 	if (text)
 		put(r, text, strlen(text));
 	free(text);
+	r->lines = true;
 	return 0;
 }
 
@@ -228,46 +257,218 @@ static void say_error(struct node_read *r, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	line = own_line(r, "error", json_string(msg));
+	line = own_line(r, json_pack("{s:s}", "error", msg));
 	if (line)
 		put(r, line, strlen(line));
 	free(line);
+}
+
+/* relay->threads (invariant 4): one more, one fewer */
+static void thread_enter(struct flows_relay *relay)
+{
+	pthread_mutex_lock(&relay->lock);
+	relay->threads++;
+	pthread_mutex_unlock(&relay->lock);
+}
+
+static void thread_leave(struct flows_relay *relay)
+{
+	pthread_mutex_lock(&relay->lock);
+	if (--relay->threads == 0)
+		pthread_cond_broadcast(&relay->idle);
+	pthread_mutex_unlock(&relay->lock);
+}
+
+static bool closed(struct flows_stream *s)
+{
+	bool c;
+
+	pthread_mutex_lock(&s->lock);
+	c = s->closed;
+	pthread_mutex_unlock(&s->lock);
+	return c;
+}
+
+/* A turn to set up a connection (at most HANDSHAKES_MAX at once, so that
+ * a stream of thousands of nodes does not time its own handshakes out):
+ * false when the client went while r waited. */
+static bool turn_take(struct node_read *r)
+{
+	struct flows_relay *relay = r->s->relay;
+	struct timespec until;
+
+	pthread_mutex_lock(&relay->lock);
+	while (relay->handshaking >= HANDSHAKES_MAX) {
+		pthread_mutex_unlock(&relay->lock);
+		if (closed(r->s))
+			return false;
+		pthread_mutex_lock(&relay->lock);
+		clock_gettime(CLOCK_MONOTONIC, &until);
+		until.tv_nsec += 100 * 1000 * 1000;
+		if (until.tv_nsec >= 1000000000) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&relay->turn, &relay->lock, &until);
+	}
+	relay->handshaking++;
+	r->handshaking = true;
+	pthread_mutex_unlock(&relay->lock);
+	return true;
+}
+
+static void turn_give(struct node_read *r)
+{
+	struct flows_relay *relay = r->s->relay;
+
+	if (!r->handshaking)
+		return;
+	r->handshaking = false;
+	pthread_mutex_lock(&relay->lock);
+	relay->handshaking--;
+	pthread_cond_signal(&relay->turn);
+	pthread_mutex_unlock(&relay->lock);
+}
+
+/* httpc's connected (one request a handle: once): r's node is reached,
+ * TLS too: the turn given back;
+ * a node read again says so now */
+static void on_connected(void *arg)
+{
+	struct node_read *r = arg;
+
+	turn_give(r);
+	if (r->resumed) {
+		char *back = own_line(r, json_pack("{s:b, s:b}", "resumed", 1, "restarted", r->restarted));
+
+		if (back)
+			put(r, back, strlen(back));
+		free(back);
+		r->resumed = r->restarted = false;
+	}
+}
+
+/* One read of r's node from r->seq on: 0 when it ended (why says how),
+ * -ECANCELED when the client went, or -errno with why. */
+static int read_once(struct node_read *r, char *why, size_t len)
+{
+	struct flows_stream *s = r->s;
+	struct httpc_options o = { .server = r->t.endpoint, .pinned_key = r->t.pin,
+				   .cert_file = s->relay->cert_file, .key_file = s->relay->key_file,
+				   .connect_timeout_ms = CONNECT_MS, .max_body = LINE_MAX_BYTES,
+				   .user_agent = "weft-flows-relay", .connected = on_connected, .connected_arg = r };
+	struct httpc_response resp = { 0 };
+	struct httpc *h = httpc_create(&o, why, len);
+	char path[200];
+	int rc;
+
+	if (!h)
+		return -EINVAL;
+	snprintf(path, sizeof(path), "/v1/flows?since=%llu%s%s%s%s%s", (unsigned long long)r->seq,
+		 s->q.follow ? "&follow=true" : "", s->q.verdict[0] ? "&verdict=" : "", s->q.verdict,
+		 s->q.ip[0] ? "&ip=" : "", s->q.ip);
+	pthread_mutex_lock(&s->lock);
+	r->h = s->closed ? NULL : h;
+	pthread_mutex_unlock(&s->lock);
+	if (!r->h) {
+		httpc_destroy(h);
+		return -ECANCELED;
+	}
+	r->lines = false;
+	if (!turn_take(r)) {
+		pthread_mutex_lock(&s->lock);
+		r->h = NULL;
+		pthread_mutex_unlock(&s->lock);
+		httpc_destroy(h);
+		return -ECANCELED;
+	}
+	rc = httpc_stream(h, path, on_line, r, &resp, why, len);
+	turn_give(r);	/* (not connected: given back here) */
+	pthread_mutex_lock(&s->lock);
+	r->h = NULL;
+	pthread_mutex_unlock(&s->lock);
+	if (rc == 0 && resp.status && (resp.status < 200 || resp.status > 299)) {
+		snprintf(why, len, "%s answered HTTP %ld: %.300s", r->t.endpoint, resp.status,
+			 resp.body ? resp.body : "");
+		rc = -EPROTO;
+	} else if (rc == 0) {
+		snprintf(why, len, "%s ended the stream", r->t.endpoint);
+	}
+	httpc_response_free(&resp);
+	httpc_destroy(h);
+	return rc;
+}
+
+/* Wait seconds unless the client goes first: still wanted? */
+static bool pause_open(struct flows_stream *s, int seconds)
+{
+	struct timespec until;
+
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_sec += seconds;
+	pthread_mutex_lock(&s->lock);
+	while (!s->closed && pthread_cond_timedwait(&s->tick, &s->lock, &until) != ETIMEDOUT)
+		;
+	pthread_mutex_unlock(&s->lock);
+	return !closed(s);
+}
+
+/* Following: where r's node serves now.  A new pin is a new agent, with
+ * a new log: read it from the start.  A node that serves none (yet: a
+ * restarted agent publishes its new pin once it is up) keeps its last. */
+static void look_again(struct node_read *r)
+{
+	struct flows_relay *relay = r->s->relay;
+	struct flows_target t;
+
+	if (relay->lookup(relay->lookup_arg, r->t.node, &t) < 0)
+		return;
+	if (strcmp(t.pin, r->t.pin)) {
+		r->seq = 0;
+		r->restarted = true;
+	}
+	snprintf(r->t.endpoint, sizeof(r->t.endpoint), "%s", t.endpoint);
+	snprintf(r->t.pin, sizeof(r->t.pin), "%s", t.pin);
 }
 
 static void *node_run(void *arg)
 {
 	struct node_read *r = arg;
 	struct flows_stream *s = r->s;
-	struct httpc_options o = { .server = r->t.endpoint, .pinned_key = r->t.pin, .cert_file = s->cert_file,
-				   .key_file = s->key_file, .connect_timeout_ms = CONNECT_MS,
-				   .max_body = LINE_MAX_BYTES, .user_agent = "weft-flows-relay" };
-	struct httpc_response resp = { 0 };
-	char path[160], err[512];
-	struct httpc *h = httpc_create(&o, err, sizeof(err));
-	int rc;
+	struct flows_relay *relay = s->relay;
+	unsigned attempt = 0;
 
-	snprintf(path, sizeof(path), "/v1/flows?since=0%s%s%s%s%s", s->q.follow ? "&follow=true" : "",
-		 s->q.verdict[0] ? "&verdict=" : "", s->q.verdict, s->q.ip[0] ? "&ip=" : "", s->q.ip);
-	if (!h) {
-		say_error(r, "%s", err);
-		goto out;
+	for (;;) {
+		struct timespec t0, t1;
+		char why[512] = "";
+		int rc, wait_s;
+
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		rc = read_once(r, why, sizeof(why));
+		if (rc == -ECANCELED || closed(s))
+			break;
+		if (!s->q.follow) {	/* one read: its error, if any, said */
+			if (rc < 0)
+				say_error(r, "%s", why);
+			break;
+		}
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		if (r->lines || t1.tv_sec - t0.tv_sec >= RETRY_RESET_S)
+			attempt = 0;
+		wait_s = attempt >= 3 ? RETRY_MAX_S : 1 << attempt;
+		attempt++;
+		{
+			char *line = own_line(r, json_pack("{s:s, s:i}", "error", why, "retryInSeconds", wait_s));
+
+			if (line)
+				put(r, line, strlen(line));
+			free(line);
+		}
+		if (!pause_open(s, wait_s))
+			break;
+		look_again(r);
+		r->resumed = true;
 	}
-	pthread_mutex_lock(&s->lock);
-	r->h = s->closed ? NULL : h;
-	pthread_mutex_unlock(&s->lock);
-	if (!r->h)
-		goto out;
-	rc = httpc_stream(h, path, on_line, r, &resp, err, sizeof(err));
-	pthread_mutex_lock(&s->lock);
-	r->h = NULL;
-	pthread_mutex_unlock(&s->lock);
-	if (rc < 0 && rc != -ECANCELED)
-		say_error(r, "%s", err);
-	else if (rc == 0 && resp.status && (resp.status < 200 || resp.status > 299))
-		say_error(r, "%s answered HTTP %ld: %.300s", r->t.endpoint, resp.status, resp.body ? resp.body : "");
-out:
-	httpc_response_free(&resp);
-	httpc_destroy(h);
 	pthread_mutex_lock(&s->lock);
 	s->running--;
 	if (!s->running)
@@ -275,6 +476,7 @@ out:
 	wake_locked(s);		/* the end, or the error, to send */
 	pthread_mutex_unlock(&s->lock);
 	unref(s);
+	thread_leave(relay);
 	return NULL;
 }
 
@@ -283,6 +485,7 @@ out:
 static void *ticker_run(void *arg)
 {
 	struct flows_stream *s = arg;
+	struct flows_relay *relay = s->relay;
 	struct timespec until;
 
 	pthread_mutex_lock(&s->lock);
@@ -296,38 +499,76 @@ static void *ticker_run(void *arg)
 	}
 	pthread_mutex_unlock(&s->lock);
 	unref(s);
+	thread_leave(relay);
 	return NULL;
 }
 
 /* -------------------------------------------------------------- stream */
 
-struct flows_stream *flows_stream_open(const struct flows_relay_identity *id, const struct flows_target *t, size_t n,
+struct flows_relay *flows_relay_create(const char *cert_file, const char *key_file, flows_lookup_fn lookup,
+				       void *lookup_arg)
+{
+	struct flows_relay *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return NULL;
+	r->cert_file = strdup(cert_file);
+	r->key_file = strdup(key_file);
+	if (!r->cert_file || !r->key_file) {
+		free(r->cert_file);
+		free(r->key_file);
+		free(r);
+		errno = ENOMEM;
+		return NULL;
+	}
+	pthread_mutex_init(&r->lock, NULL);
+	pthread_cond_init(&r->idle, NULL);
+	(void)monotime_cond_init(&r->turn);
+	r->lookup = lookup;
+	r->lookup_arg = lookup_arg;
+	return r;
+}
+
+void flows_relay_destroy(struct flows_relay *r)
+{
+	if (!r)
+		return;
+	pthread_mutex_lock(&r->lock);
+	while (r->threads)
+		pthread_cond_wait(&r->idle, &r->lock);
+	pthread_mutex_unlock(&r->lock);
+	pthread_mutex_destroy(&r->lock);
+	pthread_cond_destroy(&r->idle);
+	pthread_cond_destroy(&r->turn);
+	free(r->cert_file);
+	free(r->key_file);
+	free(r);
+}
+
+struct flows_stream *flows_stream_open(struct flows_relay *relay, const struct flows_target *t, size_t n,
 				       const struct flows_query *q, flows_wake_fn wake, void *wake_arg)
 {
 	struct flows_stream *s = calloc(1, sizeof(*s));
-	pthread_condattr_t ca;
+	pthread_attr_t ta;
 	size_t started = 0;
 
 	if (!s)
 		return NULL;
 	s->buf = malloc(FLOWS_RELAY_BUFFER);
 	s->nodes = calloc(n ? n : 1, sizeof(*s->nodes));
-	s->cert_file = strdup(id->cert_file);
-	s->key_file = strdup(id->key_file);
-	if (!s->buf || !s->nodes || !s->cert_file || !s->key_file) {
+	if (!s->buf || !s->nodes) {
 		free(s->buf);
 		free(s->nodes);
-		free(s->cert_file);
-		free(s->key_file);
 		free(s);
 		errno = ENOMEM;
 		return NULL;
 	}
 	pthread_mutex_init(&s->lock, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&s->tick, &ca);
-	pthread_condattr_destroy(&ca);
+	(void)monotime_cond_init(&s->tick);
+	pthread_attr_init(&ta);
+	pthread_attr_setstacksize(&ta, FLOWS_RELAY_STACK);
+	pthread_attr_setdetachstate(&ta, PTHREAD_CREATE_DETACHED);
+	s->relay = relay;
 	s->wake = wake;
 	s->wake_arg = wake_arg;
 	s->q = *q;
@@ -341,21 +582,24 @@ struct flows_stream *flows_stream_open(const struct flows_relay_identity *id, co
 		r->t = t[i];
 		s->refs++;
 		s->running++;
-		if (pthread_create(&r->thread, NULL, node_run, r)) {
+		thread_enter(relay);
+		if (pthread_create(&r->thread, &ta, node_run, r)) {
 			s->refs--;
 			s->running--;
+			thread_leave(relay);
 			continue;
 		}
-		pthread_detach(r->thread);
 		started++;
 	}
 	if (s->running) {
 		s->refs++;
-		if (pthread_create(&s->ticker, NULL, ticker_run, s))
+		thread_enter(relay);
+		if (pthread_create(&s->ticker, &ta, ticker_run, s)) {
 			s->refs--;
-		else
-			pthread_detach(s->ticker);
+			thread_leave(relay);
+		}
 	}
+	pthread_attr_destroy(&ta);
 	pthread_mutex_unlock(&s->lock);
 	if (n && !started) {	/* no thread: nothing will ever come */
 		flows_stream_close(s);

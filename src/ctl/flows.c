@@ -206,9 +206,18 @@ enum flows_line flows_format_line(const char *line, size_t len, char *out, size_
 		out[0] = 0;
 	if (!json_is_object(o)) {
 		/* not JSON, or not an object */
+	} else if (json_is_string(error) && json_is_integer(json_object_get(o, "retryInSeconds"))) {
+		put(&t, "weftctl flows: %s%s%s; reading it again in %" JSON_INTEGER_FORMAT " s", node ? node : "",
+		    node ? ": " : "", json_string_value(error), json_integer_value(json_object_get(o, "retryInSeconds")));
+		kind = FLOWS_NODE_RETRY;
 	} else if (json_is_string(error)) {
 		put(&t, "weftctl flows: %s%s%s", node ? node : "", node ? ": " : "", json_string_value(error));
 		kind = FLOWS_NODE_ERROR;
+	} else if (json_is_true(json_object_get(o, "resumed"))) {
+		put(&t, "weftctl flows: %s%sread again (%s)", node ? node : "", node ? ": " : "",
+		    json_is_true(json_object_get(o, "restarted")) ? "its agent restarted: a new log"
+								  : "from where it stopped");
+		kind = FLOWS_NODE_RESUMED;
 	} else if (json_is_integer(lost) && json_integer_value(lost) >= 0) {
 		json_int_t n = json_integer_value(lost);
 

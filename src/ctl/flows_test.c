@@ -118,6 +118,18 @@ TEST(flows_node_error)
 	CHECK_STR(out, "weftctl flows: no node serves flows");
 }
 
+/* following, the relay reads a node again: said, not a failure */
+TEST(flows_node_read_again)
+{
+	CHECK_EQ(fmt("{\"node\":\"node-2\",\"error\":\"https://192.168.200.12:9967 ended the stream\","
+		     "\"retryInSeconds\":2}"), FLOWS_NODE_RETRY);
+	CHECK_STR(out, "weftctl flows: node-2: https://192.168.200.12:9967 ended the stream; reading it again in 2 s");
+	CHECK_EQ(fmt("{\"node\":\"node-2\",\"resumed\":true,\"restarted\":true}"), FLOWS_NODE_RESUMED);
+	CHECK_STR(out, "weftctl flows: node-2: read again (its agent restarted: a new log)");
+	CHECK_EQ(fmt("{\"node\":\"node-2\",\"resumed\":true,\"restarted\":false}"), FLOWS_NODE_RESUMED);
+	CHECK_STR(out, "weftctl flows: node-2: read again (from where it stopped)");
+}
+
 TEST(flows_unreadable_lines)
 {
 	char big[600];

@@ -64,6 +64,8 @@ struct httpc {
 	bool insecure;				/* insecure_skip_tls_verify */
 	char *cert_file, *key_file;		/* client certificate, or NULL */
 	char *pinned_key;			/* the server's key pin, or NULL */
+	void (*connected)(void *arg);		/* options.connected, or NULL */
+	void *connected_arg;
 	char *auth_scheme;			/* "Bearer", or "" for the bare token */
 	atomic_int cancelled;
 	bool (*interrupt)(void *arg);		/* httpc_set_interrupt, or NULL */
@@ -375,6 +377,8 @@ struct httpc *httpc_create(const struct httpc_options *opt, char *err, size_t er
 	if (rc < 0)
 		goto fail;
 	h->user_agent = strdup(opt->user_agent ? opt->user_agent : "weft-httpc");
+	h->connected = opt->connected;
+	h->connected_arg = opt->connected_arg;
 	h->curl = curl_easy_init();
 	if (!h->user_agent || !h->curl) {
 		rc = -ENOMEM;
@@ -650,6 +654,18 @@ static bool media_type_ok(const char *ct)
 	return true;
 }
 
+/* CURLOPT_PREREQFUNCTION: the connection is up (and its TLS), the
+ * request not sent yet */
+static int on_connected(void *arg, char *conn_primary_ip, char *conn_local_ip, int conn_primary_port,
+			int conn_local_port)
+{
+	struct httpc *h = arg;
+
+	(void)conn_primary_ip, (void)conn_local_ip, (void)conn_primary_port, (void)conn_local_port;
+	h->connected(h->connected_arg);
+	return CURL_PREREQFUNC_OK;
+}
+
 static CURLcode setup(struct httpc *h, const char *method, const char *url, const char *body, size_t len,
 		      const struct curl_slist *headers, bool stream, struct xfer *x)
 {
@@ -692,6 +708,10 @@ static CURLcode setup(struct httpc *h, const char *method, const char *url, cons
 		SET(CURLOPT_SSL_VERIFYPEER, 0L);
 		SET(CURLOPT_SSL_VERIFYHOST, 0L);
 		SET(CURLOPT_PINNEDPUBLICKEY, h->pinned_key);
+	}
+	if (h->connected) {
+		SET(CURLOPT_PREREQFUNCTION, on_connected);
+		SET(CURLOPT_PREREQDATA, h);
 	}
 	if (strcmp(method, "GET"))
 		SET(CURLOPT_CUSTOMREQUEST, method);

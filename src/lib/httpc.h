@@ -78,6 +78,11 @@ struct httpc_options {
 	long timeout_ms;		/* whole request, httpc_request only; 0: no limit */
 	size_t max_body;		/* 0: HTTPC_MAX_BODY */
 	const char *user_agent;		/* NULL: "weft-httpc" */
+	void (*connected)(void *arg);	/* NULL, or called in the calling thread for each
+					 * request once its connection is up (TLS too; new or
+					 * kept alive), before the request is sent: e.g. a
+					 * stream's server is reached */
+	void *connected_arg;
 };
 
 struct httpc_response {

@@ -877,3 +877,52 @@ TEST(httpc_bare_token_and_post_stream)
 	CHECK_EQ(errno, EINVAL);
 	CHECK_CONTAINS(err, "a client certificate without its key");
 }
+
+static void count_connected(void *arg)
+{
+	(*(int *)arg)++;
+}
+
+/* options.connected: for each request once its connection is up (the
+ * second on the connection kept alive: no new one), never when none is
+ * made */
+TEST(httpc_says_when_connected)
+{
+	struct server s;
+	struct httpc *h = NULL;
+	char url[64], err[256];
+	int connected = 0, rc0 = -1, rc1 = -1, rc2 = 0;
+
+	CHECK(server_start(&s, OK_JSON, strlen(OK_JSON)) == 0);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d", s.port);
+	{
+		struct httpc_options opt = { .server = url, .timeout_ms = 10000, .connected = count_connected,
+					     .connected_arg = &connected };
+		struct httpc_response r;
+
+		h = httpc_create(&opt, err, sizeof(err));
+		if (h) {
+			rc0 = httpc_request(h, "GET", "/x", NULL, 0, &r, err, sizeof(err));
+			httpc_response_free(&r);
+			rc1 = httpc_request(h, "GET", "/y", NULL, 0, &r, err, sizeof(err));
+			httpc_response_free(&r);
+		}
+	}
+	httpc_destroy(h);
+	server_stop(&s);
+	{	/* nobody listens there now */
+		struct httpc_options opt = { .server = url, .connect_timeout_ms = 2000, .connected = count_connected,
+					     .connected_arg = &connected };
+		struct httpc_response r;
+
+		h = httpc_create(&opt, err, sizeof(err));
+		if (h)
+			rc2 = httpc_request(h, "GET", "/z", NULL, 0, &r, err, sizeof(err));
+		httpc_destroy(h);
+	}
+	CHECK_EQ(rc0, 0);
+	CHECK_EQ(rc1, 0);
+	CHECK(rc2 < 0);
+	CHECK_EQ(connected, 2);
+	CHECK_EQ(s.accepts, 1);
+}

@@ -25,6 +25,11 @@
 #      someone listens), drops still are
 #   6. a node's credential may not read the flows (403); a bad --verdict
 #      or --pod exits 2 naming it
+#   7. node-2's agent restarts under a follow: the relay says it reads
+#      node-2 again, finds the new agent by the new pin it published, and
+#      says so (restarted); an isolated drop on node-2 after it reaches
+#      the same follow.  Then the controller stops under a follow: it
+#      exits on SIGTERM, the follow ends, and the controller starts again
 #
 # Lab t<pid>-fl, so a demo lab ("weft") or another test's is not touched.
 cd "$(dirname "$0")/../.." && source tests/lib.sh
@@ -147,5 +152,36 @@ rc=0; out=$(flows --verdict maybe 2>&1) || rc=$?
 check "--verdict maybe exits 2 naming it" bash -c "[ $rc = 2 ] && grep -q maybe <<<'$out'"
 rc=0; out=$(flows --pod x/nobody 2>&1) || rc=$?
 check "--pod x/nobody exits 2 naming it" bash -c "[ $rc = 2 ] && grep -q 'x/nobody' <<<'$out'"
+
+# 7. an agent restarts under a follow; the controller stops under one
+listeners() { [ "$(ip netns exec "$(netns "$1")" curl -sf --max-time 5 "http://${NODE_IP[$1]}:9966/metrics" | awk '$1 == "weft_agent_flows_listeners" {print $2}')" = "$2" ]; }
+pin_of() { lab weftctl get node "$1" -o json | jq -r '.metadata.annotations["weft.io/flows"] | fromjson | .pin'; }
+F2=$T_ROOT/follow2.json
+(exec src/lab/weft-lab --lab "$L" weftctl flows --follow -o json >"$F2" 2>"$T_ROOT/follow2.err") &
+FOLLOW=$!
+check "a new follow is attached to node-2 (its listeners gauge 1)" wait_for 15 listeners node-2 1
+pin0=$(pin_of node-2)
+must lab agent restart node-2
+new_pin() { local p; p=$(pin_of node-2); [ -n "$p" ] && [ "$p" != null ] && [ "$p" != "$pin0" ]; }
+check "node-2's restarted agent published a new pin" wait_for 20 new_pin
+check "the relay said node-2's stream broke, and when it reads it again" \
+	wait_for 20 has "$F2" '.node == "node-2" and (.error | type) == "string" and .retryInSeconds >= 1'
+refused_d() { ! connects x/a "${IP[y/d]}" 80 && has "$F2" '.node == "node-2" and .resumed == true and .restarted == true'; }
+check "... read node-2 again, its agent restarted (said), while x/a tries y/d" wait_for 30 refused_d
+check "... node-2's new agent has the follow as its listener" wait_for 15 listeners node-2 1
+after_resume() {
+	connects x/a "${IP[y/d]}" 80
+	jq -c -s 'map(select(.node == "node-2")) | (map(.resumed == true) | index(true)) as $r
+		| .[$r:] | map(select(.reason == "isolated" and .destination.pod == "y/d")) | length > 0' "$F2" | grep -q true
+}
+check "... and an isolated drop on node-2 after it reaches the same follow" wait_for 15 after_resume
+CTRL_LOG=/run/weft-lab/$LAB/controller.log
+check "the controller stops on SIGTERM with the follow attached (no SIGKILL needed)" \
+	timeout 60 src/lab/weft-lab --lab "$LAB" controller stop
+check "... the follow ends" wait_for 15 bash -c "! kill -0 $FOLLOW 2>/dev/null"
+wait "$FOLLOW" 2>/dev/null || true
+check_fails "... and the controller's log has no abort or sanitizer report" \
+	grep -qiE 'PANIC|Aborted|ERROR: (Address|Leak|Undefined)Sanitizer|runtime error' "$CTRL_LOG"
+check "the controller starts again" src/lab/weft-lab --lab "$LAB" controller start
 
 finish
