@@ -89,14 +89,15 @@ up() {
 	done
 }
 
-# tput KEY PATH DST: one iperf3 run from a, bits a second recorded
+# tput KEY PATH DST [AS]: one iperf3 run from a in KEY's lab, bits a
+# second recorded (under AS, else KEY)
 tput() {
-	local ns="NS_${1}_a" ip="IP_${1}_$3" pin=() out bps
+	local ns="NS_${1}_a" ip="IP_${1}_$3" as=${4:-$1} pin=() out bps
 	[ "$PIN" = 1 ] && pin=(-A 0,1)
 	out=$(timeout $((SECS + 30)) ip netns exec "${!ns}" iperf3 -c "${!ip}" -p 5201 -t "$SECS" -J "${pin[@]}" 2>&1)
 	bps=$(jq -r '.end.sum_received.bits_per_second // empty' <<<"$out" 2>/dev/null)
-	[ -n "$bps" ] || { say "iperf3 $1 $2: $(tail -n 2 <<<"$out" | oneline)"; exit 1; }
-	record "$1" "$2" "$bps"
+	[ -n "$bps" ] || { say "iperf3 $as $2: $(tail -n 2 <<<"$out" | oneline)"; exit 1; }
+	record "$as" "$2" "$bps"
 }
 
 say "labs: the reference's and this tree's"
@@ -119,10 +120,28 @@ listened() {
 		sleep 0.1
 	done
 	grep -q '"event":"new"' "$TMP/follow.json" || { say "the follower saw no connection: $(tail -n 2 "$TMP/follow.json" | oneline)"; exit 1; }
-	tput listened cross c
-	tput listened same b
+	tput this cross c listened
+	tput this same b listened
 	kill -INT "$f"
 	wait "$f" 2>/dev/null
+	# the agents drop the relay's streams at their next write (a heartbeat,
+	# every 5 s): until then the programs still report for a listener, so
+	# the next round waits for both to have none
+	for _ in $(seq 300); do
+		[ "$(listeners node-1)" = 0 ] && [ "$(listeners node-2)" = 0 ] && return 0
+		sleep 0.1
+	done
+	say "this tree's agents kept a listener 30 s after the follower ended"
+	exit 1
+}
+# listeners NODE: weft_agent_flows_listeners of NODE in this tree's lab
+listeners() {
+	local st ns ip
+	st=$(timeout 30 "$LAB_BIN" --lab "wab$$-this" status -o json) || return 1
+	ns=$(jq -r --arg n "$1" '.nodes[] | select(.name == $n) | .netns' <<<"$st")
+	ip=$(jq -r --arg n "$1" '.nodes[] | select(.name == $n) | .ip' <<<"$st")
+	ip netns exec "$ns" curl -sf --max-time 5 "http://$ip:9966/metrics" |
+		awk '$1 == "weft_agent_flows_listeners" { print $2 }'
 }
 per=$((4 + 2 * LISTEN))
 say "$REPS rounds of iperf3 -t $SECS$([ "$PIN" = 1 ] && echo ", pinned: client CPU 0, server CPU 1")$([ $LISTEN = 1 ] && echo "; then this tree's with weftctl flows --follow attached")"

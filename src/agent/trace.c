@@ -263,8 +263,9 @@ static void stack_verdict(struct trace_result *r, uint32_t action, const char *d
 }
 
 /* in, from the node's stack (the node's own, or forwarded by it): its
- * route, then the program on the route's device. */
-static int by_route(struct datapath *dp, const struct trace_node *node, struct trace_input *in,
+ * route, then the program on the route's device.  A forwarded packet not
+ * for the node goes on only when the node forwards. */
+static int by_route(struct datapath *dp, const struct trace_node *node, struct trace_input *in, bool forwarded,
 		    struct trace_result *r)
 {
 	struct weft_endpoint ep;
@@ -282,6 +283,9 @@ static int by_route(struct datapath *dp, const struct trace_node *node, struct t
 	if (r->route.kind == TRACE_ROUTE_LOCAL) {
 		r->route_via = "Local";
 		stack_verdict(r, WEFT_ACT_HOST, NULL);
+	} else if (forwarded && !node->forwarding) {
+		r->route_via = "None";
+		stack_verdict(r, WEFT_ACT_DROP, "not-forwarded");
 	} else if (r->route.kind != TRACE_ROUTE_DEVICE) {
 		r->route_via = "None";
 		stack_verdict(r, WEFT_ACT_DROP, "no-route");
@@ -338,7 +342,7 @@ int trace_run(struct datapath *dp, const struct trace_node *node, const struct t
 	}
 	case TRACE_FROM_NODE:
 		/* (no programs, a hollow node: the route alone would say nothing true) */
-		rc = datapath_svc_prog_fd(dp) < 0 ? -EOPNOTSUPP : by_route(dp, node, &pkt, r);
+		rc = datapath_svc_prog_fd(dp) < 0 ? -EOPNOTSUPP : by_route(dp, node, &pkt, false, r);
 		break;
 	case TRACE_FROM_OUTSIDE:
 		rc = run(dp, DATAPATH_PROG_NODE, node->underlay_ifindex, NULL, in, mac_far, mac_near, r);
@@ -347,16 +351,7 @@ int trace_run(struct datapath *dp, const struct trace_node *node, const struct t
 		/* to the stack: the node's, or forwarded by its route */
 		if (r->out_parsed)
 			pkt.daddr = r->out_daddr, pkt.saddr = r->out_saddr;
-		if (!node->forwarding && node->route) {
-			if ((rc = node->route(node->route_arg, pkt.daddr, &r->route)) < 0)
-				break;
-			if (r->route.kind != TRACE_ROUTE_LOCAL) {
-				r->route_via = "None";
-				stack_verdict(r, WEFT_ACT_DROP, "not-forwarded");
-				break;
-			}
-		}
-		rc = by_route(dp, node, &pkt, r);
+		rc = by_route(dp, node, &pkt, true, r);
 		break;
 	}
 	if (rc < 0) {
@@ -399,7 +394,8 @@ static json_t *steps_json(const struct trace_input *in, const struct trace_resul
 		char dev[IF_NAMESIZE] = "";
 		json_t *s = json_pack("{s:s, s:s, s:o, s:b}", "step", "Route", "via", r->route_via,
 				      "source", addr_json(r->source), "forwarded",
-				      in->from == TRACE_FROM_OUTSIDE && r->route.kind != TRACE_ROUTE_LOCAL);
+				      in->from == TRACE_FROM_OUTSIDE && r->route.kind != TRACE_ROUTE_LOCAL &&
+				      !r->route_drop);
 
 		if (s && r->route.kind == TRACE_ROUTE_DEVICE && if_indextoname(r->route.ifindex, dev))
 			json_object_set_new(s, "device", json_string(dev));

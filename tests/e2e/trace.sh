@@ -184,7 +184,6 @@ agree() {
 	shift
 	trace "$@" >"$out" 2>&1 || rc=$?
 	"${probe[@]}" || real=1
-	show "$out"
 	[ "$rc" = "$want" ] && [ "$real" = "$want" ] || { echo "trace exit $rc, real probe $real, want $want"; return 1; }
 }
 
@@ -203,6 +202,7 @@ check "... then VNI 0 to node-2" grep -qE "^  tunnel +VNI 0, to node ${NODE_IP[n
 o=$T_ROOT/n2
 check "trace node-2 -> x/b:80 delivered, and so is a real connection (a node reaches its own pods)" \
 	agree 0 "$o" connects node-2 "${IP[x/b]}" -- node-2 x/b:80
+show "$o"
 check "... through x/b's veth" grep -qE "^  route +to the pod's veth " "$o"
 check "... delivered to x/b" grep -qE "^  delivered +to x/b " "$o"
 must lab weftctl delete networkpolicy only-a -n x
@@ -210,6 +210,7 @@ check "only-a deleted: x/c reaches x/b again" wait_for 10 connects x/c "${IP[x/b
 o=$T_ROOT/n3
 check "trace node-1 -> svc/x/web delivered, and so is a real connection to $cip:80 from node-1" \
 	agree 0 "$o" connects node-1 "$cip" -- node-1 svc/x/web
+show "$o"
 check "... the service device, the service's backend x/b, VNI 0 to node-2" bash -c "
 	grep -qE '^  route +to the service device' '$o' && grep -qE '^  service +$cip:80 -> ${IP[x/b]}:80' '$o' &&
 	grep -qE '^  tunnel +VNI 0, to node ${NODE_IP[node-2]}\$' '$o' && grep -qE '^  delivered +to x/b' '$o'"
@@ -217,6 +218,7 @@ o=$T_ROOT/n4
 pings() { ns "$1" ping -c 1 -W 2 "$2" >/dev/null; }
 check "trace node-1 -> y/d (echo) delivered, and a real ping gets its answer (VNI 0 is every tenant's)" \
 	agree 0 "$o" pings node-1 "${IP[y/d]}" -- node-1 y/d
+show "$o"
 check "... the tenants compared on node-2: 0 -> y's, allowed" grep -qE '^  tenant +VNID 0 -> VNID [0-9]+: allowed' "$o"
 
 # 8. from outside
@@ -227,22 +229,26 @@ check "x/webnp's NodePort answers on node-2 from outside" wait_for 10 connects o
 o=$T_ROOT/o1
 check "trace $OUT -> node-1:30081 delivered (arriving at node-1), as a real connection is" \
 	agree 0 "$o" connects outside "${NODE_IP[node-1]}" 30081 -- "$OUT" node-1:30081
+show "$o"
 check "... translated on node-1 to x/b, tunnelled to node-2, delivered" bash -c "
 	grep -qE '^on node-1 ' '$o' && grep -qE '^  service +${NODE_IP[node-1]}:30081 -> ${IP[x/b]}:80' '$o' &&
 	grep -qE '^then on node-2 ' '$o' && grep -qE '^  delivered +to x/b' '$o'"
 o=$T_ROOT/o2
 check "trace $OUT -> svc/x/webnp --node node-2: its NodePort on node-2, delivered as a real connection is" \
 	agree 0 "$o" connects outside "${NODE_IP[node-2]}" 30081 -- "$OUT" svc/x/webnp --node node-2
+show "$o"
 check "... one hop, node-2's" bash -c "grep -qE '^on node-2 ' '$o' && ! grep -q '^then on' '$o'"
 o=$T_ROOT/o3
 refused_at() { ns outside curl -s --max-time 3 "http://$1:$2/" >/dev/null; test $? = 7; }
 check "trace $OUT -> node-1:22 delivered to node-1's own stack, which refuses a real connection at once" \
 	agree 0 "$o" refused_at "${NODE_IP[node-1]}" 22 -- "$OUT" node-1:22
+show "$o"
 check "... said so" grep -qE "^  route +an address of the node itself" "$o"
 must ns outside ip route add "${IP[x/b]}/32" via "${NODE_IP[node-2]}"
 o=$T_ROOT/o4
 check "trace $OUT -> x/b:80 --node node-2: forwarded by node-2 to x/b, as a real connection (routed so) is" \
 	agree 0 "$o" connects outside "${IP[x/b]}" -- "$OUT" x/b:80 --node node-2
+show "$o"
 check "... forwarded, to x/b's veth" grep -qE "^  route +forwarded by the node: to the pod's veth" "$o"
 must ns outside ip route del "${IP[x/b]}/32" via "${NODE_IP[node-2]}"
 o=$T_ROOT/o5
