@@ -246,6 +246,33 @@ status_json() { lab status -o json; }
 pod_ip() { status_json | jq -r --arg p "$1" '.pods[] | select(.namespace + "/" + .name == $p) | .ip'; }
 node_field() { status_json | jq -r --arg n "$1" --arg f "$2" '.nodes[] | select(.name == $n) | .[$f]'; }
 
+# connects TARGET IP [PORT [SECONDS]]: a TCP connection from TARGET's
+# namespace to IP:PORT (80) opens within SECONDS (2)
+connects() { ns "$1" timeout "${4:-2}" bash -c 'exec 3<>"/dev/tcp/$0/$1"' "$2" "${3:-80}" 2>/dev/null; }
+
+# serve_http PORT POD...: peer.py serving PORT in each pod (NAMESPACE/NAME,
+# the name it answers with), started by this script, each checked to listen
+serve_http() {
+	local port=$1 p
+	shift
+	for p in "$@"; do
+		ip netns exec "$(netns "$p")" "$PYTHON" "$PEER" serve "$port" "$p" >>"$T_ROOT/server.log" 2>&1 &
+		T_PIDS+=("$!")
+		check "$p's peer.py listens on $port" wait_for "$SERVER_START_S" \
+			bash -c "ip netns exec $(netns "$p") ss -Hltn 'sport = :$port' | grep -q ."
+	done
+}
+
+# lab_up_tenants: lab $LAB of 2 nodes in multitenant mode, with the
+# namespaces x and y (two tenants)
+lab_up_tenants() {
+	echo "lab $LAB: 2 nodes, multitenant mode"
+	must src/lab/weft-lab --lab "$LAB" up --nodes 2 --mode multitenant
+	must lab weftctl apply -f - <<<'{"apiVersion":"v1","kind":"List","items":[
+ {"apiVersion":"v1","kind":"Namespace","metadata":{"name":"x"}},
+ {"apiVersion":"v1","kind":"Namespace","metadata":{"name":"y"}}]}'
+}
+
 # drops_reported NODE REASON MIN: `weftctl drops NODE` lists REASON on NODE
 # with at least MIN packets (what the node's agent last reported)
 drops_reported() {

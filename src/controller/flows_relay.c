@@ -217,6 +217,16 @@ static void put(struct node_read *r, const char *line, size_t len)
 
 /* --------------------------------------------------------------- nodes */
 
+static bool closed(struct flows_stream *s)
+{
+	bool c;
+
+	pthread_mutex_lock(&s->lock);
+	c = s->closed;
+	pthread_mutex_unlock(&s->lock);
+	return c;
+}
+
 /* A node's line, handed on with its "node" set to the node it came from:
  * a node's credential writes its own flows, never another's.  A line that
  * is no JSON object is dropped. */
@@ -225,12 +235,8 @@ static int on_line(const char *line, size_t len, void *arg)
 	struct node_read *r = arg;
 	json_t *o;
 	char *text;
-	bool closed;
 
-	pthread_mutex_lock(&r->s->lock);
-	closed = r->s->closed;
-	pthread_mutex_unlock(&r->s->lock);
-	if (closed)
+	if (closed(r->s))
 		return 1;
 	o = json_loadb(line, len, 0, NULL);
 	if (!json_is_object(o) || json_object_set_new(o, "node", json_string(r->t.node))) {
@@ -277,16 +283,6 @@ static void thread_leave(struct flows_relay *relay)
 	if (--relay->threads == 0)
 		pthread_cond_broadcast(&relay->idle);
 	pthread_mutex_unlock(&relay->lock);
-}
-
-static bool closed(struct flows_stream *s)
-{
-	bool c;
-
-	pthread_mutex_lock(&s->lock);
-	c = s->closed;
-	pthread_mutex_unlock(&s->lock);
-	return c;
 }
 
 /* A turn to set up a connection (at most HANDSHAKES_MAX at once, so that

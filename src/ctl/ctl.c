@@ -278,6 +278,15 @@ void ctl_print_server_error(const struct ctl_reply *r)
 		ctl_message(r, message, sizeof(message)));
 }
 
+void ctl_print_stream_error(const struct httpc_response *resp)
+{
+	struct ctl_reply r = { .status = resp->status, .body = resp->body, .len = resp->len };
+
+	r.json = resp->len ? json_loadb(resp->body, resp->len, 0, NULL) : NULL;
+	ctl_print_server_error(&r);
+	json_decref(r.json);
+}
+
 void ctl_print_not_found(const struct kind_info *k, const char *name)
 {
 	fprintf(stderr, "Error from server (NotFound): %s \"%s\" not found\n", k->plural, name);

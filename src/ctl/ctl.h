@@ -152,6 +152,8 @@ const char *ctl_reason(const struct ctl_reply *r, char *buf, size_t len);
 const char *ctl_message(const struct ctl_reply *r, char *buf, size_t len);
 /* "Error from server (Reason): message" on stderr. */
 void ctl_print_server_error(const struct ctl_reply *r);
+/* The same for a stream's response that was not 2xx (its body gathered). */
+void ctl_print_stream_error(const struct httpc_response *resp);
 /* "Error from server (NotFound): pods \"x\" not found" on stderr. */
 void ctl_print_not_found(const struct kind_info *k, const char *name);
 

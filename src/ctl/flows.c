@@ -35,6 +35,7 @@
 #include <time.h>
 
 #include "ctl/ctl.h"
+#include "ctl/stop.h"
 
 #define FLOWS_API_PATH "/apis/network.weft.io/v1/flows"
 
@@ -250,16 +251,6 @@ enum flows_line flows_format_line(const char *line, size_t len, char *out, size_
 
 /* ---- the command ---- */
 
-static volatile sig_atomic_t stop_signal;
-static struct httpc *cancel_target;
-
-static void on_stop_signal(int sig)
-{
-	stop_signal = sig;
-	if (cancel_target)
-		httpc_cancel(cancel_target);
-}
-
 struct flows {
 	bool json;
 	bool node_failed;		/* an error line was seen: exit 1 */
@@ -287,7 +278,7 @@ static int on_line(const char *line, size_t len, void *arg)
 		f->output_errno = errno ? errno : EIO;
 		return -EIO;
 	}
-	return stop_signal ? 1 : 0;
+	return ctl_stopped() ? 1 : 0;
 }
 
 /* NAMESPACE/NAME's status.podIP into ip: 0, or the exit code after printing why. */
@@ -340,7 +331,6 @@ out:
 /* The stream, printed: the exit code. */
 static int stream(struct ctl *ctl, const char *path, struct flows *f, bool follow)
 {
-	struct sigaction sa = { .sa_handler = on_stop_signal }, old_int, old_term;
 	struct httpc_response resp = { 0 };
 	struct httpc *h = ctl_http(ctl);
 	char err[1024];
@@ -348,19 +338,13 @@ static int stream(struct ctl *ctl, const char *path, struct flows *f, bool follo
 
 	if (!h)
 		return CTL_EXIT_FAIL;	/* printed */
-	stop_signal = 0;
-	cancel_target = h;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, &old_int);
-	sigaction(SIGTERM, &sa, &old_term);
+	ctl_stop_catch(h, false);
 	rc = httpc_stream(h, path, on_line, f, &resp, err, sizeof(err));
-	sigaction(SIGINT, &old_int, NULL);
-	sigaction(SIGTERM, &old_term, NULL);
-	cancel_target = NULL;
+	ctl_stop_release();
 	if (f->output_errno) {
 		fprintf(stderr, "error: writing the output: %s\n", strerror(f->output_errno));
 		rc = CTL_EXIT_FAIL;
-	} else if (stop_signal) {
+	} else if (ctl_stopped()) {
 		rc = f->node_failed ? CTL_EXIT_FAIL : CTL_EXIT_OK;
 	} else if (rc < 0) {
 		fprintf(stderr, "error: %s\n", err);
@@ -368,11 +352,7 @@ static int stream(struct ctl *ctl, const char *path, struct flows *f, bool follo
 			fprintf(stderr, "  (the server's certificate was checked against %s)\n", ctl->trust);
 		rc = CTL_EXIT_FAIL;
 	} else if (resp.status < 200 || resp.status >= 300) {
-		struct ctl_reply r = { .status = resp.status, .body = resp.body, .len = resp.len };
-
-		r.json = resp.len ? json_loadb(resp.body, resp.len, 0, NULL) : NULL;
-		ctl_print_server_error(&r);
-		json_decref(r.json);
+		ctl_print_stream_error(&resp);
 		rc = CTL_EXIT_FAIL;
 	} else if (follow) {
 		fprintf(stderr, "weftctl flows: the controller ended the stream\n");

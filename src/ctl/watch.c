@@ -29,19 +29,10 @@
 
 #include "ctl/ctl.h"
 #include "ctl/print.h"
+#include "ctl/stop.h"
 #include "ctl/watch.h"
 
 #define WATCH_MAX_S 1800	/* the server's cap on timeoutSeconds */
-
-static volatile sig_atomic_t stop_signal;
-static struct httpc *cancel_target;
-
-static void on_stop_signal(int sig)
-{
-	stop_signal = sig;
-	if (cancel_target)
-		httpc_cancel(cancel_target);
-}
 
 struct watch {
 	struct ctl *ctl;
@@ -155,7 +146,7 @@ static int print_objects(struct watch *w, const json_t *objs)
 }
 
 /* List, print, keep the rv.  CTL_EXIT_OK, or an exit code after printing
- * (stop_signal set: the caller exits 0). */
+ * (ctl_stopped(): the caller exits 0). */
 static int list_print(struct watch *w, bool first)
 {
 	const struct ctl_watch_opts *o = w->o;
@@ -262,7 +253,7 @@ static int on_line(const char *line, size_t len, void *arg)
 	}
 	if (ev.rv && ev.rv[0] && strlen(ev.rv) < sizeof(w->rv))
 		snprintf(w->rv, sizeof(w->rv), "%s", ev.rv);
-	rc = stop_signal ? 1 : 0;
+	rc = ctl_stopped() ? 1 : 0;
 out:
 	json_decref(one);
 	ctl_event_free(&ev);
@@ -307,19 +298,15 @@ static int watch_once(struct watch *w, double deadline)
 	w->relist = false;
 	rc = httpc_stream(w->ctl->http, path, on_line, w, &resp, err, sizeof(err));
 	if (rc < 0) {
-		if (!stop_signal && !w->failed)
+		if (!ctl_stopped() && !w->failed)
 			fprintf(stderr, "error: %s\n", err);
-		rc = stop_signal && !w->failed ? CTL_EXIT_OK : CTL_EXIT_FAIL;
+		rc = ctl_stopped() && !w->failed ? CTL_EXIT_OK : CTL_EXIT_FAIL;
 		goto out;
 	}
 	if (resp.status == 410) {
 		w->relist = true;
 	} else if (resp.status < 200 || resp.status >= 300) {
-		struct ctl_reply r = { .status = resp.status, .body = resp.body, .len = resp.len };
-
-		r.json = resp.len ? json_loadb(resp.body, resp.len, 0, NULL) : NULL;
-		ctl_print_server_error(&r);
-		json_decref(r.json);
+		ctl_print_stream_error(&resp);
 		rc = CTL_EXIT_FAIL;
 		goto out;
 	}
@@ -332,7 +319,6 @@ out:
 int ctl_watch(struct ctl *ctl, const struct ctl_watch_opts *o)
 {
 	struct watch w = { .ctl = ctl, .o = o, .fields = o->fields };
-	struct sigaction sa = { .sa_handler = on_stop_signal };
 	struct itimerval timer = { { 0, 0 }, { o->timeout_s, 0 } };
 	double deadline = o->timeout_s > 0 ? now_s() + (double)o->timeout_s : 0;
 	int rc;
@@ -343,21 +329,18 @@ int ctl_watch(struct ctl *ctl, const struct ctl_watch_opts *o)
 	}
 	if (!ctl_http(ctl))
 		return CTL_EXIT_FAIL;
-	cancel_target = ctl->http;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGALRM, &sa, NULL);
+	ctl_stop_catch(ctl->http, true);
 	if (o->timeout_s > 0 && setitimer(ITIMER_REAL, &timer, NULL) < 0) {
 		perror("error: --timeout: setitimer");
+		ctl_stop_release();
 		return CTL_EXIT_FAIL;
 	}
 	rc = list_print(&w, true);
-	while (rc == CTL_EXIT_OK && !stop_signal) {
+	while (rc == CTL_EXIT_OK && !ctl_stopped()) {
 		double started = now_s();
 
 		rc = watch_once(&w, deadline);
-		if (rc != CTL_EXIT_OK || stop_signal)
+		if (rc != CTL_EXIT_OK || ctl_stopped())
 			break;
 		if (w.relist) {
 			rc = list_print(&w, false);
@@ -370,10 +353,10 @@ int ctl_watch(struct ctl *ctl, const struct ctl_watch_opts *o)
 			nanosleep(&one, NULL);	/* a signal cuts it short */
 		}
 	}
-	if (stop_signal && !w.failed)
+	if (ctl_stopped() && !w.failed)
 		rc = CTL_EXIT_OK;
 	memset(&timer, 0, sizeof(timer));
 	setitimer(ITIMER_REAL, &timer, NULL);
-	cancel_target = NULL;
+	ctl_stop_release();
 	return rc;
 }

@@ -40,7 +40,6 @@ need_lab
 trap lab_cleanup EXIT
 
 declare -A IP NODE_IP
-connects() { ns "$1" timeout 2 bash -c 'exec 3<>"/dev/tcp/$0/$1"' "$2" "${3:-80}" 2>/dev/null; }
 flows() { lab weftctl flows "$@"; }
 # has FILE JQ-FILTER: a line of FILE (JSON lines) matches
 has() { jq -c "select($2)" "$1" 2>/dev/null | grep -q .; }
@@ -49,21 +48,13 @@ event() {
 	has "$1" '.node == "'"$2"'" and .event == "'"$3"'" and .source.ip == "'"$4"'" and .destination.ip == "'"$5"'"'"${6:+ and .destination.port == $6}"
 }
 
-echo "lab $LAB: 2 nodes, multitenant mode"
-must src/lab/weft-lab --lab "$LAB" up --nodes 2 --mode multitenant
-must lab weftctl apply -f - <<<'{"apiVersion":"v1","kind":"List","items":[
- {"apiVersion":"v1","kind":"Namespace","metadata":{"name":"x"}},
- {"apiVersion":"v1","kind":"Namespace","metadata":{"name":"y"}}]}'
+lab_up_tenants
 must lab pod add node-1 x a --label app=a
 must lab pod add node-2 x b --label app=b --port http:80/TCP
 must lab pod add node-2 y d --label app=d
 while read -r t a; do IP[$t]=${a%/*}; done < <(status_json | jq -r '.pods[] | "\(.namespace)/\(.name) \(.ip)"')
 for n in node-1 node-2; do NODE_IP[$n]=$(node_field "$n" ip); done
-for p in x/b y/d; do
-	ip netns exec "$(netns "$p")" "$PYTHON" "$PEER" serve 80 "$p" >>"$T_ROOT/server.log" 2>&1 &
-	T_PIDS+=("$!")
-	check "$p's peer.py listens on 80" wait_for "$SERVER_START_S" bash -c "ip netns exec $(netns "$p") ss -Hltn 'sport = :80' | grep -q ."
-done
+serve_http 80 x/b y/d
 
 # 1. where each node serves, and who it answers
 ann() { lab weftctl get node "$1" -o json | jq -r '.metadata.annotations["weft.io/flows"] // empty'; }

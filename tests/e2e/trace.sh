@@ -44,7 +44,6 @@ need_lab
 trap lab_cleanup EXIT
 
 declare -A IP
-connects() { ns "$1" timeout 2 bash -c 'exec 3<>"/dev/tcp/$0/$1"' "$2" "${3:-80}" 2>/dev/null; }
 trace() { lab weftctl trace "$@"; }
 # traced EXPECT_EXIT OUTFILE ARGS...: the trace exits as expected
 traced() {
@@ -60,22 +59,14 @@ declare -A NODE_IP
 drops() { ns "$1" curl -sf --max-time 5 "http://${NODE_IP[$1]}:9966/metrics" | grep '^weft_agent_drops_total{' | sort; }
 drops_of() { drops "$1" | awk -v r="weft_agent_drops_total{reason=\"$2\"}" '$1 == r {print $2}'; }
 
-echo "lab $LAB: 2 nodes, multitenant mode"
-must src/lab/weft-lab --lab "$LAB" up --nodes 2 --mode multitenant
-must lab weftctl apply -f - <<<'{"apiVersion":"v1","kind":"List","items":[
- {"apiVersion":"v1","kind":"Namespace","metadata":{"name":"x"}},
- {"apiVersion":"v1","kind":"Namespace","metadata":{"name":"y"}}]}'
+lab_up_tenants
 must lab pod add node-1 x a --label app=a
 must lab pod add node-1 x c --label app=c
 must lab pod add node-2 x b --label app=b --port http:80/TCP
 must lab pod add node-2 y d --label app=d
 while read -r t a; do IP[$t]=$a; done < <(status_json | jq -r '.pods[] | "\(.namespace)/\(.name) \(.ip)"')
 for n in node-1 node-2; do NODE_IP[$n]=$(node_field "$n" ip); done
-for p in x/b y/d; do
-	ip netns exec "$(netns "$p")" "$PYTHON" "$PEER" serve 80 "$p" >>"$T_ROOT/server.log" 2>&1 &
-	T_PIDS+=("$!")
-	check "$p's peer.py listens on 80" wait_for "$SERVER_START_S" bash -c "ip netns exec $(netns "$p") ss -Hltn 'sport = :80' | grep -q ."
-done
+serve_http 80 x/b y/d
 must lab weftctl apply -f - <<<'{"apiVersion":"v1","kind":"Service","metadata":{"name":"web","namespace":"x"},
  "spec":{"selector":{"app":"b"},"ports":[{"port":80,"targetPort":80}]}}'
 cip=$(lab weftctl get svc web -n x -o json | jq -r .spec.clusterIP)

@@ -38,13 +38,8 @@ if ! command -v chromium >/dev/null 2>&1; then
 fi
 
 declare -A IP
-connects() { ns "$1" timeout 2 bash -c 'exec 3<>"/dev/tcp/$0/$1"' "$2" "${3:-80}" 2>/dev/null; }
 
-echo "lab $LAB: 2 nodes, multitenant mode"
-must src/lab/weft-lab --lab "$LAB" up --nodes 2 --mode multitenant
-must lab weftctl apply -f - <<<'{"apiVersion":"v1","kind":"List","items":[
- {"apiVersion":"v1","kind":"Namespace","metadata":{"name":"x"}},
- {"apiVersion":"v1","kind":"Namespace","metadata":{"name":"y"}}]}'
+lab_up_tenants
 must lab pod add node-1 x a --label app=a
 must lab pod add node-2 x b --label app=b --port http:80/TCP
 must lab pod add node-2 y d --label app=d

@@ -124,13 +124,26 @@ async function followDrops() {
 				await sleep(5000);
 				continue;
 			}
-			state.dropsNote = "followed: every node's drops, the newest first (the last " + DROPS_KEPT + ")";
+			const followed = "followed: every node's drops, the newest first (the last " + DROPS_KEPT + ")";
+			state.dropsNote = followed;
 			render();
 			await lines(r, (line) => {
 				const ev = JSON.parse(line);
-				if (ev.error) state.dropsNote = ev.node + ": " + ev.error;
-				if (ev.event !== "drop") return;
-				state.drops.unshift(ev);
+				if (ev.error)
+					state.dropsNote = ev.node + ": " + ev.error +
+						(ev.retryInSeconds ? "; reading it again in " + ev.retryInSeconds + " s" : "");
+				if (ev.resumed)
+					state.dropsNote = followed + "; " + ev.node + " read again" +
+						(ev.restarted ? " (its agent restarted)" : "");
+				if (ev.event !== "drop") {
+					if (ev.error || ev.resumed) render();
+					return;
+				}
+				/* newest first by the time its node stamped: each node's kept
+				 * events arrive together, one node after another */
+				let i = 0;
+				while (i < state.drops.length && state.drops[i].time > ev.time) i++;
+				state.drops.splice(i, 0, ev);
 				state.drops.length = Math.min(state.drops.length, DROPS_KEPT);
 				render();
 			});
