@@ -257,8 +257,8 @@ static void stack_verdict(struct trace_result *r, uint32_t action, const char *d
 	if (action == WEFT_ACT_DROP)
 		r->run.steps.drop_reason = WEFT_DROP_NONE;
 	if (action == WEFT_ACT_TUNNEL) {
-		r->run.steps.tunnel_id = r->route.vni;
-		r->run.steps.tunnel_remote = ntohl(r->route.remote);
+		r->run.steps.tunnel_id = (uint32_t)r->route.encap_id;
+		r->run.steps.tunnel_remote = ntohl(r->route.encap_dst);
 	}
 }
 
@@ -280,19 +280,19 @@ static int by_route(struct datapath *dp, const struct trace_node *node, struct t
 	if (!in->saddr)
 		in->saddr = r->route.src ? r->route.src : node->node_ip;
 	r->source = in->saddr;
-	if (r->route.kind == TRACE_ROUTE_LOCAL) {
+	if (r->route.type == NL_ROUTE_LOCAL) {
 		r->route_via = "Local";
 		stack_verdict(r, WEFT_ACT_HOST, NULL);
 	} else if (forwarded && !node->forwarding) {
 		r->route_via = "None";
 		stack_verdict(r, WEFT_ACT_DROP, "not-forwarded");
-	} else if (r->route.kind != TRACE_ROUTE_DEVICE) {
+	} else if (r->route.type != NL_ROUTE_UNICAST || r->route.ifindex <= 0) {
 		r->route_via = "None";
 		stack_verdict(r, WEFT_ACT_DROP, "no-route");
-	} else if (r->route.ifindex == node->svc_ifindex) {
+	} else if ((uint32_t)r->route.ifindex == node->svc_ifindex) {
 		r->route_via = "ServiceDevice";
 		return run(dp, DATAPATH_PROG_SVC, node->svc_ifindex, NULL, in, mac_near, mac_near, r);
-	} else if (datapath_endpoint_get(dp, in->daddr, &ep) == 0 && ep.ifindex == r->route.ifindex) {
+	} else if (datapath_endpoint_get(dp, in->daddr, &ep) == 0 && ep.ifindex == (uint32_t)r->route.ifindex) {
 		r->route_via = "Pod";
 		if ((rc = run(dp, DATAPATH_PROG_POD_EGRESS, ep.ifindex, NULL, in, ep.gw_mac, ep.pod_mac, r)) < 0)
 			return rc;
@@ -394,10 +394,11 @@ static json_t *steps_json(const struct trace_input *in, const struct trace_resul
 		char dev[IF_NAMESIZE] = "";
 		json_t *s = json_pack("{s:s, s:s, s:o, s:b}", "step", "Route", "via", r->route_via,
 				      "source", addr_json(r->source), "forwarded",
-				      in->from == TRACE_FROM_OUTSIDE && r->route.kind != TRACE_ROUTE_LOCAL &&
+				      in->from == TRACE_FROM_OUTSIDE && r->route.type != NL_ROUTE_LOCAL &&
 				      !r->route_drop);
 
-		if (s && r->route.kind == TRACE_ROUTE_DEVICE && if_indextoname(r->route.ifindex, dev))
+		if (s && r->route.type == NL_ROUTE_UNICAST && r->route.ifindex > 0 &&
+		    if_indextoname((unsigned)r->route.ifindex, dev))
 			json_object_set_new(s, "device", json_string(dev));
 		json_array_append_new(steps, s);
 	}

@@ -45,29 +45,20 @@
 #include <stdint.h>
 
 #include "agent/datapath.h"
+#include "agent/netlink.h"
 #include "lib/jview.h"
 
 enum trace_from { TRACE_FROM_POD, TRACE_FROM_TUNNEL, TRACE_FROM_NODE, TRACE_FROM_OUTSIDE };
-
-/* The kernel's route for an address, as the node's stack would take it. */
-enum trace_route_kind { TRACE_ROUTE_NONE, TRACE_ROUTE_LOCAL, TRACE_ROUTE_DEVICE, TRACE_ROUTE_UNREACHABLE };
-struct trace_route {
-	enum trace_route_kind kind;	/* NONE: no route taken (not asked) */
-	uint32_t ifindex;		/* DEVICE */
-	in_addr_t src;			/* its preferred source (network order), 0 none */
-	bool encap;			/* through the VXLAN device, with this key: */
-	uint32_t vni;
-	in_addr_t remote;		/* network order */
-};
 
 /* What a trace needs of the node beyond its programs. */
 struct trace_node {
 	uint32_t vxlan_ifindex, underlay_ifindex, svc_ifindex;
 	in_addr_t node_ip;		/* network order */
 	bool forwarding;		/* net.ipv4.ip_forward: the stack forwards */
-	/* the route to dst (network order) in the node's namespace: 0 or
-	 * -errno; NULL: the node has none to ask (a route is then NONE) */
-	int (*route)(void *arg, in_addr_t dst, struct trace_route *out);
+	/* the kernel's route to dst (network order) in the node's
+	 * namespace, as nl_route_get answers: 0 or -errno; NULL: the node
+	 * has none to ask (the stack is then taken for the node's own) */
+	int (*route)(void *arg, in_addr_t dst, struct nl_route *out);
 	void *route_arg;
 };
 
@@ -92,7 +83,8 @@ struct trace_result {
 	bool out_parsed;
 	in_addr_t delivered_to;		/* LOCAL: the local pod's IP (0 unknown) */
 	in_addr_t source;		/* the packet's source as it entered */
-	struct trace_route route;	/* NODE, OUTSIDE: the stack's route, if taken */
+	struct nl_route route;		/* NODE, OUTSIDE: the stack's route, if
+					 * route_via says one was taken */
 	const char *route_via;		/* the route, said: "Local" (an address of
 					 * the node), "ServiceDevice", "Pod",
 					 * "Tunnel", "Device" (out of the node),

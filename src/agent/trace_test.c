@@ -86,26 +86,26 @@ TEST(trace_spec_parsed_and_refused)
  * test-run device its service device; routes from routes[]. */
 static const struct {
 	in_addr_t dst;
-	struct trace_route r;
+	struct nl_route r;
 } routes[] = {
-	{ NODE_IP, { .kind = TRACE_ROUTE_LOCAL } },
-	{ POD_A_IP, { .kind = TRACE_ROUTE_DEVICE, .src = GATEWAY_IP } },	/* ifindex: run_ifindex() */
-	{ SVC_IP, { .kind = TRACE_ROUTE_DEVICE, .src = GATEWAY_IP } },	/* the service device, ditto */
-	{ REMOTE_POD_IP, { .kind = TRACE_ROUTE_DEVICE, .ifindex = VXLAN_IFINDEX, .src = GATEWAY_IP, .encap = true,
-			   .vni = 0, .remote = REMOTE_NODE_IP } },
-	{ IP(192, 168, 7, 7), { .kind = TRACE_ROUTE_DEVICE, .ifindex = UNDERLAY_IFINDEX, .src = NODE_IP } },
+	{ NODE_IP, { .type = NL_ROUTE_LOCAL } },
+	{ POD_A_IP, { .type = NL_ROUTE_UNICAST, .src = GATEWAY_IP } },	/* ifindex: run_ifindex() */
+	{ SVC_IP, { .type = NL_ROUTE_UNICAST, .src = GATEWAY_IP } },	/* the service device, ditto */
+	{ REMOTE_POD_IP, { .type = NL_ROUTE_UNICAST, .ifindex = VXLAN_IFINDEX, .src = GATEWAY_IP, .encap = true,
+			   .encap_id = 0, .encap_dst = REMOTE_NODE_IP } },
+	{ IP(192, 168, 7, 7), { .type = NL_ROUTE_UNICAST, .ifindex = UNDERLAY_IFINDEX, .src = NODE_IP } },
 };
 
-static int route_of(void *arg, in_addr_t dst, struct trace_route *out)
+static int route_of(void *arg, in_addr_t dst, struct nl_route *out)
 {
 	(void)arg;
 	memset(out, 0, sizeof(*out));
-	out->kind = TRACE_ROUTE_UNREACHABLE;
+	out->type = NL_ROUTE_UNREACHABLE;
 	for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++)
 		if (routes[i].dst == dst) {
 			*out = routes[i].r;
-			if (out->kind == TRACE_ROUTE_DEVICE && !out->ifindex)
-				out->ifindex = run_ifindex();
+			if (out->type == NL_ROUTE_UNICAST && !out->ifindex)
+				out->ifindex = (int)run_ifindex();
 		}
 	return 0;
 }

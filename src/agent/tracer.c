@@ -132,22 +132,9 @@ static void name_things(struct agent *a, json_t *st, const struct trace_result *
 }
 
 /* trace_node.route: the kernel's, in the agent's namespace (the node's). */
-static int route_of(void *arg, in_addr_t dst, struct trace_route *out)
+static int route_of(void *arg, in_addr_t dst, struct nl_route *out)
 {
-	struct nl_route r;
-	int rc = nl_route_get(arg, dst, &r);
-
-	memset(out, 0, sizeof(*out));
-	if (rc < 0)
-		return rc;
-	out->kind = r.type == NL_ROUTE_LOCAL ? TRACE_ROUTE_LOCAL
-		    : r.type == NL_ROUTE_UNICAST && r.ifindex > 0 ? TRACE_ROUTE_DEVICE : TRACE_ROUTE_UNREACHABLE;
-	out->ifindex = (uint32_t)r.ifindex;
-	out->src = r.src;
-	out->encap = r.encap;
-	out->vni = (uint32_t)r.encap_id;
-	out->remote = r.encap_dst;
-	return 0;
+	return nl_route_get(arg, dst, out);
 }
 
 /* net.ipv4.ip_forward of the agent's namespace: does the node forward? */

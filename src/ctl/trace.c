@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "ctl/ctl.h"
+#include "lib/cidr.h"
 
 enum { TRACE_NO_ANSWER = CTL_EXIT_USAGE, TRACE_HOPS_MAX = 2 };
 
@@ -137,37 +138,31 @@ static const json_t *subnets(struct trace *t)
 	return t->subnets;
 }
 
-/* The HostSubnet whose field ("host", "hostIP") is v, or whose subnet
- * holds the address v (field "subnet"); NULL when none. */
+/* The HostSubnet whose field ("host", "hostIP") is v; NULL when none. */
 static const json_t *subnet_by(const json_t *items, const char *field, const char *v)
 {
 	const json_t *hs;
-	struct in_addr a, net;
 	size_t i;
-	int bits;
 
-	if (!strcmp(field, "subnet") && inet_pton(AF_INET, v, &a) != 1)
-		return NULL;
-	json_array_foreach(items, i, hs) {
-		const char *got = obj_str(hs, field), *slash;
-		char base[INET_ADDRSTRLEN];
-
-		if (!got)
-			continue;
-		if (strcmp(field, "subnet")) {
-			if (!strcmp(got, v))
-				return hs;
-			continue;
-		}
-		slash = strchr(got, '/');
-		if (!slash || (size_t)(slash - got) >= sizeof(base))
-			continue;
-		snprintf(base, sizeof(base), "%.*s", (int)(slash - got), got);
-		bits = atoi(slash + 1);
-		if (inet_pton(AF_INET, base, &net) == 1 && bits >= 0 && bits <= 32 &&
-		    !((ntohl(a.s_addr) ^ ntohl(net.s_addr)) & (bits ? ~0u << (32 - bits) : 0)))
+	json_array_foreach(items, i, hs)
+		if (obj_str(hs, field) && !strcmp(obj_str(hs, field), v))
 			return hs;
-	}
+	return NULL;
+}
+
+/* The HostSubnet whose pod subnet holds the address addr; NULL when none. */
+static const json_t *subnet_holding(const json_t *items, const char *addr)
+{
+	const json_t *hs;
+	struct cidr c;
+	uint32_t ip;
+	size_t i;
+
+	if (ip4_parse(addr, &ip) < 0)
+		return NULL;
+	json_array_foreach(items, i, hs)
+		if (cidr_parse(obj_str(hs, "subnet"), &c) == 0 && cidr_contains_ip(&c, ip))
+			return hs;
 	return NULL;
 }
 
@@ -464,7 +459,7 @@ static int from_elsewhere(struct trace *t, const char *arg, const char *arrival,
 				"IPv4 address\n", arg);
 		return TRACE_NO_ANSWER;
 	}
-	if ((hs = subnet_by(items, "subnet", arg))) {
+	if ((hs = subnet_holding(items, arg))) {
 		fprintf(stderr, "error: FROM %s is in node %s's pod subnet %s: trace from its pod (NAMESPACE/POD)\n",
 			arg, obj_str(hs, "host"), obj_str(hs, "subnet"));
 		return TRACE_NO_ANSWER;
