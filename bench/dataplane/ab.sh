@@ -127,21 +127,25 @@ listened() {
 	# the agents drop the relay's streams at their next write (a heartbeat,
 	# every 5 s): until then the programs still report for a listener, so
 	# the next round waits for both to have none
+	local nodes
+	nodes=$(timeout 30 "$LAB_BIN" --lab "wab$$-this" status -o json | jq -r '.nodes[] | "\(.netns) \(.ip)"')
 	for _ in $(seq 300); do
-		[ "$(listeners node-1)" = 0 ] && [ "$(listeners node-2)" = 0 ] && return 0
+		! listened_to <<<"$nodes" && return 0
 		sleep 0.1
 	done
 	say "this tree's agents kept a listener 30 s after the follower ended"
 	exit 1
 }
-# listeners NODE: weft_agent_flows_listeners of NODE in this tree's lab
-listeners() {
-	local st ns ip
-	st=$(timeout 30 "$LAB_BIN" --lab "wab$$-this" status -o json) || return 1
-	ns=$(jq -r --arg n "$1" '.nodes[] | select(.name == $n) | .netns' <<<"$st")
-	ip=$(jq -r --arg n "$1" '.nodes[] | select(.name == $n) | .ip' <<<"$st")
-	ip netns exec "$ns" curl -sf --max-time 5 "http://$ip:9966/metrics" |
-		awk '$1 == "weft_agent_flows_listeners" { print $2 }'
+# listened_to < "NETNS IP" lines: does any of these agents count a
+# listener (weft_agent_flows_listeners above 0, or no answer)?
+listened_to() {
+	local ns ip n
+	while read -r ns ip; do
+		n=$(ip netns exec "$ns" curl -sf --max-time 5 "http://$ip:9966/metrics" |
+			awk '$1 == "weft_agent_flows_listeners" { print $2 }')
+		[ "$n" = 0 ] || return 0
+	done
+	return 1
 }
 per=$((4 + 2 * LISTEN))
 say "$REPS rounds of iperf3 -t $SECS$([ "$PIN" = 1 ] && echo ", pinned: client CPU 0, server CPU 1")$([ $LISTEN = 1 ] && echo "; then this tree's with weftctl flows --follow attached")"
