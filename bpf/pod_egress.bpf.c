@@ -61,8 +61,10 @@ static __always_inline int judge_ingress(struct __sk_buff *skb, const struct wef
 	struct policy_flow f;
 	__u32 reason;
 
-	if (!ep || ep->ifindex != skb->ifindex || !(ep->flags & WEFT_EP_F_ISOLATE_IN))
-		return TC_ACT_OK;
+	if (!ep || ep->ifindex != skb->ifindex)
+		return TC_ACT_OK;	/* not this pod's: the stack's own business */
+	if (!(ep->flags & WEFT_EP_F_ISOLATE_IN))
+		return pass(0, 0);	/* decided: a flow to the pod, for the flow log */
 	if (ip->protocol == IPPROTO_ICMP && icmp_is_error(skb, ip))
 		return TC_ACT_OK;
 	if (policy_flow_read(skb, ip, &f) < 0)

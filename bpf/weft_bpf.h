@@ -483,7 +483,8 @@ struct weft_policy_log_state {
 /* The flow log (weftctl flows): an event per dropped packet, always, and
  * while the agent listens (flows_on in each program's .bss) one per new
  * TCP connection and its answer (SYN, SYN-ACK) and one per
- * WEFT_FLOWS_SAMPLE UDP and ICMP packets forwarded; at most flows_rate
+ * WEFT_FLOWS_SAMPLE UDP and ICMP packets forwarded (by a program's
+ * decision: not what it leaves to the stack untouched); at most flows_rate
  * events a second on each CPU (the rest counted in
  * weft_flow_state.suppressed), in the ring buffer weft_flows.  A drop
  * costs its traffic a lookup and a record; a forwarded packet, while

@@ -10,6 +10,15 @@
  * the drop's reason (flow_note_drop), trace_verdict the action and tunnel
  * key (flow_note_verdict: a drop's always, a forward's while flows_on).
  *
+ * A forward is an event only when the program decided it (noted an
+ * action: pass, a redirect, the tunnel).  What a program returns to the
+ * stack without a verdict is not weft's traffic to report: the overlay's
+ * own VXLAN datagrams on the underlay (vxlan_ingress reports the packets
+ * inside them), the node's own connections, what is not IPv4.  Else a
+ * listener would cost the cross-node traffic one event per
+ * WEFT_FLOWS_SAMPLE of its tunnel packets, on each node, and drown the
+ * log in them.
+ *
  * flows_on is in each program's .bss: the agent sets it in all of them
  * while someone listens (datapath_flows_listen).  While it is 0 a packet
  * that is not dropped pays one load and a branch here.
@@ -156,6 +165,8 @@ static __always_inline void flow_record(struct __sk_buff *skb, int rc, __u8 from
 
 	if (!st)
 		return;
+	if (rc != TC_ACT_SHOT && st->action == WEFT_ACT_NONE)
+		return;		/* left to the stack undecided: nothing noted to clear */
 	flow_tuple(skb, &e, &flags);
 	syn_ack = flags & 0x12;		/* SYN 0x02, ACK 0x10 */
 	if (rc == TC_ACT_SHOT) {

@@ -4,8 +4,9 @@
  * agent reads it (ring_buffer__consume): a drop is an event whatever the
  * listening, with its reason and the packet's addresses; a forwarded SYN
  * and one in WEFT_FLOWS_SAMPLE UDP packets are events only while
- * datapath_flows_listen is on; a trace's drop is none; past flows_rate a
- * second the events are counted as suppressed instead.
+ * datapath_flows_listen is on, and only where a program decided them
+ * (not the overlay's own datagrams); a trace's drop is none; past
+ * flows_rate a second the events are counted as suppressed instead.
  */
 #include "agent/datapath_fixture.h"
 
@@ -125,6 +126,48 @@ DP_TEST(flow_log_drops_always_forwards_while_listened)
 	CHECK_EQ(run(f, fd, &p, &r), 0);
 	CHECK_EQ(drain(dp, &s), 0);
 	CHECK_EQ(s.n, 0);
+	datapath_close(dp);
+}
+
+/* Listened, a forward is an event only where a program decided it: on
+ * the underlay the overlay's own datagrams and the node's own connections
+ * pass unreported (the packets inside the tunnel are reported where
+ * vxlan_ingress delivers them); a connection from the node's stack to its
+ * pod is one, as pod_egress passes it. */
+DP_TEST(flow_log_reports_what_the_programs_decide)
+{
+	static struct seen s;
+	struct datapath *dp;
+	struct result r;
+	struct pkt p;
+
+	CHECK_EQ(seed_node(f->dp), 0);
+	if (!(dp = fixture_production(f)))
+		return;
+	CHECK_EQ(datapath_flows_listen(dp, true), 0);
+	pkt_ipv4(&p, node_mac, outside_mac, REMOTE_NODE_IP, NODE_IP, 64);
+	pkt_set_dport(&p, VXLAN_PORT);
+	for (int i = 0; i < 4 * WEFT_FLOWS_SAMPLE; i++) {
+		CHECK_EQ(run(f, datapath_node_prog_fd(dp), &p, &r), 0);
+		CHECK_EQ(r.verdict, TC_ACT_OK);
+	}
+	tcp_from_outside(&p, 40000, NODE_IP, 22, TCP_SYN);
+	CHECK_EQ(run(f, datapath_node_prog_fd(dp), &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_OK);
+	CHECK_EQ(drain(dp, &s), 0);
+	CHECK_EQ(s.n, 0);
+
+	pkt_tcp(&p, pod_a_mac, gw_a_mac, GATEWAY_IP, 40001, POD_A_IP, 8080, TCP_SYN, 1, 0);
+	CHECK_EQ(run(f, datapath_pod_egress_prog_fd(dp), &p, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_OK);
+	CHECK_EQ(drain(dp, &s), 0);
+	CHECK_EQ(s.n, 1);
+	CHECK_EQ(s.ev[0].kind, WEFT_FLOW_NEW);
+	CHECK_EQ(s.ev[0].action, WEFT_ACT_PASS);
+	CHECK_EQ(s.ev[0].from, WEFT_FROM_HOST_TO_POD);
+	CHECK_EQ(s.ev[0].saddr, GATEWAY_IP);
+	CHECK_EQ(s.ev[0].daddr, POD_A_IP);
+	CHECK_EQ(datapath_flows_listen(dp, false), 0);
 	datapath_close(dp);
 }
 
