@@ -69,22 +69,6 @@ static __always_inline void flow_note_verdict(__u32 action, __u32 tunnel_id, __u
 	st->tunnel_remote = tunnel_remote;
 }
 
-/* The IPv4 header's fields, the ports and the TCP flags at l4 (ihl
- * bytes after ip) into e: the part flow_tuple's two ways share. */
-static __always_inline void flow_ports(struct weft_flow *e, const struct iphdr *ip, const __be16 ports[2],
-				       __u8 flags, __u8 *tcp_flags)
-{
-	e->saddr = ip->saddr;
-	e->daddr = ip->daddr;
-	e->proto = ip->protocol;
-	if (!ports)
-		return;
-	e->sport = ports[0];
-	e->dport = ports[1];
-	if (ip->protocol == IPPROTO_TCP)
-		*tcp_flags = flags;
-}
-
 /* The packet's addresses, protocol, ports and TCP flags as it is now;
  * zero where it has none (not IPv4, a fragment after the first).  Read in
  * place (no helper call: this runs for every forwarded packet while
@@ -94,10 +78,10 @@ static __always_inline void flow_tuple(struct __sk_buff *skb, struct weft_flow *
 {
 	void *data = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
 	struct iphdr *ip = data + sizeof(struct ethhdr), copy;
-	__be16 ports[2];
-	__u8 *l4, flags = 0;
-	int l4_ok, copied = 0;
-	__u32 ihl;
+	struct { __be16 sport, dport; } ports;
+	__u32 off;
+	__u8 *l4;
+	int copied = 0;
 
 	*tcp_flags = 0;
 	if (skb->protocol != bpf_htons(ETH_P_IP))
@@ -110,24 +94,26 @@ static __always_inline void flow_tuple(struct __sk_buff *skb, struct weft_flow *
 	}
 	if (ip->version != 4)
 		return;
-	l4_ok = (ip->protocol == IPPROTO_TCP || ip->protocol == IPPROTO_UDP) && !(ip->frag_off & bpf_htons(0x1fff));
-	if (!l4_ok) {
-		flow_ports(e, ip, NULL, 0, tcp_flags);
+	e->saddr = ip->saddr;
+	e->daddr = ip->daddr;
+	e->proto = ip->protocol;
+	if ((ip->protocol != IPPROTO_TCP && ip->protocol != IPPROTO_UDP) || (ip->frag_off & bpf_htons(0x1fff)))
 		return;
-	}
-	ihl = ((__u32)ip->ihl & 0xf) * 4;
-	l4 = data + sizeof(struct ethhdr) + ihl;
+	off = sizeof(struct ethhdr) + ((__u32)ip->ihl & 0xf) * 4;
+	l4 = data + off;
 	if (!copied && (void *)(l4 + 14) <= end) {
-		flow_ports(e, ip, (const __be16 *)l4, l4[13], tcp_flags);
+		e->sport = *(__be16 *)l4;
+		e->dport = *(__be16 *)(l4 + 2);
+		if (ip->protocol == IPPROTO_TCP)
+			*tcp_flags = l4[13];
 		return;
 	}
-	if (bpf_skb_load_bytes(skb, sizeof(struct ethhdr) + ihl, ports, sizeof(ports)) < 0) {
-		flow_ports(e, ip, NULL, 0, tcp_flags);
+	if (bpf_skb_load_bytes(skb, off, &ports, sizeof(ports)) < 0)
 		return;
-	}
-	if (ip->protocol == IPPROTO_TCP)
-		(void)bpf_skb_load_bytes(skb, sizeof(struct ethhdr) + ihl + 13, &flags, 1);
-	flow_ports(e, ip, ports, flags, tcp_flags);
+	e->sport = ports.sport;
+	e->dport = ports.dport;
+	if (ip->protocol == IPPROTO_TCP && bpf_skb_load_bytes(skb, off + 13, tcp_flags, 1) < 0)
+		*tcp_flags = 0;
 }
 
 /* e as an event, at most flows_rate a second on this CPU. */

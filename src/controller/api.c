@@ -1725,10 +1725,8 @@ static int flows_lookup(void *arg, const char *node, struct flows_target *out)
 {
 	struct api *a = arg;
 	struct store_kv kv = { 0 };
-	struct flows_target *t = NULL;
-	size_t n = 0, skipped = 0;
 	char key[512];
-	json_t *nodes;
+	json_t *obj;
 	int rc;
 
 	if (obj_key(kind_get(KIND_NODE), NULL, node, key, sizeof(key)) < 0)
@@ -1738,17 +1736,11 @@ static int flows_lookup(void *arg, const char *node, struct flows_target *out)
 	pthread_mutex_unlock(&a->lock);
 	if (rc < 0)
 		return rc;
-	nodes = json_array();
-	if (nodes && json_array_append_new(nodes, json_loadb(kv.value, kv.value_len, 0, NULL)) == 0)
-		rc = flows_targets(nodes, NULL, &t, &n, &skipped);
-	else
-		rc = -ENOMEM;
+	obj = json_loadb(kv.value, kv.value_len, 0, NULL);
 	store_kv_free(&kv);
-	json_decref(nodes);
-	if (rc == 0 && n == 1)
-		*out = t[0];
-	free(t);
-	return rc < 0 ? rc : n == 1 ? 0 : -ENOENT;
+	rc = obj ? flows_target_of(obj, out) : -EIO;
+	json_decref(obj);
+	return rc;
 }
 
 /* The stored Nodes as a JSON array (new ref), or NULL. */

@@ -101,6 +101,15 @@ static bool annotation_target(const char *node, const char *text, struct flows_t
 	return ok;
 }
 
+int flows_target_of(const json_t *node, struct flows_target *t)
+{
+	json_t *md = json_object_get(node, "metadata");
+	const char *name = json_string_value(json_object_get(md, "name"));
+	const char *ann = json_string_value(json_object_get(json_object_get(md, "annotations"), FLOWS_ANNOTATION));
+
+	return name && ann && annotation_target(name, ann, t) ? 0 : -ENOENT;
+}
+
 int flows_targets(const json_t *objs, const char *only, struct flows_target **out, size_t *n, size_t *skipped)
 {
 	size_t i, cap = json_array_size(objs);
@@ -113,13 +122,11 @@ int flows_targets(const json_t *objs, const char *only, struct flows_target **ou
 	if (!(*out = calloc(cap, sizeof(**out))))
 		return -ENOMEM;
 	json_array_foreach(objs, i, o) {
-		json_t *md = json_object_get(o, "metadata");
-		const char *name = json_string_value(json_object_get(md, "name"));
-		const char *ann = json_string_value(json_object_get(json_object_get(md, "annotations"), FLOWS_ANNOTATION));
+		const char *name = json_string_value(json_object_get(json_object_get(o, "metadata"), "name"));
 
 		if (!name || (only && strcmp(only, name)))
 			continue;
-		if (!ann || !annotation_target(name, ann, &(*out)[*n])) {
+		if (flows_target_of(o, &(*out)[*n]) < 0) {
 			(*skipped)++;
 			continue;
 		}

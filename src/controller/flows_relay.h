@@ -82,6 +82,10 @@ struct flows_query {
  * one).  0, or -ENOMEM; -E2BIG past FLOWS_RELAY_NODES_MAX. */
 int flows_targets(const json_t *objs, const char *only, struct flows_target **out, size_t *n, size_t *skipped);
 
+/* The target of one stored Node object (borrowed) into *t: 0, or -ENOENT
+ * when it has no name or no well-formed flows annotation. */
+int flows_target_of(const json_t *node, struct flows_target *t);
+
 /* Where node serves its flows now, from its stored Node: 0 with *out,
  * -ENOENT when it serves none (no node, no annotation), or -errno.
  * Called from a stream's node thread, with no lock of the relay held. */
