@@ -51,6 +51,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,8 +102,7 @@ struct svc_port {
 struct svc {
 	struct hmap_node by_name;	/* in T->by_name */
 	struct dlist due;		/* in T->due while its report may be owed */
-	char ns[256];
-	char name[256];
+	const char *ns, *name;		/* in text */
 	bool has_service;		/* the Service exists (its ports say what it asks) */
 	struct dlist slices;		/* its struct svc_slice, by in_svc */
 	struct svc_port *ports;
@@ -110,7 +110,9 @@ struct svc {
 	size_t idx;			/* in T->v */
 	bool seen_service;		/* mark for the relist sweep */
 	int error;			/* last map write error, 0 when programmed */
-	char reported[160];		/* the error the Service carries from us ("" none) */
+	char *reported;			/* the error the Service carries from us (NULL: none); owned */
+	char text[];			/* ns, NUL, name, NUL: a thousand services hold their
+					 * names, not 2 x 256 bytes each */
 };
 
 /* One EndpointSlice, as what the backends are made of (an agent holds
@@ -133,13 +135,13 @@ struct svc_slice {
 	struct hmap_node by_name;	/* in T->slices, by hash of (ns, name) */
 	struct dlist in_svc;		/* in svc->slices */
 	struct svc *svc;
-	char ns[256];
-	char name[254];
+	const char *ns, *name;		/* in text */
 	struct slice_port *ports;	/* none unless addressType is IPv4 */
 	size_t nports;
 	struct slice_endpoint *eps;
 	size_t neps;
 	bool seen;			/* mark for the relist sweep */
+	char text[];			/* ns, NUL, name, NUL */
 };
 
 struct service_table {
@@ -172,6 +174,37 @@ struct service_table {
 
 
 /* ---- small helpers ---- */
+
+#define OBJ_NAME_MAX 253		/* a name or namespace longer is none of ours */
+
+/* A zeroed record of head bytes with ns and name after it, NUL-ended
+ * (the record's text[]): *pns and *pname point there.  NULL: ENOMEM. */
+static void *named_new(size_t head, const char *ns, const char *name, const char **pns, const char **pname)
+{
+	size_t lns = strlen(ns) + 1, lname = strlen(name) + 1;
+	char *r = calloc(1, head + lns + lname);
+
+	if (!r)
+		return NULL;
+	memcpy(r + head, ns, lns);
+	memcpy(r + head + lns, name, lname);
+	*pns = r + head;
+	*pname = r + head + lns;
+	return r;
+}
+
+/* What the Service carries from us := text (NULL or "": nothing); out
+ * of memory it is kept as nothing. */
+static void set_reported(struct svc *s, const char *text)
+{
+	free(s->reported);
+	s->reported = text && text[0] ? strdup(text) : NULL;
+}
+
+static const char *reported(const struct svc *s)
+{
+	return s->reported ? s->reported : "";
+}
 
 static int grow(void **v, size_t *cap, size_t n, size_t size)
 {
@@ -841,6 +874,7 @@ static uint64_t name_hash(const char *ns, const char *name)
 static struct svc *svc_find(struct service_table *T, const char *ns, const char *name, bool create)
 {
 	uint64_t h = name_hash(ns, name);
+	const char *s_ns, *s_name;
 	struct svc *s;
 
 	for (struct hmap_node *e = hmap_first_with(&T->by_name, h); e; e = hmap_next_with(e)) {
@@ -850,11 +884,13 @@ static struct svc *svc_find(struct service_table *T, const char *ns, const char 
 	}
 	if (!create || grow((void **)&T->v, &T->cap, T->n, sizeof(*T->v)) < 0)
 		return NULL;
-	s = calloc(1, sizeof(*s));
+	if (strlen(ns) > OBJ_NAME_MAX || strlen(name) > OBJ_NAME_MAX)
+		return NULL;
+	s = named_new(offsetof(struct svc, text), ns, name, &s_ns, &s_name);
 	if (!s)
 		return NULL;
-	snprintf(s->ns, sizeof(s->ns), "%s", ns);
-	snprintf(s->name, sizeof(s->name), "%s", name);
+	s->ns = s_ns;
+	s->name = s_name;
 	dlist_init(&s->slices);
 	if (hmap_insert(&T->by_name, &s->by_name, h) < 0) {
 		free(s);
@@ -878,6 +914,7 @@ static void svc_drop_if_empty(struct agent *a, struct svc *s)
 	dlist_remove(&s->due);
 	T->v[s->idx] = T->v[--T->n];
 	T->v[s->idx]->idx = s->idx;
+	free(s->reported);
 	free(s);
 }
 
@@ -897,7 +934,7 @@ void service_apply(struct agent *a, struct jval obj)
 
 		snprintf(key, sizeof(key), "%s%s", AGENT_ANN_UNPROGRAMMED, a->o.node);
 		said = jval_str(jval_get(jval_path(obj, "metadata.annotations"), key));
-		snprintf(s->reported, sizeof(s->reported), "%s", said ? said : "");
+		set_reported(s, said);
 	}
 	report_due(a->svc, s);
 }
@@ -1030,7 +1067,7 @@ void endpointslice_apply(struct agent *a, struct jval obj)
 	struct svc_slice *sl;
 	struct svc *s;
 
-	if (!name || strlen(name) >= sizeof(sl->name) || strlen(ns) >= sizeof(sl->ns))
+	if (!name || strlen(name) > OBJ_NAME_MAX || strlen(ns) > OBJ_NAME_MAX)
 		return;
 	sl = slice_find(T, ns, name);
 	if (sl && (!svc_name || strcmp(sl->svc->name, svc_name) != 0)) {
@@ -1040,15 +1077,17 @@ void endpointslice_apply(struct agent *a, struct jval obj)
 	if (!svc_name || !(s = svc_find(T, ns, svc_name, true)))
 		return;
 	if (!sl) {
-		sl = calloc(1, sizeof(*sl));
+		const char *sl_ns, *sl_name;
+
+		sl = named_new(offsetof(struct svc_slice, text), ns, name, &sl_ns, &sl_name);
 		if (!sl || hmap_insert(&T->slices, &sl->by_name, name_hash(ns, name)) < 0) {
 			free(sl);
 			note_error(T, s, -ENOMEM, "keeping an EndpointSlice");
 			svc_drop_if_empty(a, s);
 			return;
 		}
-		snprintf(sl->ns, sizeof(sl->ns), "%s", ns);
-		snprintf(sl->name, sizeof(sl->name), "%s", name);
+		sl->ns = sl_ns;
+		sl->name = sl_name;
 		sl->svc = s;
 		dlist_append(&s->slices, &sl->in_svc);
 	}
@@ -1385,12 +1424,12 @@ int service_reports_take(struct agent *a, struct service_report **out, size_t *n
 		next = dlist_next(&T->due, e);
 		dlist_remove(e);
 		svc_error_text(s, msg, sizeof(msg));
-		if (!s->has_service || strcmp(msg, s->reported) == 0)
+		if (!s->has_service || strcmp(msg, reported(s)) == 0)
 			continue;
 		snprintf(v[*n].ns, sizeof(v[*n].ns), "%s", s->ns);
 		snprintf(v[*n].name, sizeof(v[*n].name), "%s", s->name);
 		snprintf(v[*n].msg, sizeof(v[*n].msg), "%s", msg);
-		snprintf(s->reported, sizeof(s->reported), "%s", msg);
+		set_reported(s, msg);
 		(*n)++;
 	}
 	*out = v;
@@ -1402,7 +1441,7 @@ void service_report_failed(struct agent *a, const struct service_report *r)
 	struct svc *s = svc_find(a->svc, r->ns, r->name, false);
 
 	if (s) {
-		snprintf(s->reported, sizeof(s->reported), "%s", "(retry)");
+		set_reported(s, "(retry)");
 		report_due(a->svc, s);
 	}
 }
@@ -1434,6 +1473,7 @@ void service_table_destroy(struct service_table *T)
 			free(s->ports[j].local);
 		}
 		free(s->ports);
+		free(s->reported);
 		free(s);
 	}
 	for (struct hmap_node *e = hmap_first(&T->slices), *next; e; e = next) {

@@ -43,6 +43,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #define SERVER_MAX 2048
 #define DEFAULT_CONNECT_TIMEOUT_MS 10000L
@@ -168,12 +169,15 @@ out:
 	return rc;
 }
 
-/* The CA file, at most CA_MAX bytes, holding at least one PEM certificate. */
+/* The CA file, at most CA_MAX bytes, holding at least one PEM certificate.
+ * Kept for the handle's life in a buffer of its own size (an agent makes a
+ * client a watch; a thousand hollow agents, ten thousand). */
 static int read_ca(const char *path, struct curl_blob *ca, char *err, size_t errlen)
 {
 	FILE *f = fopen(path, "re");
+	struct stat st;
 	char *buf = NULL;
-	size_t n = 0;
+	size_t n = 0, want;
 	int rc;
 
 	if (!f) {
@@ -181,21 +185,27 @@ static int read_ca(const char *path, struct curl_blob *ca, char *err, size_t err
 		errmsg(err, errlen, "cannot read CA file %s: %s", path, strerror(errno));
 		return rc;
 	}
-	buf = malloc(CA_MAX + 2);
+	/* the size read is bounded by the buffer, whatever fstat said */
+	want = fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && st.st_size <= CA_MAX ? (size_t)st.st_size
+											      : CA_MAX;
+	buf = malloc(want + 2);
 	if (!buf) {
 		rc = -ENOMEM;
 		errmsg(err, errlen, "out of memory");
 		goto out;
 	}
-	n = fread(buf, 1, CA_MAX + 1, f);
+	n = fread(buf, 1, want + 1, f);
 	if (ferror(f)) {
 		rc = -EIO;
 		errmsg(err, errlen, "cannot read CA file %s: %s", path, strerror(errno));
 		goto out;
 	}
-	if (n > CA_MAX) {
-		rc = -EFBIG;
-		errmsg(err, errlen, "CA file %s is larger than %u bytes", path, CA_MAX);
+	if (n > want) {
+		rc = want == CA_MAX ? -EFBIG : -EAGAIN;
+		if (want == CA_MAX)
+			errmsg(err, errlen, "CA file %s is larger than %u bytes", path, CA_MAX);
+		else
+			errmsg(err, errlen, "CA file %s grew while it was read: try again", path);
 		goto out;
 	}
 	buf[n] = 0;
@@ -690,6 +700,9 @@ static CURLcode setup(struct httpc *h, const char *method, const char *url, cons
 	SET(CURLOPT_XFERINFOFUNCTION, on_progress);
 	SET(CURLOPT_XFERINFODATA, h);
 	SET(CURLOPT_SSLVERSION, (long)CURL_SSLVERSION_TLSv1_2);
+	/* curl copies a request for TLS into its upload buffer, made at the
+	 * handle's first one and kept: 16 KiB (its least), not 64 */
+	SET(CURLOPT_UPLOAD_BUFFERSIZE, 16384L);
 	if (h->ca.data) {
 		/* the CA given and nothing else (invariant 4) */
 		SET(CURLOPT_CAINFO, (char *)NULL);

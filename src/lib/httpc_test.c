@@ -743,6 +743,16 @@ TEST(httpc_tls_options_errors)
 	CHECK(httpc_create(&opt, err, sizeof(err)) == NULL);
 	CHECK_EQ(errno, EINVAL);
 	CHECK_CONTAINS(err, "no PEM certificate");
+	/* past the bound (1 MiB), a certificate in it or not */
+	f = fopen(path, "w");
+	CHECK(f != NULL);
+	fputs("-----BEGIN CERTIFICATE-----\n", f);
+	for (int i = 0; i < (1 << 20) / 64 + 1; i++)
+		fputs("AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\n", f);
+	fclose(f);
+	CHECK(httpc_create(&opt, err, sizeof(err)) == NULL);
+	CHECK_EQ(errno, EFBIG);
+	CHECK_CONTAINS(err, "larger than 1048576 bytes");
 	opt.ca_file = NULL;
 	opt.ca_pem = "x";
 	opt.ca_len = 1;
