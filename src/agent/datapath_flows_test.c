@@ -42,6 +42,17 @@ static int drain(struct datapath *dp, struct seen *s)
 	return rc < 0 ? rc : 0;
 }
 
+/* weft_flows holds one event, of this kind, action, place and source */
+#define CHECK_ONE_EVENT(dp, s, k, act, place, src)                       \
+	do {                                                              \
+		CHECK_EQ(drain(dp, &(s)), 0);                             \
+		CHECK_EQ((s).n, 1);                                       \
+		CHECK_EQ((s).ev[0].kind, (k));                            \
+		CHECK_EQ((s).ev[0].action, (act));                        \
+		CHECK_EQ((s).ev[0].from, (place));                        \
+		CHECK_EQ((s).ev[0].saddr, (src));                         \
+	} while (0)
+
 /* p through fd n times in one run (the kernel's repeat count: the same
  * skb each time, so only for a packet the program does not rewrite) */
 static int run_n(int fd, const struct pkt *p, unsigned n)
@@ -73,13 +84,8 @@ DP_TEST(flow_log_drops_always_forwards_while_listened)
 	pkt_ipv4(&p, gw_a_mac, pod_a_mac, IP(10, 128, 0, 77), POD_B_IP, 64);	/* a forged source */
 	CHECK_EQ(run(f, fd, &p, &r), 0);
 	CHECK_EQ(r.verdict, TC_ACT_SHOT);
-	CHECK_EQ(drain(dp, &s), 0);
-	CHECK_EQ(s.n, 1);
-	CHECK_EQ(s.ev[0].kind, WEFT_FLOW_DROP);
+	CHECK_ONE_EVENT(dp, s, WEFT_FLOW_DROP, WEFT_ACT_DROP, WEFT_FROM_POD, IP(10, 128, 0, 77));
 	CHECK_EQ(s.ev[0].reason, WEFT_DROP_SPOOFED_IP);
-	CHECK_EQ(s.ev[0].action, WEFT_ACT_DROP);
-	CHECK_EQ(s.ev[0].from, WEFT_FROM_POD);
-	CHECK_EQ(s.ev[0].saddr, IP(10, 128, 0, 77));
 	CHECK_EQ(s.ev[0].daddr, POD_B_IP);
 	CHECK_EQ(s.ev[0].proto, IPPROTO_UDP);
 	CHECK(s.ev[0].time_ns > 0);
@@ -160,12 +166,7 @@ DP_TEST(flow_log_reports_what_the_programs_decide)
 	pkt_tcp(&p, pod_a_mac, gw_a_mac, GATEWAY_IP, 40001, POD_A_IP, 8080, TCP_SYN, 1, 0);
 	CHECK_EQ(run(f, datapath_pod_egress_prog_fd(dp), &p, &r), 0);
 	CHECK_EQ(r.verdict, TC_ACT_OK);
-	CHECK_EQ(drain(dp, &s), 0);
-	CHECK_EQ(s.n, 1);
-	CHECK_EQ(s.ev[0].kind, WEFT_FLOW_NEW);
-	CHECK_EQ(s.ev[0].action, WEFT_ACT_PASS);
-	CHECK_EQ(s.ev[0].from, WEFT_FROM_HOST_TO_POD);
-	CHECK_EQ(s.ev[0].saddr, GATEWAY_IP);
+	CHECK_ONE_EVENT(dp, s, WEFT_FLOW_NEW, WEFT_ACT_PASS, WEFT_FROM_HOST_TO_POD, GATEWAY_IP);
 	CHECK_EQ(s.ev[0].daddr, POD_A_IP);
 	CHECK_EQ(datapath_flows_listen(dp, false), 0);
 	datapath_close(dp);
