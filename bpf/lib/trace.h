@@ -135,7 +135,8 @@ static __always_inline void trace_verdict(__u32 action, __u32 reason, __u32 ifin
 {
 	struct weft_trace *t;
 
-	flow_note_verdict(action, tunnel_id, tunnel_remote);
+	if (!trace_armed || !tracing())	/* a trace's verdict is no flow's to note */
+		flow_note_verdict(action, tunnel_id, tunnel_remote);
 	if (!trace_enabled && !trace_armed)
 		return;
 	t = trace_entry();

@@ -11,6 +11,7 @@
 #include "agent/datapath_fixture.h"
 
 #include <bpf/libbpf.h>
+#include <sched.h>
 
 #define FLOWS_MAX 2048
 
@@ -143,6 +144,7 @@ DP_TEST(flow_log_drops_always_forwards_while_listened)
 DP_TEST(flow_log_reports_what_the_programs_decide)
 {
 	static struct seen s;
+	cpu_set_t one, all;
 	struct datapath *dp;
 	struct result r;
 	struct pkt p;
@@ -168,6 +170,21 @@ DP_TEST(flow_log_reports_what_the_programs_decide)
 	CHECK_EQ(r.verdict, TC_ACT_OK);
 	CHECK_ONE_EVENT(dp, s, WEFT_FLOW_NEW, WEFT_ACT_PASS, WEFT_FROM_HOST_TO_POD, GATEWAY_IP);
 	CHECK_EQ(s.ev[0].daddr, POD_A_IP);
+
+	/* a trace's forward notes nothing that the next packet could take
+	 * for its own verdict (the note is per CPU: both runs on one) */
+	CPU_ZERO(&one);
+	CPU_SET(0, &one);
+	CHECK_EQ(sched_getaffinity(0, sizeof(all), &all), 0);
+	CHECK_EQ(sched_setaffinity(0, sizeof(one), &one), 0);
+	tcp_from_a(&p, 41005, POD_B_IP, 8080, TCP_SYN);
+	CHECK_EQ(run_traced(dp, DATAPATH_PROG_POD, &p, 0, 0, &r), 0);
+	CHECK_EQ(r.verdict, TC_ACT_REDIRECT);
+	tcp_from_outside(&p, 40002, NODE_IP, 22, TCP_SYN);	/* the node's own: no event */
+	CHECK_EQ(run(f, datapath_node_prog_fd(dp), &p, &r), 0);
+	CHECK_EQ(sched_setaffinity(0, sizeof(all), &all), 0);
+	CHECK_EQ(drain(dp, &s), 0);
+	CHECK_EQ(s.n, 0);
 	CHECK_EQ(datapath_flows_listen(dp, false), 0);
 	datapath_close(dp);
 }
