@@ -882,9 +882,8 @@ static struct svc *svc_find(struct service_table *T, const char *ns, const char 
 		if (strcmp(s->ns, ns) == 0 && strcmp(s->name, name) == 0)
 			return s;
 	}
-	if (!create || grow((void **)&T->v, &T->cap, T->n, sizeof(*T->v)) < 0)
-		return NULL;
-	if (strlen(ns) > OBJ_NAME_MAX || strlen(name) > OBJ_NAME_MAX)
+	if (!create || strlen(ns) > OBJ_NAME_MAX || strlen(name) > OBJ_NAME_MAX ||
+	    grow((void **)&T->v, &T->cap, T->n, sizeof(*T->v)) < 0)
 		return NULL;
 	s = named_new(offsetof(struct svc, text), ns, name, &s_ns, &s_name);
 	if (!s)
